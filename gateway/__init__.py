@@ -1,0 +1,1 @@
+"""The recallmesh gateway: the public MemoryService (store, get, delete, recall)."""

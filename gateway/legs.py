@@ -1,0 +1,46 @@
+"""gRPC clients of the retrieval legs (RetrieverService), one channel per leg."""
+
+from __future__ import annotations
+
+import grpc
+from opentelemetry.instrumentation.grpc import aio_client_interceptors
+
+from gateway.recall import LegError, LegQuery, LegTimeout
+from recallmesh.v1 import memory_pb2, retriever_pb2, retriever_pb2_grpc
+from shared.filters import filters_to_proto
+from shared.server import grpc_options
+
+SORT_BY_VALUES = {
+    "relevance": memory_pb2.SORT_BY_RELEVANCE,
+    "importance": memory_pb2.SORT_BY_IMPORTANCE,
+    "recency": memory_pb2.SORT_BY_RECENCY,
+}
+
+
+class GrpcLeg:
+    def __init__(self, name: str, target: str) -> None:
+        self.name = name
+        self.target = target
+        self.channel = grpc.aio.insecure_channel(
+            target, options=grpc_options(), interceptors=aio_client_interceptors()
+        )
+        self.stub = retriever_pb2_grpc.RetrieverServiceStub(self.channel)
+
+    async def search(self, query: LegQuery, timeout_s: float) -> list[tuple[str, float]]:
+        request = retriever_pb2.SearchRequest(
+            namespace=query.namespace,
+            query=query.query,
+            k=query.k,
+            sort_by=SORT_BY_VALUES[query.sort_by],
+        )
+        filters_to_proto(query.filters, request.filters)
+        try:
+            response = await self.stub.Search(request, timeout=timeout_s)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise LegTimeout() from None
+            raise LegError(f"{exc.code().name}: {exc.details()}") from None
+        return [(c.memory_id, c.score) for c in response.candidates]
+
+    async def close(self) -> None:
+        await self.channel.close()

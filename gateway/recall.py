@@ -1,0 +1,149 @@
+"""The recall path: fan out to every leg in parallel under a budget, fuse, hydrate.
+
+No gRPC here: a leg is anything with `name` and an async `search()`. Each leg
+gets the request budget minus a reserve (for fusion + hydration), shortened
+further by the caller's own deadline. A leg that fails or misses its deadline
+is cancelled and reported (TIMEOUT / ERROR) and the response is `degraded`;
+the answer is built from the legs that did arrive. Nothing arrived at all is
+UNAVAILABLE, naming the failed legs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from opentelemetry import trace
+
+from gateway.ranking import FusedCandidate, rrf_fuse
+from gateway.store import MemoryStore, StoredMemory
+from shared.config import GatewaySettings
+from shared.errors import Unavailable
+from shared.filters import Filters
+from shared.telemetry import LEG_LATENCY_SECONDS
+from shared.validation import RecallQuery
+
+log = logging.getLogger(__name__)
+tracer = trace.get_tracer("recallmesh.gateway")
+
+MIN_LEG_TIMEOUT_S = 0.005
+
+
+@dataclass(frozen=True)
+class LegQuery:
+    namespace: str
+    query: str
+    k: int
+    filters: Filters
+    sort_by: str
+
+
+class LegTimeout(Exception):
+    """The leg reported that its deadline passed."""
+
+
+class LegError(Exception):
+    """The leg failed; the message says how (code and detail)."""
+
+
+class Leg(Protocol):
+    name: str
+
+    async def search(self, query: LegQuery, timeout_s: float) -> list[tuple[str, float]]: ...
+
+
+@dataclass
+class LegOutcome:
+    leg: str
+    state: str  # OK | TIMEOUT | ERROR | SKIPPED
+    latency_ms: float
+    candidates: list[tuple[str, float]] = field(default_factory=list)
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    memory: StoredMemory
+    score: float
+    fused: FusedCandidate
+
+
+@dataclass(frozen=True)
+class RecallOutcome:
+    hits: list[RecallHit]
+    legs: list[LegOutcome]
+
+    @property
+    def degraded(self) -> bool:
+        return any(leg.state != "OK" for leg in self.legs)
+
+
+async def _run_leg(leg: Leg, query: LegQuery, timeout_s: float) -> LegOutcome:
+    start = time.perf_counter()
+    with tracer.start_as_current_span(f"leg.{leg.name}") as span:
+        try:
+            candidates = await asyncio.wait_for(leg.search(query, timeout_s), timeout_s)
+            outcome = LegOutcome(leg.name, "OK", 0.0, candidates)
+        except (TimeoutError, LegTimeout):
+            outcome = LegOutcome(
+                leg.name, "TIMEOUT", 0.0, detail=f"no answer within {timeout_s * 1000:.0f} ms"
+            )
+        except LegError as exc:
+            outcome = LegOutcome(leg.name, "ERROR", 0.0, detail=str(exc))
+        except Exception as exc:  # a bug in a leg client must not fail the recall
+            log.exception("leg %s failed unexpectedly", leg.name)
+            outcome = LegOutcome(leg.name, "ERROR", 0.0, detail=type(exc).__name__)
+        outcome.latency_ms = (time.perf_counter() - start) * 1000
+        span.set_attribute("recallmesh.leg.state", outcome.state)
+        span.set_attribute("recallmesh.leg.candidates", len(outcome.candidates))
+    LEG_LATENCY_SECONDS.labels(leg.name, outcome.state).observe(outcome.latency_ms / 1000)
+    return outcome
+
+
+class Recaller:
+    def __init__(self, store: MemoryStore, legs: Sequence[Leg], settings: GatewaySettings) -> None:
+        self.store = store
+        self.legs = list(legs)
+        self.settings = settings
+
+    def leg_timeout_s(self, budget_ms: int | None, client_remaining_s: float | None) -> float:
+        budget_s = (budget_ms or self.settings.default_budget_ms) / 1000
+        if client_remaining_s is not None:
+            budget_s = min(budget_s, client_remaining_s)
+        return max(budget_s - self.settings.reserve_ms / 1000, MIN_LEG_TIMEOUT_S)
+
+    async def recall(
+        self, q: RecallQuery, client_remaining_s: float | None = None
+    ) -> RecallOutcome:
+        timeout_s = self.leg_timeout_s(q.budget_ms, client_remaining_s)
+        leg_query = LegQuery(
+            namespace=q.namespace,
+            query=q.query,
+            k=max(q.k, self.settings.leg_depth),
+            filters=q.filters,
+            sort_by=q.sort_by,
+        )
+        outcomes = list(
+            await asyncio.gather(*(_run_leg(leg, leg_query, timeout_s) for leg in self.legs))
+        )
+        answered = {o.leg: o.candidates for o in outcomes if o.state == "OK"}
+        if not answered:
+            failed = ", ".join(f"{o.leg} ({o.state}: {o.detail})" for o in outcomes)
+            raise Unavailable(f"no retrieval leg answered: {failed}")
+
+        fused = rrf_fuse(answered)
+        if q.sort_by == "recency":
+            memories = await self.store.hydrate(q.namespace, [c.memory_id for c in fused])
+            live = [c for c in fused if c.memory_id in memories]
+            live.sort(key=lambda c: (memories[c.memory_id].created_at, c.memory_id), reverse=True)
+            top = live[: q.k]
+        else:
+            top = fused[: q.k]
+            memories = await self.store.hydrate(q.namespace, [c.memory_id for c in top])
+            top = [c for c in top if c.memory_id in memories]
+        hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
+        return RecallOutcome(hits=hits, legs=outcomes)

@@ -1,0 +1,141 @@
+"""gRPC adapter of the gateway: MemoryService over MemoryStore and Recaller."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import grpc
+
+from gateway.legs import GrpcLeg
+from gateway.recall import Recaller, RecallOutcome
+from gateway.store import MemoryStore, StoredMemory
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from shared import validation
+from shared.config import GatewaySettings
+from shared.db import open_pool, resolve_dsn
+from shared.errors import InvalidArgument
+from shared.migrations import latest_version
+from shared.timestamps import to_proto_timestamp
+
+log = logging.getLogger(__name__)
+
+LEG_STATES = {
+    "OK": memory_pb2.LEG_STATE_OK,
+    "TIMEOUT": memory_pb2.LEG_STATE_TIMEOUT,
+    "ERROR": memory_pb2.LEG_STATE_ERROR,
+    "SKIPPED": memory_pb2.LEG_STATE_SKIPPED,
+}
+
+
+def memory_to_proto(memory: StoredMemory) -> Any:
+    msg = memory_pb2.Memory(
+        id=memory.id,
+        namespace=memory.namespace,
+        content=memory.content,
+        category=memory.category,
+        tags=list(memory.tags),
+        importance=memory.importance,
+        sensitive=memory.sensitive,
+        metadata=memory.metadata,
+    )
+    to_proto_timestamp(memory.created_at, msg.created_at)
+    to_proto_timestamp(memory.updated_at, msg.updated_at)
+    if memory.valid_from is not None:
+        to_proto_timestamp(memory.valid_from, msg.valid_from)
+    if memory.valid_to is not None:
+        to_proto_timestamp(memory.valid_to, msg.valid_to)
+    return msg
+
+
+def recall_to_proto(outcome: RecallOutcome, explain: bool) -> Any:
+    response = memory_pb2.RecallResponse(degraded=outcome.degraded)
+    for hit in outcome.hits:
+        msg = response.hits.add(memory=memory_to_proto(hit.memory), score=hit.score)
+        if explain:
+            for c in hit.fused.contributions:
+                msg.legs.add(leg=c.leg, rank=c.rank, score=c.score)
+    for leg in outcome.legs:
+        response.legs.add(
+            leg=leg.leg,
+            state=LEG_STATES[leg.state],
+            latency_ms=leg.latency_ms,
+            candidates=len(leg.candidates),
+            detail=leg.detail,
+        )
+    return response
+
+
+class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
+    def __init__(self, store: MemoryStore, recaller: Recaller) -> None:
+        self.store = store
+        self.recaller = recaller
+
+    async def Store(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        ns = validation.namespace(request.namespace)
+        if not request.HasField("memory"):
+            raise InvalidArgument("memory is required")
+        memory = validation.new_memory(request.memory, ns)
+        stored = await self.store.store(ns, memory)
+        return memory_pb2.StoreResponse(memory=memory_to_proto(stored))
+
+    async def StoreBatch(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        ns = validation.namespace(request.namespace)
+        memories = validation.new_memories(request.memories, ns)
+        ids = await self.store.store_batch(ns, memories)
+        return memory_pb2.StoreBatchResponse(ids=ids)
+
+    async def Get(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        ns = validation.namespace(request.namespace)
+        stored = await self.store.get(ns, validation.memory_id(request.id))
+        return memory_pb2.GetResponse(memory=memory_to_proto(stored))
+
+    async def Delete(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        ns = validation.namespace(request.namespace)
+        memory_id = validation.memory_id(request.id)
+        deleted_at = await self.store.delete(ns, memory_id)
+        response = memory_pb2.DeleteResponse(id=memory_id)
+        to_proto_timestamp(deleted_at, response.deleted_at)
+        return response
+
+    async def Recall(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        query = validation.recall_query(request)
+        outcome = await self.recaller.recall(query, context.time_remaining())
+        return recall_to_proto(outcome, query.explain)
+
+
+class SchemaOutOfDate(RuntimeError):
+    pass
+
+
+class GatewayApp:
+    service_names = (memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name,)
+
+    def __init__(self) -> None:
+        self.pool: Any = None
+        self.legs: list[GrpcLeg] = []
+        self.servicer: MemoryServicer | None = None
+
+    async def start(self) -> None:
+        settings = GatewaySettings.from_env()
+        self.pool = await open_pool(resolve_dsn(), name="gateway")
+        store = MemoryStore(self.pool)
+        have, want = await store.schema_version(), latest_version()
+        if have < want:
+            raise SchemaOutOfDate(
+                f"database schema is at version {have}, this gateway needs {want}: "
+                "run `recallmesh migrate` (or `recallmesh up`) first"
+            )
+        self.legs = [GrpcLeg(leg.name, leg.target) for leg in settings.legs]
+        self.servicer = MemoryServicer(store, Recaller(store, self.legs, settings))
+        log.info("legs configured", extra={"legs": {leg.name: leg.target for leg in settings.legs}})
+
+    def register(self, server: grpc.aio.Server) -> None:
+        assert self.servicer is not None
+        memory_pb2_grpc.add_MemoryServiceServicer_to_server(self.servicer, server)
+
+    async def stop(self) -> None:
+        for leg in self.legs:
+            await leg.close()
+        if self.pool is not None:
+            await self.pool.close()

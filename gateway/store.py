@@ -1,0 +1,149 @@
+"""Memory persistence: store, batch store, get, soft delete, hydrate.
+
+Plain async psycopg over a pool; no gRPC here. Every statement is scoped to a
+namespace, so an id from another namespace behaves exactly like an unknown id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from shared.errors import NotFound
+from shared.validation import NewMemory
+
+COLUMNS = (
+    "id::text, namespace, content, category, tags, importance, is_sensitive, created_at, "
+    "updated_at, valid_from, valid_to, metadata"
+)
+
+
+@dataclass(frozen=True)
+class StoredMemory:
+    id: str
+    namespace: str
+    content: str
+    category: str
+    tags: tuple[str, ...]
+    importance: float
+    sensitive: bool
+    created_at: datetime
+    updated_at: datetime
+    valid_from: datetime | None
+    valid_to: datetime | None
+    metadata: dict[str, str]
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> StoredMemory:
+        return cls(
+            id=row[0],
+            namespace=row[1],
+            content=row[2],
+            category=row[3],
+            tags=tuple(row[4]),
+            importance=float(row[5]),
+            sensitive=bool(row[6]),
+            created_at=row[7],
+            updated_at=row[8],
+            valid_from=row[9],
+            valid_to=row[10],
+            metadata=dict(row[11] or {}),
+        )
+
+
+_INSERT = f"""
+INSERT INTO memories (namespace, content, category, tags, importance, is_sensitive,
+                      created_at, valid_from, valid_to, metadata)
+VALUES (%(ns)s, %(content)s, %(category)s, %(tags)s, %(importance)s, %(sensitive)s,
+        coalesce(%(created_at)s, now()), %(valid_from)s, %(valid_to)s, %(metadata)s)
+RETURNING {COLUMNS}
+"""
+
+
+def _insert_params(ns: str, memory: NewMemory) -> dict[str, Any]:
+    return {
+        "ns": ns,
+        "content": memory.content,
+        "category": memory.category,
+        "tags": list(memory.tags),
+        "importance": memory.importance,
+        "sensitive": memory.sensitive,
+        "created_at": memory.created_at,
+        "valid_from": memory.valid_from,
+        "valid_to": memory.valid_to,
+        "metadata": Jsonb(memory.metadata),
+    }
+
+
+class MemoryStore:
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+
+    async def store(self, ns: str, memory: NewMemory) -> StoredMemory:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(_INSERT, _insert_params(ns, memory))
+            row = await cur.fetchone()
+        return StoredMemory.from_row(row)
+
+    async def store_batch(self, ns: str, memories: list[NewMemory]) -> list[str]:
+        """All-or-nothing: one transaction; ids in input order."""
+        ids: list[str] = []
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = conn.cursor()
+            await cur.executemany(
+                _INSERT, [_insert_params(ns, m) for m in memories], returning=True
+            )
+            while True:
+                row = await cur.fetchone()
+                ids.append(row[0])
+                if not cur.nextset():
+                    break
+        return ids
+
+    async def get(self, ns: str, memory_id: str) -> StoredMemory:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                f"SELECT {COLUMNS} FROM memories "
+                "WHERE namespace = %s AND id = %s AND deleted_at IS NULL",
+                (ns, memory_id),
+            )
+            row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
+        return StoredMemory.from_row(row)
+
+    async def delete(self, ns: str, memory_id: str) -> datetime:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "UPDATE memories SET deleted_at = now(), updated_at = now() "
+                "WHERE namespace = %s AND id = %s AND deleted_at IS NULL RETURNING deleted_at",
+                (ns, memory_id),
+            )
+            row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
+        return row[0]
+
+    async def hydrate(self, ns: str, memory_ids: list[str]) -> dict[str, StoredMemory]:
+        """Live memories of `ns` among memory_ids, in one query, keyed by id."""
+        if not memory_ids:
+            return {}
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                f"SELECT {COLUMNS} FROM memories "
+                "WHERE namespace = %s AND id = ANY(%s::uuid[]) AND deleted_at IS NULL",
+                (ns, memory_ids),
+            )
+            rows = await cur.fetchall()
+        return {row[0]: StoredMemory.from_row(row) for row in rows}
+
+    async def schema_version(self) -> int:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute("SELECT to_regclass('schema_migrations')")
+            if (await cur.fetchone())[0] is None:
+                return 0
+            cur = await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
+            return int((await cur.fetchone())[0])

@@ -1,0 +1,391 @@
+"""The `recallmesh` command: run the stack and talk to it.
+
+  recallmesh up [--demo]            start Postgres + every service, wait for SERVING, serve
+  recallmesh migrate                apply database migrations
+  recallmesh store / recall / get / delete / import   client commands against the gateway
+
+Client commands use --target (env RECALLMESH_TARGET, default localhost:50051).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import grpc
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+
+DEFAULT_TARGET = "localhost:50051"
+DEMO_FILE = Path(__file__).resolve().parent.parent / "examples" / "demo-memories.jsonl"
+DEMO_NAMESPACE = "demo"
+DEMO_QUERY = "which frontend framework does Maya like?"
+
+console = Console()
+err_console = Console(stderr=True)
+
+SORT_BY = {
+    "relevance": memory_pb2.SORT_BY_RELEVANCE,
+    "importance": memory_pb2.SORT_BY_IMPORTANCE,
+    "recency": memory_pb2.SORT_BY_RECENCY,
+}
+
+
+class InputError(ValueError):
+    """A problem with the user's input file or arguments."""
+
+
+# --------------------------------------------------------------------------- client helpers
+
+
+def stub_for(target: str) -> tuple[grpc.Channel, Any]:
+    channel = grpc.insecure_channel(target)
+    return channel, memory_pb2_grpc.MemoryServiceStub(channel)
+
+
+def _timestamp(value: str, field: str, where: str) -> Any:
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: {field} must be an ISO 8601 time, got {value!r}") from None
+    if parsed.tzinfo is None:
+        raise InputError(f"{where}: {field} needs a timezone (e.g. 2026-01-31T09:00:00Z)")
+    ts = Timestamp()
+    ts.FromDatetime(parsed)
+    return ts
+
+
+def memory_from_json(obj: Any, where: str) -> Any:
+    """One JSONL record -> recallmesh.v1.Memory (format in docs/cli.md)."""
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: expected a JSON object")
+    if not isinstance(obj.get("content"), str):
+        raise InputError(f"{where}: 'content' (a string) is required")
+    known = {"content", "category", "tags", "importance", "sensitive", "metadata",
+             "created_at", "valid_from", "valid_to"}
+    unknown = set(obj) - known
+    if unknown:
+        raise InputError(f"{where}: unknown field(s) {sorted(unknown)}")
+    memory = memory_pb2.Memory(
+        content=obj["content"],
+        category=str(obj.get("category", "")),
+        tags=[str(t) for t in obj.get("tags", [])],
+        sensitive=bool(obj.get("sensitive", False)),
+        metadata={str(k): str(v) for k, v in obj.get("metadata", {}).items()},
+    )
+    if obj.get("importance") is not None:
+        try:
+            memory.importance = float(obj["importance"])
+        except (TypeError, ValueError):
+            raise InputError(f"{where}: importance must be a number") from None
+    for field in ("created_at", "valid_from", "valid_to"):
+        if obj.get(field):
+            getattr(memory, field).CopyFrom(_timestamp(obj[field], field, where))
+    return memory
+
+
+def read_jsonl(path: Path) -> list[Any]:
+    memories = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+            memories.append((number, memory_from_json(obj, f"{path}:{number}")))
+    return memories
+
+
+def import_memories(stub: Any, namespace: str, records: list[Any], batch_size: int,
+                    show_progress: bool = True) -> list[str]:
+    ids: list[str] = []
+    columns = (TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, disable=not show_progress) as progress:
+        task = progress.add_task("import", total=len(records))
+        for start in range(0, len(records), batch_size):
+            chunk = records[start : start + batch_size]
+            request = memory_pb2.StoreBatchRequest(
+                namespace=namespace, memories=[m for _, m in chunk]
+            )
+            try:
+                response = stub.StoreBatch(request, timeout=120)
+            except grpc.RpcError as exc:
+                first_line = chunk[0][0]
+                raise InputError(
+                    f"batch starting at line {first_line} rejected ({exc.code().name}): "
+                    f"{exc.details()}; {len(ids)} memories were imported before it"
+                ) from None
+            ids.extend(response.ids)
+            progress.advance(task, len(chunk))
+    return ids
+
+
+def print_recall(response: Any, explain: bool) -> None:
+    table = Table(title=f"{len(response.hits)} hit(s)", show_lines=False)
+    table.add_column("#", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("category")
+    table.add_column("content", overflow="fold")
+    table.add_column("id", style="dim")
+    if explain:
+        table.add_column("legs (rank/score)")
+    for i, hit in enumerate(response.hits, start=1):
+        row = [str(i), f"{hit.score:.4f}", hit.memory.category, hit.memory.content, hit.memory.id]
+        if explain:
+            row.append(", ".join(f"{c.leg}#{c.rank} {c.score:.3f}" for c in hit.legs))
+        table.add_row(*row)
+    console.print(table)
+    legs = ", ".join(
+        f"{leg.leg}={memory_pb2.LegState.Name(leg.state).removeprefix('LEG_STATE_')}"
+        f" {leg.latency_ms:.1f}ms ({leg.candidates} cand.)"
+        + (f" [{leg.detail}]" if leg.detail else "")
+        for leg in response.legs
+    )
+    console.print(f"legs: {legs}" + ("  [bold yellow]DEGRADED[/]" if response.degraded else ""))
+
+
+def print_memory(memory: Any) -> None:
+    fields = {
+        "id": memory.id,
+        "namespace": memory.namespace,
+        "content": memory.content,
+        "category": memory.category,
+        "tags": ", ".join(memory.tags),
+        "importance": f"{memory.importance:.2f}",
+        "sensitive": str(memory.sensitive).lower(),
+        "created_at": memory.created_at.ToDatetime().isoformat() + "Z",
+    }
+    if memory.metadata:
+        fields["metadata"] = json.dumps(dict(memory.metadata))
+    table = Table(show_header=False)
+    for key, value in fields.items():
+        table.add_row(key, value)
+    console.print(table)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def cmd_store(args: argparse.Namespace) -> int:
+    channel, stub = stub_for(args.target)
+    with channel:
+        record = {"content": args.content, "category": args.category,
+                  "tags": [t for t in args.tags.split(",") if t] if args.tags else [],
+                  "importance": args.importance, "sensitive": args.sensitive}
+        memory = memory_from_json(record, "arguments")
+        response = stub.Store(memory_pb2.StoreRequest(namespace=args.namespace, memory=memory))
+    console.print(response.memory.id)
+    return 0
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    channel, stub = stub_for(args.target)
+    request = memory_pb2.RecallRequest(
+        namespace=args.namespace, query=args.query, k=args.k, sort_by=SORT_BY[args.sort_by],
+        budget_ms=args.budget_ms, explain=args.explain,
+    )
+    if args.category:
+        request.filters.categories.extend(args.category)
+    if args.tag:
+        request.filters.tags.extend(args.tag)
+    with channel:
+        response = stub.Recall(request, timeout=args.timeout)
+    if args.json:
+        from google.protobuf.json_format import MessageToJson
+
+        print(MessageToJson(response))
+    else:
+        print_recall(response, args.explain)
+    return 0
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    channel, stub = stub_for(args.target)
+    with channel:
+        response = stub.Get(memory_pb2.GetRequest(namespace=args.namespace, id=args.id))
+    print_memory(response.memory)
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    channel, stub = stub_for(args.target)
+    with channel:
+        stub.Delete(memory_pb2.DeleteRequest(namespace=args.namespace, id=args.id))
+    console.print(f"deleted {args.id}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    records = read_jsonl(Path(args.file))
+    channel, stub = stub_for(args.target)
+    with channel:
+        ids = import_memories(stub, args.namespace, records, args.batch_size)
+    console.print(f"imported {len(ids)} memories into namespace {args.namespace!r}")
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from shared.supervisor import Stack
+
+    stack = Stack()
+    try:
+        stack.start_database()
+    finally:
+        stack.stop()
+    console.print("schema is up to date")
+    return 0
+
+
+def _load_demo(stack: Any) -> None:
+    import psycopg
+
+    with psycopg.connect(stack.dsn) as conn:
+        present = conn.execute(
+            "SELECT count(*) FROM memories WHERE namespace = %s AND deleted_at IS NULL",
+            (DEMO_NAMESPACE,),
+        ).fetchone()[0]
+    channel, stub = stub_for(stack.endpoints["gateway"])
+    with channel:
+        if present:
+            console.print(f"demo namespace already holds {present} memories; not loading again")
+        else:
+            ids = import_memories(stub, DEMO_NAMESPACE, read_jsonl(DEMO_FILE), 100)
+            console.print(f"loaded {len(ids)} demo memories into namespace {DEMO_NAMESPACE!r}")
+        console.print(f"\nexample: recallmesh recall --namespace demo {DEMO_QUERY!r}")
+        response = stub.Recall(
+            memory_pb2.RecallRequest(namespace=DEMO_NAMESPACE, query=DEMO_QUERY, k=5), timeout=10
+        )
+        print_recall(response, explain=False)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from shared.supervisor import Stack, StackError
+
+    started = time.monotonic()
+    stack = Stack()
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        stack.start(timeout_s=args.timeout)
+    except StackError as exc:
+        err_console.print(f"[red]recallmesh up failed:[/] {exc}")
+        return 1
+    try:
+        elapsed = time.monotonic() - started
+        table = Table(title=f"recallmesh is up ({elapsed:.1f}s)")
+        table.add_column("service")
+        table.add_column("gRPC")
+        table.add_column("metrics")
+        for name, address in stack.endpoints.items():
+            table.add_row(name, address, f"http://localhost:{stack.metrics[name]}/metrics")
+        console.print(table)
+        where = (
+            "external (RECALLMESH_DSN)"
+            if os.environ.get("RECALLMESH_DSN")
+            else f"embedded, data in {stack.data_dir / 'pg'}"
+        )
+        console.print(f"database: {where}")
+        console.print(f"logs: {stack.data_dir / 'logs'}")
+        if args.demo:
+            _load_demo(stack)
+        console.print("\nserving; press Ctrl-C to stop")
+        while not stop.wait(0.5):
+            dead = stack.check_alive()
+            if dead:
+                err_console.print(f"[red]service(s) exited unexpectedly: {', '.join(dead)}[/]")
+                return 1
+        return 0
+    finally:
+        console.print("stopping...")
+        stack.stop()
+        console.print("stopped")
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="recallmesh", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    target = os.environ.get("RECALLMESH_TARGET", DEFAULT_TARGET)
+
+    up = sub.add_parser("up", help="start the whole stack and serve until Ctrl-C")
+    up.add_argument("--demo", action="store_true", help="load the demo memories (namespace demo)")
+    up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait per service")
+    up.set_defaults(func=cmd_up)
+
+    migrate = sub.add_parser("migrate", help="apply database migrations")
+    migrate.set_defaults(func=cmd_migrate)
+
+    def client(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--target", default=target, help=f"gateway address (default {target})")
+        p.add_argument("--namespace", "-n", required=True)
+        return p
+
+    store = client("store", "store one memory")
+    store.add_argument("content")
+    store.add_argument("--category", default="")
+    store.add_argument("--tags", default="", help="comma-separated")
+    store.add_argument("--importance", type=float, default=None)
+    store.add_argument("--sensitive", action="store_true")
+    store.set_defaults(func=cmd_store)
+
+    recall = client("recall", "recall memories for a query")
+    recall.add_argument("query")
+    recall.add_argument("-k", type=int, default=10)
+    recall.add_argument("--sort-by", choices=sorted(SORT_BY), default="relevance")
+    recall.add_argument("--category", action="append", help="filter (repeatable)")
+    recall.add_argument("--tag", action="append", help="filter (repeatable)")
+    recall.add_argument("--budget-ms", type=int, default=0)
+    recall.add_argument("--explain", action="store_true")
+    recall.add_argument("--json", action="store_true", help="print the raw response as JSON")
+    recall.add_argument("--timeout", type=float, default=10.0)
+    recall.set_defaults(func=cmd_recall)
+
+    get = client("get", "fetch one memory by id")
+    get.add_argument("id")
+    get.set_defaults(func=cmd_get)
+
+    delete = client("delete", "soft-delete one memory")
+    delete.add_argument("id")
+    delete.set_defaults(func=cmd_delete)
+
+    imp = client("import", "bulk-import memories from a JSONL file")
+    imp.add_argument("file")
+    imp.add_argument("--batch-size", type=int, default=200)
+    imp.set_defaults(func=cmd_import)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except InputError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        return 2
+    except grpc.RpcError as exc:
+        err_console.print(f"[red]{exc.code().name}:[/] {exc.details()}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

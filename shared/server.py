@@ -1,0 +1,110 @@
+"""Server bootstrap, written once for every recallmesh process.
+
+A service supplies a `ServiceApp`: its gRPC service names, how to add its
+servicers, and async start/stop hooks (open and close pools, clients). `run()`
+does the rest: structured logs, tracing, the Prometheus endpoint, the gRPC
+server with metrics + error-mapping + tracing interceptors, standard health
+checking, server reflection, and a graceful stop on SIGTERM / SIGINT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Sequence
+from typing import Protocol
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from opentelemetry.instrumentation.grpc import aio_server_interceptor
+
+from shared.config import ServerConfig
+from shared.logs import configure_logging
+from shared.telemetry import ServerInterceptor, setup_tracing, start_metrics_server
+
+log = logging.getLogger(__name__)
+
+
+class ServiceApp(Protocol):
+    """What a service hands to the bootstrap."""
+
+    #: fully-qualified gRPC service names, e.g. "recallmesh.v1.MemoryService"
+    service_names: Sequence[str]
+
+    async def start(self) -> None: ...
+
+    def register(self, server: grpc.aio.Server) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+def grpc_options(max_message_bytes: int = 64 * 1024 * 1024) -> list[tuple[str, int]]:
+    return [
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.max_send_message_length", max_message_bytes),
+    ]
+
+
+async def serve(
+    app: ServiceApp, config: ServerConfig, stop_event: asyncio.Event | None = None
+) -> None:
+    """Run `app` until stop_event is set (or SIGTERM / SIGINT arrives)."""
+    stop_event = stop_event or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop_event.set)
+        except (NotImplementedError, RuntimeError):  # not the main thread
+            pass
+
+    try:
+        await app.start()
+    except Exception as exc:  # unreachable database, schema out of date, bad settings
+        log.error("startup failed: %s", exc, extra={"error": type(exc).__name__})
+        raise SystemExit(1) from None
+    server = grpc.aio.server(
+        interceptors=[aio_server_interceptor(), ServerInterceptor()],
+        options=grpc_options(),
+    )
+    app.register(server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        [*app.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME], server
+    )
+    port = server.add_insecure_port(config.address)
+    if port == 0:
+        raise RuntimeError(f"{config.name}: could not bind {config.address}")
+    await server.start()
+    for name in ("", *app.service_names):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    log.info(
+        "serving",
+        extra={"address": f"{config.host}:{port}", "metrics_port": config.metrics_port},
+    )
+    try:
+        await stop_event.wait()
+    finally:
+        log.info("stopping", extra={"grace_s": config.grace_seconds})
+        await health_servicer.enter_graceful_shutdown()
+        await server.stop(config.grace_seconds)
+        await app.stop()
+        log.info("stopped")
+
+
+def run(name: str, app: ServiceApp) -> None:
+    """Entry point of `python -m <service>`."""
+    configure_logging(name)
+    try:
+        config = ServerConfig.from_env(name)
+        setup_tracing(name)
+    except ValueError as exc:  # ConfigError and bad exporter names
+        log.error("bad configuration: %s", exc)
+        raise SystemExit(2) from None
+    start_metrics_server(config.metrics_port)
+    try:
+        asyncio.run(serve(app, config))
+    except KeyboardInterrupt:
+        pass

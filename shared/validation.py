@@ -1,0 +1,188 @@
+"""Request validation: proto messages in, plain validated values out.
+
+Every limit a caller can hit is defined here and documented in docs/api.md.
+Violations raise InvalidArgument with a message naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from shared.errors import InvalidArgument
+from shared.filters import MAX_LABEL_CHARS, Filters, filters_from_proto
+from shared.timestamps import from_proto_timestamp
+
+MAX_NAMESPACE_CHARS = 128
+MAX_CONTENT_BYTES = 32 * 1024
+MAX_QUERY_BYTES = 4 * 1024
+MAX_TAGS = 32
+MAX_METADATA_ENTRIES = 64
+MAX_METADATA_KEY_CHARS = 128
+MAX_METADATA_VALUE_CHARS = 1024
+MAX_BATCH = 1000
+DEFAULT_IMPORTANCE = 0.5
+DEFAULT_K = 10
+MAX_K = 100
+MAX_BUDGET_MS = 60_000
+
+# recallmesh.v1.SortBy values -> names used by the cores.
+SORT_BY_NAMES = {0: "relevance", 1: "relevance", 2: "importance", 3: "recency"}
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    content: str
+    category: str = ""
+    tags: tuple[str, ...] = ()
+    importance: float = DEFAULT_IMPORTANCE
+    sensitive: bool = False
+    created_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    namespace: str
+    query: str
+    k: int = DEFAULT_K
+    sort_by: str = "relevance"
+    filters: Filters = Filters()
+    budget_ms: int | None = None
+    explain: bool = False
+
+
+def _no_nul(value: str, name: str) -> str:
+    if "\x00" in value:
+        raise InvalidArgument(f"{name} must not contain NUL characters")
+    return value
+
+
+def namespace(value: str) -> str:
+    value = value.strip()
+    if not value:
+        raise InvalidArgument("namespace is required")
+    if len(value) > MAX_NAMESPACE_CHARS:
+        raise InvalidArgument(f"namespace must be at most {MAX_NAMESPACE_CHARS} characters")
+    if any(ord(c) < 32 for c in value):
+        raise InvalidArgument("namespace must not contain control characters")
+    return value
+
+
+def memory_id(value: str) -> str:
+    try:
+        return str(uuid.UUID(value.strip()))
+    except ValueError:
+        raise InvalidArgument(f"id must be a UUID, got {value[:64]!r}") from None
+
+
+def new_memory(msg: Any, ns: str, where: str = "memory") -> NewMemory:
+    """Validate a recallmesh.v1.Memory for Store / StoreBatch."""
+    if msg.namespace and msg.namespace.strip() != ns:
+        raise InvalidArgument(f"{where}.namespace differs from the request namespace")
+    content = _no_nul(msg.content, f"{where}.content")
+    if not content.strip():
+        raise InvalidArgument(f"{where}.content must not be empty")
+    if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
+        raise InvalidArgument(f"{where}.content exceeds {MAX_CONTENT_BYTES} bytes")
+    category = _no_nul(msg.category.strip(), f"{where}.category")
+    if len(category) > MAX_LABEL_CHARS:
+        raise InvalidArgument(f"{where}.category must be at most {MAX_LABEL_CHARS} characters")
+    if len(msg.tags) > MAX_TAGS:
+        raise InvalidArgument(f"{where}.tags: at most {MAX_TAGS} tags")
+    tags: list[str] = []
+    for i, raw in enumerate(msg.tags):
+        tag = _no_nul(raw.strip(), f"{where}.tags[{i}]")
+        if not tag or len(tag) > MAX_LABEL_CHARS:
+            raise InvalidArgument(f"{where}.tags[{i}] must be 1..{MAX_LABEL_CHARS} characters")
+        if tag not in tags:
+            tags.append(tag)
+    importance = DEFAULT_IMPORTANCE
+    if msg.HasField("importance"):
+        importance = msg.importance
+        if not math.isfinite(importance) or not 0.0 <= importance <= 1.0:
+            raise InvalidArgument(f"{where}.importance must be within [0, 1], got {importance}")
+    if len(msg.metadata) > MAX_METADATA_ENTRIES:
+        raise InvalidArgument(f"{where}.metadata: at most {MAX_METADATA_ENTRIES} entries")
+    metadata: dict[str, str] = {}
+    for key, value in msg.metadata.items():
+        if not key or len(key) > MAX_METADATA_KEY_CHARS:
+            raise InvalidArgument(
+                f"{where}.metadata keys must be 1..{MAX_METADATA_KEY_CHARS} characters"
+            )
+        if len(value) > MAX_METADATA_VALUE_CHARS:
+            raise InvalidArgument(
+                f"{where}.metadata[{key[:32]!r}] exceeds {MAX_METADATA_VALUE_CHARS} characters"
+            )
+        metadata[_no_nul(key, f"{where}.metadata key")] = _no_nul(value, f"{where}.metadata value")
+
+    def ts(name: str) -> datetime | None:
+        return (
+            from_proto_timestamp(getattr(msg, name), f"{where}.{name}")
+            if msg.HasField(name)
+            else None
+        )
+
+    valid_from, valid_to = ts("valid_from"), ts("valid_to")
+    if valid_from is not None and valid_to is not None and valid_from > valid_to:
+        raise InvalidArgument(f"{where}.valid_from must not be after {where}.valid_to")
+    return NewMemory(
+        content=content,
+        category=category,
+        tags=tuple(tags),
+        importance=float(importance),
+        sensitive=bool(msg.sensitive),
+        created_at=ts("created_at"),
+        valid_from=valid_from,
+        valid_to=valid_to,
+        metadata=metadata,
+    )
+
+
+def new_memories(msgs: Any, ns: str) -> list[NewMemory]:
+    if not msgs:
+        raise InvalidArgument("memories must not be empty")
+    if len(msgs) > MAX_BATCH:
+        raise InvalidArgument(f"a batch holds at most {MAX_BATCH} memories, got {len(msgs)}")
+    return [new_memory(m, ns, where=f"memories[{i}]") for i, m in enumerate(msgs)]
+
+
+def query_text(value: str) -> str:
+    _no_nul(value, "query")
+    if not value.strip():
+        raise InvalidArgument("query must not be empty")
+    if len(value.encode("utf-8")) > MAX_QUERY_BYTES:
+        raise InvalidArgument(f"query exceeds {MAX_QUERY_BYTES} bytes")
+    return value
+
+
+def sort_by(value: int) -> str:
+    try:
+        return SORT_BY_NAMES[value]
+    except KeyError:
+        raise InvalidArgument(f"unknown sort_by value {value}") from None
+
+
+def recall_query(msg: Any) -> RecallQuery:
+    """Validate a recallmesh.v1.RecallRequest."""
+    ns = namespace(msg.namespace)
+    query = query_text(msg.query)
+    k = msg.k or DEFAULT_K
+    if not 1 <= k <= MAX_K:
+        raise InvalidArgument(f"k must be within 1..{MAX_K}, got {msg.k}")
+    if not 0 <= msg.budget_ms <= MAX_BUDGET_MS:
+        raise InvalidArgument(f"budget_ms must be within 0..{MAX_BUDGET_MS}, got {msg.budget_ms}")
+    return RecallQuery(
+        namespace=ns,
+        query=query,
+        k=k,
+        sort_by=sort_by(msg.sort_by),
+        filters=filters_from_proto(msg.filters if msg.HasField("filters") else None),
+        budget_ms=msg.budget_ms or None,
+        explain=msg.explain,
+    )
