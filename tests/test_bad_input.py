@@ -1,0 +1,132 @@
+"""Integration: every bad input gets a clear status and writes nothing."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from recallmesh.v1 import memory_pb2
+from shared.validation import MAX_CONTENT_BYTES
+from tests.helpers import expect_status, row_count, store
+
+pytestmark = pytest.mark.integration
+INVALID = grpc.StatusCode.INVALID_ARGUMENT
+
+
+def mem(**fields):
+    fields.setdefault("content", "a valid memory")
+    return memory_pb2.Memory(**fields)
+
+
+BAD_STORES = {
+    "missing namespace": (memory_pb2.StoreRequest(namespace="", memory=mem()), "namespace"),
+    "blank namespace": (memory_pb2.StoreRequest(namespace="   ", memory=mem()), "namespace"),
+    "no memory": (memory_pb2.StoreRequest(namespace="ns"), "memory"),
+    "empty content": (memory_pb2.StoreRequest(namespace="ns", memory=mem(content="")), "content"),
+    "whitespace content": (
+        memory_pb2.StoreRequest(namespace="ns", memory=mem(content=" \n\t ")), "content"),
+    "content too long": (
+        memory_pb2.StoreRequest(namespace="ns", memory=mem(content="x" * (MAX_CONTENT_BYTES + 1))),
+        "32768 bytes"),
+    "NUL in content": (
+        memory_pb2.StoreRequest(namespace="ns", memory=mem(content="a\x00b")), "NUL"),
+    "importance above 1": (
+        memory_pb2.StoreRequest(namespace="ns", memory=mem(importance=1.5)), "importance"),
+    "importance below 0": (
+        memory_pb2.StoreRequest(namespace="ns", memory=mem(importance=-0.1)), "importance"),
+    "importance NaN": (
+        memory_pb2.StoreRequest(namespace="ns", memory=mem(importance=float("nan"))), "importance"),
+    "foreign namespace in memory": (
+        memory_pb2.StoreRequest(namespace="ns", memory=mem(namespace="other")), "namespace"),
+    "empty tag": (memory_pb2.StoreRequest(namespace="ns", memory=mem(tags=["ok", " "])), "tags[1]"),
+    "validity inverted": (
+        memory_pb2.StoreRequest(namespace="ns", memory=mem(
+            valid_from=Timestamp(seconds=2000), valid_to=Timestamp(seconds=1000))), "valid_from"),
+    "timestamp out of range": (
+        memory_pb2.StoreRequest(namespace="ns", memory=mem(
+            created_at=Timestamp(seconds=10**12))), "created_at"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_STORES))
+def test_bad_store_is_rejected_and_writes_nothing(gateway, db, case):
+    request, mentions = BAD_STORES[case]
+    before = row_count(db)
+    details = expect_status(INVALID, gateway.Store, request)
+    assert mentions in details
+    assert "Traceback" not in details
+    assert row_count(db) == before
+
+
+def test_bad_batch_writes_nothing_and_names_the_index(gateway, db, ns):
+    before = row_count(db)
+    memories = [mem(content=f"fine {i}") for i in range(5)] + [mem(importance=7.0)]
+    details = expect_status(INVALID, gateway.StoreBatch,
+                            memory_pb2.StoreBatchRequest(namespace=ns, memories=memories))
+    assert "memories[5]" in details
+    expect_status(INVALID, gateway.StoreBatch, memory_pb2.StoreBatchRequest(namespace=ns))
+    expect_status(INVALID, gateway.StoreBatch, memory_pb2.StoreBatchRequest(
+        namespace=ns, memories=[mem()] * 1001))
+    assert row_count(db) == before
+
+
+BAD_RECALLS = {
+    "missing namespace": (dict(namespace="", query="q"), "namespace"),
+    "empty query": (dict(query=""), "query"),
+    "whitespace query": (dict(query="   "), "query"),
+    "query too long": (dict(query="y" * 5000), "query"),
+    "k too large": (dict(query="q", k=101), "k"),
+    "k negative": (dict(query="q", k=-1), "k"),
+    "unknown sort_by": (dict(query="q", sort_by=9), "sort_by"),
+    "negative budget": (dict(query="q", budget_ms=-5), "budget_ms"),
+    "empty category filter": (
+        dict(query="q", filters=memory_pb2.RecallFilters(categories=[""])), "categories[0]"),
+    "inverted time range": (
+        dict(query="q", filters=memory_pb2.RecallFilters(
+            created_after=Timestamp(seconds=2000), created_before=Timestamp(seconds=1000))),
+        "created_after"),
+    "too many tag filters": (
+        dict(query="q", filters=memory_pb2.RecallFilters(tags=[f"t{i}" for i in range(51)])),
+        "tags"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RECALLS))
+def test_bad_recall_is_invalid_argument(gateway, case):
+    fields, mentions = BAD_RECALLS[case]
+    fields = {"namespace": "ns", **fields}
+    details = expect_status(INVALID, gateway.Recall, memory_pb2.RecallRequest(**fields))
+    assert mentions in details
+
+
+def test_get_and_delete_bad_ids(gateway, db, ns):
+    before = row_count(db)
+    expect_status(INVALID, gateway.Get, memory_pb2.GetRequest(namespace=ns, id="not-a-uuid"))
+    expect_status(INVALID, gateway.Get, memory_pb2.GetRequest(namespace="", id="x"))
+    expect_status(INVALID, gateway.Delete, memory_pb2.DeleteRequest(namespace=ns, id="1; DROP"))
+    unknown = "00000000-0000-4000-8000-000000000000"
+    expect_status(grpc.StatusCode.NOT_FOUND, gateway.Get,
+                  memory_pb2.GetRequest(namespace=ns, id=unknown))
+    expect_status(grpc.StatusCode.NOT_FOUND, gateway.Delete,
+                  memory_pb2.DeleteRequest(namespace=ns, id=unknown))
+    assert row_count(db) == before
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(query=st.text(min_size=0, max_size=300))
+def test_any_query_text_never_yields_internal(gateway, query):
+    ns = "hypothesis-queries"
+    request = memory_pb2.RecallRequest(namespace=ns, query=query)
+    try:
+        gateway.Recall(request, timeout=10)
+    except grpc.RpcError as exc:
+        assert exc.code() == INVALID, (query, exc.code(), exc.details())
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _hypothesis_corpus(gateway):
+    for text in ["alpha beta gamma", "C++ & Rust <-> tsquery", "emoji 😀 party", "O'Neil's \\"]:
+        store(gateway, "hypothesis-queries", text)

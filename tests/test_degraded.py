@@ -1,0 +1,142 @@
+"""Integration: a gateway with more legs than answer — timeouts, errors, fallback.
+
+The extra legs are real gRPC RetrieverService servers: one that never answers
+in time (and records when it was cancelled) and one address nobody listens on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+import pytest
+
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2, retriever_pb2_grpc
+from shared.supervisor import Stack
+from tests.conftest import free_port, stack_env
+from tests.helpers import expect_status, recall, store
+
+pytestmark = pytest.mark.integration
+
+
+class SlowLeg(retriever_pb2_grpc.RetrieverServiceServicer):
+    """Works for `delay_s` unless the caller cancels first."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+        self.cancelled_after: list[float] = []
+
+    def Search(self, request, context):
+        start = time.monotonic()
+        while time.monotonic() - start < self.delay_s:
+            if not context.is_active():
+                self.cancelled_after.append(time.monotonic() - start)
+                return retriever_pb2.SearchResponse()
+            time.sleep(0.005)
+        return retriever_pb2.SearchResponse(
+            candidates=[retriever_pb2.Candidate(memory_id="00000000-0000-4000-8000-000000000001")])
+
+
+@pytest.fixture(scope="module")
+def slow_leg():
+    servicer = SlowLeg(delay_s=5.0)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    retriever_pb2_grpc.add_RetrieverServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("localhost:0")
+    server.start()
+    yield servicer, f"localhost:{port}"
+    server.stop(0)
+
+
+@pytest.fixture(scope="module")
+def degraded_gateway(dsn, pg_dir: Path, slow_leg):
+    _, slow_target = slow_leg
+    env = stack_env(
+        pg_dir / "degraded", dsn,
+        RECALLMESH_LEGS="lexical,slow,dead",
+        RECALLMESH_SLOW_TARGET=slow_target,
+        RECALLMESH_DEAD_TARGET=f"localhost:{free_port()}",
+        RECALLMESH_RECALL_BUDGET_MS="300",
+    )
+    stack = Stack(env=env)
+    stack.start(timeout_s=60)
+    with grpc.insecure_channel(stack.endpoints["gateway"]) as channel:
+        yield memory_pb2_grpc.MemoryServiceStub(channel)
+    stack.stop()
+
+
+def states(response) -> dict[str, str]:
+    return {leg.leg: memory_pb2.LegState.Name(leg.state) for leg in response.legs}
+
+
+def test_fallback_is_exactly_the_lexical_ranking(gateway, degraded_gateway, ns, slow_leg):
+    for i, importance in enumerate([0.2, 0.9, 0.5, 0.7]):
+        store(gateway, ns, f"note {i} about the harbour ferry timetable", importance=importance)
+    store(gateway, ns, "ferry tickets are in the drawer")
+    healthy = recall(gateway, ns, "harbour ferry timetable", k=5)
+    started = time.monotonic()
+    degraded = recall(degraded_gateway, ns, "harbour ferry timetable", k=5)
+    elapsed = time.monotonic() - started
+
+    assert [h.memory.id for h in degraded.hits] == [h.memory.id for h in healthy.hits]
+    assert len(degraded.hits) == 5
+    assert degraded.degraded and not healthy.degraded
+    assert states(degraded) == {
+        "lexical": "LEG_STATE_OK", "slow": "LEG_STATE_TIMEOUT", "dead": "LEG_STATE_ERROR"}
+    by_leg = {leg.leg: leg for leg in degraded.legs}
+    assert "UNAVAILABLE" in by_leg["dead"].detail
+    assert 200 <= by_leg["slow"].latency_ms < 1000  # budget 300 ms minus the 50 ms reserve
+    assert elapsed < 1.5
+    # The slow leg was cancelled, not left running for its full 5 s.
+    deadline = time.monotonic() + 2
+    while not slow_leg[0].cancelled_after and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert slow_leg[0].cancelled_after and slow_leg[0].cancelled_after[-1] < 1.0
+
+
+def test_request_budget_and_client_deadline_shorten_leg_deadlines(degraded_gateway, gateway, ns):
+    store(gateway, ns, "budgeted recall probe")
+    response = recall(degraded_gateway, ns, "budgeted recall probe", budget_ms=120)
+    slow = next(leg for leg in response.legs if leg.leg == "slow")
+    assert slow.state == memory_pb2.LEG_STATE_TIMEOUT and slow.latency_ms < 110
+    # A large budget, but the client only waits 0.4 s: the legs must give up first.
+    response = degraded_gateway.Recall(
+        memory_pb2.RecallRequest(namespace=ns, query="budgeted recall probe", budget_ms=5000),
+        timeout=0.4)
+    assert [h.memory.content for h in response.hits] == ["budgeted recall probe"]
+    assert states(response)["slow"] == "LEG_STATE_TIMEOUT"
+
+
+def test_no_leg_answering_is_unavailable_naming_the_legs(dsn, pg_dir: Path, ns):
+    env = stack_env(pg_dir / "unavailable", dsn, RECALLMESH_LEGS="dead",
+                    RECALLMESH_DEAD_TARGET=f"localhost:{free_port()}")
+    stack = Stack(env=env)
+    stack.start(timeout_s=60)
+    try:
+        with grpc.insecure_channel(stack.endpoints["gateway"]) as channel:
+            stub = memory_pb2_grpc.MemoryServiceStub(channel)
+            details = expect_status(grpc.StatusCode.UNAVAILABLE, stub.Recall,
+                                    memory_pb2.RecallRequest(namespace=ns, query="anything"))
+            assert "dead (ERROR" in details
+            # Writes do not depend on the legs.
+            assert store(stub, ns, "still writable")
+    finally:
+        stack.stop()
+
+
+def test_concurrent_recalls_during_leg_failure_all_answer(degraded_gateway, gateway, ns):
+    store(gateway, ns, "concurrency probe memory")
+    results: list[int] = []
+
+    def one() -> None:
+        results.append(len(recall(degraded_gateway, ns, "concurrency probe").hits))
+
+    threads = [threading.Thread(target=one) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    assert results == [1] * 8

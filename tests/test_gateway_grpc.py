@@ -1,0 +1,229 @@
+"""Integration: the real gateway and lexical leg over gRPC on a real Postgres."""
+
+from __future__ import annotations
+
+import urllib.request
+from datetime import UTC, datetime
+
+import grpc
+import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from recallmesh.v1 import memory_pb2
+from tests.helpers import expect_status, recall, recalled_contents, row_count, store
+
+pytestmark = pytest.mark.integration
+
+
+def ts(year: int, month: int = 1, day: int = 1) -> Timestamp:
+    t = Timestamp()
+    t.FromDatetime(datetime(year, month, day, tzinfo=UTC))
+    return t
+
+
+def test_store_then_recall_round_trip(gateway, ns):
+    memory_id = store(
+        gateway, ns, "Prefers Svelte for frontend work", category="preference",
+        tags=["frontend"], importance=0.8, metadata={"source": "chat"},
+    )
+    response = recall(gateway, ns, "svelte frontend", explain=True)
+    assert [h.memory.id for h in response.hits] == [memory_id]
+    hit = response.hits[0]
+    assert hit.memory.category == "preference"
+    assert list(hit.memory.tags) == ["frontend"]
+    assert hit.memory.importance == pytest.approx(0.8)
+    assert dict(hit.memory.metadata) == {"source": "chat"}
+    assert hit.memory.namespace == ns
+    assert [(c.leg, c.rank) for c in hit.legs] == [("lexical", 1)]
+    assert hit.legs[0].score > 0
+    assert not response.degraded
+    [leg] = response.legs
+    assert leg.leg == "lexical" and leg.state == memory_pb2.LEG_STATE_OK
+    assert leg.candidates == 1 and leg.latency_ms > 0
+
+
+def test_explain_off_has_no_leg_contributions(gateway, ns):
+    store(gateway, ns, "Tea with lemon in the afternoon")
+    [hit] = recall(gateway, ns, "lemon tea").hits
+    assert len(hit.legs) == 0
+
+
+def test_get_returns_what_was_stored(gateway, ns):
+    stored = gateway.Store(
+        memory_pb2.StoreRequest(
+            namespace=ns,
+            memory=memory_pb2.Memory(
+                content="The office moves to Porto in May", created_at=ts(2024, 3, 5),
+                valid_from=ts(2024, 5, 1), sensitive=True,
+            ),
+        ),
+        timeout=10,
+    ).memory
+    got = gateway.Get(memory_pb2.GetRequest(namespace=ns, id=stored.id), timeout=10).memory
+    assert got == stored
+    assert got.created_at.ToDatetime() == datetime(2024, 3, 5)
+    assert got.valid_from.ToDatetime() == datetime(2024, 5, 1)
+    assert got.sensitive and got.importance == pytest.approx(0.5)  # default importance
+    assert not got.HasField("valid_to")
+
+
+def test_and_match_first_then_or_broaden(gateway, ns):
+    both = store(gateway, ns, "Maya likes hiking in the Alps")
+    only_hiking = store(gateway, ns, "Hiking boots need new laces")
+    unrelated = store(gateway, ns, "The car insurance renews in March")
+    # Enough AND hits for k=1: no broadening.
+    response = recall(gateway, ns, "hiking Alps", k=1)
+    assert [h.memory.id for h in response.hits] == [both]
+    # Too few AND hits for k=5: OR-broadened hits follow, after every AND hit.
+    response = recall(gateway, ns, "hiking Alps", k=5)
+    assert [h.memory.id for h in response.hits] == [both, only_hiking]
+    assert unrelated not in [h.memory.id for h in response.hits]
+
+
+def test_or_broaden_ranks_below_and_even_with_higher_importance(gateway, ns):
+    and_hit = store(gateway, ns, "green tea and jasmine", importance=0.0)
+    or_hit = store(gateway, ns, "green paint for the fence", importance=1.0)
+    ids = [h.memory.id for h in recall(gateway, ns, "green jasmine").hits]
+    assert ids == [and_hit, or_hit]
+
+
+def test_importance_blend_orders_equal_text_matches(gateway, ns):
+    low = store(gateway, ns, "Quarterly report about budget", importance=0.1)
+    high = store(gateway, ns, "Quarterly report about budget", importance=0.9)
+    mid = store(gateway, ns, "Quarterly report about budget", importance=0.5)
+    ids = [h.memory.id for h in recall(gateway, ns, "quarterly budget report").hits]
+    assert ids == [high, mid, low]
+    scores = [h.score for h in recall(gateway, ns, "quarterly budget report").hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_importance_mode_lets_importance_beat_text_rank(gateway, ns):
+    # Strong text match, low importance vs weak text match, high importance.
+    strong = store(gateway, ns, "kayak kayak kayak trip", importance=0.0)
+    weak = store(gateway, ns, "a long note that mentions a kayak once among many other words",
+                 importance=1.0)
+    relevance = [h.memory.id for h in recall(gateway, ns, "kayak").hits]
+    by_importance = [h.memory.id for h in recall(
+        gateway, ns, "kayak", sort_by=memory_pb2.SORT_BY_IMPORTANCE).hits]
+    assert by_importance[0] == weak
+    assert set(relevance) == {strong, weak}
+
+
+def test_recency_orders_by_created_at(gateway, ns):
+    old = store(gateway, ns, "dentist appointment booked", created_at=ts(2020))
+    new = store(gateway, ns, "dentist appointment moved", created_at=ts(2025))
+    mid = store(gateway, ns, "dentist appointment confirmed", created_at=ts(2022))
+    ids = [h.memory.id for h in recall(
+        gateway, ns, "dentist appointment", sort_by=memory_pb2.SORT_BY_RECENCY).hits]
+    assert ids == [new, mid, old]
+
+
+def test_filters_restrict_every_hit(gateway, ns):
+    store(gateway, ns, "Paris trip planned", category="travel", tags=["france"],
+          created_at=ts(2023))
+    keep = store(gateway, ns, "Paris trip booked", category="travel", tags=["booked"],
+                 created_at=ts(2024, 6))
+    store(gateway, ns, "Paris trip budget", category="finance", tags=["booked"],
+          created_at=ts(2024, 7))
+
+    def ids(**filters):
+        request = memory_pb2.RecallRequest(namespace=ns, query="Paris trip",
+                                           filters=memory_pb2.RecallFilters(**filters))
+        return [h.memory.id for h in gateway.Recall(request, timeout=10).hits]
+
+    assert ids(categories=["travel"], tags=["booked"]) == [keep]
+    assert ids(created_after=ts(2024), created_before=ts(2024, 7)) == [keep]
+    assert len(ids(tags=["booked", "france"])) == 3
+    assert ids(categories=["nothing-here"]) == []
+
+
+def test_namespace_isolation(gateway, ns):
+    other = "elsewhere-" + ns[::-1]
+    memory_id = store(gateway, ns, "secret project codename bluebird")
+    assert recall(gateway, other, "bluebird codename").hits == []
+    details = expect_status(grpc.StatusCode.NOT_FOUND, gateway.Get,
+                            memory_pb2.GetRequest(namespace=other, id=memory_id))
+    # Never reveal that the id exists elsewhere: same answer as for an unknown id.
+    assert ns not in details
+    assert details == f"memory {memory_id} not found in namespace {other!r}"
+    expect_status(grpc.StatusCode.NOT_FOUND, gateway.Delete,
+                  memory_pb2.DeleteRequest(namespace=other, id=memory_id))
+    # Still intact in its own namespace.
+    assert gateway.Get(memory_pb2.GetRequest(namespace=ns, id=memory_id), timeout=10).memory.id
+    assert [h.memory.id for h in recall(gateway, ns, "bluebird").hits] == [memory_id]
+
+
+def test_soft_delete_hides_from_recall_and_get(gateway, ns, db):
+    keep = store(gateway, ns, "walk the dog at seven")
+    gone = store(gateway, ns, "walk the dog at eight")
+    response = gateway.Delete(memory_pb2.DeleteRequest(namespace=ns, id=gone), timeout=10)
+    assert response.id == gone and response.deleted_at.seconds > 0
+    assert [h.memory.id for h in recall(gateway, ns, "walk the dog").hits] == [keep]
+    expect_status(grpc.StatusCode.NOT_FOUND, gateway.Get,
+                  memory_pb2.GetRequest(namespace=ns, id=gone))
+    expect_status(grpc.StatusCode.NOT_FOUND, gateway.Delete,
+                  memory_pb2.DeleteRequest(namespace=ns, id=gone))
+    # Soft: the row is still there, marked deleted.
+    deleted_at = db.execute("SELECT deleted_at FROM memories WHERE id = %s", (gone,)).fetchone()[0]
+    assert deleted_at is not None
+
+
+def test_store_batch_is_ordered_and_recallable(gateway, ns):
+    contents = [f"batch memory number {i} about gardening" for i in range(25)]
+    response = gateway.StoreBatch(
+        memory_pb2.StoreBatchRequest(
+            namespace=ns, memories=[memory_pb2.Memory(content=c) for c in contents]),
+        timeout=20,
+    )
+    assert len(response.ids) == 25 and len(set(response.ids)) == 25
+    for memory_id, content in zip(response.ids[:3], contents[:3], strict=True):
+        got = gateway.Get(memory_pb2.GetRequest(namespace=ns, id=memory_id), timeout=10)
+        assert got.memory.content == content
+    assert len(recall(gateway, ns, "gardening", k=100).hits) == 25
+
+
+def test_user_text_that_looks_like_tsquery_syntax(gateway, ns):
+    store(gateway, ns, "Use C++ & Rust: it's O'Neil's \\ backslash test 😀")
+    for query in ["C++ & Rust", "!!!", "a:* | b <-> c", "'O'Neil'", "\\\\", "😀", "x" * 3000,
+                  "(((", "&|!<->:*", "Rust"]:
+        recall(gateway, ns, query)  # must not raise
+    assert recalled_contents(gateway, ns, "O'Neil backslash")
+
+
+def test_health_and_reflection(channel):
+    health = health_pb2_grpc.HealthStub(channel)
+    for service in ("", "recallmesh.v1.MemoryService"):
+        status = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5).status
+        assert status == health_pb2.HealthCheckResponse.SERVING
+    reflection = reflection_pb2_grpc.ServerReflectionStub(channel)
+    responses = reflection.ServerReflectionInfo(
+        iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5)
+    names = {s.name for r in responses for s in r.list_services_response.service}
+    assert {"recallmesh.v1.MemoryService", "grpc.health.v1.Health"} <= names
+
+
+def test_lexical_leg_serves_health_and_reflection(stack):
+    with grpc.insecure_channel(stack.endpoints["lexical"]) as ch:
+        health = health_pb2_grpc.HealthStub(ch)
+        status = health.Check(
+            health_pb2.HealthCheckRequest(service="recallmesh.v1.RetrieverService"), timeout=5)
+        assert status.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_metrics_expose_rpc_histograms(stack, gateway, ns):
+    store(gateway, ns, "metrics probe memory")
+    recall(gateway, ns, "metrics probe")
+    expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Recall,
+                  memory_pb2.RecallRequest(namespace=ns, query=""))
+    for service, method in (("gateway", "Recall"), ("lexical", "Search")):
+        url = f"http://localhost:{stack.metrics[service]}/metrics"
+        text = urllib.request.urlopen(url, timeout=5).read().decode()
+        assert f'grpc_server_handling_seconds_bucket{{grpc_code="OK",grpc_method="{method}"' in text
+        assert "grpc_server_handled_total" in text
+    gateway_text = urllib.request.urlopen(
+        f"http://localhost:{stack.metrics['gateway']}/metrics", timeout=5).read().decode()
+    assert 'grpc_code="INVALID_ARGUMENT",grpc_method="Recall"' in gateway_text
+    assert 'recallmesh_leg_latency_seconds_bucket{le="0.005",leg="lexical",state="OK"}' in (
+        gateway_text)

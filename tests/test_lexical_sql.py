@@ -1,0 +1,49 @@
+"""Unit: construction of the lexical leg's single SQL statement."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.lexical.core import BLEND, build_search_sql
+from shared.filters import Filters
+
+
+def test_relevance_and_importance_blends():
+    assert BLEND["relevance"] == (0.7, 0.3)
+    assert BLEND["importance"] == (0.4, 0.6)
+    sql, _ = build_search_sql(Filters(), "relevance")
+    assert "(rank * 0.7 + importance * 0.3) DESC, id" in sql
+    sql, _ = build_search_sql(Filters(), "importance")
+    assert "(rank * 0.4 + importance * 0.6) DESC, id" in sql
+
+
+def test_recency_orders_by_created_at():
+    sql, _ = build_search_sql(Filters(), "recency")
+    assert "ORDER BY tier, created_at DESC, id" in sql
+
+
+def test_user_text_is_only_a_bound_parameter():
+    sql, params = build_search_sql(Filters(categories=("x'); DROP TABLE memories; --",)), "relevance")
+    assert "DROP TABLE" not in sql
+    assert "plainto_tsquery('english', %(query)s)" in sql
+    assert params == {"f_categories": ["x'); DROP TABLE memories; --"]}
+
+
+def test_broaden_step_is_gated_and_excludes_and_hits():
+    sql, _ = build_search_sql(Filters(), "relevance")
+    assert "(SELECT count(*) FROM and_top) < %(k)s" in sql
+    assert "NOT (m.search_vector @@ qq.and_q)" in sql
+    assert "rank >= %(or_min_rank)s" in sql
+    assert "ORDER BY tier," in sql  # AND hits before OR hits
+
+
+def test_filters_apply_to_both_tiers():
+    sql, params = build_search_sql(Filters(tags=("a",)), "relevance")
+    assert sql.count("m.tags && %(f_tags)s::text[]") == 2
+    assert sql.count("m.deleted_at IS NULL") == 2
+    assert sql.count("m.namespace = %(ns)s") == 2
+
+
+def test_unknown_sort_mode_is_a_programming_error():
+    with pytest.raises(ValueError):
+        build_search_sql(Filters(), "random")

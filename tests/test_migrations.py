@@ -1,0 +1,92 @@
+"""The migration runner: applies in order, records versions, refuses edited history."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from shared.migrations import (
+    MigrationError,
+    apply_migrations,
+    current_version,
+    discover,
+    latest_version,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def scratch_dsn(admin_dsn: str) -> Iterator[str]:
+    name = f"scratch_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    info = psycopg.conninfo.conninfo_to_dict(admin_dsn)
+    info["dbname"] = name
+    yield psycopg.conninfo.make_conninfo(**info)
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+def write(directory: Path, name: str, sql: str) -> None:
+    (directory / name).write_text(sql)
+
+
+def test_applies_in_version_order_once(scratch_dsn, tmp_path):
+    write(tmp_path, "0002_second.sql", "INSERT INTO t VALUES (2);")
+    write(tmp_path, "0001_first.sql", "CREATE TABLE t (v int); INSERT INTO t VALUES (1);")
+    assert apply_migrations(scratch_dsn, tmp_path) == [1, 2]
+    assert apply_migrations(scratch_dsn, tmp_path) == []  # idempotent
+    assert current_version(scratch_dsn) == 2
+    with psycopg.connect(scratch_dsn) as conn:
+        assert [r[0] for r in conn.execute("SELECT v FROM t ORDER BY v")] == [1, 2]
+        names = [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY version")]
+    assert names == ["first", "second"]
+
+
+def test_failed_migration_rolls_back_and_is_not_recorded(scratch_dsn, tmp_path):
+    write(tmp_path, "0001_ok.sql", "CREATE TABLE ok (v int);")
+    write(tmp_path, "0002_broken.sql", "CREATE TABLE half (v int); SELECT no_such_function();")
+    with pytest.raises(psycopg.Error):
+        apply_migrations(scratch_dsn, tmp_path)
+    assert current_version(scratch_dsn) == 1
+    with psycopg.connect(scratch_dsn) as conn:
+        assert conn.execute("SELECT to_regclass('half')").fetchone()[0] is None
+
+
+def test_edited_applied_migration_is_refused(scratch_dsn, tmp_path):
+    write(tmp_path, "0001_first.sql", "CREATE TABLE t (v int);")
+    apply_migrations(scratch_dsn, tmp_path)
+    write(tmp_path, "0001_first.sql", "CREATE TABLE t (v bigint);")
+    with pytest.raises(MigrationError, match="changed after it was applied"):
+        apply_migrations(scratch_dsn, tmp_path)
+
+
+def test_bad_file_names_and_duplicate_versions(tmp_path):
+    write(tmp_path, "1_short.sql", "")
+    with pytest.raises(MigrationError, match="0001_name.sql"):
+        discover(tmp_path)
+    (tmp_path / "1_short.sql").unlink()
+    write(tmp_path, "0001_a.sql", "")
+    write(tmp_path, "0001_b.sql", "")
+    with pytest.raises(MigrationError, match="share version 1"):
+        discover(tmp_path)
+
+
+def test_project_migrations_build_the_schema(scratch_dsn):
+    assert current_version(scratch_dsn) == 0
+    apply_migrations(scratch_dsn)
+    assert current_version(scratch_dsn) == latest_version() >= 1
+    with psycopg.connect(scratch_dsn) as conn:
+        assert conn.execute("SELECT extname FROM pg_extension WHERE extname = 'vector'").fetchone()
+        conn.execute(
+            "INSERT INTO memories (namespace, content, category, tags) "
+            "VALUES ('n', 'Running shoes', 'gear', ARRAY['sport'])"
+        )
+        vector = conn.execute("SELECT search_vector::text FROM memories").fetchone()[0]
+    # content at weight A, tags at C, category at D
+    assert "'run':1A" in vector and "'sport':3C" in vector and "'gear':4" in vector

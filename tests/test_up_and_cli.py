@@ -1,0 +1,104 @@
+"""Integration: `recallmesh up` on its own embedded Postgres, the CLI, and a restart.
+
+This is what `make run` does, on free ports and a temporary data directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from shared.supervisor import wait_serving
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.integration
+
+
+def up_env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "RECALLMESH_DSN"}
+    env.update(
+        RECALLMESH_DATA_DIR=str(data_dir),
+        RECALLMESH_GATEWAY_PORT=str(free_port()),
+        RECALLMESH_GATEWAY_METRICS_PORT=str(free_port()),
+        RECALLMESH_LEXICAL_PORT=str(free_port()),
+        RECALLMESH_LEXICAL_METRICS_PORT=str(free_port()),
+        COLUMNS="200",
+    )
+    env["RECALLMESH_TARGET"] = f"localhost:{env['RECALLMESH_GATEWAY_PORT']}"
+    return env
+
+
+def start_up(env: dict[str, str], *args: str) -> tuple[subprocess.Popen, list[str]]:
+    """Start `recallmesh up` and read its output until it says it is serving."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "recallmesh.cli", "up", *args], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    lines: list[str] = []
+    for line in process.stdout:
+        lines.append(line)
+        if "serving; press Ctrl-C" in line:
+            break
+    wait_serving(env["RECALLMESH_TARGET"], 10, process)
+    return process, lines
+
+
+def stop_up(process: subprocess.Popen, lines: list[str]) -> str:
+    process.send_signal(signal.SIGTERM)
+    rest, _ = process.communicate(timeout=30)
+    output = "".join(lines) + rest
+    assert process.returncode == 0, output
+    return output
+
+
+def cli(env: dict[str, str], *args: str, expect_rc: int = 0) -> str:
+    result = subprocess.run([sys.executable, "-m", "recallmesh.cli", *args], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == expect_rc, result.stdout + result.stderr
+    return result.stdout + result.stderr
+
+
+def test_up_demo_cli_and_restart_keeps_data(tmp_path: Path):
+    env = up_env(tmp_path / "data")
+    process, lines = start_up(env, "--demo")
+    try:
+        out = cli(env, "recall", "--namespace", "demo", "peanut allergy", "--json")
+        hits = json.loads(out)["hits"]
+        assert "peanuts" in hits[0]["memory"]["content"]
+
+        memory_id = cli(env, "store", "-n", "cli", "The boat is moored at pier 7",
+                        "--tags", "boat,harbour", "--importance", "0.9").strip()
+        assert "pier 7" in cli(env, "get", "-n", "cli", memory_id)
+        assert "pier 7" in cli(env, "recall", "-n", "cli", "moored boat", "--explain")
+        jsonl = tmp_path / "import.jsonl"
+        jsonl.write_text(
+            json.dumps({"content": "imported one", "created_at": "2024-01-01T00:00:00Z"}) + "\n"
+            + json.dumps({"content": "imported two", "tags": ["x"], "importance": 0.2}) + "\n")
+        assert "imported 2 memories" in cli(env, "import", "-n", "cli", str(jsonl))
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text('{"content": "ok"}\n{"content": 5}\n')
+        assert "bad.jsonl:2" in cli(env, "import", "-n", "cli", str(bad), expect_rc=2)
+        assert "INVALID_ARGUMENT" in cli(env, "recall", "-n", "cli", " ", expect_rc=1)
+        doomed = cli(env, "store", "-n", "cli", "delete me soon").strip()
+        cli(env, "delete", "-n", "cli", doomed)
+        assert "NOT_FOUND" in cli(env, "get", "-n", "cli", doomed, expect_rc=1)
+    finally:
+        first_output = stop_up(process, lines)
+    assert "loaded 36 demo memories" in first_output
+    assert "Maya prefers Svelte" in first_output  # the example recall was printed
+    assert "stopped" in first_output
+
+    process, lines = start_up(env, "--demo")
+    try:
+        assert "pier 7" in cli(env, "get", "-n", "cli", memory_id)
+        assert "imported two" in cli(env, "recall", "-n", "cli", "imported")
+        assert "NOT_FOUND" in cli(env, "get", "-n", "cli", doomed, expect_rc=1)
+    finally:
+        second_output = stop_up(process, lines)
+    assert "already holds 36 memories" in second_output
