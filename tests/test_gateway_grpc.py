@@ -12,7 +12,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from recallmesh.v1 import memory_pb2
-from tests.helpers import expect_status, recall, recalled_contents, row_count, store
+from tests.helpers import expect_status, recall, recalled_contents, store
 
 pytestmark = pytest.mark.integration
 

@@ -23,10 +23,11 @@ def test_recency_orders_by_created_at():
 
 
 def test_user_text_is_only_a_bound_parameter():
-    sql, params = build_search_sql(Filters(categories=("x'); DROP TABLE memories; --",)), "relevance")
+    evil = "x'); DROP TABLE memories; --"
+    sql, params = build_search_sql(Filters(categories=(evil,)), "relevance")
     assert "DROP TABLE" not in sql
     assert "plainto_tsquery('english', %(query)s)" in sql
-    assert params == {"f_categories": ["x'); DROP TABLE memories; --"]}
+    assert params == {"f_categories": [evil]}
 
 
 def test_broaden_step_is_gated_and_excludes_and_hits():

@@ -25,7 +25,8 @@ def test_new_memory_defaults_and_normalisation():
 
 
 def test_importance_zero_is_kept_not_defaulted():
-    assert validation.new_memory(memory_pb2.Memory(content="x", importance=0.0), "ns").importance == 0
+    memory = validation.new_memory(memory_pb2.Memory(content="x", importance=0.0), "ns")
+    assert memory.importance == 0
 
 
 @pytest.mark.parametrize("importance", [-0.01, 1.01, float("inf"), float("nan")])

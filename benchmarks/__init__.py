@@ -1,0 +1,1 @@
+"""recallmesh benchmarks: scripts that print tables (numbers in docs come from here)."""

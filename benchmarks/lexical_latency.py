@@ -1,0 +1,125 @@
+"""Recall latency of the lexical path through the real gateway.
+
+  python -m benchmarks.lexical_latency [--n 1000] [--target host:port]
+
+Without --target it starts its own stack (embedded Postgres in a temporary
+directory, lexical leg, gateway, on free ports), loads the demo memories and
+measures stack start-up time too. It then sends --n sequential Recall RPCs
+(cycling through a fixed list of demo questions, k=10) from one client and
+prints p50 / p95 / p99 / mean / max of the client-observed latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import socket
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import grpc
+
+from recallmesh.cli import DEMO_FILE, DEMO_NAMESPACE, import_memories, read_jsonl
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from shared.supervisor import Stack
+
+QUERIES = [
+    "which frontend framework does Maya like?",
+    "peanut allergy",
+    "who is Maya's manager",
+    "when is the weekly sync",
+    "billing service database decision",
+    "half marathon training",
+    "what is the cat called",
+    "residence permit deadline",
+    "code review size",
+    "Porto trip in July",
+    "observability dashboards",
+    "coffee order",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def percentile(sorted_values: list[float], p: float) -> float:
+    index = min(len(sorted_values) - 1, max(0, round(p / 100 * len(sorted_values) + 0.5) - 1))
+    return sorted_values[index]
+
+
+def measure(target: str, n: int, namespace: str) -> list[float]:
+    with grpc.insecure_channel(target) as channel:
+        stub = memory_pb2_grpc.MemoryServiceStub(channel)
+        for query in QUERIES:  # warm-up: connections, plans, caches
+            stub.Recall(memory_pb2.RecallRequest(namespace=namespace, query=query), timeout=10)
+        latencies = []
+        for i in range(n):
+            request = memory_pb2.RecallRequest(namespace=namespace, query=QUERIES[i % len(QUERIES)])
+            start = time.perf_counter()
+            response = stub.Recall(request, timeout=10)
+            latencies.append((time.perf_counter() - start) * 1000)
+            if response.degraded:
+                raise SystemExit(f"recall was degraded: {response.legs}")
+    return latencies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--target", help="measure an already running gateway (demo loaded)")
+    parser.add_argument("--namespace", default=DEMO_NAMESPACE)
+    parser.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
+    args = parser.parse_args()
+
+    startup_s = None
+    stack = None
+    tmp = tempfile.TemporaryDirectory(prefix="recallmesh-bench-")
+    try:
+        target = args.target
+        if target is None:
+            env = {"RECALLMESH_DATA_DIR": tmp.name}
+            for service in ("GATEWAY", "LEXICAL"):
+                env[f"RECALLMESH_{service}_PORT"] = str(free_port())
+                env[f"RECALLMESH_{service}_METRICS_PORT"] = str(free_port())
+            stack = Stack(env=env)
+            started = time.perf_counter()
+            stack.start()
+            startup_s = time.perf_counter() - started
+            target = stack.endpoints["gateway"]
+            with grpc.insecure_channel(target) as channel:
+                import_memories(memory_pb2_grpc.MemoryServiceStub(channel), args.namespace,
+                                read_jsonl(DEMO_FILE), 100, show_progress=False)
+        latencies = sorted(measure(target, args.n, args.namespace))
+    finally:
+        if stack is not None:
+            stack.stop()
+        tmp.cleanup()
+
+    result = {
+        "n": args.n,
+        "p50_ms": percentile(latencies, 50),
+        "p95_ms": percentile(latencies, 95),
+        "p99_ms": percentile(latencies, 99),
+        "mean_ms": statistics.fmean(latencies),
+        "max_ms": latencies[-1],
+        "stack_startup_s": startup_s,
+        "machine": f"{platform.machine()} python {platform.python_version()}",
+    }
+    print(f"lexical recall latency through the gateway, {args.n} sequential requests, k=10")
+    print("| p50 ms | p95 ms | p99 ms | mean ms | max ms | stack start-up s |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    startup = f"{startup_s:.2f}" if startup_s is not None else "n/a"
+    print(f"| {result['p50_ms']:.2f} | {result['p95_ms']:.2f} | {result['p99_ms']:.2f} "
+          f"| {result['mean_ms']:.2f} | {result['max_ms']:.2f} | {startup} |")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
