@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import grpc
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
@@ -15,6 +17,14 @@ SORT_BY_VALUES = {
     "importance": memory_pb2.SORT_BY_IMPORTANCE,
     "recency": memory_pb2.SORT_BY_RECENCY,
 }
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
 
 
 class GrpcLeg:
@@ -40,7 +50,8 @@ class GrpcLeg:
             if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
                 raise LegTimeout() from None
             raise LegError(f"{exc.code().name}: {exc.details()}") from None
-        return [(c.memory_id, c.score) for c in response.candidates]
+        # A leg is a separate process: never let a malformed id reach the hydration query.
+        return [(c.memory_id, c.score) for c in response.candidates if _is_uuid(c.memory_id)]
 
     async def close(self) -> None:
         await self.channel.close()

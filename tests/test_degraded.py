@@ -40,6 +40,27 @@ class SlowLeg(retriever_pb2_grpc.RetrieverServiceServicer):
             candidates=[retriever_pb2.Candidate(memory_id="00000000-0000-4000-8000-000000000001")])
 
 
+class JunkLeg(retriever_pb2_grpc.RetrieverServiceServicer):
+    """Answers at once, ranking ids that are malformed or name no live memory first."""
+
+    def Search(self, request, context):
+        return retriever_pb2.SearchResponse(candidates=[
+            retriever_pb2.Candidate(memory_id="not-a-uuid", score=9.0),
+            *(retriever_pb2.Candidate(memory_id=f"00000000-0000-4000-8000-{i:012d}", score=1.0)
+              for i in range(30)),
+        ])
+
+
+@pytest.fixture(scope="module")
+def junk_leg():
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    retriever_pb2_grpc.add_RetrieverServiceServicer_to_server(JunkLeg(), server)
+    port = server.add_insecure_port("localhost:0")
+    server.start()
+    yield f"localhost:{port}"
+    server.stop(0)
+
+
 @pytest.fixture(scope="module")
 def slow_leg():
     servicer = SlowLeg(delay_s=5.0)
@@ -52,12 +73,13 @@ def slow_leg():
 
 
 @pytest.fixture(scope="module")
-def degraded_gateway(dsn, pg_dir: Path, slow_leg):
+def degraded_gateway(dsn, pg_dir: Path, slow_leg, junk_leg):
     _, slow_target = slow_leg
     env = stack_env(
         pg_dir / "degraded", dsn,
-        RECALLMESH_LEGS="lexical,slow,dead",
+        RECALLMESH_LEGS="lexical,slow,dead,junk",
         RECALLMESH_SLOW_TARGET=slow_target,
+        RECALLMESH_JUNK_TARGET=junk_leg,
         RECALLMESH_DEAD_TARGET=f"localhost:{free_port()}",
         RECALLMESH_RECALL_BUDGET_MS="300",
     )
@@ -81,11 +103,13 @@ def test_fallback_is_exactly_the_lexical_ranking(gateway, degraded_gateway, ns, 
     degraded = recall(degraded_gateway, ns, "harbour ferry timetable", k=5)
     elapsed = time.monotonic() - started
 
+    # The junk leg's ids hydrate to nothing, so what remains is the lexical ranking.
     assert [h.memory.id for h in degraded.hits] == [h.memory.id for h in healthy.hits]
     assert len(degraded.hits) == 5
     assert degraded.degraded and not healthy.degraded
     assert states(degraded) == {
-        "lexical": "LEG_STATE_OK", "slow": "LEG_STATE_TIMEOUT", "dead": "LEG_STATE_ERROR"}
+        "lexical": "LEG_STATE_OK", "slow": "LEG_STATE_TIMEOUT", "dead": "LEG_STATE_ERROR",
+        "junk": "LEG_STATE_OK"}
     by_leg = {leg.leg: leg for leg in degraded.legs}
     assert "UNAVAILABLE" in by_leg["dead"].detail
     assert 200 <= by_leg["slow"].latency_ms < 1000  # budget 300 ms minus the 50 ms reserve

@@ -1,0 +1,53 @@
+"""Where a process finds its database: RECALLMESH_DSN, or a running embedded Postgres."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from shared.db import NoDatabase, redact, resolve_dsn, running_embedded_dsn
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.integration
+
+
+def test_configured_dsn_wins(monkeypatch, dsn):
+    monkeypatch.setenv("RECALLMESH_DSN", dsn)
+    assert resolve_dsn() == dsn
+
+
+def test_attaches_to_a_running_embedded_postgres(monkeypatch, pg_dir: Path, dsn):
+    monkeypatch.delenv("RECALLMESH_DSN", raising=False)
+    monkeypatch.setenv("RECALLMESH_DATA_DIR", str(pg_dir))  # the session server runs on pg_dir/pg
+    attached = resolve_dsn()
+    assert attached == running_embedded_dsn(pg_dir / "pg")
+    with psycopg.connect(attached) as conn:
+        assert conn.execute("SELECT to_regclass('memories')").fetchone()[0] == "memories"
+
+
+def test_never_starts_a_server_it_would_leak(monkeypatch, tmp_path: Path):
+    monkeypatch.delenv("RECALLMESH_DSN", raising=False)
+    monkeypatch.setenv("RECALLMESH_DATA_DIR", str(tmp_path))
+    with pytest.raises(NoDatabase, match="recallmesh up"):
+        resolve_dsn()
+    assert not (tmp_path / "pg").exists()
+
+
+def test_service_without_database_exits_with_a_clear_message(tmp_path: Path):
+    env = {k: v for k, v in os.environ.items() if k != "RECALLMESH_DSN"}
+    env.update(RECALLMESH_DATA_DIR=str(tmp_path), RECALLMESH_LEXICAL_PORT=str(free_port()),
+               RECALLMESH_LEXICAL_METRICS_PORT="0")
+    result = subprocess.run([sys.executable, "-m", "services.lexical"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "no database" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_redact_hides_passwords():
+    assert "s3cret" not in redact("postgresql://app:s3cret@db.example:5432/recall")
+    assert "db.example" in redact("postgresql://app:s3cret@db.example:5432/recall")
