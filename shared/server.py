@@ -66,7 +66,9 @@ async def serve(
         raise SystemExit(1) from None
     server = grpc.aio.server(
         interceptors=[aio_server_interceptor(), ServerInterceptor()],
-        options=grpc_options(),
+        # No SO_REUSEPORT: a second copy of a service must fail to bind, not
+        # silently share the port with the first.
+        options=[*grpc_options(), ("grpc.so_reuseport", 0)],
     )
     app.register(server)
     health_servicer = health.aio.HealthServicer()
@@ -74,9 +76,14 @@ async def serve(
     reflection.enable_server_reflection(
         [*app.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME], server
     )
-    port = server.add_insecure_port(config.address)
+    try:
+        port = server.add_insecure_port(config.address)
+    except RuntimeError:
+        port = 0
     if port == 0:
-        raise RuntimeError(f"{config.name}: could not bind {config.address}")
+        log.error("cannot listen on %s (port in use?)", config.address)
+        await app.stop()
+        raise SystemExit(1)
     await server.start()
     for name in ("", *app.service_names):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
