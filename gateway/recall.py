@@ -139,7 +139,8 @@ class Recaller:
         if q.sort_by == "recency":
             memories = await self.store.hydrate(q.namespace, [c.memory_id for c in fused])
             live = [c for c in fused if c.memory_id in memories]
-            live.sort(key=lambda c: (memories[c.memory_id].created_at, c.memory_id), reverse=True)
+            live.sort(key=lambda c: c.memory_id)  # stable sort: equal times keep id order
+            live.sort(key=lambda c: memories[c.memory_id].created_at, reverse=True)
             top = live[: q.k]
         else:
             top, memories = await self._hydrate_top(q, fused)

@@ -58,7 +58,7 @@ _INSERT = f"""
 INSERT INTO memories (namespace, content, category, tags, importance, is_sensitive,
                       created_at, valid_from, valid_to, metadata)
 VALUES (%(ns)s, %(content)s, %(category)s, %(tags)s, %(importance)s, %(sensitive)s,
-        coalesce(%(created_at)s, now()), %(valid_from)s, %(valid_to)s, %(metadata)s)
+        coalesce(%(created_at)s, clock_timestamp()), %(valid_from)s, %(valid_to)s, %(metadata)s)
 RETURNING {COLUMNS}
 """
 

@@ -69,31 +69,48 @@ def _timestamp(value: str, field: str, where: str) -> Any:
 
 
 def memory_from_json(obj: Any, where: str) -> Any:
-    """One JSONL record -> recallmesh.v1.Memory (format in docs/cli.md)."""
+    """One JSONL record -> recallmesh.v1.Memory (format in docs/cli.md).
+
+    Types are checked strictly so that a malformed file fails with the line
+    number instead of storing something the user did not mean.
+    """
     if not isinstance(obj, dict):
         raise InputError(f"{where}: expected a JSON object")
-    if not isinstance(obj.get("content"), str):
-        raise InputError(f"{where}: 'content' (a string) is required")
-    known = {"content", "category", "tags", "importance", "sensitive", "metadata",
-             "created_at", "valid_from", "valid_to"}
-    unknown = set(obj) - known
+    unknown = set(obj) - {"content", "category", "tags", "importance", "sensitive", "metadata",
+                          "created_at", "valid_from", "valid_to"}
     if unknown:
         raise InputError(f"{where}: unknown field(s) {sorted(unknown)}")
+
+    def typed(name: str, kind: type | tuple[type, ...], default: Any) -> Any:
+        value = obj.get(name, default)
+        if value is None:
+            return default
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            raise InputError(f"{where}: {name} has the wrong type ({type(value).__name__})")
+        return value
+
+    if not isinstance(obj.get("content"), str):
+        raise InputError(f"{where}: 'content' (a string) is required")
+    tags = typed("tags", list, [])
+    metadata = typed("metadata", dict, {})
+    if not all(isinstance(t, str) for t in tags):
+        raise InputError(f"{where}: tags must be a list of strings")
+    if not all(isinstance(v, str) for v in metadata.values()):
+        raise InputError(f"{where}: metadata values must be strings")
     memory = memory_pb2.Memory(
         content=obj["content"],
-        category=str(obj.get("category", "")),
-        tags=[str(t) for t in obj.get("tags", [])],
-        sensitive=bool(obj.get("sensitive", False)),
-        metadata={str(k): str(v) for k, v in obj.get("metadata", {}).items()},
+        category=typed("category", str, ""),
+        tags=tags,
+        sensitive=typed("sensitive", bool, False),
+        metadata=metadata,
     )
-    if obj.get("importance") is not None:
-        try:
-            memory.importance = float(obj["importance"])
-        except (TypeError, ValueError):
-            raise InputError(f"{where}: importance must be a number") from None
+    importance = typed("importance", (int, float), None)
+    if importance is not None:
+        memory.importance = float(importance)
     for field in ("created_at", "valid_from", "valid_to"):
-        if obj.get(field):
-            getattr(memory, field).CopyFrom(_timestamp(obj[field], field, where))
+        value = typed(field, str, "")
+        if value:
+            getattr(memory, field).CopyFrom(_timestamp(value, field, where))
     return memory
 
 
@@ -231,6 +248,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    if not 1 <= args.batch_size <= 1000:
+        raise InputError("--batch-size must be within 1..1000")
     records = read_jsonl(Path(args.file))
     channel, stub = stub_for(args.target)
     with channel:

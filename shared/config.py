@@ -97,7 +97,7 @@ class ServerConfig:
         return cls(
             name=name,
             host=env_str(prefix + "HOST", "localhost", environ),
-            port=env_int(prefix + "PORT", grpc_port, minimum=0, environ=environ),
+            port=env_int(prefix + "PORT", grpc_port, minimum=1, environ=environ),
             metrics_port=env_int(prefix + "METRICS_PORT", metrics_port, minimum=0, environ=environ),
             grace_seconds=env_float("RECALLMESH_SHUTDOWN_GRACE_S", 5.0, environ),
         )
@@ -124,12 +124,11 @@ class GatewaySettings:
             raise ConfigError("RECALLMESH_LEGS names no leg")
         legs = []
         for name in names:
-            default_port = DEFAULT_PORTS.get(name, (0, 0))[0]
             target = _env(f"RECALLMESH_{name.upper()}_TARGET")
             if target is None:
-                if not default_port:
+                if name not in DEFAULT_PORTS:
                     raise ConfigError(f"leg {name!r} needs RECALLMESH_{name.upper()}_TARGET")
-                target = f"localhost:{default_port}"
+                target = f"localhost:{ServerConfig.from_env(name).port}"
             legs.append(LegTarget(name, target))
         budget = env_int("RECALLMESH_RECALL_BUDGET_MS", 800, minimum=10)
         reserve = env_int("RECALLMESH_RECALL_RESERVE_MS", 50, minimum=0)

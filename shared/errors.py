@@ -29,6 +29,3 @@ class NotFound(RequestError):
 class Unavailable(RequestError):
     code = "UNAVAILABLE"
 
-
-class FailedPrecondition(RequestError):
-    code = "FAILED_PRECONDITION"

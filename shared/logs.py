@@ -39,7 +39,10 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure_logging(service: str) -> None:
-    level = os.environ.get("RECALLMESH_LOG_LEVEL", "INFO").upper()
+    level = os.environ.get("RECALLMESH_LOG_LEVEL", "INFO").strip().upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        sys.stderr.write(f"RECALLMESH_LOG_LEVEL={level!r} is not a log level; using INFO\n")
+        level = "INFO"
     handler = logging.StreamHandler(sys.stderr)
     if os.environ.get("RECALLMESH_LOG_FORMAT", "json").lower() == "text":
         handler.setFormatter(logging.Formatter(f"%(asctime)s {service} %(levelname)s %(message)s"))

@@ -110,7 +110,11 @@ def run(name: str, app: ServiceApp) -> None:
     except ValueError as exc:  # ConfigError and bad exporter names
         log.error("bad configuration: %s", exc)
         raise SystemExit(2) from None
-    start_metrics_server(config.metrics_port)
+    try:
+        start_metrics_server(config.metrics_port, config.host)
+    except OSError as exc:
+        log.error("cannot serve metrics on %s:%s: %s", config.host, config.metrics_port, exc)
+        raise SystemExit(1) from None
     try:
         asyncio.run(serve(app, config))
     except KeyboardInterrupt:

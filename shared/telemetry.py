@@ -78,7 +78,7 @@ LEG_LATENCY_SECONDS = Histogram(
 )
 
 
-def start_metrics_server(port: int, host: str = "0.0.0.0") -> int:
+def start_metrics_server(port: int, host: str = "localhost") -> int:
     """Serve /metrics over HTTP. Port 0 disables it. Returns the port."""
     if port <= 0:
         return 0

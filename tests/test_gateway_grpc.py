@@ -120,6 +120,14 @@ def test_recency_orders_by_created_at(gateway, ns):
     assert ids == [new, mid, old]
 
 
+def test_batch_without_times_keeps_insertion_order_for_recency(gateway, ns):
+    contents = [f"violin practice log {i}" for i in range(6)]
+    gateway.StoreBatch(memory_pb2.StoreBatchRequest(
+        namespace=ns, memories=[memory_pb2.Memory(content=c) for c in contents]), timeout=10)
+    got = recalled_contents(gateway, ns, "violin practice", sort_by=memory_pb2.SORT_BY_RECENCY)
+    assert got == contents[::-1]
+
+
 def test_filters_restrict_every_hit(gateway, ns):
     store(gateway, ns, "Paris trip planned", category="travel", tags=["france"],
           created_at=ts(2023))

@@ -1,0 +1,73 @@
+"""Unit: settings from the environment and the JSONL import format."""
+
+from __future__ import annotations
+
+import pytest
+
+from recallmesh.cli import InputError, memory_from_json
+from shared.config import ConfigError, GatewaySettings, ServerConfig
+
+
+def test_server_config_defaults_and_overrides():
+    config = ServerConfig.from_env("gateway", {})
+    assert (config.host, config.port, config.metrics_port) == ("localhost", 50051, 9451)
+    config = ServerConfig.from_env("lexical", {"RECALLMESH_LEXICAL_PORT": "6000"})
+    assert config.address == "localhost:6000"
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "http", "1.5"])
+def test_bad_ports_are_config_errors(bad):
+    with pytest.raises(ConfigError, match="RECALLMESH_GATEWAY_PORT"):
+        ServerConfig.from_env("gateway", {"RECALLMESH_GATEWAY_PORT": bad})
+
+
+def test_leg_target_follows_the_leg_port(monkeypatch):
+    monkeypatch.setenv("RECALLMESH_LEXICAL_PORT", "6123")
+    monkeypatch.delenv("RECALLMESH_LEXICAL_TARGET", raising=False)
+    monkeypatch.delenv("RECALLMESH_LEGS", raising=False)
+    [leg] = GatewaySettings.from_env().legs
+    assert (leg.name, leg.target) == ("lexical", "localhost:6123")
+    monkeypatch.setenv("RECALLMESH_LEXICAL_TARGET", "lexical.recallmesh.svc:50052")
+    assert GatewaySettings.from_env().legs[0].target == "lexical.recallmesh.svc:50052"
+
+
+def test_unknown_leg_needs_a_target(monkeypatch):
+    monkeypatch.setenv("RECALLMESH_LEGS", "lexical,mystery")
+    with pytest.raises(ConfigError, match="RECALLMESH_MYSTERY_TARGET"):
+        GatewaySettings.from_env()
+
+
+def test_budget_reserve_must_fit(monkeypatch):
+    monkeypatch.setenv("RECALLMESH_RECALL_BUDGET_MS", "100")
+    monkeypatch.setenv("RECALLMESH_RECALL_RESERVE_MS", "100")
+    with pytest.raises(ConfigError, match="RESERVE"):
+        GatewaySettings.from_env()
+
+
+def test_import_record_full():
+    memory = memory_from_json({
+        "content": "c", "category": "fact", "tags": ["a", "b"], "importance": 1,
+        "sensitive": True, "metadata": {"k": "v"}, "created_at": "2024-05-01T10:00:00+02:00",
+    }, "f:1")
+    assert list(memory.tags) == ["a", "b"] and memory.importance == 1.0 and memory.sensitive
+    assert memory.created_at.ToJsonString() == "2024-05-01T08:00:00Z"
+
+
+@pytest.mark.parametrize("record, message", [
+    ({"content": 5}, "content"),
+    ({"content": "c", "sensitive": "false"}, "sensitive"),
+    ({"content": "c", "tags": "abc"}, "tags"),
+    ({"content": "c", "tags": ["ok", None]}, "tags"),
+    ({"content": "c", "metadata": {"a": {"b": 1}}}, "metadata"),
+    ({"content": "c", "metadata": ["x"]}, "metadata"),
+    ({"content": "c", "importance": "high"}, "importance"),
+    ({"content": "c", "importance": True}, "importance"),
+    ({"content": "c", "created_at": 1700000000}, "created_at"),
+    ({"content": "c", "created_at": "2024-05-01T10:00:00"}, "timezone"),
+    ({"content": "c", "colour": "red"}, "unknown field"),
+    (["not", "an", "object"], "JSON object"),
+])
+def test_import_record_type_errors_name_the_line(record, message):
+    with pytest.raises(InputError, match=message) as info:
+        memory_from_json(record, "file.jsonl:7")
+    assert "file.jsonl:7" in str(info.value)
