@@ -8,15 +8,10 @@ import grpc
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
 from gateway.recall import LegError, LegQuery, LegTimeout
-from recallmesh.v1 import memory_pb2, retriever_pb2, retriever_pb2_grpc
+from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from shared.filters import filters_to_proto
 from shared.server import grpc_options
-
-SORT_BY_VALUES = {
-    "relevance": memory_pb2.SORT_BY_RELEVANCE,
-    "importance": memory_pb2.SORT_BY_IMPORTANCE,
-    "recency": memory_pb2.SORT_BY_RECENCY,
-}
+from shared.validation import SORT_BY_VALUES
 
 
 def _is_uuid(value: str) -> bool:

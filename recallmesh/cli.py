@@ -26,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from shared.validation import SORT_BY_VALUES
 
 DEFAULT_TARGET = "localhost:50051"
 DEMO_FILE = Path(__file__).resolve().parent.parent / "examples" / "demo-memories.jsonl"
@@ -35,11 +36,6 @@ DEMO_QUERY = "which frontend framework does Maya like?"
 console = Console()
 err_console = Console(stderr=True)
 
-SORT_BY = {
-    "relevance": memory_pb2.SORT_BY_RELEVANCE,
-    "importance": memory_pb2.SORT_BY_IMPORTANCE,
-    "recency": memory_pb2.SORT_BY_RECENCY,
-}
 
 
 class InputError(ValueError):
@@ -213,7 +209,7 @@ def cmd_store(args: argparse.Namespace) -> int:
 def cmd_recall(args: argparse.Namespace) -> int:
     channel, stub = stub_for(args.target)
     request = memory_pb2.RecallRequest(
-        namespace=args.namespace, query=args.query, k=args.k, sort_by=SORT_BY[args.sort_by],
+        namespace=args.namespace, query=args.query, k=args.k, sort_by=SORT_BY_VALUES[args.sort_by],
         budget_ms=args.budget_ms, explain=args.explain,
     )
     if args.category:
@@ -370,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     recall = client("recall", "recall memories for a query")
     recall.add_argument("query")
     recall.add_argument("-k", type=int, default=10)
-    recall.add_argument("--sort-by", choices=sorted(SORT_BY), default="relevance")
+    recall.add_argument("--sort-by", choices=sorted(SORT_BY_VALUES), default="relevance")
     recall.add_argument("--category", action="append", help="filter (repeatable)")
     recall.add_argument("--tag", action="append", help="filter (repeatable)")
     recall.add_argument("--budget-ms", type=int, default=0)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from recallmesh.v1 import memory_pb2
 from shared.errors import InvalidArgument
 from shared.filters import MAX_LABEL_CHARS, Filters, filters_from_proto
 from shared.timestamps import from_proto_timestamp
@@ -29,8 +30,15 @@ DEFAULT_K = 10
 MAX_K = 100
 MAX_BUDGET_MS = 60_000
 
-# recallmesh.v1.SortBy values -> names used by the cores.
-SORT_BY_NAMES = {0: "relevance", 1: "relevance", 2: "importance", 3: "recency"}
+# recallmesh.v1.SortBy values <-> names used by the cores.
+SORT_BY_VALUES = {
+    "relevance": memory_pb2.SORT_BY_RELEVANCE,
+    "importance": memory_pb2.SORT_BY_IMPORTANCE,
+    "recency": memory_pb2.SORT_BY_RECENCY,
+}
+SORT_BY_NAMES = {memory_pb2.SORT_BY_UNSPECIFIED: "relevance"} | {
+    value: name for name, value in SORT_BY_VALUES.items()
+}
 
 
 @dataclass(frozen=True)
