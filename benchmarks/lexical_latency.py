@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import socket
 import statistics
 import tempfile
 import time
@@ -24,7 +23,7 @@ import grpc
 
 from recallmesh.cli import DEMO_FILE, DEMO_NAMESPACE, import_memories, read_jsonl
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
-from shared.supervisor import Stack
+from shared.supervisor import Stack, free_port_env
 
 QUERIES = [
     "which frontend framework does Maya like?",
@@ -40,12 +39,6 @@ QUERIES = [
     "observability dashboards",
     "coffee order",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
 
 
 def percentile(sorted_values: list[float], p: float) -> float:
@@ -83,11 +76,7 @@ def main() -> None:
     try:
         target = args.target
         if target is None:
-            env = {"RECALLMESH_DATA_DIR": tmp.name}
-            for service in ("GATEWAY", "LEXICAL"):
-                env[f"RECALLMESH_{service}_PORT"] = str(free_port())
-                env[f"RECALLMESH_{service}_METRICS_PORT"] = str(free_port())
-            stack = Stack(env=env)
+            stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, **free_port_env()})
             started = time.perf_counter()
             stack.start()
             startup_s = time.perf_counter() - started

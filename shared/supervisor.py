@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -34,6 +35,22 @@ SERVICES: tuple[tuple[str, str], ...] = (
 
 class StackError(RuntimeError):
     pass
+
+
+def free_port() -> int:
+    """A TCP port that is free on localhost right now."""
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def free_port_env() -> dict[str, str]:
+    """gRPC and metrics ports for every service of the stack, all free (tests, benchmarks)."""
+    env = {}
+    for name, _ in SERVICES:
+        env[f"RECALLMESH_{name.upper()}_PORT"] = str(free_port())
+        env[f"RECALLMESH_{name.upper()}_METRICS_PORT"] = str(free_port())
+    return env
 
 
 def wait_serving(address: str, timeout_s: float, process: subprocess.Popen | None = None) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -15,13 +14,7 @@ import pytest
 from recallmesh.v1 import memory_pb2_grpc
 from shared.db import embedded_dsn, start_embedded
 from shared.migrations import apply_migrations
-from shared.supervisor import Stack
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
+from shared.supervisor import Stack, free_port_env
 
 
 def stack_env(data_dir: Path, dsn: str, **extra: str) -> dict[str, str]:
@@ -29,11 +22,8 @@ def stack_env(data_dir: Path, dsn: str, **extra: str) -> dict[str, str]:
     env = {
         "RECALLMESH_DSN": dsn,
         "RECALLMESH_DATA_DIR": str(data_dir),
-        "RECALLMESH_GATEWAY_PORT": str(free_port()),
-        "RECALLMESH_GATEWAY_METRICS_PORT": str(free_port()),
-        "RECALLMESH_LEXICAL_PORT": str(free_port()),
-        "RECALLMESH_LEXICAL_METRICS_PORT": str(free_port()),
         "RECALLMESH_DB_POOL_MAX": "4",
+        **free_port_env(),
     }
     env.update(extra)
     return env

@@ -71,3 +71,19 @@ def test_import_record_type_errors_name_the_line(record, message):
     with pytest.raises(InputError, match=message) as info:
         memory_from_json(record, "file.jsonl:7")
     assert "file.jsonl:7" in str(info.value)
+
+
+def test_bad_log_level_falls_back_to_info(monkeypatch, capsys):
+    import logging
+
+    from shared.logs import configure_logging
+
+    monkeypatch.setenv("RECALLMESH_LOG_LEVEL", "chatty")
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        configure_logging("test")
+        assert root.level == logging.INFO
+        assert "not a log level" in capsys.readouterr().err
+    finally:
+        root.handlers[:], _ = saved[0], root.setLevel(saved[1])

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from shared.db import NoDatabase, redact, resolve_dsn, running_embedded_dsn
-from tests.conftest import free_port
+from shared.supervisor import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -14,22 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from shared.supervisor import wait_serving
-from tests.conftest import free_port
+from shared.supervisor import free_port_env, wait_serving
 
 pytestmark = pytest.mark.integration
 
 
 def up_env(data_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "RECALLMESH_DSN"}
-    env.update(
-        RECALLMESH_DATA_DIR=str(data_dir),
-        RECALLMESH_GATEWAY_PORT=str(free_port()),
-        RECALLMESH_GATEWAY_METRICS_PORT=str(free_port()),
-        RECALLMESH_LEXICAL_PORT=str(free_port()),
-        RECALLMESH_LEXICAL_METRICS_PORT=str(free_port()),
-        COLUMNS="200",
-    )
+    env.update(free_port_env(), RECALLMESH_DATA_DIR=str(data_dir), COLUMNS="200")
     env["RECALLMESH_TARGET"] = f"localhost:{env['RECALLMESH_GATEWAY_PORT']}"
     return env
 
