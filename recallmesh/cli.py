@@ -125,15 +125,18 @@ def read_jsonl(path: Path) -> list[Any]:
 
 
 def import_memories(stub: Any, namespace: str, records: list[Any], batch_size: int,
-                    show_progress: bool = True) -> list[str]:
+                    show_progress: bool = True, wait_index: bool = False) -> list[str]:
+    """Store records in batches; with wait_index each batch returns once it is embedded."""
     ids: list[str] = []
+    not_indexed = 0
     columns = (TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, disable=not show_progress) as progress:
         task = progress.add_task("import", total=len(records))
         for start in range(0, len(records), batch_size):
             chunk = records[start : start + batch_size]
             request = memory_pb2.StoreBatchRequest(
-                namespace=namespace, memories=[m for _, m in chunk]
+                namespace=namespace, memories=[m for _, m in chunk],
+                index_wait=memory_pb2.IndexWait(wait=wait_index, timeout_ms=110_000),
             )
             try:
                 response = stub.StoreBatch(request, timeout=120)
@@ -144,7 +147,14 @@ def import_memories(stub: Any, namespace: str, records: list[Any], batch_size: i
                     f"{exc.details()}; {len(ids)} memories were imported before it"
                 ) from None
             ids.extend(response.ids)
+            if wait_index and not response.indexed:
+                not_indexed += len(chunk)
             progress.advance(task, len(chunk))
+    if not_indexed:
+        err_console.print(
+            f"[yellow]warning:[/] {not_indexed} memories are stored but not yet embedded "
+            "(is the embedding service up?); they are found lexically meanwhile"
+        )
     return ids
 
 
@@ -249,7 +259,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     records = read_jsonl(Path(args.file))
     channel, stub = stub_for(args.target)
     with channel:
-        ids = import_memories(stub, args.namespace, records, args.batch_size)
+        ids = import_memories(stub, args.namespace, records, args.batch_size,
+                              wait_index=args.wait_index)
     console.print(f"imported {len(ids)} memories into namespace {args.namespace!r}")
     return 0
 
@@ -279,7 +290,8 @@ def _load_demo(stack: Any) -> None:
         if present:
             console.print(f"demo namespace already holds {present} memories; not loading again")
         else:
-            ids = import_memories(stub, DEMO_NAMESPACE, read_jsonl(DEMO_FILE), 100)
+            ids = import_memories(stub, DEMO_NAMESPACE, read_jsonl(DEMO_FILE), 100,
+                                  wait_index=True)
             console.print(f"loaded {len(ids)} demo memories into namespace {DEMO_NAMESPACE!r}")
         console.print(f"\nexample: recallmesh recall --namespace demo {DEMO_QUERY!r}")
         response = stub.Recall(
@@ -386,6 +398,8 @@ def build_parser() -> argparse.ArgumentParser:
     imp = client("import", "bulk-import memories from a JSONL file")
     imp.add_argument("file")
     imp.add_argument("--batch-size", type=int, default=200)
+    imp.add_argument("--wait-index", action="store_true",
+                     help="return only once every batch is embedded (searchable by meaning)")
     imp.set_defaults(func=cmd_import)
     return parser
 

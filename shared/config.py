@@ -17,6 +17,9 @@ DEFAULT_PORTS: dict[str, tuple[int, int]] = {
     # service: (grpc port, metrics port)
     "gateway": (50051, 9451),
     "lexical": (50052, 9452),
+    "vector": (50053, 9453),
+    "embedding": (50054, 9454),
+    "indexer": (50055, 9455),
 }
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +63,17 @@ def env_float(name: str, default: float, environ: Mapping[str, str] | None = Non
         raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
 
 
+def env_bool(name: str, default: bool, environ: Mapping[str, str] | None = None) -> bool:
+    raw = _env(name, environ=environ)
+    if raw is None:
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {raw!r}")
+
+
 def env_str(name: str, default: str, environ: Mapping[str, str] | None = None) -> str:
     value = _env(name, default, environ)
     assert value is not None
@@ -69,6 +83,16 @@ def env_str(name: str, default: str, environ: Mapping[str, str] | None = None) -
 def data_dir() -> Path:
     """Where the embedded Postgres keeps its data (RECALLMESH_DATA_DIR, default ./.data)."""
     return Path(env_str("RECALLMESH_DATA_DIR", str(REPO_ROOT / ".data"))).resolve()
+
+
+def default_target(name: str, environ: Mapping[str, str] | None = None) -> str:
+    """host:port of a service: RECALLMESH_<NAME>_TARGET, else localhost on its configured port."""
+    target = _env(f"RECALLMESH_{name.upper()}_TARGET", environ=environ)
+    if target is not None:
+        return target
+    if name not in DEFAULT_PORTS:
+        raise ConfigError(f"service {name!r} needs RECALLMESH_{name.upper()}_TARGET")
+    return f"localhost:{ServerConfig.from_env(name, environ).port}"
 
 
 def configured_dsn() -> str | None:
@@ -103,10 +127,15 @@ class ServerConfig:
         )
 
 
+# Legs searched with the embedded query (RECALLMESH_<LEG>_NEEDS_VECTOR overrides).
+LEGS_NEEDING_VECTOR = frozenset({"vector", "graph"})
+
+
 @dataclass(frozen=True)
 class LegTarget:
     name: str
     target: str  # host:port of a RetrieverService
+    needs_vector: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,21 +144,26 @@ class GatewaySettings:
     default_budget_ms: int
     reserve_ms: int  # kept back from the budget for fusion + hydration
     leg_depth: int  # candidates asked of each leg (at least k)
+    embedding_target: str = "localhost:50054"  # embeds queries for legs that need a vector
+    index_wait_ms: int = 30000  # default upper bound of a write's wait for indexing
     max_message_bytes: int = 64 * 1024 * 1024
 
     @classmethod
     def from_env(cls) -> GatewaySettings:
-        names = [n.strip() for n in env_str("RECALLMESH_LEGS", "lexical").split(",") if n.strip()]
+        raw = env_str("RECALLMESH_LEGS", "lexical,vector")
+        names = [n.strip() for n in raw.split(",") if n.strip()]
         if not names:
             raise ConfigError("RECALLMESH_LEGS names no leg")
-        legs = []
-        for name in names:
-            target = _env(f"RECALLMESH_{name.upper()}_TARGET")
-            if target is None:
-                if name not in DEFAULT_PORTS:
-                    raise ConfigError(f"leg {name!r} needs RECALLMESH_{name.upper()}_TARGET")
-                target = f"localhost:{ServerConfig.from_env(name).port}"
-            legs.append(LegTarget(name, target))
+        if len(set(names)) != len(names):
+            raise ConfigError(f"RECALLMESH_LEGS names a leg twice: {raw!r}")
+        legs = [
+            LegTarget(
+                name,
+                default_target(name),
+                env_bool(f"RECALLMESH_{name.upper()}_NEEDS_VECTOR", name in LEGS_NEEDING_VECTOR),
+            )
+            for name in names
+        ]
         budget = env_int("RECALLMESH_RECALL_BUDGET_MS", 800, minimum=10)
         reserve = env_int("RECALLMESH_RECALL_RESERVE_MS", 50, minimum=0)
         if reserve >= budget:
@@ -139,6 +173,8 @@ class GatewaySettings:
             default_budget_ms=budget,
             reserve_ms=reserve,
             leg_depth=env_int("RECALLMESH_LEG_DEPTH", 50, minimum=1),
+            embedding_target=default_target("embedding"),
+            index_wait_ms=env_int("RECALLMESH_INDEX_WAIT_MS", 30000, minimum=0),
         )
 
 
@@ -163,4 +199,89 @@ class PoolSettings:
         return cls(
             min_size=env_int("RECALLMESH_DB_POOL_MIN", 1, minimum=0),
             max_size=env_int("RECALLMESH_DB_POOL_MAX", 10, minimum=1),
+        )
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    provider: str  # auto | cpu | cuda
+    intra_op_threads: int  # 0 = onnxruntime's default (one per core)
+    max_batch: int  # texts per model run
+    max_wait_ms: float  # how long a batch waits for more concurrent requests
+    max_texts_per_call: int
+
+    @classmethod
+    def from_env(cls) -> EmbeddingSettings:
+        provider = env_str("RECALLMESH_EMBEDDING_PROVIDER", "auto").lower()
+        if provider not in ("auto", "cpu", "cuda"):
+            raise ConfigError(
+                f"RECALLMESH_EMBEDDING_PROVIDER must be auto, cpu or cuda, got {provider!r}"
+            )
+        wait = env_float("RECALLMESH_EMBEDDING_MAX_WAIT_MS", 2.0)
+        if wait < 0:
+            raise ConfigError("RECALLMESH_EMBEDDING_MAX_WAIT_MS must be >= 0")
+        return cls(
+            provider=provider,
+            intra_op_threads=env_int("RECALLMESH_EMBEDDING_THREADS", 0, minimum=0),
+            max_batch=env_int("RECALLMESH_EMBEDDING_MAX_BATCH", 32, minimum=1),
+            max_wait_ms=wait,
+            max_texts_per_call=env_int("RECALLMESH_EMBEDDING_MAX_TEXTS", 256, minimum=1),
+        )
+
+
+@dataclass(frozen=True)
+class VectorSettings:
+    ef_search: int  # HNSW candidate list size per search (raised to k when smaller)
+    iterative_scan: str  # off | relaxed_order | strict_order
+
+    @classmethod
+    def from_env(cls) -> VectorSettings:
+        scan = env_str("RECALLMESH_VECTOR_ITERATIVE_SCAN", "relaxed_order")
+        if scan not in ("off", "relaxed_order", "strict_order"):
+            raise ConfigError(
+                "RECALLMESH_VECTOR_ITERATIVE_SCAN must be off, relaxed_order or strict_order"
+            )
+        return cls(
+            ef_search=env_int("RECALLMESH_VECTOR_EF_SEARCH", 100, minimum=1),
+            iterative_scan=scan,
+        )
+
+
+@dataclass(frozen=True)
+class HnswSettings:
+    """Build parameters of the HNSW index (read when the index is created)."""
+
+    m: int = 16
+    ef_construction: int = 64
+
+    @classmethod
+    def from_env(cls) -> HnswSettings:
+        m = env_int("RECALLMESH_HNSW_M", 16, minimum=2)
+        ef = env_int("RECALLMESH_HNSW_EF_CONSTRUCTION", 64, minimum=4)
+        if ef < 2 * m:
+            raise ConfigError(
+                "RECALLMESH_HNSW_EF_CONSTRUCTION must be at least 2 * RECALLMESH_HNSW_M"
+            )
+        return cls(m=m, ef_construction=ef)
+
+
+@dataclass(frozen=True)
+class IndexerSettings:
+    embedding_target: str
+    batch_size: int  # memories claimed and embedded per transaction
+    poll_s: float  # fallback poll interval (new jobs also wake it via NOTIFY)
+    max_backoff_s: float  # retry delay cap while the embedding service fails
+    embed_timeout_s: float
+
+    @classmethod
+    def from_env(cls) -> IndexerSettings:
+        # The indexer may use its own embedding pool (bulk imports then do not
+        # queue in front of latency-critical query embeddings).
+        target = _env("RECALLMESH_INDEXER_EMBEDDING_TARGET") or default_target("embedding")
+        return cls(
+            embedding_target=target,
+            batch_size=env_int("RECALLMESH_INDEXER_BATCH", 64, minimum=1),
+            poll_s=env_float("RECALLMESH_INDEXER_POLL_S", 1.0),
+            max_backoff_s=env_float("RECALLMESH_INDEXER_MAX_BACKOFF_S", 30.0),
+            embed_timeout_s=env_float("RECALLMESH_INDEXER_EMBED_TIMEOUT_S", 30.0),
         )

@@ -44,6 +44,11 @@ def grpc_options(max_message_bytes: int = 64 * 1024 * 1024) -> list[tuple[str, i
     return [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
+        # Internal clients reconnect quickly after a peer restarts (gRPC's
+        # default backoff grows to two minutes, far beyond any recall budget).
+        ("grpc.initial_reconnect_backoff_ms", 100),
+        ("grpc.min_reconnect_backoff_ms", 100),
+        ("grpc.max_reconnect_backoff_ms", 2000),
     ]
 
 

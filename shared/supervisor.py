@@ -24,13 +24,18 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from shared.config import REPO_ROOT, ServerConfig, configured_dsn, data_dir
 from shared.db import embedded_dsn, start_embedded
-from shared.migrations import apply_migrations
+from shared.vector_schema import prepare_database
 
-# (service name, python module), in start order: legs before the gateway.
+# (service name, python module), in start order: the model first, then the
+# legs and the indexer, the gateway last.
 SERVICES: tuple[tuple[str, str], ...] = (
+    ("embedding", "services.embedding"),
     ("lexical", "services.lexical"),
+    ("vector", "services.vector"),
+    ("indexer", "services.indexer"),
     ("gateway", "gateway"),
 )
+MODULES = dict(SERVICES)
 
 
 class StackError(RuntimeError):
@@ -85,6 +90,8 @@ class Stack:
     """The local stack. `env` overrides os.environ for the child processes."""
 
     env: dict[str, str] = field(default_factory=dict)
+    # Which services to run (default: all of SERVICES), always in SERVICES order.
+    services: tuple[str, ...] | None = None
     dsn: str = ""
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     endpoints: dict[str, str] = field(default_factory=dict)
@@ -109,50 +116,75 @@ class Stack:
         if not dsn:
             self._pg = start_embedded(self.data_dir / "pg", cleanup_mode="stop")
             dsn = embedded_dsn(self._pg)
-        apply_migrations(dsn)
+        prepare_database(dsn)
         self.dsn = dsn
         return dsn
+
+    def _child_env(self) -> dict[str, str]:
+        env = self._environ()
+        env["RECALLMESH_DSN"] = self.dsn
+        env["RECALLMESH_DATA_DIR"] = str(self.data_dir)
+        env.setdefault("PYTHONPATH", str(REPO_ROOT))
+        for name, _ in SERVICES:
+            if name != "gateway":
+                env.setdefault(
+                    f"RECALLMESH_{name.upper()}_TARGET", f"localhost:{self._config(name).port}"
+                )
+        return env
 
     def start(self, timeout_s: float = 60.0) -> None:
         try:
             self.start_database()
-            env = self._environ()
-            env["RECALLMESH_DSN"] = self.dsn
-            env["RECALLMESH_DATA_DIR"] = str(self.data_dir)
-            env.setdefault("PYTHONPATH", str(REPO_ROOT))
+            wanted = set(self.services or MODULES)
+            unknown = wanted - set(MODULES)
+            if unknown:
+                raise StackError(f"unknown services: {', '.join(sorted(unknown))}")
             for name, _ in SERVICES:
-                if name != "gateway":
-                    env.setdefault(
-                        f"RECALLMESH_{name.upper()}_TARGET", f"localhost:{self._config(name).port}"
-                    )
-            logs = self.data_dir / "logs"
-            logs.mkdir(parents=True, exist_ok=True)
-            for name, module in SERVICES:
-                config = self._config(name)
-                log_path = logs / f"{name}.log"
-                with open(log_path, "ab") as log_file:
-                    process = subprocess.Popen(
-                        [sys.executable, "-m", module],
-                        env=env,
-                        cwd=REPO_ROOT,
-                        stdout=log_file,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
-                self.processes[name] = process
-                address = f"localhost:{config.port}"
-                try:
-                    wait_serving(address, timeout_s, process)
-                except StackError as exc:
-                    raise StackError(
-                        f"{name} did not start ({exc}); last log lines of {log_path}:\n"
-                        + _tail(log_path)
-                    ) from None
-                self.endpoints[name] = address
-                self.metrics[name] = config.metrics_port
+                if name in wanted:
+                    self.start_service(name, timeout_s)
         except BaseException:
             self.stop()
             raise
+
+    def start_service(self, name: str, timeout_s: float = 60.0) -> None:
+        """Start one service process and wait until it is SERVING."""
+        config = self._config(name)
+        logs = self.data_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        log_path = logs / f"{name}.log"
+        with open(log_path, "ab") as log_file:
+            process = subprocess.Popen(
+                [sys.executable, "-m", MODULES[name]],
+                env=self._child_env(),
+                cwd=REPO_ROOT,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.processes[name] = process
+        address = f"localhost:{config.port}"
+        try:
+            wait_serving(address, timeout_s, process)
+        except StackError as exc:
+            raise StackError(
+                f"{name} did not start ({exc}); last log lines of {log_path}:\n" + _tail(log_path)
+            ) from None
+        self.endpoints[name] = address
+        self.metrics[name] = config.metrics_port
+
+    def stop_service(self, name: str, timeout_s: float = 10.0) -> None:
+        """Stop one service process (SIGTERM, then SIGKILL after timeout_s)."""
+        process = self.processes.pop(name, None)
+        if process is None:
+            return
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.endpoints.pop(name, None)
 
     def check_alive(self) -> list[str]:
         """Names of services whose process has exited."""

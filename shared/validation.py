@@ -194,3 +194,80 @@ def recall_query(msg: Any) -> RecallQuery:
         budget_ms=msg.budget_ms or None,
         explain=msg.explain,
     )
+
+
+MAX_LEG_DEPTH = 1000
+
+
+def search_request(request: Any) -> tuple[str, str, int, Filters, str]:
+    """Validate a leg's SearchRequest: (namespace, query, k, filters, sort_by)."""
+    ns = namespace(request.namespace)
+    query = query_text(request.query)
+    if not 1 <= request.k <= MAX_LEG_DEPTH:
+        raise InvalidArgument(f"k must be within 1..{MAX_LEG_DEPTH}, got {request.k}")
+    filters = filters_from_proto(request.filters if request.HasField("filters") else None)
+    return ns, query, request.k, filters, sort_by(request.sort_by)
+
+
+# Update paths a client may name, and the memories column each one writes.
+UPDATE_PATHS = {
+    "content": "content",
+    "category": "category",
+    "tags": "tags",
+    "importance": "importance",
+    "sensitive": "is_sensitive",
+    "metadata": "metadata",
+    "valid_from": "valid_from",
+    "valid_to": "valid_to",
+}
+
+
+def memory_update(msg: Any, paths: Any, ns: str) -> dict[str, Any]:
+    """Validate an UpdateRequest's memory + update_mask: {column: new value}.
+
+    Each named field is validated exactly like on Store; fields not named are
+    ignored (and may be anything). An importance named but absent resets to
+    the default, like on Store.
+    """
+    names = [p.strip() for p in paths]
+    if not names:
+        raise InvalidArgument("update_mask must name at least one field")
+    unknown = sorted({n for n in names if n not in UPDATE_PATHS})
+    if unknown:
+        raise InvalidArgument(
+            f"update_mask: cannot update {', '.join(unknown)} "
+            f"(allowed: {', '.join(UPDATE_PATHS)})"
+        )
+    probe = memory_pb2.Memory()
+    probe.CopyFrom(msg)
+    if "content" not in names:
+        probe.content = "-"  # not updated: satisfies Store's non-empty rule
+    for name in ("valid_from", "valid_to"):
+        if name not in names:
+            probe.ClearField(name)
+    checked = new_memory(probe, ns)
+    values = {
+        "content": checked.content,
+        "category": checked.category,
+        "tags": list(checked.tags),
+        "importance": checked.importance,
+        "sensitive": checked.sensitive,
+        "metadata": checked.metadata,
+        "valid_from": checked.valid_from,
+        "valid_to": checked.valid_to,
+    }
+    return {UPDATE_PATHS[n]: values[n] for n in dict.fromkeys(names)}
+
+
+MAX_INDEX_WAIT_MS = 600_000
+
+
+def index_wait(msg: Any, has_field: bool) -> int | None:
+    """Milliseconds a write may wait for indexing (0 = server default), or None for no wait."""
+    if not has_field or not msg.wait:
+        return None
+    if not 0 <= msg.timeout_ms <= MAX_INDEX_WAIT_MS:
+        raise InvalidArgument(
+            f"index_wait.timeout_ms must be within 0..{MAX_INDEX_WAIT_MS}, got {msg.timeout_ms}"
+        )
+    return msg.timeout_ms

@@ -13,8 +13,9 @@ import pytest
 
 from recallmesh.v1 import memory_pb2_grpc
 from shared.db import embedded_dsn, start_embedded
-from shared.migrations import apply_migrations
 from shared.supervisor import Stack, free_port_env
+from shared.vector_schema import prepare_database
+from tests.recording_embedder import RecordingEmbedder, start_recording_embedder
 
 
 def stack_env(data_dir: Path, dsn: str, **extra: str) -> dict[str, str]:
@@ -23,6 +24,9 @@ def stack_env(data_dir: Path, dsn: str, **extra: str) -> dict[str, str]:
         "RECALLMESH_DSN": dsn,
         "RECALLMESH_DATA_DIR": str(data_dir),
         "RECALLMESH_DB_POOL_MAX": "4",
+        # Retry quickly when a test stops the embedding service.
+        "RECALLMESH_INDEXER_MAX_BACKOFF_S": "1",
+        "RECALLMESH_INDEXER_POLL_S": "0.5",
         **free_port_env(),
     }
     env.update(extra)
@@ -40,7 +44,7 @@ def dsn(pg_dir: Path) -> Iterator[str]:
     """A migrated database on a throwaway embedded Postgres."""
     server = start_embedded(pg_dir / "pg", cleanup_mode="delete")
     url = embedded_dsn(server)
-    apply_migrations(url)
+    prepare_database(url)
     yield url
     server.cleanup()
 
@@ -54,11 +58,41 @@ def admin_dsn(dsn: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def stack(dsn: str, pg_dir: Path) -> Iterator[Stack]:
-    """The real lexical leg and gateway as separate processes."""
-    s = Stack(env=stack_env(pg_dir / "stack", dsn))
+def stack_and_recorder(dsn: str, pg_dir: Path) -> Iterator[tuple[Stack, RecordingEmbedder]]:
+    """Every service as its own process; the indexer embeds through a recording proxy."""
+    env = stack_env(pg_dir / "stack", dsn)
+    recorder, server, address = start_recording_embedder(
+        f"localhost:{env['RECALLMESH_EMBEDDING_PORT']}", dsn
+    )
+    env["RECALLMESH_INDEXER_EMBEDDING_TARGET"] = address
+    s = Stack(env=env)
     s.start(timeout_s=60)
-    yield s
+    yield s, recorder
+    s.stop()
+    server.stop(0)
+
+
+@pytest.fixture(scope="session")
+def stack(stack_and_recorder) -> Stack:
+    return stack_and_recorder[0]
+
+
+@pytest.fixture(scope="session")
+def recorder(stack_and_recorder) -> RecordingEmbedder:
+    return stack_and_recorder[1]
+
+
+@pytest.fixture(scope="session")
+def lexical_gateway(stack: Stack, pg_dir: Path) -> Iterator[memory_pb2_grpc.MemoryServiceStub]:
+    """A second gateway over the session's lexical leg only: the lexical baseline end to end."""
+    env = stack_env(
+        pg_dir / "lexical-gateway", stack.dsn,
+        RECALLMESH_LEGS="lexical", RECALLMESH_LEXICAL_TARGET=stack.endpoints["lexical"],
+    )
+    s = Stack(env=env, services=("gateway",))
+    s.start(timeout_s=60)
+    with grpc.insecure_channel(s.endpoints["gateway"]) as ch:
+        yield memory_pb2_grpc.MemoryServiceStub(ch)
     s.stop()
 
 

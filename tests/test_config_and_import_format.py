@@ -25,8 +25,11 @@ def test_leg_target_follows_the_leg_port(monkeypatch):
     monkeypatch.setenv("RECALLMESH_LEXICAL_PORT", "6123")
     monkeypatch.delenv("RECALLMESH_LEXICAL_TARGET", raising=False)
     monkeypatch.delenv("RECALLMESH_LEGS", raising=False)
-    [leg] = GatewaySettings.from_env().legs
-    assert (leg.name, leg.target) == ("lexical", "localhost:6123")
+    lexical, vector = GatewaySettings.from_env().legs  # the default legs
+    assert (lexical.name, lexical.target, lexical.needs_vector) == (
+        "lexical", "localhost:6123", False
+    )
+    assert (vector.name, vector.target, vector.needs_vector) == ("vector", "localhost:50053", True)
     monkeypatch.setenv("RECALLMESH_LEXICAL_TARGET", "lexical.recallmesh.svc:50052")
     assert GatewaySettings.from_env().legs[0].target == "lexical.recallmesh.svc:50052"
 

@@ -1,4 +1,4 @@
-"""Integration: the real gateway and lexical leg over gRPC on a real Postgres."""
+"""Integration: the real gateway and legs over gRPC on a real Postgres (lexical behaviour)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ def ts(year: int, month: int = 1, day: int = 1) -> Timestamp:
     return t
 
 
-def test_store_then_recall_round_trip(gateway, ns):
+def test_store_then_recall_round_trip(gateway, lexical_gateway, ns):
+    gateway = lexical_gateway  # exact leg details below are the lexical baseline's
     memory_id = store(
         gateway, ns, "Prefers Svelte for frontend work", category="preference",
         tags=["frontend"], importance=0.8, metadata={"source": "chat"},
@@ -69,7 +70,8 @@ def test_get_returns_what_was_stored(gateway, ns):
     assert not got.HasField("valid_to")
 
 
-def test_and_match_first_then_or_broaden(gateway, ns):
+def test_and_match_first_then_or_broaden(lexical_gateway, ns):
+    gateway = lexical_gateway
     both = store(gateway, ns, "Maya likes hiking in the Alps")
     only_hiking = store(gateway, ns, "Hiking boots need new laces")
     unrelated = store(gateway, ns, "The car insurance renews in March")

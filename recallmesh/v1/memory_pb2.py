@@ -22,10 +22,11 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import field_mask_pb2 as google_dot_protobuf_dot_field__mask__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1arecallmesh/v1/memory.proto\x12\rrecallmesh.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb9\x03\n\x06Memory\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x03 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x04 \x01(\t\x12\x0c\n\x04tags\x18\x05 \x03(\t\x12\x17\n\nimportance\x18\x06 \x01(\x01H\x00\x88\x01\x01\x12\x11\n\tsensitive\x18\x07 \x01(\x08\x12.\n\ncreated_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nvalid_from\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08valid_to\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x35\n\x08metadata\x18\x0c \x03(\x0b\x32#.recallmesh.v1.Memory.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\r\n\x0b_importance\"\x98\x01\n\rRecallFilters\x12\x12\n\ncategories\x18\x01 \x03(\t\x12\x0c\n\x04tags\x18\x02 \x03(\t\x12\x31\n\rcreated_after\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"H\n\x0cStoreRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12%\n\x06memory\x18\x02 \x01(\x0b\x32\x15.recallmesh.v1.Memory\"6\n\rStoreResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.recallmesh.v1.Memory\"O\n\x11StoreBatchRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\'\n\x08memories\x18\x02 \x03(\x0b\x32\x15.recallmesh.v1.Memory\"!\n\x12StoreBatchResponse\x12\x0b\n\x03ids\x18\x01 \x03(\t\"+\n\nGetRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\"4\n\x0bGetResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.recallmesh.v1.Memory\".\n\rDeleteRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\"L\n\x0e\x44\x65leteResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12.\n\ndeleted_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xb7\x01\n\rRecallRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\t\n\x01k\x18\x03 \x01(\x05\x12&\n\x07sort_by\x18\x04 \x01(\x0e\x32\x15.recallmesh.v1.SortBy\x12-\n\x07\x66ilters\x18\x05 \x01(\x0b\x32\x1c.recallmesh.v1.RecallFilters\x12\x11\n\tbudget_ms\x18\x06 \x01(\x05\x12\x0f\n\x07\x65xplain\x18\x07 \x01(\x08\";\n\x0fLegContribution\x12\x0b\n\x03leg\x18\x01 \x01(\t\x12\x0c\n\x04rank\x18\x02 \x01(\x05\x12\r\n\x05score\x18\x03 \x01(\x01\"o\n\tRecallHit\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.recallmesh.v1.Memory\x12\r\n\x05score\x18\x02 \x01(\x01\x12,\n\x04legs\x18\x03 \x03(\x0b\x32\x1e.recallmesh.v1.LegContribution\"x\n\tLegStatus\x12\x0b\n\x03leg\x18\x01 \x01(\t\x12&\n\x05state\x18\x02 \x01(\x0e\x32\x17.recallmesh.v1.LegState\x12\x12\n\nlatency_ms\x18\x03 \x01(\x01\x12\x12\n\ncandidates\x18\x04 \x01(\x05\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\t\"r\n\x0eRecallResponse\x12&\n\x04hits\x18\x01 \x03(\x0b\x32\x18.recallmesh.v1.RecallHit\x12&\n\x04legs\x18\x02 \x03(\x0b\x32\x18.recallmesh.v1.LegStatus\x12\x10\n\x08\x64\x65graded\x18\x03 \x01(\x08*e\n\x06SortBy\x12\x17\n\x13SORT_BY_UNSPECIFIED\x10\x00\x12\x15\n\x11SORT_BY_RELEVANCE\x10\x01\x12\x16\n\x12SORT_BY_IMPORTANCE\x10\x02\x12\x13\n\x0fSORT_BY_RECENCY\x10\x03*z\n\x08LegState\x12\x19\n\x15LEG_STATE_UNSPECIFIED\x10\x00\x12\x10\n\x0cLEG_STATE_OK\x10\x01\x12\x15\n\x11LEG_STATE_TIMEOUT\x10\x02\x12\x13\n\x0fLEG_STATE_ERROR\x10\x03\x12\x15\n\x11LEG_STATE_SKIPPED\x10\x04\x32\xf2\x02\n\rMemoryService\x12\x42\n\x05Store\x12\x1b.recallmesh.v1.StoreRequest\x1a\x1c.recallmesh.v1.StoreResponse\x12Q\n\nStoreBatch\x12 .recallmesh.v1.StoreBatchRequest\x1a!.recallmesh.v1.StoreBatchResponse\x12<\n\x03Get\x12\x19.recallmesh.v1.GetRequest\x1a\x1a.recallmesh.v1.GetResponse\x12\x45\n\x06\x44\x65lete\x12\x1c.recallmesh.v1.DeleteRequest\x1a\x1d.recallmesh.v1.DeleteResponse\x12\x45\n\x06Recall\x12\x1c.recallmesh.v1.RecallRequest\x1a\x1d.recallmesh.v1.RecallResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1arecallmesh/v1/memory.proto\x12\rrecallmesh.v1\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb9\x03\n\x06Memory\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x03 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x04 \x01(\t\x12\x0c\n\x04tags\x18\x05 \x03(\t\x12\x17\n\nimportance\x18\x06 \x01(\x01H\x00\x88\x01\x01\x12\x11\n\tsensitive\x18\x07 \x01(\x08\x12.\n\ncreated_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nvalid_from\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08valid_to\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x35\n\x08metadata\x18\x0c \x03(\x0b\x32#.recallmesh.v1.Memory.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\r\n\x0b_importance\"\x98\x01\n\rRecallFilters\x12\x12\n\ncategories\x18\x01 \x03(\t\x12\x0c\n\x04tags\x18\x02 \x03(\t\x12\x31\n\rcreated_after\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"-\n\tIndexWait\x12\x0c\n\x04wait\x18\x01 \x01(\x08\x12\x12\n\ntimeout_ms\x18\x02 \x01(\x05\"v\n\x0cStoreRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12%\n\x06memory\x18\x02 \x01(\x0b\x32\x15.recallmesh.v1.Memory\x12,\n\nindex_wait\x18\x03 \x01(\x0b\x32\x18.recallmesh.v1.IndexWait\"G\n\rStoreResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.recallmesh.v1.Memory\x12\x0f\n\x07indexed\x18\x02 \x01(\x08\"}\n\x11StoreBatchRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\'\n\x08memories\x18\x02 \x03(\x0b\x32\x15.recallmesh.v1.Memory\x12,\n\nindex_wait\x18\x03 \x01(\x0b\x32\x18.recallmesh.v1.IndexWait\"2\n\x12StoreBatchResponse\x12\x0b\n\x03ids\x18\x01 \x03(\t\x12\x0f\n\x07indexed\x18\x02 \x01(\x08\"\xb4\x01\n\rUpdateRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12%\n\x06memory\x18\x03 \x01(\x0b\x32\x15.recallmesh.v1.Memory\x12/\n\x0bupdate_mask\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.FieldMask\x12,\n\nindex_wait\x18\x05 \x01(\x0b\x32\x18.recallmesh.v1.IndexWait\"H\n\x0eUpdateResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.recallmesh.v1.Memory\x12\x0f\n\x07indexed\x18\x02 \x01(\x08\"+\n\nGetRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\"4\n\x0bGetResponse\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.recallmesh.v1.Memory\".\n\rDeleteRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\"L\n\x0e\x44\x65leteResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12.\n\ndeleted_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xb7\x01\n\rRecallRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\t\n\x01k\x18\x03 \x01(\x05\x12&\n\x07sort_by\x18\x04 \x01(\x0e\x32\x15.recallmesh.v1.SortBy\x12-\n\x07\x66ilters\x18\x05 \x01(\x0b\x32\x1c.recallmesh.v1.RecallFilters\x12\x11\n\tbudget_ms\x18\x06 \x01(\x05\x12\x0f\n\x07\x65xplain\x18\x07 \x01(\x08\";\n\x0fLegContribution\x12\x0b\n\x03leg\x18\x01 \x01(\t\x12\x0c\n\x04rank\x18\x02 \x01(\x05\x12\r\n\x05score\x18\x03 \x01(\x01\"o\n\tRecallHit\x12%\n\x06memory\x18\x01 \x01(\x0b\x32\x15.recallmesh.v1.Memory\x12\r\n\x05score\x18\x02 \x01(\x01\x12,\n\x04legs\x18\x03 \x03(\x0b\x32\x1e.recallmesh.v1.LegContribution\"x\n\tLegStatus\x12\x0b\n\x03leg\x18\x01 \x01(\t\x12&\n\x05state\x18\x02 \x01(\x0e\x32\x17.recallmesh.v1.LegState\x12\x12\n\nlatency_ms\x18\x03 \x01(\x01\x12\x12\n\ncandidates\x18\x04 \x01(\x05\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\t\"r\n\x0eRecallResponse\x12&\n\x04hits\x18\x01 \x03(\x0b\x32\x18.recallmesh.v1.RecallHit\x12&\n\x04legs\x18\x02 \x03(\x0b\x32\x18.recallmesh.v1.LegStatus\x12\x10\n\x08\x64\x65graded\x18\x03 \x01(\x08*e\n\x06SortBy\x12\x17\n\x13SORT_BY_UNSPECIFIED\x10\x00\x12\x15\n\x11SORT_BY_RELEVANCE\x10\x01\x12\x16\n\x12SORT_BY_IMPORTANCE\x10\x02\x12\x13\n\x0fSORT_BY_RECENCY\x10\x03*z\n\x08LegState\x12\x19\n\x15LEG_STATE_UNSPECIFIED\x10\x00\x12\x10\n\x0cLEG_STATE_OK\x10\x01\x12\x15\n\x11LEG_STATE_TIMEOUT\x10\x02\x12\x13\n\x0fLEG_STATE_ERROR\x10\x03\x12\x15\n\x11LEG_STATE_SKIPPED\x10\x04\x32\xb9\x03\n\rMemoryService\x12\x42\n\x05Store\x12\x1b.recallmesh.v1.StoreRequest\x1a\x1c.recallmesh.v1.StoreResponse\x12Q\n\nStoreBatch\x12 .recallmesh.v1.StoreBatchRequest\x1a!.recallmesh.v1.StoreBatchResponse\x12\x45\n\x06Update\x12\x1c.recallmesh.v1.UpdateRequest\x1a\x1d.recallmesh.v1.UpdateResponse\x12<\n\x03Get\x12\x19.recallmesh.v1.GetRequest\x1a\x1a.recallmesh.v1.GetResponse\x12\x45\n\x06\x44\x65lete\x12\x1c.recallmesh.v1.DeleteRequest\x1a\x1d.recallmesh.v1.DeleteResponse\x12\x45\n\x06Recall\x12\x1c.recallmesh.v1.RecallRequest\x1a\x1d.recallmesh.v1.RecallResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,42 +35,48 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_MEMORY_METADATAENTRY']._loaded_options = None
   _globals['_MEMORY_METADATAENTRY']._serialized_options = b'8\001'
-  _globals['_SORTBY']._serialized_start=1746
-  _globals['_SORTBY']._serialized_end=1847
-  _globals['_LEGSTATE']._serialized_start=1849
-  _globals['_LEGSTATE']._serialized_end=1971
-  _globals['_MEMORY']._serialized_start=79
-  _globals['_MEMORY']._serialized_end=520
-  _globals['_MEMORY_METADATAENTRY']._serialized_start=458
-  _globals['_MEMORY_METADATAENTRY']._serialized_end=505
-  _globals['_RECALLFILTERS']._serialized_start=523
-  _globals['_RECALLFILTERS']._serialized_end=675
-  _globals['_STOREREQUEST']._serialized_start=677
-  _globals['_STOREREQUEST']._serialized_end=749
-  _globals['_STORERESPONSE']._serialized_start=751
-  _globals['_STORERESPONSE']._serialized_end=805
-  _globals['_STOREBATCHREQUEST']._serialized_start=807
-  _globals['_STOREBATCHREQUEST']._serialized_end=886
-  _globals['_STOREBATCHRESPONSE']._serialized_start=888
-  _globals['_STOREBATCHRESPONSE']._serialized_end=921
-  _globals['_GETREQUEST']._serialized_start=923
-  _globals['_GETREQUEST']._serialized_end=966
-  _globals['_GETRESPONSE']._serialized_start=968
-  _globals['_GETRESPONSE']._serialized_end=1020
-  _globals['_DELETEREQUEST']._serialized_start=1022
-  _globals['_DELETEREQUEST']._serialized_end=1068
-  _globals['_DELETERESPONSE']._serialized_start=1070
-  _globals['_DELETERESPONSE']._serialized_end=1146
-  _globals['_RECALLREQUEST']._serialized_start=1149
-  _globals['_RECALLREQUEST']._serialized_end=1332
-  _globals['_LEGCONTRIBUTION']._serialized_start=1334
-  _globals['_LEGCONTRIBUTION']._serialized_end=1393
-  _globals['_RECALLHIT']._serialized_start=1395
-  _globals['_RECALLHIT']._serialized_end=1506
-  _globals['_LEGSTATUS']._serialized_start=1508
-  _globals['_LEGSTATUS']._serialized_end=1628
-  _globals['_RECALLRESPONSE']._serialized_start=1630
-  _globals['_RECALLRESPONSE']._serialized_end=1744
-  _globals['_MEMORYSERVICE']._serialized_start=1974
-  _globals['_MEMORYSERVICE']._serialized_end=2344
+  _globals['_SORTBY']._serialized_start=2210
+  _globals['_SORTBY']._serialized_end=2311
+  _globals['_LEGSTATE']._serialized_start=2313
+  _globals['_LEGSTATE']._serialized_end=2435
+  _globals['_MEMORY']._serialized_start=113
+  _globals['_MEMORY']._serialized_end=554
+  _globals['_MEMORY_METADATAENTRY']._serialized_start=492
+  _globals['_MEMORY_METADATAENTRY']._serialized_end=539
+  _globals['_RECALLFILTERS']._serialized_start=557
+  _globals['_RECALLFILTERS']._serialized_end=709
+  _globals['_INDEXWAIT']._serialized_start=711
+  _globals['_INDEXWAIT']._serialized_end=756
+  _globals['_STOREREQUEST']._serialized_start=758
+  _globals['_STOREREQUEST']._serialized_end=876
+  _globals['_STORERESPONSE']._serialized_start=878
+  _globals['_STORERESPONSE']._serialized_end=949
+  _globals['_STOREBATCHREQUEST']._serialized_start=951
+  _globals['_STOREBATCHREQUEST']._serialized_end=1076
+  _globals['_STOREBATCHRESPONSE']._serialized_start=1078
+  _globals['_STOREBATCHRESPONSE']._serialized_end=1128
+  _globals['_UPDATEREQUEST']._serialized_start=1131
+  _globals['_UPDATEREQUEST']._serialized_end=1311
+  _globals['_UPDATERESPONSE']._serialized_start=1313
+  _globals['_UPDATERESPONSE']._serialized_end=1385
+  _globals['_GETREQUEST']._serialized_start=1387
+  _globals['_GETREQUEST']._serialized_end=1430
+  _globals['_GETRESPONSE']._serialized_start=1432
+  _globals['_GETRESPONSE']._serialized_end=1484
+  _globals['_DELETEREQUEST']._serialized_start=1486
+  _globals['_DELETEREQUEST']._serialized_end=1532
+  _globals['_DELETERESPONSE']._serialized_start=1534
+  _globals['_DELETERESPONSE']._serialized_end=1610
+  _globals['_RECALLREQUEST']._serialized_start=1613
+  _globals['_RECALLREQUEST']._serialized_end=1796
+  _globals['_LEGCONTRIBUTION']._serialized_start=1798
+  _globals['_LEGCONTRIBUTION']._serialized_end=1857
+  _globals['_RECALLHIT']._serialized_start=1859
+  _globals['_RECALLHIT']._serialized_end=1970
+  _globals['_LEGSTATUS']._serialized_start=1972
+  _globals['_LEGSTATUS']._serialized_end=2092
+  _globals['_RECALLRESPONSE']._serialized_start=2094
+  _globals['_RECALLRESPONSE']._serialized_end=2208
+  _globals['_MEMORYSERVICE']._serialized_start=2438
+  _globals['_MEMORYSERVICE']._serialized_end=2879
 # @@protoc_insertion_point(module_scope)

@@ -1,5 +1,6 @@
 import datetime
 
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -81,33 +82,71 @@ class RecallFilters(_message.Message):
     created_before: _timestamp_pb2.Timestamp
     def __init__(self, categories: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
+class IndexWait(_message.Message):
+    __slots__ = ("wait", "timeout_ms")
+    WAIT_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    wait: bool
+    timeout_ms: int
+    def __init__(self, wait: _Optional[bool] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
 class StoreRequest(_message.Message):
-    __slots__ = ("namespace", "memory")
+    __slots__ = ("namespace", "memory", "index_wait")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FIELD_NUMBER: _ClassVar[int]
+    INDEX_WAIT_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     memory: Memory
-    def __init__(self, namespace: _Optional[str] = ..., memory: _Optional[_Union[Memory, _Mapping]] = ...) -> None: ...
+    index_wait: IndexWait
+    def __init__(self, namespace: _Optional[str] = ..., memory: _Optional[_Union[Memory, _Mapping]] = ..., index_wait: _Optional[_Union[IndexWait, _Mapping]] = ...) -> None: ...
 
 class StoreResponse(_message.Message):
-    __slots__ = ("memory",)
+    __slots__ = ("memory", "indexed")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
+    INDEXED_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ...) -> None: ...
+    indexed: bool
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., indexed: _Optional[bool] = ...) -> None: ...
 
 class StoreBatchRequest(_message.Message):
-    __slots__ = ("namespace", "memories")
+    __slots__ = ("namespace", "memories", "index_wait")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    INDEX_WAIT_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     memories: _containers.RepeatedCompositeFieldContainer[Memory]
-    def __init__(self, namespace: _Optional[str] = ..., memories: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ...) -> None: ...
+    index_wait: IndexWait
+    def __init__(self, namespace: _Optional[str] = ..., memories: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., index_wait: _Optional[_Union[IndexWait, _Mapping]] = ...) -> None: ...
 
 class StoreBatchResponse(_message.Message):
-    __slots__ = ("ids",)
+    __slots__ = ("ids", "indexed")
     IDS_FIELD_NUMBER: _ClassVar[int]
+    INDEXED_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    indexed: bool
+    def __init__(self, ids: _Optional[_Iterable[str]] = ..., indexed: _Optional[bool] = ...) -> None: ...
+
+class UpdateRequest(_message.Message):
+    __slots__ = ("namespace", "id", "memory", "update_mask", "index_wait")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    INDEX_WAIT_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    memory: Memory
+    update_mask: _field_mask_pb2.FieldMask
+    index_wait: IndexWait
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., memory: _Optional[_Union[Memory, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ..., index_wait: _Optional[_Union[IndexWait, _Mapping]] = ...) -> None: ...
+
+class UpdateResponse(_message.Message):
+    __slots__ = ("memory", "indexed")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    INDEXED_FIELD_NUMBER: _ClassVar[int]
+    memory: Memory
+    indexed: bool
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., indexed: _Optional[bool] = ...) -> None: ...
 
 class GetRequest(_message.Message):
     __slots__ = ("namespace", "id")

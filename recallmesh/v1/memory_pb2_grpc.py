@@ -45,6 +45,11 @@ class MemoryServiceStub:
                 request_serializer=recallmesh_dot_v1_dot_memory__pb2.StoreBatchRequest.SerializeToString,
                 response_deserializer=recallmesh_dot_v1_dot_memory__pb2.StoreBatchResponse.FromString,
                 _registered_method=True)
+        self.Update = channel.unary_unary(
+                '/recallmesh.v1.MemoryService/Update',
+                request_serializer=recallmesh_dot_v1_dot_memory__pb2.UpdateRequest.SerializeToString,
+                response_deserializer=recallmesh_dot_v1_dot_memory__pb2.UpdateResponse.FromString,
+                _registered_method=True)
         self.Get = channel.unary_unary(
                 '/recallmesh.v1.MemoryService/Get',
                 request_serializer=recallmesh_dot_v1_dot_memory__pb2.GetRequest.SerializeToString,
@@ -75,6 +80,13 @@ class MemoryServiceServicer:
 
     def StoreBatch(self, request, context):
         """Store many memories atomically (imports).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Update(self, request, context):
+        """Change fields of one memory (see UpdateRequest.update_mask).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -113,6 +125,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.StoreBatch,
                     request_deserializer=recallmesh_dot_v1_dot_memory__pb2.StoreBatchRequest.FromString,
                     response_serializer=recallmesh_dot_v1_dot_memory__pb2.StoreBatchResponse.SerializeToString,
+            ),
+            'Update': grpc.unary_unary_rpc_method_handler(
+                    servicer.Update,
+                    request_deserializer=recallmesh_dot_v1_dot_memory__pb2.UpdateRequest.FromString,
+                    response_serializer=recallmesh_dot_v1_dot_memory__pb2.UpdateResponse.SerializeToString,
             ),
             'Get': grpc.unary_unary_rpc_method_handler(
                     servicer.Get,
@@ -185,6 +202,33 @@ class MemoryService:
             '/recallmesh.v1.MemoryService/StoreBatch',
             recallmesh_dot_v1_dot_memory__pb2.StoreBatchRequest.SerializeToString,
             recallmesh_dot_v1_dot_memory__pb2.StoreBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Update(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/recallmesh.v1.MemoryService/Update',
+            recallmesh_dot_v1_dot_memory__pb2.UpdateRequest.SerializeToString,
+            recallmesh_dot_v1_dot_memory__pb2.UpdateResponse.FromString,
             options,
             channel_credentials,
             insecure,

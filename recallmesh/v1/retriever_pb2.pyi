@@ -8,20 +8,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class SearchRequest(_message.Message):
-    __slots__ = ("namespace", "query", "query_vector", "k", "filters", "sort_by")
+    __slots__ = ("namespace", "query", "query_vector", "k", "filters", "sort_by", "vector_model")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
     FILTERS_FIELD_NUMBER: _ClassVar[int]
     SORT_BY_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_MODEL_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     query: str
     query_vector: _containers.RepeatedScalarFieldContainer[float]
     k: int
     filters: _memory_pb2.RecallFilters
     sort_by: _memory_pb2.SortBy
-    def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., k: _Optional[int] = ..., filters: _Optional[_Union[_memory_pb2.RecallFilters, _Mapping]] = ..., sort_by: _Optional[_Union[_memory_pb2.SortBy, str]] = ...) -> None: ...
+    vector_model: str
+    def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., k: _Optional[int] = ..., filters: _Optional[_Union[_memory_pb2.RecallFilters, _Mapping]] = ..., sort_by: _Optional[_Union[_memory_pb2.SortBy, str]] = ..., vector_model: _Optional[str] = ...) -> None: ...
 
 class Candidate(_message.Message):
     __slots__ = ("memory_id", "score")

@@ -8,23 +8,9 @@ import grpc
 
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from services.lexical.core import LexicalRetriever
-from shared import validation
 from shared.config import LexicalSettings
 from shared.db import open_pool, resolve_dsn
-from shared.errors import InvalidArgument
-from shared.filters import filters_from_proto
-
-MAX_DEPTH = 1000
-
-
-def parse_search_request(request: Any) -> tuple[str, str, int, Any, str]:
-    """Validate a SearchRequest: (namespace, query, k, filters, sort_by)."""
-    ns = validation.namespace(request.namespace)
-    query = validation.query_text(request.query)
-    if not 1 <= request.k <= MAX_DEPTH:
-        raise InvalidArgument(f"k must be within 1..{MAX_DEPTH}, got {request.k}")
-    filters = filters_from_proto(request.filters if request.HasField("filters") else None)
-    return ns, query, request.k, filters, validation.sort_by(request.sort_by)
+from shared.validation import search_request
 
 
 class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):
@@ -32,7 +18,7 @@ class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         self.retriever = retriever
 
     async def Search(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        ns, query, k, filters, sort_by = parse_search_request(request)
+        ns, query, k, filters, sort_by = search_request(request)
         result = await self.retriever.search(ns, query, k, filters, sort_by)
         return retriever_pb2.SearchResponse(
             candidates=[

@@ -1,0 +1,69 @@
+-- recallmesh schema v2: the write path of semantic recall.
+--
+-- The vector column itself, memories.embedding halfvec(<dimension>), and its
+-- HNSW index are created by shared/vector_schema.py right after migrations,
+-- because the dimension comes from the embedding model manifest, not from SQL.
+ALTER TABLE memories ADD COLUMN embedding_model text;
+
+-- The outbox: one row per memory that needs a (new) vector. Written by the
+-- triggers below in the same transaction as the memory itself, so a stored
+-- memory can never lack its job; consumed by the indexer.
+CREATE SEQUENCE embedding_job_version_seq;
+
+CREATE TABLE embedding_jobs (
+    memory_id       uuid PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
+    -- Bumped whenever the memory changes again; the indexer only writes a
+    -- vector (and drops the job) if the version it embedded is still current.
+    version         bigint      NOT NULL DEFAULT nextval('embedding_job_version_seq'),
+    enqueued_at     timestamptz NOT NULL DEFAULT clock_timestamp(),
+    -- Claims push this forward by a lease; failures by a backoff.
+    next_attempt_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    attempts        integer     NOT NULL DEFAULT 0,
+    last_error      text
+);
+
+CREATE INDEX embedding_jobs_due_idx ON embedding_jobs (next_attempt_at);
+
+-- Never a vector for a sensitive or deleted memory, and never a stale one:
+-- a content change clears the vector until the indexer writes the new one.
+CREATE FUNCTION recallmesh_clear_stale_embedding() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.is_sensitive OR NEW.deleted_at IS NOT NULL
+       OR (TG_OP = 'UPDATE' AND NEW.content IS DISTINCT FROM OLD.content) THEN
+        NEW.embedding := NULL;
+        NEW.embedding_model := NULL;
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER memories_clear_stale_embedding
+    BEFORE INSERT OR UPDATE ON memories
+    FOR EACH ROW EXECUTE FUNCTION recallmesh_clear_stale_embedding();
+
+CREATE FUNCTION recallmesh_enqueue_embedding() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.is_sensitive OR NEW.deleted_at IS NOT NULL THEN
+        DELETE FROM embedding_jobs WHERE memory_id = NEW.id;
+    ELSIF TG_OP = 'INSERT'
+          OR NEW.content IS DISTINCT FROM OLD.content
+          OR OLD.is_sensitive OR OLD.deleted_at IS NOT NULL THEN
+        INSERT INTO embedding_jobs (memory_id) VALUES (NEW.id)
+        ON CONFLICT (memory_id) DO UPDATE
+            SET version = nextval('embedding_job_version_seq'),
+                enqueued_at = clock_timestamp(),
+                next_attempt_at = clock_timestamp(),
+                attempts = 0,
+                last_error = NULL;
+        -- Delivered at commit; identical notifications in one transaction fold into one.
+        PERFORM pg_notify('recallmesh_embedding_jobs', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER memories_enqueue_embedding
+    AFTER INSERT OR UPDATE OF content, is_sensitive, deleted_at ON memories
+    FOR EACH ROW EXECUTE FUNCTION recallmesh_enqueue_embedding();

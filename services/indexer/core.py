@@ -1,0 +1,244 @@
+"""The indexer: turns embedding jobs (the outbox) into stored vectors.
+
+Every write of a non-sensitive memory enqueues a job in the same transaction
+(database triggers, migrations/0002). The indexer:
+  1. claims due jobs with `FOR UPDATE SKIP LOCKED` and leases them (pushes
+     next_attempt_at forward), so several indexers never embed the same row
+     and a crashed one's jobs come back after the lease;
+  2. embeds the claimed contents in one call to the embedding service,
+     holding no database locks while it waits;
+  3. in one transaction, locks the memories (always before their jobs, the
+     same order writers use, so no deadlock), deletes each job only if its
+     version is still the one embedded, and writes the vectors of exactly
+     those rows. A memory edited meanwhile keeps its (re-versioned) job and
+     is embedded again with its new content; one deleted or made sensitive
+     meanwhile gets nothing;
+  4. on failure (embedding service down, slow, wrong dimension) records the
+     error and backs the jobs off exponentially, capped at max_backoff_s.
+Sensitive memories never get a job; if one is found anyway, it is dropped
+without its text ever leaving the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from shared.embedder_client import Embeddings
+
+log = logging.getLogger(__name__)
+
+NOTIFY_CHANNEL = "recallmesh_embedding_jobs"
+
+JOBS = Counter(
+    "recallmesh_indexer_jobs_total",
+    "Embedding jobs finished, by outcome (indexed, superseded, dropped, failed).",
+    ["outcome"],
+)
+BATCH_SECONDS = Histogram(
+    "recallmesh_indexer_batch_seconds",
+    "Claim + embed + write time of one indexer batch.",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+PENDING = Gauge("recallmesh_indexer_pending_jobs", "Embedding jobs waiting (all namespaces).")
+
+_CLAIM = """
+WITH due AS (
+    SELECT memory_id FROM embedding_jobs
+    WHERE next_attempt_at <= clock_timestamp()
+    ORDER BY next_attempt_at, memory_id
+    LIMIT %(n)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE embedding_jobs j
+SET next_attempt_at = clock_timestamp() + make_interval(secs => %(lease_s)s),
+    attempts = j.attempts + 1
+FROM due, memories m
+WHERE j.memory_id = due.memory_id AND m.id = j.memory_id
+RETURNING j.memory_id::text, j.version, m.content, (m.is_sensitive OR m.deleted_at IS NOT NULL)
+"""
+
+_LOCK_MEMORIES = "SELECT id FROM memories WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR UPDATE"
+
+_COMPLETE = """
+WITH done AS (
+    DELETE FROM embedding_jobs j
+    USING unnest(%(ids)s::uuid[], %(versions)s::bigint[]) AS c(id, version)
+    WHERE j.memory_id = c.id AND j.version = c.version
+    RETURNING j.memory_id
+)
+UPDATE memories m
+SET embedding = v.embedding::halfvec, embedding_model = %(model)s
+FROM unnest(%(ids)s::uuid[], %(vectors)s::text[]) AS v(id, embedding)
+WHERE m.id = v.id AND m.id IN (SELECT memory_id FROM done)
+  AND NOT m.is_sensitive AND m.deleted_at IS NULL
+RETURNING m.id::text
+"""
+
+_DROP = """
+DELETE FROM embedding_jobs j
+USING unnest(%(ids)s::uuid[], %(versions)s::bigint[]) AS c(id, version)
+WHERE j.memory_id = c.id AND j.version = c.version
+"""
+
+_FAIL = """
+UPDATE embedding_jobs j
+SET next_attempt_at = clock_timestamp() + make_interval(
+        secs => least(%(max_s)s, %(base_s)s * power(2, greatest(j.attempts - 1, 0)))),
+    last_error = %(error)s
+FROM unnest(%(ids)s::uuid[], %(versions)s::bigint[]) AS c(id, version)
+WHERE j.memory_id = c.id AND j.version = c.version
+"""
+
+
+def vector_text(vector: list[float]) -> str:
+    return "[" + ",".join(format(x, ".7g") for x in vector) + "]"
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    claimed: int
+    indexed: int = 0
+    superseded: int = 0  # changed, deleted or made sensitive while being embedded
+    dropped: int = 0  # sensitive / deleted rows that had a job
+    failed: int = 0
+    error: str = ""
+
+
+EmbedFn = Callable[[list[str]], Awaitable[Embeddings]]
+
+
+class Indexer:
+    def __init__(
+        self,
+        pool: Any,
+        embed_documents: EmbedFn,
+        batch_size: int = 64,
+        lease_s: float = 60.0,
+        base_backoff_s: float = 0.5,
+        max_backoff_s: float = 30.0,
+    ) -> None:
+        self.pool = pool
+        self.embed_documents = embed_documents
+        self.batch_size = batch_size
+        self.lease_s = lease_s
+        self.base_backoff_s = base_backoff_s
+        self.max_backoff_s = max_backoff_s
+
+    async def run_once(self) -> BatchResult:
+        """Claim, embed and write one batch of due jobs."""
+        start = time.perf_counter()
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(_CLAIM, {"n": self.batch_size, "lease_s": self.lease_s})
+            claimed = await cur.fetchall()
+        if not claimed:
+            return BatchResult(0)
+        skip = [(r[0], r[1]) for r in claimed if r[3]]
+        work = [(r[0], r[1], r[2]) for r in claimed if not r[3]]
+        if skip:
+            async with self.pool.connection() as conn:
+                await conn.execute(
+                    _DROP, {"ids": [s[0] for s in skip], "versions": [s[1] for s in skip]}
+                )
+            JOBS.labels("dropped").inc(len(skip))
+        if not work:
+            return BatchResult(len(claimed), dropped=len(skip))
+        ids = [w[0] for w in work]
+        versions = [w[1] for w in work]
+        try:
+            embeddings = await self.embed_documents([w[2] for w in work])
+            async with self.pool.connection() as conn, conn.transaction():
+                await conn.execute(_LOCK_MEMORIES, {"ids": ids})
+                cur = await conn.execute(
+                    _COMPLETE,
+                    {
+                        "ids": ids,
+                        "versions": versions,
+                        "vectors": [vector_text(v) for v in embeddings.vectors],
+                        "model": embeddings.model_id,
+                    },
+                )
+                written = len(await cur.fetchall())
+        except Exception as exc:  # embedding service down / late / wrong dimension
+            error = _describe(exc)
+            async with self.pool.connection() as conn:
+                await conn.execute(
+                    _FAIL,
+                    {
+                        "ids": ids,
+                        "versions": versions,
+                        "error": error[:1000],
+                        "base_s": self.base_backoff_s,
+                        "max_s": self.max_backoff_s,
+                    },
+                )
+            JOBS.labels("failed").inc(len(work))
+            log.warning("embedding batch failed; will retry", extra={"jobs": len(work),
+                                                                      "error": error})
+            return BatchResult(len(claimed), dropped=len(skip), failed=len(work), error=error)
+        finally:
+            BATCH_SECONDS.observe(time.perf_counter() - start)
+        JOBS.labels("indexed").inc(written)
+        JOBS.labels("superseded").inc(len(work) - written)
+        return BatchResult(
+            len(claimed), indexed=written, superseded=len(work) - written, dropped=len(skip)
+        )
+
+    async def pending(self) -> int:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute("SELECT count(*) FROM embedding_jobs")
+            count = int((await cur.fetchone())[0])
+        PENDING.set(count)
+        return count
+
+
+def _describe(exc: BaseException) -> str:
+    code = getattr(exc, "code", None)
+    details = getattr(exc, "details", None)
+    if callable(code) and callable(details):  # grpc.aio.AioRpcError
+        return f"embedding service: {code().name}: {details()}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def run_forever(
+    indexer: Indexer,
+    wait_for_work: Callable[[float], Awaitable[None]],
+    stop: asyncio.Event,
+    poll_s: float = 1.0,
+) -> None:
+    """Drain due jobs; then sleep until notified or poll_s passes. Back off on failures."""
+    failures = 0
+    while not stop.is_set():
+        try:
+            result = await indexer.run_once()
+        except Exception:  # database unavailable: keep the process, retry later
+            log.exception("indexer batch crashed")
+            result = BatchResult(0, error="crash")
+        if result.error:
+            failures += 1
+            delay = min(indexer.max_backoff_s, indexer.base_backoff_s * 2 ** (failures - 1))
+            await _sleep_or_stop(stop, delay)
+            continue
+        failures = 0
+        if result.claimed >= indexer.batch_size:
+            continue  # more is probably due right now
+        try:
+            await indexer.pending()
+        except Exception:
+            pass
+        if stop.is_set():
+            break
+        await wait_for_work(poll_s)
+
+
+async def _sleep_or_stop(stop: asyncio.Event, delay: float) -> None:
+    try:
+        await asyncio.wait_for(stop.wait(), delay)
+    except TimeoutError:
+        pass

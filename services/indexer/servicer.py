@@ -1,0 +1,96 @@
+"""The indexer process: health-checked like every service, runs the job loop in the background.
+
+It has no RPCs of its own (its gRPC server carries only health + reflection).
+New jobs wake it through LISTEN/NOTIFY; a poll interval covers missed
+notifications and retries that come due.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import grpc
+import psycopg
+
+from services.indexer.core import NOTIFY_CHANNEL, Indexer, run_forever
+from shared.config import IndexerSettings
+from shared.db import open_pool, resolve_dsn
+from shared.embedder_client import EmbedderClient, Embeddings
+
+log = logging.getLogger(__name__)
+
+
+class IndexerApp:
+    service_names: tuple[str, ...] = ()
+
+    def __init__(self) -> None:
+        self.pool: Any = None
+        self.client: EmbedderClient | None = None
+        self.listener: psycopg.AsyncConnection | None = None
+        self.task: asyncio.Task | None = None
+        self.stop_event = asyncio.Event()
+        self.dsn = ""
+
+    async def start(self) -> None:
+        settings = IndexerSettings.from_env()
+        self.dsn = resolve_dsn()
+        self.pool = await open_pool(self.dsn, name="indexer")
+        self.client = EmbedderClient(settings.embedding_target)
+        client = self.client
+
+        async def embed_documents(texts: list[str]) -> Embeddings:
+            return await client.embed(texts, "document", settings.embed_timeout_s)
+
+        indexer = Indexer(
+            self.pool,
+            embed_documents,
+            batch_size=settings.batch_size,
+            lease_s=settings.embed_timeout_s * 2,
+            max_backoff_s=settings.max_backoff_s,
+        )
+        self.task = asyncio.get_running_loop().create_task(
+            run_forever(indexer, self._wait_for_work, self.stop_event, settings.poll_s)
+        )
+        log.info("indexer started", extra={"embedding_target": settings.embedding_target,
+                                           "batch_size": settings.batch_size})
+
+    async def _listen(self) -> psycopg.AsyncConnection:
+        if self.listener is None or self.listener.closed:
+            self.listener = await psycopg.AsyncConnection.connect(
+                self.dsn, autocommit=True, application_name="recallmesh-indexer-listen"
+            )
+            await self.listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        return self.listener
+
+    async def _wait_for_work(self, timeout_s: float) -> None:
+        """Return on a job notification, after timeout_s, or at stop."""
+        try:
+            conn = await self._listen()
+            async for _ in conn.notifies(timeout=timeout_s, stop_after=1):
+                pass
+        except psycopg.Error as exc:  # lost connection: fall back to polling
+            log.warning("LISTEN connection failed: %s", exc)
+            if self.listener is not None:
+                await self.listener.close()
+            self.listener = None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop_event.wait(), timeout_s)
+
+    def register(self, server: grpc.aio.Server) -> None:
+        pass
+
+    async def stop(self) -> None:
+        self.stop_event.set()
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+        if self.listener is not None:
+            await self.listener.close()
+        if self.client is not None:
+            await self.client.close()
+        if self.pool is not None:
+            await self.pool.close()

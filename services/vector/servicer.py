@@ -1,0 +1,77 @@
+"""gRPC adapter of the vector leg: RetrieverService.Search over VectorRetriever."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import grpc
+
+from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
+from services.vector.core import VectorRetriever
+from shared.config import VectorSettings
+from shared.db import open_pool, resolve_dsn
+from shared.errors import InvalidArgument
+from shared.validation import search_request
+
+log = logging.getLogger(__name__)
+
+
+class NoEmbeddingColumn(RuntimeError):
+    pass
+
+
+class VectorServicer(retriever_pb2_grpc.RetrieverServiceServicer):
+    def __init__(self, retriever: VectorRetriever) -> None:
+        self.retriever = retriever
+
+    async def Search(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        ns, _query, k, filters, _sort_by = search_request(request)
+        if not request.query_vector:
+            raise InvalidArgument("the vector leg needs query_vector")
+        if not request.vector_model.strip():
+            raise InvalidArgument("the vector leg needs vector_model (the query vector's model)")
+        hits = await self.retriever.search(
+            ns, request.query_vector, request.vector_model, k, filters
+        )
+        return retriever_pb2.SearchResponse(
+            candidates=[
+                retriever_pb2.Candidate(memory_id=h.memory_id, score=h.similarity) for h in hits
+            ],
+        )
+
+
+class VectorApp:
+    service_names = (retriever_pb2.DESCRIPTOR.services_by_name["RetrieverService"].full_name,)
+
+    def __init__(self) -> None:
+        self.pool: Any = None
+        self.servicer: VectorServicer | None = None
+
+    async def start(self) -> None:
+        settings = VectorSettings.from_env()
+        self.pool = await open_pool(resolve_dsn(), name="vector")
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'memories'::regclass "
+                "AND attname = 'embedding' AND NOT attisdropped"
+            )
+            row = await cur.fetchone()
+        if row is None:
+            raise NoEmbeddingColumn(
+                "memories.embedding does not exist: run `recallmesh migrate` (or `recallmesh up`)"
+            )
+        dimension = int(row[0])
+        self.servicer = VectorServicer(
+            VectorRetriever(self.pool, dimension, settings.ef_search, settings.iterative_scan)
+        )
+        log.info("vector leg ready", extra={"dimension": dimension,
+                                            "ef_search": settings.ef_search})
+
+    def register(self, server: grpc.aio.Server) -> None:
+        assert self.servicer is not None
+        retriever_pb2_grpc.add_RetrieverServiceServicer_to_server(self.servicer, server)
+
+    async def stop(self) -> None:
+        if self.pool is not None:
+            await self.pool.close()

@@ -1,0 +1,61 @@
+"""A recording EmbedderService for the test suite, between the indexer and the real model.
+
+It forwards every Embed call to the real embedding service and records the
+texts. Before forwarding, it looks each document text up in the database: if
+it is the content of a sensitive memory, the call fails (FAILED_PRECONDITION)
+and the violation is recorded, so any test that makes the system send a
+sensitive text to the embedder fails (see test_sensitive_memories_never_reach_the_embedder).
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent import futures
+
+import grpc
+import psycopg
+
+from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
+
+
+class RecordingEmbedder(embedder_pb2_grpc.EmbedderServiceServicer):
+    def __init__(self, upstream: str, dsn: str) -> None:
+        self.channel = grpc.insecure_channel(upstream)
+        self.stub = embedder_pb2_grpc.EmbedderServiceStub(self.channel)
+        self.dsn = dsn
+        self.lock = threading.Lock()
+        self.documents: list[str] = []
+        self.violations: list[str] = []
+
+    def _sensitive(self, texts: list[str]) -> list[str]:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT content FROM memories WHERE is_sensitive AND content = ANY(%s)", (texts,)
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def Embed(self, request, context):
+        texts = list(request.texts)
+        leaked = self._sensitive(texts)
+        with self.lock:
+            if request.kind == embedder_pb2.EMBED_KIND_DOCUMENT:
+                self.documents.extend(texts)
+            self.violations.extend(leaked)
+        if leaked:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "sensitive text sent to embedder")
+        try:
+            return self.stub.Embed(request, timeout=context.time_remaining())
+        except grpc.RpcError as exc:  # pass the real service's failure through
+            context.abort(exc.code(), exc.details())
+
+    def ModelInfo(self, request, context):
+        return self.stub.ModelInfo(request, timeout=context.time_remaining())
+
+
+def start_recording_embedder(upstream: str, dsn: str) -> tuple[RecordingEmbedder, grpc.Server, str]:
+    servicer = RecordingEmbedder(upstream, dsn)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("localhost:0")
+    server.start()
+    return servicer, server, f"localhost:{port}"

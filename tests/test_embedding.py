@@ -1,0 +1,237 @@
+"""The embedding service: model core in-process, micro-batching, and the real gRPC service."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pytest
+
+from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
+from services.embedding import core
+from services.embedding.batching import MicroBatcher
+from services.embedding.core import Embedded, OnnxEmbedder
+from shared.config import ConfigError
+from shared.model_manifest import ModelManifest
+from tests.helpers import expect_status
+
+PARAPHRASE_QUERY = "what UI library do they like?"
+PARAPHRASE_MEMORY = "Prefers Svelte for frontend work"
+
+
+@pytest.fixture(scope="module")
+def manifest() -> ModelManifest:
+    return ModelManifest.load()
+
+
+@pytest.fixture(scope="module")
+def embedder(manifest) -> OnnxEmbedder:
+    return OnnxEmbedder(manifest, provider="cpu", max_batch=8)
+
+
+# ----------------------------------------------------------------- manifest
+
+
+def test_default_manifest_is_verified_minilm(manifest):
+    manifest.verify()
+    assert (manifest.dimension, manifest.max_length, manifest.pooling) == (384, 256, "mean")
+    assert manifest.sha256["model.onnx"].startswith("8199be6f")
+
+
+def write_manifest(tmp_path: Path, **changes) -> Path:
+    base = {"model_id": "m", "onnx": "model.onnx", "tokenizer": "tokenizer.json",
+            "dimension": 8, "max_length": 16}
+    base.update(changes)
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps({k: v for k, v in base.items() if v is not None}))
+    return path
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"dimension": None}, "lacks dimension"),
+    ({"pooling": "max"}, "pooling must be"),
+    ({"dimension": 0}, "dimension must be"),
+    ({"dimension": "x"}, "bad manifest value"),
+    ({"surprise": 1}, "unknown manifest keys"),
+])
+def test_bad_manifests_are_clear_config_errors(tmp_path, changes, message):
+    with pytest.raises(ConfigError, match=message):
+        ModelManifest.load(write_manifest(tmp_path, **changes))
+
+
+def test_missing_manifest_says_how_to_fetch(tmp_path):
+    with pytest.raises(ConfigError, match="make models"):
+        ModelManifest.load(tmp_path / "nope.json")
+
+
+def test_changed_model_file_fails_verification(tmp_path):
+    (tmp_path / "model.onnx").write_bytes(b"not the model")
+    (tmp_path / "tokenizer.json").write_text("{}")
+    path = write_manifest(tmp_path, sha256={"model.onnx": "0" * 64})
+    with pytest.raises(ConfigError, match="sha256"):
+        ModelManifest.load(path).verify()
+
+
+# ----------------------------------------------------------------- model core
+
+
+def test_vectors_are_normalised_and_deterministic(embedder):
+    first = embedder.embed(["Maya prefers Svelte", "Maya prefers Svelte", "Tea at noon"]).vectors
+    again = embedder.embed(["Maya prefers Svelte"]).vectors
+    assert first.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(first[0], first[1]) and np.array_equal(first[0], again[0])
+
+
+def test_length_sorted_sub_batches_keep_input_order(embedder):
+    # max_batch=8: 20 texts of very different lengths run as 3 sorted sub-batches.
+    texts = [("word " * (i * 7 % 40 + 1)) + str(i) for i in range(20)]
+    batched = embedder.embed(texts).vectors
+    singles = np.vstack([embedder.embed([t]).vectors for t in texts])
+    assert np.abs(batched - singles).max() < 1e-5
+
+
+def test_over_long_text_is_truncated_not_rejected(embedder):
+    long = "memory " * 2000
+    result = embedder.embed([long, "short"])
+    assert result.truncated == [True, False]
+    assert np.isfinite(result.vectors).all()
+
+
+def test_paraphrase_is_closer_than_unrelated(embedder):
+    q = embedder.embed([PARAPHRASE_QUERY], "query").vectors[0]
+    docs = embedder.embed([PARAPHRASE_MEMORY, "Allergic to peanuts and shellfish"], "document")
+    sims = docs.vectors @ q
+    assert sims[0] > sims[1] + 0.1
+
+
+def test_cuda_request_without_a_gpu_falls_back_to_cpu_and_says_so(manifest):
+    forced = OnnxEmbedder(manifest, provider="cuda", max_batch=2)
+    if forced.provider == core.CUDA:
+        pytest.skip("a CUDA device is present")
+    assert forced.provider == core.CPU
+    assert "CUDA" in forced.provider_note
+
+
+def test_two_onnxruntime_builds_are_detected(monkeypatch):
+    monkeypatch.setattr(core.metadata, "version", lambda name: "1.0")
+    assert core.onnxruntime_distributions() == ["onnxruntime", "onnxruntime-gpu"]
+
+
+# ----------------------------------------------------------------- micro-batching
+
+
+class CountingModel:
+    def __init__(self, delay_s: float = 0.02) -> None:
+        self.calls: list[list[str]] = []
+        self.delay_s = delay_s
+
+    def __call__(self, texts: list[str], kind: str) -> Embedded:
+        self.calls.append(list(texts))
+        time.sleep(self.delay_s)
+        vectors = np.array([[float(len(t)), 1.0 if kind == "query" else 2.0] for t in texts])
+        return Embedded(vectors.astype(np.float32), [False] * len(texts))
+
+
+async def test_concurrent_requests_are_coalesced_and_split_back():
+    model = CountingModel()
+    batcher = MicroBatcher(model, max_batch=64, max_wait_s=0.005)
+    batcher.start()
+    try:
+        texts = [["a" * (i + 1), "b" * (i + 2)] for i in range(20)]
+        results = await asyncio.gather(*(batcher.embed(t, "query") for t in texts))
+    finally:
+        await batcher.close()
+    for t, r in zip(texts, results, strict=True):
+        assert r.vectors[:, 0].tolist() == [len(x) for x in t]
+    assert sum(len(c) for c in model.calls) == 40
+    assert len(model.calls) < 20  # requests shared model runs
+
+
+async def test_kinds_never_share_a_model_call():
+    model = CountingModel(delay_s=0.0)
+    batcher = MicroBatcher(model, max_batch=64, max_wait_s=0.01)
+    batcher.start()
+    try:
+        q, d = await asyncio.gather(batcher.embed(["x"], "query"), batcher.embed(["y"], "document"))
+    finally:
+        await batcher.close()
+    assert q.vectors[0, 1] == 1.0 and d.vectors[0, 1] == 2.0
+
+
+async def test_a_model_failure_reaches_every_waiting_caller():
+    def broken(texts, kind):
+        raise RuntimeError("model exploded")
+
+    batcher = MicroBatcher(broken, max_batch=8, max_wait_s=0.005)
+    batcher.start()
+    try:
+        results = await asyncio.gather(
+            *(batcher.embed(["t"], "query") for _ in range(3)), return_exceptions=True
+        )
+        assert all(isinstance(r, RuntimeError) for r in results)
+        # ...and the worker survives for the next request.
+        with pytest.raises(RuntimeError):
+            await batcher.embed(["t"], "query")
+    finally:
+        await batcher.close()
+
+
+# ----------------------------------------------------------------- gRPC service
+
+
+@pytest.fixture(scope="module")
+def embedder_stub(stack):
+    with grpc.insecure_channel(stack.endpoints["embedding"]) as channel:
+        yield embedder_pb2_grpc.EmbedderServiceStub(channel)
+
+
+def embed(stub, texts, kind=embedder_pb2.EMBED_KIND_QUERY) -> np.ndarray:
+    response = stub.Embed(embedder_pb2.EmbedRequest(texts=texts, kind=kind), timeout=30)
+    return np.array([list(e.values) for e in response.embeddings])
+
+
+@pytest.mark.integration
+def test_grpc_batch_of_32_equals_32_single_calls(embedder_stub):
+    texts = [f"memory {i}: " + "the user mentioned something " * (i % 5) for i in range(32)]
+    batch = embed(embedder_stub, texts, embedder_pb2.EMBED_KIND_DOCUMENT)
+    singles = np.vstack([embed(embedder_stub, [t], embedder_pb2.EMBED_KIND_DOCUMENT)
+                         for t in texts])
+    assert batch.shape == (32, 384)
+    assert np.abs(batch - singles).max() < 1e-5
+
+
+@pytest.mark.integration
+def test_grpc_identical_texts_identical_vectors(embedder_stub):
+    a, b = embed(embedder_stub, ["same text", "same text"])
+    assert np.array_equal(a, b)
+    assert np.array_equal(a, embed(embedder_stub, ["same text"])[0])
+
+
+@pytest.mark.integration
+def test_model_info_reports_the_provider_in_use(embedder_stub):
+    info = embedder_stub.ModelInfo(embedder_pb2.ModelInfoRequest(), timeout=10)
+    assert info.model_id == "all-MiniLM-L6-v2-onnx-int8"
+    assert (info.dimension, info.max_tokens, info.precision) == (384, 256, "int8")
+    assert info.provider in (core.CPU, core.CUDA)
+    assert info.max_texts_per_call == 256
+
+
+@pytest.mark.integration
+def test_bad_embed_calls_are_invalid_argument(embedder_stub):
+    expect_status(grpc.StatusCode.INVALID_ARGUMENT, embedder_stub.Embed,
+                  embedder_pb2.EmbedRequest(texts=[]))
+    details = expect_status(grpc.StatusCode.INVALID_ARGUMENT, embedder_stub.Embed,
+                            embedder_pb2.EmbedRequest(texts=["x"] * 257))
+    assert "at most 256" in details
+
+
+@pytest.mark.integration
+def test_grpc_truncation_is_reported(embedder_stub):
+    response = embedder_stub.Embed(
+        embedder_pb2.EmbedRequest(texts=["long " * 5000, "short"]), timeout=30)
+    assert response.truncated == 1 and len(response.embeddings) == 2
