@@ -216,11 +216,16 @@ class Recaller:
             raise Unavailable(f"no retrieval leg answered: {failed}")
 
         fused = rrf_fuse(answered)
-        if q.sort_by == "recency":
+        if q.sort_by in ("recency", "importance"):
+            # Reorder the whole fused pool by a memory attribute: newest first,
+            # or most important first with the fused score (then id) breaking ties.
             memories = await self.store.hydrate(q.namespace, [c.memory_id for c in fused])
             live = [c for c in fused if c.memory_id in memories]
-            live.sort(key=lambda c: c.memory_id)  # stable sort: equal times keep id order
-            live.sort(key=lambda c: memories[c.memory_id].created_at, reverse=True)
+            live.sort(key=lambda c: c.memory_id)  # stable sorts: the id is the last tie-break
+            if q.sort_by == "recency":
+                live.sort(key=lambda c: memories[c.memory_id].created_at, reverse=True)
+            else:
+                live.sort(key=lambda c: (memories[c.memory_id].importance, c.score), reverse=True)
             top = live[: q.k]
         else:
             top, memories = await self._hydrate_top(q, fused)

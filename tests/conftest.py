@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -117,3 +118,24 @@ def ns() -> str:
 def db(dsn: str) -> Iterator[psycopg.Connection]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         yield conn
+
+
+@contextlib.contextmanager
+def scratch_database(admin_dsn: str) -> Iterator[str]:
+    """An empty database of its own on the session server, dropped afterwards."""
+    name = f"scratch_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    info = psycopg.conninfo.conninfo_to_dict(admin_dsn)
+    info["dbname"] = name
+    try:
+        yield psycopg.conninfo.make_conninfo(**info)
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def scratch_dsn(admin_dsn: str) -> Iterator[str]:
+    with scratch_database(admin_dsn) as url:
+        yield url

@@ -84,14 +84,16 @@ def test_and_match_first_then_or_broaden(lexical_gateway, ns):
     assert unrelated not in [h.memory.id for h in response.hits]
 
 
-def test_or_broaden_ranks_below_and_even_with_higher_importance(gateway, ns):
+def test_or_broaden_ranks_below_and_even_with_higher_importance(lexical_gateway, ns):
+    gateway = lexical_gateway
     and_hit = store(gateway, ns, "green tea and jasmine", importance=0.0)
     or_hit = store(gateway, ns, "green paint for the fence", importance=1.0)
     ids = [h.memory.id for h in recall(gateway, ns, "green jasmine").hits]
     assert ids == [and_hit, or_hit]
 
 
-def test_importance_blend_orders_equal_text_matches(gateway, ns):
+def test_importance_blend_orders_equal_text_matches(lexical_gateway, ns):
+    gateway = lexical_gateway
     low = store(gateway, ns, "Quarterly report about budget", importance=0.1)
     high = store(gateway, ns, "Quarterly report about budget", importance=0.9)
     mid = store(gateway, ns, "Quarterly report about budget", importance=0.5)
@@ -101,7 +103,8 @@ def test_importance_blend_orders_equal_text_matches(gateway, ns):
     assert scores == sorted(scores, reverse=True)
 
 
-def test_importance_mode_lets_importance_beat_text_rank(gateway, ns):
+def test_importance_mode_lets_importance_beat_text_rank(lexical_gateway, ns):
+    gateway = lexical_gateway  # the lexical leg's own importance blend
     # Strong text match, low importance vs weak text match, high importance.
     strong = store(gateway, ns, "kayak kayak kayak trip", importance=0.0)
     weak = store(gateway, ns, "a long note that mentions a kayak once among many other words",
@@ -214,12 +217,22 @@ def test_health_and_reflection(channel):
     assert {"recallmesh.v1.MemoryService", "grpc.health.v1.Health"} <= names
 
 
-def test_lexical_leg_serves_health_and_reflection(stack):
-    with grpc.insecure_channel(stack.endpoints["lexical"]) as ch:
+@pytest.mark.parametrize("name, service", [
+    ("lexical", "recallmesh.v1.RetrieverService"),
+    ("vector", "recallmesh.v1.RetrieverService"),
+    ("embedding", "recallmesh.v1.EmbedderService"),
+    ("indexer", ""),
+])
+def test_every_service_serves_health_and_reflection(stack, name, service):
+    with grpc.insecure_channel(stack.endpoints[name]) as ch:
         health = health_pb2_grpc.HealthStub(ch)
-        status = health.Check(
-            health_pb2.HealthCheckRequest(service="recallmesh.v1.RetrieverService"), timeout=5)
+        status = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
         assert status.status == health_pb2.HealthCheckResponse.SERVING
+        reflection = reflection_pb2_grpc.ServerReflectionStub(ch)
+        responses = reflection.ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5)
+        names = {s.name for r in responses for s in r.list_services_response.service}
+        assert "grpc.health.v1.Health" in names and (not service or service in names)
 
 
 def test_metrics_expose_rpc_histograms(stack, gateway, ns):
@@ -227,7 +240,8 @@ def test_metrics_expose_rpc_histograms(stack, gateway, ns):
     recall(gateway, ns, "metrics probe")
     expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Recall,
                   memory_pb2.RecallRequest(namespace=ns, query=""))
-    for service, method in (("gateway", "Recall"), ("lexical", "Search")):
+    for service, method in (("gateway", "Recall"), ("lexical", "Search"), ("vector", "Search"),
+                            ("embedding", "Embed")):
         url = f"http://localhost:{stack.metrics[service]}/metrics"
         text = urllib.request.urlopen(url, timeout=5).read().decode()
         assert f'grpc_server_handling_seconds_bucket{{grpc_code="OK",grpc_method="{method}"' in text
@@ -237,3 +251,14 @@ def test_metrics_expose_rpc_histograms(stack, gateway, ns):
     assert 'grpc_code="INVALID_ARGUMENT",grpc_method="Recall"' in gateway_text
     assert 'recallmesh_leg_latency_seconds_bucket{le="0.005",leg="lexical",state="OK"}' in (
         gateway_text)
+    assert 'recallmesh_leg_latency_seconds_count{leg="vector",state="OK"}' in gateway_text
+    assert 'recallmesh_gateway_query_embedding_seconds_count{state="OK"}' in gateway_text
+    embedding_text = urllib.request.urlopen(
+        f"http://localhost:{stack.metrics['embedding']}/metrics", timeout=5).read().decode()
+    assert "recallmesh_embedding_batch_texts_bucket" in embedding_text
+    assert 'recallmesh_embedding_request_seconds_count{kind="query"}' in embedding_text
+    assert 'recallmesh_embedding_provider_info{model_id="all-MiniLM-L6-v2-onnx-int8"' in (
+        embedding_text)
+    indexer_text = urllib.request.urlopen(
+        f"http://localhost:{stack.metrics['indexer']}/metrics", timeout=5).read().decode()
+    assert 'recallmesh_indexer_jobs_total{outcome="indexed"}' in indexer_text

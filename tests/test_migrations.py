@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -16,20 +14,9 @@ from shared.migrations import (
     discover,
     latest_version,
 )
+from shared.vector_schema import VectorSchemaError, ensure_embedding_column, prepare_database
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def scratch_dsn(admin_dsn: str) -> Iterator[str]:
-    name = f"scratch_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    info = psycopg.conninfo.conninfo_to_dict(admin_dsn)
-    info["dbname"] = name
-    yield psycopg.conninfo.make_conninfo(**info)
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def write(directory: Path, name: str, sql: str) -> None:
@@ -79,7 +66,7 @@ def test_bad_file_names_and_duplicate_versions(tmp_path):
 
 def test_project_migrations_build_the_schema(scratch_dsn):
     assert current_version(scratch_dsn) == 0
-    apply_migrations(scratch_dsn)
+    prepare_database(scratch_dsn)
     assert current_version(scratch_dsn) == latest_version() >= 1
     with psycopg.connect(scratch_dsn) as conn:
         assert conn.execute("SELECT extname FROM pg_extension WHERE extname = 'vector'").fetchone()
@@ -90,3 +77,20 @@ def test_project_migrations_build_the_schema(scratch_dsn):
         vector = conn.execute("SELECT search_vector::text FROM memories").fetchone()[0]
     # content at weight A, tags at C, category at D
     assert "'run':1A" in vector and "'sport':3C" in vector and "'gear':4" in vector
+
+
+def test_vector_column_is_sized_from_the_manifest_and_guarded(scratch_dsn):
+    prepare_database(scratch_dsn)
+    with psycopg.connect(scratch_dsn) as conn:
+        kind = conn.execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = 'memories'::regclass AND attname = 'embedding'").fetchone()[0]
+        index = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'memories_embedding_hnsw_idx'"
+        ).fetchone()[0]
+    assert kind == "halfvec(384)"
+    assert "hnsw" in index and "halfvec_cosine_ops" in index and "m='16'" in index
+    assert "ef_construction='64'" in index
+    prepare_database(scratch_dsn)  # idempotent
+    with pytest.raises(VectorSchemaError, match="384-dimensional.*768"):
+        ensure_embedding_column(scratch_dsn, 768)

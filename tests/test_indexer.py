@@ -1,0 +1,132 @@
+"""The indexer core against a real database, with a scripted embedding function.
+
+The database is a scratch one of its own: the session stack's real indexer
+must not race these tests for their jobs.
+"""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from psycopg_pool import AsyncConnectionPool
+
+from services.indexer.core import Indexer
+from shared.embedder_client import Embeddings
+from shared.vector_schema import prepare_database
+from tests.conftest import scratch_database
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def own_dsn(admin_dsn):
+    with scratch_database(admin_dsn) as url:
+        prepare_database(url)
+        yield url
+
+
+@pytest.fixture
+def db(own_dsn):
+    with psycopg.connect(own_dsn, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+async def pool(own_dsn):
+    async with AsyncConnectionPool(own_dsn, min_size=1, max_size=2, open=False,
+                                   kwargs={"autocommit": True}) as p:
+        yield p
+
+
+def insert(db: psycopg.Connection, ns: str, content: str, sensitive: bool = False) -> str:
+    return db.execute(
+        "INSERT INTO memories (namespace, content, is_sensitive) VALUES (%s, %s, %s) "
+        "RETURNING id::text", (ns, content, sensitive)).fetchone()[0]
+
+
+def unit_vector(i: int) -> list[float]:
+    v = [0.0] * 384
+    v[i % 384] = 1.0
+    return v
+
+
+class ScriptedEmbedder:
+    def __init__(self, during=None, fail: Exception | None = None) -> None:
+        self.seen: list[str] = []
+        self.during = during
+        self.fail = fail
+
+    async def __call__(self, texts: list[str]) -> Embeddings:
+        self.seen.extend(texts)
+        if self.during:
+            self.during()
+        if self.fail:
+            raise self.fail
+        return Embeddings("test-model", 384, [unit_vector(len(t)) for t in texts])
+
+
+def state(db, memory_id):
+    return db.execute(
+        "SELECT m.embedding IS NOT NULL, m.embedding_model, j.attempts, j.last_error "
+        "FROM memories m LEFT JOIN embedding_jobs j ON j.memory_id = m.id WHERE m.id = %s",
+        (memory_id,)).fetchone()
+
+
+async def drain(indexer: Indexer, namespace_ids: list[str], db) -> None:
+    # Other tests' jobs may be due too; run until ours are processed.
+    for _ in range(50):
+        await indexer.run_once()
+        left = db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[]) "
+                          "AND next_attempt_at <= clock_timestamp()", (namespace_ids,)).fetchone()
+        if left[0] == 0:
+            return
+
+
+async def test_edit_during_embedding_is_not_overwritten_by_the_stale_vector(pool, db, ns):
+    memory_id = insert(db, ns, "first version")
+
+    def edit():
+        db.execute("UPDATE memories SET content = 'second version' WHERE id = %s", (memory_id,))
+
+    indexer = Indexer(pool, ScriptedEmbedder(during=edit), batch_size=500)
+    await indexer.run_once()
+    has_vector, model, attempts, _ = state(db, memory_id)
+    assert not has_vector and model is None  # the stale vector was not written
+    assert attempts == 0  # the edit re-enqueued a fresh job
+    second = ScriptedEmbedder()
+    await drain(Indexer(pool, second, batch_size=500), [memory_id], db)
+    assert state(db, memory_id)[:2] == (True, "test-model")
+    assert "second version" in second.seen
+
+
+async def test_delete_during_embedding_writes_nothing(pool, db, ns):
+    memory_id = insert(db, ns, "soon deleted")
+
+    def delete():
+        db.execute("UPDATE memories SET deleted_at = now() WHERE id = %s", (memory_id,))
+
+    await Indexer(pool, ScriptedEmbedder(during=delete), batch_size=500).run_once()
+    assert state(db, memory_id) == (False, None, None, None)
+
+
+async def test_failure_backs_off_and_records_the_error(pool, db, ns):
+    memory_id = insert(db, ns, "will fail once")
+    indexer = Indexer(pool, ScriptedEmbedder(fail=RuntimeError("model down")), batch_size=500,
+                      base_backoff_s=30, max_backoff_s=60)
+    result = await indexer.run_once()
+    assert result.failed >= 1 and "model down" in result.error
+    has_vector, _, attempts, error = state(db, memory_id)
+    assert not has_vector and attempts == 1 and "model down" in error
+    due = db.execute("SELECT next_attempt_at > clock_timestamp() + interval '20 seconds' "
+                     "FROM embedding_jobs WHERE memory_id = %s", (memory_id,)).fetchone()[0]
+    assert due  # backed off, not retried in a hot loop
+
+
+async def test_a_job_for_a_sensitive_memory_is_dropped_unread(pool, db, ns):
+    memory_id = insert(db, ns, "secret text never embedded", sensitive=True)
+    # Simulate a job that should never exist (e.g. written by hand).
+    db.execute("INSERT INTO embedding_jobs (memory_id) VALUES (%s)", (memory_id,))
+    embedder = ScriptedEmbedder()
+    await drain(Indexer(pool, embedder, batch_size=500), [memory_id], db)
+    assert "secret text never embedded" not in embedder.seen
+    assert state(db, memory_id) == (False, None, None, None)

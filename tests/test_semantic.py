@@ -1,0 +1,320 @@
+"""Integration: semantic recall end to end — embedding service, indexer, vector leg, gateway.
+
+Everything runs as real processes against the session's embedded Postgres;
+the indexer embeds through the recording proxy (tests/recording_embedder.py).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+import grpc
+import psycopg
+import pytest
+from google.protobuf.field_mask_pb2 import FieldMask
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from recallmesh.v1 import (
+    embedder_pb2,
+    embedder_pb2_grpc,
+    memory_pb2,
+    retriever_pb2,
+    retriever_pb2_grpc,
+)
+from tests.helpers import expect_status, recall
+
+pytestmark = pytest.mark.integration
+
+WAIT = memory_pb2.IndexWait(wait=True, timeout_ms=30000)
+
+DISTRACTORS = [
+    "Lives in Lisbon with two cats",
+    "Allergic to peanuts and shellfish",
+    "Runs a half marathon every spring",
+    "The team deploys on Fridays only after the QA sign-off",
+    "Birthday is on the 14th of March",
+    "Drinks oat milk in coffee",
+    "Uses Postgres 16 in production",
+    "Learning Portuguese on weekends",
+    "Daughter starts school in September",
+    "Wants weekly reports as PDF",
+    "The office wifi password rotates monthly",
+    "Reads science fiction before bed",
+]
+
+
+def ts(year: int, month: int = 1, day: int = 1) -> Timestamp:
+    t = Timestamp()
+    t.FromDatetime(datetime(year, month, day, tzinfo=UTC))
+    return t
+
+
+def store_all(gateway, ns: str, memories: list[memory_pb2.Memory]) -> list[str]:
+    response = gateway.StoreBatch(
+        memory_pb2.StoreBatchRequest(namespace=ns, memories=memories, index_wait=WAIT), timeout=40
+    )
+    assert response.indexed
+    return list(response.ids)
+
+
+def texts(*contents: str, **fields) -> list[memory_pb2.Memory]:
+    return [memory_pb2.Memory(content=c, **fields) for c in contents]
+
+
+@pytest.fixture(scope="module")
+def embedder_stub(stack):
+    with grpc.insecure_channel(stack.endpoints["embedding"]) as channel:
+        yield embedder_pb2_grpc.EmbedderServiceStub(channel)
+
+
+@pytest.fixture(scope="module")
+def vector_leg(stack):
+    with grpc.insecure_channel(stack.endpoints["vector"]) as channel:
+        yield retriever_pb2_grpc.RetrieverServiceStub(channel)
+
+
+def query_vector(embedder_stub, text: str) -> tuple[list[float], str]:
+    response = embedder_stub.Embed(embedder_pb2.EmbedRequest(texts=[text]), timeout=10)
+    return list(response.embeddings[0].values), response.model_id
+
+
+def vector_search(vector_leg, embedder_stub, ns: str, text: str, k: int = 10, **fields):
+    vector, model = query_vector(embedder_stub, text)
+    request = retriever_pb2.SearchRequest(
+        namespace=ns, query=text, query_vector=vector, vector_model=model, k=k, **fields
+    )
+    return [c.memory_id for c in vector_leg.Search(request, timeout=10).candidates]
+
+
+def vectors_of(db: psycopg.Connection, ids: list[str]) -> dict[str, str | None]:
+    rows = db.execute(
+        "SELECT id::text, embedding::text FROM memories WHERE id = ANY(%s::uuid[])", (ids,)
+    ).fetchall()
+    return dict(rows)
+
+
+# ------------------------------------------------------------------ recall by meaning
+
+
+def test_paraphrase_found_by_meaning_among_distractors(gateway, ns):
+    [target, *_] = store_all(gateway, ns, texts("Prefers Svelte for frontend work", *DISTRACTORS))
+    response = recall(gateway, ns, "what UI library do they like?", k=5, explain=True)
+    assert response.hits[0].memory.id == target
+    assert not response.degraded
+    states = {leg.leg: leg.state for leg in response.legs}
+    assert states == {"lexical": memory_pb2.LEG_STATE_OK, "vector": memory_pb2.LEG_STATE_OK}
+    top = {c.leg: (c.rank, c.score) for c in response.hits[0].legs}
+    assert top["vector"][0] == 1 and 0 < top["vector"][1] <= 1  # cosine similarity
+
+
+def test_hybrid_explain_shows_both_legs(gateway, ns):
+    [target] = store_all(gateway, ns, texts("Maya's favourite frontend framework is Svelte"))
+    store_all(gateway, ns, texts(*DISTRACTORS[:4]))
+    response = recall(gateway, ns, "Svelte framework", explain=True)
+    hit = response.hits[0]
+    assert hit.memory.id == target
+    assert {c.leg for c in hit.legs} == {"lexical", "vector"}
+    assert all(c.rank == 1 for c in hit.legs)
+    assert hit.score == pytest.approx(2 / 61)  # plain RRF, k=60, both legs rank 1
+
+
+# ------------------------------------------------------------------ vector leg contract
+
+
+def test_vector_leg_honours_namespace_and_filters(vector_leg, embedder_stub, gateway, ns):
+    other_ns = ns + "-other"
+    store_all(gateway, other_ns, texts("Prefers Svelte for frontend work"))
+    old, tagged, plain = store_all(gateway, ns, [
+        memory_pb2.Memory(content="Prefers Svelte for frontend work", category="preference",
+                          created_at=ts(2023)),
+        memory_pb2.Memory(content="Likes React for UI work", category="preference",
+                          tags=["ui"], created_at=ts(2025)),
+        memory_pb2.Memory(content="Enjoys Vue for web interfaces", category="note",
+                          created_at=ts(2025)),
+    ])
+    query = "which UI framework?"
+    assert set(vector_search(vector_leg, embedder_stub, ns, query)) == {old, tagged, plain}
+    assert vector_search(vector_leg, embedder_stub, ns, query, k=1)[0] in {old, tagged, plain}
+    by_category = vector_search(vector_leg, embedder_stub, ns, query,
+                                filters=memory_pb2.RecallFilters(categories=["preference"]))
+    assert set(by_category) == {old, tagged}
+    by_tag = vector_search(vector_leg, embedder_stub, ns, query,
+                           filters=memory_pb2.RecallFilters(tags=["ui"]))
+    assert by_tag == [tagged]
+    recent = vector_search(vector_leg, embedder_stub, ns, query,
+                           filters=memory_pb2.RecallFilters(created_after=ts(2024)))
+    assert set(recent) == {tagged, plain}
+    # Deterministic: the same search twice gives the same order.
+    assert vector_search(vector_leg, embedder_stub, ns, query) == vector_search(
+        vector_leg, embedder_stub, ns, query)
+
+
+def test_vector_leg_only_compares_vectors_of_the_same_model(vector_leg, embedder_stub, gateway,
+                                                           ns):
+    store_all(gateway, ns, texts("Prefers Svelte for frontend work"))
+    vector, _ = query_vector(embedder_stub, "svelte")
+    request = retriever_pb2.SearchRequest(namespace=ns, query="svelte", query_vector=vector,
+                                          vector_model="some-other-model", k=10)
+    assert list(vector_leg.Search(request, timeout=10).candidates) == []
+
+
+@pytest.mark.parametrize("vector, model, message", [
+    ([0.1] * 383, "m", "383 dimensions"),
+    ([0.0] * 384, "m", "zero vector"),
+    ([float("nan")] + [0.1] * 383, "m", "finite"),
+    ([], "m", "needs query_vector"),
+    ([0.1] * 384, "", "needs vector_model"),
+])
+def test_bad_query_vectors_are_invalid_argument(vector_leg, ns, vector, model, message):
+    details = expect_status(
+        grpc.StatusCode.INVALID_ARGUMENT, vector_leg.Search,
+        retriever_pb2.SearchRequest(namespace=ns, query="q", query_vector=vector,
+                                    vector_model=model, k=5))
+    assert message in details
+
+
+# ------------------------------------------------------------------ write path
+
+
+def test_store_waits_for_index_and_reports_it(gateway, ns, db):
+    response = gateway.Store(memory_pb2.StoreRequest(
+        namespace=ns, memory=memory_pb2.Memory(content="Keeps a sourdough starter"),
+        index_wait=WAIT), timeout=40)
+    assert response.indexed
+    assert vectors_of(db, [response.memory.id])[response.memory.id] is not None
+    secret = gateway.Store(memory_pb2.StoreRequest(
+        namespace=ns, memory=memory_pb2.Memory(content="PIN is 4711", sensitive=True)),
+        timeout=10)
+    assert secret.indexed  # nothing to index, ever
+
+
+def test_sensitive_memories_never_reach_the_embedder(gateway, ns, db, recorder):
+    secret_texts = [f"Sensitive {ns}: bank password hunter{i}" for i in range(3)]
+    memories = [memory_pb2.Memory(content=t, sensitive=True) for t in secret_texts]
+    memories.append(memory_pb2.Memory(content=f"Public {ns}: likes jazz"))
+    ids = store_all(gateway, ns, memories)
+    vectors = vectors_of(db, ids)
+    assert [vectors[i] is None for i in ids] == [True, True, True, False]
+    assert db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
+                      (ids,)).fetchone()[0] == 0
+    # Still found, lexically (top of the lexical list; plain RRF may tie it with the
+    # vector leg's best, which is the known weakness the fusion issue addresses).
+    response = recall(gateway, ns, "bank password hunter1", explain=True)
+    found = {h.memory.id: {c.leg: c.rank for c in h.legs} for h in response.hits}
+    assert found[ids[1]] == {"lexical": 1}
+    # Turning a memory sensitive drops its vector in the same transaction...
+    public = ids[3]
+    gateway.Update(memory_pb2.UpdateRequest(
+        namespace=ns, id=public, memory=memory_pb2.Memory(sensitive=True),
+        update_mask=FieldMask(paths=["sensitive"])), timeout=10)
+    assert vectors_of(db, [public])[public] is None
+    # ...and a content change of a sensitive memory enqueues nothing.
+    gateway.Update(memory_pb2.UpdateRequest(
+        namespace=ns, id=public, memory=memory_pb2.Memory(content=f"Sensitive {ns}: new text"),
+        update_mask=FieldMask(paths=["content"])), timeout=10)
+    assert db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = %s",
+                      (public,)).fetchone()[0] == 0
+    # The recorder saw the public text only, and never any sensitive one (session-wide).
+    assert f"Public {ns}: likes jazz" in recorder.documents
+    assert not any(t in recorder.documents for t in secret_texts)
+    assert recorder.violations == []
+
+
+def test_update_reembeds_and_delete_removes_from_vector_leg(gateway, vector_leg, embedder_stub,
+                                                           ns, db):
+    [memory_id] = store_all(gateway, ns, texts("Prefers Svelte for frontend work"))
+    before = vectors_of(db, [memory_id])[memory_id]
+    response = gateway.Update(memory_pb2.UpdateRequest(
+        namespace=ns, id=memory_id,
+        memory=memory_pb2.Memory(content="Grows tomatoes on the balcony"),
+        update_mask=FieldMask(paths=["content"]), index_wait=WAIT), timeout=40)
+    assert response.indexed and response.memory.content == "Grows tomatoes on the balcony"
+    after = vectors_of(db, [memory_id])[memory_id]
+    assert after is not None and after != before
+    assert vector_search(vector_leg, embedder_stub, ns, "gardening vegetables") == [memory_id]
+    # A metadata-only change keeps the vector.
+    gateway.Update(memory_pb2.UpdateRequest(
+        namespace=ns, id=memory_id, memory=memory_pb2.Memory(category="hobby"),
+        update_mask=FieldMask(paths=["category"])), timeout=10)
+    assert vectors_of(db, [memory_id])[memory_id] == after
+    gateway.Delete(memory_pb2.DeleteRequest(namespace=ns, id=memory_id), timeout=10)
+    assert vectors_of(db, [memory_id])[memory_id] is None
+    assert vector_search(vector_leg, embedder_stub, ns, "gardening vegetables") == []
+
+
+def test_bad_updates_are_rejected_without_writing(gateway, ns, db):
+    [memory_id] = store_all(gateway, ns, texts("Original text"))
+    cases = [
+        (FieldMask(paths=[]), memory_pb2.Memory(), "at least one field"),
+        (FieldMask(paths=["namespace"]), memory_pb2.Memory(), "cannot update namespace"),
+        (FieldMask(paths=["content"]), memory_pb2.Memory(content="  "), "must not be empty"),
+        (FieldMask(paths=["importance"]), memory_pb2.Memory(importance=2), "within [0, 1]"),
+        (FieldMask(paths=["valid_to"]), memory_pb2.Memory(valid_to=ts(2000)), None),
+    ]
+    gateway.Update(memory_pb2.UpdateRequest(
+        namespace=ns, id=memory_id, memory=memory_pb2.Memory(valid_from=ts(2020)),
+        update_mask=FieldMask(paths=["valid_from"])), timeout=10)
+    for mask, memory, message in cases:
+        details = expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Update,
+                                memory_pb2.UpdateRequest(namespace=ns, id=memory_id,
+                                                         memory=memory, update_mask=mask))
+        if message:
+            assert message in details
+    row = db.execute("SELECT content, importance, valid_to FROM memories WHERE id = %s",
+                     (memory_id,)).fetchone()
+    assert row == ("Original text", 0.5, None)
+    expect_status(grpc.StatusCode.NOT_FOUND, gateway.Update, memory_pb2.UpdateRequest(
+        namespace=ns + "x", id=memory_id, memory=memory_pb2.Memory(category="c"),
+        update_mask=FieldMask(paths=["category"])))
+
+
+def test_embedding_service_down_loses_nothing(stack, gateway, ns, db):
+    """Stop the model, store 50, restart it: all 50 get exactly one vector, nothing duplicated."""
+    stack.stop_service("embedding")
+    try:
+        ids = []
+        for i in range(5):
+            response = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
+                namespace=ns,
+                memories=texts(*(f"outage memory {i}-{j} about topic {i * 10 + j}"
+                                 for j in range(10))),
+                index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=300)), timeout=10)
+            assert not response.indexed  # stored, but the model is down
+            ids.extend(response.ids)
+        # Recall still answers, lexically, and says the vector leg failed.
+        response = recall(gateway, ns, "outage memory topic 7")
+        assert response.degraded and response.hits
+        vector = next(leg for leg in response.legs if leg.leg == "vector")
+        assert vector.state == memory_pb2.LEG_STATE_ERROR and "embedding" in vector.detail
+        time.sleep(1.0)  # let the indexer fail at least once
+        jobs = db.execute(
+            "SELECT count(*), max(attempts), bool_and(last_error IS NOT NULL) "
+            "FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])", (ids,)).fetchone()
+        assert jobs[0] == 50 and jobs[1] >= 1 and jobs[2]
+    finally:
+        stack.start_service("embedding")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done = db.execute("SELECT count(*) FROM memories WHERE id = ANY(%s::uuid[]) "
+                          "AND embedding IS NOT NULL", (ids,)).fetchone()[0]
+        if done == 50:
+            break
+        time.sleep(0.2)
+    assert done == 50
+    assert db.execute("SELECT count(*) FROM memories WHERE namespace = %s",
+                      (ns,)).fetchone()[0] == 50
+    assert db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
+                      (ids,)).fetchone()[0] == 0
+    response = recall(gateway, ns, "outage memory topic 7")
+    assert not response.degraded
+
+
+def test_importance_sort_orders_the_fused_pool_by_importance(gateway, ns):
+    low, high, mid = store_all(gateway, ns, [
+        memory_pb2.Memory(content="Prefers Svelte for frontend work", importance=0.1),
+        memory_pb2.Memory(content="Uses React at the day job", importance=0.9),
+        memory_pb2.Memory(content="Tried Vue once for a side project", importance=0.5),
+    ])
+    response = recall(gateway, ns, "frontend framework", sort_by=memory_pb2.SORT_BY_IMPORTANCE)
+    assert [h.memory.id for h in response.hits] == [high, mid, low]
