@@ -3,7 +3,7 @@
   python -m benchmarks.lexical_latency [--n 1000] [--target host:port]
 
 Without --target it starts its own stack (embedded Postgres in a temporary
-directory, lexical leg, gateway, on free ports), loads the demo memories and
+directory, lexical leg, a lexical-only gateway, on free ports), loads the demo memories and
 measures stack start-up time too. It then sends --n sequential Recall RPCs
 (cycling through a fixed list of demo questions, k=10) from one client and
 prints p50 / p95 / p99 / mean / max of the client-observed latency.
@@ -76,7 +76,9 @@ def main() -> None:
     try:
         target = args.target
         if target is None:
-            stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, **free_port_env()})
+            # The lexical baseline alone: its leg and a gateway configured with it only.
+            stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, "RECALLMESH_LEGS": "lexical",
+                               **free_port_env()}, services=("lexical", "gateway"))
             started = time.perf_counter()
             stack.start()
             startup_s = time.perf_counter() - started

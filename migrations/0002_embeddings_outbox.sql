@@ -26,13 +26,17 @@ CREATE INDEX embedding_jobs_due_idx ON embedding_jobs (next_attempt_at);
 
 -- Never a vector for a sensitive or deleted memory, and never a stale one:
 -- a content change clears the vector until the indexer writes the new one.
+-- The same holds for the side column a model switch fills (embedding_next,
+-- present only while `recallmesh reembed` runs), hence the generic record
+-- update instead of naming that column.
 CREATE FUNCTION recallmesh_clear_stale_embedding() RETURNS trigger
     LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.is_sensitive OR NEW.deleted_at IS NOT NULL
        OR (TG_OP = 'UPDATE' AND NEW.content IS DISTINCT FROM OLD.content) THEN
-        NEW.embedding := NULL;
-        NEW.embedding_model := NULL;
+        NEW := jsonb_populate_record(NEW, jsonb_build_object(
+            'embedding', NULL, 'embedding_model', NULL,
+            'embedding_next', NULL, 'embedding_next_model', NULL));
     END IF;
     RETURN NEW;
 END

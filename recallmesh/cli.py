@@ -1,7 +1,9 @@
 """The `recallmesh` command: run the stack and talk to it.
 
   recallmesh up [--demo]            start Postgres + every service, wait for SERVING, serve
-  recallmesh migrate                apply database migrations
+  recallmesh migrate                apply database migrations (and size the vector column)
+  recallmesh fetch-model [NAME]     fetch an embedding model into the model cache
+  recallmesh reembed --manifest M [--switch]   change the embedding model (docs/operations.md)
   recallmesh store / recall / get / delete / import   client commands against the gateway
 
 Client commands use --target (env RECALLMESH_TARGET, default localhost:50051).
@@ -277,6 +279,65 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _database_dsn() -> tuple[str, Any]:
+    """A DSN for an admin command: RECALLMESH_DSN, the running embedded server, or a started one."""
+    from shared.db import NoDatabase, resolve_dsn
+    from shared.supervisor import Stack
+
+    try:
+        return resolve_dsn(), None
+    except NoDatabase:
+        stack = Stack()
+        stack.start_database()
+        return stack.dsn, stack
+
+
+def cmd_fetch_model(args: argparse.Namespace) -> int:
+    from services.embedding.fetch import FetchError, fetch
+
+    try:
+        path = fetch(args.name)
+    except FetchError as exc:
+        raise InputError(str(exc)) from None
+    console.print(f"model {args.name}: {path}")
+    return 0
+
+
+def cmd_reembed(args: argparse.Namespace) -> int:
+    from services.embedding.reembed import reembed, switch
+    from shared.config import ConfigError
+    from shared.model_manifest import ModelManifest
+
+    try:
+        manifest = ModelManifest.load(Path(args.manifest))
+        manifest.verify()
+    except ConfigError as exc:
+        raise InputError(str(exc)) from None
+    dsn, stack = _database_dsn()
+    try:
+        if args.switch:
+            requeued = switch(dsn, manifest)
+            console.print(f"switched to {manifest.model_id}; {requeued} memories re-enqueued. "
+                          "Now restart the embedding service with RECALLMESH_EMBEDDING_MANIFEST="
+                          f"{manifest.path}, then the vector leg and the indexer.")
+            return 0
+        columns = (TextColumn("re-embedding"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn())
+        with Progress(*columns, console=err_console) as progress:
+            task = progress.add_task("reembed", total=None)
+
+            def report(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total)
+
+            done = reembed(dsn, manifest, args.batch_size, progress=report)
+        console.print(f"{done} memories embedded with {manifest.model_id} into embedding_next; "
+                      "run again with --switch to make it live")
+        return 0
+    finally:
+        if stack is not None:
+            stack.stop()
+
+
 def _load_demo(stack: Any) -> None:
     import psycopg
 
@@ -360,6 +421,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     migrate = sub.add_parser("migrate", help="apply database migrations")
     migrate.set_defaults(func=cmd_migrate)
+
+    fetch_model = sub.add_parser("fetch-model", help="fetch an embedding model (models/*.json)")
+    fetch_model.add_argument("name", nargs="?", default="all-MiniLM-L6-v2")
+    fetch_model.set_defaults(func=cmd_fetch_model)
+
+    re_embed = sub.add_parser("reembed", help="re-embed every memory with another model, "
+                                              "then --switch to it")
+    re_embed.add_argument("--manifest", required=True, help="the new model's manifest.json")
+    re_embed.add_argument("--switch", action="store_true",
+                          help="make the re-embedded vectors live (after a reembed run)")
+    re_embed.add_argument("--batch-size", type=int, default=64)
+    re_embed.set_defaults(func=cmd_reembed)
 
     def client(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
