@@ -9,6 +9,8 @@ error with instructions (`recallmesh reembed`), never a silent rebuild.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import psycopg
 
 from shared.config import HnswSettings
@@ -23,13 +25,21 @@ class VectorSchemaError(RuntimeError):
     pass
 
 
+def vector_literal(vector: Iterable[float]) -> str:
+    """pgvector's text form '[x,y,...]', cast with ::halfvec in SQL (no driver registration)."""
+    return "[" + ",".join(format(float(x), ".7g") for x in vector) + "]"
+
+
+# Dimension (type modifier) of a halfvec column of memories; no row if it does not exist.
+COLUMN_DIMENSION_SQL = (
+    "SELECT atttypmod FROM pg_attribute "
+    "WHERE attrelid = 'memories'::regclass AND attname = %s AND NOT attisdropped"
+)
+
+
 def column_dimension(conn: psycopg.Connection, column: str = "embedding") -> int | None:
     """Dimension of memories.<column> (a halfvec), None when the column does not exist."""
-    row = conn.execute(
-        "SELECT atttypmod FROM pg_attribute "
-        "WHERE attrelid = 'memories'::regclass AND attname = %s AND NOT attisdropped",
-        (column,),
-    ).fetchone()
+    row = conn.execute(COLUMN_DIMENSION_SQL, (column,)).fetchone()
     return None if row is None else int(row[0])
 
 

@@ -30,15 +30,16 @@ import psycopg
 from services.embedding.core import OnnxEmbedder
 from shared.config import HnswSettings
 from shared.model_manifest import ModelManifest
-from shared.vector_schema import INDEX_NAME, column_dimension, create_hnsw_index
+from shared.vector_schema import (
+    INDEX_NAME,
+    column_dimension,
+    create_hnsw_index,
+    vector_literal,
+)
 
 log = logging.getLogger(__name__)
 
 NEXT_INDEX = "memories_embedding_next_hnsw_idx"
-
-
-def _vector_text(vector) -> str:
-    return "[" + ",".join(format(float(x), ".7g") for x in vector) + "]"
 
 
 def prepare_next_column(conn: psycopg.Connection, dimension: int) -> None:
@@ -91,7 +92,7 @@ def reembed(
                     "FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(id, e, content) "
                     "WHERE m.id = v.id AND m.content = v.content AND NOT m.is_sensitive",
                     (manifest.model_id, [r[0] for r in rows],
-                     [_vector_text(v) for v in vectors], [r[1] for r in rows]))
+                     [vector_literal(v) for v in vectors], [r[1] for r in rows]))
             done += len(rows)
             last_id = rows[-1][0]
             if progress:

@@ -31,6 +31,7 @@ from typing import Any
 from prometheus_client import Counter, Gauge, Histogram
 
 from shared.embedder_client import Embeddings
+from shared.vector_schema import vector_literal
 
 log = logging.getLogger(__name__)
 
@@ -97,10 +98,6 @@ WHERE j.memory_id = c.id AND j.version = c.version
 """
 
 
-def vector_text(vector: list[float]) -> str:
-    return "[" + ",".join(format(x, ".7g") for x in vector) + "]"
-
-
 @dataclass(frozen=True)
 class BatchResult:
     claimed: int
@@ -160,7 +157,7 @@ class Indexer:
                     {
                         "ids": ids,
                         "versions": versions,
-                        "vectors": [vector_text(v) for v in embeddings.vectors],
+                        "vectors": [vector_literal(v) for v in embeddings.vectors],
                         "model": embeddings.model_id,
                     },
                 )

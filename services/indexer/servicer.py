@@ -22,6 +22,8 @@ from shared.embedder_client import EmbedderClient, Embeddings
 
 log = logging.getLogger(__name__)
 
+STOP_GRACE_S = 3.0
+
 
 class IndexerApp:
     service_names: tuple[str, ...] = ()
@@ -85,9 +87,14 @@ class IndexerApp:
     async def stop(self) -> None:
         self.stop_event.set()
         if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+            # Let a batch in flight finish (its vectors are written, its jobs
+            # dropped); a batch cut short would only wait out its lease.
+            try:
+                await asyncio.wait_for(asyncio.shield(self.task), STOP_GRACE_S)
+            except TimeoutError:
+                self.task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self.task
         if self.listener is not None:
             await self.listener.close()
         if self.client is not None:

@@ -28,6 +28,7 @@ import numpy as np
 
 from shared.errors import InvalidArgument
 from shared.filters import Filters, filter_sql
+from shared.vector_schema import vector_literal
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,6 @@ WITH nearest AS MATERIALIZED (
 SELECT id::text, 1 - distance AS similarity FROM nearest ORDER BY distance, id
 """
     return sql, params
-
-
-def vector_literal(vector: Sequence[float]) -> str:
-    """pgvector's text form, '[x,y,...]' (no driver type registration needed)."""
-    return "[" + ",".join(format(float(x), ".7g") for x in vector) + "]"
 
 
 def check_vector(values: Sequence[float], dimension: int) -> np.ndarray:

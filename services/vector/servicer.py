@@ -13,6 +13,7 @@ from shared.config import VectorSettings
 from shared.db import open_pool, resolve_dsn
 from shared.errors import InvalidArgument
 from shared.validation import search_request
+from shared.vector_schema import COLUMN_DIMENSION_SQL
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +53,7 @@ class VectorApp:
         settings = VectorSettings.from_env()
         self.pool = await open_pool(resolve_dsn(), name="vector")
         async with self.pool.connection() as conn:
-            cur = await conn.execute(
-                "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'memories'::regclass "
-                "AND attname = 'embedding' AND NOT attisdropped"
-            )
+            cur = await conn.execute(COLUMN_DIMENSION_SQL, ("embedding",))
             row = await cur.fetchone()
         if row is None:
             raise NoEmbeddingColumn(
