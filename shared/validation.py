@@ -238,13 +238,20 @@ def memory_update(msg: Any, paths: Any, ns: str) -> dict[str, Any]:
             f"update_mask: cannot update {', '.join(unknown)} "
             f"(allowed: {', '.join(UPDATE_PATHS)})"
         )
-    probe = memory_pb2.Memory()
-    probe.CopyFrom(msg)
-    if "content" not in names:
-        probe.content = "-"  # not updated: satisfies Store's non-empty rule
-    for name in ("valid_from", "valid_to"):
-        if name not in names:
-            probe.ClearField(name)
+    # Validate only the named fields: copy them onto an otherwise valid memory.
+    probe = memory_pb2.Memory(content="-")
+    for name in dict.fromkeys(names):
+        if name in ("tags", "metadata"):
+            getattr(probe, name).MergeFrom(getattr(msg, name))
+        elif name in ("importance", "valid_from", "valid_to"):
+            if msg.HasField(name):
+                field = getattr(msg, name)
+                if name == "importance":
+                    probe.importance = field
+                else:
+                    getattr(probe, name).CopyFrom(field)
+        else:
+            setattr(probe, name, getattr(msg, name))
     checked = new_memory(probe, ns)
     values = {
         "content": checked.content,
