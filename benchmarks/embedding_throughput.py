@@ -1,6 +1,6 @@
 """Embedding service throughput and query latency, measured through gRPC.
 
-  python -m benchmarks.embedding_throughput [--seconds 8] [--target host:port]
+  python -m benchmarks.embedding_throughput [--seconds 10] [--target host:port]
 
 Without --target it starts its own embedding service (plus the embedded
 Postgres that Stack.start always brings up) in a temporary directory on free
@@ -329,7 +329,7 @@ def main() -> None:
                         help="concurrent clients for the coalescing run (0 skips it)")
     parser.add_argument("--concurrent-batch", type=int, default=1,
                         help="texts per call of each concurrent client")
-    parser.add_argument("--seconds", type=float, default=8.0,
+    parser.add_argument("--seconds", type=float, default=10.0,
                         help="wall time of each throughput setting")
     parser.add_argument("--min-calls", type=int, default=3,
                         help="each throughput setting makes at least this many calls")

@@ -23,9 +23,12 @@ size in --sizes, in increasing order, it
       duplicate texts, whose identical vectors make id-recall arbitrary);
   and reports table and HNSW index sizes.
 
-The 100k default needs all three corpora (about 108k texts) and embedding
-them dominates the run time (a CPU-only, 2-core machine needs the better
-part of an hour); use e.g. --sizes 500,2000 to check the script quickly.
+The 100k default needs all three corpora (about 108k texts). Embedding them
+dominates the run time: a 2-core CPU machine indexed about 20 memories/s with
+the default embedding settings (100k: well over an hour) and about 50/s with
+RECALLMESH_EMBEDDING_MAX_BATCH=4 (less padding of short texts to long ones);
+use e.g. --sizes 500,2000 to check the script quickly, --keep-data to keep the
+database and service logs for inspection.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -54,10 +58,10 @@ from recallmesh.v1 import (
     retriever_pb2,
     retriever_pb2_grpc,
 )
-from services.vector.core import build_search_sql, vector_literal
+from services.vector.core import build_search_sql
 from shared.filters import Filters
 from shared.supervisor import Stack, StackError, free_port_env
-from shared.vector_schema import INDEX_NAME
+from shared.vector_schema import INDEX_NAME, vector_literal
 
 DATASETS_ROOT = Path("/work/shared/datasets")
 DEFAULT_DATASETS = "longmemeval,locomo,scifact"
@@ -386,6 +390,17 @@ def measure_recall(stub: Any, conn: psycopg.Connection, namespace: str, queries:
         exact.append(exact_search(conn, namespace, literal, model, k))
         exact_ms.append((time.perf_counter() - t0) * 1000)
 
+    sql, params = build_search_sql(Filters())
+    params.update(ns=namespace, vector=literals[0], model=model, k=k)
+
+    def uses_index(ef: int) -> bool:
+        # pgvector's cost estimate depends on ef_search: on small tables the
+        # planner prefers an exact sequential scan for the larger values.
+        return plan_uses_index(conn, sql, params, [
+            f"SET LOCAL hnsw.ef_search = {max(ef, k)}",
+            f"SET LOCAL hnsw.iterative_scan = {iterative_scan}",
+        ])
+
     rows = []
     leg_results = []
     leg_ms = []
@@ -394,7 +409,8 @@ def measure_recall(stub: Any, conn: psycopg.Connection, namespace: str, queries:
         response = leg_search(stub, namespace, query, vector, model, k)
         leg_ms.append((time.perf_counter() - t0) * 1000)
         leg_results.append([(c.memory_id, 1.0 - c.score) for c in response.candidates])
-    rows.append(_recall_row("vector leg (gRPC)", leg_ef, leg_results, exact, k, leg_ms))
+    rows.append(_recall_row("vector leg (gRPC)", leg_ef, leg_results, exact, k, leg_ms,
+                            uses_index(leg_ef)))
 
     for ef in ef_sweep:
         results, ms = [], []
@@ -402,14 +418,8 @@ def measure_recall(stub: Any, conn: psycopg.Connection, namespace: str, queries:
             t0 = time.perf_counter()
             results.append(sql_search(conn, namespace, literal, model, k, ef, iterative_scan))
             ms.append((time.perf_counter() - t0) * 1000)
-        rows.append(_recall_row("SQL", ef, results, exact, k, ms))
+        rows.append(_recall_row("SQL", ef, results, exact, k, ms, uses_index(ef)))
 
-    sql, params = build_search_sql(Filters())
-    params.update(ns=namespace, vector=literals[0], model=model, k=k)
-    approx_indexed = plan_uses_index(conn, sql, params, [
-        f"SET LOCAL hnsw.ef_search = {max(leg_ef, k)}",
-        f"SET LOCAL hnsw.iterative_scan = {iterative_scan}",
-    ])
     exact_indexed = plan_uses_index(
         conn, EXACT_SQL, {"ns": namespace, "vector": literals[0], "model": model, "k": k},
         ["SET LOCAL enable_indexscan = off", "SET LOCAL enable_bitmapscan = off"],
@@ -418,13 +428,13 @@ def measure_recall(stub: Any, conn: psycopg.Connection, namespace: str, queries:
         "k": k,
         "queries": len(queries),
         "exact_search": {**latency_summary(exact_ms), "plan_uses_hnsw_index": exact_indexed},
-        "approx_plan_uses_hnsw_index": approx_indexed,
         "rows": rows,
     }
 
 
 def _recall_row(source: str, ef: int, results: list[list[tuple[str, float]]],
-                exact: list[list[tuple[str, float]]], k: int, ms: list[float]) -> dict[str, Any]:
+                exact: list[list[tuple[str, float]]], k: int, ms: list[float],
+                plan_uses_hnsw_index: bool) -> dict[str, Any]:
     pairs = [recall_of(a, e, k) for a, e in zip(results, exact, strict=True)]
     return {
         "source": source,
@@ -434,6 +444,7 @@ def _recall_row(source: str, ef: int, results: list[list[tuple[str, float]]],
         "min_recall_ties": min(p[1] for p in pairs),
         "mean_ms": statistics.fmean(ms),
         "p95_ms": percentile(sorted(ms), 95),
+        "plan_uses_hnsw_index": plan_uses_hnsw_index,
     }
 
 
@@ -506,21 +517,22 @@ def print_report(result: dict[str, Any]) -> None:
     print(f"(c) HNSW recall@{s['recall_k']} against exact search "
           f"({s['recall_queries']} queries; ids / tie-aware)")
     print("| size | searched by | ef_search | recall (ids) | recall (ties) | min (ties) "
-          "| mean ms | p95 ms | HNSW index used |")
+          "| mean ms | p95 ms | HNSW in plan |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---|")
     for r in result["sizes"]:
         rec = r.get("recall")
         if rec is None:
             continue
-        used = "yes" if rec["approx_plan_uses_hnsw_index"] else "NO (seq scan plan)"
         for row in rec["rows"]:
+            used = "yes" if row["plan_uses_hnsw_index"] else "no (exact scan plan)"
             print(f"| {r['size']} | {row['source']} | {row['ef_search']} "
                   f"| {row['recall_ids']:.4f} | {row['recall_ties']:.4f} "
                   f"| {row['min_recall_ties']:.2f} | {row['mean_ms']:.2f} | {row['p95_ms']:.2f} "
                   f"| {used} |")
         ex = rec["exact_search"]
+        used = "YES (not exact!)" if ex["plan_uses_hnsw_index"] else "no"
         print(f"| {r['size']} | exact (SQL, no index) | - | 1 | 1 | 1 | {ex['mean_ms']:.2f} "
-              f"| {ex['p95_ms']:.2f} | {'YES (not exact!)' if ex['plan_uses_hnsw_index'] else 'no'} |")
+              f"| {ex['p95_ms']:.2f} | {used} |")
     print(f"\nstack start-up {result['stack_startup_s']:.1f} s, total {result['total_s']:.1f} s")
 
 
@@ -550,6 +562,8 @@ def main() -> None:
                         help="skip ANALYZE memories after each ingest step")
     parser.add_argument("--tmp-dir", type=Path, default=None,
                         help="parent of the temporary data directory (default: system temp)")
+    parser.add_argument("--keep-data", action="store_true",
+                        help="keep the temporary data directory (database, service logs)")
     parser.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
     args = parser.parse_args()
     sizes = sorted(set(args.sizes))
@@ -572,8 +586,8 @@ def main() -> None:
 
     if args.tmp_dir is not None:
         args.tmp_dir.mkdir(parents=True, exist_ok=True)
-    tmp = tempfile.TemporaryDirectory(prefix="recallmesh-bench-", dir=args.tmp_dir)
-    stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, **free_port_env()})
+    tmp = tempfile.mkdtemp(prefix="recallmesh-bench-", dir=args.tmp_dir)
+    stack = Stack(env={"RECALLMESH_DATA_DIR": tmp, **free_port_env()})
     results: list[dict[str, Any]] = []
     conn: psycopg.Connection | None = None
     try:
@@ -642,7 +656,10 @@ def main() -> None:
         if conn is not None:
             conn.close()
         stack.stop()
-        tmp.cleanup()
+        if args.keep_data:
+            log(f"kept the data directory (service logs under logs/): {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     result = {
         "benchmark": "vector_leg",

@@ -207,6 +207,7 @@ class EmbeddingSettings:
     provider: str  # auto | cpu | cuda
     intra_op_threads: int  # 0 = onnxruntime's default (one per core)
     max_batch: int  # texts per model run
+    max_batch_tokens: int  # padded tokens per model run
     max_wait_ms: float  # how long a batch waits for more concurrent requests
     max_texts_per_call: int
 
@@ -224,6 +225,7 @@ class EmbeddingSettings:
             provider=provider,
             intra_op_threads=env_int("RECALLMESH_EMBEDDING_THREADS", 0, minimum=0),
             max_batch=env_int("RECALLMESH_EMBEDDING_MAX_BATCH", 32, minimum=1),
+            max_batch_tokens=env_int("RECALLMESH_EMBEDDING_MAX_BATCH_TOKENS", 8192, minimum=1),
             max_wait_ms=wait,
             max_texts_per_call=env_int("RECALLMESH_EMBEDDING_MAX_TEXTS", 256, minimum=1),
         )

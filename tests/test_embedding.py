@@ -10,6 +10,8 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
 from services.embedding import core
@@ -93,6 +95,22 @@ def test_length_sorted_sub_batches_keep_input_order(embedder):
     batched = embedder.embed(texts).vectors
     singles = np.vstack([embedder.embed([t]).vectors for t in texts])
     assert np.abs(batched - singles).max() < 1e-5
+
+
+@given(st.lists(st.integers(min_value=1, max_value=256), max_size=200))
+def test_batch_plan_covers_every_text_once_within_limits(embedder, lengths):
+    runs = embedder.plan_batches(lengths)
+    assert sorted(i for run in runs for i in run) == list(range(len(lengths)))
+    for run in runs:
+        width = max(lengths[i] for i in run)
+        assert len(run) <= embedder.max_batch
+        assert len(run) == 1 or len(run) * width <= embedder.max_batch_tokens
+        if len(run) > 1:  # padding stays bounded
+            real = sum(lengths[i] for i in run)
+            assert len(run) * width <= core.PADDING_SLACK * real + core.PADDING_ALLOWANCE
+    # One 256-token text does not pad a crowd of short ones to its length.
+    plan = embedder.plan_batches([8] * 7 + [256])
+    assert [len(r) for r in plan] == [7, 1]
 
 
 def test_over_long_text_is_truncated_not_rejected(embedder):

@@ -4,7 +4,8 @@ No gRPC here. `OnnxEmbedder` runs the model a manifest describes:
   * tokenises with the Hugging Face fast tokenizer (`tokenizers`), truncating
     to the manifest's max_length and padding each batch to its longest text;
   * sorts a call's texts by token length and runs them in sub-batches of at
-    most `max_batch`, so short texts are not padded to a long one's length;
+    most `max_batch` texts / `max_batch_tokens` padded tokens, closing a
+    sub-batch early rather than padding short texts to a long one's length;
   * pools the token states (mean over the attention mask, or CLS) and
     L2-normalises.
 Execution provider: "auto" asks for CUDA first when the installed onnxruntime
@@ -32,6 +33,10 @@ CUDA = "CUDAExecutionProvider"
 CPU = "CPUExecutionProvider"
 PROVIDER_CHOICES = ("auto", "cpu", "cuda")
 KINDS = ("query", "document")
+# A model run may pad its texts to at most this multiple of their real tokens
+# (plus a small absolute allowance so short texts still batch together).
+PADDING_SLACK = 1.2
+PADDING_ALLOWANCE = 32
 
 
 def onnxruntime_distributions() -> list[str]:
@@ -59,11 +64,13 @@ class OnnxEmbedder:
         provider: str = "auto",
         intra_op_threads: int = 0,
         max_batch: int = 32,
+        max_batch_tokens: int = 8192,
     ) -> None:
         if provider not in PROVIDER_CHOICES:
             raise ValueError(f"provider must be one of {PROVIDER_CHOICES}, got {provider!r}")
         self.manifest = manifest
         self.max_batch = max_batch
+        self.max_batch_tokens = max_batch_tokens
         self.tokenizer = Tokenizer.from_file(str(manifest.tokenizer))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(manifest.max_length)
@@ -106,12 +113,37 @@ class OnnxEmbedder:
             return Embedded(np.zeros((0, self.manifest.dimension), np.float32), [])
         encodings = self.tokenizer.encode_batch(self._prefixed(texts, kind))
         truncated = [bool(e.overflowing) for e in encodings]
-        order = sorted(range(len(encodings)), key=lambda i: (len(encodings[i].ids), i))
         out = np.empty((len(texts), self.manifest.dimension), np.float32)
-        for start in range(0, len(order), self.max_batch):
-            chunk = order[start : start + self.max_batch]
+        for chunk in self.plan_batches([len(e.ids) for e in encodings]):
             out[chunk] = self._run([encodings[i] for i in chunk])
         return Embedded(out, truncated)
+
+    def plan_batches(self, lengths: list[int]) -> list[list[int]]:
+        """Group text indices into model runs: sorted by token length, each run
+        padded to its longest text. A run closes when it holds max_batch texts,
+        when its padded size would pass max_batch_tokens, or when padding would
+        exceed PADDING_SLACK of its real tokens: on CPU the model costs the
+        same per token at any batch size, so padding is pure waste, and one
+        long text must not drag 31 short ones to its length."""
+        order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+        runs: list[list[int]] = []
+        run: list[int] = []
+        real = 0
+        for i in order:
+            width = lengths[i]  # the longest so far: the order is ascending
+            padded = (len(run) + 1) * width
+            if run and (
+                len(run) >= self.max_batch
+                or padded > self.max_batch_tokens
+                or padded > PADDING_SLACK * (real + width) + PADDING_ALLOWANCE
+            ):
+                runs.append(run)
+                run, real = [], 0
+            run.append(i)
+            real += width
+        if run:
+            runs.append(run)
+        return runs
 
     def _run(self, encodings: list) -> np.ndarray:
         width = max(len(e.ids) for e in encodings)

@@ -100,6 +100,7 @@ class EmbeddingApp:
             provider=settings.provider,
             intra_op_threads=settings.intra_op_threads,
             max_batch=settings.max_batch,
+            max_batch_tokens=settings.max_batch_tokens,
         )
         embedder.warm_up()
         self.batcher = MicroBatcher(embedder.embed, settings.max_batch, settings.max_wait_ms / 1000)
