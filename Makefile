@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(VENV)/bin/pip
-# onnxruntime build: cpu (default) or gpu (onnxruntime-gpu; CUDA used when present).
-ORT    ?= cpu
+# onnxruntime build: cpu or gpu (onnxruntime-gpu; CUDA used when present). The
+# default is the build already installed in .venv (cpu on a fresh checkout), so
+# after `make install ORT=gpu` plain `make` targets keep the GPU build.
+ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint bench-lexical-latency \

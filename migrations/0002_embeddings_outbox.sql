@@ -5,6 +5,16 @@
 -- because the dimension comes from the embedding model manifest, not from SQL.
 ALTER TABLE memories ADD COLUMN embedding_model text;
 
+-- Which model the live vectors come from (one row, written when the vector
+-- column is created and by a model switch). Services started with another
+-- model refuse to start, and the indexer refuses to write its vectors.
+CREATE TABLE embedding_space (
+    singleton  boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    model_id   text        NOT NULL,
+    dimension  integer     NOT NULL CHECK (dimension > 0),
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+
 -- The outbox: one row per memory that needs a (new) vector. Written by the
 -- triggers below in the same transaction as the memory itself, so a stored
 -- memory can never lack its job; consumed by the indexer.

@@ -150,7 +150,7 @@ def import_memories(stub: Any, namespace: str, records: list[Any], batch_size: i
                 ) from None
             ids.extend(response.ids)
             if wait_index and not response.indexed:
-                not_indexed += len(chunk)
+                not_indexed += sum(1 for _, m in chunk if not m.sensitive)
             progress.advance(task, len(chunk))
     if not_indexed:
         err_console.print(
@@ -268,11 +268,13 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from shared.supervisor import Stack
+    from shared.supervisor import Stack, StackError
 
     stack = Stack()
     try:
         stack.start_database()
+    except StackError as exc:
+        raise InputError(str(exc)) from None
     finally:
         stack.stop()
     console.print("schema is up to date")
@@ -282,13 +284,17 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def _database_dsn() -> tuple[str, Any]:
     """A DSN for an admin command: RECALLMESH_DSN, the running embedded server, or a started one."""
     from shared.db import NoDatabase, resolve_dsn
-    from shared.supervisor import Stack
+    from shared.supervisor import Stack, StackError
 
     try:
         return resolve_dsn(), None
     except NoDatabase:
         stack = Stack()
-        stack.start_database()
+        try:
+            stack.start_database()
+        except StackError as exc:
+            stack.stop()
+            raise InputError(str(exc)) from None
         return stack.dsn, stack
 
 
@@ -304,7 +310,7 @@ def cmd_fetch_model(args: argparse.Namespace) -> int:
 
 
 def cmd_reembed(args: argparse.Namespace) -> int:
-    from services.embedding.reembed import reembed, switch
+    from services.embedding.reembed import SwitchError, reembed, switch
     from shared.config import ConfigError
     from shared.model_manifest import ModelManifest
 
@@ -316,7 +322,10 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     dsn, stack = _database_dsn()
     try:
         if args.switch:
-            requeued = switch(dsn, manifest)
+            try:
+                requeued = switch(dsn, manifest)
+            except SwitchError as exc:
+                raise InputError(str(exc)) from None
             console.print(f"switched to {manifest.model_id}; {requeued} memories re-enqueued. "
                           "Now restart the embedding service with RECALLMESH_EMBEDDING_MANIFEST="
                           f"{manifest.path}, then the vector leg and the indexer.")

@@ -6,6 +6,7 @@ docs/configuration.md lists each variable; keep the two in step.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -53,14 +54,23 @@ def env_int(
     return value
 
 
-def env_float(name: str, default: float, environ: Mapping[str, str] | None = None) -> float:
+def env_float(
+    name: str,
+    default: float,
+    environ: Mapping[str, str] | None = None,
+    *,
+    minimum: float | None = None,
+) -> float:
     raw = _env(name, environ=environ)
     if raw is None:
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError as exc:
         raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
+    if not math.isfinite(value) or (minimum is not None and value < minimum):
+        raise ConfigError(f"{name} must be a finite number >= {minimum}, got {raw!r}")
+    return value
 
 
 def env_bool(name: str, default: bool, environ: Mapping[str, str] | None = None) -> bool:
@@ -280,10 +290,13 @@ class IndexerSettings:
         # The indexer may use its own embedding pool (bulk imports then do not
         # queue in front of latency-critical query embeddings).
         target = _env("RECALLMESH_INDEXER_EMBEDDING_TARGET") or default_target("embedding")
+        batch = env_int("RECALLMESH_INDEXER_BATCH", 64, minimum=1)
+        if batch > 1000:
+            raise ConfigError("RECALLMESH_INDEXER_BATCH must be at most 1000")
         return cls(
             embedding_target=target,
-            batch_size=env_int("RECALLMESH_INDEXER_BATCH", 64, minimum=1),
-            poll_s=env_float("RECALLMESH_INDEXER_POLL_S", 1.0),
-            max_backoff_s=env_float("RECALLMESH_INDEXER_MAX_BACKOFF_S", 30.0),
-            embed_timeout_s=env_float("RECALLMESH_INDEXER_EMBED_TIMEOUT_S", 30.0),
+            batch_size=batch,
+            poll_s=env_float("RECALLMESH_INDEXER_POLL_S", 1.0, minimum=0.01),
+            max_backoff_s=env_float("RECALLMESH_INDEXER_MAX_BACKOFF_S", 30.0, minimum=0.1),
+            embed_timeout_s=env_float("RECALLMESH_INDEXER_EMBED_TIMEOUT_S", 30.0, minimum=0.1),
         )

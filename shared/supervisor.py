@@ -20,11 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import psycopg
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from shared.config import REPO_ROOT, ServerConfig, configured_dsn, data_dir
+from shared.config import REPO_ROOT, ConfigError, ServerConfig, configured_dsn, data_dir
 from shared.db import embedded_dsn, start_embedded
-from shared.vector_schema import prepare_database
+from shared.migrations import MigrationError
+from shared.model_manifest import ModelManifest, default_manifest_path
+from shared.vector_schema import VectorSchemaError, prepare_database
 
 # (service name, python module), in start order: the model first, then the
 # legs and the indexer, the gateway last.
@@ -112,18 +115,29 @@ class Stack:
         return Path(raw).resolve() if raw else data_dir()
 
     def start_database(self) -> str:
+        """Start (or attach to) Postgres and bring the schema up to date; StackError if not."""
         dsn = self.env.get("RECALLMESH_DSN") or configured_dsn()
         if not dsn:
             self._pg = start_embedded(self.data_dir / "pg", cleanup_mode="stop")
             dsn = embedded_dsn(self._pg)
-        prepare_database(dsn)
+        try:
+            manifest = ModelManifest.load(self._manifest_path())
+            prepare_database(dsn, manifest)
+        except (ConfigError, MigrationError, VectorSchemaError, psycopg.Error) as exc:
+            raise StackError(f"database not ready: {exc}") from None
         self.dsn = dsn
         return dsn
+
+    def _manifest_path(self) -> Path:
+        """The model manifest, absolute (services run with the repository as cwd)."""
+        raw = self.env.get("RECALLMESH_EMBEDDING_MANIFEST")
+        return Path(raw).expanduser().resolve() if raw else default_manifest_path()
 
     def _child_env(self) -> dict[str, str]:
         env = self._environ()
         env["RECALLMESH_DSN"] = self.dsn
         env["RECALLMESH_DATA_DIR"] = str(self.data_dir)
+        env["RECALLMESH_EMBEDDING_MANIFEST"] = str(self._manifest_path())
         env.setdefault("PYTHONPATH", str(REPO_ROOT))
         for name, _ in SERVICES:
             if name != "gateway":

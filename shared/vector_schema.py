@@ -2,9 +2,10 @@
 
 SQL migrations cannot know the model's dimension, so after they run,
 `prepare_database()` makes sure `memories.embedding halfvec(<dimension>)` and
-its HNSW index (halfvec_cosine_ops) exist. A column of another dimension means
-the configured model is not the one the stored vectors came from: that is an
-error with instructions (`recallmesh reembed`), never a silent rebuild.
+its HNSW index (halfvec_cosine_ops) exist, and records the model in
+`embedding_space`. A configured model other than the recorded one (another
+id or dimension) is an error with instructions (`recallmesh reembed`), never
+a silent rebuild or a silent mix of incomparable vectors.
 """
 
 from __future__ import annotations
@@ -44,18 +45,37 @@ def column_dimension(conn: psycopg.Connection, column: str = "embedding") -> int
 
 
 def create_hnsw_index(
-    conn: psycopg.Connection, column: str, index: str, hnsw: HnswSettings
+    conn: psycopg.Connection, column: str, index: str, hnsw: HnswSettings,
+    concurrently: bool = False,
 ) -> None:
+    """CONCURRENTLY (outside a transaction) keeps writes flowing while a big index builds."""
     conn.execute(
-        f"CREATE INDEX IF NOT EXISTS {index} ON memories "
+        f"CREATE INDEX {'CONCURRENTLY ' if concurrently else ''}IF NOT EXISTS {index} ON memories "
         f"USING hnsw ({column} halfvec_cosine_ops) "
         f"WITH (m = {int(hnsw.m)}, ef_construction = {int(hnsw.ef_construction)})"
     )
 
 
-def ensure_embedding_column(dsn: str, dimension: int, hnsw: HnswSettings | None = None) -> None:
+MIN_PGVECTOR = (0, 8, 0)  # halfvec needs 0.7; hnsw.iterative_scan needs 0.8
+
+
+def check_pgvector(conn: psycopg.Connection) -> None:
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    version = tuple(int(p) for p in row[0].split(".")[:3]) if row else ()
+    if version < MIN_PGVECTOR:
+        found = row[0] if row else "not installed"
+        raise VectorSchemaError(
+            f"pgvector {'.'.join(map(str, MIN_PGVECTOR))} or newer is required, found {found}"
+        )
+
+
+def ensure_embedding_column(
+    dsn: str, dimension: int, model_id: str, hnsw: HnswSettings | None = None
+) -> None:
+    """Create memories.embedding + its index for this model, or check they match it."""
     hnsw = hnsw or HnswSettings.from_env()
     with psycopg.connect(dsn, autocommit=True) as conn:
+        check_pgvector(conn)
         conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
         try:
             have = column_dimension(conn)
@@ -73,6 +93,18 @@ def ensure_embedding_column(dsn: str, dimension: int, hnsw: HnswSettings | None 
                 )
             else:
                 create_hnsw_index(conn, "embedding", INDEX_NAME, hnsw)
+            conn.execute(
+                "INSERT INTO embedding_space (model_id, dimension) VALUES (%s, %s) "
+                "ON CONFLICT (singleton) DO NOTHING",
+                (model_id, dimension),
+            )
+            live = conn.execute("SELECT model_id FROM embedding_space").fetchone()[0]
+            if live != model_id:
+                raise VectorSchemaError(
+                    f"the stored vectors come from model {live!r} but the configured model is "
+                    f"{model_id!r}: point RECALLMESH_EMBEDDING_MANIFEST back at {live!r}, or "
+                    "switch models with `recallmesh reembed`"
+                )
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
 
@@ -81,4 +113,4 @@ def prepare_database(dsn: str, manifest: ModelManifest | None = None) -> None:
     """Everything a fresh or older database needs before the services start."""
     apply_migrations(dsn)
     manifest = manifest or ModelManifest.load()
-    ensure_embedding_column(dsn, manifest.dimension)
+    ensure_embedding_column(dsn, manifest.dimension, manifest.model_id)

@@ -12,6 +12,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from services.indexer.core import Indexer
 from shared.embedder_client import Embeddings
+from shared.model_manifest import ModelManifest
 from shared.vector_schema import prepare_database
 from tests.conftest import scratch_database
 
@@ -50,11 +51,16 @@ def unit_vector(i: int) -> list[float]:
     return v
 
 
+LIVE_MODEL = ModelManifest.load().model_id  # what prepare_database records
+
+
 class ScriptedEmbedder:
-    def __init__(self, during=None, fail: Exception | None = None) -> None:
+    def __init__(self, during=None, fail: Exception | None = None,
+                 model: str = LIVE_MODEL) -> None:
         self.seen: list[str] = []
         self.during = during
         self.fail = fail
+        self.model = model
 
     async def __call__(self, texts: list[str]) -> Embeddings:
         self.seen.extend(texts)
@@ -62,7 +68,7 @@ class ScriptedEmbedder:
             self.during()
         if self.fail:
             raise self.fail
-        return Embeddings("test-model", 384, [unit_vector(len(t)) for t in texts])
+        return Embeddings(self.model, 384, [unit_vector(len(t)) for t in texts])
 
 
 def state(db, memory_id):
@@ -95,7 +101,7 @@ async def test_edit_during_embedding_is_not_overwritten_by_the_stale_vector(pool
     assert attempts == 0  # the edit re-enqueued a fresh job
     second = ScriptedEmbedder()
     await drain(Indexer(pool, second, batch_size=500), [memory_id], db)
-    assert state(db, memory_id)[:2] == (True, "test-model")
+    assert state(db, memory_id)[:2] == (True, LIVE_MODEL)
     assert "second version" in second.seen
 
 
@@ -130,3 +136,12 @@ async def test_a_job_for_a_sensitive_memory_is_dropped_unread(pool, db, ns):
     await drain(Indexer(pool, embedder, batch_size=500), [memory_id], db)
     assert "secret text never embedded" not in embedder.seen
     assert state(db, memory_id) == (False, None, None, None)
+
+
+async def test_vectors_of_another_model_are_refused(pool, db, ns):
+    memory_id = insert(db, ns, "embedded by the wrong model")
+    indexer = Indexer(pool, ScriptedEmbedder(model="not-the-live-model"), batch_size=500)
+    result = await indexer.run_once()
+    assert "not-the-live-model" in result.error
+    has_vector, _, attempts, error = state(db, memory_id)
+    assert not has_vector and attempts == 1 and "not-the-live-model" in error

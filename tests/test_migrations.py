@@ -93,4 +93,7 @@ def test_vector_column_is_sized_from_the_manifest_and_guarded(scratch_dsn):
     assert "ef_construction='64'" in index
     prepare_database(scratch_dsn)  # idempotent
     with pytest.raises(VectorSchemaError, match="384-dimensional.*768"):
-        ensure_embedding_column(scratch_dsn, 768)
+        ensure_embedding_column(scratch_dsn, 768, "bigger-model")
+    # Same dimension, another model: its vectors would not be comparable.
+    with pytest.raises(VectorSchemaError, match="come from model 'all-MiniLM.*'other-model'"):
+        ensure_embedding_column(scratch_dsn, 384, "other-model")

@@ -52,6 +52,8 @@ def test_reembed_then_switch(admin_dsn, other_model):
             assert rows[second] == (False, None)
             jobs = [r[0] for r in db.execute("SELECT memory_id::text FROM embedding_jobs")]
             assert jobs == [second]  # the indexer (new model) embeds it next
+            assert db.execute("SELECT model_id FROM embedding_space").fetchone()[0] == (
+                "minilm-cls-test")
             index = db.execute("SELECT indexdef FROM pg_indexes "
                                "WHERE indexname = 'memories_embedding_hnsw_idx'").fetchone()[0]
             assert "(embedding halfvec_cosine_ops)" in index

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from shared.model_manifest import default_manifest_path
 from shared.supervisor import free_port_env, wait_serving
 
 pytestmark = pytest.mark.integration
@@ -94,3 +95,21 @@ def test_up_demo_cli_and_restart_keeps_data(tmp_path: Path):
     finally:
         second_output = stop_up(process, lines)
     assert "already holds 36 memories" in second_output
+
+
+@pytest.mark.parametrize("manifest, message", [
+    ("/nonexistent/manifest.json", "make models"),
+])
+def test_setup_errors_are_one_clear_line_not_a_traceback(tmp_path: Path, manifest, message):
+    env = up_env(tmp_path / "data")
+    env["RECALLMESH_EMBEDDING_MANIFEST"] = manifest
+    for command in (["migrate"], ["up"]):
+        output = cli(env, *command, expect_rc=2 if command == ["migrate"] else 1)
+        assert message in output and "Traceback" not in output
+
+
+def test_switch_without_a_reembed_run_is_a_clear_error(tmp_path: Path):
+    env = up_env(tmp_path / "data")
+    manifest = str(default_manifest_path())
+    output = cli(env, "reembed", "--manifest", manifest, "--switch", expect_rc=2)
+    assert "run reembed without --switch first" in output and "Traceback" not in output

@@ -7,17 +7,19 @@ a model change is an operation, not a setting:
      adds `embedding_next halfvec(<new dimension>)` + `embedding_next_model`,
      embeds every live, non-sensitive memory with the new model (in this
      process, in batches, resumable: rows already done are skipped) and builds
-     the HNSW index on the new column. Recall keeps using the old vectors.
+     the HNSW index on the new column (CONCURRENTLY: writes keep flowing).
+     Recall keeps using the old vectors.
   2. `recallmesh reembed --manifest NEW/manifest.json --switch`
      in one transaction: rows written or edited since step 1 started (or
      missed) get a fresh embedding job; the old column and index are dropped
      and the new ones take their names.
   3. Restart the embedding service with RECALLMESH_EMBEDDING_MANIFEST=NEW,
-     then the vector leg and the indexer (they read the dimension and model
-     at start). Keep the indexer stopped between steps 2 and 3 so it does not
-     write old-model vectors into the new column.
-Until step 3 completes, the vector leg finds no vectors of the query's model
-(or rejects its dimension) and recall answers lexically, marked degraded.
+     then the vector leg (it reads the dimension at start).
+Between steps 2 and 3 the indexer refuses to write vectors of the old model
+(`embedding_space` names the new one) and retries with backoff; the vector
+leg finds no vectors of the query's model (same dimension: an empty list) or
+rejects the query vector's dimension (recall marks the leg ERROR, degraded);
+either way recall still answers lexically.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ from shared.vector_schema import (
 log = logging.getLogger(__name__)
 
 NEXT_INDEX = "memories_embedding_next_hnsw_idx"
+
+
+class SwitchError(RuntimeError):
+    """The switch cannot happen (no finished re-embed run for this model)."""
 
 
 def prepare_next_column(conn: psycopg.Connection, dimension: int) -> None:
@@ -97,7 +103,8 @@ def reembed(
             last_id = rows[-1][0]
             if progress:
                 progress(done, total)
-        create_hnsw_index(conn, "embedding_next", NEXT_INDEX, HnswSettings.from_env())
+        create_hnsw_index(conn, "embedding_next", NEXT_INDEX, HnswSettings.from_env(),
+                          concurrently=True)
     return done
 
 
@@ -105,12 +112,13 @@ def switch(dsn: str, manifest: ModelManifest) -> int:
     """Step 2: make embedding_next the live column. Returns rows re-enqueued."""
     with psycopg.connect(dsn) as conn, conn.transaction():
         if column_dimension(conn, "embedding_next") != manifest.dimension:
-            raise RuntimeError("no re-embedded column for this model: run reembed without "
-                               "--switch first")
+            raise SwitchError("no re-embedded column for this model: run reembed without "
+                              "--switch first")
         row = conn.execute("SELECT started_at FROM reembed_runs WHERE model_id = %s",
                            (manifest.model_id,)).fetchone()
         if row is None:
-            raise RuntimeError(f"no re-embed run of {manifest.model_id} was recorded")
+            raise SwitchError(f"no re-embed run of {manifest.model_id} was recorded: run "
+                              "reembed without --switch first")
         conn.execute("LOCK TABLE memories IN SHARE ROW EXCLUSIVE MODE")
         stale = conn.execute(
             "UPDATE memories SET embedding_next = NULL, embedding_next_model = NULL "
@@ -128,6 +136,8 @@ def switch(dsn: str, manifest: ModelManifest) -> int:
         conn.execute("ALTER TABLE memories RENAME COLUMN embedding_next TO embedding")
         conn.execute("ALTER TABLE memories RENAME COLUMN embedding_next_model TO embedding_model")
         conn.execute(f"ALTER INDEX {NEXT_INDEX} RENAME TO {INDEX_NAME}")
+        conn.execute("UPDATE embedding_space SET model_id = %s, dimension = %s, "
+                     "updated_at = now()", (manifest.model_id, manifest.dimension))
         conn.execute("DELETE FROM reembed_runs WHERE model_id = %s", (manifest.model_id,))
         conn.execute("SELECT pg_notify('recallmesh_embedding_jobs', '')")
     return len(stale)

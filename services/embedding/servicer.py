@@ -52,13 +52,16 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         if request.kind not in KINDS:
             raise InvalidArgument(f"unknown kind {request.kind}")
         texts = [t[:MAX_TEXT_CHARS] for t in request.texts]
-        cut = sum(1 for t in request.texts if len(t) > MAX_TEXT_CHARS)
         result = await self.batcher.embed(texts, KINDS[request.kind])
+        cut = [
+            len(original) > MAX_TEXT_CHARS or by_tokens
+            for original, by_tokens in zip(request.texts, result.truncated, strict=True)
+        ]
         manifest = self.embedder.manifest
         response = embedder_pb2.EmbedResponse(
             model_id=manifest.model_id,
             dimension=manifest.dimension,
-            truncated=max(cut, sum(result.truncated)),
+            truncated=sum(cut),
         )
         for vector in result.vectors:
             response.embeddings.add().values.extend(vector.tolist())

@@ -13,15 +13,17 @@ Every write of a non-sensitive memory enqueues a job in the same transaction
      those rows. A memory edited meanwhile keeps its (re-versioned) job and
      is embedded again with its new content; one deleted or made sensitive
      meanwhile gets nothing;
-  4. on failure (embedding service down, slow, wrong dimension) records the
-     error and backs the jobs off exponentially, capped at max_backoff_s.
-Sensitive memories never get a job; if one is found anyway, it is dropped
-without its text ever leaving the database.
+  4. on failure (embedding service down, slow, serving another model than
+     the one recorded in `embedding_space`) records the error and backs the
+     jobs off exponentially, capped at max_backoff_s.
+Sensitive memories never get a job; if one is found anyway, its job is
+dropped and its text is never sent to the embedding service.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -36,6 +38,7 @@ from shared.vector_schema import vector_literal
 log = logging.getLogger(__name__)
 
 NOTIFY_CHANNEL = "recallmesh_embedding_jobs"
+PENDING_REFRESH_S = 1.0  # how often the pending-jobs gauge is recounted
 
 JOBS = Counter(
     "recallmesh_indexer_jobs_total",
@@ -98,6 +101,10 @@ WHERE j.memory_id = c.id AND j.version = c.version
 """
 
 
+class ModelMismatch(RuntimeError):
+    pass
+
+
 @dataclass(frozen=True)
 class BatchResult:
     claimed: int
@@ -151,6 +158,15 @@ class Indexer:
         try:
             embeddings = await self.embed_documents([w[2] for w in work])
             async with self.pool.connection() as conn, conn.transaction():
+                # Vectors of another model than the live one must never be stored
+                # (e.g. an embedding service not yet restarted after a model switch).
+                cur = await conn.execute("SELECT model_id FROM embedding_space FOR SHARE")
+                live = await cur.fetchone()
+                if live is None or live[0] != embeddings.model_id:
+                    raise ModelMismatch(
+                        f"embedding service serves {embeddings.model_id!r}, the database "
+                        f"holds vectors of {live[0] if live else None!r}"
+                    )
                 await conn.execute(_LOCK_MEMORIES, {"ids": ids})
                 cur = await conn.execute(
                     _COMPLETE,
@@ -211,7 +227,12 @@ async def run_forever(
 ) -> None:
     """Drain due jobs; then sleep until notified or poll_s passes. Back off on failures."""
     failures = 0
+    last_count = 0.0
     while not stop.is_set():
+        if time.monotonic() - last_count >= PENDING_REFRESH_S:  # also during outages/backlogs
+            last_count = time.monotonic()
+            with contextlib.suppress(Exception):
+                await indexer.pending()
         try:
             result = await indexer.run_once()
         except Exception:  # database unavailable: keep the process, retry later
@@ -225,10 +246,6 @@ async def run_forever(
         failures = 0
         if result.claimed >= indexer.batch_size:
             continue  # more is probably due right now
-        try:
-            await indexer.pending()
-        except Exception:
-            pass
         if stop.is_set():
             break
         await wait_for_work(poll_s)

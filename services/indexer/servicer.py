@@ -43,8 +43,22 @@ class IndexerApp:
         self.client = EmbedderClient(settings.embedding_target)
         client = self.client
 
+        max_texts: list[int] = []  # learnt from ModelInfo on first use
+
         async def embed_documents(texts: list[str]) -> Embeddings:
-            return await client.embed(texts, "document", settings.embed_timeout_s)
+            """Embed a claimed batch in calls the embedding service accepts."""
+            if not max_texts:
+                info = await client.model_info(settings.embed_timeout_s)
+                max_texts.append(max(1, info.max_texts_per_call))
+            step = max_texts[0]
+            parts = [
+                await client.embed(texts[i : i + step], "document", settings.embed_timeout_s)
+                for i in range(0, len(texts), step)
+            ]
+            if len({(p.model_id, p.dimension) for p in parts}) != 1:
+                raise RuntimeError("the embedding model changed within one batch")
+            vectors = [v for p in parts for v in p.vectors]
+            return Embeddings(parts[0].model_id, parts[0].dimension, vectors)
 
         indexer = Indexer(
             self.pool,
