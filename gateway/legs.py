@@ -14,6 +14,14 @@ from shared.server import grpc_options
 from shared.validation import SORT_BY_VALUES
 
 
+def leg_failure(exc: grpc.aio.AioRpcError, source: str = "") -> LegTimeout | LegError:
+    """What a failed call to a leg (or to the embedding service) means for the recall."""
+    if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return LegTimeout()
+    prefix = f"{source}: " if source else ""
+    return LegError(f"{prefix}{exc.code().name}: {exc.details()}")
+
+
 def _is_uuid(value: str) -> bool:
     try:
         uuid.UUID(value)
@@ -45,9 +53,7 @@ class GrpcLeg:
         try:
             response = await self.stub.Search(request, timeout=timeout_s)
         except grpc.aio.AioRpcError as exc:
-            if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise LegTimeout() from None
-            raise LegError(f"{exc.code().name}: {exc.details()}") from None
+            raise leg_failure(exc) from None
         # A leg is a separate process: never let a malformed id reach the hydration query.
         return [(c.memory_id, c.score) for c in response.candidates if _is_uuid(c.memory_id)]
 

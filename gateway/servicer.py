@@ -7,8 +7,8 @@ from typing import Any
 
 import grpc
 
-from gateway.legs import GrpcLeg
-from gateway.recall import LegError, LegTimeout, Recaller, RecallOutcome
+from gateway.legs import GrpcLeg, leg_failure
+from gateway.recall import Recaller, RecallOutcome
 from gateway.store import MemoryStore, StoredMemory
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from shared import validation
@@ -75,13 +75,14 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
 
     async def _indexed(
         self,
-        request: Any,
+        wait_ms: int | None,
         context: grpc.aio.ServicerContext,
         ids: list[str],
         needs_index: bool,
     ) -> bool:
-        """After a committed write: wait for indexing if asked; report whether it is done."""
-        wait_ms = validation.index_wait(request.index_wait, request.HasField("index_wait"))
+        """After a committed write: wait for indexing if asked; report whether it is done.
+
+        wait_ms is the request's validated IndexWait (validated before writing)."""
         if not needs_index:
             return True
         if wait_ms is None:
@@ -97,28 +98,28 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         if not request.HasField("memory"):
             raise InvalidArgument("memory is required")
         memory = validation.new_memory(request.memory, ns)
-        validation.index_wait(request.index_wait, request.HasField("index_wait"))
+        wait_ms = validation.index_wait(request.index_wait, request.HasField("index_wait"))
         stored = await self.store.store(ns, memory)
-        indexed = await self._indexed(request, context, [stored.id], not stored.sensitive)
+        indexed = await self._indexed(wait_ms, context, [stored.id], not stored.sensitive)
         return memory_pb2.StoreResponse(memory=memory_to_proto(stored), indexed=indexed)
 
     async def StoreBatch(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         ns = validation.namespace(request.namespace)
         memories = validation.new_memories(request.memories, ns)
-        validation.index_wait(request.index_wait, request.HasField("index_wait"))
+        wait_ms = validation.index_wait(request.index_wait, request.HasField("index_wait"))
         ids = await self.store.store_batch(ns, memories)
         needs = [i for i, m in zip(ids, memories, strict=True) if not m.sensitive]
-        indexed = await self._indexed(request, context, needs, bool(needs))
+        indexed = await self._indexed(wait_ms, context, needs, bool(needs))
         return memory_pb2.StoreBatchResponse(ids=ids, indexed=indexed)
 
     async def Update(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         ns = validation.namespace(request.namespace)
         memory_id = validation.memory_id(request.id)
         changes = validation.memory_update(request.memory, request.update_mask.paths, ns)
-        validation.index_wait(request.index_wait, request.HasField("index_wait"))
+        wait_ms = validation.index_wait(request.index_wait, request.HasField("index_wait"))
         stored = await self.store.update(ns, memory_id, changes)
         pending = not stored.sensitive and await self.store.pending_index([memory_id]) > 0
-        indexed = await self._indexed(request, context, [memory_id], pending)
+        indexed = await self._indexed(wait_ms, context, [memory_id], pending)
         return memory_pb2.UpdateResponse(memory=memory_to_proto(stored), indexed=indexed)
 
     async def Get(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
@@ -145,9 +146,7 @@ def _query_embedder(client: EmbedderClient):
         try:
             return await client.embed([text], "query", timeout_s)
         except grpc.aio.AioRpcError as exc:
-            if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise LegTimeout() from None
-            raise LegError(f"embedding service: {exc.code().name}: {exc.details()}") from None
+            raise leg_failure(exc, "embedding service") from None
 
     return embed_query
 

@@ -34,6 +34,22 @@ CREATE TABLE embedding_jobs (
 
 CREATE INDEX embedding_jobs_due_idx ON embedding_jobs (next_attempt_at);
 
+-- (Re-)enqueue memories for embedding: a new job, or a pending one made
+-- current again (new version, due now, attempts reset). The one definition of
+-- "enqueue", used by the trigger below and by a model switch.
+CREATE FUNCTION recallmesh_enqueue_embedding_jobs(ids uuid[]) RETURNS void
+    LANGUAGE sql AS $$
+    INSERT INTO embedding_jobs (memory_id) SELECT DISTINCT unnest(ids)
+    ON CONFLICT (memory_id) DO UPDATE
+        SET version = nextval('embedding_job_version_seq'),
+            enqueued_at = clock_timestamp(),
+            next_attempt_at = clock_timestamp(),
+            attempts = 0,
+            last_error = NULL;
+    -- Delivered at commit; identical notifications in one transaction fold into one.
+    SELECT pg_notify('recallmesh_embedding_jobs', '');
+$$;
+
 -- Never a vector for a sensitive or deleted memory, and never a stale one:
 -- a content change clears the vector until the indexer writes the new one.
 -- The same holds for the side column a model switch fills (embedding_next,
@@ -64,15 +80,7 @@ BEGIN
     ELSIF TG_OP = 'INSERT'
           OR NEW.content IS DISTINCT FROM OLD.content
           OR OLD.is_sensitive OR OLD.deleted_at IS NOT NULL THEN
-        INSERT INTO embedding_jobs (memory_id) VALUES (NEW.id)
-        ON CONFLICT (memory_id) DO UPDATE
-            SET version = nextval('embedding_job_version_seq'),
-                enqueued_at = clock_timestamp(),
-                next_attempt_at = clock_timestamp(),
-                attempts = 0,
-                last_error = NULL;
-        -- Delivered at commit; identical notifications in one transaction fold into one.
-        PERFORM pg_notify('recallmesh_embedding_jobs', '');
+        PERFORM recallmesh_enqueue_embedding_jobs(ARRAY[NEW.id]);
     END IF;
     RETURN NULL;
 END
@@ -81,3 +89,7 @@ $$;
 CREATE TRIGGER memories_enqueue_embedding
     AFTER INSERT OR UPDATE OF content, is_sensitive, deleted_at ON memories
     FOR EACH ROW EXECUTE FUNCTION recallmesh_enqueue_embedding();
+
+-- Memories stored before this migration get their vectors too.
+SELECT recallmesh_enqueue_embedding_jobs(array_agg(id))
+FROM memories WHERE NOT is_sensitive AND deleted_at IS NULL;

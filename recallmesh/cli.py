@@ -310,6 +310,8 @@ def cmd_fetch_model(args: argparse.Namespace) -> int:
 
 
 def cmd_reembed(args: argparse.Namespace) -> int:
+    import psycopg
+
     from services.embedding.reembed import SwitchError, reembed, switch
     from shared.config import ConfigError
     from shared.model_manifest import ModelManifest
@@ -324,11 +326,11 @@ def cmd_reembed(args: argparse.Namespace) -> int:
         if args.switch:
             try:
                 requeued = switch(dsn, manifest)
-            except SwitchError as exc:
-                raise InputError(str(exc)) from None
+            except (SwitchError, psycopg.Error) as exc:
+                raise InputError(f"switch failed, nothing changed: {exc}") from None
             console.print(f"switched to {manifest.model_id}; {requeued} memories re-enqueued. "
                           "Now restart the embedding service with RECALLMESH_EMBEDDING_MANIFEST="
-                          f"{manifest.path}, then the vector leg and the indexer.")
+                          f"{manifest.path}, then the vector leg.")
             return 0
         columns = (TextColumn("re-embedding"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn())
@@ -338,7 +340,10 @@ def cmd_reembed(args: argparse.Namespace) -> int:
             def report(done: int, total: int) -> None:
                 progress.update(task, completed=done, total=total)
 
-            done = reembed(dsn, manifest, args.batch_size, progress=report)
+            try:
+                done = reembed(dsn, manifest, args.batch_size, progress=report)
+            except (psycopg.Error, ConfigError) as exc:
+                raise InputError(f"re-embed stopped (run it again to resume): {exc}") from None
         console.print(f"{done} memories embedded with {manifest.model_id} into embedding_next; "
                       "run again with --switch to make it live")
         return 0

@@ -68,8 +68,16 @@ def env_float(
         value = float(raw)
     except ValueError as exc:
         raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
-    if not math.isfinite(value) or (minimum is not None and value < minimum):
-        raise ConfigError(f"{name} must be a finite number >= {minimum}, got {raw!r}")
+    if not math.isfinite(value):
+        raise ConfigError(f"{name} must be a finite number, got {raw!r}")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {raw!r}")
+    return value
+
+
+def _at_most(name: str, value: int, maximum: int) -> int:
+    if value > maximum:
+        raise ConfigError(f"{name} must be at most {maximum}, got {value}")
     return value
 
 
@@ -237,7 +245,9 @@ class EmbeddingSettings:
             max_batch=env_int("RECALLMESH_EMBEDDING_MAX_BATCH", 32, minimum=1),
             max_batch_tokens=env_int("RECALLMESH_EMBEDDING_MAX_BATCH_TOKENS", 8192, minimum=1),
             max_wait_ms=wait,
-            max_texts_per_call=env_int("RECALLMESH_EMBEDDING_MAX_TEXTS", 256, minimum=1),
+            max_texts_per_call=_at_most(
+                "RECALLMESH_EMBEDDING_MAX_TEXTS",
+                env_int("RECALLMESH_EMBEDDING_MAX_TEXTS", 256, minimum=1), 10_000),
         )
 
 
@@ -254,7 +264,8 @@ class VectorSettings:
                 "RECALLMESH_VECTOR_ITERATIVE_SCAN must be off, relaxed_order or strict_order"
             )
         return cls(
-            ef_search=env_int("RECALLMESH_VECTOR_EF_SEARCH", 100, minimum=1),
+            ef_search=_at_most("RECALLMESH_VECTOR_EF_SEARCH",  # pgvector allows 1..1000
+                               env_int("RECALLMESH_VECTOR_EF_SEARCH", 100, minimum=1), 1000),
             iterative_scan=scan,
         )
 

@@ -127,8 +127,8 @@ class ModelManifest:
         # pgvector's halfvec holds at most 16,000 dimensions; HNSW indexes 4,000.
         if not 1 <= manifest.dimension <= 4000:
             raise ConfigError(f"{path}: dimension must be within 1..4000")
-        if manifest.max_length < 2:
-            raise ConfigError(f"{path}: max_length must be at least 2")
+        if not 2 <= manifest.max_length <= 1_000_000:
+            raise ConfigError(f"{path}: max_length must be within 2..1000000")
         return manifest
 
     def verify(self) -> None:

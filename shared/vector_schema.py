@@ -44,6 +44,18 @@ def column_dimension(conn: psycopg.Connection, column: str = "embedding") -> int
     return None if row is None else int(row[0])
 
 
+def index_exists(conn: psycopg.Connection, index: str) -> bool:
+    return conn.execute("SELECT to_regclass(%s)", (index,)).fetchone()[0] is not None
+
+
+def index_is_valid(conn: psycopg.Connection, index: str) -> bool:
+    """False when missing, or left invalid by an interrupted CREATE INDEX CONCURRENTLY."""
+    row = conn.execute(
+        "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (index,)
+    ).fetchone()
+    return bool(row and row[0])
+
+
 def create_hnsw_index(
     conn: psycopg.Connection, column: str, index: str, hnsw: HnswSettings,
     concurrently: bool = False,
@@ -92,6 +104,8 @@ def ensure_embedding_column(
                     "model the vectors came from, or switch models with `recallmesh reembed`"
                 )
             else:
+                if index_exists(conn, INDEX_NAME) and not index_is_valid(conn, INDEX_NAME):
+                    conn.execute(f"DROP INDEX {INDEX_NAME}")  # unusable: searches would scan
                 create_hnsw_index(conn, "embedding", INDEX_NAME, hnsw)
             conn.execute(
                 "INSERT INTO embedding_space (model_id, dimension) VALUES (%s, %s) "

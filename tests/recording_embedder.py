@@ -16,11 +16,13 @@ import grpc
 import psycopg
 
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
+from shared.server import grpc_options
 
 
 class RecordingEmbedder(embedder_pb2_grpc.EmbedderServiceServicer):
     def __init__(self, upstream: str, dsn: str) -> None:
-        self.channel = grpc.insecure_channel(upstream)
+        # The services' client options: reconnect fast after the model restarts.
+        self.channel = grpc.insecure_channel(upstream, options=grpc_options())
         self.stub = embedder_pb2_grpc.EmbedderServiceStub(self.channel)
         self.dsn = dsn
         self.lock = threading.Lock()

@@ -199,6 +199,19 @@ async def test_a_model_failure_reaches_every_waiting_caller():
         await batcher.close()
 
 
+async def test_close_answers_every_waiting_caller():
+    model = CountingModel(delay_s=0.3)
+    batcher = MicroBatcher(model, max_batch=1, max_wait_s=0.0)
+    batcher.start()
+    calls = [asyncio.ensure_future(batcher.embed([f"t{i}"], "query")) for i in range(3)]
+    await asyncio.sleep(0.05)  # the first is in the model, the others queued
+    await batcher.close()
+    results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 2)
+    assert all(isinstance(r, RuntimeError) for r in results)
+    with pytest.raises(RuntimeError, match="stopping"):
+        await batcher.embed(["late"], "query")
+
+
 # ----------------------------------------------------------------- gRPC service
 
 

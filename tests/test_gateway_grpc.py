@@ -236,7 +236,9 @@ def test_every_service_serves_health_and_reflection(stack, name, service):
 
 
 def test_metrics_expose_rpc_histograms(stack, gateway, ns):
-    store(gateway, ns, "metrics probe memory")
+    gateway.Store(memory_pb2.StoreRequest(  # waits: the indexer has indexed at least this one
+        namespace=ns, memory=memory_pb2.Memory(content="metrics probe memory"),
+        index_wait=memory_pb2.IndexWait(wait=True)), timeout=40)
     recall(gateway, ns, "metrics probe")
     expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Recall,
                   memory_pb2.RecallRequest(namespace=ns, query=""))

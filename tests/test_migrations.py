@@ -8,6 +8,7 @@ import psycopg
 import pytest
 
 from shared.migrations import (
+    MIGRATIONS_DIR,
     MigrationError,
     apply_migrations,
     current_version,
@@ -97,3 +98,17 @@ def test_vector_column_is_sized_from_the_manifest_and_guarded(scratch_dsn):
     # Same dimension, another model: its vectors would not be comparable.
     with pytest.raises(VectorSchemaError, match="come from model 'all-MiniLM.*'other-model'"):
         ensure_embedding_column(scratch_dsn, 384, "other-model")
+
+
+def test_memories_stored_before_semantic_recall_get_embedding_jobs(scratch_dsn, tmp_path):
+    first = MIGRATIONS_DIR / "0001_memories.sql"
+    (tmp_path / first.name).write_text(first.read_text())
+    apply_migrations(scratch_dsn, tmp_path)  # a v1 database...
+    with psycopg.connect(scratch_dsn, autocommit=True) as conn:
+        conn.execute("INSERT INTO memories (namespace, content) VALUES ('n', 'old fact')")
+        conn.execute("INSERT INTO memories (namespace, content, is_sensitive) "
+                     "VALUES ('n', 'old secret', true)")
+        prepare_database(scratch_dsn)  # ...upgraded
+        jobs = conn.execute("SELECT m.content FROM embedding_jobs j "
+                            "JOIN memories m ON m.id = j.memory_id").fetchall()
+    assert jobs == [("old fact",)]

@@ -55,24 +55,35 @@ class MicroBatcher:
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
         self._worker: asyncio.Task | None = None
+        self._in_flight: list[_Pending] = []  # taken from the queue, not yet answered
+        self._closed = False
 
     def start(self) -> None:
         self._worker = asyncio.get_running_loop().create_task(self._run())
 
     async def close(self) -> None:
+        """Stop the worker; every caller still waiting gets an error, none hangs."""
+        self._closed = True
         if self._worker is not None:
             self._worker.cancel()
             try:
                 await self._worker
             except asyncio.CancelledError:
                 pass
+        stopping = RuntimeError("embedding service is stopping")
+        waiting = list(self._in_flight)
         while not self._queue.empty():
-            item = self._queue.get_nowait()
+            waiting.append(self._queue.get_nowait())
+        for item in waiting:
             if not item.future.done():
-                item.future.set_exception(RuntimeError("embedding service is stopping"))
-        self._executor.shutdown(wait=True)
+                item.future.set_exception(stopping)
+        self._in_flight = []
+        # A model run in progress finishes in its thread; do not block the loop on it.
+        self._executor.shutdown(wait=False)
 
     async def embed(self, texts: list[str], kind: str) -> Embedded:
+        if self._closed:
+            raise RuntimeError("embedding service is stopping")
         future = asyncio.get_running_loop().create_future()
         item = _Pending(list(texts), kind, future)
         self._queue.put_nowait(item)
@@ -82,7 +93,8 @@ class MicroBatcher:
             REQUEST_SECONDS.labels(kind).observe(time.perf_counter() - item.enqueued)
 
     async def _collect(self) -> list[_Pending]:
-        batch = [await self._queue.get()]
+        """Fill self._in_flight with the next batch (kept there so close() can answer it)."""
+        batch = self._in_flight = [await self._queue.get()]
         size = len(batch[0].texts)
         deadline = time.perf_counter() + self.max_wait_s
         while size < self.max_batch:
@@ -91,7 +103,8 @@ class MicroBatcher:
                 if remaining <= 0:
                     break
                 try:
-                    item = await asyncio.wait_for(self._queue.get(), remaining)
+                    async with asyncio.timeout(remaining):
+                        item = await self._queue.get()
                 except TimeoutError:
                     break
             else:
@@ -112,10 +125,12 @@ class MicroBatcher:
                 for p in batch:
                     if not p.future.done():
                         p.future.set_exception(exc)
+                self._in_flight = []
                 continue
             for p, result in zip(batch, results, strict=True):
                 if not p.future.done():
                     p.future.set_result(result)
+            self._in_flight = []
 
     def _embed_batch(self, batch: list[_Pending]) -> list[Embedded]:
         """Runs in the worker thread: one model call per kind, split back per request."""

@@ -36,6 +36,8 @@ from shared.vector_schema import (
     INDEX_NAME,
     column_dimension,
     create_hnsw_index,
+    index_exists,
+    index_is_valid,
     vector_literal,
 )
 
@@ -103,6 +105,8 @@ def reembed(
             last_id = rows[-1][0]
             if progress:
                 progress(done, total)
+        if index_exists(conn, NEXT_INDEX) and not index_is_valid(conn, NEXT_INDEX):
+            conn.execute(f"DROP INDEX CONCURRENTLY {NEXT_INDEX}")  # an interrupted build
         create_hnsw_index(conn, "embedding_next", NEXT_INDEX, HnswSettings.from_env(),
                           concurrently=True)
     return done
@@ -119,17 +123,21 @@ def switch(dsn: str, manifest: ModelManifest) -> int:
         if row is None:
             raise SwitchError(f"no re-embed run of {manifest.model_id} was recorded: run "
                               "reembed without --switch first")
-        conn.execute("LOCK TABLE memories IN SHARE ROW EXCLUSIVE MODE")
+        # The indexer locks embedding_space, then memories rows: take them in the
+        # same order so the two can never deadlock. ACCESS EXCLUSIVE because the
+        # column swap below needs it anyway; holding it from here keeps one order.
+        conn.execute("SELECT model_id FROM embedding_space FOR UPDATE")
+        conn.execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")
+        if not index_is_valid(conn, NEXT_INDEX):
+            raise SwitchError(f"the re-embed index {NEXT_INDEX} is missing or invalid (the "
+                              "re-embed run was interrupted?): run reembed without --switch again")
         stale = conn.execute(
             "UPDATE memories SET embedding_next = NULL, embedding_next_model = NULL "
             "WHERE deleted_at IS NULL AND NOT is_sensitive "
             "AND (embedding_next_model IS DISTINCT FROM %s OR updated_at >= %s) RETURNING id",
             (manifest.model_id, row[0])).fetchall()
-        conn.execute(
-            "INSERT INTO embedding_jobs (memory_id) SELECT unnest(%s::uuid[]) "
-            "ON CONFLICT (memory_id) DO UPDATE SET version = nextval('embedding_job_version_seq'),"
-            " next_attempt_at = clock_timestamp(), attempts = 0, last_error = NULL",
-            ([r[0] for r in stale],))
+        conn.execute("SELECT recallmesh_enqueue_embedding_jobs(%s::uuid[])",
+                     ([r[0] for r in stale],))
         conn.execute(f"DROP INDEX IF EXISTS {INDEX_NAME}")
         conn.execute("ALTER TABLE memories DROP COLUMN embedding")
         conn.execute("ALTER TABLE memories DROP COLUMN embedding_model")
@@ -139,5 +147,4 @@ def switch(dsn: str, manifest: ModelManifest) -> int:
         conn.execute("UPDATE embedding_space SET model_id = %s, dimension = %s, "
                      "updated_at = now()", (manifest.model_id, manifest.dimension))
         conn.execute("DELETE FROM reembed_runs WHERE model_id = %s", (manifest.model_id,))
-        conn.execute("SELECT pg_notify('recallmesh_embedding_jobs', '')")
     return len(stale)

@@ -63,9 +63,18 @@ WITH due AS (
 UPDATE embedding_jobs j
 SET next_attempt_at = clock_timestamp() + make_interval(secs => %(lease_s)s),
     attempts = j.attempts + 1
-FROM due, memories m
-WHERE j.memory_id = due.memory_id AND m.id = j.memory_id
-RETURNING j.memory_id::text, j.version, m.content, (m.is_sensitive OR m.deleted_at IS NOT NULL)
+FROM due
+WHERE j.memory_id = due.memory_id
+RETURNING j.memory_id::text
+"""
+
+# Read after the claim, in a statement of its own: one fresh snapshot, so each
+# job's version and its memory's content belong together. (Read inside the
+# claim, a concurrent edit could pair the new version with the old text.)
+_READ_CLAIMED = """
+SELECT j.memory_id::text, j.version, m.content, (m.is_sensitive OR m.deleted_at IS NOT NULL)
+FROM embedding_jobs j JOIN memories m ON m.id = j.memory_id
+WHERE j.memory_id = ANY(%(ids)s::uuid[])
 """
 
 _LOCK_MEMORIES = "SELECT id FROM memories WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR UPDATE"
@@ -94,11 +103,17 @@ WHERE j.memory_id = c.id AND j.version = c.version
 _FAIL = """
 UPDATE embedding_jobs j
 SET next_attempt_at = clock_timestamp() + make_interval(
-        secs => least(%(max_s)s, %(base_s)s * power(2, greatest(j.attempts - 1, 0)))),
+        secs => least(%(max_s)s, %(base_s)s * power(2, least(greatest(j.attempts - 1, 0), 30)))),
     last_error = %(error)s
 FROM unnest(%(ids)s::uuid[], %(versions)s::bigint[]) AS c(id, version)
 WHERE j.memory_id = c.id AND j.version = c.version
 """
+
+
+def backoff_s(failures: int, base_s: float, max_s: float) -> float:
+    """Exponential backoff after `failures` consecutive failures, capped (the SQL in _FAIL
+    applies the same rule per job, exponent capped at 30 there too)."""
+    return min(max_s, base_s * 2 ** min(max(failures - 1, 0), 30))
 
 
 class ModelMismatch(RuntimeError):
@@ -140,9 +155,13 @@ class Indexer:
         start = time.perf_counter()
         async with self.pool.connection() as conn:
             cur = await conn.execute(_CLAIM, {"n": self.batch_size, "lease_s": self.lease_s})
-            claimed = await cur.fetchall()
+            claimed_ids = [r[0] for r in await cur.fetchall()]
+            if not claimed_ids:
+                return BatchResult(0)
+            cur = await conn.execute(_READ_CLAIMED, {"ids": claimed_ids})
+            claimed = await cur.fetchall()  # jobs deleted meanwhile are simply gone
         if not claimed:
-            return BatchResult(0)
+            return BatchResult(len(claimed_ids))
         skip = [(r[0], r[1]) for r in claimed if r[3]]
         work = [(r[0], r[1], r[2]) for r in claimed if not r[3]]
         if skip:
@@ -240,7 +259,7 @@ async def run_forever(
             result = BatchResult(0, error="crash")
         if result.error:
             failures += 1
-            delay = min(indexer.max_backoff_s, indexer.base_backoff_s * 2 ** (failures - 1))
+            delay = backoff_s(failures, indexer.base_backoff_s, indexer.max_backoff_s)
             await _sleep_or_stop(stop, delay)
             continue
         failures = 0

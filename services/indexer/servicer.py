@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 import grpc
@@ -43,18 +44,31 @@ class IndexerApp:
         self.client = EmbedderClient(settings.embedding_target)
         client = self.client
 
-        max_texts: list[int] = []  # learnt from ModelInfo on first use
+        max_texts: list[int] = []  # learnt from ModelInfo; forgotten after a failed batch
 
         async def embed_documents(texts: list[str]) -> Embeddings:
-            """Embed a claimed batch in calls the embedding service accepts."""
-            if not max_texts:
-                info = await client.model_info(settings.embed_timeout_s)
-                max_texts.append(max(1, info.max_texts_per_call))
-            step = max_texts[0]
-            parts = [
-                await client.embed(texts[i : i + step], "document", settings.embed_timeout_s)
-                for i in range(0, len(texts), step)
-            ]
+            """Embed a claimed batch in calls the embedding service accepts, all within
+            embed_timeout_s (the claim's lease is twice that)."""
+            deadline = time.monotonic() + settings.embed_timeout_s
+
+            def remaining() -> float:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("embedding the batch took longer than the timeout")
+                return left
+
+            try:
+                if not max_texts:
+                    info = await client.model_info(remaining())
+                    max_texts.append(max(1, info.max_texts_per_call))
+                step = max_texts[0]
+                parts = [
+                    await client.embed(texts[i : i + step], "document", remaining())
+                    for i in range(0, len(texts), step)
+                ]
+            except Exception:
+                max_texts.clear()  # the service may have restarted with other limits
+                raise
             if len({(p.model_id, p.dimension) for p in parts}) != 1:
                 raise RuntimeError("the embedding model changed within one batch")
             vectors = [v for p in parts for v in p.vectors]
@@ -109,6 +123,8 @@ class IndexerApp:
                 self.task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self.task
+            except Exception:  # the loop died earlier: still close everything below
+                log.exception("indexer loop had failed")
         if self.listener is not None:
             await self.listener.close()
         if self.client is not None:

@@ -63,13 +63,18 @@ def check_vector(values: Sequence[float], dimension: int) -> np.ndarray:
         raise InvalidArgument(
             f"query_vector has {len(values)} dimensions, the stored embeddings have {dimension}"
         )
-    vector = np.asarray(values, dtype=np.float32)
+    vector = np.asarray(values, dtype=np.float64)
     if not np.all(np.isfinite(vector)):
         raise InvalidArgument("query_vector must hold finite numbers")
     norm = float(np.linalg.norm(vector))
     if norm == 0.0 or not math.isfinite(norm):
         raise InvalidArgument("query_vector must not be the zero vector")
-    return vector
+    # Cosine ignores scale: normalise, so any finite direction fits halfvec's
+    # range (|x| < 65520) and tiny values do not round to a zero vector.
+    unit = (vector / norm).astype(np.float16)
+    if not np.any(unit):
+        raise InvalidArgument("query_vector must not be the zero vector")
+    return unit.astype(np.float32)
 
 
 class VectorRetriever:
