@@ -267,7 +267,11 @@ async def run_forever(
             continue  # more is probably due right now
         if stop.is_set():
             break
-        await wait_for_work(poll_s)
+        try:
+            await wait_for_work(poll_s)
+        except Exception:  # the loop must outlive any one failure
+            log.exception("waiting for work failed")
+            await _sleep_or_stop(stop, poll_s)
 
 
 async def _sleep_or_stop(stop: asyncio.Event, delay: float) -> None:
