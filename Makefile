@@ -9,7 +9,7 @@ PIP     = $(VENV)/bin/pip
 ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
-.PHONY: run test install models protos check-protos lint-protos lint bench-lexical-latency \
+.PHONY: run test install models protos check-protos lint-protos lint bench-recall-latency \
 	bench-embedding bench-vector clean
 
 $(STAMP): pyproject.toml
@@ -47,9 +47,10 @@ test: models
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q
 
-## p50/p95/p99 of ~1,000 sequential lexical recalls on the demo set (starts its own stack).
-bench-lexical-latency: $(STAMP)
-	$(PY) -m benchmarks.lexical_latency
+## p50/p95/p99 of 1,000 sequential recalls on the demo set: lexical-only, then hybrid (own stacks).
+bench-recall-latency: models
+	$(PY) -m benchmarks.recall_latency --legs lexical
+	$(PY) -m benchmarks.recall_latency --legs lexical,vector
 
 ## Embedding throughput at batch 1/8/32/128 and single-query latency through gRPC.
 bench-embedding: models

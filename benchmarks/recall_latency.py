@@ -1,10 +1,14 @@
-"""Recall latency of the lexical path through the real gateway.
+"""Recall latency through the real gateway: the lexical baseline or the hybrid path.
 
-  python -m benchmarks.lexical_latency [--n 1000] [--target host:port]
+  python -m benchmarks.recall_latency [--legs lexical|lexical,vector] [--n 1000]
+                                      [--target host:port]
 
 Without --target it starts its own stack (embedded Postgres in a temporary
-directory, lexical leg, a lexical-only gateway, on free ports), loads the demo memories and
-measures stack start-up time too. It then sends --n sequential Recall RPCs
+directory, on free ports): for `--legs lexical` (default) only the lexical leg
+and a gateway configured with it; with the vector leg, every service (the
+gateway embeds each query once and runs both legs in parallel). It loads the
+demo memories (waiting until they are embedded) and measures stack start-up
+time too. It then sends --n sequential Recall RPCs
 (cycling through a fixed list of demo questions, k=10) from one client and
 prints p50 / p95 / p99 / mean / max of the client-observed latency.
 """
@@ -67,6 +71,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--target", help="measure an already running gateway (demo loaded)")
     parser.add_argument("--namespace", default=DEMO_NAMESPACE)
+    parser.add_argument("--legs", default="lexical",
+                        help="legs of the gateway it starts: lexical (default) or lexical,vector")
     parser.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
     args = parser.parse_args()
 
@@ -76,16 +82,19 @@ def main() -> None:
     try:
         target = args.target
         if target is None:
-            # The lexical baseline alone: its leg and a gateway configured with it only.
-            stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, "RECALLMESH_LEGS": "lexical",
-                               **free_port_env()}, services=("lexical", "gateway"))
+            legs = [leg.strip() for leg in args.legs.split(",") if leg.strip()]
+            # The lexical baseline alone runs only its leg and a gateway configured with it.
+            services = None if "vector" in legs else ("lexical", "gateway")
+            stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, "RECALLMESH_LEGS": ",".join(legs),
+                               **free_port_env()}, services=services)
             started = time.perf_counter()
             stack.start()
             startup_s = time.perf_counter() - started
             target = stack.endpoints["gateway"]
             with grpc.insecure_channel(target) as channel:
                 import_memories(memory_pb2_grpc.MemoryServiceStub(channel), args.namespace,
-                                read_jsonl(DEMO_FILE), 100, show_progress=False)
+                                read_jsonl(DEMO_FILE), 100, show_progress=False,
+                                wait_index=services is None)
         latencies = sorted(measure(target, args.n, args.namespace))
     finally:
         if stack is not None:
@@ -93,6 +102,7 @@ def main() -> None:
         tmp.cleanup()
 
     result = {
+        "legs": args.legs,
         "n": args.n,
         "p50_ms": percentile(latencies, 50),
         "p95_ms": percentile(latencies, 95),
@@ -102,7 +112,8 @@ def main() -> None:
         "stack_startup_s": startup_s,
         "machine": f"{platform.machine()} python {platform.python_version()}",
     }
-    print(f"lexical recall latency through the gateway, {args.n} sequential requests, k=10")
+    print(f"recall latency through the gateway (legs: {args.legs}), {args.n} sequential "
+          "requests, k=10")
     print("| p50 ms | p95 ms | p99 ms | mean ms | max ms | stack start-up s |")
     print("|---:|---:|---:|---:|---:|---:|")
     startup = f"{startup_s:.2f}" if startup_s is not None else "n/a"
