@@ -1,4 +1,10 @@
-"""gRPC clients of the retrieval legs (RetrieverService), one channel per leg."""
+"""gRPC clients of the retrieval legs (RetrieverService) and of the fusion service.
+
+Channels are long-lived (one per target), with keepalive and a retry policy
+for UNAVAILABLE on these idempotent calls (shared.server.client_options);
+a retry never outlives the call's deadline, so recall never retries past its
+budget.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,12 @@ import uuid
 import grpc
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
-from gateway.recall import LegError, LegQuery, LegTimeout
-from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
+from gateway.recall import LegAnswer, LegError, LegQuery, LegTimeout
+from recallmesh.v1 import fusion_pb2, fusion_pb2_grpc, retriever_pb2, retriever_pb2_grpc
+from services.fusion.convert import hits_from_proto, lists_to_proto, settings_to_proto
+from services.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList
 from shared.filters import filters_to_proto
-from shared.server import grpc_options
+from shared.server import client_options
 from shared.validation import SORT_BY_VALUES
 
 
@@ -36,11 +44,12 @@ class GrpcLeg:
         self.target = target
         self.needs_vector = needs_vector
         self.channel = grpc.aio.insecure_channel(
-            target, options=grpc_options(), interceptors=aio_client_interceptors()
+            target, options=client_options("recallmesh.v1.RetrieverService"),
+            interceptors=aio_client_interceptors(),
         )
         self.stub = retriever_pb2_grpc.RetrieverServiceStub(self.channel)
 
-    async def search(self, query: LegQuery, timeout_s: float) -> list[tuple[str, float]]:
+    async def search(self, query: LegQuery, timeout_s: float) -> LegAnswer:
         request = retriever_pb2.SearchRequest(
             namespace=query.namespace,
             query=query.query,
@@ -55,7 +64,41 @@ class GrpcLeg:
         except grpc.aio.AioRpcError as exc:
             raise leg_failure(exc) from None
         # A leg is a separate process: never let a malformed id reach the hydration query.
-        return [(c.memory_id, c.score) for c in response.candidates if _is_uuid(c.memory_id)]
+        candidates = [
+            LegCandidate(c.memory_id, c.score, min(max(c.importance, 0.0), 1.0), c.exact_match)
+            for c in response.candidates
+            if _is_uuid(c.memory_id)
+        ]
+        bounds = None
+        if response.HasField("score_min") and response.HasField("score_max"):
+            bounds = (response.score_min, response.score_max)
+        return LegAnswer(candidates, bounds)
+
+    async def close(self) -> None:
+        await self.channel.close()
+
+
+class FusionClient:
+    """The fusion service (services/fusion); the gateway falls back to in-process fusion."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.channel = grpc.aio.insecure_channel(
+            target, options=client_options("recallmesh.v1.FusionService"),
+            interceptors=aio_client_interceptors(),
+        )
+        self.stub = fusion_pb2_grpc.FusionServiceStub(self.channel)
+
+    async def fuse(
+        self, lists: list[LegList], settings: FusionSettings, timeout_s: float
+    ) -> list[FusedCandidate]:
+        request = fusion_pb2.FuseRequest(settings=settings_to_proto(settings))
+        lists_to_proto(lists, request)
+        try:
+            response = await self.stub.Fuse(request, timeout=timeout_s)
+        except grpc.aio.AioRpcError as exc:
+            raise leg_failure(exc, "fusion service") from None
+        return hits_from_proto(response.hits)
 
     async def close(self) -> None:
         await self.channel.close()

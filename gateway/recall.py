@@ -18,17 +18,17 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from opentelemetry import trace
-from prometheus_client import Histogram
+from prometheus_client import Counter, Histogram
 
-from gateway.ranking import FusedCandidate, rrf_fuse
 from gateway.store import MemoryStore, StoredMemory
+from services.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList, fuse
 from shared.config import GatewaySettings
 from shared.embedder_client import Embeddings
-from shared.errors import Unavailable
+from shared.errors import InvalidArgument, Unavailable
 from shared.filters import Filters
 from shared.telemetry import LEG_LATENCY_SECONDS
 from shared.validation import RecallQuery
@@ -45,8 +45,32 @@ QUERY_EMBED_SECONDS = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
 )
 
+LEG_FAILURES = Counter(
+    "recallmesh_leg_failures_total", "Leg calls that timed out or failed.", ["leg", "state"]
+)
+FALLBACKS = Counter(
+    "recallmesh_recall_fallbacks_total",
+    "Recalls answered by a fallback: lexical_only (every other leg failed), partial (some "
+    "leg failed), local_fusion (the fusion service was down or late).",
+    ["kind"],
+)
+RECALL_SECONDS = Histogram(
+    "recallmesh_recall_seconds",
+    "End-to-end recall time inside the gateway (fan-out, fusion, hydration).",
+    ["degraded"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0),
+)
+
 # Embeds one query text within a timeout; raises LegTimeout / LegError.
 EmbedQuery = Callable[[str, float], Awaitable[Embeddings]]
+
+
+class Fuser(Protocol):
+    """The fusion service's client: fuse remotely or raise (the caller falls back)."""
+
+    async def fuse(
+        self, lists: list[LegList], settings: FusionSettings, timeout_s: float
+    ) -> list[FusedCandidate]: ...
 
 
 @dataclass(frozen=True)
@@ -68,11 +92,17 @@ class LegError(Exception):
     """The leg failed; the message says how (code and detail)."""
 
 
+@dataclass(frozen=True)
+class LegAnswer:
+    candidates: list[LegCandidate]
+    score_range: tuple[float, float] | None = None  # the leg's theoretical score range
+
+
 class Leg(Protocol):
     name: str
     needs_vector: bool  # searched with the embedded query
 
-    async def search(self, query: LegQuery, timeout_s: float) -> list[tuple[str, float]]: ...
+    async def search(self, query: LegQuery, timeout_s: float) -> LegAnswer: ...
 
 
 @dataclass
@@ -80,8 +110,12 @@ class LegOutcome:
     leg: str
     state: str  # OK | TIMEOUT | ERROR | SKIPPED
     latency_ms: float
-    candidates: list[tuple[str, float]] = field(default_factory=list)
+    answer: LegAnswer | None = None
     detail: str = ""
+
+    @property
+    def candidates(self) -> list[LegCandidate]:
+        return self.answer.candidates if self.answer else []
 
 
 @dataclass(frozen=True)
@@ -95,15 +129,17 @@ class RecallHit:
 class RecallOutcome:
     hits: list[RecallHit]
     legs: list[LegOutcome]
+    fusion: str = ""  # method and where it ran, e.g. "rrf (service)"
 
     @property
     def degraded(self) -> bool:
-        return any(leg.state != "OK" for leg in self.legs)
+        """A leg that was asked did not answer (skipping on request is not degradation)."""
+        return any(leg.state in ("TIMEOUT", "ERROR") for leg in self.legs)
 
 
 async def _search(
     leg: Leg, query: LegQuery, timeout_s: float, embedding: asyncio.Future | None
-) -> list[tuple[str, float]]:
+) -> LegAnswer:
     if not getattr(leg, "needs_vector", False):
         return await leg.search(query, timeout_s)
     if embedding is None:
@@ -121,10 +157,8 @@ async def _run_leg(
     start = time.perf_counter()
     with tracer.start_as_current_span(f"leg.{leg.name}") as span:
         try:
-            candidates = await asyncio.wait_for(
-                _search(leg, query, timeout_s, embedding), timeout_s
-            )
-            outcome = LegOutcome(leg.name, "OK", 0.0, candidates)
+            answer = await asyncio.wait_for(_search(leg, query, timeout_s, embedding), timeout_s)
+            outcome = LegOutcome(leg.name, "OK", 0.0, answer)
         except (TimeoutError, LegTimeout):
             outcome = LegOutcome(
                 leg.name, "TIMEOUT", 0.0, detail=f"no answer within {timeout_s * 1000:.0f} ms"
@@ -138,6 +172,8 @@ async def _run_leg(
         span.set_attribute("recallmesh.leg.state", outcome.state)
         span.set_attribute("recallmesh.leg.candidates", len(outcome.candidates))
     LEG_LATENCY_SECONDS.labels(leg.name, outcome.state).observe(outcome.latency_ms / 1000)
+    if outcome.state != "OK":
+        LEG_FAILURES.labels(leg.name, outcome.state).inc()
     return outcome
 
 
@@ -148,11 +184,13 @@ class Recaller:
         legs: Sequence[Leg],
         settings: GatewaySettings,
         embed_query: EmbedQuery | None = None,
+        fuser: Fuser | None = None,
     ) -> None:
         self.store = store
         self.legs = list(legs)
         self.settings = settings
         self.embed_query = embed_query
+        self.fuser = fuser
 
     async def _embed(self, text: str, timeout_s: float) -> Embeddings:
         assert self.embed_query is not None
@@ -176,15 +214,67 @@ class Recaller:
             finally:
                 QUERY_EMBED_SECONDS.labels(state).observe(time.perf_counter() - start)
 
-    def leg_timeout_s(self, budget_ms: int | None, client_remaining_s: float | None) -> float:
+    def budget_s(self, budget_ms: int | None, client_remaining_s: float | None) -> float:
         budget_s = (budget_ms or self.settings.default_budget_ms) / 1000
         if client_remaining_s is not None:
             budget_s = min(budget_s, client_remaining_s)
+        return budget_s
+
+    def leg_timeout_s(self, budget_ms: int | None, client_remaining_s: float | None) -> float:
+        budget_s = self.budget_s(budget_ms, client_remaining_s)
         return max(budget_s - self.settings.reserve_ms / 1000, MIN_LEG_TIMEOUT_S)
+
+    def fusion_settings(self, q: RecallQuery) -> tuple[FusionSettings, dict[str, float]]:
+        """The deployment's fusion settings with the request's overrides; per-leg weights."""
+        defaults, request = self.settings.fusion, q.fusion
+        names = {leg.name for leg in self.legs}
+        unknown = sorted((set(request.weights) | set(request.skip_legs)) - names)
+        if unknown:
+            raise InvalidArgument(
+                f"fusion names unknown legs: {', '.join(unknown)} "
+                f"(legs: {', '.join(sorted(names))})"
+            )
+        if names and set(request.skip_legs) >= names:
+            raise InvalidArgument("fusion.skip_legs must leave at least one leg")
+        settings = FusionSettings(
+            method=request.method or defaults.method,
+            rrf_k=request.rrf_k or defaults.rrf_k,
+            importance_strength=(
+                defaults.importance_strength
+                if request.importance_strength is None
+                else request.importance_strength
+            ),
+            exact_bonus=(
+                defaults.exact_bonus if request.exact_bonus is None else request.exact_bonus
+            ),
+            sort_by="relevance" if q.sort_by == "recency" else q.sort_by,
+        )
+        weights = {name: request.weights.get(name, defaults.weight(name)) for name in names}
+        return settings, weights
 
     async def recall(
         self, q: RecallQuery, client_remaining_s: float | None = None
     ) -> RecallOutcome:
+        started = time.perf_counter()
+        settings, weights = self.fusion_settings(q)
+        with tracer.start_as_current_span("recall") as span:
+            outcome = await self._recall(q, client_remaining_s, settings, weights, started)
+            span.set_attribute("recallmesh.degraded", outcome.degraded)
+            span.set_attribute("recallmesh.fusion", outcome.fusion)
+        RECALL_SECONDS.labels(str(outcome.degraded).lower()).observe(
+            time.perf_counter() - started
+        )
+        return outcome
+
+    async def _recall(
+        self,
+        q: RecallQuery,
+        client_remaining_s: float | None,
+        settings: FusionSettings,
+        weights: dict[str, float],
+        started: float,
+    ) -> RecallOutcome:
+        budget_s = self.budget_s(q.budget_ms, client_remaining_s)
         timeout_s = self.leg_timeout_s(q.budget_ms, client_remaining_s)
         leg_query = LegQuery(
             namespace=q.namespace,
@@ -193,16 +283,15 @@ class Recaller:
             filters=q.filters,
             sort_by=q.sort_by,
         )
+        asked = [leg for leg in self.legs if leg.name not in q.fusion.skip_legs]
         embedding: asyncio.Future | None = None
         if self.embed_query is not None and any(
-            getattr(leg, "needs_vector", False) for leg in self.legs
+            getattr(leg, "needs_vector", False) for leg in asked
         ):
             embedding = asyncio.ensure_future(self._embed(q.query, timeout_s))
         try:
-            outcomes = list(
-                await asyncio.gather(
-                    *(_run_leg(leg, leg_query, timeout_s, embedding) for leg in self.legs)
-                )
+            ran = await asyncio.gather(
+                *(_run_leg(leg, leg_query, timeout_s, embedding) for leg in asked)
             )
         finally:
             if embedding is not None:
@@ -210,27 +299,62 @@ class Recaller:
                     embedding.cancel()
                 elif not embedding.cancelled():
                     embedding.exception()  # retrieved: no "never retrieved" warning
-        answered = {o.leg: o.candidates for o in outcomes if o.state == "OK"}
+        by_name = {o.leg: o for o in ran}
+        outcomes = [
+            by_name.get(leg.name)
+            or LegOutcome(leg.name, "SKIPPED", 0.0, detail="skipped by request")
+            for leg in self.legs
+        ]
+        answered = [o for o in outcomes if o.state == "OK"]
         if not answered:
-            failed = ", ".join(f"{o.leg} ({o.state}: {o.detail})" for o in outcomes)
+            failed = ", ".join(f"{o.leg} ({o.state}: {o.detail})" for o in ran)
             raise Unavailable(f"no retrieval leg answered: {failed}")
+        failed = [o for o in ran if o.state in ("TIMEOUT", "ERROR")]
+        if failed:
+            only_lexical = [o.leg for o in answered] == ["lexical"]
+            FALLBACKS.labels("lexical_only" if only_lexical else "partial").inc()
 
-        fused = rrf_fuse(answered)
-        if q.sort_by in ("recency", "importance"):
-            # Reorder the whole fused pool by a memory attribute: newest first,
-            # or most important first with the fused score (then id) breaking ties.
+        lists = [
+            LegList(o.leg, weights[o.leg], o.answer.candidates, o.answer.score_range)
+            for o in answered
+            if o.answer is not None
+        ]
+        if q.sort_by == "recency":  # bypasses fusion: newest of the pooled candidates
+            fused, how = fuse(lists, settings), "none (recency)"
             memories = await self.store.hydrate(q.namespace, [c.memory_id for c in fused])
             live = [c for c in fused if c.memory_id in memories]
             live.sort(key=lambda c: c.memory_id)  # stable sorts: the id is the last tie-break
-            if q.sort_by == "recency":
-                live.sort(key=lambda c: memories[c.memory_id].created_at, reverse=True)
-            else:
-                live.sort(key=lambda c: (memories[c.memory_id].importance, c.score), reverse=True)
+            live.sort(key=lambda c: memories[c.memory_id].created_at, reverse=True)
             top = live[: q.k]
         else:
+            remaining_s = budget_s - (time.perf_counter() - started)
+            fused, how = await self._fuse(lists, settings, remaining_s)
             top, memories = await self._hydrate_top(q, fused)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
-        return RecallOutcome(hits=hits, legs=outcomes)
+        return RecallOutcome(hits=hits, legs=outcomes, fusion=how)
+
+    async def _fuse(
+        self, lists: list[LegList], settings: FusionSettings, remaining_s: float
+    ) -> tuple[list[FusedCandidate], str]:
+        """The fusion service, or in-process with the same code when it is down or late."""
+        if self.fuser is None:
+            return fuse(lists, settings), f"{settings.method} (local)"
+        timeout_s = max(min(self.settings.fusion_timeout_ms / 1000, remaining_s / 2), 0.002)
+        with tracer.start_as_current_span("fusion"):
+            try:
+                return (
+                    await asyncio.wait_for(self.fuser.fuse(lists, settings, timeout_s), timeout_s),
+                    f"{settings.method} (service)",
+                )
+            except (TimeoutError, LegTimeout):
+                why = f"fusion service: no answer within {timeout_s * 1000:.0f} ms"
+            except LegError as exc:
+                why = str(exc)
+            except Exception as exc:  # a client bug must not fail the recall
+                log.exception("fusion call failed unexpectedly")
+                why = f"fusion service: {type(exc).__name__}"
+        FALLBACKS.labels("local_fusion").inc()
+        return fuse(lists, settings), f"{settings.method} (local: {why})"
 
     async def _hydrate_top(
         self, q: RecallQuery, fused: list[FusedCandidate]

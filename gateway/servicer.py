@@ -7,7 +7,7 @@ from typing import Any
 
 import grpc
 
-from gateway.legs import GrpcLeg, leg_failure
+from gateway.legs import FusionClient, GrpcLeg, leg_failure
 from gateway.recall import Recaller, RecallOutcome
 from gateway.store import MemoryStore, StoredMemory
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
@@ -50,7 +50,7 @@ def memory_to_proto(memory: StoredMemory) -> Any:
 
 
 def recall_to_proto(outcome: RecallOutcome, explain: bool) -> Any:
-    response = memory_pb2.RecallResponse(degraded=outcome.degraded)
+    response = memory_pb2.RecallResponse(degraded=outcome.degraded, fusion=outcome.fusion)
     for hit in outcome.hits:
         msg = response.hits.add(memory=memory_to_proto(hit.memory), score=hit.score)
         if explain:
@@ -162,6 +162,7 @@ class GatewayApp:
         self.pool: Any = None
         self.legs: list[GrpcLeg] = []
         self.embedder: EmbedderClient | None = None
+        self.fusion: FusionClient | None = None
         self.servicer: MemoryServicer | None = None
 
     async def start(self) -> None:
@@ -179,13 +180,16 @@ class GatewayApp:
         if any(leg.needs_vector for leg in settings.legs):
             self.embedder = EmbedderClient(settings.embedding_target)
             embed_query = _query_embedder(self.embedder)
-        recaller = Recaller(store, self.legs, settings, embed_query)
+        if settings.fusion_target:
+            self.fusion = FusionClient(settings.fusion_target)
+        recaller = Recaller(store, self.legs, settings, embed_query, self.fusion)
         self.servicer = MemoryServicer(store, recaller, settings.index_wait_ms)
         log.info(
             "legs configured",
             extra={
                 "legs": {leg.name: leg.target for leg in settings.legs},
                 "embedding": settings.embedding_target if self.embedder else None,
+                "fusion": settings.fusion_target or "in-process",
             },
         )
 
@@ -198,5 +202,7 @@ class GatewayApp:
             await leg.close()
         if self.embedder is not None:
             await self.embedder.close()
+        if self.fusion is not None:
+            await self.fusion.close()
         if self.pool is not None:
             await self.pool.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # Ports of the default local layout. Each service also serves Prometheus
@@ -21,6 +21,7 @@ DEFAULT_PORTS: dict[str, tuple[int, int]] = {
     "vector": (50053, 9453),
     "embedding": (50054, 9454),
     "indexer": (50055, 9455),
+    "fusion": (50056, 9456),
 }
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -145,6 +146,51 @@ class ServerConfig:
         )
 
 
+# Default fusion weight per leg (RECALLMESH_LEG_WEIGHTS overrides); others get 1.0.
+DEFAULT_LEG_WEIGHTS = {"lexical": 1.0, "vector": 1.0, "graph": 0.35}
+FUSION_METHODS = ("rrf", "cc", "cc_bounded")
+
+
+@dataclass(frozen=True)
+class FusionDefaults:
+    """The deployment's fusion settings (a request may override them)."""
+
+    method: str = "rrf"
+    rrf_k: int = 60
+    importance_strength: float = 0.3
+    exact_bonus: float = 0.05
+    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_LEG_WEIGHTS))
+
+    def weight(self, leg: str) -> float:
+        return self.weights.get(leg, 1.0)
+
+    @classmethod
+    def from_env(cls, legs: list[str]) -> FusionDefaults:
+        method = env_str("RECALLMESH_FUSION_METHOD", "rrf").lower()
+        if method not in FUSION_METHODS:
+            raise ConfigError(f"RECALLMESH_FUSION_METHOD must be one of {FUSION_METHODS}")
+        weights = {leg: DEFAULT_LEG_WEIGHTS.get(leg, 1.0) for leg in legs}
+        raw = env_str("RECALLMESH_LEG_WEIGHTS", "")
+        for item in filter(None, (part.strip() for part in raw.split(","))):
+            name, _, value = item.partition("=")
+            name = name.strip()
+            if name not in legs:
+                raise ConfigError(f"RECALLMESH_LEG_WEIGHTS names {name!r}, not a configured leg")
+            try:
+                weight = float(value)
+            except ValueError:
+                raise ConfigError(f"RECALLMESH_LEG_WEIGHTS: bad weight in {item!r}") from None
+            if not (math.isfinite(weight) and weight >= 0):
+                raise ConfigError(f"RECALLMESH_LEG_WEIGHTS: weight of {name} must be >= 0")
+            weights[name] = weight
+        strength = env_float("RECALLMESH_IMPORTANCE_STRENGTH", 0.3, minimum=0.0)
+        bonus = env_float("RECALLMESH_EXACT_BONUS", 0.05, minimum=0.0)
+        if strength > 1 or bonus > 1:
+            raise ConfigError("RECALLMESH_IMPORTANCE_STRENGTH and RECALLMESH_EXACT_BONUS are <= 1")
+        rrf_k = _at_most("RECALLMESH_RRF_K", env_int("RECALLMESH_RRF_K", 60, minimum=1), 1000)
+        return cls(method, rrf_k, strength, bonus, weights)
+
+
 # Legs searched with the embedded query (RECALLMESH_<LEG>_NEEDS_VECTOR overrides).
 LEGS_NEEDING_VECTOR = frozenset({"vector", "graph"})
 
@@ -164,6 +210,9 @@ class GatewaySettings:
     leg_depth: int  # candidates asked of each leg (at least k)
     embedding_target: str = "localhost:50054"  # embeds queries for legs that need a vector
     index_wait_ms: int = 30000  # default upper bound of a write's wait for indexing
+    fusion: FusionDefaults = field(default_factory=lambda: FusionDefaults())
+    fusion_target: str = ""  # host:port of the fusion service; "" fuses in-process only
+    fusion_timeout_ms: int = 25  # a fusion call later than this falls back to in-process
     max_message_bytes: int = 64 * 1024 * 1024
 
     @classmethod
@@ -193,6 +242,12 @@ class GatewaySettings:
             leg_depth=env_int("RECALLMESH_LEG_DEPTH", 50, minimum=1),
             embedding_target=default_target("embedding"),
             index_wait_ms=env_int("RECALLMESH_INDEX_WAIT_MS", 30000, minimum=0),
+            fusion=FusionDefaults.from_env([leg.name for leg in legs]),
+            fusion_target=(
+                "" if env_str("RECALLMESH_FUSION_TARGET", "x").lower() in ("local", "none")
+                else default_target("fusion")
+            ),
+            fusion_timeout_ms=env_int("RECALLMESH_FUSION_TIMEOUT_MS", 25, minimum=1),
         )
 
 

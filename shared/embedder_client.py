@@ -8,7 +8,7 @@ import grpc
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
-from shared.server import grpc_options
+from shared.server import client_options
 
 KINDS = {"query": embedder_pb2.EMBED_KIND_QUERY, "document": embedder_pb2.EMBED_KIND_DOCUMENT}
 
@@ -24,7 +24,8 @@ class EmbedderClient:
     def __init__(self, target: str) -> None:
         self.target = target
         self.channel = grpc.aio.insecure_channel(
-            target, options=grpc_options(), interceptors=aio_client_interceptors()
+            target, options=client_options("recallmesh.v1.EmbedderService"),
+            interceptors=aio_client_interceptors(),
         )
         self.stub = embedder_pb2_grpc.EmbedderServiceStub(self.channel)
 

@@ -10,6 +10,7 @@ checking, server reflection, and a graceful stop on SIGTERM / SIGINT.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import signal
 from collections.abc import Sequence
@@ -52,6 +53,35 @@ def grpc_options(max_message_bytes: int = 64 * 1024 * 1024) -> list[tuple[str, i
     ]
 
 
+# Keepalive pings from long-lived internal channels (every 30 s, even idle).
+KEEPALIVE_TIME_MS = 30_000
+
+
+def client_options(service: str) -> list[tuple[str, object]]:
+    """Options of a long-lived channel to an internal service: fast reconnect, keepalive,
+    and transparent retries of UNAVAILABLE (the calls are idempotent) within the deadline."""
+    retry = {
+        "methodConfig": [{
+            "name": [{"service": service}],
+            "retryPolicy": {
+                "maxAttempts": 3,
+                "initialBackoff": "0.01s",
+                "maxBackoff": "0.1s",
+                "backoffMultiplier": 2,
+                "retryableStatusCodes": ["UNAVAILABLE"],
+            },
+        }]
+    }
+    return [
+        *grpc_options(),
+        ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+        ("grpc.keepalive_timeout_ms", 10_000),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.enable_retries", 1),
+        ("grpc.service_config", json.dumps(retry)),
+    ]
+
+
 async def serve(
     app: ServiceApp, config: ServerConfig, stop_event: asyncio.Event | None = None
 ) -> None:
@@ -73,7 +103,13 @@ async def serve(
         interceptors=[aio_server_interceptor(), ServerInterceptor()],
         # No SO_REUSEPORT: a second copy of a service must fail to bind, not
         # silently share the port with the first.
-        options=[*grpc_options(), ("grpc.so_reuseport", 0)],
+        options=[
+            *grpc_options(),
+            ("grpc.so_reuseport", 0),
+            # Accept the clients' keepalive pings (the default would answer GOAWAY).
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.min_ping_interval_without_data_ms", KEEPALIVE_TIME_MS // 2),
+        ],
     )
     app.register(server)
     health_servicer = health.aio.HealthServicer()

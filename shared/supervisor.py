@@ -36,6 +36,7 @@ SERVICES: tuple[tuple[str, str], ...] = (
     ("lexical", "services.lexical"),
     ("vector", "services.vector"),
     ("indexer", "services.indexer"),
+    ("fusion", "services.fusion"),
     ("gateway", "gateway"),
 )
 MODULES = dict(SERVICES)

@@ -55,6 +55,18 @@ class NewMemory:
 
 
 @dataclass(frozen=True)
+class FusionRequest:
+    """A request's fusion overrides; None keeps the deployment's setting."""
+
+    method: str | None = None
+    rrf_k: int | None = None
+    weights: dict[str, float] = field(default_factory=dict)
+    importance_strength: float | None = None
+    exact_bonus: float | None = None
+    skip_legs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class RecallQuery:
     namespace: str
     query: str
@@ -63,6 +75,7 @@ class RecallQuery:
     filters: Filters = Filters()
     budget_ms: int | None = None
     explain: bool = False
+    fusion: FusionRequest = FusionRequest()
 
 
 def _no_nul(value: str, name: str) -> str:
@@ -193,6 +206,43 @@ def recall_query(msg: Any) -> RecallQuery:
         filters=filters_from_proto(msg.filters if msg.HasField("filters") else None),
         budget_ms=msg.budget_ms or None,
         explain=msg.explain,
+        fusion=fusion_request(msg.fusion) if msg.HasField("fusion") else FusionRequest(),
+    )
+
+
+FUSION_METHOD_NAMES = ("rrf", "cc", "cc_bounded")
+
+
+def fusion_request(msg: Any) -> FusionRequest:
+    """Validate a FusionOverrides message (leg names are checked against the gateway's legs)."""
+    method = msg.method.strip().lower() or None
+    if method is not None and method not in FUSION_METHOD_NAMES:
+        raise InvalidArgument(
+            f"fusion.method must be one of {', '.join(FUSION_METHOD_NAMES)}, got {msg.method!r}"
+        )
+    if not 0 <= msg.rrf_k <= 1000:
+        raise InvalidArgument(f"fusion.rrf_k must be within 1..1000 (0 = default), got {msg.rrf_k}")
+    weights = {}
+    for leg, weight in msg.weights.items():
+        if not (math.isfinite(weight) and weight >= 0):
+            raise InvalidArgument(f"fusion.weights[{leg[:64]!r}] must be >= 0, got {weight}")
+        weights[leg] = float(weight)
+
+    def unit(name: str) -> float | None:
+        if not msg.HasField(name):
+            return None
+        value = getattr(msg, name)
+        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+            raise InvalidArgument(f"fusion.{name} must be within [0, 1], got {value}")
+        return float(value)
+
+    return FusionRequest(
+        method=method,
+        rrf_k=msg.rrf_k or None,
+        weights=weights,
+        importance_strength=unit("importance_strength"),
+        exact_bonus=unit("exact_bonus"),
+        skip_legs=tuple(dict.fromkeys(leg.strip() for leg in msg.skip_legs)),
     )
 
 

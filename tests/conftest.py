@@ -89,6 +89,7 @@ def lexical_gateway(stack: Stack, pg_dir: Path) -> Iterator[memory_pb2_grpc.Memo
     env = stack_env(
         pg_dir / "lexical-gateway", stack.dsn,
         RECALLMESH_LEGS="lexical", RECALLMESH_LEXICAL_TARGET=stack.endpoints["lexical"],
+        RECALLMESH_FUSION_TARGET=stack.endpoints["fusion"],
     )
     s = Stack(env=env, services=("gateway",))
     s.start(timeout_s=60)

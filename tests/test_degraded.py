@@ -82,6 +82,7 @@ def degraded_gateway(dsn, pg_dir: Path, slow_leg, junk_leg):
         RECALLMESH_JUNK_TARGET=junk_leg,
         RECALLMESH_DEAD_TARGET=f"localhost:{free_port()}",
         RECALLMESH_RECALL_BUDGET_MS="300",
+        RECALLMESH_FUSION_TARGET="local",
     )
     stack = Stack(env=env, services=("lexical", "gateway"))
     stack.start(timeout_s=60)
@@ -144,7 +145,8 @@ def test_request_budget_and_client_deadline_shorten_leg_deadlines(degraded_gatew
 
 def test_no_leg_answering_is_unavailable_naming_the_legs(dsn, pg_dir: Path, ns):
     env = stack_env(pg_dir / "unavailable", dsn, RECALLMESH_LEGS="dead",
-                    RECALLMESH_DEAD_TARGET=f"localhost:{free_port()}")
+                    RECALLMESH_DEAD_TARGET=f"localhost:{free_port()}",
+                    RECALLMESH_FUSION_TARGET="local")
     stack = Stack(env=env, services=("gateway",))
     stack.start(timeout_s=60)
     try:

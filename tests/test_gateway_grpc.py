@@ -222,6 +222,7 @@ def test_health_and_reflection(channel):
     ("vector", "recallmesh.v1.RetrieverService"),
     ("embedding", "recallmesh.v1.EmbedderService"),
     ("indexer", ""),
+    ("fusion", "recallmesh.v1.FusionService"),
 ])
 def test_every_service_serves_health_and_reflection(stack, name, service):
     with grpc.insecure_channel(stack.endpoints[name]) as ch:

@@ -179,7 +179,7 @@ class DeleteResponse(_message.Message):
     def __init__(self, id: _Optional[str] = ..., deleted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class RecallRequest(_message.Message):
-    __slots__ = ("namespace", "query", "k", "sort_by", "filters", "budget_ms", "explain")
+    __slots__ = ("namespace", "query", "k", "sort_by", "filters", "budget_ms", "explain", "fusion")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
@@ -187,6 +187,7 @@ class RecallRequest(_message.Message):
     FILTERS_FIELD_NUMBER: _ClassVar[int]
     BUDGET_MS_FIELD_NUMBER: _ClassVar[int]
     EXPLAIN_FIELD_NUMBER: _ClassVar[int]
+    FUSION_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     query: str
     k: int
@@ -194,7 +195,31 @@ class RecallRequest(_message.Message):
     filters: RecallFilters
     budget_ms: int
     explain: bool
-    def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., k: _Optional[int] = ..., sort_by: _Optional[_Union[SortBy, str]] = ..., filters: _Optional[_Union[RecallFilters, _Mapping]] = ..., budget_ms: _Optional[int] = ..., explain: _Optional[bool] = ...) -> None: ...
+    fusion: FusionOverrides
+    def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., k: _Optional[int] = ..., sort_by: _Optional[_Union[SortBy, str]] = ..., filters: _Optional[_Union[RecallFilters, _Mapping]] = ..., budget_ms: _Optional[int] = ..., explain: _Optional[bool] = ..., fusion: _Optional[_Union[FusionOverrides, _Mapping]] = ...) -> None: ...
+
+class FusionOverrides(_message.Message):
+    __slots__ = ("method", "rrf_k", "weights", "importance_strength", "exact_bonus", "skip_legs")
+    class WeightsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    RRF_K_FIELD_NUMBER: _ClassVar[int]
+    WEIGHTS_FIELD_NUMBER: _ClassVar[int]
+    IMPORTANCE_STRENGTH_FIELD_NUMBER: _ClassVar[int]
+    EXACT_BONUS_FIELD_NUMBER: _ClassVar[int]
+    SKIP_LEGS_FIELD_NUMBER: _ClassVar[int]
+    method: str
+    rrf_k: int
+    weights: _containers.ScalarMap[str, float]
+    importance_strength: float
+    exact_bonus: float
+    skip_legs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, method: _Optional[str] = ..., rrf_k: _Optional[int] = ..., weights: _Optional[_Mapping[str, float]] = ..., importance_strength: _Optional[float] = ..., exact_bonus: _Optional[float] = ..., skip_legs: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class LegContribution(_message.Message):
     __slots__ = ("leg", "rank", "score")
@@ -231,11 +256,13 @@ class LegStatus(_message.Message):
     def __init__(self, leg: _Optional[str] = ..., state: _Optional[_Union[LegState, str]] = ..., latency_ms: _Optional[float] = ..., candidates: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class RecallResponse(_message.Message):
-    __slots__ = ("hits", "legs", "degraded")
+    __slots__ = ("hits", "legs", "degraded", "fusion")
     HITS_FIELD_NUMBER: _ClassVar[int]
     LEGS_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_FIELD_NUMBER: _ClassVar[int]
+    FUSION_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[RecallHit]
     legs: _containers.RepeatedCompositeFieldContainer[LegStatus]
     degraded: bool
-    def __init__(self, hits: _Optional[_Iterable[_Union[RecallHit, _Mapping]]] = ..., legs: _Optional[_Iterable[_Union[LegStatus, _Mapping]]] = ..., degraded: _Optional[bool] = ...) -> None: ...
+    fusion: str
+    def __init__(self, hits: _Optional[_Iterable[_Union[RecallHit, _Mapping]]] = ..., legs: _Optional[_Iterable[_Union[LegStatus, _Mapping]]] = ..., degraded: _Optional[bool] = ..., fusion: _Optional[str] = ...) -> None: ...

@@ -26,15 +26,19 @@ class SearchRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., k: _Optional[int] = ..., filters: _Optional[_Union[_memory_pb2.RecallFilters, _Mapping]] = ..., sort_by: _Optional[_Union[_memory_pb2.SortBy, str]] = ..., vector_model: _Optional[str] = ...) -> None: ...
 
 class Candidate(_message.Message):
-    __slots__ = ("memory_id", "score")
+    __slots__ = ("memory_id", "score", "importance", "exact_match")
     MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
+    IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
+    EXACT_MATCH_FIELD_NUMBER: _ClassVar[int]
     memory_id: str
     score: float
-    def __init__(self, memory_id: _Optional[str] = ..., score: _Optional[float] = ...) -> None: ...
+    importance: float
+    exact_match: bool
+    def __init__(self, memory_id: _Optional[str] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., exact_match: _Optional[bool] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
-    __slots__ = ("candidates", "diagnostics")
+    __slots__ = ("candidates", "diagnostics", "score_min", "score_max")
     class DiagnosticsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -44,6 +48,10 @@ class SearchResponse(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     DIAGNOSTICS_FIELD_NUMBER: _ClassVar[int]
+    SCORE_MIN_FIELD_NUMBER: _ClassVar[int]
+    SCORE_MAX_FIELD_NUMBER: _ClassVar[int]
     candidates: _containers.RepeatedCompositeFieldContainer[Candidate]
     diagnostics: _containers.ScalarMap[str, str]
-    def __init__(self, candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., diagnostics: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    score_min: float
+    score_max: float
+    def __init__(self, candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., diagnostics: _Optional[_Mapping[str, str]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ...) -> None: ...

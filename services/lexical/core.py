@@ -32,7 +32,8 @@ class LexicalHit:
     memory_id: str
     score: float  # the blended score of the hit's tier
     ts_rank: float
-    tier: int  # 0 = AND match, 1 = OR-broadened
+    tier: int  # 0 = AND match (every query term), 1 = OR-broadened
+    importance: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ WITH q AS (
     WHERE rank >= %(or_min_rank)s
     ORDER BY {order} LIMIT %(k)s
 )
-SELECT id::text, {score} AS score, rank, tier
+SELECT id::text, {score} AS score, rank, tier, importance
 FROM (SELECT * FROM and_top UNION ALL SELECT * FROM or_top) hits
 ORDER BY tier, {order}
 LIMIT %(k)s
@@ -114,5 +115,8 @@ class LexicalRetriever:
             cur = await conn.execute(sql, params)
             rows = await cur.fetchall()
         return LexicalResult(
-            hits=[LexicalHit(str(r[0]), float(r[1]), float(r[2]), int(r[3])) for r in rows]
+            hits=[
+                LexicalHit(str(r[0]), float(r[1]), float(r[2]), int(r[3]), float(r[4]))
+                for r in rows
+            ]
         )

@@ -22,7 +22,9 @@ class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         result = await self.retriever.search(ns, query, k, filters, sort_by)
         return retriever_pb2.SearchResponse(
             candidates=[
-                retriever_pb2.Candidate(memory_id=h.memory_id, score=h.score) for h in result.hits
+                retriever_pb2.Candidate(memory_id=h.memory_id, score=h.score,
+                                        importance=h.importance, exact_match=h.tier == 0)
+                for h in result.hits
             ],
             diagnostics={"and_hits": str(result.and_hits), "or_hits": str(result.or_hits)},
         )

@@ -35,6 +35,7 @@ from shared.vector_schema import vector_literal
 class VectorHit:
     memory_id: str
     similarity: float  # cosine similarity, 1 - cosine distance
+    importance: float = 0.5
 
 
 def build_search_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
@@ -45,14 +46,14 @@ def build_search_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
     where_filters, params = filter_sql(filters, alias="m")
     sql = f"""
 WITH nearest AS MATERIALIZED (
-    SELECT m.id, m.embedding <=> %(vector)s::halfvec AS distance
+    SELECT m.id, m.importance, m.embedding <=> %(vector)s::halfvec AS distance
     FROM memories m
     WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
       AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s {where_filters}
     ORDER BY m.embedding <=> %(vector)s::halfvec
     LIMIT %(k)s
 )
-SELECT id::text, 1 - distance AS similarity FROM nearest ORDER BY distance, id
+SELECT id::text, 1 - distance AS similarity, importance FROM nearest ORDER BY distance, id
 """
     return sql, params
 
@@ -106,4 +107,4 @@ class VectorRetriever:
             )
             cur = await conn.execute(sql, params)
             rows = await cur.fetchall()
-        return [VectorHit(str(r[0]), float(r[1])) for r in rows]
+        return [VectorHit(str(r[0]), float(r[1]), float(r[2])) for r in rows]

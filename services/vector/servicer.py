@@ -37,8 +37,12 @@ class VectorServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         )
         return retriever_pb2.SearchResponse(
             candidates=[
-                retriever_pb2.Candidate(memory_id=h.memory_id, score=h.similarity) for h in hits
+                retriever_pb2.Candidate(memory_id=h.memory_id, score=h.similarity,
+                                        importance=h.importance)
+                for h in hits
             ],
+            score_min=-1.0,  # cosine similarity
+            score_max=1.0,
         )
 
 

@@ -1,0 +1,157 @@
+"""Fusion: merge ranked leg lists into one order. The one implementation, used by the
+fusion service and, when that service is down or late, in-process by the gateway.
+
+Methods (score of candidate d; ranks 1-based; weights >= 0):
+  rrf         sum over legs of w / (k + rank_leg(d)); a leg without d adds 0.
+  cc          sum over legs of w * norm_leg(score), norm = min-max over the
+              leg's returned list; a leg without d adds w * its minimum (0).
+  cc_bounded  like cc, but a leg with a theoretical range (e.g. cosine
+              -1..1) is normalised by that range; a leg without d adds w *
+              the normalised minimum of what it returned.
+Then, for sort_by=relevance:
+  exact bonus  + exact_bonus * (best possible fused score) for candidates
+               whose text contains every query term (a leg says so);
+  prior        * ((1 - s) + s * importance), s = importance_strength.
+sort_by=importance orders by importance, fused score second.
+Ties break on the best rank any leg gave, then the memory id: deterministic.
+A leg of weight 0 is removed. Nothing else removes a candidate: every leg's
+candidates are in the pool (the seeds' prototype barred some by construction).
+With one contributing leg, its own order is returned unchanged (the lexical
+fallback is exactly the lexical ranking): prior and bonus would only reorder
+what that leg already ranked by its own blend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+RRF_K = 60
+METHODS = ("rrf", "cc", "cc_bounded")
+DEFAULT_IMPORTANCE_STRENGTH = 0.3
+DEFAULT_EXACT_BONUS = 0.05
+
+
+@dataclass(frozen=True)
+class LegCandidate:
+    memory_id: str
+    score: float  # the leg's native score, higher is better
+    importance: float = 0.5
+    exact_match: bool = False
+
+
+@dataclass(frozen=True)
+class LegList:
+    leg: str
+    weight: float
+    candidates: Sequence[LegCandidate]
+    score_range: tuple[float, float] | None = None  # theoretical (min, max), if any
+
+
+@dataclass(frozen=True)
+class FusionSettings:
+    method: str = "rrf"
+    rrf_k: int = RRF_K
+    importance_strength: float = DEFAULT_IMPORTANCE_STRENGTH
+    exact_bonus: float = DEFAULT_EXACT_BONUS
+    sort_by: str = "relevance"
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"fusion method must be one of {METHODS}, got {self.method!r}")
+        if not 1 <= self.rrf_k <= 1000:
+            raise ValueError(f"rrf_k must be within 1..1000, got {self.rrf_k}")
+        for name in ("importance_strength", "exact_bonus"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+                raise ValueError(f"{name} must be within [0, 1], got {value}")
+
+
+@dataclass(frozen=True)
+class Contribution:
+    leg: str
+    rank: int  # 1-based
+    score: float  # the leg's native score
+
+
+@dataclass
+class FusedCandidate:
+    memory_id: str
+    score: float = 0.0
+    importance: float = 0.5
+    exact_match: bool = False
+    contributions: list[Contribution] = field(default_factory=list)
+
+    @property
+    def best_rank(self) -> int:
+        return min(c.rank for c in self.contributions)
+
+
+def _normaliser(scores: list[float], bounds: tuple[float, float] | None):
+    if bounds is not None and bounds[1] > bounds[0]:
+        low, high = bounds
+    else:
+        low, high = min(scores), max(scores)
+    if high <= low:
+        return lambda s: 1.0
+    return lambda s: min(max((s - low) / (high - low), 0.0), 1.0)
+
+
+def _finite(x: float) -> float:
+    return x if math.isfinite(x) else 0.0
+
+
+def fuse(lists: Sequence[LegList], settings: FusionSettings | None = None) -> list[FusedCandidate]:
+    """One ranked list, best first, with each candidate's per-leg contributions."""
+    settings = settings or FusionSettings()
+    for lst in lists:
+        if not (math.isfinite(lst.weight) and lst.weight >= 0):
+            raise ValueError(f"weight of leg {lst.leg!r} must be finite and >= 0")
+    active = sorted(  # leg order must not matter; sorted keeps float sums reproducible
+        (lst for lst in lists if lst.weight > 0 and lst.candidates), key=lambda lst: lst.leg
+    )
+    fused: dict[str, FusedCandidate] = {}
+    per_leg: list[tuple[LegList, dict[str, tuple[int, float]]]] = []
+    for lst in active:
+        ranks: dict[str, tuple[int, float]] = {}
+        for rank, c in enumerate(lst.candidates, start=1):
+            if c.memory_id in ranks:
+                continue  # a leg listing an id twice counts once, at its best rank
+            ranks[c.memory_id] = (rank, _finite(c.score))
+            candidate = fused.setdefault(c.memory_id, FusedCandidate(c.memory_id))
+            candidate.contributions.append(Contribution(lst.leg, rank, c.score))
+            candidate.importance = c.importance
+            candidate.exact_match = candidate.exact_match or c.exact_match
+        per_leg.append((lst, ranks))
+
+    best_possible = 0.0
+    for lst, ranks in per_leg:
+        if settings.method == "rrf":
+            for memory_id, (rank, _) in ranks.items():
+                fused[memory_id].score += lst.weight / (settings.rrf_k + rank)
+            best_possible += lst.weight / (settings.rrf_k + 1)
+            continue
+        scores = [score for _, score in ranks.values()]
+        norm = _normaliser(scores, lst.score_range if settings.method == "cc_bounded" else None)
+        floor = min(norm(x) for x in scores)  # what a candidate this leg missed gets
+        for memory_id, candidate in fused.items():
+            hit = ranks.get(memory_id)
+            candidate.score += lst.weight * (norm(hit[1]) if hit else floor)
+        best_possible += lst.weight
+
+    ranked = list(fused.values())
+    if len(active) == 1:  # exactly the one leg's order
+        ranked.sort(key=lambda c: (c.best_rank, c.memory_id))
+        return ranked
+    if settings.sort_by == "importance":
+        ranked.sort(key=lambda c: (-c.importance, -c.score, c.best_rank, c.memory_id))
+        return ranked
+    for c in ranked:
+        if c.exact_match and settings.exact_bonus > 0:
+            c.score += settings.exact_bonus * best_possible
+        if settings.sort_by == "relevance" and settings.importance_strength > 0:
+            strength = settings.importance_strength
+            c.score *= (1.0 - strength) + strength * c.importance
+    ranked.sort(key=lambda c: (-c.score, c.best_rank, c.memory_id))
+    return ranked

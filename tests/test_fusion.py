@@ -1,0 +1,144 @@
+"""The fusion core (services/fusion/core.py): formulas and properties (hypothesis)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from services.fusion.core import RRF_K, FusionSettings, LegCandidate, LegList, fuse
+
+IDS = [f"m{i:02d}" for i in range(30)]
+orders = st.lists(st.sampled_from(IDS), unique=True, max_size=20)
+importances = st.dictionaries(st.sampled_from(IDS), st.floats(0, 1), max_size=30)
+methods = st.sampled_from(["rrf", "cc", "cc_bounded"])
+settings_st = st.builds(
+    FusionSettings,
+    method=methods,
+    rrf_k=st.integers(1, 1000),
+    importance_strength=st.floats(0, 1),
+    exact_bonus=st.floats(0, 1),
+    sort_by=st.sampled_from(["relevance", "importance"]),
+)
+leg_lists = st.dictionaries(st.sampled_from(["lexical", "vector", "graph"]), orders, min_size=1)
+
+
+def leg(name, order, weight=1.0, importance=None, exact=(), bounds=None):
+    importance = importance or {}
+    return LegList(name, weight, [
+        LegCandidate(m, float(len(order) - i) / max(len(order), 1), importance.get(m, 0.5),
+                     m in exact)
+        for i, m in enumerate(order)
+    ], bounds)
+
+
+def ids(fused):
+    return [c.memory_id for c in fused]
+
+
+@given(orders, settings_st, importances)
+def test_lexical_alone_is_exactly_the_lexical_order(order, settings, importance):
+    # Whatever the method, prior or bonus: the fallback is the lexical ranking.
+    assert ids(fuse([leg("lexical", order, importance=importance, exact=order[-1:])],
+                    settings)) == order
+
+
+@given(leg_lists, settings_st, importances)
+def test_leg_order_does_not_matter(lists, settings, importance):
+    built = [leg(name, order, importance=importance) for name, order in lists.items()]
+    forward = [(c.memory_id, c.score) for c in fuse(built, settings)]
+    backward = [(c.memory_id, c.score) for c in fuse(list(reversed(built)), settings)]
+    assert forward == backward
+
+
+@given(leg_lists, settings_st)
+def test_a_zero_weight_removes_a_leg(lists, settings):
+    built = [leg(name, order) for name, order in lists.items()]
+    silenced = [*built, leg("ghost", IDS[::-1], weight=0.0)]
+    assert [(c.memory_id, c.score) for c in fuse(silenced, settings)] == [
+        (c.memory_id, c.score) for c in fuse(built, settings)]
+
+
+@given(leg_lists, settings_st, importances)
+def test_scores_finite_and_pool_complete(lists, settings, importance):
+    built = [leg(name, order, importance=importance) for name, order in lists.items()]
+    fused = fuse(built, settings)
+    # No candidate of any leg is barred from the pool by construction.
+    assert set(ids(fused)) == {m for order in lists.values() for m in order}
+    assert all(math.isfinite(c.score) for c in fused)
+    assert fuse(built, settings) == fused  # deterministic
+
+
+def test_rrf_formula_and_contributions():
+    lexical = LegList("lexical", 1.0, [LegCandidate("a", 3.0), LegCandidate("b", 2.0)])
+    vector = LegList("vector", 0.5, [LegCandidate("b", 0.9)])
+    by_id = {c.memory_id: c for c in fuse([lexical, vector],
+                                          FusionSettings(importance_strength=0, exact_bonus=0))}
+    assert by_id["a"].score == 1 / (RRF_K + 1)
+    assert by_id["b"].score == 1 / (RRF_K + 2) + 0.5 / (RRF_K + 1)
+    assert [(c.leg, c.rank, c.score) for c in by_id["b"].contributions] == [
+        ("lexical", 2, 2.0), ("vector", 1, 0.9)]
+
+
+def test_ties_break_on_best_rank_then_id():
+    lists = [LegList("lexical", 1.0, [LegCandidate("x", 1.0)]),
+             LegList("vector", 1.0, [LegCandidate("a", 1.0)])]
+    assert ids(fuse(lists, FusionSettings(importance_strength=0, exact_bonus=0))) == ["a", "x"]
+
+
+def test_importance_prior_after_fusion():
+    lists = [leg("lexical", ["low", "high"], importance={"low": 0.0, "high": 1.0}),
+             leg("vector", ["high", "low"], importance={"low": 0.0, "high": 1.0})]
+    off = fuse(lists, FusionSettings(importance_strength=0, exact_bonus=0))
+    assert off[0].score == off[1].score  # a tie without the prior...
+    on = fuse(lists, FusionSettings(importance_strength=0.3, exact_bonus=0))
+    assert ids(on) == ["high", "low"]  # ...broken by importance
+    assert on[0].score == pytest.approx(off[0].score * 1.0)
+    assert on[1].score == pytest.approx(off[1].score * 0.7)
+
+
+def test_exact_bonus_keeps_a_perfect_lexical_hit_first():
+    # The known RRF weakness: one exact lexical hit vs a dense near-tie.
+    lexical = leg("lexical", ["exact", "dense"], exact={"exact"})
+    vector = leg("vector", ["dense", "other", "exact"])
+    plain = fuse([lexical, vector], FusionSettings(exact_bonus=0, importance_strength=0))
+    assert ids(plain)[0] == "dense"
+    bonus = fuse([lexical, vector], FusionSettings(exact_bonus=0.05, importance_strength=0))
+    assert ids(bonus)[0] == "exact"
+
+
+def test_sort_by_importance_orders_the_pool_by_importance():
+    imp = {"a": 0.2, "b": 0.9, "c": 0.9}
+    lists = [leg("lexical", ["a", "b", "c"], importance=imp), leg("vector", ["c"], importance=imp)]
+    assert ids(fuse(lists, FusionSettings(sort_by="importance"))) == ["c", "b", "a"]
+
+
+def test_convex_combination_minmax_and_bounded():
+    lexical = LegList("lexical", 1.0, [LegCandidate("a", 10.0), LegCandidate("b", 5.0),
+                                       LegCandidate("c", 0.0)])
+    vector = LegList("vector", 1.0, [LegCandidate("c", 0.9), LegCandidate("d", 0.5)], (-1.0, 1.0))
+    cc = {c.memory_id: c.score for c in fuse(
+        [lexical, vector], FusionSettings(method="cc", importance_strength=0, exact_bonus=0))}
+    # min-max: lexical a=1, b=.5, c=0; vector c=1, d=0; a missing candidate gets the minimum.
+    assert cc == pytest.approx({"a": 1.0, "b": 0.5, "c": 1.0, "d": 0.0})
+    bounded = {c.memory_id: c.score for c in fuse(
+        [lexical, vector],
+        FusionSettings(method="cc_bounded", importance_strength=0, exact_bonus=0))}
+    # cosine normalised by its range: c=(0.9+1)/2=.95, d=.75; a, b get vector's minimum .75.
+    assert bounded == pytest.approx({"a": 1.75, "b": 1.25, "c": 0.95, "d": 0.75})
+
+
+@pytest.mark.parametrize("bad", [
+    {"method": "borda"}, {"rrf_k": 0}, {"importance_strength": 1.5}, {"exact_bonus": -0.1},
+])
+def test_bad_settings_are_rejected(bad):
+    with pytest.raises(ValueError):
+        FusionSettings(**bad)
+
+
+def test_negative_or_infinite_weights_are_rejected():
+    for weight in (-1.0, math.inf, math.nan):
+        with pytest.raises(ValueError):
+            fuse([LegList("lexical", weight, [LegCandidate("a", 1.0)])])
