@@ -1,0 +1,119 @@
+"""Integration: fusion through the real gateway and fusion service, per-request overrides,
+and the fallbacks when the fusion service or the vector leg is down."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from recallmesh.v1 import memory_pb2
+from tests.helpers import expect_status, recall
+from tests.test_degraded import lexical_ranking
+
+pytestmark = pytest.mark.integration
+
+WAIT = memory_pb2.IndexWait(wait=True, timeout_ms=30000)
+
+# One memory holds every query term but is mostly about other things (the dense
+# leg ranks it third); another is semantically close but lacks "hunter2".
+EXACT_CASE = [
+    "Reminder list: buy milk, call the plumber about the leaking kitchen sink, renew the car "
+    "insurance, staging password is hunter2, book the dentist",
+    "Staging environment credentials are documented in the team wiki",
+    "The production password policy requires sixteen characters",
+    "Maya rotates staging secrets every quarter",
+    "The plumber comes on Tuesday",
+]
+EXACT_QUERY = "staging password hunter2"
+
+
+def store_all(gateway, ns, contents):
+    response = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
+        namespace=ns, memories=[memory_pb2.Memory(content=c) for c in contents],
+        index_wait=WAIT), timeout=60)
+    assert response.indexed
+    return list(response.ids)
+
+
+def hit_ids(response):
+    return [h.memory.id for h in response.hits]
+
+
+def test_exact_match_bonus_keeps_the_exact_hit_first(gateway, ns):
+    exact, *_ = store_all(gateway, ns, EXACT_CASE)
+    with_bonus = recall(gateway, ns, EXACT_QUERY, explain=True)
+    assert with_bonus.hits[0].memory.id == exact
+    assert {c.leg: c.rank for c in with_bonus.hits[0].legs}["vector"] > 1  # not the dense top
+    without = recall(gateway, ns, EXACT_QUERY, explain=True,
+                     fusion=memory_pb2.FusionOverrides(exact_bonus=0.0))
+    scores = {h.memory.id: h.score for h in without.hits}
+    # Without the bonus the exact hit is at best level with the dense favourite (plain RRF,
+    # lexical 1 + vector >= 2 vs lexical >= 2 + vector 1); the bonus lifts it clear.
+    assert scores[exact] <= max(scores.values())
+    assert with_bonus.hits[0].score > scores[exact]
+    assert with_bonus.hits[0].score > with_bonus.hits[1].score
+
+
+def test_fusion_service_down_gives_the_same_ranking(stack, gateway, ns):
+    store_all(gateway, ns, EXACT_CASE)
+    up = recall(gateway, ns, EXACT_QUERY, explain=True)
+    assert up.fusion == "rrf (service)"
+    stack.stop_service("fusion")
+    try:
+        down = recall(gateway, ns, EXACT_QUERY, explain=True)
+    finally:
+        stack.start_service("fusion")
+    assert down.fusion.startswith("rrf (local: fusion service")
+    assert [(h.memory.id, h.score) for h in down.hits] == [(h.memory.id, h.score) for h in up.hits]
+    assert not down.degraded  # every leg answered; only the place of fusion changed
+    assert recall(gateway, ns, EXACT_QUERY).fusion == "rrf (service)"
+
+
+def test_dead_vector_leg_falls_back_to_lexical_then_recovers(stack, gateway, ns):
+    store_all(gateway, ns, EXACT_CASE)
+    stack.stop_service("vector")
+    try:
+        response = recall(gateway, ns, EXACT_QUERY)
+        states = {leg.leg: leg.state for leg in response.legs}
+        assert states == {"lexical": memory_pb2.LEG_STATE_OK,
+                          "vector": memory_pb2.LEG_STATE_ERROR}
+        assert response.degraded
+        assert hit_ids(response) == lexical_ranking(stack, ns, EXACT_QUERY, 10)
+    finally:
+        stack.start_service("vector")
+    response = recall(gateway, ns, EXACT_QUERY)
+    assert not response.degraded and len(response.legs) == 2
+
+
+def test_request_overrides_weights_methods_and_skips(stack, gateway, ns):
+    store_all(gateway, ns, EXACT_CASE)
+    lexical_order = lexical_ranking(stack, ns, EXACT_QUERY, 10)
+    skipped = recall(gateway, ns, EXACT_QUERY,
+                     fusion=memory_pb2.FusionOverrides(skip_legs=["vector"]))
+    assert hit_ids(skipped) == lexical_order
+    assert not skipped.degraded
+    assert {leg.leg: leg.state for leg in skipped.legs}["vector"] == memory_pb2.LEG_STATE_SKIPPED
+    zero = recall(gateway, ns, EXACT_QUERY,
+                  fusion=memory_pb2.FusionOverrides(weights={"vector": 0.0}))
+    assert hit_ids(zero) == lexical_order
+    for method in ("cc", "cc_bounded"):
+        response = recall(gateway, ns, EXACT_QUERY,
+                          fusion=memory_pb2.FusionOverrides(method=method))
+        assert response.fusion == f"{method} (service)" and response.hits
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (memory_pb2.FusionOverrides(weights={"graph": 1.0}), "unknown legs: graph"),
+    (memory_pb2.FusionOverrides(skip_legs=["nope"]), "unknown legs: nope"),
+    (memory_pb2.FusionOverrides(weights={"vector": -0.5}), "must be >= 0"),
+    (memory_pb2.FusionOverrides(weights={"vector": float("nan")}), "must be >= 0"),
+    (memory_pb2.FusionOverrides(method="borda"), "fusion.method"),
+    (memory_pb2.FusionOverrides(rrf_k=5000), "rrf_k"),
+    (memory_pb2.FusionOverrides(importance_strength=1.5), "importance_strength"),
+    (memory_pb2.FusionOverrides(exact_bonus=-1), "exact_bonus"),
+    (memory_pb2.FusionOverrides(skip_legs=["lexical", "vector"]), "at least one leg"),
+])
+def test_bad_overrides_are_invalid_argument(gateway, ns, overrides, message):
+    details = expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Recall,
+                            memory_pb2.RecallRequest(namespace=ns, query="q", fusion=overrides))
+    assert message in details
