@@ -130,6 +130,7 @@ class RecallOutcome:
     hits: list[RecallHit]
     legs: list[LegOutcome]
     fusion: str = ""  # method and where it ran, e.g. "rrf (service)"
+    latency_ms: float = 0.0  # inside the gateway, fan-out to hydration
 
     @property
     def degraded(self) -> bool:
@@ -261,10 +262,9 @@ class Recaller:
             outcome = await self._recall(q, client_remaining_s, settings, weights, started)
             span.set_attribute("recallmesh.degraded", outcome.degraded)
             span.set_attribute("recallmesh.fusion", outcome.fusion)
-        RECALL_SECONDS.labels(str(outcome.degraded).lower()).observe(
-            time.perf_counter() - started
-        )
-        return outcome
+        elapsed = time.perf_counter() - started
+        RECALL_SECONDS.labels(str(outcome.degraded).lower()).observe(elapsed)
+        return replace(outcome, latency_ms=elapsed * 1000)
 
     async def _recall(
         self,

@@ -50,7 +50,9 @@ def memory_to_proto(memory: StoredMemory) -> Any:
 
 
 def recall_to_proto(outcome: RecallOutcome, explain: bool) -> Any:
-    response = memory_pb2.RecallResponse(degraded=outcome.degraded, fusion=outcome.fusion)
+    response = memory_pb2.RecallResponse(
+        degraded=outcome.degraded, fusion=outcome.fusion, latency_ms=outcome.latency_ms
+    )
     for hit in outcome.hits:
         msg = response.hits.add(memory=memory_to_proto(hit.memory), score=hit.score)
         if explain:

@@ -3,6 +3,8 @@ and the fallbacks when the fusion service or the vector leg is down."""
 
 from __future__ import annotations
 
+import urllib.request
+
 import grpc
 import pytest
 
@@ -67,6 +69,9 @@ def test_fusion_service_down_gives_the_same_ranking(stack, gateway, ns):
     assert [(h.memory.id, h.score) for h in down.hits] == [(h.memory.id, h.score) for h in up.hits]
     assert not down.degraded  # every leg answered; only the place of fusion changed
     assert recall(gateway, ns, EXACT_QUERY).fusion == "rrf (service)"
+    metrics = urllib.request.urlopen(
+        f"http://localhost:{stack.metrics['gateway']}/metrics", timeout=5).read().decode()
+    assert 'recallmesh_recall_fallbacks_total{kind="local_fusion"}' in metrics
 
 
 def test_dead_vector_leg_falls_back_to_lexical_then_recovers(stack, gateway, ns):
@@ -83,6 +88,11 @@ def test_dead_vector_leg_falls_back_to_lexical_then_recovers(stack, gateway, ns)
         stack.start_service("vector")
     response = recall(gateway, ns, EXACT_QUERY)
     assert not response.degraded and len(response.legs) == 2
+    metrics = urllib.request.urlopen(
+        f"http://localhost:{stack.metrics['gateway']}/metrics", timeout=5).read().decode()
+    assert 'recallmesh_leg_failures_total{leg="vector",state="ERROR"}' in metrics
+    assert 'recallmesh_recall_fallbacks_total{kind="lexical_only"}' in metrics
+    assert 'recallmesh_recall_seconds_count{degraded="true"}' in metrics
 
 
 def test_request_overrides_weights_methods_and_skips(stack, gateway, ns):

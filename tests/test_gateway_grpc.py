@@ -256,6 +256,7 @@ def test_metrics_expose_rpc_histograms(stack, gateway, ns):
         gateway_text)
     assert 'recallmesh_leg_latency_seconds_count{leg="vector",state="OK"}' in gateway_text
     assert 'recallmesh_gateway_query_embedding_seconds_count{state="OK"}' in gateway_text
+    assert 'recallmesh_recall_seconds_count{degraded="false"}' in gateway_text
     embedding_text = urllib.request.urlopen(
         f"http://localhost:{stack.metrics['embedding']}/metrics", timeout=5).read().decode()
     assert "recallmesh_embedding_batch_texts_bucket" in embedding_text

@@ -256,13 +256,15 @@ class LegStatus(_message.Message):
     def __init__(self, leg: _Optional[str] = ..., state: _Optional[_Union[LegState, str]] = ..., latency_ms: _Optional[float] = ..., candidates: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class RecallResponse(_message.Message):
-    __slots__ = ("hits", "legs", "degraded", "fusion")
+    __slots__ = ("hits", "legs", "degraded", "fusion", "latency_ms")
     HITS_FIELD_NUMBER: _ClassVar[int]
     LEGS_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_FIELD_NUMBER: _ClassVar[int]
     FUSION_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[RecallHit]
     legs: _containers.RepeatedCompositeFieldContainer[LegStatus]
     degraded: bool
     fusion: str
-    def __init__(self, hits: _Optional[_Iterable[_Union[RecallHit, _Mapping]]] = ..., legs: _Optional[_Iterable[_Union[LegStatus, _Mapping]]] = ..., degraded: _Optional[bool] = ..., fusion: _Optional[str] = ...) -> None: ...
+    latency_ms: float
+    def __init__(self, hits: _Optional[_Iterable[_Union[RecallHit, _Mapping]]] = ..., legs: _Optional[_Iterable[_Union[LegStatus, _Mapping]]] = ..., degraded: _Optional[bool] = ..., fusion: _Optional[str] = ..., latency_ms: _Optional[float] = ...) -> None: ...
