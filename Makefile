@@ -10,7 +10,7 @@ ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint bench-recall-latency \
-	bench-embedding bench-vector clean
+	bench-embedding bench-vector bench-gateway clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,10 @@ bench-recall-latency: models
 ## Embedding throughput at batch 1/8/32/128 and single-query latency through gRPC.
 bench-embedding: models
 	$(PY) -m benchmarks.embedding_throughput
+
+## Hybrid recall through the gateway on 5,000 memories: concurrency 1/8/32, overhead, a hanging leg.
+bench-gateway: models
+	$(PY) -m benchmarks.gateway_recall --json benchmarks/results/gateway_recall.json
 
 ## Indexer throughput, vector-leg latency at 5k / 100k memories, HNSW recall@10 vs exact.
 bench-vector: models

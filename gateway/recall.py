@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 tracer = trace.get_tracer("recallmesh.gateway")
 
 MIN_LEG_TIMEOUT_S = 0.005
+FUSION_RETRY_AFTER_S = 5.0  # after a failed fusion call, fuse in-process this long
 
 QUERY_EMBED_SECONDS = Histogram(
     "recallmesh_gateway_query_embedding_seconds",
@@ -56,7 +57,8 @@ FALLBACKS = Counter(
 )
 RECALL_SECONDS = Histogram(
     "recallmesh_recall_seconds",
-    "End-to-end recall time inside the gateway (fan-out, fusion, hydration).",
+    "Recall time inside the gateway (fan-out, fusion, hydration); degraded is true, "
+    "false, or failed (no leg answered).",
     ["degraded"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0),
 )
@@ -192,6 +194,8 @@ class Recaller:
         self.settings = settings
         self.embed_query = embed_query
         self.fuser = fuser
+        self._fusion_retry_at = 0.0  # monotonic time before which fusion stays in-process
+        self._fusion_failure = ""
 
     async def _embed(self, text: str, timeout_s: float) -> Embeddings:
         assert self.embed_query is not None
@@ -251,6 +255,10 @@ class Recaller:
             sort_by="relevance" if q.sort_by == "recency" else q.sort_by,
         )
         weights = {name: request.weights.get(name, defaults.weight(name)) for name in names}
+        if names and not any(
+            weights[n] > 0 for n in names if n not in request.skip_legs
+        ):
+            raise InvalidArgument("fusion.weights give every asked leg weight 0")
         return settings, weights
 
     async def recall(
@@ -259,7 +267,11 @@ class Recaller:
         started = time.perf_counter()
         settings, weights = self.fusion_settings(q)
         with tracer.start_as_current_span("recall") as span:
-            outcome = await self._recall(q, client_remaining_s, settings, weights, started)
+            try:
+                outcome = await self._recall(q, client_remaining_s, settings, weights, started)
+            except Unavailable:
+                RECALL_SECONDS.labels("failed").observe(time.perf_counter() - started)
+                raise
             span.set_attribute("recallmesh.degraded", outcome.degraded)
             span.set_attribute("recallmesh.fusion", outcome.fusion)
         elapsed = time.perf_counter() - started
@@ -339,6 +351,9 @@ class Recaller:
         """The fusion service, or in-process with the same code when it is down or late."""
         if self.fuser is None:
             return fuse(lists, settings), f"{settings.method} (local)"
+        if time.monotonic() < self._fusion_retry_at:  # failed recently: do not wait on it again
+            FALLBACKS.labels("local_fusion").inc()
+            return fuse(lists, settings), f"{settings.method} (local: {self._fusion_failure})"
         timeout_s = max(min(self.settings.fusion_timeout_ms / 1000, remaining_s / 2), 0.002)
         with tracer.start_as_current_span("fusion"):
             try:
@@ -354,6 +369,10 @@ class Recaller:
                 log.exception("fusion call failed unexpectedly")
                 why = f"fusion service: {type(exc).__name__}"
         FALLBACKS.labels("local_fusion").inc()
+        # Circuit breaker: fuse in-process for a while instead of paying the timeout
+        # on every recall; then try the service again.
+        self._fusion_retry_at = time.monotonic() + FUSION_RETRY_AFTER_S
+        self._fusion_failure = f"{why}; retrying the service in {FUSION_RETRY_AFTER_S:.0f} s"
         return fuse(lists, settings), f"{settings.method} (local: {why})"
 
     async def _hydrate_top(

@@ -3,6 +3,7 @@ and the fallbacks when the fusion service or the vector leg is down."""
 
 from __future__ import annotations
 
+import time
 import urllib.request
 
 import grpc
@@ -63,12 +64,18 @@ def test_fusion_service_down_gives_the_same_ranking(stack, gateway, ns):
     stack.stop_service("fusion")
     try:
         down = recall(gateway, ns, EXACT_QUERY, explain=True)
+        # The next recalls do not wait on the dead service again (circuit breaker).
+        again = recall(gateway, ns, EXACT_QUERY)
     finally:
         stack.start_service("fusion")
     assert down.fusion.startswith("rrf (local: fusion service")
     assert [(h.memory.id, h.score) for h in down.hits] == [(h.memory.id, h.score) for h in up.hits]
     assert not down.degraded  # every leg answered; only the place of fusion changed
-    assert recall(gateway, ns, EXACT_QUERY).fusion == "rrf (service)"
+    assert "retrying the service in 5 s" in again.fusion
+    deadline = time.monotonic() + 15  # back to the service once the breaker lets it try
+    while recall(gateway, ns, EXACT_QUERY).fusion != "rrf (service)":
+        assert time.monotonic() < deadline, "the gateway never went back to the fusion service"
+        time.sleep(0.5)
     metrics = urllib.request.urlopen(
         f"http://localhost:{stack.metrics['gateway']}/metrics", timeout=5).read().decode()
     assert 'recallmesh_recall_fallbacks_total{kind="local_fusion"}' in metrics
@@ -122,6 +129,7 @@ def test_request_overrides_weights_methods_and_skips(stack, gateway, ns):
     (memory_pb2.FusionOverrides(importance_strength=1.5), "importance_strength"),
     (memory_pb2.FusionOverrides(exact_bonus=-1), "exact_bonus"),
     (memory_pb2.FusionOverrides(skip_legs=["lexical", "vector"]), "at least one leg"),
+    (memory_pb2.FusionOverrides(weights={"lexical": 0, "vector": 0}), "every asked leg weight 0"),
 ])
 def test_bad_overrides_are_invalid_argument(gateway, ns, overrides, message):
     details = expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Recall,

@@ -16,9 +16,9 @@ sort_by=importance orders by importance, fused score second.
 Ties break on the best rank any leg gave, then the memory id: deterministic.
 A leg of weight 0 is removed. Nothing else removes a candidate: every leg's
 candidates are in the pool (the seeds' prototype barred some by construction).
-With one contributing leg, its own order is returned unchanged (the lexical
-fallback is exactly the lexical ranking): prior and bonus would only reorder
-what that leg already ranked by its own blend.
+With one contributing leg and sort_by=relevance, its own order is returned
+unchanged (the lexical fallback is exactly the lexical ranking): prior and
+bonus would only reorder what that leg already ranked by its own blend.
 """
 
 from __future__ import annotations
@@ -141,11 +141,11 @@ def fuse(lists: Sequence[LegList], settings: FusionSettings | None = None) -> li
         best_possible += lst.weight
 
     ranked = list(fused.values())
-    if len(active) == 1:  # exactly the one leg's order
-        ranked.sort(key=lambda c: (c.best_rank, c.memory_id))
-        return ranked
     if settings.sort_by == "importance":
         ranked.sort(key=lambda c: (-c.importance, -c.score, c.best_rank, c.memory_id))
+        return ranked
+    if len(active) == 1:  # exactly the one leg's order
+        ranked.sort(key=lambda c: (c.best_rank, c.memory_id))
         return ranked
     for c in ranked:
         if c.exact_match and settings.exact_bonus > 0:

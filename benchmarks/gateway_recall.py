@@ -1,0 +1,250 @@
+"""Hybrid recall through the real gateway: latency under concurrency, the gateway's own
+overhead, and the latency of a recall while one leg hangs.
+
+  python -m benchmarks.gateway_recall [--memories 5000] [--requests 600]
+                                      [--concurrency 1,8,32] [--json PATH]
+
+It starts its own stack (embedded Postgres in a temporary directory, every
+service on free ports, plus a "hang" retriever leg served by this process
+that never answers in time), loads --memories real texts (LoCoMo turns, then
+LongMemEval turns) through StoreBatch with an index wait, and sends real
+benchmark questions as Recall requests (k=10, default budget) from N client
+threads. For each request it records the client-observed latency, the
+gateway's own time (RecallResponse.latency_ms) and each leg's latency, so the
+gateway overhead over its slowest leg (fan-out + fusion + hydration) can be
+shown per request. The hang phase sends the same questions to a second
+gateway whose legs include the hanging one: its latency must sit at the
+budget, not beyond.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import tempfile
+import threading
+import time
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2, retriever_pb2_grpc
+from shared.supervisor import Stack, free_port_env
+
+DATASETS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
+NAMESPACE = "bench"
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))
+    return ordered[index]
+
+
+def read_texts(root: Path, limit: int, max_chars: int = 2000) -> list[str]:
+    texts: list[str] = []
+    for name in ("locomo", "longmemeval", "scifact"):
+        path = root / name / "corpus.jsonl"
+        if not path.is_file():
+            continue
+        with open(path) as f:
+            for line in f:
+                record = json.loads(line)
+                text = (record.get("title", "") + " " + record.get("text", "")).strip()
+                if text:
+                    texts.append(text[:max_chars])
+                if len(texts) >= limit:
+                    return texts
+    if len(texts) < limit:
+        raise SystemExit(f"only {len(texts)} texts under {root}; lower --memories")
+    return texts
+
+
+def read_queries(root: Path, limit: int) -> list[str]:
+    queries: list[str] = []
+    for name in ("locomo", "longmemeval", "scifact"):
+        path = root / name / "queries.jsonl"
+        if path.is_file():
+            with open(path) as f:
+                queries.extend(json.loads(line)["text"] for line in f)
+    if not queries:
+        raise SystemExit(f"no queries.jsonl under {root}")
+    return queries[:limit]
+
+
+class HangingLeg(retriever_pb2_grpc.RetrieverServiceServicer):
+    """A leg that never answers within any budget (until its caller gives up)."""
+
+    def Search(self, request, context):
+        while context.is_active():
+            time.sleep(0.005)
+        return retriever_pb2.SearchResponse()
+
+
+def load(stub, texts: list[str], batch: int = 500) -> float:
+    started = time.perf_counter()
+    for i in range(0, len(texts), batch):
+        response = stub.StoreBatch(memory_pb2.StoreBatchRequest(
+            namespace=NAMESPACE,
+            memories=[memory_pb2.Memory(content=t) for t in texts[i : i + batch]],
+            index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=600_000)), timeout=700)
+        if not response.indexed:
+            raise SystemExit("memories were stored but not indexed in time")
+    return time.perf_counter() - started
+
+
+def run_load(target: str, queries: list[str], requests: int, concurrency: int) -> dict:
+    """Send `requests` recalls from `concurrency` threads; per-request measurements."""
+    results: list[dict] = []
+    lock = threading.Lock()
+    counter = iter(range(requests))
+
+    def worker() -> None:
+        with grpc.insecure_channel(target) as channel:
+            stub = memory_pb2_grpc.MemoryServiceStub(channel)
+            while True:
+                with lock:
+                    i = next(counter, None)
+                if i is None:
+                    return
+                request = memory_pb2.RecallRequest(namespace=NAMESPACE, query=queries[i % len(
+                    queries)], k=10)
+                start = time.perf_counter()
+                response = stub.Recall(request, timeout=30)
+                client_ms = (time.perf_counter() - start) * 1000
+                legs = {leg.leg: leg for leg in response.legs}
+                slowest = max(leg.latency_ms for leg in response.legs)
+                with lock:
+                    results.append({
+                        "client_ms": client_ms,
+                        "gateway_ms": response.latency_ms,
+                        "slowest_leg_ms": slowest,
+                        "overhead_ms": response.latency_ms - slowest,
+                        "degraded": response.degraded,
+                        "fusion": response.fusion,
+                        "legs": {n: (memory_pb2.LegState.Name(leg.state), leg.latency_ms)
+                                 for n, leg in legs.items()},
+                    })
+
+    started = time.perf_counter()
+    with futures.ThreadPoolExecutor(concurrency) as pool:
+        for f in [pool.submit(worker) for _ in range(concurrency)]:
+            f.result()
+    wall = time.perf_counter() - started
+    client = [r["client_ms"] for r in results]
+    overhead = [r["overhead_ms"] for r in results]
+    return {
+        "concurrency": concurrency,
+        "requests": len(results),
+        "recalls_per_s": len(results) / wall,
+        "client_p50_ms": percentile(client, 50),
+        "client_p95_ms": percentile(client, 95),
+        "client_p99_ms": percentile(client, 99),
+        "gateway_p50_ms": percentile([r["gateway_ms"] for r in results], 50),
+        "slowest_leg_p50_ms": percentile([r["slowest_leg_ms"] for r in results], 50),
+        "overhead_p50_ms": percentile(overhead, 50),
+        "overhead_p95_ms": percentile(overhead, 95),
+        "overhead_mean_ms": statistics.fmean(overhead),
+        "degraded": sum(r["degraded"] for r in results),
+        "local_fusion": sum("local" in r["fusion"] for r in results),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=5000)
+    parser.add_argument("--requests", type=int, default=600, help="recalls per concurrency level")
+    parser.add_argument("--concurrency", default="1,8,32")
+    parser.add_argument("--hang-requests", type=int, default=50)
+    parser.add_argument("--datasets", type=Path, default=DATASETS)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    levels = [int(c) for c in args.concurrency.split(",")]
+
+    texts = read_texts(args.datasets, args.memories)
+    queries = read_queries(args.datasets, 2000)
+    hang_server = grpc.server(futures.ThreadPoolExecutor(max_workers=64))
+    retriever_pb2_grpc.add_RetrieverServiceServicer_to_server(HangingLeg(), hang_server)
+    hang_port = hang_server.add_insecure_port("localhost:0")
+    hang_server.start()
+    tmp = tempfile.TemporaryDirectory(prefix="recallmesh-bench-")
+    stack = hang_stack = None
+    try:
+        env = {"RECALLMESH_DATA_DIR": tmp.name, **free_port_env()}
+        stack = Stack(env=env)
+        t0 = time.perf_counter()
+        stack.start()
+        startup_s = time.perf_counter() - t0
+        budget_ms = int(os.environ.get("RECALLMESH_RECALL_BUDGET_MS", "800"))
+        with grpc.insecure_channel(stack.endpoints["gateway"]) as channel:
+            stub = memory_pb2_grpc.MemoryServiceStub(channel)
+            print(f"loading {len(texts)} memories ...", flush=True)
+            load_s = load(stub, texts)
+            for q in queries[:30]:  # warm-up
+                stub.Recall(memory_pb2.RecallRequest(namespace=NAMESPACE, query=q), timeout=30)
+        runs = []
+        for level in levels:
+            print(f"concurrency {level} ...", flush=True)
+            runs.append(run_load(stack.endpoints["gateway"], queries, args.requests, level))
+
+        # A second gateway on the same legs plus one that hangs.
+        gateway_ports = {
+            k: v for k, v in free_port_env().items() if k.startswith("RECALLMESH_GATEWAY")
+        }
+        hang_env = {
+            **env, **gateway_ports,
+            "RECALLMESH_LEGS": "lexical,vector,hang",
+            "RECALLMESH_HANG_TARGET": f"localhost:{hang_port}",
+            "RECALLMESH_LEXICAL_TARGET": stack.endpoints["lexical"],
+            "RECALLMESH_VECTOR_TARGET": stack.endpoints["vector"],
+            "RECALLMESH_EMBEDDING_TARGET": stack.endpoints["embedding"],
+            "RECALLMESH_FUSION_TARGET": stack.endpoints["fusion"],
+        }
+        hang_stack = Stack(env=hang_env, services=("gateway",))
+        hang_stack.start()
+        print("one leg hanging ...", flush=True)
+        hang = run_load(hang_stack.endpoints["gateway"], queries, args.hang_requests, 1)
+    finally:
+        for s in (hang_stack, stack):
+            if s is not None:
+                s.stop()
+        hang_server.stop(0)
+        tmp.cleanup()
+
+    result = {
+        "benchmark": "gateway_recall",
+        "memories": len(texts),
+        "budget_ms": budget_ms,
+        "load_s": load_s,
+        "stack_startup_s": startup_s,
+        "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, python "
+                   f"{platform.python_version()}",
+        "settings": {k: v for k, v in os.environ.items() if k.startswith("RECALLMESH_")},
+        "runs": runs,
+        "one_leg_hanging": hang,
+    }
+    print(f"\nhybrid recall (lexical + vector, RRF via the fusion service), {len(texts)} memories, "
+          f"k=10, budget {budget_ms} ms; {result['machine']}")
+    print("| concurrency | recalls/s | p50 ms | p95 ms | p99 ms | gateway p50 ms "
+          "| slowest leg p50 ms | overhead p50 / p95 ms | degraded |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in runs:
+        print(f"| {r['concurrency']} | {r['recalls_per_s']:.1f} | {r['client_p50_ms']:.2f} "
+              f"| {r['client_p95_ms']:.2f} | {r['client_p99_ms']:.2f} | {r['gateway_p50_ms']:.2f} "
+              f"| {r['slowest_leg_p50_ms']:.2f} | {r['overhead_p50_ms']:.2f} / "
+              f"{r['overhead_p95_ms']:.2f} | {r['degraded']} |")
+    h = hang
+    print(f"\none leg hanging (budget {budget_ms} ms, {h['requests']} sequential recalls): "
+          f"p50 {h['client_p50_ms']:.1f} ms, p95 {h['client_p95_ms']:.1f} ms, "
+          f"p99 {h['client_p99_ms']:.1f} ms; degraded {h['degraded']}/{h['requests']}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
