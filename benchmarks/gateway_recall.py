@@ -149,6 +149,10 @@ def run_load(target: str, queries: list[str], requests: int, concurrency: int) -
         "overhead_p50_ms": percentile(overhead, 50),
         "overhead_p95_ms": percentile(overhead, 95),
         "overhead_mean_ms": statistics.fmean(overhead),
+        "leg_p50_ms": {
+            name: percentile([r["legs"][name][1] for r in results if name in r["legs"]], 50)
+            for name in sorted({n for r in results for n in r["legs"]})
+        },
         "degraded": sum(r["degraded"] for r in results),
         "local_fusion": sum("local" in r["fusion"] for r in results),
     }
@@ -237,6 +241,9 @@ def main() -> None:
               f"| {r['client_p95_ms']:.2f} | {r['client_p99_ms']:.2f} | {r['gateway_p50_ms']:.2f} "
               f"| {r['slowest_leg_p50_ms']:.2f} | {r['overhead_p50_ms']:.2f} / "
               f"{r['overhead_p95_ms']:.2f} | {r['degraded']} |")
+    print("\nper-leg latency p50 ms (gateway-measured, embedding included in vector): " + "; ".join(
+        f"c={r['concurrency']}: " + ", ".join(f"{n} {v:.1f}" for n, v in r["leg_p50_ms"].items())
+        for r in runs))
     h = hang
     print(f"\none leg hanging (budget {budget_ms} ms, {h['requests']} sequential recalls): "
           f"p50 {h['client_p50_ms']:.1f} ms, p95 {h['client_p95_ms']:.1f} ms, "
