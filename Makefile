@@ -10,7 +10,7 @@ ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint bench-recall-latency \
-	bench-embedding bench-vector bench-gateway clean
+	bench-embedding bench-vector bench-gateway bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,12 @@ bench-recall-latency: models
 ## Embedding throughput at batch 1/8/32/128 and single-query latency through gRPC.
 bench-embedding: models
 	$(PY) -m benchmarks.embedding_throughput
+
+## The retrieval benchmark on dev LoCoMo: every configuration, report in benchmarks/results/locomo.
+BENCH_DATASETS ?= ../shared/datasets
+bench: models
+	$(PY) -m benchmarks run --dataset $(BENCH_DATASETS)/locomo --out benchmarks/results/locomo
+	$(PY) -m benchmarks compare benchmarks/results/locomo --baseline lexical
 
 ## Hybrid recall through the gateway on 5,000 memories: concurrency 1/8/32, overhead, a hanging leg.
 bench-gateway: models

@@ -1,0 +1,54 @@
+"""The retrieval benchmark harness.
+
+  python -m benchmarks run --dataset DIR --configs NAME[,NAME...] --out OUTDIR [--limit N]
+                           [--target host:port] [--skip-ingest]
+  python -m benchmarks compare OUTDIR [--baseline lexical] [--metric recall@10]
+  python -m benchmarks configs
+
+`run` starts its own stack (or uses --target), ingests DIR through StoreBatch
+(waiting for indexing), runs every query of every configuration through Recall
+and writes OUTDIR/<config>.json. `compare` prints and writes OUTDIR/report.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from benchmarks.harness.configs import CONFIGS, DEFAULT_CONFIGS
+from benchmarks.harness.report import compare
+from benchmarks.harness.runner import run
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run configurations over a benchmark folder")
+    r.add_argument("--dataset", type=Path, required=True)
+    r.add_argument("--configs", default=",".join(DEFAULT_CONFIGS))
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--limit", type=int, default=None, help="first N scored queries only")
+    r.add_argument("--target", default=None, help="a running gateway instead of an own stack")
+    r.add_argument("--skip-ingest", action="store_true",
+                   help="with --target: the dataset's namespaces are already loaded")
+    c = sub.add_parser("compare", help="report OUTDIR's configurations against a baseline")
+    c.add_argument("out", type=Path)
+    c.add_argument("--baseline", default="lexical")
+    c.add_argument("--metric", default="recall@10")
+    sub.add_parser("configs", help="list the known configurations")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        names = [n.strip() for n in args.configs.split(",") if n.strip()]
+        run(args.dataset, names, args.out, args.limit, args.target, args.skip_ingest)
+    elif args.command == "compare":
+        text = compare(args.out, args.baseline, args.metric)
+        (args.out / "report.md").write_text(text)
+        print(text)
+    else:
+        for config in CONFIGS.values():
+            print(f"{config.name:20} {config.description}")
+
+
+if __name__ == "__main__":
+    main()

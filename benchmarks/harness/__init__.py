@@ -1,0 +1,1 @@
+"""The retrieval benchmark harness: `python -m benchmarks run|compare`."""

@@ -1,0 +1,160 @@
+"""Benchmark folders of the common shape, and how their memories are stored.
+
+A folder holds corpus.jsonl (id, text, ...), queries.jsonl (query_id, text,
+category, category_name, ...), qrels.jsonl (query_id, relevant_ids), and
+optionally haystacks.jsonl (query_id, session_ids, timestamps). Scope rule:
+  * queries with `conversation_id`: each conversation is its own namespace;
+  * a folder with haystacks.jsonl: each haystack is its own namespace holding
+    exactly its sessions' memories (a memory in several haystacks is stored
+    once per haystack, identically);
+  * otherwise: one namespace for the whole corpus.
+What is stored, identically for every configuration (see docs/benchmarks.md):
+  * content: "<speaker>: <text>" when the record has a speaker, plus
+    " [shared image: <caption>]" when it has an image caption; "<title>\\n<text>"
+    when it has a title; else the text. Cut to the API's 32 KiB limit.
+  * created_at: the record's `timestamp`, else its haystack session timestamp.
+  * metadata: {"corpus_id": id} (and "session_id" when present), which maps
+    recalled memories back to corpus ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+MAX_CONTENT_BYTES = 32 * 1024
+
+
+@dataclass(frozen=True)
+class Query:
+    query_id: str
+    text: str
+    category: str
+    scope: str  # namespace suffix the query is ranked in
+    relevant: frozenset[str]
+    relevant_sessions: frozenset[str] = frozenset()
+    cluster: str = ""  # for the cluster bootstrap (LoCoMo: the conversation)
+
+
+@dataclass(frozen=True)
+class Memory:
+    corpus_id: str
+    content: str
+    created_at: datetime | None
+    session_id: str = ""
+
+
+@dataclass
+class Dataset:
+    path: Path
+    name: str
+    files_sha256: str
+    queries: list[Query]
+    scopes: dict[str, list[Memory]] = field(default_factory=dict)  # scope -> memories
+
+    @property
+    def memories_stored(self) -> int:
+        return sum(len(m) for m in self.scopes.values())
+
+
+def _read(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _timestamp(raw: object) -> datetime | None:
+    if not raw or not isinstance(raw, str):
+        return None
+    try:
+        value = datetime.fromisoformat(raw)
+    except ValueError:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def content_of(record: dict) -> str:
+    text = str(record.get("text") or "").strip()
+    if record.get("speaker"):
+        text = f"{record['speaker']}: {text}"
+    if record.get("image_caption"):
+        text = f"{text} [shared image: {record['image_caption']}]"
+    if record.get("title"):
+        text = f"{str(record['title']).strip()}\n{text}"
+    data = text.encode("utf-8")
+    if len(data) > MAX_CONTENT_BYTES:
+        text = data[:MAX_CONTENT_BYTES].decode("utf-8", errors="ignore")
+    return text or "(empty)"
+
+
+def files_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(p.name for p in path.iterdir() if p.suffix in (".jsonl", ".json")):
+        digest.update(name.encode())
+        digest.update((path / name).read_bytes())
+    return digest.hexdigest()
+
+
+def load(path: Path, limit: int | None = None) -> Dataset:
+    """Read a benchmark folder; `limit` keeps the first N scored queries (quick mode)."""
+    path = path.resolve()
+    for required in ("corpus.jsonl", "queries.jsonl", "qrels.jsonl"):
+        if not (path / required).is_file():
+            raise SystemExit(f"{path} has no {required}: not a benchmark folder")
+    corpus = {str(r["id"]): r for r in _read(path / "corpus.jsonl")}
+    qrels = {str(r["query_id"]): r for r in _read(path / "qrels.jsonl")}
+    raw_queries = [q for q in _read(path / "queries.jsonl") if qrels.get(str(q["query_id"]))]
+    # Never rank a query without relevant ids (the excluded files hold those).
+    raw_queries = [q for q in raw_queries if qrels[str(q["query_id"])].get("relevant_ids")]
+    if limit:
+        raw_queries = raw_queries[:limit]
+    haystacks = {}
+    if (path / "haystacks.jsonl").is_file():
+        haystacks = {str(h["query_id"]): h for h in _read(path / "haystacks.jsonl")}
+
+    scopes: dict[str, list[Memory]] = {}
+    queries: list[Query] = []
+    by_session: dict[str, list[dict]] = defaultdict(list)
+    if haystacks:
+        for record in corpus.values():
+            by_session[str(record.get("session_id", ""))].append(record)
+    for q in raw_queries:
+        qid = str(q["query_id"])
+        rel = qrels[qid]
+        if "conversation_id" in q:
+            scope, cluster = str(q["conversation_id"]), str(q["conversation_id"])
+            if scope not in scopes:
+                scopes[scope] = [
+                    _memory(r) for r in corpus.values()
+                    if str(r.get("conversation_id")) == scope
+                ]
+        elif haystacks:
+            scope, cluster = f"haystack-{qid}", qid
+            hay = haystacks[qid]
+            times = dict(zip(hay["session_ids"], hay.get("timestamps", []), strict=False))
+            scopes[scope] = [
+                _memory(r, times.get(sid)) for sid in hay["session_ids"]
+                for r in by_session.get(sid, [])
+            ]
+        else:
+            scope, cluster = "all", qid
+            if scope not in scopes:
+                scopes[scope] = [_memory(r) for r in corpus.values()]
+        category = str(q.get("category_name") or q.get("category") or "all")
+        queries.append(Query(
+            qid, str(q["text"]), category, scope, frozenset(map(str, rel["relevant_ids"])),
+            frozenset(map(str, rel.get("relevant_sessions", []))), cluster,
+        ))
+    return Dataset(path, path.name, files_hash(path), queries, scopes)
+
+
+def _memory(record: dict, session_time: str | None = None) -> Memory:
+    return Memory(
+        corpus_id=str(record["id"]),
+        content=content_of(record),
+        created_at=_timestamp(record.get("timestamp")) or _timestamp(session_time),
+        session_id=str(record.get("session_id") or ""),
+    )

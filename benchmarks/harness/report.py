@@ -1,0 +1,94 @@
+"""`python -m benchmarks compare OUTDIR --baseline lexical`: a markdown report of every
+configuration in OUTDIR against the baseline, overall and per category, with paired
+bootstrap 95% CIs (and a cluster bootstrap where queries come in groups)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.harness.stats import B, cluster_bootstrap, paired_bootstrap
+
+HEADLINE = "recall@10"
+
+
+def _load(out: Path) -> dict[str, dict]:
+    results = {}
+    for path in sorted(out.glob("*.json")):
+        data = json.loads(path.read_text())
+        if "config" in data and "queries" in data:
+            results[data["config"]] = data
+    return results
+
+
+def _fmt(interval) -> str:
+    mark = "" if interval.clear_of_zero else " (n.s.)"
+    return f"{interval.delta:+.3f} [{interval.low:+.3f}, {interval.high:+.3f}]{mark}"
+
+
+def compare(out: Path, baseline: str, metric: str = HEADLINE) -> str:
+    results = _load(out)
+    if baseline not in results:
+        raise SystemExit(f"{out} has no {baseline}.json (configs: {', '.join(results)})")
+    base = results[baseline]
+    base_rows = {r["query_id"]: r for r in base["queries"]}
+    names = [baseline] + sorted(n for n in results if n != baseline)
+    metric_names = list(base["overall"].keys() - {"n"})
+    metric_names.sort(key=lambda m: (m.startswith("session"), m))
+    grouped = len({r["cluster"] for r in base["queries"]}) < len(base["queries"])
+    lines = [
+        f"## {base['dataset']['name']} ({base['overall']['n']} queries, "
+        f"baseline `{baseline}`)",
+        "",
+        f"Dataset `{base['dataset']['path']}` (sha256 {base['dataset']['files_sha256'][:12]}), "
+        f"model {base['model_id']}, commit {base['git_commit'][:10]}, k={base['k']}. "
+        f"Δ = {metric} minus the baseline's, paired bootstrap 95% CI over queries (B={B}); "
+        "(n.s.) marks an interval that includes 0."
+        + (" The cluster CI resamples whole conversations." if grouped else ""),
+        "",
+        "| config | " + " | ".join(metric_names) + f" | Δ {metric} [95% CI] | P(Δ≤0) | "
+        + ("cluster CI | " if grouped else "") + "p50 ms | p95 ms |",
+        "|---|" + "---:|" * (len(metric_names) + 4 + grouped),
+    ]
+    for name in names:
+        data = results[name]
+        rows = [r for r in data["queries"] if r["query_id"] in base_rows]
+        deltas = [r["metrics"][metric] - base_rows[r["query_id"]]["metrics"][metric]
+                  for r in rows]
+        paired = paired_bootstrap(deltas)
+        cells = [f"{data['overall'][m]:.3f}" for m in metric_names]
+        ci = "—" if name == baseline else _fmt(paired)
+        share = "—" if name == baseline else f"{paired.share_not_better:.3f}"
+        cluster = ""
+        if grouped:
+            cluster_ci = cluster_bootstrap(deltas, [r["cluster"] for r in rows])
+            cluster = ("—" if name == baseline else _fmt(cluster_ci)) + " | "
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {ci} | {share} | {cluster}"
+                     f"{data['latency_ms']['p50']:.1f} | {data['latency_ms']['p95']:.1f} |")
+    categories = sorted(base["per_category"])
+    if len(categories) > 1:
+        lines += ["", f"Per category, {metric} (n) and Δ vs `{baseline}` [95% CI]:", "",
+                  "| config | " + " | ".join(f"{c} (n={base['per_category'][c]['n']})"
+                                            for c in categories) + " |",
+                  "|---|" + "---|" * len(categories)]
+        for name in names:
+            data = results[name]
+            cells = []
+            for c in categories:
+                rows = [r for r in data["queries"]
+                        if r["category"] == c and r["query_id"] in base_rows]
+                value = data["per_category"].get(c, {}).get(metric, 0.0)
+                if name == baseline:
+                    cells.append(f"{value:.3f}")
+                    continue
+                interval = paired_bootstrap(
+                    [r["metrics"][metric] - base_rows[r["query_id"]]["metrics"][metric]
+                     for r in rows])
+                cells.append(f"{value:.3f} {_fmt(interval)}")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    ingest = base.get("ingest", {})
+    if "seconds" in ingest:
+        lines += ["", f"Ingest: {ingest['memories']} memories in {ingest['namespaces']} "
+                  f"namespace(s), {ingest['seconds']:.1f} s ({ingest['memories_per_s']:.1f}/s), "
+                  "StoreBatch with index wait."]
+    return "\n".join(lines) + "\n"

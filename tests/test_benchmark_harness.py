@@ -1,0 +1,89 @@
+"""The benchmark harness: metrics and bootstrap by hand, and one end-to-end run of
+`python -m benchmarks run` + `compare` on a tiny fixture against the real stack."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from benchmarks.harness import metrics
+from benchmarks.harness.data import content_of, load
+from benchmarks.harness.report import compare
+from benchmarks.harness.runner import run
+from benchmarks.harness.stats import cluster_bootstrap, paired_bootstrap
+
+FIXTURE = Path(__file__).parent / "fixtures" / "bench_tiny"
+LOG3 = math.log2(3)
+
+
+def test_metrics_by_hand():
+    ranked = ["a", "x", "b", "y", "z", "c"]
+    relevant = {"a", "b", "c"}
+    assert metrics.recall_at(ranked, relevant, 5) == pytest.approx(2 / 3)
+    assert metrics.recall_at(ranked, relevant, 10) == 1.0
+    dcg = 1 + 1 / 2 + 1 / math.log2(7)  # ranks 1, 3, 6
+    ideal = 1 + 1 / LOG3 + 1 / 2
+    assert metrics.ndcg_at(ranked, relevant) == pytest.approx(dcg / ideal)
+    assert metrics.mrr(["x", "y", "b"], relevant) == pytest.approx(1 / 3)
+    assert metrics.mrr(["x"], relevant) == 0.0
+    assert metrics.any_at(["s1", "s2"], {"s2"}, 1) == 0.0
+    assert metrics.any_at(["s1", "s2"], {"s2"}, 2) == 1.0
+
+
+def test_bootstrap_intervals():
+    better = paired_bootstrap([0.5] * 20 + [0.0] * 5)
+    assert better.low > 0 and better.clear_of_zero and better.share_not_better == 0.0
+    same = paired_bootstrap([0.0] * 30)
+    assert not same.clear_of_zero and same.share_not_better == 1.0
+    mixed = paired_bootstrap([1.0, -1.0] * 10)
+    assert mixed.low < 0 < mixed.high
+    assert paired_bootstrap([1.0, -1.0] * 10) == mixed  # fixed seed
+    # Two conversations that disagree: resampling whole conversations widens the interval.
+    deltas = [0.2] * 10 + [-0.1] * 10
+    clusters = ["a"] * 10 + ["b"] * 10
+    per_query, per_cluster = paired_bootstrap(deltas), cluster_bootstrap(deltas, clusters)
+    assert per_cluster.high - per_cluster.low > per_query.high - per_query.low
+
+
+def test_loader_scopes_and_stored_text():
+    ds = load(FIXTURE)
+    assert [q.query_id for q in ds.queries] == ["q1", "q2", "q3", "q4"]  # q5: nothing to find
+    assert {q.scope for q in ds.queries} == {"c1", "c2"}
+    assert len(ds.scopes["c1"]) == 4 and len(ds.scopes["c2"]) == 3
+    caption = next(m for m in ds.scopes["c1"] if m.corpus_id == "c1:3")
+    assert caption.content == (
+        "Alice: Stripes the zebra loves carrots [shared image: a zebra eating]")
+    assert caption.created_at.isoformat() == "2024-01-06T09:00:00+00:00"
+    assert content_of({"title": "T", "text": "body"}) == "T\nbody"
+
+
+@pytest.mark.integration
+def test_run_and_compare_end_to_end(gateway, stack, tmp_path):
+    out = tmp_path / "out"
+    run(FIXTURE, ["lexical", "hybrid_rrf"], out, limit=None, target=stack.endpoints["gateway"])
+    lexical = json.loads((out / "lexical.json").read_text())
+    # By hand: q1, q2, q3 find everything at rank 1 (q2's two relevant turns both match all
+    # terms); q4 finds c2:1 first (AND) and c2:2 (OR), never c2:3 ("Lunch is at noon").
+    q4_ndcg = 1 / (1 + 1 / LOG3)
+    assert lexical["overall"]["n"] == 4
+    assert lexical["overall"]["recall@5"] == pytest.approx((3 + 0.5) / 4)
+    assert lexical["overall"]["ndcg@10"] == pytest.approx((3 + q4_ndcg) / 4)
+    assert lexical["overall"]["mrr"] == pytest.approx(1.0)
+    assert lexical["per_category"]["multi-hop"]["recall@10"] == pytest.approx(0.75)
+    assert lexical["per_category"]["single-hop"] == pytest.approx(
+        {"recall@5": 1.0, "recall@10": 1.0, "ndcg@10": 1.0, "mrr": 1.0, "n": 2})
+    q4 = next(q for q in lexical["queries"] if q["query_id"] == "q4")
+    assert q4["ranked_ids"] == ["c2:1", "c2:2"]
+    for key in ("settings", "dataset", "model_id", "git_commit", "timestamp", "machine",
+                "latency_ms", "ingest"):
+        assert key in lexical
+    assert lexical["settings"]["skip_legs"] == ["vector"]
+    assert lexical["dataset"]["files_sha256"] and lexical["ingest"]["memories"] == 7
+    hybrid = json.loads((out / "hybrid_rrf.json").read_text())
+    assert hybrid["settings"]["method"] == "rrf" and hybrid["degraded_queries"] == 0
+    report = compare(out, "lexical")
+    assert "| lexical |" in report and "| hybrid_rrf |" in report
+    assert "cluster CI" in report and "multi-hop (n=2)" in report
