@@ -3,6 +3,7 @@
   python -m benchmarks run --dataset DIR --configs NAME[,NAME...] --out OUTDIR [--limit N]
                            [--target host:port] [--skip-ingest]
   python -m benchmarks compare OUTDIR [--baseline lexical] [--metric recall@10]
+                               [--append-to docs/benchmarks.md]
   python -m benchmarks configs
 
 `run` starts its own stack (or uses --target), ingests DIR through StoreBatch
@@ -36,6 +37,8 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("out", type=Path)
     c.add_argument("--baseline", default="lexical")
     c.add_argument("--metric", default="recall@10")
+    c.add_argument("--append-to", type=Path, default=None,
+                   help="also append the report to this markdown file (e.g. docs/benchmarks.md)")
     sub.add_parser("configs", help="list the known configurations")
     args = parser.parse_args(argv)
     if args.command == "run":
@@ -44,6 +47,9 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "compare":
         text = compare(args.out, args.baseline, args.metric)
         (args.out / "report.md").write_text(text)
+        if args.append_to is not None:
+            with open(args.append_to, "a", encoding="utf-8") as f:
+                f.write("\n" + text)
         print(text)
     else:
         for config in CONFIGS.values():
