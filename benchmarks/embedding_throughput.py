@@ -34,6 +34,7 @@ from typing import Any
 
 import grpc
 
+from benchmarks.common import percentile
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
 from shared.supervisor import Stack, StackError, free_port_env
 
@@ -70,9 +71,6 @@ SYNTHETIC_QUERIES = [
 ]
 
 
-def percentile(sorted_values: list[float], p: float) -> float:
-    index = min(len(sorted_values) - 1, max(0, round(p / 100 * len(sorted_values) + 0.5) - 1))
-    return sorted_values[index]
 
 
 def read_texts(path: Path, limit: int) -> list[str]:

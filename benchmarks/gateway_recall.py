@@ -32,6 +32,7 @@ from pathlib import Path
 
 import grpc
 
+from benchmarks.common import percentile
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2, retriever_pb2_grpc
 from shared.supervisor import Stack, free_port_env
 
@@ -39,10 +40,6 @@ DATASETS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
 NAMESPACE = "bench"
 
 
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))
-    return ordered[index]
 
 
 def read_texts(root: Path, limit: int, max_chars: int = 2000) -> list[str]:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import grpc
 
+from benchmarks.common import percentile
 from recallmesh.cli import DEMO_FILE, DEMO_NAMESPACE, import_memories, read_jsonl
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from shared.supervisor import Stack, free_port_env
@@ -45,9 +46,6 @@ QUERIES = [
 ]
 
 
-def percentile(sorted_values: list[float], p: float) -> float:
-    index = min(len(sorted_values) - 1, max(0, round(p / 100 * len(sorted_values) + 0.5) - 1))
-    return sorted_values[index]
 
 
 def measure(target: str, n: int, namespace: str) -> list[float]:

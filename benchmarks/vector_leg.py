@@ -50,6 +50,7 @@ from typing import Any
 import grpc
 import psycopg
 
+from benchmarks.common import percentile
 from recallmesh.v1 import (
     embedder_pb2,
     embedder_pb2_grpc,
@@ -71,9 +72,6 @@ TIE_EPSILON = 1e-6
 MAX_QUERY_CHARS = 4000
 
 
-def percentile(sorted_values: list[float], p: float) -> float:
-    index = min(len(sorted_values) - 1, max(0, round(p / 100 * len(sorted_values) + 0.5) - 1))
-    return sorted_values[index]
 
 
 def latency_summary(latencies_ms: list[float]) -> dict[str, float]:

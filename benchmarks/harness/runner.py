@@ -14,6 +14,7 @@ from pathlib import Path
 
 import grpc
 
+from benchmarks.common import percentile
 from benchmarks.harness import metrics
 from benchmarks.harness.configs import CONFIGS, Config
 from benchmarks.harness.data import Dataset, load
@@ -27,12 +28,6 @@ K = 10
 BATCH = 500
 
 
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return 0.0
-    index = min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))
-    return ordered[index]
 
 
 def namespace(ds: Dataset, scope: str) -> str:
