@@ -298,7 +298,7 @@ class EmbeddingSettings:
             provider=provider,
             intra_op_threads=env_int("RECALLMESH_EMBEDDING_THREADS", 0, minimum=0),
             max_batch=env_int("RECALLMESH_EMBEDDING_MAX_BATCH", 32, minimum=1),
-            max_batch_tokens=env_int("RECALLMESH_EMBEDDING_MAX_BATCH_TOKENS", 8192, minimum=1),
+            max_batch_tokens=env_int("RECALLMESH_EMBEDDING_MAX_BATCH_TOKENS", 2048, minimum=1),
             max_wait_ms=wait,
             max_texts_per_call=_at_most(
                 "RECALLMESH_EMBEDDING_MAX_TEXTS",

@@ -64,7 +64,7 @@ class OnnxEmbedder:
         provider: str = "auto",
         intra_op_threads: int = 0,
         max_batch: int = 32,
-        max_batch_tokens: int = 8192,
+        max_batch_tokens: int = 2048,
     ) -> None:
         if provider not in PROVIDER_CHOICES:
             raise ValueError(f"provider must be one of {PROVIDER_CHOICES}, got {provider!r}")
