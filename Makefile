@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q --upgrade pip
 	@# never both onnxruntime wheels in one environment: drop the other build first
 	@$(PIP) uninstall -q -y $(if $(filter gpu,$(ORT)),onnxruntime,onnxruntime-gpu) 2>/dev/null || true
-	$(PIP) install -q -e '.[dev,$(ORT)]'
+	$(PIP) install -q -e '.[dev,bench,$(ORT)]'
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 

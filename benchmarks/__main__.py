@@ -8,7 +8,9 @@
 
 `run` starts its own stack (or uses --target), ingests DIR through StoreBatch
 (waiting for indexing), runs every query of every configuration through Recall
-and writes OUTDIR/<config>.json. `compare` prints and writes OUTDIR/report.md.
+and writes OUTDIR/<config>.json. Names starting with `peer_` are other systems
+(bm25s, LanceDB; the `bench` extra) run side by side over the texts and vectors
+the stack stored. `compare` prints and writes OUTDIR/report.md.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 from pathlib import Path
 
 from benchmarks.harness.configs import CONFIGS, DEFAULT_CONFIGS
+from benchmarks.harness.peers import PEERS
 from benchmarks.harness.report import compare
 from benchmarks.harness.runner import run
 
@@ -33,6 +36,12 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--target", default=None, help="a running gateway instead of an own stack")
     r.add_argument("--skip-ingest", action="store_true",
                    help="with --target: the dataset's namespaces are already loaded")
+    r.add_argument("--namespace-tag", default="", help="store this load apart from earlier "
+                   "loads of the same folder on the same stack")
+    r.add_argument("--dsn", default=None, help="with --target, for peers: the stack's Postgres "
+                   "(default RECALLMESH_DSN or the embedded one)")
+    r.add_argument("--embedder", default=None, help="with --target, for peers: the embedding "
+                   "service (default RECALLMESH_EMBEDDING_TARGET or localhost:50054)")
     c = sub.add_parser("compare", help="report OUTDIR's configurations against a baseline")
     c.add_argument("out", type=Path)
     c.add_argument("--baseline", default="lexical")
@@ -43,7 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command == "run":
         names = [n.strip() for n in args.configs.split(",") if n.strip()]
-        run(args.dataset, names, args.out, args.limit, args.target, args.skip_ingest)
+        run(args.dataset, names, args.out, args.limit, args.target, args.skip_ingest, args.dsn,
+            args.embedder, args.namespace_tag)
     elif args.command == "compare":
         text = compare(args.out, args.baseline, args.metric)
         (args.out / "report.md").write_text(text)
@@ -52,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
                 f.write("\n" + text)
         print(text)
     else:
-        for config in CONFIGS.values():
+        for config in [*CONFIGS.values(), *PEERS.values()]:
             print(f"{config.name:20} {config.description}")
 
 

@@ -15,8 +15,18 @@ per haystack; SciFact "<title>\\n<abstract>", one namespace. Queries without rel
 ranked. Metrics: recall@5/@10 (fraction of relevant ids in the top k), nDCG@10 (binary gains),
 MRR within the top 10, macro-averaged over queries; Recall is asked for k=10.
 
-Peers (bm25s, LanceDB hybrid) are not run yet. Nothing here is tuned on these sets: the weights
-and fusion settings are the defaults described in docs/architecture.md.
+Peers run side by side in the same run, over exactly the texts the stack stored and (where they
+use vectors) the very MiniLM vectors the indexer wrote, read back from Postgres, with query vectors
+from the same embedding service: `peer_bm25` (bm25s, Lucene BM25 k1=1.5 b=0.75, English stopwords,
+Snowball stemmer), `peer_lancedb_fts` (LanceDB's native full-text index), `peer_lancedb_vector`
+(LanceDB exact cosine search) and `peer_lancedb_hybrid` (LanceDB FTS + vector fused by its
+RRFReranker, k=60, 20 per side, top 10 scored). Their latency is measured in-process (query
+embedding through gRPC included where they need a vector); recallmesh's is a full Recall RPC
+through the gateway. Settings of every configuration are in `python -m benchmarks configs`.
+
+Nothing here is tuned on these sets: the weights and fusion settings are the defaults described in
+docs/architecture.md. `hybrid_rrf_prior` equals `hybrid_rrf` on these sets because none of them
+carries an importance per memory (every memory has the default 0.5).
 """
 
 if __name__ == "__main__":

@@ -33,6 +33,35 @@ def test_metrics_by_hand():
     assert metrics.any_at(["s1", "s2"], {"s2"}, 2) == 1.0
 
 
+def test_metrics_agree_with_ir_measures():
+    """Our metrics against a maintained implementation (pytrec_eval via ir-measures) on
+    random rankings: recall@5/@10, nDCG@10 with binary gains, reciprocal rank."""
+    import random
+
+    import ir_measures
+    from ir_measures import RR, R, nDCG
+
+    rng = random.Random(7)
+    qrels, run_, ours = [], [], {}
+    for q in range(200):
+        pool = [f"d{i}" for i in range(30)]
+        relevant = set(rng.sample(pool, rng.randint(1, 6)))
+        ranked = rng.sample(pool, rng.randint(0, 10))
+        qid = f"q{q}"
+        qrels += [ir_measures.Qrel(qid, d, 1) for d in relevant]
+        run_ += [ir_measures.ScoredDoc(qid, d, float(100 - i)) for i, d in enumerate(ranked)]
+        ours[qid] = metrics.per_query(ranked, relevant)
+    measures = {"recall@5": R @ 5, "recall@10": R @ 10, "ndcg@10": nDCG @ 10, "mrr": RR}
+    theirs = {}
+    for m in ir_measures.iter_calc(list(measures.values()), qrels, run_):
+        theirs[(m.query_id, str(m.measure))] = m.value
+    for qid, values in ours.items():
+        for name, measure in measures.items():
+            # pytrec_eval leaves out queries with an empty run; those score 0 here
+            assert values[name] == pytest.approx(theirs.get((qid, str(measure)), 0.0)), (
+                qid, name)
+
+
 def test_bootstrap_intervals():
     better = paired_bootstrap([0.5] * 20 + [0.0] * 5)
     assert better.low > 0 and better.clear_of_zero and better.share_not_better == 0.0
@@ -87,3 +116,36 @@ def test_run_and_compare_end_to_end(gateway, stack, tmp_path):
     report = compare(out, "lexical")
     assert "| lexical |" in report and "| hybrid_rrf |" in report
     assert "cluster CI" in report and "multi-hop (n=2)" in report
+    # A second load of the same folder would store every memory twice: refused.
+    with pytest.raises(SystemExit, match="already holds memories"):
+        run(FIXTURE, ["lexical"], tmp_path / "again", limit=None,
+            target=stack.endpoints["gateway"])
+
+
+@pytest.mark.integration
+def test_peers_side_by_side(gateway, stack, tmp_path):
+    """Peers rank what the stack stored (texts and vectors read back from Postgres)."""
+    out = tmp_path / "out"
+    run(FIXTURE, ["peer_bm25", "peer_lancedb_fts", "peer_lancedb_hybrid"], out, limit=None,
+        target=stack.endpoints["gateway"], dsn=stack.dsn, embedder=stack.endpoints["embedding"],
+        namespace_tag="peers")
+    bm25 = json.loads((out / "peer_bm25.json").read_text())
+    ranked = {q["query_id"]: q["ranked_ids"] for q in bm25["queries"]}
+    # BM25 is OR over stemmed terms: q1 "zebra carrots" ranks the turn with both terms first,
+    # then c1:1 ("zebra"); q3 "Saturn" has one match; q4 never reaches "Lunch is at noon".
+    assert ranked == {"q1": ["c1:3", "c1:1"], "q2": ["c1:1", "c1:3"], "q3": ["c2:2"],
+                      "q4": ["c2:1", "c2:2"]}
+    assert bm25["overall"]["recall@10"] == pytest.approx((3 + 0.5) / 4)
+    assert bm25["settings"]["peer"] and bm25["settings"]["settings_"]["k1"] == 1.5
+    assert bm25["peer"]["namespaces"] == 2 and bm25["latency_ms"]["p50"] > 0
+    fts = json.loads((out / "peer_lancedb_fts.json").read_text())
+    assert {q["query_id"]: q["ranked_ids"][0] for q in fts["queries"]} == {
+        "q1": "c1:3", "q2": "c1:1", "q3": "c2:2", "q4": "c2:1"}
+    hybrid = json.loads((out / "peer_lancedb_hybrid.json").read_text())
+    # The vector side returns every stored turn of the conversation, so nothing is missed;
+    # every ranked id is one of the scope's stored memories.
+    assert hybrid["overall"]["recall@10"] == 1.0
+    scopes = {"q1": "c1", "q2": "c1", "q3": "c2", "q4": "c2"}
+    for q in hybrid["queries"]:
+        assert q["ranked_ids"] and all(i.startswith(scopes[q["query_id"]] + ":")
+                                       for i in q["ranked_ids"])

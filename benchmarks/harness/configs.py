@@ -51,5 +51,6 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
     Config("hybrid_cc_bounded", "convex combination; cosine normalised by its -1..1 range",
            method="cc_bounded", importance_strength=0.0, exact_bonus=0.0),
 )}
-DEFAULT_CONFIGS = ("lexical", "vector", "hybrid_rrf", "hybrid_rrf_exact", "hybrid_cc",
-                   "hybrid_cc_bounded")
+DEFAULT_CONFIGS = ("lexical", "vector", "hybrid_rrf", "hybrid_rrf_exact", "hybrid_rrf_prior",
+                   "hybrid_cc", "hybrid_cc_bounded", "peer_bm25", "peer_lancedb_fts",
+                   "peer_lancedb_vector", "peer_lancedb_hybrid")

@@ -55,6 +55,12 @@ class Dataset:
     files_sha256: str
     queries: list[Query]
     scopes: dict[str, list[Memory]] = field(default_factory=dict)  # scope -> memories
+    namespace_tag: str = ""  # keeps two loads of one folder apart on one stack
+
+    def namespace(self, scope: str) -> str:
+        """The namespace a scope's memories are stored in (and its queries ranked in)."""
+        tag = f"-{self.namespace_tag}" if self.namespace_tag else ""
+        return f"bench-{self.files_sha256[:10]}{tag}-{scope}"[:128]
 
     @property
     def memories_stored(self) -> int:

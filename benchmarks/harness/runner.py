@@ -13,13 +13,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import grpc
+import numpy as np
 
 from benchmarks.common import percentile
 from benchmarks.harness import metrics
 from benchmarks.harness.configs import CONFIGS, Config
 from benchmarks.harness.data import Dataset, load
-from recallmesh.v1 import memory_pb2, memory_pb2_grpc
-from shared.config import REPO_ROOT
+from benchmarks.harness.peers import PEERS, Doc, Peer, timed_search
+from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc, memory_pb2, memory_pb2_grpc
+from shared.config import REPO_ROOT, default_target
+from shared.db import resolve_dsn
 from shared.model_manifest import ModelManifest
 from shared.supervisor import Stack, free_port_env
 from shared.timestamps import to_proto_timestamp
@@ -28,13 +31,16 @@ K = 10
 BATCH = 500
 
 
-
-
-def namespace(ds: Dataset, scope: str) -> str:
-    return f"bench-{ds.files_sha256[:10]}-{scope}"[:128]
-
-
 def ingest(stub, ds: Dataset) -> dict:
+    """Store every scope's memories; refuses a namespace that already holds memories (a
+    second ingest would duplicate them: use --skip-ingest or --namespace-tag)."""
+    for scope in ds.scopes:
+        probe = stub.Recall(memory_pb2.RecallRequest(
+            namespace=ds.namespace(scope), query="-", k=1,
+            sort_by=memory_pb2.SORT_BY_RECENCY), timeout=30)
+        if probe.hits:
+            raise SystemExit(f"namespace {ds.namespace(scope)} already holds memories: pass "
+                             "--skip-ingest to reuse them or --namespace-tag to load anew")
     started = time.perf_counter()
     for scope, memories in ds.scopes.items():
         for i in range(0, len(memories), BATCH):
@@ -47,7 +53,7 @@ def ingest(stub, ds: Dataset) -> dict:
                     to_proto_timestamp(m.created_at, msg.created_at)
                 batch.append(msg)
             response = stub.StoreBatch(memory_pb2.StoreBatchRequest(
-                namespace=namespace(ds, scope), memories=batch,
+                namespace=ds.namespace(scope), memories=batch,
                 index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=600_000)), timeout=700)
             if not response.indexed:
                 raise SystemExit(f"scope {scope}: stored but not indexed in time")
@@ -56,35 +62,84 @@ def ingest(stub, ds: Dataset) -> dict:
             "memories_per_s": ds.memories_stored / seconds if seconds else 0.0}
 
 
+def result_row(q, ranked: list[str], sessions: list[str], degraded: bool) -> dict:
+    row = {
+        "query_id": q.query_id,
+        "category": q.category,
+        "cluster": q.cluster,
+        "ranked_ids": ranked,
+        "relevant_ids": sorted(q.relevant),
+        "metrics": metrics.per_query(ranked, q.relevant),
+        "degraded": degraded,
+    }
+    if q.relevant_sessions:
+        row["ranked_sessions"] = sessions
+        row["relevant_sessions"] = sorted(q.relevant_sessions)
+        row["metrics"]["session_recall_any@5"] = metrics.any_at(sessions, q.relevant_sessions, 5)
+        row["metrics"]["session_recall_any@10"] = metrics.any_at(
+            sessions, q.relevant_sessions, 10)
+    return row
+
+
 def run_config(stub, ds: Dataset, config: Config) -> tuple[list[dict], list[float]]:
     rows, latencies = [], []
     overrides = config.overrides()
     for q in ds.queries:
-        request = memory_pb2.RecallRequest(namespace=namespace(ds, q.scope), query=q.text, k=K,
+        request = memory_pb2.RecallRequest(namespace=ds.namespace(q.scope), query=q.text, k=K,
                                            fusion=overrides)
         start = time.perf_counter()
         response = stub.Recall(request, timeout=30)
         latencies.append((time.perf_counter() - start) * 1000)
         ranked = [h.memory.metadata.get("corpus_id", "") for h in response.hits]
         sessions = [h.memory.metadata.get("session_id", "") for h in response.hits]
-        row = {
-            "query_id": q.query_id,
-            "category": q.category,
-            "cluster": q.cluster,
-            "ranked_ids": ranked,
-            "relevant_ids": sorted(q.relevant),
-            "metrics": metrics.per_query(ranked, q.relevant),
-            "degraded": response.degraded,
-        }
-        if q.relevant_sessions:
-            row["ranked_sessions"] = sessions
-            row["relevant_sessions"] = sorted(q.relevant_sessions)
-            row["metrics"]["session_recall_any@5"] = metrics.any_at(
-                sessions, q.relevant_sessions, 5)
-            row["metrics"]["session_recall_any@10"] = metrics.any_at(
-                sessions, q.relevant_sessions, 10)
-        rows.append(row)
+        rows.append(result_row(q, ranked, sessions, response.degraded))
     return rows, latencies
+
+
+def stored_docs(dsn: str, ds: Dataset) -> dict[str, list[Doc]]:
+    """What recallmesh stored per scope: content and embedding, read back from Postgres."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    docs: dict[str, list[Doc]] = {}
+    with psycopg.connect(dsn) as conn:
+        register_vector(conn)
+        for scope in ds.scopes:
+            rows = conn.execute(
+                "SELECT metadata->>'corpus_id', content, embedding FROM memories "
+                "WHERE namespace = %s AND deleted_at IS NULL ORDER BY created_at, id",
+                (ds.namespace(scope),)).fetchall()
+            docs[scope] = [Doc(cid, content, None if emb is None
+                               else np.asarray(emb.to_list(), dtype=np.float32))
+                           for cid, content, emb in rows]
+    return docs
+
+
+def run_peer(peer: Peer, ds: Dataset, docs: dict[str, list[Doc]], embedder_target: str,
+             workdir: str) -> tuple[list[dict], list[float], dict]:
+    session_of = {m.corpus_id: m.session_id for ms in ds.scopes.values() for m in ms}
+    channel = grpc.insecure_channel(embedder_target)
+    stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
+
+    def embed(text: str) -> np.ndarray:
+        response = stub.Embed(embedder_pb2.EmbedRequest(
+            texts=[text], kind=embedder_pb2.EMBED_KIND_QUERY), timeout=30)
+        return np.asarray(response.embeddings[0].values, dtype=np.float32)
+
+    rows, latencies, indexes = [], [], {}
+    started = time.perf_counter()
+    try:
+        for scope, scope_docs in docs.items():
+            indexes[scope] = peer.build(scope_docs, workdir)
+        build_s = time.perf_counter() - started
+        for q in ds.queries:
+            ranked, ms = timed_search(indexes[q.scope], q.text,
+                                      embed if peer.needs_vectors else None, K)
+            latencies.append(ms)
+            rows.append(result_row(q, ranked, [session_of.get(i, "") for i in ranked], False))
+    finally:
+        channel.close()
+    return rows, latencies, {"index_build_s": build_s, "namespaces": len(indexes)}
 
 
 def git_commit() -> str:
@@ -96,62 +151,85 @@ def git_commit() -> str:
 
 
 def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None,
-        target: str | None, skip_ingest: bool = False) -> list[Path]:
-    unknown = [n for n in config_names if n not in CONFIGS]
+        target: str | None, skip_ingest: bool = False, dsn: str | None = None,
+        embedder: str | None = None, namespace_tag: str = "") -> list[Path]:
+    """Run configurations (recallmesh through the gateway) and peers (side by side, on what
+    the stack stored) over one benchmark folder; write OUTDIR/<name>.json for each.
+
+    With `target` (a running gateway), peers read the stored memories from `dsn` (default:
+    RECALLMESH_DSN or the embedded Postgres) and embed queries with `embedder` (default:
+    the configured embedding service)."""
+    unknown = [n for n in config_names if n not in CONFIGS and n not in PEERS]
     if unknown:
-        raise SystemExit(f"unknown configs {unknown}; known: {', '.join(CONFIGS)}")
+        raise SystemExit(f"unknown configs {unknown}; known: {', '.join([*CONFIGS, *PEERS])}")
     ds = load(dataset_dir, limit)
+    ds.namespace_tag = namespace_tag
     out.mkdir(parents=True, exist_ok=True)
     tmp = stack = None
     written = []
     try:
+        tmp = tempfile.TemporaryDirectory(prefix="recallmesh-bench-")
         if target is None:
-            tmp = tempfile.TemporaryDirectory(prefix="recallmesh-bench-")
             stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, **free_port_env()})
             stack.start()
             target = stack.endpoints["gateway"]
+        docs = None
         with grpc.insecure_channel(target) as channel:
             stub = memory_pb2_grpc.MemoryServiceStub(channel)
             ingest_info = {"skipped": True} if skip_ingest else ingest(stub, ds)
             for name in config_names:
-                config = CONFIGS[name]
-                rows, latencies = run_config(stub, ds, config)
-                names = list(metrics.METRICS) + (
-                    ["session_recall_any@5", "session_recall_any@10"]
-                    if any("session_recall_any@5" in r["metrics"] for r in rows) else [])
-                overall, per_category = metrics.summarise(rows, names)
-                result = {
-                    "config": name,
-                    "settings": config.settings(),
-                    "gateway_env": {k: v for k, v in os.environ.items()
-                                    if k.startswith("RECALLMESH_")},
-                    "dataset": {"path": str(ds.path), "name": ds.name,
-                                "files_sha256": ds.files_sha256, "queries": len(ds.queries),
-                                "limit": limit},
-                    "model_id": ModelManifest.load().model_id,
-                    "git_commit": git_commit(),
-                    "timestamp": datetime.now(UTC).isoformat(),
-                    "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                                "python": platform.python_version()},
-                    "k": K,
-                    "overall": overall,
-                    "per_category": per_category,
-                    "latency_ms": {"p50": percentile(latencies, 50),
-                                   "p95": percentile(latencies, 95),
-                                   "p99": percentile(latencies, 99)},
-                    "degraded_queries": sum(r["degraded"] for r in rows),
-                    "ingest": ingest_info,
-                    "queries": rows,
-                }
+                extra = {}
+                if name in CONFIGS:
+                    settings = CONFIGS[name].settings()
+                    rows, latencies = run_config(stub, ds, CONFIGS[name])
+                else:
+                    if docs is None:
+                        docs = stored_docs(stack.dsn if stack else dsn or resolve_dsn(), ds)
+                    embedder = (stack.endpoints["embedding"] if stack
+                                else embedder or default_target("embedding"))
+                    settings = PEERS[name].settings()
+                    rows, latencies, extra = run_peer(PEERS[name], ds, docs, embedder, tmp.name)
                 path = out / f"{name}.json"
-                path.write_text(json.dumps(result, indent=1))
+                path.write_text(json.dumps(
+                    result_file(name, settings, ds, limit, rows, latencies, ingest_info, extra),
+                    indent=1))
                 written.append(path)
+                overall = metrics.summarise(rows, metrics.METRICS)[0]
                 print(f"{ds.name} {name}: recall@10 {overall['recall@10']:.3f} "
                       f"ndcg@10 {overall['ndcg@10']:.3f} mrr {overall['mrr']:.3f} "
-                      f"(p50 {result['latency_ms']['p50']:.1f} ms)", flush=True)
+                      f"(p50 {percentile(latencies, 50):.1f} ms)", flush=True)
     finally:
         if stack is not None:
             stack.stop()
         if tmp is not None:
             tmp.cleanup()
     return written
+
+
+def result_file(name: str, settings: dict, ds: Dataset, limit: int | None, rows: list[dict],
+                latencies: list[float], ingest_info: dict, extra: dict) -> dict:
+    names = list(metrics.METRICS) + (
+        ["session_recall_any@5", "session_recall_any@10"]
+        if any("session_recall_any@5" in r["metrics"] for r in rows) else [])
+    overall, per_category = metrics.summarise(rows, names)
+    return {
+        "config": name,
+        "settings": settings,
+        "gateway_env": {k: v for k, v in os.environ.items() if k.startswith("RECALLMESH_")},
+        "dataset": {"path": str(ds.path), "name": ds.name, "files_sha256": ds.files_sha256,
+                    "queries": len(ds.queries), "limit": limit},
+        "model_id": ModelManifest.load().model_id,
+        "git_commit": git_commit(),
+        "timestamp": datetime.now(UTC).isoformat(),
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                    "python": platform.python_version()},
+        "k": K,
+        "overall": overall,
+        "per_category": per_category,
+        "latency_ms": {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95),
+                       "p99": percentile(latencies, 99)},
+        "degraded_queries": sum(r["degraded"] for r in rows),
+        "ingest": ingest_info,
+        **({"peer": extra} if extra else {}),
+        "queries": rows,
+    }
