@@ -72,7 +72,8 @@ class GrpcLeg:
         bounds = None
         if response.HasField("score_min") and response.HasField("score_max"):
             bounds = (response.score_min, response.score_max)
-        return LegAnswer(candidates, bounds)
+        reasons = {c.memory_id: c.reason for c in response.candidates if c.reason}
+        return LegAnswer(candidates, bounds, reasons)
 
     async def close(self) -> None:
         await self.channel.close()

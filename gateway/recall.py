@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from opentelemetry import trace
@@ -98,6 +98,7 @@ class LegError(Exception):
 class LegAnswer:
     candidates: list[LegCandidate]
     score_range: tuple[float, float] | None = None  # the leg's theoretical score range
+    reasons: dict[str, str] = field(default_factory=dict)  # memory id -> why (explain)
 
 
 class Leg(Protocol):

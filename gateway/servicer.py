@@ -53,11 +53,13 @@ def recall_to_proto(outcome: RecallOutcome, explain: bool) -> Any:
     response = memory_pb2.RecallResponse(
         degraded=outcome.degraded, fusion=outcome.fusion, latency_ms=outcome.latency_ms
     )
+    reasons = {o.leg: o.answer.reasons for o in outcome.legs if o.answer is not None}
     for hit in outcome.hits:
         msg = response.hits.add(memory=memory_to_proto(hit.memory), score=hit.score)
         if explain:
             for c in hit.fused.contributions:
-                msg.legs.add(leg=c.leg, rank=c.rank, score=c.score)
+                msg.legs.add(leg=c.leg, rank=c.rank, score=c.score,
+                             reason=reasons.get(c.leg, {}).get(hit.memory.id, ""))
     for leg in outcome.legs:
         response.legs.add(
             leg=leg.leg,

@@ -80,14 +80,41 @@ def _insert_params(ns: str, memory: NewMemory) -> dict[str, Any]:
     }
 
 
+async def _relate(conn: Any, ns: str, source: str, memory: NewMemory, where: str) -> None:
+    """Write a new memory's explicit relations (same transaction as the memory). Targets
+    must be live memories of the namespace; SUPERSEDES ends the target's validity now."""
+    if not memory.relations:
+        return
+    targets = sorted({t for _, t in memory.relations})
+    cur = await conn.execute(
+        "SELECT id::text FROM memories WHERE namespace = %s AND id = ANY(%s::uuid[]) "
+        "AND deleted_at IS NULL", (ns, targets))
+    found = {r[0] for r in await cur.fetchall()}
+    for i, (_, target) in enumerate(memory.relations):
+        if target not in found:
+            raise NotFound(f"{where}.relations[{i}]: memory {target} not found in namespace "
+                           f"{ns!r}")
+    await conn.execute(
+        "INSERT INTO memory_edges (namespace, src, dst, rel_type) "
+        "SELECT %s, %s, * FROM unnest(%s::uuid[], %s::text[]) ON CONFLICT DO NOTHING",
+        (ns, source, [t for _, t in memory.relations], [r for r, _ in memory.relations]))
+    superseded = [t for r, t in memory.relations if r == "supersedes"]
+    if superseded:
+        await conn.execute(
+            "UPDATE memories SET valid_to = clock_timestamp(), updated_at = clock_timestamp() "
+            "WHERE id = ANY(%s::uuid[]) AND (valid_to IS NULL OR valid_to > clock_timestamp())",
+            (superseded,))
+
+
 class MemoryStore:
     def __init__(self, pool: Any) -> None:
         self.pool = pool
 
     async def store(self, ns: str, memory: NewMemory) -> StoredMemory:
-        async with self.pool.connection() as conn:
+        async with self.pool.connection() as conn, conn.transaction():
             cur = await conn.execute(_INSERT, _insert_params(ns, memory))
             row = await cur.fetchone()
+            await _relate(conn, ns, str(row[0]), memory, "memory")
         return StoredMemory.from_row(row)
 
     async def store_batch(self, ns: str, memories: list[NewMemory]) -> list[str]:
@@ -103,6 +130,8 @@ class MemoryStore:
                 ids.append(row[0])
                 if not cur.nextset():
                     break
+            for i, (new_id, memory) in enumerate(zip(ids, memories, strict=True)):
+                await _relate(conn, ns, str(new_id), memory, f"memories[{i}]")
         return ids
 
     async def update(self, ns: str, memory_id: str, changes: dict[str, Any]) -> StoredMemory:

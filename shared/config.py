@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # Ports of the default local layout. Each service also serves Prometheus
 # metrics over HTTP on its own port.
@@ -22,6 +23,7 @@ DEFAULT_PORTS: dict[str, tuple[int, int]] = {
     "embedding": (50054, 9454),
     "indexer": (50055, 9455),
     "fusion": (50056, 9456),
+    "graph": (50057, 9457),
 }
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -344,12 +346,43 @@ class HnswSettings:
 
 
 @dataclass(frozen=True)
+class GraphLegSettings:
+    graph: Any  # services.graph.core.GraphSettings
+
+    @classmethod
+    def from_env(cls) -> GraphLegSettings:
+        from services.graph.core import GraphSettings
+
+        mode = env_str("RECALLMESH_GRAPH_MODE", "ppr")
+        if mode not in ("ppr", "hops"):
+            raise ConfigError(f"RECALLMESH_GRAPH_MODE must be ppr or hops, got {mode!r}")
+        damping = env_float("RECALLMESH_GRAPH_DAMPING", 0.5, minimum=0.0)
+        if damping >= 1.0:
+            raise ConfigError("RECALLMESH_GRAPH_DAMPING must be below 1")
+        return cls(GraphSettings(
+            mode=mode,
+            damping=damping,
+            max_iterations=env_int("RECALLMESH_GRAPH_MAX_ITERATIONS", 50, minimum=1),
+            tolerance=env_float("RECALLMESH_GRAPH_TOLERANCE", 1e-6, minimum=0.0),
+            node_cap=env_int("RECALLMESH_GRAPH_NODE_CAP", 50_000, minimum=1),
+            seed_top=env_int("RECALLMESH_GRAPH_SEED_TOP", 5, minimum=0),
+            seed_min_similarity=env_float("RECALLMESH_GRAPH_SEED_MIN_SIMILARITY", 0.45),
+            hop_decay=env_float("RECALLMESH_GRAPH_HOP_DECAY", 0.5, minimum=0.0),
+            concept_edge_weight=env_float("RECALLMESH_GRAPH_CONCEPT_EDGE_WEIGHT", 0.25,
+                                          minimum=0.0),
+            cache_namespaces=env_int("RECALLMESH_GRAPH_CACHE_NAMESPACES", 128, minimum=1),
+        ))
+
+
+@dataclass(frozen=True)
 class IndexerSettings:
     embedding_target: str
     batch_size: int  # memories claimed and embedded per transaction
     poll_s: float  # fallback poll interval (new jobs also wake it via NOTIFY)
     max_backoff_s: float  # retry delay cap while the embedding service fails
     embed_timeout_s: float
+    concept_extractor: str = "spacy"  # "none" switches concept extraction off
+    concept_merge_threshold: float = 0.78  # name-embedding cosine that merges two forms
 
     @classmethod
     def from_env(cls) -> IndexerSettings:
@@ -365,4 +398,7 @@ class IndexerSettings:
             poll_s=env_float("RECALLMESH_INDEXER_POLL_S", 1.0, minimum=0.01),
             max_backoff_s=env_float("RECALLMESH_INDEXER_MAX_BACKOFF_S", 30.0, minimum=0.1),
             embed_timeout_s=env_float("RECALLMESH_INDEXER_EMBED_TIMEOUT_S", 30.0, minimum=0.1),
+            concept_extractor=env_str("RECALLMESH_CONCEPT_EXTRACTOR", "spacy"),
+            concept_merge_threshold=env_float("RECALLMESH_CONCEPT_MERGE_THRESHOLD", 0.78,
+                                              minimum=0.0),
         )

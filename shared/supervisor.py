@@ -37,6 +37,7 @@ SERVICES: tuple[tuple[str, str], ...] = (
     ("vector", "services.vector"),
     ("indexer", "services.indexer"),
     ("fusion", "services.fusion"),
+    ("graph", "services.graph"),
     ("gateway", "gateway"),
 )
 MODULES = dict(SERVICES)

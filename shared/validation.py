@@ -25,6 +25,8 @@ MAX_METADATA_ENTRIES = 64
 MAX_METADATA_KEY_CHARS = 128
 MAX_METADATA_VALUE_CHARS = 1024
 MAX_BATCH = 1000
+MAX_RELATIONS = 16
+RELATION_TYPES = {1: "supersedes", 2: "derived_from", 3: "references", 4: "about"}
 DEFAULT_IMPORTANCE = 0.5
 DEFAULT_K = 10
 MAX_K = 100
@@ -52,6 +54,7 @@ class NewMemory:
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+    relations: tuple[tuple[str, str], ...] = ()  # (relation type, target memory id)
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,20 @@ def new_memory(msg: Any, ns: str, where: str = "memory") -> NewMemory:
     valid_from, valid_to = ts("valid_from"), ts("valid_to")
     if valid_from is not None and valid_to is not None and valid_from > valid_to:
         raise InvalidArgument(f"{where}.valid_from must not be after {where}.valid_to")
+    if len(msg.relations) > MAX_RELATIONS:
+        raise InvalidArgument(f"{where}.relations: at most {MAX_RELATIONS}")
+    relations: list[tuple[str, str]] = []
+    for i, rel in enumerate(msg.relations):
+        if rel.type not in RELATION_TYPES:
+            raise InvalidArgument(
+                f"{where}.relations[{i}].type must be one of "
+                f"{', '.join(RELATION_TYPES.values())} (RELATION_TYPE_*)")
+        try:
+            target = memory_id(rel.target_id)
+        except InvalidArgument:
+            raise InvalidArgument(f"{where}.relations[{i}].target_id must be a UUID") from None
+        if (RELATION_TYPES[rel.type], target) not in relations:
+            relations.append((RELATION_TYPES[rel.type], target))
     return NewMemory(
         content=content,
         category=category,
@@ -162,6 +179,7 @@ def new_memory(msg: Any, ns: str, where: str = "memory") -> NewMemory:
         valid_from=valid_from,
         valid_to=valid_to,
         metadata=metadata,
+        relations=tuple(relations),
     )
 
 

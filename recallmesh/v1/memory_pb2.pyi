@@ -11,6 +11,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class RelationType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RELATION_TYPE_UNSPECIFIED: _ClassVar[RelationType]
+    RELATION_TYPE_SUPERSEDES: _ClassVar[RelationType]
+    RELATION_TYPE_DERIVED_FROM: _ClassVar[RelationType]
+    RELATION_TYPE_REFERENCES: _ClassVar[RelationType]
+    RELATION_TYPE_ABOUT: _ClassVar[RelationType]
+
 class SortBy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     SORT_BY_UNSPECIFIED: _ClassVar[SortBy]
@@ -25,6 +33,11 @@ class LegState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LEG_STATE_TIMEOUT: _ClassVar[LegState]
     LEG_STATE_ERROR: _ClassVar[LegState]
     LEG_STATE_SKIPPED: _ClassVar[LegState]
+RELATION_TYPE_UNSPECIFIED: RelationType
+RELATION_TYPE_SUPERSEDES: RelationType
+RELATION_TYPE_DERIVED_FROM: RelationType
+RELATION_TYPE_REFERENCES: RelationType
+RELATION_TYPE_ABOUT: RelationType
 SORT_BY_UNSPECIFIED: SortBy
 SORT_BY_RELEVANCE: SortBy
 SORT_BY_IMPORTANCE: SortBy
@@ -36,7 +49,7 @@ LEG_STATE_ERROR: LegState
 LEG_STATE_SKIPPED: LegState
 
 class Memory(_message.Message):
-    __slots__ = ("id", "namespace", "content", "category", "tags", "importance", "sensitive", "created_at", "updated_at", "valid_from", "valid_to", "metadata")
+    __slots__ = ("id", "namespace", "content", "category", "tags", "importance", "sensitive", "created_at", "updated_at", "valid_from", "valid_to", "metadata", "relations")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -56,6 +69,7 @@ class Memory(_message.Message):
     VALID_FROM_FIELD_NUMBER: _ClassVar[int]
     VALID_TO_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    RELATIONS_FIELD_NUMBER: _ClassVar[int]
     id: str
     namespace: str
     content: str
@@ -68,7 +82,16 @@ class Memory(_message.Message):
     valid_from: _timestamp_pb2.Timestamp
     valid_to: _timestamp_pb2.Timestamp
     metadata: _containers.ScalarMap[str, str]
-    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., content: _Optional[str] = ..., category: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., importance: _Optional[float] = ..., sensitive: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    relations: _containers.RepeatedCompositeFieldContainer[MemoryRelation]
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., content: _Optional[str] = ..., category: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., importance: _Optional[float] = ..., sensitive: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., relations: _Optional[_Iterable[_Union[MemoryRelation, _Mapping]]] = ...) -> None: ...
+
+class MemoryRelation(_message.Message):
+    __slots__ = ("type", "target_id")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_ID_FIELD_NUMBER: _ClassVar[int]
+    type: RelationType
+    target_id: str
+    def __init__(self, type: _Optional[_Union[RelationType, str]] = ..., target_id: _Optional[str] = ...) -> None: ...
 
 class RecallFilters(_message.Message):
     __slots__ = ("categories", "tags", "created_after", "created_before")
@@ -222,14 +245,16 @@ class FusionOverrides(_message.Message):
     def __init__(self, method: _Optional[str] = ..., rrf_k: _Optional[int] = ..., weights: _Optional[_Mapping[str, float]] = ..., importance_strength: _Optional[float] = ..., exact_bonus: _Optional[float] = ..., skip_legs: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class LegContribution(_message.Message):
-    __slots__ = ("leg", "rank", "score")
+    __slots__ = ("leg", "rank", "score", "reason")
     LEG_FIELD_NUMBER: _ClassVar[int]
     RANK_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
     leg: str
     rank: int
     score: float
-    def __init__(self, leg: _Optional[str] = ..., rank: _Optional[int] = ..., score: _Optional[float] = ...) -> None: ...
+    reason: str
+    def __init__(self, leg: _Optional[str] = ..., rank: _Optional[int] = ..., score: _Optional[float] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class RecallHit(_message.Message):
     __slots__ = ("memory", "score", "legs")

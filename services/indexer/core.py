@@ -32,6 +32,7 @@ from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from services.indexer.concepts import ConceptWriter, Source
 from shared.embedder_client import Embeddings
 from shared.vector_schema import vector_literal
 
@@ -72,7 +73,8 @@ RETURNING j.memory_id::text
 # job's version and its memory's content belong together. (Read inside the
 # claim, a concurrent edit could pair the new version with the old text.)
 _READ_CLAIMED = """
-SELECT j.memory_id::text, j.version, m.content, (m.is_sensitive OR m.deleted_at IS NOT NULL)
+SELECT j.memory_id::text, j.version, m.content, (m.is_sensitive OR m.deleted_at IS NOT NULL),
+       m.namespace, m.tags, m.created_at
 FROM embedding_jobs j JOIN memories m ON m.id = j.memory_id
 WHERE j.memory_id = ANY(%(ids)s::uuid[])
 """
@@ -142,8 +144,10 @@ class Indexer:
         lease_s: float = 60.0,
         base_backoff_s: float = 0.5,
         max_backoff_s: float = 30.0,
+        concepts: ConceptWriter | None = None,
     ) -> None:
         self.pool = pool
+        self.concepts = concepts
         self.embed_documents = embed_documents
         self.batch_size = batch_size
         self.lease_s = lease_s
@@ -164,6 +168,7 @@ class Indexer:
             return BatchResult(len(claimed_ids))
         skip = [(r[0], r[1]) for r in claimed if r[3]]
         work = [(r[0], r[1], r[2]) for r in claimed if not r[3]]
+        sources = [Source(r[0], r[4], r[2], tuple(r[5]), r[6]) for r in claimed if not r[3]]
         if skip:
             async with self.pool.connection() as conn:
                 await conn.execute(
@@ -176,6 +181,8 @@ class Indexer:
         versions = [w[1] for w in work]
         try:
             embeddings = await self.embed_documents([w[2] for w in work])
+            prepared = (await self.concepts.prepare(self.pool, sources, self.embed_documents)
+                        if self.concepts is not None else None)
             async with self.pool.connection() as conn, conn.transaction():
                 # Vectors of another model than the live one must never be stored
                 # (e.g. an embedding service not yet restarted after a model switch).
@@ -196,7 +203,10 @@ class Indexer:
                         "model": embeddings.model_id,
                     },
                 )
-                written = len(await cur.fetchall())
+                written_ids = {r[0] for r in await cur.fetchall()}
+                written = len(written_ids)
+                if prepared is not None:
+                    await self.concepts.write(conn, prepared, written_ids)
         except Exception as exc:  # embedding service down / late / wrong dimension
             error = _describe(exc)
             async with self.pool.connection() as conn:

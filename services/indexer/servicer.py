@@ -16,8 +16,10 @@ from typing import Any
 import grpc
 import psycopg
 
+from services.graph.extraction import make_extractor
+from services.indexer.concepts import ConceptWriter
 from services.indexer.core import NOTIFY_CHANNEL, Indexer, run_forever
-from shared.config import IndexerSettings
+from shared.config import ConfigError, IndexerSettings
 from shared.db import open_pool, resolve_dsn
 from shared.embedder_client import EmbedderClient, Embeddings
 
@@ -74,12 +76,18 @@ class IndexerApp:
             vectors = [v for p in parts for v in p.vectors]
             return Embeddings(parts[0].model_id, parts[0].dimension, vectors)
 
+        try:
+            extractor = make_extractor(settings.concept_extractor)
+        except ValueError as exc:
+            raise ConfigError(f"RECALLMESH_CONCEPT_EXTRACTOR: {exc}") from None
         indexer = Indexer(
             self.pool,
             embed_documents,
             batch_size=settings.batch_size,
             lease_s=settings.embed_timeout_s * 2,
             max_backoff_s=settings.max_backoff_s,
+            concepts=(None if extractor.name == "none"
+                      else ConceptWriter(extractor, settings.concept_merge_threshold)),
         )
         self.task = asyncio.get_running_loop().create_task(
             run_forever(indexer, self._wait_for_work, self.stop_event, settings.poll_s)
