@@ -67,7 +67,8 @@ bench: models
 ## bench plus SciFact (train split) and LongMemEval (per-haystack namespaces: ~60k turns, slow).
 bench-all: bench
 	$(PY) -m benchmarks run --dataset $(BENCH_DATASETS)/scifact --out benchmarks/results/scifact
-	$(PY) -m benchmarks compare benchmarks/results/scifact --append-to $(BENCH_REPORT)
+	$(PY) -m benchmarks compare benchmarks/results/scifact --metric ndcg@10 \
+		--append-to $(BENCH_REPORT)
 	$(PY) -m benchmarks run --dataset $(BENCH_DATASETS)/longmemeval \
 		--out benchmarks/results/longmemeval
 	$(PY) -m benchmarks compare benchmarks/results/longmemeval --append-to $(BENCH_REPORT)

@@ -195,6 +195,11 @@ class FusionDefaults:
 
 # Legs searched with the embedded query (RECALLMESH_<LEG>_NEEDS_VECTOR overrides).
 LEGS_NEEDING_VECTOR = frozenset({"vector", "graph"})
+# The legs a gateway fans out to unless RECALLMESH_LEGS says otherwise. The graph leg runs
+# in every stack but is not among them: on the dev benchmarks it did not earn its place
+# (docs/benchmarks.md); RECALLMESH_LEGS=lexical,vector,graph turns it on.
+DEFAULT_LEGS = "lexical,vector"
+ALL_LEGS = "lexical,vector,graph"
 
 
 @dataclass(frozen=True)
@@ -219,7 +224,7 @@ class GatewaySettings:
 
     @classmethod
     def from_env(cls) -> GatewaySettings:
-        raw = env_str("RECALLMESH_LEGS", "lexical,vector")
+        raw = env_str("RECALLMESH_LEGS", DEFAULT_LEGS)
         names = [n.strip() for n in raw.split(",") if n.strip()]
         if not names:
             raise ConfigError("RECALLMESH_LEGS names no leg")

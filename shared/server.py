@@ -49,7 +49,7 @@ def grpc_options(max_message_bytes: int = 64 * 1024 * 1024) -> list[tuple[str, i
         # default backoff grows to two minutes, far beyond any recall budget).
         ("grpc.initial_reconnect_backoff_ms", 100),
         ("grpc.min_reconnect_backoff_ms", 100),
-        ("grpc.max_reconnect_backoff_ms", 2000),
+        ("grpc.max_reconnect_backoff_ms", 500),
     ]
 
 

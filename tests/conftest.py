@@ -99,6 +99,22 @@ def lexical_gateway(stack: Stack, pg_dir: Path) -> Iterator[memory_pb2_grpc.Memo
 
 
 @pytest.fixture(scope="session")
+def graph_gateway(stack: Stack, pg_dir: Path) -> Iterator[memory_pb2_grpc.MemoryServiceStub]:
+    """A second gateway over the session's services with the graph leg as a third leg."""
+    env = stack_env(
+        pg_dir / "graph-gateway", stack.dsn,
+        RECALLMESH_LEGS="lexical,vector,graph",
+        **{f"RECALLMESH_{n.upper()}_TARGET": stack.endpoints[n]
+           for n in ("lexical", "vector", "graph", "embedding", "fusion")},
+    )
+    s = Stack(env=env, services=("gateway",))
+    s.start(timeout_s=60)
+    with grpc.insecure_channel(s.endpoints["gateway"]) as ch:
+        yield memory_pb2_grpc.MemoryServiceStub(ch)
+    s.stop()
+
+
+@pytest.fixture(scope="session")
 def channel(stack: Stack) -> Iterator[grpc.Channel]:
     with grpc.insecure_channel(stack.endpoints["gateway"]) as ch:
         yield ch

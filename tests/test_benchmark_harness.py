@@ -109,7 +109,7 @@ def test_run_and_compare_end_to_end(gateway, stack, tmp_path):
     for key in ("settings", "dataset", "model_id", "git_commit", "timestamp", "machine",
                 "latency_ms", "ingest"):
         assert key in lexical
-    assert lexical["settings"]["skip_legs"] == ["vector"]
+    assert lexical["settings"]["legs"] == ["lexical"]
     assert lexical["dataset"]["files_sha256"] and lexical["ingest"]["memories"] == 7
     hybrid = json.loads((out / "hybrid_rrf.json").read_text())
     assert hybrid["settings"]["method"] == "rrf" and hybrid["degraded_queries"] == 0

@@ -93,6 +93,9 @@ def test_dead_vector_leg_falls_back_to_lexical_then_recovers(stack, gateway, ns)
         assert hit_ids(response) == lexical_ranking(stack, ns, EXACT_QUERY, 10)
     finally:
         stack.start_service("vector")
+    # The gateway's channel retries a dead peer at most every 500 ms (shared/server.py):
+    # once that has passed, the next recall reaches the restarted leg.
+    time.sleep(0.6)
     response = recall(gateway, ns, EXACT_QUERY)
     assert not response.degraded and len(response.legs) == 2
     metrics = urllib.request.urlopen(

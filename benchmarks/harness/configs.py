@@ -1,30 +1,45 @@
 """Named configurations the harness can run: each is a set of per-request fusion overrides
 on the same running stack, so every configuration sees identical stored memories.
 
+A configuration names the legs it uses; the harness's own stack runs a gateway with every
+leg (shared.config.ALL_LEGS) and each request skips the others. `default` is exactly what
+a deployment serves with no settings: the default legs and the default fusion settings.
+
 Add a configuration (a new leg, query expansion, ...) by adding an entry here; the harness
 core does not change.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from recallmesh.v1 import memory_pb2
+from shared.config import DEFAULT_LEGS
 
 
 @dataclass(frozen=True)
 class Config:
     name: str
     description: str
+    legs: tuple[str, ...] = ("lexical", "vector")
     method: str = ""
     weights: dict[str, float] = field(default_factory=dict)
     importance_strength: float | None = None
     exact_bonus: float | None = None
-    skip_legs: tuple[str, ...] = ()
 
-    def overrides(self) -> memory_pb2.FusionOverrides:
-        msg = memory_pb2.FusionOverrides(method=self.method, weights=self.weights,
-                                         skip_legs=list(self.skip_legs))
+    def overrides(self, gateway_legs: Iterable[str]) -> memory_pb2.FusionOverrides:
+        """The request's overrides on a gateway with `gateway_legs`; SystemExit if it lacks
+        one of the configuration's legs."""
+        available = list(gateway_legs)
+        missing = sorted(set(self.legs) - set(available))
+        if missing:
+            raise SystemExit(f"config {self.name} needs leg(s) {', '.join(missing)}, which the "
+                             f"gateway does not run (its legs: {', '.join(available)}; set "
+                             "RECALLMESH_LEGS)")
+        msg = memory_pb2.FusionOverrides(
+            method=self.method, weights=self.weights,
+            skip_legs=[leg for leg in available if leg not in self.legs])
         if self.importance_strength is not None:
             msg.importance_strength = self.importance_strength
         if self.exact_bonus is not None:
@@ -35,22 +50,41 @@ class Config:
         return asdict(self)
 
 
+def _plain(name: str, description: str, legs: tuple[str, ...], **fusion) -> Config:
+    """RRF without bonus or prior unless given: the hybrid configurations' common base."""
+    return Config(name, description, legs, **({"method": "rrf", "importance_strength": 0.0,
+                                                "exact_bonus": 0.0} | fusion))
+
+
+GRAPH_WEIGHTS = (0.2, 0.35, 0.5, 1.0)
+
 CONFIGS: dict[str, Config] = {c.name: c for c in (
+    Config("default", "what a deployment serves with no settings: legs "
+           f"{DEFAULT_LEGS}, default fusion (see docs/configuration.md)",
+           tuple(DEFAULT_LEGS.split(","))),
     Config("lexical", "the faithful current system: Postgres full text (ts_rank, AND then "
-           "OR-broaden), the lexical leg alone", skip_legs=("vector",)),
-    Config("vector", "dense only: MiniLM embeddings, pgvector HNSW", skip_legs=("lexical",)),
-    Config("hybrid_rrf", "lexical + vector, weighted RRF k=60, no bonus, no prior",
-           method="rrf", importance_strength=0.0, exact_bonus=0.0),
-    Config("hybrid_rrf_exact", "hybrid_rrf plus the exact-match bonus (0.05)",
-           method="rrf", importance_strength=0.0, exact_bonus=0.05),
-    Config("hybrid_rrf_prior", "hybrid_rrf plus the importance prior (0.3); the shipped "
+           "OR-broaden), the lexical leg alone", ("lexical",)),
+    Config("vector", "dense only: MiniLM embeddings, pgvector HNSW", ("vector",)),
+    Config("graph", "concept graph only: Personalized PageRank from the query's concepts",
+           ("graph",)),
+    _plain("hybrid_rrf", "lexical + vector, weighted RRF k=60, no bonus, no prior",
+           ("lexical", "vector")),
+    _plain("hybrid_rrf_exact", "hybrid_rrf plus the exact-match bonus (0.05)",
+           ("lexical", "vector"), exact_bonus=0.05),
+    _plain("hybrid_rrf_prior", "hybrid_rrf plus the importance prior (0.3); the shipped "
            "datasets carry no importance, so this equals hybrid_rrf there",
-           method="rrf", importance_strength=0.3, exact_bonus=0.0),
-    Config("hybrid_cc", "lexical + vector, convex combination of min-max normalised scores",
-           method="cc", importance_strength=0.0, exact_bonus=0.0),
-    Config("hybrid_cc_bounded", "convex combination; cosine normalised by its -1..1 range",
-           method="cc_bounded", importance_strength=0.0, exact_bonus=0.0),
+           ("lexical", "vector"), importance_strength=0.3),
+    _plain("hybrid_cc", "lexical + vector, convex combination of min-max normalised scores",
+           ("lexical", "vector"), method="cc"),
+    _plain("hybrid_cc_bounded", "convex combination; cosine normalised by its -1..1 range",
+           ("lexical", "vector"), method="cc_bounded"),
+    *(_plain("hybrid_graph" if w == 0.35 else f"hybrid_graph_w{w:g}",
+             f"lexical + vector + graph, weighted RRF, graph weight {w:g}",
+             ("lexical", "vector", "graph"), weights={"graph": w})
+      for w in GRAPH_WEIGHTS),
 )}
-DEFAULT_CONFIGS = ("lexical", "vector", "hybrid_rrf", "hybrid_rrf_exact", "hybrid_rrf_prior",
-                   "hybrid_cc", "hybrid_cc_bounded", "peer_bm25", "peer_lancedb_fts",
-                   "peer_lancedb_vector", "peer_lancedb_hybrid")
+PEER_CONFIGS = ("peer_bm25", "peer_lancedb_fts", "peer_lancedb_vector", "peer_lancedb_hybrid")
+DEFAULT_CONFIGS = ("default", "lexical", "vector", "graph", "hybrid_rrf", "hybrid_rrf_exact",
+                   "hybrid_rrf_prior", "hybrid_cc", "hybrid_cc_bounded",
+                   *(f"hybrid_graph_w{w:g}" if w != 0.35 else "hybrid_graph"
+                     for w in GRAPH_WEIGHTS), *PEER_CONFIGS)

@@ -21,7 +21,7 @@ from benchmarks.harness.configs import CONFIGS, Config
 from benchmarks.harness.data import Dataset, load
 from benchmarks.harness.peers import PEERS, Doc, Peer, timed_search
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc, memory_pb2, memory_pb2_grpc
-from shared.config import REPO_ROOT, default_target
+from shared.config import ALL_LEGS, REPO_ROOT, default_target
 from shared.db import resolve_dsn
 from shared.model_manifest import ModelManifest
 from shared.supervisor import Stack, free_port_env
@@ -81,9 +81,17 @@ def result_row(q, ranked: list[str], sessions: list[str], degraded: bool) -> dic
     return row
 
 
-def run_config(stub, ds: Dataset, config: Config) -> tuple[list[dict], list[float]]:
+def gateway_legs(stub) -> list[str]:
+    """The legs the gateway fans out to (every Recall response lists them all)."""
+    response = stub.Recall(memory_pb2.RecallRequest(
+        namespace="bench-probe", query="-", k=1), timeout=30)
+    return [leg.leg for leg in response.legs]
+
+
+def run_config(stub, ds: Dataset, config: Config,
+               legs: list[str]) -> tuple[list[dict], list[float]]:
     rows, latencies = [], []
-    overrides = config.overrides()
+    overrides = config.overrides(legs)
     for q in ds.queries:
         request = memory_pb2.RecallRequest(namespace=ds.namespace(q.scope), query=q.text, k=K,
                                            fusion=overrides)
@@ -170,18 +178,23 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
     try:
         tmp = tempfile.TemporaryDirectory(prefix="recallmesh-bench-")
         if target is None:
-            stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, **free_port_env()})
+            stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, "RECALLMESH_LEGS": ALL_LEGS,
+                               **free_port_env()})
             stack.start()
             target = stack.endpoints["gateway"]
         docs = None
         with grpc.insecure_channel(target) as channel:
             stub = memory_pb2_grpc.MemoryServiceStub(channel)
+            legs = gateway_legs(stub)
+            for name in config_names:
+                if name in CONFIGS:
+                    CONFIGS[name].overrides(legs)  # fail now, not after the ingest
             ingest_info = {"skipped": True} if skip_ingest else ingest(stub, ds)
             for name in config_names:
                 extra = {}
                 if name in CONFIGS:
                     settings = CONFIGS[name].settings()
-                    rows, latencies = run_config(stub, ds, CONFIGS[name])
+                    rows, latencies = run_config(stub, ds, CONFIGS[name], legs)
                 else:
                     if docs is None:
                         docs = stored_docs(stack.dsn if stack else dsn or resolve_dsn(), ds)

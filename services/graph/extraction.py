@@ -114,12 +114,16 @@ class SpacyExtractor:
             for t in tokens:
                 token_alias.setdefault(t.i, alias)
 
+        skipped = set()  # tokens of dates, times, numbers: never part of a concept
         for ent in doc.ents:
-            if ent.label_ not in SKIP_ENTITY_LABELS:
+            if ent.label_ in SKIP_ENTITY_LABELS:
+                skipped.update(t.i for t in ent)
+            else:
                 add(self._span_alias(ent), ent.label_, 1.0, ent)
-        for chunk in doc.noun_chunks:
-            if chunk.root.pos_ == "PRON":
+        for span in doc.noun_chunks:
+            if span.root.pos_ == "PRON" or span.root.i in skipped:
                 continue
+            chunk = [t for t in span if t.i not in skipped]
             propn = [t for t in chunk if t.pos_ == "PROPN"]
             if propn and len(propn) < len([t for t in chunk if t.pos_ in ("NOUN", "PROPN")]):
                 add(self._span_alias(propn), "PROPN", 0.9, propn)

@@ -1,0 +1,223 @@
+"""The concept graph: extraction, PPR ranking (unit), and the graph leg end to end."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+import grpc
+import numpy as np
+import pytest
+
+from recallmesh.v1 import memory_pb2
+from services.graph.core import (
+    GraphSettings,
+    bfs,
+    build_graph,
+    personalized_pagerank,
+    rank,
+)
+from services.graph.extraction import SpacyExtractor, normalise
+from shared.filters import Filters
+from tests.helpers import expect_status, recall, store
+
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+WAIT = memory_pb2.IndexWait(wait=True, timeout_ms=30000)
+
+
+def memory_row(i: int):
+    return (f"00000000-0000-4000-8000-{i:012d}", 0.5, "", [], NOW, None)
+
+
+def toy_graph(extra_memories: int = 0):
+    """m1 mentions svelte + frontend; m2 mentions frontend + vite (two hops from svelte);
+    m3 mentions lunch and the word 'svelte' nowhere; extra memories hang off 'noise'."""
+    memories = [memory_row(i) for i in range(1, 4 + extra_memories)]
+    concepts = [(1, "svelte", None, ""), (2, "frontend", None, ""), (3, "vite", None, ""),
+                (4, "lunch", None, ""), (5, "noise", None, "")]
+    links = [(memories[0][0], 1, 1.0), (memories[0][0], 2, 1.0), (memories[1][0], 2, 1.0),
+             (memories[1][0], 3, 1.0), (memories[2][0], 4, 1.0)]
+    links += [(m[0], 5, 1.0) for m in memories[3:]]
+    aliases = [("svelte", 1), ("frontend", 2), ("vite", 3), ("lunch", 4), ("noise", 5)]
+    return build_graph(1, memories, links, concepts, aliases, [], [], 0.25), memories
+
+
+def test_ppr_reaches_two_hops_and_ignores_unrelated():
+    graph, memories = toy_graph()
+    hits = rank(graph, "which frontend tool is svelte built with", (), "", 10, Filters(),
+                GraphSettings())
+    ids = [h.memory_id for h in hits]
+    assert ids[:2] == [memories[0][0], memories[1][0]]  # direct mention, then two hops
+    assert memories[2][0] not in ids  # lunch is not connected to the query's concepts
+    assert hits[1].path.startswith("'frontend'") or "->" in hits[1].path
+    # The two-hop memory is reached through the shared concept.
+    only_svelte = rank(graph, "svelte", (), "", 10, Filters(), GraphSettings())
+    assert [h.memory_id for h in only_svelte][:2] == [memories[0][0], memories[1][0]]
+    assert only_svelte[1].path == "'svelte' -> memory 00000000 -> 'frontend' -> memory 00000000"
+
+
+def test_ranking_is_deterministic_and_hop_mode_agrees_on_order():
+    graph, _ = toy_graph(extra_memories=20)
+    first = rank(graph, "svelte noise", (), "", 10, Filters(), GraphSettings())
+    for _ in range(3):
+        assert rank(graph, "svelte noise", (), "", 10, Filters(), GraphSettings()) == first
+    hops = rank(graph, "svelte", (), "", 10, Filters(), GraphSettings(mode="hops"))
+    assert [h.score for h in hops] == sorted((h.score for h in hops), reverse=True)
+
+
+def test_node_cap_is_respected():
+    graph, _ = toy_graph(extra_memories=50)
+    seed = graph.memories + 4  # the 'noise' concept: 50 neighbours
+    nodes, _ = bfs(graph.adjacency, [seed], cap=10)
+    assert len(nodes) == 10 and nodes[0] == seed
+    capped = rank(graph, "noise", (), "", 100, Filters(), GraphSettings(node_cap=10))
+    assert len(capped) == 9  # the seed concept plus nine memories fit under the cap
+
+
+def test_ppr_is_a_distribution_and_finite():
+    graph, _ = toy_graph(extra_memories=5)
+    p = np.zeros(graph.adjacency.shape[0])
+    p[graph.memories] = 1.0
+    r = personalized_pagerank(graph.adjacency, p, 0.5, 100, 1e-12)
+    assert np.all(np.isfinite(r)) and r.sum() == pytest.approx(1.0)
+
+
+def test_filters_apply_to_graph_hits():
+    graph, memories = toy_graph()
+    graph.categories[1] = "work"
+    hits = rank(graph, "svelte", (), "", 10, Filters(categories=("work",)), GraphSettings())
+    assert [h.memory_id for h in hits] == [memories[1][0]]
+
+
+@pytest.fixture(scope="module")
+def extractor():
+    return SpacyExtractor()
+
+
+def test_extraction_is_deterministic_and_skips_dates(extractor):
+    texts = ["Melanie works at Northwind Labs as a designer since March 2023.",
+             "Maya prefers Svelte for frontend work."]
+    first = extractor.extract(texts, [[], ["ui"]])
+    assert extractor.extract(texts, [[], ["ui"]]) == first
+    aliases = first[0].aliases
+    assert {"melanie", "northwind labs", "designer"} <= aliases
+    assert not any("2023" in a or "march" in a for a in aliases)
+    assert ("maya", "prefer", "svelte") in {(r.src, r.rel_type, r.dst) for r in first[1].relations}
+    assert "ui" in first[1].aliases  # tags are concepts
+    assert normalise("  The  Svelte, framework! ") == "the svelte framework"
+
+
+# --- end to end, through gRPC and the real indexer ---------------------------------------
+
+def concepts_of(db, ns: str) -> dict[str, int]:
+    return dict(db.execute("SELECT alias, concept_id FROM concept_aliases WHERE namespace = %s",
+                           (ns,)).fetchall())
+
+
+def store_wait(gateway, ns: str, *texts: str, **fields) -> list[str]:
+    response = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
+        namespace=ns, memories=[memory_pb2.Memory(content=t, **fields) for t in texts],
+        index_wait=WAIT), timeout=40)
+    assert response.indexed
+    return list(response.ids)
+
+
+@pytest.mark.integration
+def test_surface_forms_resolve_to_one_concept(gateway, db, ns):
+    store_wait(gateway, ns, "I have been learning Svelte lately.",
+               "svelte makes components small.", "We rebuilt the site in the Svelte framework.",
+               "Solid is another reactive library.")
+    aliases = concepts_of(db, ns)
+    assert aliases["svelte"] == aliases["svelte framework"]
+    assert aliases["solid"] != aliases["svelte"]
+
+
+@pytest.mark.integration
+def test_graph_leg_finds_two_hop_memory_with_its_path(graph_gateway, ns):
+    a, b, _ = store_wait(
+        graph_gateway, ns, "Priya adopted a greyhound named Biscuit.",
+        "Biscuit needs a long walk along the Dunmore canal every morning.",
+        "Quarterly taxes are due in April.")
+    response = recall(graph_gateway, ns, "Where does Priya walk her dog?", explain=True)
+    graph_leg = {h.memory.id: [c for c in h.legs if c.leg == "graph"] for h in response.hits}
+    assert graph_leg[b], "the two-hop memory came through the graph leg"
+    reason = graph_leg[b][0].reason
+    assert "'priya'" in reason and "biscuit" in reason and reason.endswith(b[:8])
+    assert not response.degraded
+
+
+@pytest.mark.integration
+def test_deleted_superseded_and_foreign_memories_never_come_back(graph_gateway, gateway, ns):
+    old, other = store_wait(gateway, ns, "Arjun's favourite editor is Emacs.",
+                            "Arjun's laptop runs Debian.")
+    new = gateway.Store(memory_pb2.StoreRequest(namespace=ns, index_wait=WAIT, memory=(
+        memory_pb2.Memory(content="Arjun's favourite editor is now Helix.", relations=[
+            memory_pb2.MemoryRelation(type=memory_pb2.RELATION_TYPE_SUPERSEDES,
+                                      target_id=old)]))), timeout=40).memory.id
+    assert gateway.Get(memory_pb2.GetRequest(namespace=ns, id=old)).memory.HasField("valid_to")
+    store_wait(gateway, ns + "-other", "Arjun's favourite editor is Vim.")
+
+    def graph_ids(query: str) -> set[str]:
+        response = recall(graph_gateway, ns, query, explain=True,
+                          fusion=memory_pb2.FusionOverrides(skip_legs=["lexical", "vector"]))
+        assert [leg.state for leg in response.legs if leg.leg == "graph"] == [
+            memory_pb2.LEG_STATE_OK]
+        return {h.memory.id for h in response.hits}
+
+    found = graph_ids("Arjun editor")
+    assert new in found and other in found and old not in found  # superseded, and no Vim
+    gateway.Delete(memory_pb2.DeleteRequest(namespace=ns, id=other))
+    assert other not in graph_ids("Arjun editor")
+
+
+@pytest.mark.integration
+def test_relations_are_validated_and_nothing_is_half_written(gateway, db, ns):
+    target = store(gateway, ns, "A memory to point at.")
+    before = db.execute("SELECT count(*) FROM memories WHERE namespace = %s", (ns,)).fetchone()
+    bad_type = memory_pb2.Memory(content="x", relations=[
+        memory_pb2.MemoryRelation(type=memory_pb2.RELATION_TYPE_UNSPECIFIED, target_id=target)])
+    expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Store,
+                  memory_pb2.StoreRequest(namespace=ns, memory=bad_type))
+    missing = memory_pb2.Memory(content="x", relations=[memory_pb2.MemoryRelation(
+        type=memory_pb2.RELATION_TYPE_ABOUT, target_id="00000000-0000-4000-8000-000000000009")])
+    details = expect_status(grpc.StatusCode.NOT_FOUND, gateway.StoreBatch,
+                            memory_pb2.StoreBatchRequest(namespace=ns, memories=[
+                                memory_pb2.Memory(content="fine"), missing]))
+    assert "memories[1].relations[0]" in details
+    foreign = memory_pb2.Memory(content="x", relations=[memory_pb2.MemoryRelation(
+        type=memory_pb2.RELATION_TYPE_ABOUT, target_id=target)])
+    expect_status(grpc.StatusCode.NOT_FOUND, gateway.Store,
+                  memory_pb2.StoreRequest(namespace=ns + "-x", memory=foreign))
+    after = db.execute("SELECT count(*) FROM memories WHERE namespace = %s", (ns,)).fetchone()
+    assert before == after
+    assert db.execute("SELECT count(*) FROM memory_edges WHERE namespace = %s",
+                      (ns,)).fetchone()[0] == 0
+
+
+@pytest.mark.integration
+def test_sensitive_memories_get_no_concepts(gateway, db, ns):
+    (secret,) = store_wait(gateway, ns, "My bank PIN is hidden under the Zanzibar mug.",
+                           sensitive=True)
+    store_wait(gateway, ns, "The Zanzibar mug is blue.")
+    linked = db.execute("SELECT count(*) FROM memory_concepts WHERE memory_id = %s",
+                        (secret,)).fetchone()[0]
+    assert linked == 0
+    assert "pin" not in concepts_of(db, ns) and "bank pin" not in concepts_of(db, ns)
+
+
+@pytest.mark.integration
+def test_graph_leg_outage_degrades_like_any_leg(stack, graph_gateway, ns):
+    store_wait(graph_gateway, ns, "Ola keeps bees on the roof.")
+    healthy = recall(graph_gateway, ns, "Ola bees")
+    assert not healthy.degraded
+    stack.stop_service("graph")
+    try:
+        response = recall(graph_gateway, ns, "Ola bees")
+        assert response.degraded and response.hits
+        states = {leg.leg: leg.state for leg in response.legs}
+        assert states["graph"] == memory_pb2.LEG_STATE_ERROR
+        assert states["lexical"] == states["vector"] == memory_pb2.LEG_STATE_OK
+    finally:
+        stack.start_service("graph")
+    time.sleep(0.6)  # the gateway's channel retries a dead peer at most every 500 ms
+    assert not recall(graph_gateway, ns, "Ola bees").degraded
