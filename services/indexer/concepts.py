@@ -18,7 +18,7 @@ Sensitive memories never reach this code (they have no embedding job).
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -51,15 +51,44 @@ class Prepared:
 
 
 class ConceptWriter:
-    def __init__(self, extractor: ConceptExtractor, merge_threshold: float = 0.78) -> None:
+    def __init__(self, extractor: ConceptExtractor, merge_threshold: float = 0.78,
+                 cache_namespaces: int = 64) -> None:
         self.extractor = extractor
         self.merge_threshold = merge_threshold
+        self.cache_namespaces = cache_namespaces
+        # (namespace, model) -> (concept ids, their name vectors): grown incrementally
+        # (only ids above the largest cached one are read), least recently used dropped.
+        # A concept another indexer created with a lower id may be missed; that costs at
+        # most an unmerged duplicate concept, never a wrong link.
+        self._vectors: OrderedDict[tuple[str, str], tuple[list[int], np.ndarray]] = (
+            OrderedDict())
 
-    async def prepare(self, pool: Any, sources: Sequence[Source],
-                      embed: Callable[[list[str]], Awaitable[Embeddings]]) -> Prepared:
-        """Steps 1 and 2: everything slow, before the write transaction."""
-        extractions = await asyncio.to_thread(
+    async def _known_vectors(self, conn: Any, ns: str,
+                             model: str) -> tuple[list[int], np.ndarray]:
+        key = (ns, model)
+        ids, matrix = self._vectors.pop(key, ([], np.zeros((0, 1), dtype=np.float32)))
+        cur = await conn.execute(
+            "SELECT id, embedding::float4[] FROM concepts WHERE namespace = %s "
+            "AND embedding IS NOT NULL AND embedding_model = %s AND id > %s ORDER BY id",
+            (ns, model, ids[-1] if ids else 0))
+        rows = await cur.fetchall()
+        if rows:
+            fresh = np.asarray([r[1] for r in rows], dtype=np.float32)
+            matrix = fresh if not ids else np.vstack([matrix, fresh])
+            ids = ids + [r[0] for r in rows]
+        self._vectors[key] = (ids, matrix)
+        while len(self._vectors) > self.cache_namespaces:
+            self._vectors.popitem(last=False)
+        return ids, matrix
+
+    async def extract(self, sources: Sequence[Source]) -> list[Extraction]:
+        """Step 1, in a thread (the indexer runs it while the batch is being embedded)."""
+        return await asyncio.to_thread(
             self.extractor.extract, [s.content for s in sources], [s.tags for s in sources])
+
+    async def prepare(self, pool: Any, sources: Sequence[Source], extractions: list[Extraction],
+                      embed: Callable[[list[str]], Awaitable[Embeddings]]) -> Prepared:
+        """Step 2: everything else slow, before the write transaction."""
         wanted: dict[str, set[str]] = defaultdict(set)
         for s, x in zip(sources, extractions, strict=True):
             wanted[s.namespace].update(x.aliases)
@@ -102,13 +131,7 @@ class ConceptWriter:
         missing = [a for a in aliases if a not in concept_of]
         if not missing:
             return concept_of
-        cur = await conn.execute(
-            "SELECT id, embedding FROM concepts WHERE namespace = %s AND embedding IS NOT NULL "
-            "AND embedding_model = %s ORDER BY id", (ns, prepared.model_id))
-        rows = await cur.fetchall()
-        known_ids = [r[0] for r in rows]
-        known = (np.asarray([r[1] for r in rows], dtype=np.float32) if rows
-                 else np.zeros((0, 1), dtype=np.float32))
+        known_ids, known = await self._known_vectors(conn, ns, prepared.model_id)
         created_ids: list[int] = []
         created: list[np.ndarray] = []
         for alias in missing:  # sorted: the same batch always resolves the same way

@@ -180,9 +180,14 @@ class Indexer:
         ids = [w[0] for w in work]
         versions = [w[1] for w in work]
         try:
-            embeddings = await self.embed_documents([w[2] for w in work])
-            prepared = (await self.concepts.prepare(self.pool, sources, self.embed_documents)
-                        if self.concepts is not None else None)
+            prepared = None
+            if self.concepts is None:
+                embeddings = await self.embed_documents([w[2] for w in work])
+            else:  # extract concepts (CPU, a thread) while the embedding service works
+                embeddings, extractions = await asyncio.gather(
+                    self.embed_documents([w[2] for w in work]), self.concepts.extract(sources))
+                prepared = await self.concepts.prepare(self.pool, sources, extractions,
+                                                       self.embed_documents)
             async with self.pool.connection() as conn, conn.transaction():
                 # Vectors of another model than the live one must never be stored
                 # (e.g. an embedding service not yet restarted after a model switch).
