@@ -10,7 +10,7 @@ ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint bench-recall-latency \
-	bench-embedding bench-vector bench-gateway bench bench-all clean
+	bench-embedding bench-vector bench-gateway bench-graph-latency bench bench-all clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -76,6 +76,14 @@ bench-all: bench
 ## Hybrid recall through the gateway on 5,000 memories: concurrency 1/8/32, overhead, a hanging leg.
 bench-gateway: models
 	$(PY) -m benchmarks.gateway_recall --json benchmarks/results/gateway_recall.json
+
+## The graph leg's cost: the same 5,000-memory recall at concurrency 1 without and with the
+## graph leg, and the graph leg's own Search latency.
+bench-graph-latency: models
+	$(PY) -m benchmarks.gateway_recall --legs lexical,vector --concurrency 1 --hang-requests 0 \
+		--json benchmarks/results/gateway_recall_hybrid.json
+	$(PY) -m benchmarks.gateway_recall --legs lexical,vector,graph --concurrency 1 \
+		--hang-requests 0 --json benchmarks/results/gateway_recall_graph.json
 
 ## Indexer throughput, vector-leg latency at 5k / 100k memories, HNSW recall@10 vs exact.
 bench-vector: models

@@ -2,7 +2,8 @@
 overhead, and the latency of a recall while one leg hangs.
 
   python -m benchmarks.gateway_recall [--memories 5000] [--requests 600]
-                                      [--concurrency 1,8,32] [--json PATH]
+                                      [--concurrency 1,8,32] [--legs lexical,vector]
+                                      [--hang-requests 50] [--json PATH]
 
 It starts its own stack (embedded Postgres in a temporary directory, every
 service on free ports, plus a "hang" retriever leg served by this process
@@ -33,7 +34,14 @@ from pathlib import Path
 import grpc
 
 from benchmarks.common import percentile
-from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2, retriever_pb2_grpc
+from recallmesh.v1 import (
+    embedder_pb2,
+    embedder_pb2_grpc,
+    memory_pb2,
+    memory_pb2_grpc,
+    retriever_pb2,
+    retriever_pb2_grpc,
+)
 from shared.supervisor import Stack, free_port_env
 
 DATASETS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
@@ -150,9 +158,36 @@ def run_load(target: str, queries: list[str], requests: int, concurrency: int) -
             name: percentile([r["legs"][name][1] for r in results if name in r["legs"]], 50)
             for name in sorted({n for r in results for n in r["legs"]})
         },
+        "leg_p95_ms": {
+            name: percentile([r["legs"][name][1] for r in results if name in r["legs"]], 95)
+            for name in sorted({n for r in results for n in r["legs"]})
+        },
         "degraded": sum(r["degraded"] for r in results),
         "local_fusion": sum("local" in r["fusion"] for r in results),
     }
+
+
+def graph_leg_direct(stack: Stack, queries: list[str]) -> dict:
+    """The graph leg's own Search latency: sequential calls with pre-embedded queries."""
+    with grpc.insecure_channel(stack.endpoints["embedding"]) as ch:
+        embedder = embedder_pb2_grpc.EmbedderServiceStub(ch)
+        embedded = [embedder.Embed(embedder_pb2.EmbedRequest(
+            texts=[q], kind=embedder_pb2.EMBED_KIND_QUERY), timeout=30) for q in queries]
+    latencies, found = [], []
+    with grpc.insecure_channel(stack.endpoints["graph"]) as ch:
+        graph = retriever_pb2_grpc.RetrieverServiceStub(ch)
+        for q, e in zip(queries, embedded, strict=True):
+            request = retriever_pb2.SearchRequest(
+                namespace=NAMESPACE, query=q, k=50, query_vector=e.embeddings[0].values,
+                vector_model=e.model_id)
+            graph.Search(request, timeout=30)  # first call may load the namespace graph
+            start = time.perf_counter()
+            response = graph.Search(request, timeout=30)
+            latencies.append((time.perf_counter() - start) * 1000)
+            found.append(len(response.candidates))
+    return {"searches": len(latencies), "k": 50, "p50_ms": percentile(latencies, 50),
+            "p95_ms": percentile(latencies, 95), "p99_ms": percentile(latencies, 99),
+            "mean_candidates": statistics.fmean(found)}
 
 
 def main() -> None:
@@ -160,7 +195,9 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=5000)
     parser.add_argument("--requests", type=int, default=600, help="recalls per concurrency level")
     parser.add_argument("--concurrency", default="1,8,32")
-    parser.add_argument("--hang-requests", type=int, default=50)
+    parser.add_argument("--hang-requests", type=int, default=50, help="0 skips the hang phase")
+    parser.add_argument("--legs", default="lexical,vector",
+                        help="the gateway's legs (RECALLMESH_LEGS), e.g. lexical,vector,graph")
     parser.add_argument("--datasets", type=Path, default=DATASETS)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -175,7 +212,8 @@ def main() -> None:
     tmp = tempfile.TemporaryDirectory(prefix="recallmesh-bench-")
     stack = hang_stack = None
     try:
-        env = {"RECALLMESH_DATA_DIR": tmp.name, **free_port_env()}
+        env = {"RECALLMESH_DATA_DIR": tmp.name, "RECALLMESH_LEGS": args.legs,
+               **free_port_env()}
         stack = Stack(env=env)
         t0 = time.perf_counter()
         stack.start()
@@ -187,6 +225,10 @@ def main() -> None:
             load_s = load(stub, texts)
             for q in queries[:30]:  # warm-up
                 stub.Recall(memory_pb2.RecallRequest(namespace=NAMESPACE, query=q), timeout=30)
+        graph_direct = None
+        if "graph" in args.legs.split(","):
+            print("graph leg, direct ...", flush=True)
+            graph_direct = graph_leg_direct(stack, queries[:300])
         runs = []
         for level in levels:
             print(f"concurrency {level} ...", flush=True)
@@ -205,10 +247,12 @@ def main() -> None:
             "RECALLMESH_EMBEDDING_TARGET": stack.endpoints["embedding"],
             "RECALLMESH_FUSION_TARGET": stack.endpoints["fusion"],
         }
-        hang_stack = Stack(env=hang_env, services=("gateway",))
-        hang_stack.start()
-        print("one leg hanging ...", flush=True)
-        hang = run_load(hang_stack.endpoints["gateway"], queries, args.hang_requests, 1)
+        hang = None
+        if args.hang_requests > 0:
+            hang_stack = Stack(env=hang_env, services=("gateway",))
+            hang_stack.start()
+            print("one leg hanging ...", flush=True)
+            hang = run_load(hang_stack.endpoints["gateway"], queries, args.hang_requests, 1)
     finally:
         for s in (hang_stack, stack):
             if s is not None:
@@ -225,10 +269,12 @@ def main() -> None:
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, python "
                    f"{platform.python_version()}",
         "settings": {k: v for k, v in os.environ.items() if k.startswith("RECALLMESH_")},
+        "legs": args.legs,
         "runs": runs,
         "one_leg_hanging": hang,
+        "graph_leg_direct": graph_direct,
     }
-    print(f"\nhybrid recall (lexical + vector, RRF via the fusion service), {len(texts)} memories, "
+    print(f"\nrecall over legs {args.legs} (RRF via the fusion service), {len(texts)} memories, "
           f"k=10, budget {budget_ms} ms; {result['machine']}")
     print("| concurrency | recalls/s | p50 ms | p95 ms | p99 ms | gateway p50 ms "
           "| slowest leg p50 ms | overhead p50 / p95 ms | degraded |")
@@ -238,13 +284,21 @@ def main() -> None:
               f"| {r['client_p95_ms']:.2f} | {r['client_p99_ms']:.2f} | {r['gateway_p50_ms']:.2f} "
               f"| {r['slowest_leg_p50_ms']:.2f} | {r['overhead_p50_ms']:.2f} / "
               f"{r['overhead_p95_ms']:.2f} | {r['degraded']} |")
-    print("\nper-leg latency p50 ms (gateway-measured, embedding included in vector): " + "; ".join(
-        f"c={r['concurrency']}: " + ", ".join(f"{n} {v:.1f}" for n, v in r["leg_p50_ms"].items())
-        for r in runs))
+    print("\nper-leg latency p50 / p95 ms (gateway-measured, query embedding included in the "
+          "legs that need a vector): " + "; ".join(
+              f"c={r['concurrency']}: " + ", ".join(
+                  f"{n} {v:.1f} / {r['leg_p95_ms'][n]:.1f}" for n, v in r["leg_p50_ms"].items())
+              for r in runs))
     h = hang
-    print(f"\none leg hanging (budget {budget_ms} ms, {h['requests']} sequential recalls): "
-          f"p50 {h['client_p50_ms']:.1f} ms, p95 {h['client_p95_ms']:.1f} ms, "
-          f"p99 {h['client_p99_ms']:.1f} ms; degraded {h['degraded']}/{h['requests']}")
+    if h is not None:
+        print(f"\none leg hanging (budget {budget_ms} ms, {h['requests']} sequential recalls): "
+              f"p50 {h['client_p50_ms']:.1f} ms, p95 {h['client_p95_ms']:.1f} ms, "
+              f"p99 {h['client_p99_ms']:.1f} ms; degraded {h['degraded']}/{h['requests']}")
+    if graph_direct is not None:
+        g = graph_direct
+        print(f"\ngraph leg Search, direct gRPC, {g['searches']} sequential pre-embedded queries, "
+              f"k=50: p50 {g['p50_ms']:.2f} ms, p95 {g['p95_ms']:.2f} ms, p99 {g['p99_ms']:.2f} ms "
+              f"({g['mean_candidates']:.1f} candidates on average)")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2))
