@@ -62,16 +62,18 @@ BENCH_REPORT    = docs/benchmarks.md
 bench: models
 	$(PY) -m benchmarks run --dataset $(BENCH_DATASETS)/locomo --out benchmarks/results/locomo
 	$(PY) -m benchmarks.report_header > $(BENCH_REPORT)
-	$(PY) -m benchmarks compare benchmarks/results/locomo --append-to $(BENCH_REPORT)
+	$(PY) -m benchmarks compare benchmarks/results/locomo --append-to $(BENCH_REPORT) \
+		--summary-to benchmarks/reports/locomo.json
 
 ## bench plus SciFact (train split) and LongMemEval (per-haystack namespaces: ~60k turns, slow).
 bench-all: bench
 	$(PY) -m benchmarks run --dataset $(BENCH_DATASETS)/scifact --out benchmarks/results/scifact
 	$(PY) -m benchmarks compare benchmarks/results/scifact --metric ndcg@10 \
-		--append-to $(BENCH_REPORT)
+		--append-to $(BENCH_REPORT) --summary-to benchmarks/reports/scifact.json
 	$(PY) -m benchmarks run --dataset $(BENCH_DATASETS)/longmemeval \
 		--out benchmarks/results/longmemeval
-	$(PY) -m benchmarks compare benchmarks/results/longmemeval --append-to $(BENCH_REPORT)
+	$(PY) -m benchmarks compare benchmarks/results/longmemeval --append-to $(BENCH_REPORT) \
+		--summary-to benchmarks/reports/longmemeval.json
 
 ## Hybrid recall through the gateway on 5,000 memories: concurrency 1/8/32, overhead, a hanging leg.
 bench-gateway: models

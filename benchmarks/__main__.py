@@ -16,11 +16,12 @@ the stack stored. `compare` prints and writes OUTDIR/report.md.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from benchmarks.harness.configs import CONFIGS, DEFAULT_CONFIGS
 from benchmarks.harness.peers import PEERS
-from benchmarks.harness.report import compare
+from benchmarks.harness.report import compare, summary
 from benchmarks.harness.runner import run
 
 
@@ -48,6 +49,9 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--metric", default="recall@10")
     c.add_argument("--append-to", type=Path, default=None,
                    help="also append the report to this markdown file (e.g. docs/benchmarks.md)")
+    c.add_argument("--summary-to", type=Path, default=None,
+                   help="also write every configuration's settings and metrics (no per-query "
+                   "rows) to this JSON file")
     sub.add_parser("configs", help="list the known configurations")
     args = parser.parse_args(argv)
     if args.command == "run":
@@ -57,6 +61,9 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "compare":
         text = compare(args.out, args.baseline, args.metric)
         (args.out / "report.md").write_text(text)
+        if args.summary_to is not None:
+            args.summary_to.parent.mkdir(parents=True, exist_ok=True)
+            args.summary_to.write_text(json.dumps(summary(args.out), indent=1) + "\n")
         if args.append_to is not None:
             with open(args.append_to, "a", encoding="utf-8") as f:
                 f.write("\n" + text)

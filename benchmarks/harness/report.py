@@ -92,3 +92,10 @@ def compare(out: Path, baseline: str, metric: str = HEADLINE) -> str:
                   f"namespace(s), {ingest['seconds']:.1f} s ({ingest['memories_per_s']:.1f}/s), "
                   "StoreBatch with index wait."]
     return "\n".join(lines) + "\n"
+
+
+def summary(out: Path) -> dict:
+    """Every configuration in OUTDIR without its per-query rows: settings, dataset, commit,
+    overall and per-category metrics, latency, ingest (small enough to commit)."""
+    return {name: {k: v for k, v in data.items() if k != "queries"}
+            for name, data in _load(out).items()}

@@ -22,7 +22,7 @@ from benchmarks.harness.data import Dataset, load
 from benchmarks.harness.peers import PEERS, Doc, Peer, timed_search
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc, memory_pb2, memory_pb2_grpc
 from shared.config import ALL_LEGS, REPO_ROOT, default_target
-from shared.db import resolve_dsn
+from shared.db import redact, resolve_dsn
 from shared.model_manifest import ModelManifest
 from shared.supervisor import Stack, free_port_env
 from shared.timestamps import to_proto_timestamp
@@ -228,7 +228,8 @@ def result_file(name: str, settings: dict, ds: Dataset, limit: int | None, rows:
     return {
         "config": name,
         "settings": settings,
-        "gateway_env": {k: v for k, v in os.environ.items() if k.startswith("RECALLMESH_")},
+        "gateway_env": {k: redact(v) if k == "RECALLMESH_DSN" else v
+                        for k, v in os.environ.items() if k.startswith("RECALLMESH_")},
         "dataset": {"path": str(ds.path), "name": ds.name, "files_sha256": ds.files_sha256,
                     "queries": len(ds.queries), "limit": limit},
         "model_id": ModelManifest.load().model_id,

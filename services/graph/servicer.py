@@ -10,7 +10,7 @@ import grpc
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from services.graph.core import GraphRetriever
 from shared.config import GraphLegSettings
-from shared.db import open_pool, resolve_dsn
+from shared.retriever_app import RetrieverApp
 from shared.validation import search_request
 
 log = logging.getLogger(__name__)
@@ -32,25 +32,12 @@ class GraphServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         ])
 
 
-class GraphApp:
-    service_names = (retriever_pb2.DESCRIPTOR.services_by_name["RetrieverService"].full_name,)
+class GraphApp(RetrieverApp):
+    name = "graph"
 
-    def __init__(self) -> None:
-        self.pool: Any = None
-        self.servicer: GraphServicer | None = None
-
-    async def start(self) -> None:
+    async def build(self, pool: Any) -> GraphServicer:
         settings = GraphLegSettings.from_env()
-        self.pool = await open_pool(resolve_dsn(), name="graph")
-        self.servicer = GraphServicer(GraphRetriever(self.pool, settings.graph))
         log.info("graph leg ready", extra={"mode": settings.graph.mode,
                                            "damping": settings.graph.damping,
                                            "node_cap": settings.graph.node_cap})
-
-    def register(self, server: grpc.aio.Server) -> None:
-        assert self.servicer is not None
-        retriever_pb2_grpc.add_RetrieverServiceServicer_to_server(self.servicer, server)
-
-    async def stop(self) -> None:
-        if self.pool is not None:
-            await self.pool.close()
+        return GraphServicer(GraphRetriever(pool, settings.graph))

@@ -9,7 +9,7 @@ import grpc
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from services.lexical.core import LexicalRetriever
 from shared.config import LexicalSettings
-from shared.db import open_pool, resolve_dsn
+from shared.retriever_app import RetrieverApp
 from shared.validation import search_request
 
 
@@ -30,22 +30,9 @@ class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         )
 
 
-class LexicalApp:
-    service_names = (retriever_pb2.DESCRIPTOR.services_by_name["RetrieverService"].full_name,)
+class LexicalApp(RetrieverApp):
+    name = "lexical"
 
-    def __init__(self) -> None:
-        self.pool: Any = None
-        self.servicer: LexicalServicer | None = None
-
-    async def start(self) -> None:
+    async def build(self, pool: Any) -> LexicalServicer:
         settings = LexicalSettings.from_env()
-        self.pool = await open_pool(resolve_dsn(), name="lexical")
-        self.servicer = LexicalServicer(LexicalRetriever(self.pool, settings.or_min_rank))
-
-    def register(self, server: grpc.aio.Server) -> None:
-        assert self.servicer is not None
-        retriever_pb2_grpc.add_RetrieverServiceServicer_to_server(self.servicer, server)
-
-    async def stop(self) -> None:
-        if self.pool is not None:
-            await self.pool.close()
+        return LexicalServicer(LexicalRetriever(pool, settings.or_min_rank))

@@ -10,8 +10,8 @@ import grpc
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from services.vector.core import VectorRetriever
 from shared.config import VectorSettings
-from shared.db import open_pool, resolve_dsn
 from shared.errors import InvalidArgument
+from shared.retriever_app import RetrieverApp
 from shared.validation import search_request
 from shared.vector_schema import COLUMN_DIMENSION_SQL
 
@@ -46,17 +46,12 @@ class VectorServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         )
 
 
-class VectorApp:
-    service_names = (retriever_pb2.DESCRIPTOR.services_by_name["RetrieverService"].full_name,)
+class VectorApp(RetrieverApp):
+    name = "vector"
 
-    def __init__(self) -> None:
-        self.pool: Any = None
-        self.servicer: VectorServicer | None = None
-
-    async def start(self) -> None:
+    async def build(self, pool: Any) -> VectorServicer:
         settings = VectorSettings.from_env()
-        self.pool = await open_pool(resolve_dsn(), name="vector")
-        async with self.pool.connection() as conn:
+        async with pool.connection() as conn:
             cur = await conn.execute(COLUMN_DIMENSION_SQL, ("embedding",))
             row = await cur.fetchone()
         if row is None:
@@ -64,16 +59,7 @@ class VectorApp:
                 "memories.embedding does not exist: run `recallmesh migrate` (or `recallmesh up`)"
             )
         dimension = int(row[0])
-        self.servicer = VectorServicer(
-            VectorRetriever(self.pool, dimension, settings.ef_search, settings.iterative_scan)
-        )
         log.info("vector leg ready", extra={"dimension": dimension,
                                             "ef_search": settings.ef_search})
-
-    def register(self, server: grpc.aio.Server) -> None:
-        assert self.servicer is not None
-        retriever_pb2_grpc.add_RetrieverServiceServicer_to_server(self.servicer, server)
-
-    async def stop(self) -> None:
-        if self.pool is not None:
-            await self.pool.close()
+        return VectorServicer(
+            VectorRetriever(pool, dimension, settings.ef_search, settings.iterative_scan))
