@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import urllib.request
 from datetime import UTC, datetime
 
 import grpc
@@ -144,6 +145,19 @@ def test_graph_leg_finds_two_hop_memory_with_its_path(graph_gateway, ns):
     reason = graph_leg[b][0].reason
     assert "'priya'" in reason and "biscuit" in reason and reason.endswith(b[:8])
     assert not response.degraded
+
+
+@pytest.mark.integration
+def test_graph_leg_metrics(stack, graph_gateway, ns):
+    store_wait(graph_gateway, ns, "Noor repairs vintage radios.")
+    recall(graph_gateway, ns, "Noor radios")
+    recall(graph_gateway, ns, "Noor radios")
+    metrics = urllib.request.urlopen(
+        f"http://localhost:{stack.metrics['graph']}/metrics", timeout=5).read().decode()
+    assert 'recallmesh_graph_cache_total{outcome="hit"}' in metrics
+    assert "recallmesh_graph_load_seconds_count" in metrics
+    assert any(line.startswith("grpc_server_handled_total{") and 'grpc_method="Search"' in line
+               and 'grpc_code="OK"' in line for line in metrics.splitlines())
 
 
 @pytest.mark.integration

@@ -34,11 +34,28 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from prometheus_client import Counter, Histogram
 
 from services.graph.extraction import normalise
 from shared.filters import Filters
 
 MAX_SEED_WORDS = 4
+
+GRAPH_LOADS = Histogram(
+    "recallmesh_graph_load_seconds",
+    "Time to load one namespace's graph from Postgres and build its matrix.",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+)
+GRAPH_CACHE = Counter(
+    "recallmesh_graph_cache_total",
+    "Graph lookups per search: served from the cache (hit) or (re)loaded (load).",
+    ["outcome"],
+)
+GRAPH_SEEDS = Histogram(
+    "recallmesh_graph_seed_concepts",
+    "Seed concepts found per search (0: the graph leg returns nothing).",
+    buckets=(0, 1, 2, 3, 5, 8, 13, 21),
+)
 _WORDS = re.compile(r"[\w'-]+")
 
 
@@ -137,8 +154,11 @@ class GraphRetriever:
             if (cached is not None and cached.version == version
                     and time.monotonic() < cached.expires_at):
                 self._cache.move_to_end(namespace)
+                GRAPH_CACHE.labels("hit").inc()
                 return cached
-            graph = await self._load(namespace, version)
+            GRAPH_CACHE.labels("load").inc()
+            with GRAPH_LOADS.time():
+                graph = await self._load(namespace, version)
             self._cache[namespace] = graph
             self._cache.move_to_end(namespace)
             while len(self._cache) > self.settings.cache_namespaces:
@@ -303,6 +323,7 @@ def _passes(graph: NamespaceGraph, i: int, filters: Filters) -> bool:
 def rank(graph: NamespaceGraph, query: str, vector: Sequence[float], model: str, k: int,
          filters: Filters, settings: GraphSettings) -> list[GraphHit]:
     seeds = query_seeds(graph, query, vector, model, settings)
+    GRAPH_SEEDS.observe(len(seeds))
     if not seeds:
         return []
     nodes, pred = bfs(graph.adjacency, list(seeds), settings.node_cap)
