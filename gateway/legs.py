@@ -57,7 +57,12 @@ class GrpcLeg:
             sort_by=SORT_BY_VALUES[query.sort_by],
             query_vector=query.vector,
             vector_model=query.vector_model,
+            ranking=query.lexical_ranking,
         )
+        if query.bm25_k1 is not None:
+            request.bm25_k1 = query.bm25_k1
+        if query.bm25_b is not None:
+            request.bm25_b = query.bm25_b
         filters_to_proto(query.filters, request.filters)
         try:
             response = await self.stub.Search(request, timeout=timeout_s)

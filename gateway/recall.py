@@ -84,6 +84,9 @@ class LegQuery:
     sort_by: str
     vector: tuple[float, ...] = ()  # filled in for legs that need it
     vector_model: str = ""
+    lexical_ranking: str = ""  # request overrides for the lexical leg ("" / None: its own)
+    bm25_k1: float | None = None
+    bm25_b: float | None = None
 
 
 class LegTimeout(Exception):
@@ -292,9 +295,12 @@ class Recaller:
         leg_query = LegQuery(
             namespace=q.namespace,
             query=q.query,
-            k=max(q.k, self.settings.leg_depth),
+            k=max(q.k, q.fusion.leg_depth or self.settings.leg_depth),
             filters=q.filters,
             sort_by=q.sort_by,
+            lexical_ranking=q.fusion.lexical_ranking or "",
+            bm25_k1=q.fusion.bm25_k1,
+            bm25_b=q.fusion.bm25_b,
         )
         asked = [leg for leg in self.legs if leg.name not in q.fusion.skip_legs]
         embedding: asyncio.Future | None = None

@@ -263,10 +263,23 @@ class LexicalSettings:
     # Rows admitted by the OR-broaden step must reach this ts_rank; keeps the
     # broaden step from flooding a short AND result with one-word noise.
     or_min_rank: float = 0.01
+    ranking: str = "ts_rank"  # or "bm25"
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
 
     @classmethod
     def from_env(cls) -> LexicalSettings:
-        return cls(or_min_rank=env_float("RECALLMESH_LEXICAL_OR_MIN_RANK", 0.01))
+        ranking = env_str("RECALLMESH_LEXICAL_RANKING", "ts_rank").lower()
+        if ranking not in ("ts_rank", "bm25"):
+            raise ConfigError(
+                f"RECALLMESH_LEXICAL_RANKING must be ts_rank or bm25, got {ranking!r}")
+        b = env_float("RECALLMESH_LEXICAL_BM25_B", 0.75, minimum=0.0)
+        if b > 1.0:
+            raise ConfigError("RECALLMESH_LEXICAL_BM25_B must be within [0, 1]")
+        return cls(or_min_rank=env_float("RECALLMESH_LEXICAL_OR_MIN_RANK", 0.01),
+                   ranking=ranking,
+                   bm25_k1=env_float("RECALLMESH_LEXICAL_BM25_K1", 1.2, minimum=0.0),
+                   bm25_b=b)
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,10 @@ class FusionRequest:
     importance_strength: float | None = None
     exact_bonus: float | None = None
     skip_legs: tuple[str, ...] = ()
+    leg_depth: int | None = None
+    lexical_ranking: str | None = None
+    bm25_k1: float | None = None
+    bm25_b: float | None = None
 
 
 @dataclass(frozen=True)
@@ -254,6 +258,10 @@ def fusion_request(msg: Any) -> FusionRequest:
             raise InvalidArgument(f"fusion.{name} must be within [0, 1], got {value}")
         return float(value)
 
+    if not 0 <= msg.leg_depth <= MAX_LEG_DEPTH:
+        raise InvalidArgument(
+            f"fusion.leg_depth must be within 1..{MAX_LEG_DEPTH} (0 = default), "
+            f"got {msg.leg_depth}")
     return FusionRequest(
         method=method,
         rrf_k=msg.rrf_k or None,
@@ -261,10 +269,42 @@ def fusion_request(msg: Any) -> FusionRequest:
         importance_strength=unit("importance_strength"),
         exact_bonus=unit("exact_bonus"),
         skip_legs=tuple(dict.fromkeys(leg.strip() for leg in msg.skip_legs)),
+        leg_depth=msg.leg_depth or None,
+        lexical_ranking=lexical_ranking(msg.lexical_ranking, "fusion.lexical_ranking"),
+        bm25_k1=bm25_k1(msg, "fusion."),
+        bm25_b=unit("bm25_b"),
     )
 
 
 MAX_LEG_DEPTH = 1000
+LEXICAL_RANKINGS = ("ts_rank", "bm25")
+MAX_BM25_K1 = 10.0
+
+
+def lexical_ranking(value: str, name: str) -> str | None:
+    """A lexical ranking name, or None for empty (keep the configured one)."""
+    value = value.strip().lower()
+    if value and value not in LEXICAL_RANKINGS:
+        raise InvalidArgument(f"{name} must be one of {', '.join(LEXICAL_RANKINGS)}, "
+                              f"got {value[:32]!r}")
+    return value or None
+
+
+def bm25_k1(msg: Any, prefix: str = "") -> float | None:
+    if not msg.HasField("bm25_k1"):
+        return None
+    if not (math.isfinite(msg.bm25_k1) and 0.0 <= msg.bm25_k1 <= MAX_BM25_K1):
+        raise InvalidArgument(f"{prefix}bm25_k1 must be within [0, {MAX_BM25_K1:g}], "
+                              f"got {msg.bm25_k1}")
+    return float(msg.bm25_k1)
+
+
+def bm25_b(msg: Any, prefix: str = "") -> float | None:
+    if not msg.HasField("bm25_b"):
+        return None
+    if not (math.isfinite(msg.bm25_b) and 0.0 <= msg.bm25_b <= 1.0):
+        raise InvalidArgument(f"{prefix}bm25_b must be within [0, 1], got {msg.bm25_b}")
+    return float(msg.bm25_b)
 
 
 def search_request(request: Any) -> tuple[str, str, int, Filters, str]:

@@ -27,6 +27,10 @@ class Config:
     weights: dict[str, float] = field(default_factory=dict)
     importance_strength: float | None = None
     exact_bonus: float | None = None
+    leg_depth: int = 0  # 0: the gateway's RECALLMESH_LEG_DEPTH
+    lexical_ranking: str = ""  # "": the lexical leg's configured ranking
+    bm25_k1: float | None = None
+    bm25_b: float | None = None
 
     def overrides(self, gateway_legs: Iterable[str]) -> memory_pb2.FusionOverrides:
         """The request's overrides on a gateway with `gateway_legs`; SystemExit if it lacks
@@ -39,7 +43,12 @@ class Config:
                              "RECALLMESH_LEGS)")
         msg = memory_pb2.FusionOverrides(
             method=self.method, weights=self.weights,
-            skip_legs=[leg for leg in available if leg not in self.legs])
+            skip_legs=[leg for leg in available if leg not in self.legs],
+            leg_depth=self.leg_depth, lexical_ranking=self.lexical_ranking)
+        if self.bm25_k1 is not None:
+            msg.bm25_k1 = self.bm25_k1
+        if self.bm25_b is not None:
+            msg.bm25_b = self.bm25_b
         if self.importance_strength is not None:
             msg.importance_strength = self.importance_strength
         if self.exact_bonus is not None:
@@ -78,6 +87,16 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
            ("lexical", "vector"), method="cc"),
     _plain("hybrid_cc_bounded", "convex combination; cosine normalised by its -1..1 range",
            ("lexical", "vector"), method="cc_bounded"),
+    Config("lexical_bm25", "the lexical leg alone, BM25 ranking (k1=1.2, b=0.75) over the same "
+           "tsvectors", ("lexical",), lexical_ranking="bm25"),
+    Config("lexical_bm25_tuned", "the lexical leg alone, BM25 with k1=0.9, b=0.4",
+           ("lexical",), lexical_ranking="bm25", bm25_k1=0.9, bm25_b=0.4),
+    _plain("hybrid_bm25", "lexical (BM25) + vector, weighted RRF k=60", ("lexical", "vector"),
+           lexical_ranking="bm25"),
+    _plain("hybrid_bm25_d20", "hybrid_bm25 over each leg's top 20 instead of 50",
+           ("lexical", "vector"), lexical_ranking="bm25", leg_depth=20),
+    _plain("hybrid_cc_bm25", "lexical (BM25) + vector, convex combination (min-max)",
+           ("lexical", "vector"), method="cc", lexical_ranking="bm25"),
     *(_plain("hybrid_graph" if w == 0.35 else f"hybrid_graph_w{w:g}",
              f"lexical + vector + graph, weighted RRF, graph weight {w:g}",
              ("lexical", "vector", "graph"), weights={"graph": w})

@@ -222,7 +222,7 @@ class RecallRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., k: _Optional[int] = ..., sort_by: _Optional[_Union[SortBy, str]] = ..., filters: _Optional[_Union[RecallFilters, _Mapping]] = ..., budget_ms: _Optional[int] = ..., explain: _Optional[bool] = ..., fusion: _Optional[_Union[FusionOverrides, _Mapping]] = ...) -> None: ...
 
 class FusionOverrides(_message.Message):
-    __slots__ = ("method", "rrf_k", "weights", "importance_strength", "exact_bonus", "skip_legs")
+    __slots__ = ("method", "rrf_k", "weights", "importance_strength", "exact_bonus", "skip_legs", "leg_depth", "lexical_ranking", "bm25_k1", "bm25_b")
     class WeightsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -236,13 +236,21 @@ class FusionOverrides(_message.Message):
     IMPORTANCE_STRENGTH_FIELD_NUMBER: _ClassVar[int]
     EXACT_BONUS_FIELD_NUMBER: _ClassVar[int]
     SKIP_LEGS_FIELD_NUMBER: _ClassVar[int]
+    LEG_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    LEXICAL_RANKING_FIELD_NUMBER: _ClassVar[int]
+    BM25_K1_FIELD_NUMBER: _ClassVar[int]
+    BM25_B_FIELD_NUMBER: _ClassVar[int]
     method: str
     rrf_k: int
     weights: _containers.ScalarMap[str, float]
     importance_strength: float
     exact_bonus: float
     skip_legs: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, method: _Optional[str] = ..., rrf_k: _Optional[int] = ..., weights: _Optional[_Mapping[str, float]] = ..., importance_strength: _Optional[float] = ..., exact_bonus: _Optional[float] = ..., skip_legs: _Optional[_Iterable[str]] = ...) -> None: ...
+    leg_depth: int
+    lexical_ranking: str
+    bm25_k1: float
+    bm25_b: float
+    def __init__(self, method: _Optional[str] = ..., rrf_k: _Optional[int] = ..., weights: _Optional[_Mapping[str, float]] = ..., importance_strength: _Optional[float] = ..., exact_bonus: _Optional[float] = ..., skip_legs: _Optional[_Iterable[str]] = ..., leg_depth: _Optional[int] = ..., lexical_ranking: _Optional[str] = ..., bm25_k1: _Optional[float] = ..., bm25_b: _Optional[float] = ...) -> None: ...
 
 class LegContribution(_message.Message):
     __slots__ = ("leg", "rank", "score", "reason")

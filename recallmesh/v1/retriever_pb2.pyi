@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class SearchRequest(_message.Message):
-    __slots__ = ("namespace", "query", "query_vector", "k", "filters", "sort_by", "vector_model")
+    __slots__ = ("namespace", "query", "query_vector", "k", "filters", "sort_by", "vector_model", "ranking", "bm25_k1", "bm25_b")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -16,6 +16,9 @@ class SearchRequest(_message.Message):
     FILTERS_FIELD_NUMBER: _ClassVar[int]
     SORT_BY_FIELD_NUMBER: _ClassVar[int]
     VECTOR_MODEL_FIELD_NUMBER: _ClassVar[int]
+    RANKING_FIELD_NUMBER: _ClassVar[int]
+    BM25_K1_FIELD_NUMBER: _ClassVar[int]
+    BM25_B_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     query: str
     query_vector: _containers.RepeatedScalarFieldContainer[float]
@@ -23,7 +26,10 @@ class SearchRequest(_message.Message):
     filters: _memory_pb2.RecallFilters
     sort_by: _memory_pb2.SortBy
     vector_model: str
-    def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., k: _Optional[int] = ..., filters: _Optional[_Union[_memory_pb2.RecallFilters, _Mapping]] = ..., sort_by: _Optional[_Union[_memory_pb2.SortBy, str]] = ..., vector_model: _Optional[str] = ...) -> None: ...
+    ranking: str
+    bm25_k1: float
+    bm25_b: float
+    def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., k: _Optional[int] = ..., filters: _Optional[_Union[_memory_pb2.RecallFilters, _Mapping]] = ..., sort_by: _Optional[_Union[_memory_pb2.SortBy, str]] = ..., vector_model: _Optional[str] = ..., ranking: _Optional[str] = ..., bm25_k1: _Optional[float] = ..., bm25_b: _Optional[float] = ...) -> None: ...
 
 class Candidate(_message.Message):
     __slots__ = ("memory_id", "score", "importance", "exact_match", "reason")

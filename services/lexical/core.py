@@ -10,6 +10,15 @@ Faithful to the system recallmesh is measured against:
        recency:    created_at descending
      with the memory id as the final, deterministic tie-break.
 Scoped to one namespace, soft-deleted rows excluded, optional filters applied.
+
+A second ranking, `bm25`, is Okapi BM25 computed in SQL over the same
+tsvectors: every memory matching any query lexeme (OR) is scored by
+  sum over query lexemes t of idf(t) * tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))
+with idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)), N, df and the average
+length read from the per-namespace statistics the schema keeps current on
+write (migrations/0004_bm25_stats.sql), tf the lexeme's position count and dl
+the memory's token count. Hits are ordered by that score (no AND tier), then
+id; `exact_match` still says whether every term matched.
 The user's text only ever reaches Postgres as a bound parameter to
 plainto_tsquery, which cannot fail on any input (operators, quotes,
 backslashes, emoji, over-long tokens); the OR query is derived from the
@@ -94,12 +103,59 @@ LIMIT %(k)s
     return sql, params
 
 
+RANKINGS = ("ts_rank", "bm25")
+
+
+def build_bm25_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]:
+    """The BM25 statement and its filter parameters. Callers add: ns, query, k, k1, b."""
+    if sort_by not in BLEND:
+        raise ValueError(f"unknown sort_by {sort_by!r}")
+    order = "created_at DESC, id" if sort_by == "recency" else "score DESC, id"
+    where_filters, params = filter_sql(filters, alias="m")
+    sql = f"""
+WITH q AS (
+    SELECT plainto_tsquery('english', %(query)s) AS and_q
+), qq AS (
+    SELECT and_q, replace(and_q::text, ' & ', ' | ')::tsquery AS or_q FROM q
+), stats AS (
+    SELECT greatest(docs, 1) AS docs, greatest(total_len::float8 / greatest(docs, 1), 1) AS avgdl
+    FROM namespace_stats WHERE namespace = %(ns)s
+), idf AS (
+    SELECT t.lexeme,
+           ln(1 + (s.docs - coalesce(l.df, 0) + 0.5) / (coalesce(l.df, 0) + 0.5)) AS idf
+    FROM (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s)))
+          AS lexeme) t
+    CROSS JOIN stats s
+    LEFT JOIN lexeme_stats l ON l.namespace = %(ns)s AND l.lexeme = t.lexeme
+), hits AS (
+    SELECT m.id, m.importance, m.created_at, m.search_vector @@ qq.and_q AS all_terms,
+           (SELECT sum(x.idf * x.tf * (%(k1)s + 1)
+                       / (x.tf + %(k1)s * (1 - %(b)s + %(b)s * x.dl / s.avgdl)))
+            FROM (SELECT i.idf, coalesce(array_length(u.positions, 1), 1) AS tf,
+                         recallmesh_tsvector_length(m.search_vector) AS dl
+                  FROM unnest(m.search_vector) u JOIN idf i ON i.lexeme = u.lexeme) x
+           ) AS score
+    FROM memories m, qq, stats s
+    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
+      AND m.search_vector @@ qq.or_q {where_filters}
+)
+SELECT id::text, score, score AS rank, CASE WHEN all_terms THEN 0 ELSE 1 END AS tier,
+       importance
+FROM hits ORDER BY {order} LIMIT %(k)s
+"""
+    return sql, params
+
+
 class LexicalRetriever:
     """Runs lexical searches over a psycopg AsyncConnectionPool."""
 
-    def __init__(self, pool: Any, or_min_rank: float = 0.01) -> None:
+    def __init__(self, pool: Any, or_min_rank: float = 0.01, ranking: str = "ts_rank",
+                 k1: float = 1.2, b: float = 0.75) -> None:
         self.pool = pool
         self.or_min_rank = or_min_rank
+        self.ranking = ranking
+        self.k1 = k1
+        self.b = b
 
     async def search(
         self,
@@ -108,8 +164,17 @@ class LexicalRetriever:
         k: int,
         filters: Filters | None = None,
         sort_by: str = "relevance",
+        ranking: str = "",
+        k1: float | None = None,
+        b: float | None = None,
     ) -> LexicalResult:
-        sql, params = build_search_sql(filters or Filters(), sort_by)
+        """`ranking`, `k1`, `b` override the leg's settings for this search."""
+        ranking = ranking or self.ranking
+        if ranking == "bm25":
+            sql, params = build_bm25_sql(filters or Filters(), sort_by)
+            params.update(k1=self.k1 if k1 is None else k1, b=self.b if b is None else b)
+        else:
+            sql, params = build_search_sql(filters or Filters(), sort_by)
         params.update(ns=namespace, query=query, k=k, or_min_rank=self.or_min_rank)
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)

@@ -10,7 +10,7 @@ from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from services.lexical.core import LexicalRetriever
 from shared.config import LexicalSettings
 from shared.retriever_app import RetrieverApp
-from shared.validation import search_request
+from shared.validation import bm25_b, bm25_k1, lexical_ranking, search_request
 
 
 class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):
@@ -19,7 +19,10 @@ class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):
 
     async def Search(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         ns, query, k, filters, sort_by = search_request(request)
-        result = await self.retriever.search(ns, query, k, filters, sort_by)
+        result = await self.retriever.search(
+            ns, query, k, filters, sort_by,
+            ranking=lexical_ranking(request.ranking, "ranking") or "",
+            k1=bm25_k1(request), b=bm25_b(request))
         return retriever_pb2.SearchResponse(
             candidates=[
                 retriever_pb2.Candidate(memory_id=h.memory_id, score=h.score,
@@ -35,4 +38,5 @@ class LexicalApp(RetrieverApp):
 
     async def build(self, pool: Any) -> LexicalServicer:
         settings = LexicalSettings.from_env()
-        return LexicalServicer(LexicalRetriever(pool, settings.or_min_rank))
+        return LexicalServicer(LexicalRetriever(pool, settings.or_min_rank, settings.ranking,
+                                                settings.bm25_k1, settings.bm25_b))
