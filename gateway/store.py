@@ -106,12 +106,19 @@ async def _relate(conn: Any, ns: str, source: str, memory: NewMemory, where: str
             (superseded,))
 
 
+async def _lock_namespace(conn: Any, ns: str) -> None:
+    """Queue behind other writers of the namespace (migration 0005) before any row lock,
+    so concurrent writes never deadlock on the namespace's corpus statistics."""
+    await conn.execute("SELECT recallmesh_lock_namespace(%s)", (ns,))
+
+
 class MemoryStore:
     def __init__(self, pool: Any) -> None:
         self.pool = pool
 
     async def store(self, ns: str, memory: NewMemory) -> StoredMemory:
         async with self.pool.connection() as conn, conn.transaction():
+            await _lock_namespace(conn, ns)
             cur = await conn.execute(_INSERT, _insert_params(ns, memory))
             row = await cur.fetchone()
             await _relate(conn, ns, str(row[0]), memory, "memory")
@@ -121,6 +128,7 @@ class MemoryStore:
         """All-or-nothing: one transaction; ids in input order."""
         ids: list[str] = []
         async with self.pool.connection() as conn, conn.transaction():
+            await _lock_namespace(conn, ns)
             cur = conn.cursor()
             await cur.executemany(
                 _INSERT, [_insert_params(ns, m) for m in memories], returning=True
@@ -147,6 +155,7 @@ class MemoryStore:
             for column, value in changes.items()
         }
         async with self.pool.connection() as conn, conn.transaction():
+            await _lock_namespace(conn, ns)
             cur = await conn.execute(
                 f"UPDATE memories SET {assignments}, updated_at = clock_timestamp() "
                 "WHERE namespace = %(ns)s AND id = %(id)s AND deleted_at IS NULL "
@@ -200,8 +209,9 @@ class MemoryStore:
         return StoredMemory.from_row(row)
 
     async def delete(self, ns: str, memory_id: str) -> datetime:
-        async with self.pool.connection() as conn:
+        async with self.pool.connection() as conn, conn.transaction():
             # The schema's triggers drop the vector and any pending embedding job.
+            await _lock_namespace(conn, ns)
             cur = await conn.execute(
                 "UPDATE memories SET deleted_at = now(), updated_at = now() "
                 "WHERE namespace = %s AND id = %s AND deleted_at IS NULL RETURNING deleted_at",

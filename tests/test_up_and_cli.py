@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from shared.model_manifest import default_manifest_path
-from shared.supervisor import free_port_env, wait_serving
+from shared.supervisor import StackError, free_port_env, wait_serving
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,11 @@ def start_up(env: dict[str, str], *args: str) -> tuple[subprocess.Popen, list[st
         lines.append(line)
         if "serving; press Ctrl-C" in line:
             break
-    wait_serving(env["RECALLMESH_TARGET"], 10, process)
+    try:
+        wait_serving(env["RECALLMESH_TARGET"], 10, process)
+    except StackError:
+        rest, _ = process.communicate(timeout=30)
+        pytest.fail("recallmesh up did not come up:\n" + "".join(lines) + rest)
     return process, lines
 
 
