@@ -42,7 +42,10 @@ def start_up(env: dict[str, str], *args: str) -> tuple[subprocess.Popen, list[st
         wait_serving(env["RECALLMESH_TARGET"], 10, process)
     except StackError:
         rest, _ = process.communicate(timeout=30)
-        pytest.fail("recallmesh up did not come up:\n" + "".join(lines) + rest)
+        logs = sorted(Path(env["RECALLMESH_DATA_DIR"], "logs").glob("*.log"))
+        tails = "".join(f"\n--- {log.name}\n" + "\n".join(log.read_text().splitlines()[-15:])
+                        for log in logs)
+        pytest.fail("recallmesh up did not come up:\n" + "".join(lines) + rest + tails)
     return process, lines
 
 
