@@ -382,7 +382,7 @@ class GraphLegSettings:
             damping=damping,
             max_iterations=env_int("RECALLMESH_GRAPH_MAX_ITERATIONS", 50, minimum=1),
             tolerance=env_float("RECALLMESH_GRAPH_TOLERANCE", 1e-6, minimum=0.0),
-            node_cap=env_int("RECALLMESH_GRAPH_NODE_CAP", 50_000, minimum=1),
+            node_cap=env_int("RECALLMESH_GRAPH_NODE_CAP", 10_000, minimum=1),
             seed_top=env_int("RECALLMESH_GRAPH_SEED_TOP", 5, minimum=0),
             seed_min_similarity=env_float("RECALLMESH_GRAPH_SEED_MIN_SIMILARITY", 0.45),
             hop_decay=env_float("RECALLMESH_GRAPH_HOP_DECAY", 0.5, minimum=0.0),

@@ -15,6 +15,7 @@ from services.graph.core import (
     GraphSettings,
     bfs,
     build_graph,
+    float4_arrays,
     personalized_pagerank,
     rank,
 )
@@ -182,6 +183,45 @@ def test_deleted_superseded_and_foreign_memories_never_come_back(graph_gateway, 
     assert new in found and other in found and old not in found  # superseded, and no Vim
     gateway.Delete(memory_pb2.DeleteRequest(namespace=ns, id=other))
     assert other not in graph_ids("Arjun editor")
+
+
+@pytest.mark.integration
+def test_changed_graph_is_reloaded_in_the_background_and_stale_hits_are_checked(
+        stack, graph_gateway, gateway, ns):
+    first, second = store_wait(gateway, ns, "Lena keeps bees on the allotment.",
+                               "Lena sells the allotment honey at the Saturday market.")
+    only_graph = memory_pb2.FusionOverrides(skip_legs=["lexical", "vector"])
+
+    def graph_ids() -> set[str]:
+        response = recall(graph_gateway, ns, "Lena allotment", fusion=only_graph)
+        return {h.memory.id for h in response.hits}
+
+    assert graph_ids() == {first, second}  # the first search waits for the load
+    (third,) = store_wait(gateway, ns, "Lena's allotment shed needs a new roof.")
+    gateway.Delete(memory_pb2.DeleteRequest(namespace=ns, id=second))
+    # The graph changed twice; a search does not wait for the reload, and the deleted
+    # memory is gone at once even from the stale graph.
+    assert second not in graph_ids()
+    deadline = time.monotonic() + 10
+    while third not in (found := graph_ids()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert found == {first, third}
+    metrics = urllib.request.urlopen(
+        f"http://localhost:{stack.metrics['graph']}/metrics", timeout=5).read().decode()
+    assert 'recallmesh_graph_cache_total{outcome="stale"}' in metrics
+
+
+@pytest.mark.integration
+def test_concept_vectors_load_from_binary_arrays(db):
+    rows = db.execute(
+        "SELECT array_send(v) FROM (VALUES (1, ARRAY[1.5, -2.25, 3e-8]::real[]), "
+        "(2, NULL), (3, ARRAY[7]::real[]), (4, ARRAY[0.1, 0.2, 0.3]::real[])) t(i, v) "
+        "ORDER BY i").fetchall()
+    got = float4_arrays([r[0] for r in rows])
+    expected = np.asarray([[1.5, -2.25, 3e-8], [0, 0, 0], [0, 0, 0], [0.1, 0.2, 0.3]],
+                          dtype=np.float32)
+    assert got.dtype == np.float32 and np.array_equal(got, expected)
+    assert float4_arrays([None]).shape == (1, 1)
 
 
 @pytest.mark.integration

@@ -91,6 +91,12 @@ def compare(out: Path, baseline: str, metric: str = HEADLINE) -> str:
         lines += ["", f"Ingest: {ingest['memories']} memories in {ingest['namespaces']} "
                   f"namespace(s), {ingest['seconds']:.1f} s ({ingest['memories_per_s']:.1f}/s), "
                   "StoreBatch with index wait."]
+    troubled = [f"{name}: {sum('error' in r for r in data['queries'])} failed, "
+                f"{sum(r['degraded'] for r in data['queries'])} degraded"
+                for name, data in results.items() if any(r["degraded"] for r in data["queries"])]
+    if troubled:
+        lines += ["", "Queries answered degraded (a leg late or failed) or failed (counted as "
+                  "misses): " + "; ".join(troubled) + "."]
     return "\n".join(lines) + "\n"
 
 
