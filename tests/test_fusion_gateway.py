@@ -10,6 +10,7 @@ import grpc
 import pytest
 
 from recallmesh.v1 import memory_pb2
+from shared.config import DEFAULT_FUSION_METHOD
 from tests.helpers import expect_status, recall
 from tests.test_degraded import lexical_ranking
 
@@ -60,7 +61,7 @@ def test_exact_match_bonus_keeps_the_exact_hit_first(gateway, ns):
 def test_fusion_service_down_gives_the_same_ranking(stack, gateway, ns):
     store_all(gateway, ns, EXACT_CASE)
     up = recall(gateway, ns, EXACT_QUERY, explain=True)
-    assert up.fusion == "rrf (service)"
+    assert up.fusion == f"{DEFAULT_FUSION_METHOD} (service)"
     stack.stop_service("fusion")
     try:
         down = recall(gateway, ns, EXACT_QUERY, explain=True)
@@ -68,12 +69,12 @@ def test_fusion_service_down_gives_the_same_ranking(stack, gateway, ns):
         again = recall(gateway, ns, EXACT_QUERY)
     finally:
         stack.start_service("fusion")
-    assert down.fusion.startswith("rrf (local: fusion service")
+    assert down.fusion.startswith(f"{DEFAULT_FUSION_METHOD} (local: fusion service")
     assert [(h.memory.id, h.score) for h in down.hits] == [(h.memory.id, h.score) for h in up.hits]
     assert not down.degraded  # every leg answered; only the place of fusion changed
     assert "retrying the service in 5 s" in again.fusion
     deadline = time.monotonic() + 15  # back to the service once the breaker lets it try
-    while recall(gateway, ns, EXACT_QUERY).fusion != "rrf (service)":
+    while recall(gateway, ns, EXACT_QUERY).fusion != f"{DEFAULT_FUSION_METHOD} (service)":
         assert time.monotonic() < deadline, "the gateway never went back to the fusion service"
         time.sleep(0.5)
     metrics = urllib.request.urlopen(

@@ -111,7 +111,8 @@ def test_paraphrase_found_by_meaning_among_distractors(gateway, ns):
 def test_hybrid_explain_shows_both_legs(gateway, ns):
     [target] = store_all(gateway, ns, texts("Maya's favourite frontend framework is Svelte"))
     store_all(gateway, ns, texts(*DISTRACTORS[:4]))
-    response = recall(gateway, ns, "Svelte framework", explain=True)
+    response = recall(gateway, ns, "Svelte framework", explain=True,
+                      fusion=memory_pb2.FusionOverrides(method="rrf"))
     hit = response.hits[0]
     assert hit.memory.id == target
     assert {c.leg for c in hit.legs} == {"lexical", "vector"}

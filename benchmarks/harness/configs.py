@@ -97,6 +97,15 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
            ("lexical", "vector"), lexical_ranking="bm25", leg_depth=20),
     _plain("hybrid_cc_bm25", "lexical (BM25) + vector, convex combination (min-max)",
            ("lexical", "vector"), method="cc", lexical_ranking="bm25"),
+    _plain("hybrid_bm25t_d20", "lexical (BM25 k1=0.9, b=0.4) + vector, weighted RRF over each "
+           "leg's top 20", ("lexical", "vector"), lexical_ranking="bm25", bm25_k1=0.9,
+           bm25_b=0.4, leg_depth=20),
+    _plain("hybrid_cc_bm25t", "lexical (BM25 k1=0.9, b=0.4) + vector, convex combination",
+           ("lexical", "vector"), method="cc", lexical_ranking="bm25", bm25_k1=0.9, bm25_b=0.4),
+    _plain("hybrid_cc_d20", "hybrid_cc over each leg's top 20", ("lexical", "vector"),
+           method="cc", leg_depth=20),
+    _plain("hybrid_cc_graph", "lexical + vector + graph (weight 0.35), convex combination",
+           ("lexical", "vector", "graph"), method="cc", weights={"graph": 0.35}),
     *(_plain("hybrid_graph" if w == 0.35 else f"hybrid_graph_w{w:g}",
              f"lexical + vector + graph, weighted RRF, graph weight {w:g}",
              ("lexical", "vector", "graph"), weights={"graph": w})
@@ -104,6 +113,8 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
 )}
 PEER_CONFIGS = ("peer_bm25", "peer_lancedb_fts", "peer_lancedb_vector", "peer_lancedb_hybrid")
 DEFAULT_CONFIGS = ("default", "lexical", "vector", "graph", "hybrid_rrf", "hybrid_rrf_exact",
-                   "hybrid_rrf_prior", "hybrid_cc", "hybrid_cc_bounded",
+                   "hybrid_rrf_prior", "hybrid_cc", "hybrid_cc_bounded", "hybrid_cc_d20",
+                   "lexical_bm25", "lexical_bm25_tuned", "hybrid_bm25", "hybrid_bm25_d20",
+                   "hybrid_bm25t_d20", "hybrid_cc_bm25", "hybrid_cc_bm25t", "hybrid_cc_graph",
                    *(f"hybrid_graph_w{w:g}" if w != 0.35 else "hybrid_graph"
                      for w in GRAPH_WEIGHTS), *PEER_CONFIGS)
