@@ -34,6 +34,12 @@ from shared.filters import Filters, filter_sql
 
 # (ts_rank weight, importance weight) of the blended score per sort mode.
 BLEND = {"relevance": (0.7, 0.3), "importance": (0.4, 0.6), "recency": (0.7, 0.3)}
+# The query as an AND tsquery (every term) and its OR broadening (any term), for both rankings.
+_QUERY_TIERS = """WITH q AS (
+    SELECT plainto_tsquery('english', %(query)s) AS and_q
+), qq AS (
+    SELECT and_q, replace(and_q::text, ' & ', ' | ')::tsquery AS or_q FROM q
+)"""
 
 
 @dataclass(frozen=True)
@@ -70,11 +76,7 @@ def build_search_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any
     order = "created_at DESC, id" if sort_by == "recency" else f"{score} DESC, id"
     where_filters, params = filter_sql(filters, alias="m")
     sql = f"""
-WITH q AS (
-    SELECT plainto_tsquery('english', %(query)s) AS and_q
-), qq AS (
-    SELECT and_q, replace(and_q::text, ' & ', ' | ')::tsquery AS or_q FROM q
-), and_hits AS (
+{_QUERY_TIERS}, and_hits AS (
     SELECT m.id, ts_rank(m.search_vector, qq.and_q) AS rank, m.importance, m.created_at,
            0 AS tier
     FROM memories m, qq
@@ -113,11 +115,7 @@ def build_bm25_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]
     order = "created_at DESC, id" if sort_by == "recency" else "score DESC, id"
     where_filters, params = filter_sql(filters, alias="m")
     sql = f"""
-WITH q AS (
-    SELECT plainto_tsquery('english', %(query)s) AS and_q
-), qq AS (
-    SELECT and_q, replace(and_q::text, ' & ', ' | ')::tsquery AS or_q FROM q
-), stats AS (
+{_QUERY_TIERS}, stats AS (
     SELECT greatest(docs, 1) AS docs, greatest(total_len::float8 / greatest(docs, 1), 1) AS avgdl
     FROM namespace_stats WHERE namespace = %(ns)s
 ), idf AS (
