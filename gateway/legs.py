@@ -58,6 +58,7 @@ class GrpcLeg:
             query_vector=query.vector,
             vector_model=query.vector_model,
             ranking=query.lexical_ranking,
+            seed_memory_ids=query.seed_memory_ids,
         )
         if query.bm25_k1 is not None:
             request.bm25_k1 = query.bm25_k1

@@ -10,6 +10,12 @@ UNAVAILABLE, naming the failed legs.
 Legs that need the query vector (`needs_vector`) share one embedding of the
 query, started at once alongside the other legs: the critical path is
 max(lexical, embed + vector). An embedding failure fails only those legs.
+
+The graph second stage (off by default; per request or RECALLMESH_GRAPH_SECOND_STAGE):
+once the fan-out is back, and when enough of the budget is left, the graph leg
+is asked again with the other legs' best hits (fused) as extra seeds, and its
+second list replaces its first in fusion. It is optional work: when it is
+skipped, late or failing, the first list is fused and the recall is not degraded.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ log = logging.getLogger(__name__)
 tracer = trace.get_tracer("recallmesh.gateway")
 
 MIN_LEG_TIMEOUT_S = 0.005
+GRAPH_LEG = "graph"  # the leg the second stage asks again
 FUSION_RETRY_AFTER_S = 5.0  # after a failed fusion call, fuse in-process this long
 
 QUERY_EMBED_SECONDS = Histogram(
@@ -54,6 +61,12 @@ FALLBACKS = Counter(
     "Recalls answered by a fallback: lexical_only (every other leg failed), partial (some "
     "leg failed), local_fusion (the fusion service was down or late).",
     ["kind"],
+)
+SECOND_STAGES = Counter(
+    "recallmesh_graph_second_stage_total",
+    "Graph second stages: ran (its list was fused), skipped (too little budget left, or no "
+    "other leg had a hit to seed it), failed (timeout or error: the first list was fused).",
+    ["outcome"],
 )
 RECALL_SECONDS = Histogram(
     "recallmesh_recall_seconds",
@@ -87,6 +100,7 @@ class LegQuery:
     lexical_ranking: str = ""  # request overrides for the lexical leg ("" / None: its own)
     bm25_k1: float | None = None
     bm25_b: float | None = None
+    seed_memory_ids: tuple[str, ...] = ()  # the graph second stage's seed memories
 
 
 class LegTimeout(Exception):
@@ -159,10 +173,13 @@ async def _search(
 
 
 async def _run_leg(
-    leg: Leg, query: LegQuery, timeout_s: float, embedding: asyncio.Future | None = None
+    leg: Leg, query: LegQuery, timeout_s: float, embedding: asyncio.Future | None = None,
+    label: str = "",
 ) -> LegOutcome:
+    """One leg call, timed and traced under `label` (default: the leg's name)."""
+    label = label or leg.name
     start = time.perf_counter()
-    with tracer.start_as_current_span(f"leg.{leg.name}") as span:
+    with tracer.start_as_current_span(f"leg.{label}") as span:
         try:
             answer = await asyncio.wait_for(_search(leg, query, timeout_s, embedding), timeout_s)
             outcome = LegOutcome(leg.name, "OK", 0.0, answer)
@@ -178,9 +195,9 @@ async def _run_leg(
         outcome.latency_ms = (time.perf_counter() - start) * 1000
         span.set_attribute("recallmesh.leg.state", outcome.state)
         span.set_attribute("recallmesh.leg.candidates", len(outcome.candidates))
-    LEG_LATENCY_SECONDS.labels(leg.name, outcome.state).observe(outcome.latency_ms / 1000)
+    LEG_LATENCY_SECONDS.labels(label, outcome.state).observe(outcome.latency_ms / 1000)
     if outcome.state != "OK":
-        LEG_FAILURES.labels(leg.name, outcome.state).inc()
+        LEG_FAILURES.labels(label, outcome.state).inc()
     return outcome
 
 
@@ -258,6 +275,13 @@ class Recaller:
             ),
             sort_by="relevance" if q.sort_by == "recency" else q.sort_by,
         )
+        if request.graph_second_stage and (GRAPH_LEG not in names
+                                           or GRAPH_LEG in request.skip_legs):
+            raise InvalidArgument(
+                "fusion.graph_second_stage needs the graph leg, which this request does not "
+                f"ask (legs: {', '.join(sorted(names))}; skipped: "
+                f"{', '.join(request.skip_legs) or 'none'})"
+            )
         weights = {name: request.weights.get(name, defaults.weight(name)) for name in names}
         if names and not any(
             weights[n] > 0 for n in names if n not in request.skip_legs
@@ -312,6 +336,13 @@ class Recaller:
             ran = await asyncio.gather(
                 *(_run_leg(leg, leg_query, timeout_s, embedding) for leg in asked)
             )
+            second_stage = q.fusion.graph_second_stage
+            if second_stage is None:
+                second_stage = self.settings.graph_second_stage
+            if second_stage and weights.get(GRAPH_LEG, 0.0) > 0:
+                await self._graph_second_stage(
+                    ran, leg_query, settings, weights, budget_s, started, embedding
+                )
         finally:
             if embedding is not None:
                 if not embedding.done():
@@ -351,6 +382,51 @@ class Recaller:
             top, memories = await self._hydrate_top(q, fused)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how)
+
+    async def _graph_second_stage(
+        self,
+        ran: list[LegOutcome],
+        leg_query: LegQuery,
+        settings: FusionSettings,
+        weights: dict[str, float],
+        budget_s: float,
+        started: float,
+        embedding: asyncio.Future | None,
+    ) -> None:
+        """Ask the graph leg again, seeded by the other legs' best fused hits; on success
+        its new list replaces the first one (in place, in `ran`)."""
+        graph = next((o for o in ran if o.leg == GRAPH_LEG), None)
+        leg = next((leg for leg in self.legs if leg.name == GRAPH_LEG), None)
+        if graph is None or leg is None or graph.state != "OK":
+            return  # a failed first call is reported as such; no second try
+        others = [
+            LegList(o.leg, weights[o.leg], o.answer.candidates, o.answer.score_range)
+            for o in ran
+            if o.leg != GRAPH_LEG and o.state == "OK" and o.answer is not None
+        ]
+        seeds = tuple(
+            c.memory_id for c in fuse(others, settings)[: self.settings.graph_second_stage_seeds]
+        ) if others else ()
+        left_s = budget_s - (time.perf_counter() - started) - self.settings.reserve_ms / 1000
+        if not seeds or left_s * 1000 < self.settings.graph_second_stage_min_ms:
+            SECOND_STAGES.labels("skipped").inc()
+            graph.detail = (
+                "second stage skipped: no other leg had a hit" if not seeds else
+                f"second stage skipped: {max(left_s, 0) * 1000:.0f} ms of the budget left"
+            )
+            return
+        second = await _run_leg(
+            leg, replace(leg_query, seed_memory_ids=seeds), left_s, embedding,
+            label="graph_second_stage",
+        )
+        graph.latency_ms += second.latency_ms
+        if second.state == "OK":
+            SECOND_STAGES.labels("ran").inc()
+            graph.answer = second.answer
+            graph.detail = f"second stage: seeded by the best {len(seeds)} hits of the others"
+        else:
+            SECOND_STAGES.labels("failed").inc()
+            graph.detail = f"second stage {second.state}: {second.detail}; first list fused"
 
     async def _fuse(
         self, lists: list[LegList], settings: FusionSettings, remaining_s: float

@@ -203,6 +203,8 @@ LEGS_NEEDING_VECTOR = frozenset({"vector", "graph"})
 # (docs/benchmarks.md); RECALLMESH_LEGS=lexical,vector,graph turns it on.
 DEFAULT_LEGS = "lexical,vector"
 ALL_LEGS = "lexical,vector,graph"
+# Most memories a graph search may be seeded with (SearchRequest.seed_memory_ids).
+MAX_SEED_MEMORIES = 100
 
 
 @dataclass(frozen=True)
@@ -223,6 +225,10 @@ class GatewaySettings:
     fusion: FusionDefaults = field(default_factory=lambda: FusionDefaults())
     fusion_target: str = ""  # host:port of the fusion service; "" fuses in-process only
     fusion_timeout_ms: int = 25  # a fusion call later than this falls back to in-process
+    # The graph second stage: ask the graph leg again, seeded by the other legs' best hits
+    graph_second_stage: bool = False
+    graph_second_stage_seeds: int = 5  # memories seeded (the best of the other legs, fused)
+    graph_second_stage_min_ms: int = 50  # budget left that the second stage needs to run
     max_message_bytes: int = 64 * 1024 * 1024
 
     @classmethod
@@ -242,6 +248,10 @@ class GatewaySettings:
             for name in names
         ]
         budget = env_int("RECALLMESH_RECALL_BUDGET_MS", 800, minimum=10)
+        seeds = env_int("RECALLMESH_GRAPH_SECOND_STAGE_SEEDS", 5, minimum=1)
+        if seeds > MAX_SEED_MEMORIES:
+            raise ConfigError(f"RECALLMESH_GRAPH_SECOND_STAGE_SEEDS must be <= "
+                              f"{MAX_SEED_MEMORIES}, got {seeds}")
         reserve = env_int("RECALLMESH_RECALL_RESERVE_MS", 50, minimum=0)
         if reserve >= budget:
             raise ConfigError("RECALLMESH_RECALL_RESERVE_MS must be below the budget")
@@ -258,6 +268,10 @@ class GatewaySettings:
                 else default_target("fusion")
             ),
             fusion_timeout_ms=env_int("RECALLMESH_FUSION_TIMEOUT_MS", 25, minimum=1),
+            graph_second_stage=env_bool("RECALLMESH_GRAPH_SECOND_STAGE", False),
+            graph_second_stage_seeds=seeds,
+            graph_second_stage_min_ms=env_int("RECALLMESH_GRAPH_SECOND_STAGE_MIN_MS", 50,
+                                              minimum=0),
         )
 
 

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from recallmesh.v1 import memory_pb2
+from shared.config import MAX_SEED_MEMORIES
 from shared.errors import InvalidArgument
 from shared.filters import MAX_LABEL_CHARS, Filters, filters_from_proto
 from shared.timestamps import from_proto_timestamp
@@ -71,6 +72,7 @@ class FusionRequest:
     lexical_ranking: str | None = None
     bm25_k1: float | None = None
     bm25_b: float | None = None
+    graph_second_stage: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -273,6 +275,8 @@ def fusion_request(msg: Any) -> FusionRequest:
         lexical_ranking=lexical_ranking(msg.lexical_ranking, "fusion.lexical_ranking"),
         bm25_k1=bm25_k1(msg, "fusion."),
         bm25_b=unit("bm25_b"),
+        graph_second_stage=(msg.graph_second_stage if msg.HasField("graph_second_stage")
+                            else None),
     )
 
 
@@ -315,6 +319,17 @@ def search_request(request: Any) -> tuple[str, str, int, Filters, str]:
         raise InvalidArgument(f"k must be within 1..{MAX_LEG_DEPTH}, got {request.k}")
     filters = filters_from_proto(request.filters if request.HasField("filters") else None)
     return ns, query, request.k, filters, sort_by(request.sort_by)
+
+
+def seed_memory_ids(request: Any) -> tuple[str, ...]:
+    """A SearchRequest's seed memories: distinct UUIDs, at most MAX_SEED_MEMORIES."""
+    if len(request.seed_memory_ids) > MAX_SEED_MEMORIES:
+        raise InvalidArgument(f"seed_memory_ids holds at most {MAX_SEED_MEMORIES} ids, "
+                              f"got {len(request.seed_memory_ids)}")
+    try:
+        return tuple(dict.fromkeys(str(uuid.UUID(v.strip())) for v in request.seed_memory_ids))
+    except ValueError:
+        raise InvalidArgument("seed_memory_ids must be UUIDs") from None
 
 
 # Update paths a client may name, and the memories column each one writes.

@@ -104,6 +104,7 @@ def graph_gateway(stack: Stack, pg_dir: Path) -> Iterator[memory_pb2_grpc.Memory
     env = stack_env(
         pg_dir / "graph-gateway", stack.dsn,
         RECALLMESH_LEGS="lexical,vector,graph",
+        RECALLMESH_GRAPH_SECOND_STAGE_SEEDS="1",  # its tests can tell the one seed apart
         **{f"RECALLMESH_{n.upper()}_TARGET": stack.endpoints[n]
            for n in ("lexical", "vector", "graph", "embedding", "fusion")},
     )

@@ -47,6 +47,19 @@ def test_budget_reserve_must_fit(monkeypatch):
         GatewaySettings.from_env()
 
 
+def test_graph_second_stage_settings(monkeypatch):
+    settings = GatewaySettings.from_env()
+    assert (settings.graph_second_stage, settings.graph_second_stage_seeds,
+            settings.graph_second_stage_min_ms) == (False, 5, 50)
+    monkeypatch.setenv("RECALLMESH_GRAPH_SECOND_STAGE", "true")
+    monkeypatch.setenv("RECALLMESH_GRAPH_SECOND_STAGE_SEEDS", "8")
+    settings = GatewaySettings.from_env()
+    assert settings.graph_second_stage and settings.graph_second_stage_seeds == 8
+    monkeypatch.setenv("RECALLMESH_GRAPH_SECOND_STAGE_SEEDS", "101")
+    with pytest.raises(ConfigError, match="RECALLMESH_GRAPH_SECOND_STAGE_SEEDS must be <= 100"):
+        GatewaySettings.from_env()
+
+
 def test_import_record_full():
     memory = memory_from_json({
         "content": "c", "category": "fact", "tags": ["a", "b"], "importance": 1,

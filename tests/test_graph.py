@@ -10,7 +10,7 @@ import grpc
 import numpy as np
 import pytest
 
-from recallmesh.v1 import memory_pb2
+from recallmesh.v1 import memory_pb2, retriever_pb2, retriever_pb2_grpc
 from services.graph.core import (
     GraphSettings,
     bfs,
@@ -56,6 +56,19 @@ def test_ppr_reaches_two_hops_and_ignores_unrelated():
     only_svelte = rank(graph, "svelte", (), "", 10, Filters(), GraphSettings())
     assert [h.memory_id for h in only_svelte][:2] == [memories[0][0], memories[1][0]]
     assert only_svelte[1].path == "'svelte' -> memory 00000000 -> 'frontend' -> memory 00000000"
+
+
+def test_seed_memories_walk_to_what_they_link_to():
+    graph, memories = toy_graph()
+    # No query concept: only the seed memory (m1: svelte + frontend) starts the walk.
+    hits = rank(graph, "what else", (), "", 10, Filters(), GraphSettings(),
+                seed_memories=[memories[0][0]])
+    ids = [h.memory_id for h in hits]
+    assert ids[:2] == [memories[0][0], memories[1][0]] and memories[2][0] not in ids
+    assert hits[1].path == "memory 00000000 -> 'frontend' -> memory 00000000"
+    unknown = "00000000-0000-4000-8000-999999999999"
+    assert rank(graph, "what else", (), "", 10, Filters(), GraphSettings(),
+                seed_memories=[unknown]) == []
 
 
 def test_ranking_is_deterministic_and_hop_mode_agrees_on_order():
@@ -146,6 +159,39 @@ def test_graph_leg_finds_two_hop_memory_with_its_path(graph_gateway, ns):
     reason = graph_leg[b][0].reason
     assert "'priya'" in reason and "biscuit" in reason and reason.endswith(b[:8])
     assert not response.degraded
+
+
+@pytest.mark.integration
+def test_second_stage_reaches_what_the_other_legs_best_hit_links_to(graph_gateway, gateway,
+                                                                     stack, ns):
+    # The query shares words with the first memory only; the second shares no word with
+    # the query, just the concept 'Marisol' with the first. Without the second stage every
+    # graph path starts at a query concept; with it, the walk also starts at the best hit.
+    first, second, _ = store_wait(
+        graph_gateway, ns, "Marisol bought a kayak in Tromsø.",
+        "Marisol hides the spare house keys under the blue flowerpot.",
+        "The quarterly report is late.")
+    plain = recall(graph_gateway, ns, "kayak Tromsø", explain=True)
+    assert not any(c.reason.startswith("memory") for h in plain.hits for c in h.legs
+                   if c.leg == "graph")
+    staged = recall(graph_gateway, ns, "kayak Tromsø", explain=True,
+                    fusion=memory_pb2.FusionOverrides(graph_second_stage=True))
+    reasons = {h.memory.id: c.reason for h in staged.hits for c in h.legs if c.leg == "graph"}
+    assert reasons[second].startswith(f"memory {first[:8]}") and "'marisol'" in reasons[second]
+    status = {leg.leg: leg for leg in staged.legs}["graph"]
+    assert status.state == memory_pb2.LEG_STATE_OK and "second stage" in status.detail
+    assert not staged.degraded
+    # A gateway without the graph leg refuses it; the graph leg refuses malformed seeds.
+    detail = expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Recall,
+                           memory_pb2.RecallRequest(namespace=ns, query="kayak", fusion=(
+                               memory_pb2.FusionOverrides(graph_second_stage=True))))
+    assert "graph_second_stage needs the graph leg" in detail
+    with grpc.insecure_channel(stack.endpoints["graph"]) as channel:
+        leg = retriever_pb2_grpc.RetrieverServiceStub(channel)
+        detail = expect_status(grpc.StatusCode.INVALID_ARGUMENT, leg.Search,
+                               retriever_pb2.SearchRequest(namespace=ns, query="kayak", k=5,
+                                                           seed_memory_ids=["not-a-uuid"]))
+        assert "seed_memory_ids must be UUIDs" in detail
 
 
 @pytest.mark.integration

@@ -31,6 +31,7 @@ class Config:
     lexical_ranking: str = ""  # "": the lexical leg's configured ranking
     bm25_k1: float | None = None
     bm25_b: float | None = None
+    graph_second_stage: bool | None = None  # None: the gateway's setting (off)
 
     def overrides(self, gateway_legs: Iterable[str]) -> memory_pb2.FusionOverrides:
         """The request's overrides on a gateway with `gateway_legs`; SystemExit if it lacks
@@ -49,6 +50,8 @@ class Config:
             msg.bm25_k1 = self.bm25_k1
         if self.bm25_b is not None:
             msg.bm25_b = self.bm25_b
+        if self.graph_second_stage is not None:
+            msg.graph_second_stage = self.graph_second_stage
         if self.importance_strength is not None:
             msg.importance_strength = self.importance_strength
         if self.exact_bonus is not None:
@@ -106,6 +109,12 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
            method="cc", leg_depth=20),
     _plain("hybrid_cc_graph", "lexical + vector + graph (weight 0.35), convex combination",
            ("lexical", "vector", "graph"), method="cc", weights={"graph": 0.35}),
+    _plain("hybrid_graph2", "hybrid_graph plus the graph second stage: the graph leg asked "
+           "again, seeded by the 5 best lexical + vector hits", ("lexical", "vector", "graph"),
+           weights={"graph": 0.35}, graph_second_stage=True),
+    _plain("hybrid_cc_graph2", "hybrid_cc_graph plus the graph second stage",
+           ("lexical", "vector", "graph"), method="cc", weights={"graph": 0.35},
+           graph_second_stage=True),
     *(_plain("hybrid_graph" if w == 0.35 else f"hybrid_graph_w{w:g}",
              f"lexical + vector + graph, weighted RRF, graph weight {w:g}",
              ("lexical", "vector", "graph"), weights={"graph": w})
@@ -116,5 +125,6 @@ DEFAULT_CONFIGS = ("default", "lexical", "vector", "graph", "hybrid_rrf", "hybri
                    "hybrid_rrf_prior", "hybrid_cc", "hybrid_cc_bounded", "hybrid_cc_d20",
                    "lexical_bm25", "lexical_bm25_tuned", "hybrid_bm25", "hybrid_bm25_d20",
                    "hybrid_bm25t_d20", "hybrid_cc_bm25", "hybrid_cc_bm25t", "hybrid_cc_graph",
+                   "hybrid_graph2", "hybrid_cc_graph2",
                    *(f"hybrid_graph_w{w:g}" if w != 0.35 else "hybrid_graph"
                      for w in GRAPH_WEIGHTS), *PEER_CONFIGS)

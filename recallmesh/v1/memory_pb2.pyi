@@ -222,7 +222,7 @@ class RecallRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., k: _Optional[int] = ..., sort_by: _Optional[_Union[SortBy, str]] = ..., filters: _Optional[_Union[RecallFilters, _Mapping]] = ..., budget_ms: _Optional[int] = ..., explain: _Optional[bool] = ..., fusion: _Optional[_Union[FusionOverrides, _Mapping]] = ...) -> None: ...
 
 class FusionOverrides(_message.Message):
-    __slots__ = ("method", "rrf_k", "weights", "importance_strength", "exact_bonus", "skip_legs", "leg_depth", "lexical_ranking", "bm25_k1", "bm25_b")
+    __slots__ = ("method", "rrf_k", "weights", "importance_strength", "exact_bonus", "skip_legs", "leg_depth", "lexical_ranking", "bm25_k1", "bm25_b", "graph_second_stage")
     class WeightsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -240,6 +240,7 @@ class FusionOverrides(_message.Message):
     LEXICAL_RANKING_FIELD_NUMBER: _ClassVar[int]
     BM25_K1_FIELD_NUMBER: _ClassVar[int]
     BM25_B_FIELD_NUMBER: _ClassVar[int]
+    GRAPH_SECOND_STAGE_FIELD_NUMBER: _ClassVar[int]
     method: str
     rrf_k: int
     weights: _containers.ScalarMap[str, float]
@@ -250,7 +251,8 @@ class FusionOverrides(_message.Message):
     lexical_ranking: str
     bm25_k1: float
     bm25_b: float
-    def __init__(self, method: _Optional[str] = ..., rrf_k: _Optional[int] = ..., weights: _Optional[_Mapping[str, float]] = ..., importance_strength: _Optional[float] = ..., exact_bonus: _Optional[float] = ..., skip_legs: _Optional[_Iterable[str]] = ..., leg_depth: _Optional[int] = ..., lexical_ranking: _Optional[str] = ..., bm25_k1: _Optional[float] = ..., bm25_b: _Optional[float] = ...) -> None: ...
+    graph_second_stage: bool
+    def __init__(self, method: _Optional[str] = ..., rrf_k: _Optional[int] = ..., weights: _Optional[_Mapping[str, float]] = ..., importance_strength: _Optional[float] = ..., exact_bonus: _Optional[float] = ..., skip_legs: _Optional[_Iterable[str]] = ..., leg_depth: _Optional[int] = ..., lexical_ranking: _Optional[str] = ..., bm25_k1: _Optional[float] = ..., bm25_b: _Optional[float] = ..., graph_second_stage: _Optional[bool] = ...) -> None: ...
 
 class LegContribution(_message.Message):
     __slots__ = ("leg", "rank", "score", "reason")

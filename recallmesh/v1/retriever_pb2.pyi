@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class SearchRequest(_message.Message):
-    __slots__ = ("namespace", "query", "query_vector", "k", "filters", "sort_by", "vector_model", "ranking", "bm25_k1", "bm25_b")
+    __slots__ = ("namespace", "query", "query_vector", "k", "filters", "sort_by", "vector_model", "ranking", "bm25_k1", "bm25_b", "seed_memory_ids")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -19,6 +19,7 @@ class SearchRequest(_message.Message):
     RANKING_FIELD_NUMBER: _ClassVar[int]
     BM25_K1_FIELD_NUMBER: _ClassVar[int]
     BM25_B_FIELD_NUMBER: _ClassVar[int]
+    SEED_MEMORY_IDS_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     query: str
     query_vector: _containers.RepeatedScalarFieldContainer[float]
@@ -29,7 +30,8 @@ class SearchRequest(_message.Message):
     ranking: str
     bm25_k1: float
     bm25_b: float
-    def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., k: _Optional[int] = ..., filters: _Optional[_Union[_memory_pb2.RecallFilters, _Mapping]] = ..., sort_by: _Optional[_Union[_memory_pb2.SortBy, str]] = ..., vector_model: _Optional[str] = ..., ranking: _Optional[str] = ..., bm25_k1: _Optional[float] = ..., bm25_b: _Optional[float] = ...) -> None: ...
+    seed_memory_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., k: _Optional[int] = ..., filters: _Optional[_Union[_memory_pb2.RecallFilters, _Mapping]] = ..., sort_by: _Optional[_Union[_memory_pb2.SortBy, str]] = ..., vector_model: _Optional[str] = ..., ranking: _Optional[str] = ..., bm25_k1: _Optional[float] = ..., bm25_b: _Optional[float] = ..., seed_memory_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Candidate(_message.Message):
     __slots__ = ("memory_id", "score", "importance", "exact_match", "reason")

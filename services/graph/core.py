@@ -9,7 +9,9 @@ memory (explicit relations from Store). A deleted, sensitive or superseded
 A search
   1. seeds concepts from the query: every 1..4-word span of the query that is a
      known alias (weight 1), plus the concepts whose name embeddings are nearest
-     the query vector (weight = cosine, above `seed_min_similarity`);
+     the query vector (weight = cosine, above `seed_min_similarity`); and any
+     memories the caller names (weight 1: the gateway's second stage seeds the
+     other legs' best hits, so the walk reaches what they link to);
   2. keeps at most `node_cap` nodes, nearest the seeds first (breadth-first);
   3. scores nodes by Personalized PageRank (restart to the seeds with
      probability 1 - damping; power iteration to `tolerance` or `max_iterations`)
@@ -58,7 +60,7 @@ GRAPH_CACHE = Counter(
 )
 GRAPH_SEEDS = Histogram(
     "recallmesh_graph_seed_concepts",
-    "Seed concepts found per search (0: the graph leg returns nothing).",
+    "Seed nodes per search: query concepts plus seed memories (0: the leg returns nothing).",
     buckets=(0, 1, 2, 3, 5, 8, 13, 21),
 )
 _WORDS = re.compile(r"[\w'-]+")
@@ -90,6 +92,7 @@ class NamespaceGraph:
     concept_vectors: np.ndarray  # (concepts, d), zero rows for concepts without a vector
     concept_models: list[str]
     alias_to_concept: dict[str, int]  # -> concept index
+    memory_index: dict[str, int]  # memory id -> node
     adjacency: sp.csr_matrix  # (memories + concepts) square, symmetric
     expires_at: float = math.inf  # monotonic time a validity window ends
     loaded_at: float = field(default_factory=time.monotonic)
@@ -228,11 +231,13 @@ class GraphRetriever:
             return {r[0] for r in await cur.fetchall()}
 
     async def search(self, namespace: str, query: str, vector: Sequence[float], model: str,
-                     k: int, filters: Filters | None = None) -> list[GraphHit]:
+                     k: int, filters: Filters | None = None,
+                     seed_memories: Sequence[str] = ()) -> list[GraphHit]:
         graph, stale = await self.graph(namespace)
         if graph is None or graph.memories == 0:
             return []
-        hits = rank(graph, query, vector, model, k, filters or Filters(), self.settings)
+        hits = rank(graph, query, vector, model, k, filters or Filters(), self.settings,
+                    seed_memories)
         if stale and hits:
             live = await self._live([h.memory_id for h in hits])
             hits = [h for h in hits if h.memory_id in live]
@@ -297,15 +302,21 @@ def build_graph(version: int, memories: Sequence, links: Sequence, concepts: Seq
         concept_vectors=vectors,
         concept_models=[r[3] for r in concepts],
         alias_to_concept={a: concept_index[cid] for a, cid in aliases if cid in concept_index},
+        memory_index=memory_index,
         adjacency=adjacency,
         expires_at=expires,
     )
 
 
 def query_seeds(graph: NamespaceGraph, query: str, vector: Sequence[float], model: str,
-                settings: GraphSettings) -> dict[int, float]:
-    """Seed concept nodes -> personalisation weight."""
+                settings: GraphSettings, seed_memories: Sequence[str] = ()) -> dict[int, float]:
+    """Seed nodes -> personalisation weight: the query's concepts, and the named memories
+    the graph holds (others are ignored: deleted, sensitive or without concepts)."""
     seeds: dict[int, float] = {}
+    for memory_id in seed_memories:
+        node = graph.memory_index.get(memory_id)
+        if node is not None:
+            seeds[node] = 1.0
     words = [normalise(w) for w in _WORDS.findall(query)]
     words = [w for w in words if w]
     for size in range(1, MAX_SEED_WORDS + 1):
@@ -389,8 +400,9 @@ def _passes(graph: NamespaceGraph, i: int, filters: Filters) -> bool:
 
 
 def rank(graph: NamespaceGraph, query: str, vector: Sequence[float], model: str, k: int,
-         filters: Filters, settings: GraphSettings) -> list[GraphHit]:
-    seeds = query_seeds(graph, query, vector, model, settings)
+         filters: Filters, settings: GraphSettings,
+         seed_memories: Sequence[str] = ()) -> list[GraphHit]:
+    seeds = query_seeds(graph, query, vector, model, settings, seed_memories)
     GRAPH_SEEDS.observe(len(seeds))
     if not seeds:
         return []

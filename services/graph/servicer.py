@@ -11,7 +11,7 @@ from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from services.graph.core import GraphRetriever
 from shared.config import GraphLegSettings
 from shared.retriever_app import RetrieverApp
-from shared.validation import search_request
+from shared.validation import search_request, seed_memory_ids
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +24,8 @@ class GraphServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         # The query vector is optional here: without it, seeds come from names only.
         ns, query, k, filters, _sort_by = search_request(request)
         hits = await self.retriever.search(
-            ns, query, request.query_vector, request.vector_model, k, filters)
+            ns, query, request.query_vector, request.vector_model, k, filters,
+            seed_memory_ids(request))
         return retriever_pb2.SearchResponse(candidates=[
             retriever_pb2.Candidate(memory_id=h.memory_id, score=h.score,
                                     importance=h.importance, reason=h.path)

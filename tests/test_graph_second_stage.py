@@ -1,0 +1,149 @@
+"""The graph second stage: the gateway's Recaller over in-process legs (no gRPC, no database).
+
+The legs here are plain objects with the Leg protocol; the store only hydrates. What is
+checked is the gateway's own logic: which memories seed the second call, that its list
+replaces the first one, and that skipping or failing it never degrades the recall.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+import pytest
+
+from gateway.recall import LegAnswer, LegError, LegQuery, Recaller
+from gateway.store import StoredMemory
+from services.fusion.core import LegCandidate
+from shared.config import GatewaySettings, LegTarget
+from shared.errors import InvalidArgument
+from shared.validation import FusionRequest, RecallQuery
+
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def mid(i: int) -> str:
+    return f"00000000-0000-4000-8000-{i:012d}"
+
+
+@dataclass
+class ListLeg:
+    """Answers a fixed list; the graph variant answers another list when seeded."""
+
+    name: str
+    ids: list[int]
+    seeded_ids: list[int] = field(default_factory=list)
+    fail_seeded: bool = False
+    delay_s: float = 0.0
+    needs_vector: bool = False
+    calls: list[LegQuery] = field(default_factory=list)
+
+    async def search(self, query: LegQuery, timeout_s: float) -> LegAnswer:
+        self.calls.append(query)
+        await asyncio.sleep(self.delay_s)
+        if query.seed_memory_ids and self.fail_seeded:
+            raise LegError("UNAVAILABLE: graph leg restarting")
+        ids = self.seeded_ids if query.seed_memory_ids else self.ids
+        return LegAnswer([LegCandidate(mid(i), 1.0 / (n + 1), 0.5) for n, i in enumerate(ids)],
+                         reasons={mid(i): "seeded" if query.seed_memory_ids else "query"
+                                  for i in ids})
+
+
+class HydratingStore:
+    async def hydrate(self, ns: str, memory_ids: list[str]) -> dict[str, StoredMemory]:
+        return {i: StoredMemory(i, ns, f"memory {i[-2:]}", "", (), 0.5, False, NOW, NOW,
+                                None, None, {}) for i in memory_ids}
+
+
+def recaller(graph: ListLeg, *, second_stage: bool = False, min_ms: int = 50,
+             budget_ms: int = 800) -> tuple[Recaller, ListLeg, ListLeg]:
+    lexical = ListLeg("lexical", [1, 2, 3])
+    vector = ListLeg("vector", [2, 4, 5])
+    settings = GatewaySettings(
+        legs=tuple(LegTarget(n, "", False) for n in ("lexical", "vector", "graph")),
+        default_budget_ms=budget_ms, reserve_ms=20, leg_depth=10,
+        graph_second_stage=second_stage, graph_second_stage_seeds=2,
+        graph_second_stage_min_ms=min_ms)
+    return Recaller(HydratingStore(), [lexical, vector, graph], settings), lexical, vector
+
+
+def query(second_stage: bool | None = None, **fusion) -> RecallQuery:
+    return RecallQuery("ns", "anything", k=10,
+                       fusion=FusionRequest(method="rrf", graph_second_stage=second_stage,
+                                            **fusion))
+
+
+def graph_status(outcome):
+    return next(leg for leg in outcome.legs if leg.leg == "graph")
+
+
+async def test_second_stage_is_seeded_by_the_best_hits_of_the_other_legs():
+    graph = ListLeg("graph", [9], seeded_ids=[7, 8])
+    r, lexical, vector = recaller(graph)
+    outcome = await r.recall(query(second_stage=True))
+    assert len(graph.calls) == 2 and graph.calls[0].seed_memory_ids == ()
+    # memory 2 is on both other lists, then memory 1 (lexical's first): the two best fused
+    assert graph.calls[1].seed_memory_ids == (mid(2), mid(1))
+    assert len(lexical.calls) == len(vector.calls) == 1  # only the graph leg is asked again
+    ids = {h.memory.id for h in outcome.hits}
+    assert {mid(7), mid(8)} <= ids and mid(9) not in ids  # the second list replaced the first
+    status = graph_status(outcome)
+    assert status.state == "OK" and "second stage" in status.detail
+    assert not outcome.degraded
+
+
+async def test_second_stage_is_off_unless_asked_and_follows_the_server_default():
+    graph = ListLeg("graph", [9], seeded_ids=[7])
+    r, _, _ = recaller(graph)
+    await r.recall(query())
+    assert len(graph.calls) == 1
+    on, _, _ = recaller(graph, second_stage=True)
+    await on.recall(query())
+    assert len(graph.calls) == 3
+    await on.recall(query(second_stage=False))  # a request may turn the server's default off
+    assert len(graph.calls) == 4
+
+
+async def test_failed_second_stage_fuses_the_first_list_without_degrading():
+    graph = ListLeg("graph", [9], seeded_ids=[7], fail_seeded=True)
+    r, _, _ = recaller(graph)
+    outcome = await r.recall(query(second_stage=True))
+    ids = {h.memory.id for h in outcome.hits}
+    assert mid(9) in ids and mid(7) not in ids
+    status = graph_status(outcome)
+    assert status.state == "OK" and "second stage ERROR" in status.detail
+    assert not outcome.degraded
+
+
+async def test_second_stage_is_skipped_when_the_budget_is_spent():
+    graph = ListLeg("graph", [9], seeded_ids=[7], delay_s=0.06)
+    r, _, _ = recaller(graph, min_ms=50, budget_ms=120)  # 120 - 60 - 20 reserve < 50 left
+    outcome = await r.recall(query(second_stage=True))
+    assert len(graph.calls) == 1
+    assert "second stage skipped" in graph_status(outcome).detail
+    assert not outcome.degraded
+
+
+async def test_second_stage_is_skipped_without_other_hits_and_after_a_failed_first_call():
+    graph = ListLeg("graph", [9], seeded_ids=[7])
+    r, lexical, vector = recaller(graph)
+    lexical.ids, vector.ids = [], []
+    outcome = await r.recall(query(second_stage=True))
+    assert len(graph.calls) == 1 and "no other leg had a hit" in graph_status(outcome).detail
+    failing = replace(graph, fail_seeded=False, calls=[])
+
+    async def broken(q, timeout_s):
+        failing.calls.append(q)
+        raise LegError("UNAVAILABLE: down")
+
+    failing.search = broken  # type: ignore[method-assign]
+    r, _, _ = recaller(failing)
+    outcome = await r.recall(query(second_stage=True))
+    assert len(failing.calls) == 1 and outcome.degraded  # the first call's failure counts
+
+
+async def test_second_stage_needs_an_asked_graph_leg():
+    r, _, _ = recaller(ListLeg("graph", [9]))
+    with pytest.raises(InvalidArgument, match="graph_second_stage needs the graph leg"):
+        r.fusion_settings(query(second_stage=True, skip_legs=("graph",)))
