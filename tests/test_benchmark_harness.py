@@ -116,6 +116,12 @@ def test_run_and_compare_end_to_end(gateway, stack, tmp_path):
     report = compare(out, "lexical")
     assert "| lexical |" in report and "| hybrid_rrf |" in report
     assert "cluster CI" in report and "multi-hop (n=2)" in report
+    assert "Run separately" not in report
+    # A configuration run at another commit is named as such in the report.
+    hybrid["git_commit"] = "0123456789abcdef"
+    (out / "hybrid_rrf.json").write_text(json.dumps(hybrid))
+    assert "at another commit (latency from that run): commit 0123456789: hybrid_rrf." in (
+        compare(out, "lexical"))
     # A second load of the same folder would store every memory twice: refused.
     with pytest.raises(SystemExit, match="already holds memories"):
         run(FIXTURE, ["lexical"], tmp_path / "again", limit=None,

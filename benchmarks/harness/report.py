@@ -91,6 +91,15 @@ def compare(out: Path, baseline: str, metric: str = HEADLINE) -> str:
         lines += ["", f"Ingest: {ingest['memories']} memories in {ingest['namespaces']} "
                   f"namespace(s), {ingest['seconds']:.1f} s ({ingest['memories_per_s']:.1f}/s), "
                   "StoreBatch with index wait."]
+    elsewhere = {}
+    for name in names:
+        commit = results[name]["git_commit"][:10]
+        if commit != base["git_commit"][:10]:
+            elsewhere.setdefault(commit, []).append(name)
+    if elsewhere:
+        lines += ["", "Run separately, over a fresh load of the same dataset files, at another "
+                  "commit (latency from that run): " + "; ".join(
+                      f"commit {c}: {', '.join(n)}" for c, n in elsewhere.items()) + "."]
     troubled = [f"{name}: {sum('error' in r for r in data['queries'])} failed, "
                 f"{sum(r['degraded'] for r in data['queries'])} degraded"
                 for name, data in results.items() if any(r["degraded"] for r in data["queries"])]
