@@ -1,8 +1,9 @@
-"""The graph second stage: the gateway's Recaller over in-process legs (no gRPC, no database).
+"""The gateway's Recaller over in-process legs (no gRPC, no database).
 
 The legs here are plain objects with the Leg protocol; the store only hydrates. What is
-checked is the gateway's own logic: which memories seed the second call, that its list
-replaces the first one, and that skipping or failing it never degrades the recall.
+checked is the gateway's own logic: a failing lexical leg (the partial fallback), and the
+graph second stage: which memories seed the second call, that its list replaces the first
+one, and that skipping or failing it never degrades the recall.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import pytest
+from prometheus_client import REGISTRY
 
 from gateway.recall import LegAnswer, LegError, LegQuery, Recaller
 from gateway.store import StoredMemory
@@ -147,3 +149,22 @@ async def test_second_stage_needs_an_asked_graph_leg():
     r, _, _ = recaller(ListLeg("graph", [9]))
     with pytest.raises(InvalidArgument, match="graph_second_stage needs the graph leg"):
         r.fusion_settings(query(second_stage=True, skip_legs=("graph",)))
+
+
+async def test_lexical_leg_failing_is_a_partial_fallback_on_the_other_legs():
+    graph = ListLeg("graph", [9])
+    r, lexical, _ = recaller(graph)
+
+    async def broken(q, timeout_s):
+        raise LegError("UNAVAILABLE: lexical leg down")
+
+    lexical.search = broken  # type: ignore[method-assign]
+    before = REGISTRY.get_sample_value("recallmesh_recall_fallbacks_total",
+                                       {"kind": "partial"}) or 0.0
+    outcome = await r.recall(query())
+    states = {leg.leg: leg.state for leg in outcome.legs}
+    assert states == {"lexical": "ERROR", "vector": "OK", "graph": "OK"}
+    assert outcome.degraded and "lexical leg down" in outcome.legs[0].detail
+    assert {h.memory.id for h in outcome.hits} == {mid(2), mid(4), mid(5), mid(9)}
+    assert REGISTRY.get_sample_value("recallmesh_recall_fallbacks_total",
+                                     {"kind": "partial"}) == before + 1
