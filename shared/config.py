@@ -405,7 +405,8 @@ class GraphLegSettings:
             hop_decay=env_float("RECALLMESH_GRAPH_HOP_DECAY", 0.5, minimum=0.0),
             concept_edge_weight=env_float("RECALLMESH_GRAPH_CONCEPT_EDGE_WEIGHT", 0.25,
                                           minimum=0.0),
-            cache_namespaces=env_int("RECALLMESH_GRAPH_CACHE_NAMESPACES", 128, minimum=1),
+            cache_namespaces=env_int("RECALLMESH_GRAPH_CACHE_NAMESPACES", 1024, minimum=1),
+            cache_mb=env_int("RECALLMESH_GRAPH_CACHE_MB", 512, minimum=1),
         ))
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from recallmesh.v1 import memory_pb2, retriever_pb2, retriever_pb2_grpc
 from services.graph.core import (
+    GraphRetriever,
     GraphSettings,
     bfs,
     build_graph,
@@ -69,6 +70,29 @@ def test_seed_memories_walk_to_what_they_link_to():
     unknown = "00000000-0000-4000-8000-999999999999"
     assert rank(graph, "what else", (), "", 10, Filters(), GraphSettings(),
                 seed_memories=[unknown]) == []
+
+
+def test_graph_cache_keeps_within_its_count_and_size_limits():
+    big = np.zeros((1000, 384), dtype=np.float32)  # 1.5 MB of name vectors
+    retriever = GraphRetriever(None, GraphSettings(cache_namespaces=3, cache_mb=4))
+    for ns in ("a", "b", "c"):
+        retriever._cache[ns] = toy_graph()[0]
+        retriever._evict()
+    assert list(retriever._cache) == ["a", "b", "c"]
+    retriever._cache["d"] = toy_graph()[0]
+    retriever._evict()
+    assert list(retriever._cache) == ["b", "c", "d"]  # the count limit drops the oldest
+    for ns in ("e", "f", "g"):
+        graph = toy_graph()[0]
+        graph.concept_vectors = big
+        retriever._cache[ns] = graph
+        retriever._evict()
+    assert list(retriever._cache) == ["f", "g"]  # 3 x 1.5 MB exceeds 4 MB: sizes count
+    huge = toy_graph()[0]
+    huge.concept_vectors = np.zeros((4000, 384), dtype=np.float32)  # 6 MB alone
+    retriever._cache["h"] = huge
+    retriever._evict()
+    assert list(retriever._cache) == ["h"]  # the newest graph stays even when too large
 
 
 def test_ranking_is_deterministic_and_hop_mode_agrees_on_order():

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from services.graph.extraction import normalise
 from shared.filters import Filters
@@ -57,6 +57,16 @@ GRAPH_CACHE = Counter(
     "Graph lookups per search: served from the cache (hit), served from a stale graph while "
     "the new one loads in the background (stale), or waited for a first load (load).",
     ["outcome"],
+)
+GRAPH_CACHE_BYTES = Gauge(
+    "recallmesh_graph_cache_bytes",
+    "Estimated memory held by the cached namespace graphs (matrix, name vectors, row data).",
+)
+GRAPH_EVICTIONS = Counter(
+    "recallmesh_graph_cache_evictions_total",
+    "Namespace graphs dropped from the cache (least recently used first) to stay within "
+    "RECALLMESH_GRAPH_CACHE_NAMESPACES and RECALLMESH_GRAPH_CACHE_MB. A steady rate means "
+    "searches keep reloading graphs: raise the limits.",
 )
 GRAPH_SEEDS = Histogram(
     "recallmesh_graph_seed_concepts",
@@ -77,7 +87,8 @@ class GraphSettings:
     seed_min_similarity: float = 0.45
     hop_decay: float = 0.5
     concept_edge_weight: float = 0.25  # concept-concept edges relative to mentions
-    cache_namespaces: int = 128
+    cache_namespaces: int = 1024
+    cache_mb: int = 512  # estimated bytes of all cached graphs together
 
 
 @dataclass
@@ -100,6 +111,14 @@ class NamespaceGraph:
     @property
     def memories(self) -> int:
         return len(self.memory_ids)
+
+    @property
+    def size_bytes(self) -> int:
+        """An estimate of the memory this graph holds: its arrays exactly, Python rows and
+        aliases at a flat rate (about 400 bytes a memory, 150 an alias)."""
+        arrays = (self.concept_vectors.nbytes + self.importance.nbytes + self.adjacency.data.nbytes
+                  + self.adjacency.indices.nbytes + self.adjacency.indptr.nbytes)
+        return arrays + 400 * self.memories + 150 * len(self.alias_to_concept)
 
     def node_name(self, node: int) -> str:
         if node < self.memories:
@@ -206,9 +225,19 @@ class GraphRetriever:
             graph = await self._load(namespace, version)
         self._cache[namespace] = graph
         self._cache.move_to_end(namespace)
-        while len(self._cache) > self.settings.cache_namespaces:
-            self._cache.popitem(last=False)
+        self._evict()
         return graph
+
+    def _evict(self) -> None:
+        """Drop least recently used graphs beyond the count or size limit (never the newest)."""
+        budget = self.settings.cache_mb * 1024 * 1024
+        total = sum(g.size_bytes for g in self._cache.values())
+        while len(self._cache) > 1 and (len(self._cache) > self.settings.cache_namespaces
+                                        or total > budget):
+            _, dropped = self._cache.popitem(last=False)
+            total -= dropped.size_bytes
+            GRAPH_EVICTIONS.inc()
+        GRAPH_CACHE_BYTES.set(total)
 
     async def _load(self, namespace: str, version: int) -> NamespaceGraph:
         params = {"ns": namespace}
