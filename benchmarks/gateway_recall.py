@@ -42,6 +42,7 @@ from recallmesh.v1 import (
     retriever_pb2,
     retriever_pb2_grpc,
 )
+from shared.config import DEFAULT_FUSION_METHOD
 from shared.supervisor import Stack, free_port_env
 
 DATASETS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
@@ -274,7 +275,10 @@ def main() -> None:
         "one_leg_hanging": hang,
         "graph_leg_direct": graph_direct,
     }
-    print(f"\nrecall over legs {args.legs} (RRF via the fusion service), {len(texts)} memories, "
+    method = os.environ.get("RECALLMESH_FUSION_METHOD", DEFAULT_FUSION_METHOD)
+    result["fusion_method"] = method
+    print(f"\nrecall over legs {args.legs} ({method} via the fusion service), {len(texts)} "
+          "memories, "
           f"k=10, budget {budget_ms} ms; {result['machine']}")
     print("| concurrency | recalls/s | p50 ms | p95 ms | p99 ms | gateway p50 ms "
           "| slowest leg p50 ms | overhead p50 / p95 ms | degraded |")
