@@ -10,7 +10,7 @@ ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint bench-recall-latency \
-	bench-embedding bench-vector bench-gateway bench-graph-latency bench bench-all clean
+	bench-embedding bench-vector bench-gateway bench-graph-latency bench-merge-sweep bench bench-all clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -74,6 +74,12 @@ bench-all: bench
 		--out benchmarks/results/longmemeval
 	$(PY) -m benchmarks compare benchmarks/results/longmemeval --append-to $(BENCH_REPORT) \
 		--summary-to benchmarks/reports/longmemeval.json
+
+## The concept merge threshold swept on LoCoMo dev (one fresh load per threshold, ~15 min).
+bench-merge-sweep: models
+	$(PY) -m benchmarks.merge_sweep --dataset $(BENCH_DATASETS)/locomo \
+		--out benchmarks/results/merge_sweep --report-to docs/benchmarks-merge-threshold.md \
+		--summary-to benchmarks/reports/locomo_merge_threshold.json
 
 ## Hybrid recall through the gateway on 5,000 memories: concurrency 1/8/32, overhead, a hanging leg.
 bench-gateway: models
