@@ -327,8 +327,8 @@ def seed_memory_ids(request: Any) -> tuple[str, ...]:
         raise InvalidArgument(f"seed_memory_ids holds at most {MAX_SEED_MEMORIES} ids, "
                               f"got {len(request.seed_memory_ids)}")
     try:
-        return tuple(dict.fromkeys(str(uuid.UUID(v.strip())) for v in request.seed_memory_ids))
-    except ValueError:
+        return tuple(dict.fromkeys(memory_id(v) for v in request.seed_memory_ids))
+    except InvalidArgument:
         raise InvalidArgument("seed_memory_ids must be UUIDs") from None
 
 

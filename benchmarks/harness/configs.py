@@ -121,10 +121,5 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
       for w in GRAPH_WEIGHTS),
 )}
 PEER_CONFIGS = ("peer_bm25", "peer_lancedb_fts", "peer_lancedb_vector", "peer_lancedb_hybrid")
-DEFAULT_CONFIGS = ("default", "lexical", "vector", "graph", "hybrid_rrf", "hybrid_rrf_exact",
-                   "hybrid_rrf_prior", "hybrid_cc", "hybrid_cc_bounded", "hybrid_cc_d20",
-                   "lexical_bm25", "lexical_bm25_tuned", "hybrid_bm25", "hybrid_bm25_d20",
-                   "hybrid_bm25t_d20", "hybrid_cc_bm25", "hybrid_cc_bm25t", "hybrid_cc_graph",
-                   "hybrid_graph2", "hybrid_cc_graph2",
-                   *(f"hybrid_graph_w{w:g}" if w != 0.35 else "hybrid_graph"
-                     for w in GRAPH_WEIGHTS), *PEER_CONFIGS)
+# What `run` does without --configs: every configuration above, then the peers.
+DEFAULT_CONFIGS = (*CONFIGS, *PEER_CONFIGS)
