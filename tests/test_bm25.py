@@ -30,6 +30,19 @@ def stats(db: psycopg.Connection, ns: str) -> tuple[dict[str, int], tuple[int, i
                           (ns,)).fetchone()
 
 
+def postings(db: psycopg.Connection, ns: str) -> set[tuple[str, str, int, int]]:
+    return set(db.execute("SELECT lexeme, memory_id::text, tf, dl FROM memory_lexemes "
+                          "WHERE namespace = %s", (ns,)).fetchall())
+
+
+def recounted_postings(db: psycopg.Connection, ns: str) -> set[tuple[str, str, int, int]]:
+    """The postings as they should be, straight from the live memories' vectors."""
+    return set(db.execute(
+        "SELECT u.lexeme, m.id::text, coalesce(array_length(u.positions, 1), 1), "
+        "recallmesh_tsvector_length(m.search_vector) FROM memories m, unnest(m.search_vector) u "
+        "WHERE m.namespace = %s AND m.deleted_at IS NULL", (ns,)).fetchall())
+
+
 def search(stack, ns: str, query: str, **fields):
     with grpc.insecure_channel(stack.endpoints["lexical"]) as ch:
         return retriever_pb2_grpc.RetrieverServiceStub(ch).Search(
@@ -65,15 +78,19 @@ def test_scores_match_a_hand_computation(stack, gateway, db, ns):
 def test_statistics_follow_edits_and_deletes(gateway, db, ns):
     first = gateway.Store(memory_pb2.StoreRequest(
         namespace=ns, memory=memory_pb2.Memory(content="violins and cellos")), timeout=10).memory
-    gateway.Store(memory_pb2.StoreRequest(
-        namespace=ns, memory=memory_pb2.Memory(content="cellos")), timeout=10)
+    second = gateway.Store(memory_pb2.StoreRequest(
+        namespace=ns, memory=memory_pb2.Memory(content="cellos")), timeout=10).memory
     assert stats(db, ns)[0] == {"violin": 1, "cello": 2}
+    assert postings(db, ns) == {("violin", first.id, 1, 2), ("cello", first.id, 1, 2),
+                                ("cello", second.id, 1, 1)}
     gateway.Update(memory_pb2.UpdateRequest(
         namespace=ns, id=first.id, memory=memory_pb2.Memory(content="violas"),
         update_mask={"paths": ["content"]}), timeout=10)
     assert stats(db, ns) == ({"viola": 1, "cello": 1}, (2, 2))
+    assert postings(db, ns) == {("viola", first.id, 1, 1), ("cello", second.id, 1, 1)}
     gateway.Delete(memory_pb2.DeleteRequest(namespace=ns, id=first.id), timeout=10)
     assert stats(db, ns) == ({"cello": 1}, (1, 1))
+    assert postings(db, ns) == {("cello", second.id, 1, 1)}  # none for the deleted memory
 
 
 def test_gateway_switches_ranking_per_request(gateway, ns):
@@ -123,4 +140,5 @@ def test_concurrent_writers_in_one_namespace_keep_exact_statistics(gateway, db, 
                          "FROM memories WHERE namespace = %s AND deleted_at IS NULL",
                          (ns,)).fetchone()
     assert stats(db, ns) == (recount, tuple(lengths))
+    assert postings(db, ns) == recounted_postings(db, ns)
     assert lengths[0] == 8 * 3 * 8

@@ -17,8 +17,10 @@ tsvectors: every memory matching any query lexeme (OR) is scored by
 with idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)), N, df and the average
 length read from the per-namespace statistics the schema keeps current on
 write (migrations/0004_bm25_stats.sql), tf the lexeme's position count and dl
-the memory's token count. Hits are ordered by that score (no AND tier), then
-id; `exact_match` still says whether every term matched.
+the memory's token count. The terms' postings (memory, tf, dl per lexeme,
+migrations/0006_bm25_postings.sql) are read instead of the memories' whole
+vectors. Hits are ordered by that score (no AND tier), then id;
+`exact_match` still says whether every term matched.
 The user's text only ever reaches Postgres as a bound parameter to
 plainto_tsquery, which cannot fail on any input (operators, quotes,
 backslashes, emoji, over-long tokens); the OR query is derived from the
@@ -34,7 +36,7 @@ from shared.filters import Filters, filter_sql
 
 # (ts_rank weight, importance weight) of the blended score per sort mode.
 BLEND = {"relevance": (0.7, 0.3), "importance": (0.4, 0.6), "recency": (0.7, 0.3)}
-# The query as an AND tsquery (every term) and its OR broadening (any term), for both rankings.
+# The query as an AND tsquery (every term) and its OR broadening (any term), for ts_rank.
 _QUERY_TIERS = """WITH q AS (
     SELECT plainto_tsquery('english', %(query)s) AS and_q
 ), qq AS (
@@ -109,33 +111,41 @@ RANKINGS = ("ts_rank", "bm25")
 
 
 def build_bm25_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]:
-    """The BM25 statement and its filter parameters. Callers add: ns, query, k, k1, b."""
+    """The BM25 statement and its filter parameters. Callers add: ns, query, k, k1, b.
+
+    Scores come from the postings of the query's own lexemes (migrations/0006), so the
+    cost grows with how many memories contain a query term, not with their length.
+    """
     if sort_by not in BLEND:
         raise ValueError(f"unknown sort_by {sort_by!r}")
     order = "created_at DESC, id" if sort_by == "recency" else "score DESC, id"
     where_filters, params = filter_sql(filters, alias="m")
     sql = f"""
-{_QUERY_TIERS}, stats AS (
+WITH terms AS (
+    SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
+), stats AS (
     SELECT greatest(docs, 1) AS docs, greatest(total_len::float8 / greatest(docs, 1), 1) AS avgdl
     FROM namespace_stats WHERE namespace = %(ns)s
 ), idf AS (
     SELECT t.lexeme,
            ln(1 + (s.docs - coalesce(l.df, 0) + 0.5) / (coalesce(l.df, 0) + 0.5)) AS idf
-    FROM (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s)))
-          AS lexeme) t
+    FROM terms t
     CROSS JOIN stats s
     LEFT JOIN lexeme_stats l ON l.namespace = %(ns)s AND l.lexeme = t.lexeme
+), scored AS (
+    SELECT p.memory_id,
+           sum(i.idf * p.tf * (%(k1)s + 1)
+               / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / s.avgdl))) AS score,
+           count(*) AS matched
+    FROM idf i
+    JOIN memory_lexemes p ON p.namespace = %(ns)s AND p.lexeme = i.lexeme
+    CROSS JOIN stats s
+    GROUP BY p.memory_id
 ), hits AS (
-    SELECT m.id, m.importance, m.created_at, m.search_vector @@ qq.and_q AS all_terms,
-           (SELECT sum(x.idf * x.tf * (%(k1)s + 1)
-                       / (x.tf + %(k1)s * (1 - %(b)s + %(b)s * x.dl / s.avgdl)))
-            FROM (SELECT i.idf, coalesce(array_length(u.positions, 1), 1) AS tf,
-                         recallmesh_tsvector_length(m.search_vector) AS dl
-                  FROM unnest(m.search_vector) u JOIN idf i ON i.lexeme = u.lexeme) x
-           ) AS score
-    FROM memories m, qq, stats s
-    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
-      AND m.search_vector @@ qq.or_q {where_filters}
+    SELECT m.id, m.importance, m.created_at, sc.score,
+           sc.matched = (SELECT count(*) FROM terms) AS all_terms
+    FROM scored sc JOIN memories m ON m.id = sc.memory_id
+    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL {where_filters}
 )
 SELECT id::text, score, score AS rank, CASE WHEN all_terms THEN 0 ELSE 1 END AS tier,
        importance
