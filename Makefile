@@ -10,7 +10,7 @@ ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint bench-recall-latency \
-	bench-embedding bench-vector bench-gateway bench-graph-latency bench-merge-sweep bench bench-all clean
+	bench-embedding bench-vector bench-gateway bench-graph-latency bench-merge-sweep bench-lexical-sweep bench bench-all clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -74,6 +74,11 @@ bench-all: bench
 		--out benchmarks/results/longmemeval
 	$(PY) -m benchmarks compare benchmarks/results/longmemeval --append-to $(BENCH_REPORT) \
 		--summary-to benchmarks/reports/longmemeval.json
+
+## The lexical leg's SQL alone: BM25 k1 / b grid and an extra stop list, on the three dev splits.
+bench-lexical-sweep: $(STAMP)
+	$(PY) -m benchmarks.lexical_sweep --out benchmarks/reports/lexical_sweep.json \
+		--report-to docs/benchmarks-lexical.md
 
 ## The concept merge threshold swept on LoCoMo dev (one fresh load per threshold, ~15 min).
 bench-merge-sweep: models

@@ -15,7 +15,7 @@ from tests.helpers import expect_status, recall
 
 pytestmark = pytest.mark.integration
 
-K1, B = 1.2, 0.75
+K1, B = 0.9, 0.4  # the lexical leg's defaults (shared.config.LexicalSettings)
 
 
 def bm25(tf: int, dl: int, avgdl: float, n: int, df: int) -> float:
@@ -46,8 +46,8 @@ def recounted_postings(db: psycopg.Connection, ns: str) -> set[tuple[str, str, i
 def search(stack, ns: str, query: str, **fields):
     with grpc.insecure_channel(stack.endpoints["lexical"]) as ch:
         return retriever_pb2_grpc.RetrieverServiceStub(ch).Search(
-            retriever_pb2.SearchRequest(namespace=ns, query=query, k=10, ranking="bm25",
-                                        **fields), timeout=10)
+            retriever_pb2.SearchRequest(namespace=ns, query=query, ranking="bm25",
+                                        **({"k": 10} | fields)), timeout=10)
 
 
 def test_scores_match_a_hand_computation(stack, gateway, db, ns):
@@ -142,3 +142,17 @@ def test_concurrent_writers_in_one_namespace_keep_exact_statistics(gateway, db, 
     assert stats(db, ns) == (recount, tuple(lengths))
     assert postings(db, ns) == recounted_postings(db, ns)
     assert lengths[0] == 8 * 3 * 8
+
+
+def test_importance_orders_equal_scores_and_the_importance_sort(stack, gateway, ns):
+    """BM25 ties go to the more important memory; sort_by importance keeps the best-scoring
+    matches and puts the most important first."""
+    ids = gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
+        memory_pb2.Memory(content="harbour crane", importance=0.2),
+        memory_pb2.Memory(content="harbour crane", importance=0.9),
+        memory_pb2.Memory(content="harbour crane harbour crane", importance=0.5),
+        memory_pb2.Memory(content="harbour", importance=1.0)]), timeout=10).ids
+    by_score = search(stack, ns, "harbour crane")
+    assert [c.memory_id for c in by_score.candidates] == [ids[2], ids[1], ids[0], ids[3]]
+    top3 = search(stack, ns, "harbour crane", k=3, sort_by=memory_pb2.SORT_BY_IMPORTANCE)
+    assert [c.memory_id for c in top3.candidates] == [ids[1], ids[2], ids[0]]

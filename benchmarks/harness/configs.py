@@ -63,9 +63,11 @@ class Config:
 
 
 def _plain(name: str, description: str, legs: tuple[str, ...], **fusion) -> Config:
-    """RRF without bonus or prior unless given: the hybrid configurations' common base."""
+    """RRF without bonus or prior, lexical leg on ts_rank, unless given: the hybrid
+    configurations' common base, fixed whatever the deployment defaults become."""
     return Config(name, description, legs, **({"method": "rrf", "importance_strength": 0.0,
-                                                "exact_bonus": 0.0} | fusion))
+                                                "exact_bonus": 0.0, "lexical_ranking": "ts_rank"}
+                                               | fusion))
 
 
 GRAPH_WEIGHTS = (0.2, 0.35, 0.5, 1.0)
@@ -75,7 +77,7 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
            f"{DEFAULT_LEGS}, default fusion (see docs/configuration.md)",
            tuple(DEFAULT_LEGS.split(","))),
     Config("lexical", "the faithful current system: Postgres full text (ts_rank, AND then "
-           "OR-broaden), the lexical leg alone", ("lexical",)),
+           "OR-broaden), the lexical leg alone", ("lexical",), lexical_ranking="ts_rank"),
     Config("vector", "dense only: MiniLM embeddings, pgvector HNSW", ("vector",)),
     Config("graph", "concept graph only: Personalized PageRank from the query's concepts",
            ("graph",)),
@@ -91,20 +93,29 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
     _plain("hybrid_cc_bounded", "convex combination; cosine normalised by its -1..1 range",
            ("lexical", "vector"), method="cc_bounded"),
     Config("lexical_bm25", "the lexical leg alone, BM25 ranking (k1=1.2, b=0.75) over the same "
-           "tsvectors", ("lexical",), lexical_ranking="bm25"),
+           "tsvectors", ("lexical",), lexical_ranking="bm25", bm25_k1=1.2, bm25_b=0.75),
     Config("lexical_bm25_tuned", "the lexical leg alone, BM25 with k1=0.9, b=0.4",
            ("lexical",), lexical_ranking="bm25", bm25_k1=0.9, bm25_b=0.4),
-    _plain("hybrid_bm25", "lexical (BM25) + vector, weighted RRF k=60", ("lexical", "vector"),
-           lexical_ranking="bm25"),
+    _plain("hybrid_bm25", "lexical (BM25 k1=1.2, b=0.75) + vector, weighted RRF k=60",
+           ("lexical", "vector"), lexical_ranking="bm25", bm25_k1=1.2, bm25_b=0.75),
     _plain("hybrid_bm25_d20", "hybrid_bm25 over each leg's top 20 instead of 50",
-           ("lexical", "vector"), lexical_ranking="bm25", leg_depth=20),
-    _plain("hybrid_cc_bm25", "lexical (BM25) + vector, convex combination (min-max)",
-           ("lexical", "vector"), method="cc", lexical_ranking="bm25"),
+           ("lexical", "vector"), lexical_ranking="bm25", bm25_k1=1.2, bm25_b=0.75,
+           leg_depth=20),
+    _plain("hybrid_cc_bm25", "lexical (BM25 k1=1.2, b=0.75) + vector, convex combination "
+           "(min-max)", ("lexical", "vector"), method="cc", lexical_ranking="bm25", bm25_k1=1.2,
+           bm25_b=0.75),
     _plain("hybrid_bm25t_d20", "lexical (BM25 k1=0.9, b=0.4) + vector, weighted RRF over each "
            "leg's top 20", ("lexical", "vector"), lexical_ranking="bm25", bm25_k1=0.9,
            bm25_b=0.4, leg_depth=20),
     _plain("hybrid_cc_bm25t", "lexical (BM25 k1=0.9, b=0.4) + vector, convex combination",
            ("lexical", "vector"), method="cc", lexical_ranking="bm25", bm25_k1=0.9, bm25_b=0.4),
+    *(_plain(f"hybrid_cc_bm25t_d{d}", f"hybrid_cc_bm25t over each leg's top {d}",
+             ("lexical", "vector"), method="cc", lexical_ranking="bm25", bm25_k1=0.9,
+             bm25_b=0.4, leg_depth=d) for d in (20, 100)),
+    *(_plain(f"hybrid_cc_bm25t_{leg[0]}{w:g}", f"hybrid_cc_bm25t with the {leg} leg weighted "
+             f"{w:g} (the other 1)", ("lexical", "vector"), method="cc",
+             lexical_ranking="bm25", bm25_k1=0.9, bm25_b=0.4, weights={leg: w})
+      for leg, w in (("lexical", 0.7), ("lexical", 1.4))),
     _plain("hybrid_cc_d20", "hybrid_cc over each leg's top 20", ("lexical", "vector"),
            method="cc", leg_depth=20),
     _plain("hybrid_cc_graph", "lexical + vector + graph (weight 0.35), convex combination",

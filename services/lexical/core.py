@@ -19,8 +19,9 @@ length read from the per-namespace statistics the schema keeps current on
 write (migrations/0004_bm25_stats.sql), tf the lexeme's position count and dl
 the memory's token count. The terms' postings (memory, tf, dl per lexeme,
 migrations/0006_bm25_postings.sql) are read instead of the memories' whole
-vectors. Hits are ordered by that score (no AND tier), then id;
-`exact_match` still says whether every term matched.
+vectors. Hits are ordered by that score (no AND tier), then importance, then
+id (sort_by importance: the top k by score, most important first; recency: the
+newest matches); `exact_match` still says whether every term matched.
 The user's text only ever reaches Postgres as a bound parameter to
 plainto_tsquery, which cannot fail on any input (operators, quotes,
 backslashes, emoji, over-long tokens); the OR query is derived from the
@@ -118,7 +119,10 @@ def build_bm25_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]
     """
     if sort_by not in BLEND:
         raise ValueError(f"unknown sort_by {sort_by!r}")
-    order = "created_at DESC, id" if sort_by == "recency" else "score DESC, id"
+    # Equal scores go to the more important memory. recency: the newest matches;
+    # importance: the best-scoring matches, most important first.
+    order = "created_at DESC, id" if sort_by == "recency" else "score DESC, importance DESC, id"
+    final_order = "importance DESC, score DESC, id" if sort_by == "importance" else order
     where_filters, params = filter_sql(filters, alias="m")
     sql = f"""
 WITH terms AS (
@@ -149,7 +153,8 @@ WITH terms AS (
 )
 SELECT id::text, score, score AS rank, CASE WHEN all_terms THEN 0 ELSE 1 END AS tier,
        importance
-FROM hits ORDER BY {order} LIMIT %(k)s
+FROM (SELECT * FROM hits ORDER BY {order} LIMIT %(k)s) top
+ORDER BY {final_order}
 """
     return sql, params
 

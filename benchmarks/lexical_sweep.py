@@ -1,0 +1,169 @@
+"""The lexical leg's BM25 settings and a query stop list, swept on its SQL alone.
+
+  python -m benchmarks.lexical_sweep [--datasets ../shared/datasets/locomo,...]
+      [--out benchmarks/reports/lexical_sweep.json] [--report-to docs/benchmarks-lexical.md]
+
+Each dataset is loaded into a throwaway embedded Postgres (migrated schema, memories only: no
+embeddings, no services), and every query is ranked by the lexical leg's own SQL
+(services/lexical/core.py) under each variant: ts_rank (the baseline), BM25 over a grid of
+k1 / b, and BM25 k1=0.9 b=0.4 with an extra ~300-word English stop list removed from the
+query (the stop-list lever: Postgres's `english` configuration already drops its own 127
+stop words). Only the lexical leg is measured here; the fused configurations run through the
+harness (`make bench`). Metric: recall@10 (nDCG@10 for SciFact), per question type.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+
+from benchmarks.harness import data, metrics
+from services.lexical import core
+from shared.db import embedded_dsn, start_embedded
+from shared.filters import Filters
+from shared.migrations import apply_migrations
+
+# Function words, pronouns, question words, chat filler and light verbs; stemmed by Postgres
+# at query time, so inflections go too.
+STOP_WORDS = """a about above across after afterwards again against all almost alone along already
+also although always am among amongst an and another any anyhow anyone anything anyway anywhere
+are around as at back be became because become becomes becoming been before beforehand behind
+being below beside besides between beyond both but by can cannot could did do does doing done
+down due during each either else elsewhere enough even ever every everyone everything everywhere
+except few for former formerly from further had has have having he hence her here hereafter
+hereby herein hereupon hers herself him himself his how however i if in indeed into is it its
+itself just last latter latterly least less many may me meanwhile might mine more moreover most
+mostly much must my myself namely neither never nevertheless next no nobody none noone nor not
+nothing now nowhere of off often on once one only onto or other others otherwise our ours
+ourselves out over own per perhaps please quite rather re same seem seemed seeming seems several
+she should since so some somehow someone something sometime sometimes somewhere still such than
+that the their theirs them themselves then thence there thereafter thereby therefore therein
+thereupon these they this those though through throughout thru thus to together too toward
+towards under until up upon us very via was we well were what whatever when whence whenever where
+whereafter whereas whereby wherein whereupon wherever whether which while whither who whoever
+whole whom whose why will with within without would yet you your yours yourself yourselves yeah
+yes oh hey hi wow really actually like get got gets getting go goes going gone went make made
+makes making lot lots thing things kind sort bit way ways maybe sure thanks thank definitely
+pretty totally""".split()
+LIGHT_VERBS = frozenset("like get got gets getting go goes going gone went make made makes "
+                        "making".split())
+
+DATASETS = ("locomo", "scifact", "longmemeval")
+# (name, ranking, k1, b, stop words)
+VARIANTS = [("ts_rank", "ts_rank", None, None, ()),
+            ("bm25 k1=1.2 b=0.75", "bm25", 1.2, 0.75, ()),
+            ("bm25 k1=0.9 b=0.4 (default)", "bm25", 0.9, 0.4, ()),
+            ("bm25 k1=0.9 b=0.4 + stop list", "bm25", 0.9, 0.4, tuple(STOP_WORDS)),
+            ("bm25 k1=0.9 b=0.4 + stop list without light verbs", "bm25", 0.9, 0.4,
+             tuple(w for w in STOP_WORDS if w not in LIGHT_VERBS)),
+            ("bm25 k1=1.2 b=0.4", "bm25", 1.2, 0.4, ()),
+            ("bm25 k1=1.5 b=0.5", "bm25", 1.5, 0.5, ()),
+            ("bm25 k1=0.6 b=0.3", "bm25", 0.6, 0.3, ()),
+            ("bm25 k1=0.9 b=0.2", "bm25", 0.9, 0.2, ())]
+_TERMS = "SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme"
+
+
+def variant_sql(ranking: str, stop_words: tuple[str, ...]) -> str:
+    if ranking == "ts_rank":
+        return core.build_search_sql(Filters(), "relevance")[0]
+    sql = core.build_bm25_sql(Filters(), "relevance")[0]
+    if stop_words:
+        assert _TERMS in sql, "the BM25 statement's term list changed; update the sweep"
+        sql = sql.replace(_TERMS, _TERMS + "\n    EXCEPT SELECT unnest(tsvector_to_array("
+                          "to_tsvector('english', %(stop)s)))")
+    return sql
+
+
+def sweep(dataset_dir: Path, dsn: str) -> dict:
+    ds = data.load(dataset_dir)
+    metric = "ndcg@10" if ds.name == "scifact" else "recall@10"
+    corpus_of: dict[str, str] = {}
+    started = time.perf_counter()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for scope, memories in ds.scopes.items():
+            with conn.transaction(), conn.cursor() as cur:
+                for m in memories:
+                    cur.execute("INSERT INTO memories (namespace, content) VALUES (%s, %s) "
+                                "RETURNING id::text", (ds.namespace(scope), m.content))
+                    corpus_of[cur.fetchone()[0]] = m.corpus_id
+        conn.execute("ANALYZE")
+        load_s = time.perf_counter() - started
+        rows = []
+        for name, ranking, k1, b, stop in VARIANTS:
+            sql = variant_sql(ranking, stop)
+            scores: dict[str, list[float]] = {}
+            lat = []
+            for q in ds.queries:
+                t0 = time.perf_counter()
+                hits = conn.execute(sql, {"ns": ds.namespace(q.scope), "query": q.text, "k": 10,
+                                          "or_min_rank": 0.01, "k1": k1, "b": b,
+                                          "stop": " ".join(stop)}).fetchall()
+                lat.append(time.perf_counter() - t0)
+                ranked = [corpus_of[h[0]] for h in hits]
+                value = (metrics.ndcg_at(ranked, q.relevant, 10) if metric == "ndcg@10"
+                         else metrics.recall_at(ranked, q.relevant, 10))
+                scores.setdefault(q.category, []).append(value)
+            every = [v for vs in scores.values() for v in vs]
+            lat.sort()
+            rows.append({"variant": name, "ranking": ranking, "k1": k1, "b": b,
+                         "stop_words": len(stop), metric: sum(every) / len(every),
+                         "per_category": {c: sum(v) / len(v) for c, v in sorted(scores.items())},
+                         "sql_p50_ms": 1000 * lat[len(lat) // 2],
+                         "sql_p95_ms": 1000 * lat[int(0.95 * (len(lat) - 1))]})
+            print(f"{ds.name:12s} {name:52s} {rows[-1][metric]:.4f}", flush=True)
+    return {"dataset": ds.name, "path": str(dataset_dir), "files_sha256": ds.files_sha256,
+            "queries": len(ds.queries), "memories": ds.memories_stored, "metric": metric,
+            "load_s": round(load_s, 1), "variants": rows}
+
+
+def markdown(results: list[dict]) -> str:
+    out = ["# Lexical leg: BM25 settings and the stop list", "",
+           "Generated by `make bench-lexical-sweep` (`python -m benchmarks.lexical_sweep`); do not "
+           "edit by hand. The lexical leg's SQL alone on each dev split, memories loaded without "
+           "embeddings into a throwaway embedded Postgres; `default` marks the settings the leg "
+           "ships with. SQL latency is the statement alone on this machine (no gRPC).", ""]
+    for r in results:
+        cats = list(r["variants"][0]["per_category"])
+        out += [f"## {r['dataset']} ({r['queries']} queries, {r['memories']:,} memories, "
+                f"{r['metric']})", "",
+                "| variant | " + r["metric"] + " | " + " | ".join(cats) + " | SQL p50 / p95 ms |",
+                "|---|---:|" + "---:|" * len(cats) + "---:|"]
+        for v in r["variants"]:
+            out.append(f"| {v['variant']} | {v[r['metric']]:.3f} | "
+                       + " | ".join(f"{v['per_category'][c]:.3f}" for c in cats)
+                       + f" | {v['sql_p50_ms']:.1f} / {v['sql_p95_ms']:.1f} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.lexical_sweep",
+                                     description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", default=",".join(f"../shared/datasets/{d}"
+                                                       for d in DATASETS))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/reports/lexical_sweep.json"))
+    parser.add_argument("--report-to", type=Path, default=None)
+    args = parser.parse_args(argv)
+    pg_dir = Path(tempfile.mkdtemp(prefix="recallmesh-lexical-sweep-"))
+    try:
+        server = start_embedded(pg_dir / "pg", cleanup_mode="delete")
+        dsn = embedded_dsn(server)
+        apply_migrations(dsn)
+        results = [sweep(Path(d), dsn) for d in args.datasets.split(",") if d.strip()]
+    finally:
+        shutil.rmtree(pg_dir, ignore_errors=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    if args.report_to:
+        args.report_to.write_text(markdown(results) + "\n")
+
+
+if __name__ == "__main__":
+    main()
