@@ -31,7 +31,14 @@ from opentelemetry import trace
 from prometheus_client import Counter, Histogram
 
 from gateway.store import MemoryStore, StoredMemory
-from services.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList, fuse
+from services.fusion.core import (
+    Contribution,
+    FusedCandidate,
+    FusionSettings,
+    LegCandidate,
+    LegList,
+    fuse,
+)
 from shared.config import GatewaySettings
 from shared.embedder_client import Embeddings
 from shared.errors import InvalidArgument, Unavailable
@@ -68,6 +75,15 @@ SECOND_STAGES = Counter(
     "other leg had a hit to seed it), failed (timeout or error: the first list was fused).",
     ["outcome"],
 )
+CONTEXT_EXPANSIONS = Counter(
+    "recallmesh_context_expansions_total",
+    "Context expansions: added (a hit's next memory joined the results), none (no hit had "
+    "one in the window, or it was already a hit), failed (the lookup failed: hits unexpanded).",
+    ["outcome"],
+)
+# The pseudo-leg named in explain for a memory that joined as the next memory after a hit
+# (its rank is that hit's rank in the fused list).
+CONTEXT_SOURCE = "context"
 RECALL_SECONDS = Histogram(
     "recallmesh_recall_seconds",
     "Recall time inside the gateway (fan-out, fusion, hydration); degraded is true, "
@@ -380,6 +396,11 @@ class Recaller:
             remaining_s = budget_s - (time.perf_counter() - started)
             fused, how = await self._fuse(lists, settings, remaining_s)
             top, memories = await self._hydrate_top(q, fused)
+            context_hits = q.fusion.context_hits
+            if context_hits is None:
+                context_hits = self.settings.context_hits
+            if context_hits > 0 and top and settings.sort_by == "relevance":
+                top = await self._expand_context(q, top, memories, context_hits)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how)
 
@@ -457,6 +478,49 @@ class Recaller:
         self._fusion_retry_at = time.monotonic() + FUSION_RETRY_AFTER_S
         self._fusion_failure = f"{why}; retrying the service in {FUSION_RETRY_AFTER_S:.0f} s"
         return fuse(lists, settings), f"{settings.method} (local: {why})"
+
+    async def _expand_context(
+        self,
+        q: RecallQuery,
+        top: list[FusedCandidate],
+        memories: dict[str, StoredMemory],
+        n: int,
+    ) -> list[FusedCandidate]:
+        """Context expansion: the memory stored next after each of the best n hits (the
+        reply after a matched question, the next step of a matched plan) is placed right
+        after it, with its score; the list is cut back to k. `memories` gains the
+        neighbours. A failed lookup leaves the hits as they were."""
+        seeds = top[:n]
+        with tracer.start_as_current_span("context"):
+            try:
+                after = await self.store.next_memories(
+                    q.namespace, [c.memory_id for c in seeds], self.settings.context_window_s,
+                    q.filters, self.settings.context_min_gap_ms / 1000)
+            except Exception:  # an optional refinement must not fail the recall
+                log.exception("context expansion failed; hits returned unexpanded")
+                CONTEXT_EXPANSIONS.labels("failed").inc()
+                return top
+        later = {c.memory_id: c for c in top}
+        expanded: list[FusedCandidate] = []
+        seen: set[str] = set()
+        added = 0
+        for rank, c in enumerate(top, start=1):
+            if c.memory_id not in seen:
+                seen.add(c.memory_id)
+                expanded.append(c)
+            neighbour = after.get(c.memory_id) if rank <= n else None
+            if neighbour is not None and neighbour.id not in seen:
+                seen.add(neighbour.id)
+                memories[neighbour.id] = neighbour
+                own = later.get(neighbour.id)  # a hit further down moves up, keeping its legs
+                expanded.append(FusedCandidate(
+                    neighbour.id, c.score, neighbour.importance,
+                    own.exact_match if own else False,
+                    [Contribution(CONTEXT_SOURCE, rank, c.score), *(own.contributions
+                                                                     if own else [])]))
+                added += 1
+        CONTEXT_EXPANSIONS.labels("added" if added else "none").inc()
+        return expanded[: q.k]
 
     async def _hydrate_top(
         self, q: RecallQuery, fused: list[FusedCandidate]

@@ -15,6 +15,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from shared.errors import InvalidArgument, NotFound
+from shared.filters import Filters, filter_sql
 from shared.validation import NewMemory
 
 COLUMNS = (
@@ -234,6 +235,42 @@ class MemoryStore:
             )
             rows = await cur.fetchall()
         return {row[0]: StoredMemory.from_row(row) for row in rows}
+
+    async def next_memories(
+        self, ns: str, memory_ids: list[str], window_s: float, filters: Filters,
+        min_gap_s: float = 0.0,
+    ) -> dict[str, StoredMemory]:
+        """For each of memory_ids: the live memory of `ns` created next after it (strictly
+        later, within window_s, passing `filters`), keyed by the earlier id.
+
+        Only where "next" means the next step of a sequence: when that memory was created
+        less than min_gap_s after the earlier one (rows of one StoreBatch, a bulk import),
+        or either shares its created_at with another memory, there is none.
+        """
+        if not memory_ids:
+            return {}
+        where_filters, params = filter_sql(filters, alias="m")
+        columns = ", ".join(f"n.{c.strip()}" for c in COLUMNS.split(","))
+        tie = ("EXISTS (SELECT 1 FROM memories t WHERE t.namespace = %(ns)s "
+               "AND t.deleted_at IS NULL AND t.created_at = {0}.created_at AND t.id <> {0}.id)")
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                f"SELECT s.id::text, {columns} "
+                "FROM memories s CROSS JOIN LATERAL ("
+                "  SELECT m.* FROM memories m"
+                "  WHERE m.namespace = s.namespace AND m.deleted_at IS NULL"
+                "    AND m.created_at > s.created_at"
+                "    AND m.created_at <= s.created_at + make_interval(secs => %(window)s)"
+                f"   {where_filters}"
+                "  ORDER BY m.created_at, m.id LIMIT 1) n "
+                "WHERE s.namespace = %(ns)s AND s.id = ANY(%(ids)s::uuid[]) "
+                "AND n.created_at >= s.created_at + make_interval(secs => %(min_gap)s) "
+                f"AND NOT {tie.format('s')} AND NOT {tie.format('n')}",
+                params | {"ns": ns, "ids": memory_ids, "window": window_s,
+                          "min_gap": min_gap_s},
+            )
+            rows = await cur.fetchall()
+        return {row[0]: StoredMemory.from_row(row[1:]) for row in rows}
 
     async def schema_version(self) -> int:
         async with self.pool.connection() as conn:

@@ -205,6 +205,7 @@ DEFAULT_LEGS = "lexical,vector"
 ALL_LEGS = "lexical,vector,graph"
 # Most memories a graph search may be seeded with (SearchRequest.seed_memory_ids).
 MAX_SEED_MEMORIES = 100
+MAX_CONTEXT_HITS = 50  # RECALLMESH_CONTEXT_HITS and fusion.context_hits
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,13 @@ class GatewaySettings:
     graph_second_stage: bool = False
     graph_second_stage_seeds: int = 5  # memories seeded (the best of the other legs, fused)
     graph_second_stage_min_ms: int = 50  # budget left that the second stage needs to run
+    # Context expansion: the memory stored next after each of the best N fused hits, within
+    # the window, joins the results right after it (0: off).
+    context_hits: int = 2
+    context_window_s: float = 600.0
+    # A next memory stored sooner than this after the hit belongs to the same write (a
+    # batch, a bulk import), not to a conversation's next step: no expansion.
+    context_min_gap_ms: int = 250
     max_message_bytes: int = 64 * 1024 * 1024
 
     @classmethod
@@ -252,6 +260,10 @@ class GatewaySettings:
         if seeds > MAX_SEED_MEMORIES:
             raise ConfigError(f"RECALLMESH_GRAPH_SECOND_STAGE_SEEDS must be <= "
                               f"{MAX_SEED_MEMORIES}, got {seeds}")
+        context_hits = env_int("RECALLMESH_CONTEXT_HITS", 2, minimum=0)
+        if context_hits > MAX_CONTEXT_HITS:
+            raise ConfigError(f"RECALLMESH_CONTEXT_HITS must be <= {MAX_CONTEXT_HITS}, "
+                              f"got {context_hits}")
         reserve = env_int("RECALLMESH_RECALL_RESERVE_MS", 50, minimum=0)
         if reserve >= budget:
             raise ConfigError("RECALLMESH_RECALL_RESERVE_MS must be below the budget")
@@ -270,6 +282,9 @@ class GatewaySettings:
             fusion_timeout_ms=env_int("RECALLMESH_FUSION_TIMEOUT_MS", 25, minimum=1),
             graph_second_stage=env_bool("RECALLMESH_GRAPH_SECOND_STAGE", False),
             graph_second_stage_seeds=seeds,
+            context_hits=context_hits,
+            context_window_s=env_float("RECALLMESH_CONTEXT_WINDOW_S", 600.0, minimum=0.0),
+            context_min_gap_ms=env_int("RECALLMESH_CONTEXT_MIN_GAP_MS", 250, minimum=0),
             graph_second_stage_min_ms=env_int("RECALLMESH_GRAPH_SECOND_STAGE_MIN_MS", 50,
                                               minimum=0),
         )

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from recallmesh.v1 import memory_pb2
-from shared.config import MAX_SEED_MEMORIES
+from shared.config import MAX_CONTEXT_HITS, MAX_SEED_MEMORIES
 from shared.errors import InvalidArgument
 from shared.filters import MAX_LABEL_CHARS, Filters, filters_from_proto
 from shared.timestamps import from_proto_timestamp
@@ -73,6 +73,7 @@ class FusionRequest:
     bm25_k1: float | None = None
     bm25_b: float | None = None
     graph_second_stage: bool | None = None
+    context_hits: int | None = None
 
 
 @dataclass(frozen=True)
@@ -264,6 +265,10 @@ def fusion_request(msg: Any) -> FusionRequest:
         raise InvalidArgument(
             f"fusion.leg_depth must be within 1..{MAX_LEG_DEPTH} (0 = default), "
             f"got {msg.leg_depth}")
+    context_hits = msg.context_hits if msg.HasField("context_hits") else None
+    if context_hits is not None and not 0 <= context_hits <= MAX_CONTEXT_HITS:
+        raise InvalidArgument(
+            f"fusion.context_hits must be within 0..{MAX_CONTEXT_HITS}, got {context_hits}")
     return FusionRequest(
         method=method,
         rrf_k=msg.rrf_k or None,
@@ -277,6 +282,7 @@ def fusion_request(msg: Any) -> FusionRequest:
         bm25_b=unit("bm25_b"),
         graph_second_stage=(msg.graph_second_stage if msg.HasField("graph_second_stage")
                             else None),
+        context_hits=context_hits,
     )
 
 

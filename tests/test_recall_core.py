@@ -52,10 +52,24 @@ class ListLeg:
                                   for i in ids})
 
 
+def stored(i: str, ns: str = "ns") -> StoredMemory:
+    return StoredMemory(i, ns, f"memory {i[-2:]}", "", (), 0.5, False, NOW, NOW, None, None, {})
+
+
+@dataclass
 class HydratingStore:
+    after: dict[str, str] = field(default_factory=dict)  # memory id -> the memory stored next
+    fail_next: bool = False
+    next_calls: list[list[str]] = field(default_factory=list)
+
     async def hydrate(self, ns: str, memory_ids: list[str]) -> dict[str, StoredMemory]:
-        return {i: StoredMemory(i, ns, f"memory {i[-2:]}", "", (), 0.5, False, NOW, NOW,
-                                None, None, {}) for i in memory_ids}
+        return {i: stored(i, ns) for i in memory_ids}
+
+    async def next_memories(self, ns, memory_ids, window_s, filters, min_gap_s=0.0):
+        self.next_calls.append(list(memory_ids))
+        if self.fail_next:
+            raise RuntimeError("connection lost")
+        return {i: stored(self.after[i], ns) for i in memory_ids if i in self.after}
 
 
 def recaller(graph: ListLeg, *, second_stage: bool = False, min_ms: int = 50,
@@ -168,3 +182,42 @@ async def test_lexical_leg_failing_is_a_partial_fallback_on_the_other_legs():
     assert {h.memory.id for h in outcome.hits} == {mid(2), mid(4), mid(5), mid(9)}
     assert REGISTRY.get_sample_value("recallmesh_recall_fallbacks_total",
                                      {"kind": "partial"}) == before + 1
+
+
+def context_recaller(**store_fields) -> tuple[Recaller, HydratingStore]:
+    r, _, _ = recaller(ListLeg("graph", [9]))
+    r.store = HydratingStore(**store_fields)
+    return r, r.store
+
+
+async def test_context_expansion_puts_the_next_memory_right_after_its_hit():
+    # fused (rrf): 2 (lexical and vector), then 1, 9, 4, ...; the best two hits are expanded
+    r, store = context_recaller(after={mid(2): mid(40), mid(1): mid(41), mid(4): mid(42)})
+    outcome = await r.recall(query(context_hits=2))
+    ids = [h.memory.id for h in outcome.hits]
+    assert store.next_calls == [[mid(2), mid(1)]]
+    assert ids[:4] == [mid(2), mid(40), mid(1), mid(41)] and mid(42) not in ids
+    assert outcome.hits[1].score == outcome.hits[0].score  # the hit's score: order kept
+    assert [(c.leg, c.rank) for c in outcome.hits[1].fused.contributions] == [("context", 1)]
+    assert outcome.hits[1].memory.content == "memory 40"  # hydrated with the rest
+
+
+async def test_context_expansion_moves_a_later_hit_up_and_keeps_k():
+    r, _ = context_recaller(after={mid(2): mid(5)})  # 5 is vector's third
+    outcome = await r.recall(query(context_hits=1))
+    ids = [h.memory.id for h in outcome.hits]
+    assert ids[:3] == [mid(2), mid(5), mid(1)] and ids.count(mid(5)) == 1
+    assert [c.leg for c in outcome.hits[1].fused.contributions] == ["context", "vector"]
+    cut = await r.recall(replace(query(context_hits=1), k=3))
+    assert [h.memory.id for h in cut.hits] == [mid(2), mid(5), mid(1)]
+
+
+async def test_context_expansion_off_by_request_for_importance_order_and_on_failure():
+    r, store = context_recaller(after={mid(2): mid(40)})
+    plain = [h.memory.id for h in (await r.recall(query(context_hits=0))).hits]
+    assert mid(40) not in plain and store.next_calls == []
+    by_importance = await r.recall(replace(query(), sort_by="importance"))
+    assert mid(40) not in {h.memory.id for h in by_importance.hits}
+    store.fail_next = True
+    failed = await r.recall(query())  # the server default (2) asks; the lookup fails
+    assert [h.memory.id for h in failed.hits] == plain and not failed.degraded

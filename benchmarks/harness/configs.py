@@ -32,6 +32,7 @@ class Config:
     bm25_k1: float | None = None
     bm25_b: float | None = None
     graph_second_stage: bool | None = None  # None: the gateway's setting (off)
+    context_hits: int | None = None  # None: the gateway's setting
 
     def overrides(self, gateway_legs: Iterable[str]) -> memory_pb2.FusionOverrides:
         """The request's overrides on a gateway with `gateway_legs`; SystemExit if it lacks
@@ -50,6 +51,8 @@ class Config:
             msg.bm25_k1 = self.bm25_k1
         if self.bm25_b is not None:
             msg.bm25_b = self.bm25_b
+        if self.context_hits is not None:
+            msg.context_hits = self.context_hits
         if self.graph_second_stage is not None:
             msg.graph_second_stage = self.graph_second_stage
         if self.importance_strength is not None:
@@ -66,7 +69,8 @@ def _plain(name: str, description: str, legs: tuple[str, ...], **fusion) -> Conf
     """RRF without bonus or prior, lexical leg on ts_rank, unless given: the hybrid
     configurations' common base, fixed whatever the deployment defaults become."""
     return Config(name, description, legs, **({"method": "rrf", "importance_strength": 0.0,
-                                                "exact_bonus": 0.0, "lexical_ranking": "ts_rank"}
+                                                "exact_bonus": 0.0, "lexical_ranking": "ts_rank",
+                                                "context_hits": 0}
                                                | fusion))
 
 
@@ -77,10 +81,12 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
            f"{DEFAULT_LEGS}, default fusion (see docs/configuration.md)",
            tuple(DEFAULT_LEGS.split(","))),
     Config("lexical", "the faithful current system: Postgres full text (ts_rank, AND then "
-           "OR-broaden), the lexical leg alone", ("lexical",), lexical_ranking="ts_rank"),
-    Config("vector", "dense only: MiniLM embeddings, pgvector HNSW", ("vector",)),
+           "OR-broaden), the lexical leg alone", ("lexical",), lexical_ranking="ts_rank",
+           context_hits=0),
+    Config("vector", "dense only: MiniLM embeddings, pgvector HNSW", ("vector",),
+           context_hits=0),
     Config("graph", "concept graph only: Personalized PageRank from the query's concepts",
-           ("graph",)),
+           ("graph",), context_hits=0),
     _plain("hybrid_rrf", "lexical + vector, weighted RRF k=60, no bonus, no prior",
            ("lexical", "vector")),
     _plain("hybrid_rrf_exact", "hybrid_rrf plus the exact-match bonus (0.05)",
@@ -93,9 +99,10 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
     _plain("hybrid_cc_bounded", "convex combination; cosine normalised by its -1..1 range",
            ("lexical", "vector"), method="cc_bounded"),
     Config("lexical_bm25", "the lexical leg alone, BM25 ranking (k1=1.2, b=0.75) over the same "
-           "tsvectors", ("lexical",), lexical_ranking="bm25", bm25_k1=1.2, bm25_b=0.75),
+           "tsvectors", ("lexical",), lexical_ranking="bm25", bm25_k1=1.2, bm25_b=0.75,
+           context_hits=0),
     Config("lexical_bm25_tuned", "the lexical leg alone, BM25 with k1=0.9, b=0.4",
-           ("lexical",), lexical_ranking="bm25", bm25_k1=0.9, bm25_b=0.4),
+           ("lexical",), lexical_ranking="bm25", bm25_k1=0.9, bm25_b=0.4, context_hits=0),
     _plain("hybrid_bm25", "lexical (BM25 k1=1.2, b=0.75) + vector, weighted RRF k=60",
            ("lexical", "vector"), lexical_ranking="bm25", bm25_k1=1.2, bm25_b=0.75),
     _plain("hybrid_bm25_d20", "hybrid_bm25 over each leg's top 20 instead of 50",
@@ -116,6 +123,10 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
              f"{w:g} (the other 1)", ("lexical", "vector"), method="cc",
              lexical_ranking="bm25", bm25_k1=0.9, bm25_b=0.4, weights={leg: w})
       for leg, w in (("lexical", 0.7), ("lexical", 1.4))),
+    *(_plain(f"hybrid_cc_bm25t_ctx{n}", f"hybrid_cc_bm25t plus context expansion: the "
+             f"memory stored next after each of the best {n} hits joins right after it",
+             ("lexical", "vector"), method="cc", lexical_ranking="bm25", bm25_k1=0.9,
+             bm25_b=0.4, context_hits=n) for n in (1, 2, 3)),
     _plain("hybrid_cc_d20", "hybrid_cc over each leg's top 20", ("lexical", "vector"),
            method="cc", leg_depth=20),
     _plain("hybrid_cc_graph", "lexical + vector + graph (weight 0.35), convex combination",

@@ -12,7 +12,8 @@ What is stored, identically for every configuration (see docs/benchmarks.md):
   * content: "<speaker>: <text>" when the record has a speaker, plus
     " [shared image: <caption>]" when it has an image caption; "<title>\\n<text>"
     when it has a title; else the text. Cut to the API's 32 KiB limit.
-  * created_at: the record's `timestamp`, else its haystack session timestamp.
+  * created_at: the record's `timestamp`, else its haystack session timestamp, plus one
+    second per `turn` (the turns of a session share its time; this keeps their order).
   * metadata: {"corpus_id": id} (and "session_id" when present), which maps
     recalled memories back to corpus ids.
 """
@@ -23,7 +24,7 @@ import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 MAX_CONTENT_BYTES = 32 * 1024
@@ -158,9 +159,14 @@ def load(path: Path, limit: int | None = None) -> Dataset:
 
 
 def _memory(record: dict, session_time: str | None = None) -> Memory:
+    created_at = _timestamp(record.get("timestamp")) or _timestamp(session_time)
+    turn = record.get("turn")
+    if created_at is not None and isinstance(turn, int) and turn >= 0:
+        # The turns of a session share its time; one second per turn keeps their order.
+        created_at += timedelta(seconds=turn)
     return Memory(
         corpus_id=str(record["id"]),
         content=content_of(record),
-        created_at=_timestamp(record.get("timestamp")) or _timestamp(session_time),
+        created_at=created_at,
         session_id=str(record.get("session_id") or ""),
     )
