@@ -10,7 +10,7 @@ ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint bench-recall-latency \
-	bench-embedding bench-vector bench-gateway bench-graph-latency bench-merge-sweep bench-lexical-sweep bench bench-all clean
+	bench-embedding bench-vector bench-gateway bench-graph-latency bench-merge-sweep bench-lexical-sweep bench-headline bench bench-all clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -80,6 +80,13 @@ bench-all: bench
 		--out benchmarks/results/longmemeval --configs $(BENCH_LARGE_CONFIGS)
 	$(PY) -m benchmarks compare benchmarks/results/longmemeval --append-to $(BENCH_REPORT) \
 		--summary-to benchmarks/reports/longmemeval.json
+	$(PY) -m benchmarks.headline --report-to docs/benchmarks-headline.md \
+		--json-to benchmarks/reports/headline.json
+
+## default against lexical, hybrid_rrf and the best peer, targets checked (after bench-all).
+bench-headline: $(STAMP)
+	$(PY) -m benchmarks.headline --report-to docs/benchmarks-headline.md \
+		--json-to benchmarks/reports/headline.json
 
 ## The lexical leg's SQL alone: BM25 k1 / b grid and an extra stop list, on the three dev splits.
 bench-lexical-sweep: $(STAMP)
