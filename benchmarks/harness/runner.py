@@ -3,6 +3,7 @@ query of every configuration through Recall, write OUTDIR/<config>.json."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -168,7 +169,10 @@ def run_peer(peer: Peer, ds: Dataset, docs: dict[str, list[Doc]], embedder_targe
     return rows, latencies, {"index_build_s": build_s, "namespaces": len(indexes)}
 
 
+@functools.cache
 def git_commit() -> str:
+    """The commit the run's code was loaded from (read once: a commit made while a long run
+    goes on must not relabel its later configurations)."""
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
                               text=True, check=True).stdout.strip()
