@@ -192,6 +192,7 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
     unknown = [n for n in config_names if n not in CONFIGS and n not in PEERS]
     if unknown:
         raise SystemExit(f"unknown configs {unknown}; known: {', '.join([*CONFIGS, *PEERS])}")
+    git_commit()  # pinned before any configuration runs
     ds = load(dataset_dir, limit)
     ds.namespace_tag = namespace_tag
     out.mkdir(parents=True, exist_ok=True)
