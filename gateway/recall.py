@@ -399,7 +399,10 @@ class Recaller:
             context_hits = q.fusion.context_hits
             if context_hits is None:
                 context_hits = self.settings.context_hits
-            if context_hits > 0 and top and settings.sort_by == "relevance":
+            contributing = sum(1 for x in lists if x.weight > 0 and x.candidates)
+            # A single contributing leg keeps its own order (the exact lexical fallback).
+            if (context_hits > 0 and top and settings.sort_by == "relevance"
+                    and contributing > 1):
                 top = await self._expand_context(q, top, memories, context_hits)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how)

@@ -221,3 +221,6 @@ async def test_context_expansion_off_by_request_for_importance_order_and_on_fail
     store.fail_next = True
     failed = await r.recall(query())  # the server default (2) asks; the lookup fails
     assert [h.memory.id for h in failed.hits] == plain and not failed.degraded
+    store.fail_next = False
+    lexical_only = await r.recall(query(skip_legs=("vector", "graph")))
+    assert [h.memory.id for h in lexical_only.hits] == [mid(1), mid(2), mid(3)]  # its own order
