@@ -12,9 +12,9 @@ What is stored, identically for every configuration: LoCoMo turns as "<speaker>:
 " [shared image: <caption>]" when the turn shared an image, created at the session time plus
 one second per turn (so the turns of a session keep their order), one namespace per
 conversation; LongMemEval user turns at their session timestamps plus one second per turn, one
-namespace per haystack; SciFact "<title>\\n<abstract>", one namespace. Queries without relevant ids are never
-ranked. Metrics: recall@5/@10 (fraction of relevant ids in the top k), nDCG@10 (binary gains),
-MRR within the top 10, macro-averaged over queries; Recall is asked for k=10.
+namespace per haystack; SciFact "<title>\\n<abstract>", one namespace. Queries without relevant
+ids are never ranked. Metrics: recall@5/@10 (fraction of relevant ids in the top k), nDCG@10
+(binary gains), MRR within the top 10, macro-averaged over queries; Recall is asked for k=10.
 
 Peers run side by side in the same run, over exactly the texts the stack stored and (where they
 use vectors) the very MiniLM vectors the indexer wrote, read back from Postgres, with query vectors

@@ -136,7 +136,7 @@ WITH terms AS (
     FROM terms t
     CROSS JOIN stats s
     LEFT JOIN lexeme_stats l ON l.namespace = %(ns)s AND l.lexeme = t.lexeme
-), scored AS (
+), scored AS MATERIALIZED (
     SELECT p.memory_id,
            sum(i.idf * p.tf * (%(k1)s + 1)
                / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / s.avgdl))) AS score,
@@ -146,9 +146,16 @@ WITH terms AS (
     CROSS JOIN stats s
     GROUP BY p.memory_id
 ), hits AS (
+    -- One primary-key lookup per scored memory, whatever the planner's statistics say:
+    -- right after a bulk load (before autoanalyze) a plain join was planned as a nested
+    -- loop rescanning the postings for every memory of the namespace (seconds per query).
     SELECT m.id, m.importance, m.created_at, sc.score,
            sc.matched = (SELECT count(*) FROM terms) AS all_terms
-    FROM scored sc JOIN memories m ON m.id = sc.memory_id
+    FROM scored sc
+    CROSS JOIN LATERAL (
+        SELECT * FROM memories m WHERE m.id = sc.memory_id
+        LIMIT 1  -- keeps the subquery from being flattened into a join the planner reorders
+    ) m
     WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL {where_filters}
 )
 SELECT id::text, score, score AS rank, CASE WHEN all_terms THEN 0 ELSE 1 END AS tier,
