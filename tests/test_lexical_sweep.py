@@ -24,3 +24,4 @@ def test_postings_rank_like_unnesting_and_every_variant_runs(scratch_dsn):
     assert scores["bm25 k1=0.9 b=0.4 (default)"] == scores[
         "bm25 k1=0.9 b=0.4, unnesting vectors (before 0006)"]
     assert "identical top 10 for 4 of 4 queries" in markdown([result])
+    assert result["default_before_analyze"]["same_top10"] == 4  # statistics change no ranking
