@@ -15,6 +15,9 @@ conversation; LongMemEval user turns at their session timestamps plus one second
 namespace per haystack; SciFact "<title>\\n<abstract>", one namespace. Queries without relevant
 ids are never ranked. Metrics: recall@5/@10 (fraction of relevant ids in the top k), nDCG@10
 (binary gains), MRR within the top 10, macro-averaged over queries; Recall is asked for k=10.
+After the load the harness runs `VACUUM (ANALYZE)` before timing anything, so every
+configuration meets the database in the same steady state (before that, autovacuum working
+through the fresh rows slowed whichever configuration ran first).
 
 Peers run side by side in the same run, over exactly the texts the stack stored and (where they
 use vectors) the very MiniLM vectors the indexer wrote, read back from Postgres, with query vectors
