@@ -118,6 +118,20 @@ def variant_sql(ranking: str, stop_words: tuple[str, ...]) -> str:
     return sql
 
 
+def rank_all(conn, sql: str, ds, corpus_of: dict[str, str], k1, b,
+             stop: tuple[str, ...] = ()) -> tuple[dict[str, list[str]], list[float]]:
+    """Every query's top 10 corpus ids under one statement, and the statement's sorted times."""
+    ranked, lat = {}, []
+    for q in ds.queries:
+        t0 = time.perf_counter()
+        hits = conn.execute(sql, {"ns": ds.namespace(q.scope), "query": q.text, "k": 10,
+                                  "or_min_rank": 0.01, "k1": k1, "b": b,
+                                  "stop": " ".join(stop)}).fetchall()
+        lat.append(time.perf_counter() - t0)
+        ranked[q.query_id] = [corpus_of[h[0]] for h in hits]
+    return ranked, sorted(lat)
+
+
 def sweep(dataset_dir: Path, dsn: str) -> dict:
     ds = data.load(dataset_dir)
     metric = "ndcg@10" if ds.name == "scifact" else "recall@10"
@@ -136,38 +150,22 @@ def sweep(dataset_dir: Path, dsn: str) -> dict:
         # The shipped BM25 right after the load, before ANALYZE (no or stale planner
         # statistics, as in a fresh deployment before autoanalyze): same ranking, and how slow.
         _, _, k1, b, _ = VARIANTS[2]
-        sql = variant_sql("bm25", ())
-        unanalyzed: dict[str, list[str]] = {}
-        lat_unanalyzed = []
-        for q in ds.queries:
-            t0 = time.perf_counter()
-            hits = conn.execute(sql, {"ns": ds.namespace(q.scope), "query": q.text, "k": 10,
-                                      "k1": k1, "b": b}).fetchall()
-            lat_unanalyzed.append(time.perf_counter() - t0)
-            unanalyzed[q.query_id] = [corpus_of[h[0]] for h in hits]
-        lat_unanalyzed.sort()
+        unanalyzed, lat_unanalyzed = rank_all(conn, variant_sql("bm25", ()), ds, corpus_of, k1, b)
         conn.execute("ANALYZE")
         for table in STATS_TABLES:
             conn.execute(f"ALTER TABLE {table} RESET (autovacuum_enabled)")
         rows = []
         rankings: dict[str, dict[str, list[str]]] = {}
         for name, ranking, k1, b, stop in VARIANTS:
-            sql = variant_sql(ranking, stop)
+            ranked, lat = rank_all(conn, variant_sql(ranking, stop), ds, corpus_of, k1, b, stop)
+            rankings[name] = ranked
             scores: dict[str, list[float]] = {}
-            lat = []
             for q in ds.queries:
-                t0 = time.perf_counter()
-                hits = conn.execute(sql, {"ns": ds.namespace(q.scope), "query": q.text, "k": 10,
-                                          "or_min_rank": 0.01, "k1": k1, "b": b,
-                                          "stop": " ".join(stop)}).fetchall()
-                lat.append(time.perf_counter() - t0)
-                ranked = [corpus_of[h[0]] for h in hits]
-                rankings.setdefault(name, {})[q.query_id] = ranked
-                value = (metrics.ndcg_at(ranked, q.relevant, 10) if metric == "ndcg@10"
-                         else metrics.recall_at(ranked, q.relevant, 10))
+                value = (metrics.ndcg_at(ranked[q.query_id], q.relevant, 10)
+                         if metric == "ndcg@10"
+                         else metrics.recall_at(ranked[q.query_id], q.relevant, 10))
                 scores.setdefault(q.category, []).append(value)
             every = [v for vs in scores.values() for v in vs]
-            lat.sort()
             rows.append({"variant": name, "ranking": ranking, "k1": k1, "b": b,
                          "stop_words": len(stop), metric: sum(every) / len(every),
                          "per_category": {c: sum(v) / len(v) for c, v in sorted(scores.items())},

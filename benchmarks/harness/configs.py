@@ -74,6 +74,12 @@ def _plain(name: str, description: str, legs: tuple[str, ...], **fusion) -> Conf
                                                | fusion))
 
 
+def _cc_bm25t(name: str, description: str, **fusion) -> Config:
+    """hybrid_cc_bm25t (lexical BM25 k1=0.9 b=0.4 + vector, convex combination) and variants."""
+    return _plain(name, description, ("lexical", "vector"), **({
+        "method": "cc", "lexical_ranking": "bm25", "bm25_k1": 0.9, "bm25_b": 0.4} | fusion))
+
+
 GRAPH_WEIGHTS = (0.2, 0.35, 0.5, 1.0)
 
 CONFIGS: dict[str, Config] = {c.name: c for c in (
@@ -114,19 +120,15 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
     _plain("hybrid_bm25t_d20", "lexical (BM25 k1=0.9, b=0.4) + vector, weighted RRF over each "
            "leg's top 20", ("lexical", "vector"), lexical_ranking="bm25", bm25_k1=0.9,
            bm25_b=0.4, leg_depth=20),
-    _plain("hybrid_cc_bm25t", "lexical (BM25 k1=0.9, b=0.4) + vector, convex combination",
-           ("lexical", "vector"), method="cc", lexical_ranking="bm25", bm25_k1=0.9, bm25_b=0.4),
-    *(_plain(f"hybrid_cc_bm25t_d{d}", f"hybrid_cc_bm25t over each leg's top {d}",
-             ("lexical", "vector"), method="cc", lexical_ranking="bm25", bm25_k1=0.9,
-             bm25_b=0.4, leg_depth=d) for d in (20, 100)),
-    *(_plain(f"hybrid_cc_bm25t_{leg[0]}{w:g}", f"hybrid_cc_bm25t with the {leg} leg weighted "
-             f"{w:g} (the other 1)", ("lexical", "vector"), method="cc",
-             lexical_ranking="bm25", bm25_k1=0.9, bm25_b=0.4, weights={leg: w})
+    _cc_bm25t("hybrid_cc_bm25t", "lexical (BM25 k1=0.9, b=0.4) + vector, convex combination"),
+    *(_cc_bm25t(f"hybrid_cc_bm25t_d{d}", f"hybrid_cc_bm25t over each leg's top {d}",
+                leg_depth=d) for d in (20, 100)),
+    *(_cc_bm25t(f"hybrid_cc_bm25t_{leg[0]}{w:g}", f"hybrid_cc_bm25t with the {leg} leg "
+                f"weighted {w:g} (the other 1)", weights={leg: w})
       for leg, w in (("lexical", 0.7), ("lexical", 1.4))),
-    *(_plain(f"hybrid_cc_bm25t_ctx{n}", f"hybrid_cc_bm25t plus context expansion: the "
-             f"memory stored next after each of the best {n} hits joins right after it",
-             ("lexical", "vector"), method="cc", lexical_ranking="bm25", bm25_k1=0.9,
-             bm25_b=0.4, context_hits=n) for n in (1, 2, 3)),
+    *(_cc_bm25t(f"hybrid_cc_bm25t_ctx{n}", f"hybrid_cc_bm25t plus context expansion: the "
+                f"memory stored next after each of the best {n} hits joins right after it",
+                context_hits=n) for n in (1, 2, 3)),
     _plain("hybrid_cc_d20", "hybrid_cc over each leg's top 20", ("lexical", "vector"),
            method="cc", leg_depth=20),
     _plain("hybrid_cc_graph", "lexical + vector + graph (weight 0.35), convex combination",
