@@ -36,14 +36,14 @@ earlier run of this report, and its lexical ranking, BM25 with k1=0.9, b=0.4 (th
 issue reported for bm25s, not swept for the choice), after `hybrid_cc_bm25t` beat LanceDB hybrid
 on all three sets in an earlier run; the lexical leg's k1 / b grid and the stop list are in
 docs/benchmarks-lexical.md, the `cc` depth and weight variants below were run on LoCoMo only and
-not adopted (within their intervals of the default). Context expansion (the memory stored next
-after each of the best 2 hits joins after it) was chosen on LoCoMo dev among 1, 2 and 3 hits
-and checked on the first 60 LongMemEval dev questions before it became the default; SciFact's
-abstracts are stored by StoreBatch, milliseconds apart, so it never applies there (by design:
-see docs/architecture.md). The graph node cap (10,000) was picked on
-SciFact dev for speed, at 98.7% agreement of the top 10 with a 50,000 cap; the concept merge
-threshold (0.78) was kept after a LoCoMo dev sweep (docs/benchmarks-merge-threshold.md). The
-held-out parts of each dataset are for checking such choices.
+not adopted (within their intervals of the default). Context expansion (the memory stored
+next after each of the best 2 hits joins the top k at its tail) was chosen on LoCoMo dev among
+1, 2 and 3 hits and checked on the first 60 LongMemEval dev questions before it became the
+default; SciFact's abstracts are stored by StoreBatch, milliseconds apart, so it never applies
+there (by design: see docs/architecture.md). The graph node cap (10,000) was picked on SciFact
+dev for speed, at 98.7% agreement of the top 10 with a 50,000 cap; the concept merge threshold
+(0.78) was kept after a LoCoMo dev sweep (docs/benchmarks-merge-threshold.md). The held-out parts
+of each dataset are for checking such choices.
 Between two loads of the same data the numbers move: memory ids (the last tie-break) are random
 UUIDs, and the HNSW index and the concept graph depend on the order the indexer wrote them in.
 Configurations whose lexical list has many tied ts_rank scores (RRF on LoCoMo's short turns)

@@ -490,9 +490,12 @@ class Recaller:
         n: int,
     ) -> list[FusedCandidate]:
         """Context expansion: the memory stored next after each of the best n hits (the
-        reply after a matched question, the next step of a matched plan) is placed right
-        after it, with its score; the list is cut back to k. `memories` gains the
-        neighbours. A failed lookup leaves the hits as they were."""
+        reply after a matched question, the next step of a matched plan) joins the results
+        at their tail: each one not already among them takes the place of the weakest hit,
+        never of one of the n it follows, so the fused order of the hits is kept. A joined
+        memory scores as the weakest hit kept (scores stay non-increasing); its `context`
+        contribution carries the rank and score of the hit it follows. `top` holds at most
+        k; `memories` gains the neighbours. A failed lookup leaves the hits as they were."""
         seeds = top[:n]
         with tracer.start_as_current_span("context"):
             try:
@@ -503,27 +506,29 @@ class Recaller:
                 log.exception("context expansion failed; hits returned unexpanded")
                 CONTEXT_EXPANSIONS.labels("failed").inc()
                 return top
-        later = {c.memory_id: c for c in top}
-        expanded: list[FusedCandidate] = []
-        seen: set[str] = set()
-        added = 0
-        for rank, c in enumerate(top, start=1):
-            if c.memory_id not in seen:
-                seen.add(c.memory_id)
-                expanded.append(c)
-            neighbour = after.get(c.memory_id) if rank <= n else None
-            if neighbour is not None and neighbour.id not in seen:
-                seen.add(neighbour.id)
-                memories[neighbour.id] = neighbour
-                own = later.get(neighbour.id)  # a hit further down moves up, keeping its legs
-                expanded.append(FusedCandidate(
-                    neighbour.id, c.score, neighbour.importance,
-                    own.exact_match if own else False,
-                    [Contribution(CONTEXT_SOURCE, rank, c.score), *(own.contributions
-                                                                     if own else [])]))
-                added += 1
-        CONTEXT_EXPANSIONS.labels("added" if added else "none").inc()
-        return expanded[: q.k]
+        kept = list(top)
+        dropped = {}  # hits pushed out: one of them may come back as a neighbour
+        joined: list[FusedCandidate] = []
+        for rank, c in enumerate(seeds, start=1):
+            neighbour = after.get(c.memory_id)
+            present = {x.memory_id for x in kept} | {x.memory_id for x in joined}
+            if neighbour is None or neighbour.id in present:
+                continue
+            if len(kept) + len(joined) >= q.k:
+                if len(kept) <= len(seeds):
+                    break  # the hits that were expanded are never pushed out
+                weakest = kept.pop()
+                dropped[weakest.memory_id] = weakest
+            memories[neighbour.id] = neighbour
+            own = dropped.get(neighbour.id)  # a pushed-out hit keeps its legs
+            joined.append(FusedCandidate(
+                neighbour.id, c.score, neighbour.importance,
+                own.exact_match if own else False,
+                [Contribution(CONTEXT_SOURCE, rank, c.score), *(own.contributions
+                                                                if own else [])]))
+        CONTEXT_EXPANSIONS.labels("added" if joined else "none").inc()
+        floor = kept[-1].score
+        return kept + [replace(c, score=min(c.score, floor)) for c in joined]
 
     async def _hydrate_top(
         self, q: RecallQuery, fused: list[FusedCandidate]

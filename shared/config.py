@@ -231,7 +231,7 @@ class GatewaySettings:
     graph_second_stage_seeds: int = 5  # memories seeded (the best of the other legs, fused)
     graph_second_stage_min_ms: int = 50  # budget left that the second stage needs to run
     # Context expansion: the memory stored next after each of the best N fused hits, within
-    # the window, joins the results right after it (0: off).
+    # the window, joins the results at their tail in place of the weakest hit (0: off).
     context_hits: int = 2
     context_window_s: float = 600.0
     # A next memory stored sooner than this after the hit belongs to the same write (a

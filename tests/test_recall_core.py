@@ -190,26 +190,43 @@ def context_recaller(**store_fields) -> tuple[Recaller, HydratingStore]:
     return r, r.store
 
 
-async def test_context_expansion_puts_the_next_memory_right_after_its_hit():
-    # fused (rrf): 2 (lexical and vector), then 1, 9, 4, ...; the best two hits are expanded
+async def test_context_expansion_adds_the_next_memory_at_the_tail():
+    # fused (rrf): 2 (lexical and vector), then 1, 9, 4, 3, 5; the best two hits are expanded
     r, store = context_recaller(after={mid(2): mid(40), mid(1): mid(41), mid(4): mid(42)})
+    plain = [h.memory.id for h in (await r.recall(query(context_hits=0))).hits]
     outcome = await r.recall(query(context_hits=2))
     ids = [h.memory.id for h in outcome.hits]
     assert store.next_calls == [[mid(2), mid(1)]]
-    assert ids[:4] == [mid(2), mid(40), mid(1), mid(41)] and mid(42) not in ids
-    assert outcome.hits[1].score == outcome.hits[0].score  # the hit's score: order kept
-    assert [(c.leg, c.rank) for c in outcome.hits[1].fused.contributions] == [("context", 1)]
-    assert outcome.hits[1].memory.content == "memory 40"  # hydrated with the rest
+    assert ids == [*plain, mid(40), mid(41)] and mid(42) not in ids  # room under k=10
+    scores = [h.score for h in outcome.hits]
+    assert scores == sorted(scores, reverse=True) and scores[-1] == scores[len(plain) - 1]
+    assert [(c.leg, c.rank, c.score) for c in outcome.hits[-2].fused.contributions] == [
+        ("context", 1, outcome.hits[0].score)]  # the rank and score of the hit it follows
+    assert [(c.leg, c.rank) for c in outcome.hits[-1].fused.contributions] == [("context", 2)]
+    assert outcome.hits[-2].memory.content == "memory 40"  # hydrated with the rest
 
 
-async def test_context_expansion_moves_a_later_hit_up_and_keeps_k():
-    r, _ = context_recaller(after={mid(2): mid(5)})  # 5 is vector's third
-    outcome = await r.recall(query(context_hits=1))
-    ids = [h.memory.id for h in outcome.hits]
-    assert ids[:3] == [mid(2), mid(5), mid(1)] and ids.count(mid(5)) == 1
-    assert [c.leg for c in outcome.hits[1].fused.contributions] == ["context", "vector"]
-    cut = await r.recall(replace(query(context_hits=1), k=3))
-    assert [h.memory.id for h in cut.hits] == [mid(2), mid(5), mid(1)]
+async def test_context_expansion_replaces_the_weakest_hits_and_keeps_k():
+    r, _ = context_recaller(after={mid(2): mid(5), mid(1): mid(40)})
+    present = await r.recall(query(context_hits=1))  # 5 is already a hit: nothing joins
+    assert [h.memory.id for h in present.hits].count(mid(5)) == 1
+    assert not [c for h in present.hits for c in h.fused.contributions if c.leg == "context"]
+    cut = await r.recall(replace(query(context_hits=1), k=3))  # 5 was not in the top 3
+    assert [h.memory.id for h in cut.hits] == [mid(2), mid(1), mid(5)]
+    # Two expanded hits at k=3: one neighbour fits, the expanded hits themselves stay.
+    two = await r.recall(replace(query(context_hits=2), k=3))
+    assert [h.memory.id for h in two.hits] == [mid(2), mid(1), mid(5)]
+
+
+async def test_context_expansion_brings_a_pushed_out_hit_back_with_its_legs():
+    # k=4: hits 2, 1, 4, 3. 40 (after 2) takes 3's place; 3 (after 1) then takes 4's and
+    # keeps its lexical contribution.
+    r, _ = context_recaller(after={mid(2): mid(40), mid(1): mid(3)})
+    plain = await r.recall(replace(query(context_hits=0), k=4))
+    assert [h.memory.id for h in plain.hits] == [mid(2), mid(1), mid(4), mid(3)]
+    outcome = await r.recall(replace(query(context_hits=2), k=4))
+    assert [h.memory.id for h in outcome.hits] == [mid(2), mid(1), mid(40), mid(3)]
+    assert [c.leg for c in outcome.hits[3].fused.contributions] == ["context", "lexical"]
 
 
 async def test_context_expansion_off_by_request_for_importance_order_and_on_failure():

@@ -127,7 +127,7 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
                 f"weighted {w:g} (the other 1)", weights={leg: w})
       for leg, w in (("lexical", 0.7), ("lexical", 1.4))),
     *(_cc_bm25t(f"hybrid_cc_bm25t_ctx{n}", f"hybrid_cc_bm25t plus context expansion: the "
-                f"memory stored next after each of the best {n} hits joins right after it",
+                f"memory stored next after each of the best {n} hits joins the top 10 at its tail",
                 context_hits=n) for n in (1, 2, 3)),
     _plain("hybrid_cc_d20", "hybrid_cc over each leg's top 20", ("lexical", "vector"),
            method="cc", leg_depth=20),
