@@ -77,13 +77,15 @@ SECOND_STAGES = Counter(
 )
 CONTEXT_EXPANSIONS = Counter(
     "recallmesh_context_expansions_total",
-    "Context expansions: added (a hit's next memory joined the results), none (no hit had "
-    "one in the window, or it was already a hit), failed (the lookup failed: hits unexpanded).",
+    "Context propagation per recall: added (a memory stored next to one of the best hits "
+    "gained a share of its score), none (no best hit had a neighbour in the window), failed "
+    "(the lookup failed: hits returned in fused order).",
     ["outcome"],
 )
-# The pseudo-leg named in explain for a memory that joined as the next memory after a hit
-# (its rank is that hit's rank in the fused list).
-CONTEXT_SOURCE = "context"
+# The pseudo-legs named in explain for what context propagation added to a memory stored
+# right after / right before a hit (rank: that hit's rank in the fused list).
+CONTEXT_NEXT = "context_next"
+CONTEXT_PREV = "context_prev"
 RECALL_SECONDS = Histogram(
     "recallmesh_recall_seconds",
     "Recall time inside the gateway (fan-out, fusion, hydration); degraded is true, "
@@ -215,6 +217,49 @@ async def _run_leg(
     if outcome.state != "OK":
         LEG_FAILURES.labels(label, outcome.state).inc()
     return outcome
+
+
+def propagate_context(
+    fused: Sequence[FusedCandidate],
+    top: Sequence[FusedCandidate],
+    after: dict[str, str],
+    before: dict[str, str],
+    n: int,
+    next_weight: float,
+    prev_weight: float,
+    k: int,
+    importance: dict[str, float] | None = None,
+) -> tuple[list[FusedCandidate], int]:
+    """The scoring of context propagation, without I/O: `after` / `before` map a hit's id to
+    the id of the memory stored next after / just before it. Each of the best n of `top`
+    gives next_weight x its score to its next memory and prev_weight x to its previous one
+    (a memory keeps the largest share of each side); a neighbour in `fused` adds the share to
+    its fused score, any other starts from 0. Returns `top` and the raised neighbours ranked
+    again, cut to k, and how many memories were raised."""
+    shares: dict[str, dict[str, tuple[float, int]]] = {}
+    for rank, seed in enumerate(top[:n], start=1):
+        for source, weight, neighbours in ((CONTEXT_NEXT, next_weight, after),
+                                           (CONTEXT_PREV, prev_weight, before)):
+            neighbour = neighbours.get(seed.memory_id)
+            share = weight * seed.score
+            if neighbour is None or weight <= 0 or share <= 0:
+                continue
+            best = shares.setdefault(neighbour, {})
+            if share > best.get(source, (0.0, 0))[0]:
+                best[source] = (share, rank)
+    if not shares:
+        return list(top), 0
+    by_id = {c.memory_id: c for c in fused}
+    pool = {c.memory_id: c for c in top}
+    for memory_id, gained in shares.items():
+        base = pool.get(memory_id) or by_id.get(memory_id) or FusedCandidate(
+            memory_id, 0.0, (importance or {}).get(memory_id, 0.5))
+        added = [Contribution(source, rank, share)
+                 for source, (share, rank) in sorted(gained.items())]
+        pool[memory_id] = replace(base, score=base.score + sum(c.score for c in added),
+                                  contributions=[*base.contributions, *added])
+    ranked = sorted(pool.values(), key=lambda c: (-c.score, c.best_rank, c.memory_id))
+    return ranked[:k], len(shares)
 
 
 class Recaller:
@@ -396,14 +441,12 @@ class Recaller:
             remaining_s = budget_s - (time.perf_counter() - started)
             fused, how = await self._fuse(lists, settings, remaining_s)
             top, memories = await self._hydrate_top(q, fused)
-            context_hits = q.fusion.context_hits
-            if context_hits is None:
-                context_hits = self.settings.context_hits
+            context = self._context_settings(q)
             contributing = sum(1 for x in lists if x.weight > 0 and x.candidates)
             # A single contributing leg keeps its own order (the exact lexical fallback).
-            if (context_hits > 0 and top and settings.sort_by == "relevance"
-                    and contributing > 1):
-                top = await self._expand_context(q, top, memories, context_hits)
+            if (context[0] > 0 and any(context[1:]) and top
+                    and settings.sort_by == "relevance" and contributing > 1):
+                top = await self._propagate_context(q, fused, top, memories, *context)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how)
 
@@ -482,53 +525,48 @@ class Recaller:
         self._fusion_failure = f"{why}; retrying the service in {FUSION_RETRY_AFTER_S:.0f} s"
         return fuse(lists, settings), f"{settings.method} (local: {why})"
 
-    async def _expand_context(
+    def _context_settings(self, q: RecallQuery) -> tuple[int, float, float]:
+        """(hits, next weight, prev weight): the request's, else the server's."""
+        f, d = q.fusion, self.settings
+        return (
+            d.context_hits if f.context_hits is None else f.context_hits,
+            d.context_next_weight if f.context_next_weight is None else f.context_next_weight,
+            d.context_prev_weight if f.context_prev_weight is None else f.context_prev_weight,
+        )
+
+    async def _propagate_context(
         self,
         q: RecallQuery,
+        fused: list[FusedCandidate],
         top: list[FusedCandidate],
         memories: dict[str, StoredMemory],
         n: int,
+        next_weight: float,
+        prev_weight: float,
     ) -> list[FusedCandidate]:
-        """Context expansion: the memory stored next after each of the best n hits (the
-        reply after a matched question, the next step of a matched plan) joins the results
-        at their tail: each one not already among them takes the place of the weakest hit,
-        never of one of the n it follows, so the fused order of the hits is kept. A joined
-        memory scores as the weakest hit kept (scores stay non-increasing); its `context`
-        contribution carries the rank and score of the hit it follows. `top` holds at most
-        k; `memories` gains the neighbours. A failed lookup leaves the hits as they were."""
+        """Context propagation (propagate_context) over the memories stored next after /
+        just before each of the best n hits (the reply after a matched question, the
+        question before a matched answer), looked up in one round trip. `top` is the first
+        k live hits; `memories` gains the neighbours. A failed lookup leaves the hits in
+        fused order."""
         seeds = top[:n]
         with tracer.start_as_current_span("context"):
             try:
-                after = await self.store.next_memories(
+                after, before = await self.store.adjacent_memories(
                     q.namespace, [c.memory_id for c in seeds], self.settings.context_window_s,
                     q.filters, self.settings.context_min_gap_ms / 1000)
             except Exception:  # an optional refinement must not fail the recall
-                log.exception("context expansion failed; hits returned unexpanded")
+                log.exception("context lookup failed; hits returned in fused order")
                 CONTEXT_EXPANSIONS.labels("failed").inc()
                 return top
-        kept = list(top)
-        dropped = {}  # hits pushed out: one of them may come back as a neighbour
-        joined: list[FusedCandidate] = []
-        for rank, c in enumerate(seeds, start=1):
-            neighbour = after.get(c.memory_id)
-            present = {x.memory_id for x in kept} | {x.memory_id for x in joined}
-            if neighbour is None or neighbour.id in present:
-                continue
-            if len(kept) + len(joined) >= q.k:
-                if len(kept) <= len(seeds):
-                    break  # the hits that were expanded are never pushed out
-                weakest = kept.pop()
-                dropped[weakest.memory_id] = weakest
-            memories[neighbour.id] = neighbour
-            own = dropped.get(neighbour.id)  # a pushed-out hit keeps its legs
-            joined.append(FusedCandidate(
-                neighbour.id, c.score, neighbour.importance,
-                own.exact_match if own else False,
-                [Contribution(CONTEXT_SOURCE, rank, c.score), *(own.contributions
-                                                                if own else [])]))
-        CONTEXT_EXPANSIONS.labels("added" if joined else "none").inc()
-        floor = kept[-1].score
-        return kept + [replace(c, score=min(c.score, floor)) for c in joined]
+        ranked, raised = propagate_context(
+            fused, top, {k: v.id for k, v in after.items()}, {k: v.id for k, v in before.items()},
+            n, next_weight, prev_weight, q.k,
+            importance={m.id: m.importance for m in (*after.values(), *before.values())})
+        for neighbour in (*after.values(), *before.values()):
+            memories.setdefault(neighbour.id, neighbour)
+        CONTEXT_EXPANSIONS.labels("added" if raised else "none").inc()
+        return ranked
 
     async def _hydrate_top(
         self, q: RecallQuery, fused: list[FusedCandidate]

@@ -8,7 +8,7 @@ from typing import Any
 import grpc
 
 from gateway.legs import FusionClient, GrpcLeg, leg_failure
-from gateway.recall import CONTEXT_SOURCE, Recaller, RecallOutcome
+from gateway.recall import CONTEXT_NEXT, CONTEXT_PREV, Recaller, RecallOutcome
 from gateway.store import MemoryStore, StoredMemory
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from shared import validation
@@ -58,7 +58,8 @@ def recall_to_proto(outcome: RecallOutcome, explain: bool) -> Any:
         msg = response.hits.add(memory=memory_to_proto(hit.memory), score=hit.score)
         if explain:
             for c in hit.fused.contributions:
-                reason = (f"stored next after hit {c.rank}" if c.leg == CONTEXT_SOURCE
+                reason = (f"stored next after hit {c.rank}" if c.leg == CONTEXT_NEXT
+                          else f"stored just before hit {c.rank}" if c.leg == CONTEXT_PREV
                           else reasons.get(c.leg, {}).get(hit.memory.id, ""))
                 msg.legs.add(leg=c.leg, rank=c.rank, score=c.score, reason=reason)
     for leg in outcome.legs:

@@ -84,6 +84,14 @@ def _at_most(name: str, value: int, maximum: int) -> int:
     return value
 
 
+def env_unit(name: str, default: float, environ: Mapping[str, str] | None = None) -> float:
+    """A share within [0, 1]."""
+    value = env_float(name, default, environ, minimum=0.0)
+    if value > 1:
+        raise ConfigError(f"{name} must be within [0, 1], got {value}")
+    return value
+
+
 def env_bool(name: str, default: bool, environ: Mapping[str, str] | None = None) -> bool:
     raw = _env(name, environ=environ)
     if raw is None:
@@ -230,9 +238,12 @@ class GatewaySettings:
     graph_second_stage: bool = False
     graph_second_stage_seeds: int = 5  # memories seeded (the best of the other legs, fused)
     graph_second_stage_min_ms: int = 50  # budget left that the second stage needs to run
-    # Context expansion: the memory stored next after each of the best N fused hits, within
-    # the window, joins the results at their tail in place of the weakest hit (0: off).
-    context_hits: int = 2
+    # Context propagation: the memories stored right after / right before each of the best N
+    # fused hits, within the window, gain these shares of its score; then the hits are
+    # ranked again (0 hits: off).
+    context_hits: int = 7
+    context_next_weight: float = 0.4
+    context_prev_weight: float = 0.2
     context_window_s: float = 600.0
     # A next memory stored sooner than this after the hit belongs to the same write (a
     # batch, a bulk import), not to a conversation's next step: no expansion.
@@ -260,7 +271,7 @@ class GatewaySettings:
         if seeds > MAX_SEED_MEMORIES:
             raise ConfigError(f"RECALLMESH_GRAPH_SECOND_STAGE_SEEDS must be <= "
                               f"{MAX_SEED_MEMORIES}, got {seeds}")
-        context_hits = env_int("RECALLMESH_CONTEXT_HITS", 2, minimum=0)
+        context_hits = env_int("RECALLMESH_CONTEXT_HITS", cls.context_hits, minimum=0)
         if context_hits > MAX_CONTEXT_HITS:
             raise ConfigError(f"RECALLMESH_CONTEXT_HITS must be <= {MAX_CONTEXT_HITS}, "
                               f"got {context_hits}")
@@ -283,6 +294,8 @@ class GatewaySettings:
             graph_second_stage=env_bool("RECALLMESH_GRAPH_SECOND_STAGE", False),
             graph_second_stage_seeds=seeds,
             context_hits=context_hits,
+            context_next_weight=env_unit("RECALLMESH_CONTEXT_NEXT_WEIGHT", cls.context_next_weight),
+            context_prev_weight=env_unit("RECALLMESH_CONTEXT_PREV_WEIGHT", cls.context_prev_weight),
             context_window_s=env_float("RECALLMESH_CONTEXT_WINDOW_S", 600.0, minimum=0.0),
             context_min_gap_ms=env_int("RECALLMESH_CONTEXT_MIN_GAP_MS", 250, minimum=0),
             graph_second_stage_min_ms=env_int("RECALLMESH_GRAPH_SECOND_STAGE_MIN_MS", 50,

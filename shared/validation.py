@@ -74,6 +74,8 @@ class FusionRequest:
     bm25_b: float | None = None
     graph_second_stage: bool | None = None
     context_hits: int | None = None
+    context_next_weight: float | None = None
+    context_prev_weight: float | None = None
 
 
 @dataclass(frozen=True)
@@ -283,6 +285,8 @@ def fusion_request(msg: Any) -> FusionRequest:
         graph_second_stage=(msg.graph_second_stage if msg.HasField("graph_second_stage")
                             else None),
         context_hits=context_hits,
+        context_next_weight=unit("context_next_weight"),
+        context_prev_weight=unit("context_prev_weight"),
     )
 
 

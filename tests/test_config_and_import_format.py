@@ -60,6 +60,20 @@ def test_graph_second_stage_settings(monkeypatch):
         GatewaySettings.from_env()
 
 
+def test_context_settings(monkeypatch):
+    for name in ("HITS", "NEXT_WEIGHT", "PREV_WEIGHT"):
+        monkeypatch.delenv(f"RECALLMESH_CONTEXT_{name}", raising=False)
+    settings = GatewaySettings.from_env()
+    assert (settings.context_hits, settings.context_next_weight, settings.context_prev_weight) == (
+        7, 0.4, 0.2)
+    monkeypatch.setenv("RECALLMESH_CONTEXT_NEXT_WEIGHT", "0.25")
+    assert GatewaySettings.from_env().context_next_weight == 0.25
+    monkeypatch.setenv("RECALLMESH_CONTEXT_PREV_WEIGHT", "1.5")
+    with pytest.raises(ConfigError,
+                       match=r"RECALLMESH_CONTEXT_PREV_WEIGHT must be within \[0, 1\]"):
+        GatewaySettings.from_env()
+
+
 def test_import_record_full():
     memory = memory_from_json({
         "content": "c", "category": "fact", "tags": ["a", "b"], "importance": 1,

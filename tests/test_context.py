@@ -1,6 +1,6 @@
-"""Integration: context expansion through the real gateway and Postgres: the memory stored
-next after a top hit joins the results (at their tail, in place of the weakest hit), within
-the window, under the request's filters."""
+"""Integration: context propagation through the real gateway and Postgres: the memories
+stored right after / right before a top hit gain a share of its score, within the window,
+under the request's filters; explain names where the share came from."""
 
 from __future__ import annotations
 
@@ -44,34 +44,46 @@ def overrides(**fields) -> memory_pb2.FusionOverrides:
     return memory_pb2.FusionOverrides(**fields)
 
 
-def test_the_reply_after_a_matched_question_follows_it(gateway, ns, turns):
-    without = [h.memory.id for h in recall(gateway, ns, QUERY,
-                                           fusion=overrides(context_hits=0)).hits]
-    assert without[0] == turns[0]
-    # k=2: the second-best hit gives way to the reply (in a namespace this small every
-    # memory is a candidate, so a larger k would already hold it).
-    assert turns[1] not in without[:2]
-    response = recall(gateway, ns, QUERY, k=2, fusion=overrides(context_hits=1), explain=True)
+def context_entries(response) -> dict[str, list[tuple[str, int, str]]]:
+    return {h.memory.id: [(c.leg, c.rank, c.reason) for c in h.legs if c.leg.startswith("context")]
+            for h in response.hits}
+
+
+def test_the_reply_after_a_matched_question_gains_from_it(gateway, ns, turns):
+    without = recall(gateway, ns, QUERY, fusion=overrides(context_hits=0), explain=True)
+    assert without.hits[0].memory.id == turns[0]
+    plain = {h.memory.id: h.score for h in without.hits}
+    response = recall(gateway, ns, QUERY, explain=True, fusion=overrides(
+        context_hits=1, context_next_weight=0.5, context_prev_weight=0.2))
+    entries = context_entries(response)
+    assert entries[turns[1]] == [("context_next", 1, "stored next after hit 1")]
+    assert not [e for i, e in entries.items() if e and i != turns[1]]  # nothing before hit 1
+    reply = next(h for h in response.hits if h.memory.id == turns[1])
+    assert reply.score == pytest.approx(plain.get(turns[1], 0.0) + 0.5 * plain[turns[0]])
     ids = [h.memory.id for h in response.hits]
-    assert ids == [turns[0], turns[1]]
-    reply = response.hits[1]
-    assert reply.score <= response.hits[0].score
-    assert [(c.leg, c.rank, c.reason) for c in reply.legs][0] == (
-        "context", 1, "stored next after hit 1")
+    assert ids.index(turns[1]) <= [h.memory.id for h in without.hits].index(turns[1])
+    # The question just before a matched answer gains the prev share.
+    answer = recall(gateway, ns, "adoption agencies to build a family", explain=True,
+                    fusion=overrides(context_hits=1, context_next_weight=0.0,
+                                     context_prev_weight=0.2))
+    assert answer.hits[0].memory.id == turns[1]
+    assert context_entries(answer)[turns[0]] == [("context_prev", 1,
+                                                 "stored just before hit 1")]
 
 
 def test_neighbours_respect_the_window_and_the_filters(gateway, ns, turns):
-    # The race's next memory (the pottery note) was stored an hour later: outside the
-    # 600 s window, so nothing joins as its context.
+    # The race's neighbours (the pottery note after it, the happy reply before it) were
+    # stored an hour apart: outside the 600 s window, so nothing gains from it.
     race = recall(gateway, ns, "charity race for mental health", explain=True,
-                  fusion=overrides(context_hits=1))
+                  fusion=overrides(context_hits=1, context_prev_weight=0.2))
     assert race.hits[0].memory.id == turns[3]
-    assert not [c for h in race.hits for c in h.legs if c.leg == "context"]
-    # Filtered to "chat", the reply (an "aside") cannot join: the next chat turn does.
-    chat = recall(gateway, ns, QUERY, k=2, fusion=overrides(context_hits=1),
+    assert not any(context_entries(race).values())
+    # Filtered to "chat", the reply (an "aside") is skipped: the next chat turn gains.
+    chat = recall(gateway, ns, QUERY, explain=True, fusion=overrides(context_hits=1),
                   filters=memory_pb2.RecallFilters(categories=["chat"]))
-    ids = [h.memory.id for h in chat.hits]
-    assert ids == [turns[0], turns[2]]
+    entries = context_entries(chat)
+    assert turns[1] not in entries
+    assert entries[turns[2]] == [("context_next", 1, "stored next after hit 1")]
 
 
 def test_out_of_range_context_hits_is_invalid(gateway, ns):
@@ -79,6 +91,11 @@ def test_out_of_range_context_hits_is_invalid(gateway, ns):
                            memory_pb2.RecallRequest(namespace=ns, query="x",
                                                     fusion=overrides(context_hits=51)))
     assert "context_hits must be within 0..50" in detail
+    for field in ("context_next_weight", "context_prev_weight"):
+        detail = expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Recall,
+                               memory_pb2.RecallRequest(namespace=ns, query="x",
+                                                        fusion=overrides(**{field: 1.5})))
+        assert f"fusion.{field} must be within [0, 1], got 1.5" in detail
 
 
 def test_memories_stored_together_have_no_next(gateway, ns):
@@ -92,4 +109,4 @@ def test_memories_stored_together_have_no_next(gateway, ns):
     response = recall(gateway, ns, "kiln thermocouple", explain=True,
                       fusion=overrides(context_hits=2))
     assert response.hits[0].memory.id == ids[0]
-    assert not [c for h in response.hits for c in h.legs if c.leg == "context"]
+    assert not any(context_entries(response).values())

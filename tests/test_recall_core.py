@@ -59,17 +59,19 @@ def stored(i: str, ns: str = "ns") -> StoredMemory:
 @dataclass
 class HydratingStore:
     after: dict[str, str] = field(default_factory=dict)  # memory id -> the memory stored next
+    before: dict[str, str] = field(default_factory=dict)  # ... -> the one stored just before
     fail_next: bool = False
     next_calls: list[list[str]] = field(default_factory=list)
 
     async def hydrate(self, ns: str, memory_ids: list[str]) -> dict[str, StoredMemory]:
         return {i: stored(i, ns) for i in memory_ids}
 
-    async def next_memories(self, ns, memory_ids, window_s, filters, min_gap_s=0.0):
+    async def adjacent_memories(self, ns, memory_ids, window_s, filters, min_gap_s=0.0):
         self.next_calls.append(list(memory_ids))
         if self.fail_next:
             raise RuntimeError("connection lost")
-        return {i: stored(self.after[i], ns) for i in memory_ids if i in self.after}
+        return ({i: stored(self.after[i], ns) for i in memory_ids if i in self.after},
+                {i: stored(self.before[i], ns) for i in memory_ids if i in self.before})
 
 
 def recaller(graph: ListLeg, *, second_stage: bool = False, min_ms: int = 50,
@@ -190,49 +192,56 @@ def context_recaller(**store_fields) -> tuple[Recaller, HydratingStore]:
     return r, r.store
 
 
-async def test_context_expansion_adds_the_next_memory_at_the_tail():
-    # fused (rrf): 2 (lexical and vector), then 1, 9, 4, 3, 5; the best two hits are expanded
+def legs_of(hit) -> list[tuple[str, int]]:
+    return [(c.leg, c.rank) for c in hit.fused.contributions]
+
+
+# Fused (rrf, graph weighted 0.35): 2 (lexical and vector), 1, 4, 3, 5, 9.
+async def test_context_propagation_raises_the_neighbours_of_the_best_hits():
     r, store = context_recaller(after={mid(2): mid(40), mid(1): mid(41), mid(4): mid(42)})
-    plain = [h.memory.id for h in (await r.recall(query(context_hits=0))).hits]
-    outcome = await r.recall(query(context_hits=2))
+    plain = await r.recall(query(context_hits=0))
+    assert [h.memory.id for h in plain.hits] == [mid(i) for i in (2, 1, 4, 3, 5, 9)]
+    score = {h.memory.id: h.score for h in plain.hits}
+    outcome = await r.recall(query(context_hits=2, context_next_weight=0.6,
+                                   context_prev_weight=0.0))
+    assert store.next_calls == [[mid(2), mid(1)]]  # the best two hits only
     ids = [h.memory.id for h in outcome.hits]
-    assert store.next_calls == [[mid(2), mid(1)]]
-    assert ids == [*plain, mid(40), mid(41)] and mid(42) not in ids  # room under k=10
+    # 40 gains 0.6 x hit 1's score (above hit 2's own); 41, 0.6 x hit 2's (below 5's)
+    assert ids == [mid(i) for i in (2, 40, 1, 4, 3, 5, 41, 9)] and mid(42) not in ids
+    assert outcome.hits[1].score == pytest.approx(0.6 * score[mid(2)])
+    assert legs_of(outcome.hits[1]) == [("context_next", 1)]
+    assert legs_of(outcome.hits[6]) == [("context_next", 2)]
+    assert outcome.hits[1].memory.content == "memory 40"  # hydrated from the lookup
     scores = [h.score for h in outcome.hits]
-    assert scores == sorted(scores, reverse=True) and scores[-1] == scores[len(plain) - 1]
-    assert [(c.leg, c.rank, c.score) for c in outcome.hits[-2].fused.contributions] == [
-        ("context", 1, outcome.hits[0].score)]  # the rank and score of the hit it follows
-    assert [(c.leg, c.rank) for c in outcome.hits[-1].fused.contributions] == [("context", 2)]
-    assert outcome.hits[-2].memory.content == "memory 40"  # hydrated with the rest
+    assert scores == sorted(scores, reverse=True)
+    cut = await r.recall(replace(query(context_hits=2, context_next_weight=0.6), k=3))
+    assert [h.memory.id for h in cut.hits] == [mid(2), mid(40), mid(1)]
 
 
-async def test_context_expansion_replaces_the_weakest_hits_and_keeps_k():
-    r, _ = context_recaller(after={mid(2): mid(5), mid(1): mid(40)})
-    present = await r.recall(query(context_hits=1))  # 5 is already a hit: nothing joins
-    assert [h.memory.id for h in present.hits].count(mid(5)) == 1
-    assert not [c for h in present.hits for c in h.fused.contributions if c.leg == "context"]
-    cut = await r.recall(replace(query(context_hits=1), k=3))  # 5 was not in the top 3
-    assert [h.memory.id for h in cut.hits] == [mid(2), mid(1), mid(5)]
-    # Two expanded hits at k=3: one neighbour fits, the expanded hits themselves stay.
-    two = await r.recall(replace(query(context_hits=2), k=3))
-    assert [h.memory.id for h in two.hits] == [mid(2), mid(1), mid(5)]
+async def test_context_propagation_adds_to_a_fused_candidate_and_before_the_hit():
+    # 4 (vector's second) is stored next after hit 2, 3 just before hit 1
+    r, _ = context_recaller(after={mid(2): mid(4)}, before={mid(1): mid(3)})
+    plain = {h.memory.id: h.score for h in (await r.recall(query(context_hits=0))).hits}
+    outcome = await r.recall(query(context_hits=2, context_next_weight=0.5,
+                                   context_prev_weight=0.2))
+    assert [h.memory.id for h in outcome.hits] == [mid(i) for i in (2, 4, 3, 1, 5, 9)]
+    four, three = outcome.hits[1], outcome.hits[2]
+    assert four.score == pytest.approx(plain[mid(4)] + 0.5 * plain[mid(2)])
+    assert legs_of(four) == [("vector", 2), ("context_next", 1)]
+    assert three.score == pytest.approx(plain[mid(3)] + 0.2 * plain[mid(1)])
+    assert legs_of(three) == [("lexical", 3), ("context_prev", 2)]
+    # weights 0: nothing is looked up
+    r2, store2 = context_recaller(after={mid(2): mid(4)})
+    none = await r2.recall(query(context_hits=2, context_next_weight=0.0,
+                                 context_prev_weight=0.0))
+    assert store2.next_calls == [] and [h.memory.id for h in none.hits][1] == mid(1)
 
 
-async def test_context_expansion_brings_a_pushed_out_hit_back_with_its_legs():
-    # k=4: hits 2, 1, 4, 3. 40 (after 2) takes 3's place; 3 (after 1) then takes 4's and
-    # keeps its lexical contribution.
-    r, _ = context_recaller(after={mid(2): mid(40), mid(1): mid(3)})
-    plain = await r.recall(replace(query(context_hits=0), k=4))
-    assert [h.memory.id for h in plain.hits] == [mid(2), mid(1), mid(4), mid(3)]
-    outcome = await r.recall(replace(query(context_hits=2), k=4))
-    assert [h.memory.id for h in outcome.hits] == [mid(2), mid(1), mid(40), mid(3)]
-    assert [c.leg for c in outcome.hits[3].fused.contributions] == ["context", "lexical"]
-
-
-async def test_context_expansion_off_by_request_for_importance_order_and_on_failure():
+async def test_context_propagation_off_by_request_for_importance_order_and_on_failure():
     r, store = context_recaller(after={mid(2): mid(40)})
     plain = [h.memory.id for h in (await r.recall(query(context_hits=0))).hits]
     assert mid(40) not in plain and store.next_calls == []
+    assert mid(40) in [h.memory.id for h in (await r.recall(query())).hits]  # server default
     by_importance = await r.recall(replace(query(), sort_by="importance"))
     assert mid(40) not in {h.memory.id for h in by_importance.hits}
     store.fail_next = True

@@ -33,6 +33,8 @@ class Config:
     bm25_b: float | None = None
     graph_second_stage: bool | None = None  # None: the gateway's setting (off)
     context_hits: int | None = None  # None: the gateway's setting
+    context_next_weight: float | None = None
+    context_prev_weight: float | None = None
 
     def overrides(self, gateway_legs: Iterable[str]) -> memory_pb2.FusionOverrides:
         """The request's overrides on a gateway with `gateway_legs`; SystemExit if it lacks
@@ -53,6 +55,10 @@ class Config:
             msg.bm25_b = self.bm25_b
         if self.context_hits is not None:
             msg.context_hits = self.context_hits
+        if self.context_next_weight is not None:
+            msg.context_next_weight = self.context_next_weight
+        if self.context_prev_weight is not None:
+            msg.context_prev_weight = self.context_prev_weight
         if self.graph_second_stage is not None:
             msg.graph_second_stage = self.graph_second_stage
         if self.importance_strength is not None:

@@ -222,7 +222,7 @@ class RecallRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., k: _Optional[int] = ..., sort_by: _Optional[_Union[SortBy, str]] = ..., filters: _Optional[_Union[RecallFilters, _Mapping]] = ..., budget_ms: _Optional[int] = ..., explain: _Optional[bool] = ..., fusion: _Optional[_Union[FusionOverrides, _Mapping]] = ...) -> None: ...
 
 class FusionOverrides(_message.Message):
-    __slots__ = ("method", "rrf_k", "weights", "importance_strength", "exact_bonus", "skip_legs", "leg_depth", "lexical_ranking", "bm25_k1", "bm25_b", "graph_second_stage", "context_hits")
+    __slots__ = ("method", "rrf_k", "weights", "importance_strength", "exact_bonus", "skip_legs", "leg_depth", "lexical_ranking", "bm25_k1", "bm25_b", "graph_second_stage", "context_hits", "context_next_weight", "context_prev_weight")
     class WeightsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -242,6 +242,8 @@ class FusionOverrides(_message.Message):
     BM25_B_FIELD_NUMBER: _ClassVar[int]
     GRAPH_SECOND_STAGE_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_HITS_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_NEXT_WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_PREV_WEIGHT_FIELD_NUMBER: _ClassVar[int]
     method: str
     rrf_k: int
     weights: _containers.ScalarMap[str, float]
@@ -254,7 +256,9 @@ class FusionOverrides(_message.Message):
     bm25_b: float
     graph_second_stage: bool
     context_hits: int
-    def __init__(self, method: _Optional[str] = ..., rrf_k: _Optional[int] = ..., weights: _Optional[_Mapping[str, float]] = ..., importance_strength: _Optional[float] = ..., exact_bonus: _Optional[float] = ..., skip_legs: _Optional[_Iterable[str]] = ..., leg_depth: _Optional[int] = ..., lexical_ranking: _Optional[str] = ..., bm25_k1: _Optional[float] = ..., bm25_b: _Optional[float] = ..., graph_second_stage: _Optional[bool] = ..., context_hits: _Optional[int] = ...) -> None: ...
+    context_next_weight: float
+    context_prev_weight: float
+    def __init__(self, method: _Optional[str] = ..., rrf_k: _Optional[int] = ..., weights: _Optional[_Mapping[str, float]] = ..., importance_strength: _Optional[float] = ..., exact_bonus: _Optional[float] = ..., skip_legs: _Optional[_Iterable[str]] = ..., leg_depth: _Optional[int] = ..., lexical_ranking: _Optional[str] = ..., bm25_k1: _Optional[float] = ..., bm25_b: _Optional[float] = ..., graph_second_stage: _Optional[bool] = ..., context_hits: _Optional[int] = ..., context_next_weight: _Optional[float] = ..., context_prev_weight: _Optional[float] = ...) -> None: ...
 
 class LegContribution(_message.Message):
     __slots__ = ("leg", "rank", "score", "reason")

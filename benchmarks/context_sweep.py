@@ -1,0 +1,255 @@
+"""Context propagation, the lexical weight and the leg depth, swept by replaying saved pools.
+
+  python -m benchmarks.context_sweep dump --dataset ../shared/datasets/locomo \
+      --out benchmarks/results/locomo/context_pool.json
+  python -m benchmarks.context_sweep sweep --pools benchmarks/results/locomo/context_pool.json,...
+      [--json-to benchmarks/reports/context_sweep.json] [--report-to docs/benchmarks-context.md]
+
+`dump` loads a dataset into its own stack (as the harness does), then asks the gateway for
+every query's whole candidate pool: k=100 with `explain`, lexical (BM25 k1 0.9, b 0.4) +
+vector, context off, so each leg's top 100 comes back with its native scores. It also records,
+per memory, the memories stored next after / just before it under the gateway's own rules
+(RECALLMESH_CONTEXT_WINDOW_S, _MIN_GAP_MS, no timestamp ties; no filters).
+
+`sweep` replays each pool under every setting of the grid with the gateway's own code:
+`services.fusion.core.fuse` (convex combination over each leg's top `depth`, lexical weight
+`w`, vector 1) and `gateway.recall.propagate_context` (n hits, next / prev weights). A replay
+equals what a Recall with those overrides returns on that load (checked: the replayed
+`hybrid_cc_bm25t` setting against the harness run of that configuration), and takes
+milliseconds, so the grid (hundreds of settings) needs no stack. It prints, per dataset, the
+best settings and the shipped default with paired bootstrap CIs against `hybrid_cc_bm25t`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import grpc
+import psycopg
+
+from benchmarks.harness import metrics
+from benchmarks.harness.configs import CONFIGS
+from benchmarks.harness.data import load
+from benchmarks.harness.runner import gateway_legs, git_commit, ingest, settle
+from benchmarks.harness.stats import paired_bootstrap
+from gateway.recall import propagate_context
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from services.fusion.core import FusionSettings, LegCandidate, LegList, fuse
+from shared.config import ALL_LEGS, GatewaySettings
+from shared.supervisor import Stack, free_port_env
+
+K = 10
+POOL_K = 100
+DEPTHS = (50, 100)
+LEXICAL_WEIGHTS = (1.0, 1.4, 1.7, 2.0)
+HITS = (0, 3, 5, 7, 10)
+NEXT_WEIGHTS = (0.3, 0.4, 0.5, 0.6)
+PREV_WEIGHTS = (0.0, 0.1, 0.2, 0.3)
+BASELINE = (50, 1.0, 0, 0.0, 0.0)  # hybrid_cc_bm25t: depth 50, weights 1/1, no context
+
+
+def default_setting() -> tuple[int, float, int, float, float]:
+    """What a deployment serves with no settings, as a grid point."""
+    gw = GatewaySettings.from_env()
+    return (gw.leg_depth, gw.fusion.weights.get("lexical", 1.0), gw.context_hits,
+            gw.context_next_weight, gw.context_prev_weight)
+
+
+def adjacency(rows: list[tuple[str, str, float]], window_s: float,
+              min_gap_s: float) -> tuple[dict[str, str], dict[str, str]]:
+    """(next, prev) over (namespace, id, created_at epoch) rows sorted by namespace, time:
+    the gateway's rule (MemoryStore.adjacent_memories) without filters."""
+    after: dict[str, str] = {}
+    before: dict[str, str] = {}
+    for i, (ns, memory_id, t) in enumerate(rows):
+        tied = any(0 <= j < len(rows) and rows[j][0] == ns and rows[j][2] == t
+                   for j in (i - 1, i + 1))
+        if tied:
+            continue
+        j = i + 1
+        if j < len(rows) and rows[j][0] == ns:
+            later = rows[j]
+            tied_later = j + 1 < len(rows) and rows[j + 1][0] == ns and rows[j + 1][2] == later[2]
+            if not tied_later and min_gap_s <= later[2] - t <= window_s:
+                after[memory_id] = later[1]
+                before[later[1]] = memory_id
+    return after, before
+
+
+def dump(dataset_dir: Path, out: Path, limit: int | None) -> None:
+    ds = load(dataset_dir, limit)
+    gw = GatewaySettings.from_env()
+    with tempfile.TemporaryDirectory(prefix="recallmesh-context-") as tmp:
+        stack = Stack(env={"RECALLMESH_DATA_DIR": tmp, "RECALLMESH_LEGS": ALL_LEGS,
+                           **free_port_env()})
+        stack.start()
+        try:
+            with grpc.insecure_channel(stack.endpoints["gateway"]) as channel:
+                stub = memory_pb2_grpc.MemoryServiceStub(channel)
+                overrides = CONFIGS["hybrid_cc_bm25t"].overrides(gateway_legs(stub))
+                ingest_info = ingest(stub, ds)
+                ingest_info["settle_s"] = settle(stack.dsn)
+                queries = []
+                for q in ds.queries:
+                    response = stub.Recall(memory_pb2.RecallRequest(
+                        namespace=ds.namespace(q.scope), query=q.text, k=POOL_K,
+                        fusion=overrides, explain=True), timeout=60)
+                    served = stub.Recall(memory_pb2.RecallRequest(
+                        namespace=ds.namespace(q.scope), query=q.text, k=K, fusion=overrides),
+                        timeout=60)
+                    queries.append({
+                        "served_top": [h.memory.metadata["corpus_id"] for h in served.hits],
+                        "query_id": q.query_id, "category": q.category, "cluster": q.cluster,
+                        "relevant_ids": sorted(q.relevant),
+                        "relevant_sessions": sorted(q.relevant_sessions or []),
+                        "legs": {leg: [[h.memory.metadata["corpus_id"], c.rank, c.score]
+                                       for h in response.hits for c in h.legs if c.leg == leg]
+                                 for leg in ("lexical", "vector")}})
+            with psycopg.connect(stack.dsn) as conn:
+                rows = conn.execute(
+                    "SELECT namespace, metadata->>'corpus_id', "
+                    "extract(epoch FROM created_at)::float8, metadata->>'session_id' "
+                    "FROM memories WHERE deleted_at IS NULL "
+                    "ORDER BY namespace, created_at, id").fetchall()
+        finally:
+            stack.stop()
+    after, before = adjacency([(r[0], r[1], r[2]) for r in rows], gw.context_window_s,
+                              gw.context_min_gap_ms / 1000)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "dataset": ds.name, "git_commit": git_commit(), "ingest": ingest_info,
+        "timestamp": datetime.now(UTC).isoformat(), "pool_k": POOL_K,
+        "queries": queries, "next": after, "prev": before,
+        "sessions": {r[1]: r[3] for r in rows if r[3]}}))
+    print(f"{ds.name}: {len(queries)} pools -> {out}", flush=True)
+
+
+def replay(pool: dict, query: dict, setting: tuple[int, float, int, float, float]) -> list[str]:
+    depth, lexical_weight, n, next_w, prev_w = setting
+    lists = [LegList(leg, lexical_weight if leg == "lexical" else 1.0,
+                     [LegCandidate(i, score) for i, rank, score in sorted(
+                         entries, key=lambda e: e[1]) if rank <= depth])
+             for leg, entries in query["legs"].items()]
+    fused = fuse(lists, FusionSettings(method="cc", importance_strength=0.0, exact_bonus=0.0))
+    top = fused[:K]
+    if n > 0 and sum(1 for x in lists if x.candidates) > 1:
+        top, _ = propagate_context(fused, top, pool["next"], pool["prev"], n, next_w, prev_w, K)
+    return [c.memory_id for c in top]
+
+
+def evaluate(pool: dict, setting: tuple) -> list[dict]:
+    sessions = pool.get("sessions", {})
+    out = []
+    for q in pool["queries"]:
+        ranked = replay(pool, q, setting)
+        m = metrics.per_query(ranked, q["relevant_ids"])
+        if q["relevant_sessions"]:
+            m["session_recall_any@5"] = metrics.any_at(
+                [sessions.get(i, "") for i in ranked], q["relevant_sessions"], 5)
+        out.append({"category": q["category"], "metrics": m})
+    return out
+
+
+def label(setting: tuple) -> str:
+    depth, w, n, a, b = setting
+    return f"d{depth} lex{w:g}" + (f" n{n} next{a:g} prev{b:g}" if n else " no context")
+
+
+def sweep(pool_paths: list[Path], json_to: Path | None, report_to: Path | None) -> None:
+    default = default_setting()
+    grid = sorted({*(s for s in itertools.product(DEPTHS, LEXICAL_WEIGHTS, HITS, NEXT_WEIGHTS,
+                                                  PREV_WEIGHTS) if s[2] or s[3:] == (0.3, 0.0)),
+                   BASELINE, default})
+    grid = [s if s[2] else (*s[:2], 0, 0.0, 0.0) for s in grid]
+    grid = list(dict.fromkeys(grid))
+    report = {"default": list(default), "baseline": list(BASELINE), "git_commit": git_commit(),
+              "datasets": {}}
+    lines = ["# Context propagation, lexical weight and leg depth (replayed pools)", "",
+             "Generated by `make bench-context-sweep` (benchmarks/context_sweep.py): each dev "
+             "split's candidate pools", "(k=100, lexical BM25 + vector, context off) dumped "
+             "once through the real stack, then replayed", "under every setting with the "
+             "gateway's own fusion and context code. Setting = leg depth, lexical", "weight "
+             "(vector 1), context hits n, next and prev weights. Baseline `hybrid_cc_bm25t` = "
+             f"`{label(BASELINE)}`;", f"the shipped default is `{label(default)}`. Δ: paired "
+             "bootstrap 95% CI over queries against the baseline.", ""]
+    for path in pool_paths:
+        pool = json.loads(path.read_text())
+        names = list(metrics.METRICS) + (
+            ["session_recall_any@5"] if any(q["relevant_sessions"] for q in pool["queries"])
+            else [])
+        results = {s: evaluate(pool, s) for s in grid}
+        summary = {s: metrics.summarise(rows, names) for s, rows in results.items()}
+        base_rows = results[BASELINE]
+
+        def ci(s: tuple, name: str = "recall@10", base: list[dict] = base_rows,
+               res: dict = results) -> list[float]:
+            interval = paired_bootstrap([a["metrics"][name] - b["metrics"][name]
+                                         for a, b in zip(res[s], base, strict=True)])
+            return [interval.delta, interval.low, interval.high]
+
+        checked = sum("served_top" in q for q in pool["queries"])
+        agree = sum(replay(pool, q, BASELINE) == q["served_top"]
+                    for q in pool["queries"] if "served_top" in q)
+        best = sorted(grid, key=lambda s: -summary[s][0]["recall@10"])[:10]
+        shown = list(dict.fromkeys([BASELINE, default, *best]))
+        report["datasets"][pool["dataset"]] = {
+            "pool": str(path), "pool_commit": pool.get("git_commit"),
+            "baseline_replay_equals_served_top10": agree,
+            "settings": {label(s): {"overall": summary[s][0], "per_category": summary[s][1],
+                                    "delta_recall@10": ci(s)} for s in grid}}
+        lines += [f"## {pool['dataset']} ({len(pool['queries'])} queries; pool dumped at "
+                  f"{str(pool.get('git_commit'))[:7]})", "",
+                  (f"Replay check: the baseline replayed gives exactly the top 10 the gateway "
+                   f"served for {agree} of {checked} queries (the last tie-break differs: "
+                   "memory UUIDs there, corpus ids here)." if checked else
+                   "Replay check: this pool did not record the served top 10."), "",
+                  "| setting | " + " | ".join(names) + " | Δ recall@10 vs baseline | " +
+                  " | ".join(summary[BASELINE][1]) + " |",
+                  "|---|" + "---:|" * (len(names) + 1 + len(summary[BASELINE][1]))]
+        for s in shown:
+            overall, cats = summary[s]
+            d, lo, hi = ci(s)
+            tag = " (default)" if s == default else " (baseline)" if s == BASELINE else ""
+            lines.append(f"| `{label(s)}`{tag} | " + " | ".join(
+                f"{overall[m]:.3f}" for m in names) + f" | {d:+.3f} [{lo:+.3f}, {hi:+.3f}] | "
+                + " | ".join(f"{cats[c]['recall@10']:.3f}" for c in cats) + " |")
+        lines.append("")
+        print("\n".join(lines[-len(shown) - 4:]), flush=True)
+    lines += ["Per-type columns are recall@10. The grid: depth " + ", ".join(map(str, DEPTHS))
+              + "; lexical weight " + ", ".join(f"{w:g}" for w in LEXICAL_WEIGHTS)
+              + "; n " + ", ".join(map(str, HITS)) + "; next " + ", ".join(
+                  f"{w:g}" for w in NEXT_WEIGHTS) + "; prev " + ", ".join(
+                  f"{w:g}" for w in PREV_WEIGHTS) + f" ({len(grid)} settings; all in the JSON).",
+              ""]
+    if json_to:
+        json_to.parent.mkdir(parents=True, exist_ok=True)
+        json_to.write_text(json.dumps(report, indent=1))
+    if report_to:
+        report_to.write_text("\n".join(lines))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.context_sweep")
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("dump")
+    d.add_argument("--dataset", type=Path, required=True)
+    d.add_argument("--out", type=Path, required=True)
+    d.add_argument("--limit", type=int)
+    s = sub.add_parser("sweep")
+    s.add_argument("--pools", required=True, help="comma-separated pool files")
+    s.add_argument("--json-to", type=Path)
+    s.add_argument("--report-to", type=Path)
+    args = parser.parse_args()
+    if args.command == "dump":
+        dump(args.dataset, args.out, args.limit)
+    else:
+        sweep([Path(p) for p in args.pools.split(",")], args.json_to, args.report_to)
+
+
+if __name__ == "__main__":
+    main()
