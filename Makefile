@@ -10,7 +10,7 @@ ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint bench-recall-latency \
-	bench-embedding bench-vector bench-gateway bench-graph-latency bench-merge-sweep bench-lexical-sweep bench-headline bench bench-all clean
+	bench-embedding bench-vector bench-gateway bench-graph-latency bench-merge-sweep bench-lexical-sweep bench-context-sweep bench-headline bench bench-all clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -89,6 +89,17 @@ bench-headline: $(STAMP)
 		--json-to benchmarks/reports/headline.json
 
 ## The lexical leg's SQL alone: BM25 k1 / b grid and an extra stop list, on the three dev splits.
+## Context propagation, the lexical weight and the leg depth: each dev split's candidate pools are
+## dumped once through the stack (LongMemEval ~30 min; kept under benchmarks/results), then replayed
+## over a grid with the gateway's own code -> docs/benchmarks-context.md.
+CONTEXT_SETS = locomo longmemeval scifact
+benchmarks/results/%/context_pool.json:
+	$(PY) -m benchmarks.context_sweep dump --dataset $(BENCH_DATASETS)/$* --out $@
+bench-context-sweep: models $(foreach d,$(CONTEXT_SETS),benchmarks/results/$(d)/context_pool.json)
+	$(PY) -m benchmarks.context_sweep sweep \
+		--pools $(shell echo $(foreach d,$(CONTEXT_SETS),benchmarks/results/$(d)/context_pool.json) | tr ' ' ',') \
+		--json-to benchmarks/reports/context_sweep.json --report-to docs/benchmarks-context.md
+
 bench-lexical-sweep: $(STAMP)
 	$(PY) -m benchmarks.lexical_sweep --out benchmarks/reports/lexical_sweep.json \
 		--report-to docs/benchmarks-lexical.md

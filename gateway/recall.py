@@ -440,13 +440,15 @@ class Recaller:
         else:
             remaining_s = budget_s - (time.perf_counter() - started)
             fused, how = await self._fuse(lists, settings, remaining_s)
-            top, memories = await self._hydrate_top(q, fused)
             context = self._context_settings(q)
             contributing = sum(1 for x in lists if x.weight > 0 and x.candidates)
             # A single contributing leg keeps its own order (the exact lexical fallback).
-            if (context[0] > 0 and any(context[1:]) and top
-                    and settings.sort_by == "relevance" and contributing > 1):
-                top = await self._propagate_context(q, fused, top, memories, *context)
+            use_context = (context[0] > 0 and any(context[1:])
+                           and settings.sort_by == "relevance" and contributing > 1)
+            top, memories, adjacent = await self._hydrate_top(
+                q, fused, context[0] if use_context else 0)
+            if adjacent is not None and top:
+                top = self._propagate_context(q, fused, top, memories, adjacent, *context)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how)
 
@@ -534,44 +536,40 @@ class Recaller:
             d.context_prev_weight if f.context_prev_weight is None else f.context_prev_weight,
         )
 
-    async def _propagate_context(
+    def _propagate_context(
         self,
         q: RecallQuery,
         fused: list[FusedCandidate],
         top: list[FusedCandidate],
         memories: dict[str, StoredMemory],
+        adjacent: tuple[dict[str, StoredMemory], dict[str, StoredMemory]],
         n: int,
         next_weight: float,
         prev_weight: float,
     ) -> list[FusedCandidate]:
         """Context propagation (propagate_context) over the memories stored next after /
         just before each of the best n hits (the reply after a matched question, the
-        question before a matched answer), looked up in one round trip. `top` is the first
-        k live hits; `memories` gains the neighbours. A failed lookup leaves the hits in
-        fused order."""
-        seeds = top[:n]
+        question before a matched answer), read with the hydration. `memories` gains the
+        neighbours."""
+        after, before = adjacent
         with tracer.start_as_current_span("context"):
-            try:
-                after, before = await self.store.adjacent_memories(
-                    q.namespace, [c.memory_id for c in seeds], self.settings.context_window_s,
-                    q.filters, self.settings.context_min_gap_ms / 1000)
-            except Exception:  # an optional refinement must not fail the recall
-                log.exception("context lookup failed; hits returned in fused order")
-                CONTEXT_EXPANSIONS.labels("failed").inc()
-                return top
-        ranked, raised = propagate_context(
-            fused, top, {k: v.id for k, v in after.items()}, {k: v.id for k, v in before.items()},
-            n, next_weight, prev_weight, q.k,
-            importance={m.id: m.importance for m in (*after.values(), *before.values())})
+            ranked, raised = propagate_context(
+                fused, top, {k: v.id for k, v in after.items()},
+                {k: v.id for k, v in before.items()}, n, next_weight, prev_weight, q.k,
+                importance={m.id: m.importance for m in (*after.values(), *before.values())})
         for neighbour in (*after.values(), *before.values()):
             memories.setdefault(neighbour.id, neighbour)
         CONTEXT_EXPANSIONS.labels("added" if raised else "none").inc()
         return ranked
 
     async def _hydrate_top(
-        self, q: RecallQuery, fused: list[FusedCandidate]
-    ) -> tuple[list[FusedCandidate], dict[str, StoredMemory]]:
-        """The first k live candidates, in fused order.
+        self, q: RecallQuery, fused: list[FusedCandidate], context_hits: int = 0
+    ) -> tuple[list[FusedCandidate], dict[str, StoredMemory],
+               tuple[dict[str, StoredMemory], dict[str, StoredMemory]] | None]:
+        """The first k live candidates, in fused order, and (with context_hits) the
+        memories stored next after / just before each of the first context_hits
+        candidates, read in the same round trip (None when not asked or the read failed:
+        then the hits are hydrated alone and keep their fused order).
 
         A leg may return ids that were deleted since it looked (or never
         existed): hydration drops them, so it reads a window of 2k and, only in
@@ -579,11 +577,23 @@ class Recaller:
         """
         top: list[FusedCandidate] = []
         memories: dict[str, StoredMemory] = {}
+        adjacent = None
         start, window = 0, 2 * q.k
         while len(top) < q.k and start < len(fused):
-            chunk = fused[start : start + window]
-            found = await self.store.hydrate(q.namespace, [c.memory_id for c in chunk])
+            ids = [c.memory_id for c in fused[start : start + window]]
+            found = None
+            if start == 0 and context_hits > 0:
+                try:
+                    found, after, before = await self.store.hydrate_adjacent(
+                        q.namespace, ids, ids[:context_hits], self.settings.context_window_s,
+                        q.filters, self.settings.context_min_gap_ms / 1000)
+                    adjacent = (after, before)
+                except Exception:  # an optional refinement must not fail the recall
+                    log.exception("context lookup failed; hits returned in fused order")
+                    CONTEXT_EXPANSIONS.labels("failed").inc()
+            if found is None:
+                found = await self.store.hydrate(q.namespace, ids)
             memories.update(found)
-            top.extend(c for c in chunk if c.memory_id in found)
+            top.extend(c for c in fused[start : start + window] if c.memory_id in found)
             start += window
-        return top[: q.k], memories
+        return top[: q.k], memories, adjacent

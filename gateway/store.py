@@ -236,30 +236,30 @@ class MemoryStore:
             rows = await cur.fetchall()
         return {row[0]: StoredMemory.from_row(row) for row in rows}
 
-    async def adjacent_memories(
-        self, ns: str, memory_ids: list[str], window_s: float, filters: Filters,
-        min_gap_s: float = 0.0,
-    ) -> tuple[dict[str, StoredMemory], dict[str, StoredMemory]]:
-        """For each of memory_ids: the live memory of `ns` created next after it (strictly
-        later, within window_s, passing `filters`) and the one created just before it
-        (strictly earlier, within window_s), each keyed by the given id; one round trip.
+    async def hydrate_adjacent(
+        self, ns: str, memory_ids: list[str], seed_ids: list[str], window_s: float,
+        filters: Filters, min_gap_s: float = 0.0,
+    ) -> tuple[dict[str, StoredMemory], dict[str, StoredMemory], dict[str, StoredMemory]]:
+        """hydrate(ns, memory_ids) and, in the same round trip, for each of seed_ids the live
+        memory of `ns` created next after it (strictly later, within window_s, passing
+        `filters`) and the one created just before it (strictly earlier, within window_s):
+        (memories, next by seed id, previous by seed id).
 
-        Only where "next" means the next step of a sequence: when the two were created
-        less than min_gap_s apart (rows of one StoreBatch, a bulk import), or either shares
-        its created_at with another memory, there is none.
+        Only where the two are steps of one sequence: when they were created less than
+        min_gap_s apart (rows of one StoreBatch, a bulk import), or either shares its
+        created_at with another memory, there is none.
         """
         if not memory_ids:
-            return {}, {}
+            return {}, {}, {}
         where_filters, params = filter_sql(filters, alias="m")
         columns = ", ".join(f"n.{c.strip()}" for c in COLUMNS.split(","))
         tie = ("EXISTS (SELECT 1 FROM memories t WHERE t.namespace = %(ns)s "
                "AND t.deleted_at IS NULL AND t.created_at = {0}.created_at AND t.id <> {0}.id)")
 
         def side(direction: str, later: bool) -> str:
-            op, order, gap = (">", "", ">=") if later else ("<", " DESC", "<=")
-            sign = "+" if later else "-"
+            op, order, sign = (">", "", "+") if later else ("<", " DESC", "-")
             return (
-                f"SELECT '{direction}' AS direction, s.id::text, {columns} "
+                f"SELECT '{direction}', s.id::text, {columns} "
                 "FROM memories s CROSS JOIN LATERAL ("
                 "  SELECT m.* FROM memories m"
                 "  WHERE m.namespace = s.namespace AND m.deleted_at IS NULL"
@@ -268,23 +268,27 @@ class MemoryStore:
                 f"s.created_at {sign} make_interval(secs => %(window)s)"
                 f"   {where_filters}"
                 f"  ORDER BY m.created_at{order}, m.id{order} LIMIT 1) n "
-                "WHERE s.namespace = %(ns)s AND s.id = ANY(%(ids)s::uuid[]) "
-                f"AND n.created_at {gap} s.created_at {sign} make_interval(secs => %(min_gap)s) "
+                "WHERE s.namespace = %(ns)s AND s.id = ANY(%(seeds)s::uuid[]) "
+                f"AND n.created_at {'>=' if later else '<='} "
+                f"s.created_at {sign} make_interval(secs => %(min_gap)s) "
                 f"AND NOT {tie.format('s')} AND NOT {tie.format('n')}"
             )
 
+        own = ", ".join(f"n.{c.strip()}" for c in COLUMNS.split(","))
         async with self.pool.connection() as conn:
             cur = await conn.execute(
-                f"{side('next', True)} UNION ALL {side('prev', False)}",
-                params | {"ns": ns, "ids": memory_ids, "window": window_s,
+                f"SELECT 'self', n.id::text, {own} FROM memories n "
+                "WHERE n.namespace = %(ns)s AND n.id = ANY(%(ids)s::uuid[]) "
+                "AND n.deleted_at IS NULL "
+                f"UNION ALL {side('next', True)} UNION ALL {side('prev', False)}",
+                params | {"ns": ns, "ids": memory_ids, "seeds": seed_ids, "window": window_s,
                           "min_gap": min_gap_s},
             )
             rows = await cur.fetchall()
-        after: dict[str, StoredMemory] = {}
-        before: dict[str, StoredMemory] = {}
+        found: dict[str, dict[str, StoredMemory]] = {"self": {}, "next": {}, "prev": {}}
         for row in rows:
-            (after if row[0] == "next" else before)[row[1]] = StoredMemory.from_row(row[2:])
-        return after, before
+            found[row[0]][row[1]] = StoredMemory.from_row(row[2:])
+        return found["self"], found["next"], found["prev"]
 
     async def schema_version(self) -> int:
         async with self.pool.connection() as conn:

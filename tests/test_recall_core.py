@@ -66,12 +66,14 @@ class HydratingStore:
     async def hydrate(self, ns: str, memory_ids: list[str]) -> dict[str, StoredMemory]:
         return {i: stored(i, ns) for i in memory_ids}
 
-    async def adjacent_memories(self, ns, memory_ids, window_s, filters, min_gap_s=0.0):
-        self.next_calls.append(list(memory_ids))
+    async def hydrate_adjacent(self, ns, memory_ids, seed_ids, window_s, filters,
+                               min_gap_s=0.0):
+        self.next_calls.append(list(seed_ids))
         if self.fail_next:
             raise RuntimeError("connection lost")
-        return ({i: stored(self.after[i], ns) for i in memory_ids if i in self.after},
-                {i: stored(self.before[i], ns) for i in memory_ids if i in self.before})
+        return (await self.hydrate(ns, memory_ids),
+                {i: stored(self.after[i], ns) for i in seed_ids if i in self.after},
+                {i: stored(self.before[i], ns) for i in seed_ids if i in self.before})
 
 
 def recaller(graph: ListLeg, *, second_stage: bool = False, min_ms: int = 50,

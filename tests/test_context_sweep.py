@@ -1,0 +1,54 @@
+"""The context sweep's replay (no stack): the gateway's neighbour rule over stored times, and a
+replayed pool ranked by the gateway's own fusion and context code."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks.context_sweep import BASELINE, adjacency, replay, sweep
+
+
+def test_adjacency_follows_the_gateways_rule():
+    rows = [("a", "t1", 0.0), ("a", "t2", 1.0), ("a", "t3", 1000.0),  # t3: 999 s after t2
+            ("a", "t4", 1000.1),  # 100 ms after t3: the same write
+            ("a", "t5", 1005.0), ("a", "t6", 1010.0), ("a", "t7", 1010.0),  # t6/t7 tied
+            ("b", "u1", 1.5)]  # another namespace: never a neighbour of t2
+    after, before = adjacency(rows, window_s=600, min_gap_s=0.25)
+    assert after == {"t1": "t2", "t4": "t5"}
+    assert before == {"t2": "t1", "t5": "t4"}
+
+
+def pool() -> dict:
+    # lexical ranks q1, q2; vector ranks q3, q1; q2's reply r2 was found by no leg
+    return {"dataset": "tiny", "git_commit": "x", "next": {"q2": "r2"}, "prev": {"r2": "q2"},
+            "sessions": {}, "queries": [{
+                "query_id": "1", "category": "c", "cluster": "", "relevant_ids": ["r2"],
+                "relevant_sessions": [], "served_top": ["q1", "q2", "q3"],
+                "legs": {"lexical": [["q1", 1, 9.0], ["q2", 2, 8.0]],
+                         "vector": [["q3", 1, 0.9], ["q1", 2, 0.5]]}}]}
+
+
+def test_replay_fuses_then_propagates_context():
+    p = pool()
+    query = p["queries"][0]
+    assert replay(p, query, BASELINE) == ["q1", "q3", "q2"]  # cc: q1 1+0, q3 0+1, q2 0+0
+    # hit 3 (q2, fused 0) gives nothing; with n=3 the reply r2 still gains 0
+    assert replay(p, query, (50, 1.0, 3, 0.5, 0.0)) == ["q1", "q3", "q2"]
+    # lexical weight 2: q2 fuses to 0, q1 to 2; q1 has no neighbour: unchanged order
+    assert replay(p, query, (50, 2.0, 3, 0.5, 0.0))[0] == "q1"
+    query["legs"]["lexical"].append(["q4", 3, 7.0])  # q2 now above the floor
+    with_reply = replay(p, query, (50, 1.0, 3, 0.5, 0.0))
+    assert "r2" in with_reply and with_reply.index("r2") > with_reply.index("q2")
+    assert replay(p, query, (1, 1.0, 0, 0.0, 0.0)) == ["q1", "q3"]  # depth 1: top of each leg
+
+
+def test_sweep_writes_every_setting_and_the_replay_check(tmp_path):
+    path = tmp_path / "pool.json"
+    path.write_text(json.dumps(pool()))
+    report_to, json_to = tmp_path / "report.md", tmp_path / "report.json"
+    sweep([path], json_to, report_to)
+    report = json.loads(json_to.read_text())
+    settings = report["datasets"]["tiny"]["settings"]
+    assert "d50 lex1 no context" in settings and len(settings) > 100
+    assert report["datasets"]["tiny"]["baseline_replay_equals_served_top10"] == 0  # q1 q3 q2
+    assert "(baseline)" in report_to.read_text() and "(default)" in report_to.read_text()
