@@ -65,7 +65,7 @@ def test_context_settings(monkeypatch):
         monkeypatch.delenv(f"RECALLMESH_CONTEXT_{name}", raising=False)
     settings = GatewaySettings.from_env()
     assert (settings.context_hits, settings.context_next_weight, settings.context_prev_weight) == (
-        7, 0.4, 0.2)
+        5, 0.3, 0.2)
     monkeypatch.setenv("RECALLMESH_CONTEXT_NEXT_WEIGHT", "0.25")
     assert GatewaySettings.from_env().context_next_weight == 0.25
     monkeypatch.setenv("RECALLMESH_CONTEXT_PREV_WEIGHT", "1.5")

@@ -18,7 +18,7 @@ from prometheus_client import REGISTRY
 from gateway.recall import LegAnswer, LegError, LegQuery, Recaller
 from gateway.store import StoredMemory
 from services.fusion.core import LegCandidate
-from shared.config import GatewaySettings, LegTarget
+from shared.config import FusionDefaults, GatewaySettings, LegTarget
 from shared.errors import InvalidArgument
 from shared.validation import FusionRequest, RecallQuery
 
@@ -84,7 +84,8 @@ def recaller(graph: ListLeg, *, second_stage: bool = False, min_ms: int = 50,
         legs=tuple(LegTarget(n, "", False) for n in ("lexical", "vector", "graph")),
         default_budget_ms=budget_ms, reserve_ms=20, leg_depth=10,
         graph_second_stage=second_stage, graph_second_stage_seeds=2,
-        graph_second_stage_min_ms=min_ms)
+        graph_second_stage_min_ms=min_ms,
+        fusion=FusionDefaults(weights={"lexical": 1.0, "vector": 1.0, "graph": 0.35}))
     return Recaller(HydratingStore(), [lexical, vector, graph], settings), lexical, vector
 
 

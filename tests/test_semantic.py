@@ -117,9 +117,10 @@ def test_hybrid_explain_shows_both_legs(gateway, ns):
     assert hit.memory.id == target
     assert {c.leg for c in hit.legs} == {"lexical", "vector"}
     assert all(c.rank == 1 for c in hit.legs)
-    # RRF (k=60, both legs rank 1) + the exact bonus (5% of the best possible, an AND match),
-    # then the importance prior at the default importance 0.5: * (0.7 + 0.3 * 0.5).
-    assert hit.score == pytest.approx((2 / 61 + 0.05 * 2 / 61) * 0.85)
+    # RRF (k=60, both legs rank 1, default weights lexical 1.7 + vector 1) + the exact bonus
+    # (5% of the best possible, an AND match), then the importance prior at the default
+    # importance 0.5: * (0.7 + 0.3 * 0.5).
+    assert hit.score == pytest.approx((2.7 / 61 + 0.05 * 2.7 / 61) * 0.85)
     assert response.fusion == "rrf (service)"
 
 

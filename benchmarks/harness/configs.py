@@ -72,11 +72,13 @@ class Config:
 
 
 def _plain(name: str, description: str, legs: tuple[str, ...], **fusion) -> Config:
-    """RRF without bonus or prior, lexical leg on ts_rank, unless given: the hybrid
-    configurations' common base, fixed whatever the deployment defaults become."""
+    """RRF without bonus or prior, lexical leg on ts_rank, lexical and vector weighted 1, no
+    context, unless given: the hybrid configurations' common base, fixed whatever the
+    deployment defaults become."""
+    weights = {"lexical": 1.0, "vector": 1.0} | fusion.pop("weights", {})
     return Config(name, description, legs, **({"method": "rrf", "importance_strength": 0.0,
                                                 "exact_bonus": 0.0, "lexical_ranking": "ts_rank",
-                                                "context_hits": 0}
+                                                "context_hits": 0, "weights": weights}
                                                | fusion))
 
 
@@ -87,6 +89,8 @@ def _cc_bm25t(name: str, description: str, **fusion) -> Config:
 
 
 GRAPH_WEIGHTS = (0.2, 0.35, 0.5, 1.0)
+# Context propagation as swept (docs/benchmarks-context.md): hits, next and prev shares.
+CONTEXT = {"context_hits": 5, "context_next_weight": 0.3, "context_prev_weight": 0.2}
 
 CONFIGS: dict[str, Config] = {c.name: c for c in (
     Config("default", "what a deployment serves with no settings: legs "
@@ -131,10 +135,12 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
                 leg_depth=d) for d in (20, 100)),
     *(_cc_bm25t(f"hybrid_cc_bm25t_{leg[0]}{w:g}", f"hybrid_cc_bm25t with the {leg} leg "
                 f"weighted {w:g} (the other 1)", weights={leg: w})
-      for leg, w in (("lexical", 0.7), ("lexical", 1.4))),
-    *(_cc_bm25t(f"hybrid_cc_bm25t_ctx{n}", f"hybrid_cc_bm25t plus context expansion: the "
-                f"memory stored next after each of the best {n} hits joins the top 10 at its tail",
-                context_hits=n) for n in (1, 2, 3)),
+      for leg, w in (("lexical", 0.7), ("lexical", 1.4), ("lexical", 1.7))),
+    _cc_bm25t("hybrid_cc_bm25t_ctx", "hybrid_cc_bm25t plus context propagation: the memories "
+              "stored right after / just before each of the best 5 hits gain 0.3 / 0.2 of its "
+              "score", **CONTEXT),
+    _cc_bm25t("hybrid_cc_bm25t_ctx_next", "hybrid_cc_bm25t_ctx without the previous memory "
+              "(next only)", **(CONTEXT | {"context_prev_weight": 0.0})),
     _plain("hybrid_cc_d20", "hybrid_cc over each leg's top 20", ("lexical", "vector"),
            method="cc", leg_depth=20),
     _plain("hybrid_cc_graph", "lexical + vector + graph (weight 0.35), convex combination",
