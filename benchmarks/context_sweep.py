@@ -154,8 +154,19 @@ def evaluate(pool: dict, setting: tuple) -> list[dict]:
         if q["relevant_sessions"]:
             m["session_recall_any@5"] = metrics.any_at(
                 [sessions.get(i, "") for i in ranked], q["relevant_sessions"], 5)
-        out.append({"category": q["category"], "metrics": m})
+        out.append({"category": q["category"], "metrics": m, "ranked": tuple(ranked)})
     return out
+
+
+def rounded(value):
+    """Floats to 4 decimals, all the JSON report needs (it holds every setting)."""
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [rounded(v) for v in value]
+    return value
 
 
 def label(setting: tuple) -> str:
@@ -202,13 +213,22 @@ def sweep(pool_paths: list[Path], json_to: Path | None, report_to: Path | None) 
                     for q in pool["queries"] if "served_top" in q]
         agree = sum(r == served for r, served in replayed)
         same_set = sum(set(r) == set(served) for r, served in replayed)
-        best = sorted(grid, key=lambda s: -summary[s][0][primary])[:10]
+        # Settings that rank every query identically (context never applying on SciFact)
+        # are one row: the first such setting, with the count of the others.
+        twins: dict[tuple, list[tuple]] = {}
+        for s in grid:
+            twins.setdefault(tuple(r["ranked"] for r in results[s]), []).append(s)
+        same_as = {group[0]: len(group) - 1 for group in twins.values()}
+        same_as |= {s: len(twins[tuple(r["ranked"] for r in results[s])]) - 1
+                    for s in (BASELINE, default)}
+        best = sorted(same_as, key=lambda s: -summary[s][0][primary])[:10]
         shown = list(dict.fromkeys([BASELINE, default, *best]))
         report["datasets"][pool["dataset"]] = {
             "pool": str(path), "pool_commit": pool.get("git_commit"),
             "baseline_replay_equals_served_top10": agree, "baseline_replay_same_set": same_set,
-            "settings": {label(s): {"overall": summary[s][0], "per_category": summary[s][1],
-                                    f"delta_{primary}": ci(s)} for s in grid}}
+            "settings": {label(s): rounded({"overall": summary[s][0],
+                                            "per_category": summary[s][1],
+                                            f"delta_{primary}": ci(s)}) for s in grid}}
         lines += [f"## {pool['dataset']} ({len(pool['queries'])} queries; pool dumped at "
                   f"{str(pool.get('git_commit'))[:7]})", "",
                   (f"Replay check: the baseline replayed gives exactly the top 10 the gateway "
@@ -226,13 +246,16 @@ def sweep(pool_paths: list[Path], json_to: Path | None, report_to: Path | None) 
             overall, cats = summary[s]
             d, lo, hi = ci(s)
             tag = " (default)" if s == default else " (baseline)" if s == BASELINE else ""
+            if same_as[s]:
+                tag += f" (+{same_as[s]} settings ranking identically)"
             lines.append(f"| `{label(s)}`{tag} | " + " | ".join(
                 f"{overall[m]:.3f}" for m in names) + f" | {d:+.3f} [{lo:+.3f}, {hi:+.3f}] | "
                 + " | ".join(f"{cats[c][primary]:.3f}" for c in cats) + " |")
         lines.append("")
         print("\n".join(lines[-len(shown) - 4:]), flush=True)
     lines += ["Per-type columns are the dataset's metric (nDCG@10 for SciFact, recall@10 "
-              "otherwise); the best 10 settings by it are shown. The grid: depth "
+              "otherwise); the best 10 settings by it are shown, settings that rank every "
+              "query identically as one row. The grid: depth "
               + ", ".join(map(str, DEPTHS))
               + "; lexical weight " + ", ".join(f"{w:g}" for w in LEXICAL_WEIGHTS)
               + "; n " + ", ".join(map(str, HITS)) + "; next " + ", ".join(

@@ -51,4 +51,10 @@ def test_sweep_writes_every_setting_and_the_replay_check(tmp_path):
     settings = report["datasets"]["tiny"]["settings"]
     assert "d50 lex1 no context" in settings and len(settings) > 100
     assert report["datasets"]["tiny"]["baseline_replay_equals_served_top10"] == 0  # q1 q3 q2
-    assert "(baseline)" in report_to.read_text() and "(default)" in report_to.read_text()
+    text = report_to.read_text()
+    assert "(baseline)" in text and "(default)" in text
+    # one query, few candidates: most settings rank it the same way and share one row
+    assert "settings ranking identically" in text
+    assert len([line for line in text.splitlines() if line.startswith("| `")]) <= 12
+    overall = settings["d50 lex1 no context"]["overall"]
+    assert all(round(v, 4) == v for v in overall.values())
