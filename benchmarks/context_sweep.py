@@ -213,7 +213,7 @@ def sweep(pool_paths: list[Path], json_to: Path | None, report_to: Path | None) 
                     for q in pool["queries"] if "served_top" in q]
         agree = sum(r == served for r, served in replayed)
         same_set = sum(set(r) == set(served) for r, served in replayed)
-        # Settings that rank every query identically (context never applying on SciFact)
+        # Settings that rank every query identically (SciFact: context almost never applies)
         # are one row: the first such setting, with the count of the others.
         twins: dict[tuple, list[tuple]] = {}
         for s in grid:
