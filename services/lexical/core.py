@@ -135,15 +135,27 @@ WITH terms AS (
            ln(1 + (s.docs - coalesce(l.df, 0) + 0.5) / (coalesce(l.df, 0) + 0.5)) AS idf
     FROM terms t
     CROSS JOIN stats s
-    LEFT JOIN lexeme_stats l ON l.namespace = %(ns)s AND l.lexeme = t.lexeme
+    LEFT JOIN LATERAL (
+        SELECT df FROM lexeme_stats
+        WHERE namespace = %(ns)s AND lexeme = t.lexeme
+        LIMIT 1
+    ) l ON true
 ), scored AS MATERIALIZED (
+    -- Postings are read term by term through the (namespace, lexeme) key, whatever the
+    -- planner's statistics say: a namespace it has no statistics for yet (a bulk load before
+    -- ANALYZE) was otherwise planned as one scan of the whole namespace's postings joined to
+    -- the terms afterwards (measured: 52 s for one SciFact query instead of milliseconds).
     SELECT p.memory_id,
            sum(i.idf * p.tf * (%(k1)s + 1)
                / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / s.avgdl))) AS score,
            count(*) AS matched
     FROM idf i
-    JOIN memory_lexemes p ON p.namespace = %(ns)s AND p.lexeme = i.lexeme
     CROSS JOIN stats s
+    CROSS JOIN LATERAL (
+        SELECT memory_id, tf, dl FROM memory_lexemes
+        WHERE namespace = %(ns)s AND lexeme = i.lexeme
+        OFFSET 0  -- keeps the lookup from being flattened into a join the planner reorders
+    ) p
     GROUP BY p.memory_id
 ), hits AS (
     -- One primary-key lookup per scored memory, whatever the planner's statistics say:
