@@ -580,7 +580,8 @@ class Recaller:
         adjacent = None
         start, window = 0, 2 * q.k
         while len(top) < q.k and start < len(fused):
-            ids = [c.memory_id for c in fused[start : start + window]]
+            chunk = fused[start : start + window]
+            ids = [c.memory_id for c in chunk]
             found = None
             if start == 0 and context_hits > 0:
                 try:
@@ -594,6 +595,6 @@ class Recaller:
             if found is None:
                 found = await self.store.hydrate(q.namespace, ids)
             memories.update(found)
-            top.extend(c for c in fused[start : start + window] if c.memory_id in found)
+            top.extend(c for c in chunk if c.memory_id in found)
             start += window
         return top[: q.k], memories, adjacent

@@ -274,10 +274,9 @@ class MemoryStore:
                 f"AND NOT {tie.format('s')} AND NOT {tie.format('n')}"
             )
 
-        own = ", ".join(f"n.{c.strip()}" for c in COLUMNS.split(","))
         async with self.pool.connection() as conn:
             cur = await conn.execute(
-                f"SELECT 'self', n.id::text, {own} FROM memories n "
+                f"SELECT 'self', n.id::text, {columns} FROM memories n "
                 "WHERE n.namespace = %(ns)s AND n.id = ANY(%(ids)s::uuid[]) "
                 "AND n.deleted_at IS NULL "
                 f"UNION ALL {side('next', True)} UNION ALL {side('prev', False)}",
