@@ -10,7 +10,7 @@ ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint bench-recall-latency \
-	bench-embedding bench-vector bench-gateway bench-graph-latency bench-merge-sweep bench-lexical-sweep bench-context-sweep bench-headline bench bench-all clean
+	bench-embedding bench-vector bench-gateway bench-graph-latency bench-merge-sweep bench-lexical-sweep bench-context-sweep bench-lever-replay bench-headline bench bench-all clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -99,6 +99,14 @@ bench-context-sweep: models $(foreach d,$(CONTEXT_SETS),benchmarks/results/$(d)/
 	$(PY) -m benchmarks.context_sweep sweep \
 		--pools $(shell echo $(foreach d,$(CONTEXT_SETS),benchmarks/results/$(d)/context_pool.json) | tr ' ' ',') \
 		--json-to benchmarks/reports/context_sweep.json --report-to docs/benchmarks-context.md
+
+## Levers replayed on the same pools with exact vector similarities (speaker boost, vector PRF,
+## embedding hop, chunked vectors for long memories) -> docs/benchmarks-levers.md.
+LEVER_SETS ?= $(CONTEXT_SETS)
+bench-lever-replay: models $(foreach d,$(LEVER_SETS),benchmarks/results/$(d)/context_pool.json)
+	$(PY) -m benchmarks.lever_replay --datasets $(BENCH_DATASETS) \
+		--pools $(shell echo $(foreach d,$(LEVER_SETS),benchmarks/results/$(d)/context_pool.json) | tr ' ' ',') \
+		--json-to benchmarks/reports/lever_replay.json --report-to docs/benchmarks-levers.md
 
 bench-lexical-sweep: $(STAMP)
 	$(PY) -m benchmarks.lexical_sweep --out benchmarks/reports/lexical_sweep.json \

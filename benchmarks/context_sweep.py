@@ -28,6 +28,7 @@ import argparse
 import itertools
 import json
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -41,7 +42,7 @@ from benchmarks.harness.runner import gateway_legs, git_commit, ingest, settle
 from benchmarks.harness.stats import paired_bootstrap
 from gateway.recall import propagate_context
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
-from services.fusion.core import FusionSettings, LegCandidate, LegList, fuse
+from services.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList, fuse
 from shared.config import ALL_LEGS, GatewaySettings
 from shared.supervisor import Stack, free_port_env
 
@@ -132,30 +133,50 @@ def dump(dataset_dir: Path, out: Path, limit: int | None) -> None:
     print(f"{ds.name}: {len(queries)} pools -> {out}", flush=True)
 
 
-def replay(pool: dict, query: dict, setting: tuple[int, float, int, float, float]) -> list[str]:
-    depth, lexical_weight, n, next_w, prev_w = setting
-    lists = [LegList(leg, lexical_weight if leg == "lexical" else 1.0,
-                     [LegCandidate(i, score) for i, rank, score in sorted(
-                         entries, key=lambda e: e[1]) if rank <= depth])
-             for leg, entries in query["legs"].items()]
-    fused = fuse(lists, FusionSettings(method="cc", importance_strength=0.0, exact_bonus=0.0))
+def leg_lists(query: dict, depth: int, lexical_weight: float) -> list[LegList]:
+    """The pool's leg lists cut to `depth`, lexical weighted by `lexical_weight` (vector 1)."""
+    return [LegList(leg, lexical_weight if leg == "lexical" else 1.0,
+                    [LegCandidate(i, score) for i, rank, score in sorted(
+                        entries, key=lambda e: e[1]) if rank <= depth])
+            for leg, entries in query["legs"].items()]
+
+
+def fuse_cc(lists: list[LegList]) -> list[FusedCandidate]:
+    """The gateway's cc fusion as replayed: no importance prior, no exact-match bonus."""
+    return fuse(lists, FusionSettings(method="cc", importance_strength=0.0, exact_bonus=0.0))
+
+
+def fuse_and_propagate(pool: dict, lists: list[LegList], n: int, next_w: float,
+                       prev_w: float, adjust: Callable | None = None) -> list[str]:
+    """What the gateway serves from these lists: cc fusion (no importance prior, no exact-match
+    bonus), then context propagation when more than one leg contributed. `adjust` (fused ->
+    fused, ranked) lets a replayed lever rescore the fused list before propagation."""
+    fused = fuse_cc(lists)
+    if adjust is not None:
+        fused = adjust(fused)
     top = fused[:K]
     if n > 0 and sum(1 for x in lists if x.candidates) > 1:
         top, _ = propagate_context(fused, top, pool["next"], pool["prev"], n, next_w, prev_w, K)
     return [c.memory_id for c in top]
 
 
+def replay(pool: dict, query: dict, setting: tuple[int, float, int, float, float]) -> list[str]:
+    depth, lexical_weight, n, next_w, prev_w = setting
+    return fuse_and_propagate(pool, leg_lists(query, depth, lexical_weight), n, next_w, prev_w)
+
+
+def scored(pool: dict, query: dict, ranked: list[str]) -> dict:
+    """One query's metrics row (session recall_any@5 where the dataset has sessions)."""
+    m = metrics.per_query(ranked, query["relevant_ids"])
+    if query["relevant_sessions"]:
+        sessions = pool.get("sessions", {})
+        m["session_recall_any@5"] = metrics.any_at(
+            [sessions.get(i, "") for i in ranked], query["relevant_sessions"], 5)
+    return {"category": query["category"], "metrics": m, "ranked": tuple(ranked)}
+
+
 def evaluate(pool: dict, setting: tuple) -> list[dict]:
-    sessions = pool.get("sessions", {})
-    out = []
-    for q in pool["queries"]:
-        ranked = replay(pool, q, setting)
-        m = metrics.per_query(ranked, q["relevant_ids"])
-        if q["relevant_sessions"]:
-            m["session_recall_any@5"] = metrics.any_at(
-                [sessions.get(i, "") for i in ranked], q["relevant_sessions"], 5)
-        out.append({"category": q["category"], "metrics": m, "ranked": tuple(ranked)})
-    return out
+    return [scored(pool, q, replay(pool, q, setting)) for q in pool["queries"]]
 
 
 def rounded(value):

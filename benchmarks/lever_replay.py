@@ -1,0 +1,268 @@
+"""Levers tried by replaying the dumped candidate pools, with exact vector similarities.
+
+  python -m benchmarks.lever_replay --pools benchmarks/results/locomo/context_pool.json,... \
+      --datasets ../shared/datasets [--onnx other_model.onnx] \
+      [--json-to benchmarks/reports/lever_replay.json] [--report-to docs/benchmarks-levers.md]
+
+`context_sweep dump` keeps each query's lexical top 100 from the real stack. Here every memory
+of the dev split and every query is embedded once with the served model (cached under
+benchmarks/results/<dataset>/), so a vector list can be computed exactly (brute force over the
+query's namespace, top `leg depth`) and a lever that needs new vector searches can be replayed
+without a stack. Every row is the shipped default's setting (leg depth, lexical weight, context
+propagation) plus one lever, against the same replay without it ("exact default"); the served
+numbers are in docs/benchmarks.md. Levers:
+
+- speaker boost: a memory whose speaker the query names (the record's `speaker` field, LoCoMo)
+  gets its fused score x (1 + beta) before context propagation;
+- vector PRF: a third list from a second vector search with q + alpha x mean(embeddings of the
+  fused top m), weight w (Rocchio feedback without a second model call);
+- embedding hop: a third list scoring each memory by max over the fused top m of
+  (hit's fused score x cosine(hit, memory)), weight w (a second hop seeded from the first hits);
+- chunked vectors (only where memories are longer than one window; 71% of SciFact's abstracts
+  are also longer than the model's 256 tokens, which the served vector leg cuts): each such
+  memory is also embedded in windows of 120 words (stride 80), its first line repeated as a
+  heading, and scored by its best window or its whole-memory vector; shown at several lexical
+  weights, next to the unchunked replay at the same weight.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.context_sweep import (
+    PRIMARY,
+    K,
+    default_setting,
+    fuse_and_propagate,
+    fuse_cc,
+    leg_lists,
+    rounded,
+    scored,
+)
+from benchmarks.harness import metrics
+from benchmarks.harness.data import load
+from benchmarks.harness.runner import git_commit
+from benchmarks.harness.stats import paired_bootstrap
+from services.embedding.core import OnnxEmbedder
+from services.fusion.core import LegCandidate, LegList
+from shared.model_manifest import ModelManifest, sha256_file
+
+CHUNK_WORDS, CHUNK_STRIDE = 120, 80
+SPEAKER_BETAS = (0.1, 0.2, 0.5)
+PRF = [(m, a, w) for m in (3, 5) for a in (0.5, 1.0) for w in (0.3, 0.6)]
+HOP = [(m, w) for m in (3, 5) for w in (0.3, 0.6)]
+CHUNK_LEXICAL_WEIGHTS = (1.0, 1.4, 1.7)
+
+
+def chunks(content: str, words: int = CHUNK_WORDS, stride: int = CHUNK_STRIDE) -> list[str]:
+    """Windows of `words` words every `stride` words; a first line (a title) heads each."""
+    head, _, body = content.partition("\n") if "\n" in content else ("", "", content)
+    tokens = body.split()
+    starts = range(0, max(1, len(tokens) - words + stride), stride)
+    return [f"{head}\n{' '.join(tokens[s:s + words])}" if head else " ".join(tokens[s:s + words])
+            for s in starts]
+
+
+class Vectors:
+    """Every memory (and, where long, its windows) and every query, embedded once."""
+
+    def __init__(self, dataset_dir: Path, onnx: Path | None, cache_dir: Path) -> None:
+        manifest = ModelManifest.load()
+        if onnx is not None:
+            manifest = dataclasses.replace(manifest, onnx=onnx)
+        self.embedder = OnnxEmbedder(manifest, provider="cpu", max_batch=32)
+        self.ds = load(dataset_dir)
+        self.contents = {m.corpus_id: m.content for ms in self.ds.scopes.values() for m in ms}
+        self.ids = sorted(self.contents)
+        self.row = {i: n for n, i in enumerate(self.ids)}
+        self.scope_ids = {s: [m.corpus_id for m in ms] for s, ms in self.ds.scopes.items()}
+        self.query = {q.query_id: q for q in self.ds.queries}
+        tag = sha256_file(manifest.onnx)[:12]
+        cache = cache_dir / f"lever_vectors_{tag}.npz"
+        if cache.is_file():
+            saved = np.load(cache, allow_pickle=False)
+            self.memories, self.queries = saved["memories"], saved["queries"]
+        else:
+            self.memories = self.embedder.embed(
+                [self.contents[i] for i in self.ids], kind="document").vectors
+            self.queries = self.embedder.embed([q.text for q in self.ds.queries]).vectors
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            np.savez(cache, memories=self.memories, queries=self.queries)
+        cache = cache_dir / f"lever_chunks_{tag}_{CHUNK_WORDS}_{CHUNK_STRIDE}.npz"
+        if cache.is_file():
+            saved = np.load(cache, allow_pickle=False)
+            self.chunk_vectors, self.chunk_owner = saved["chunks"], saved["chunk_owner"]
+        else:
+            owners, texts = [], []
+            for n, memory_id in enumerate(self.ids):
+                windows = chunks(self.contents[memory_id])
+                if len(windows) > 1:  # longer than one window: its windows too
+                    owners += [n] * len(windows)
+                    texts += windows
+            self.chunk_owner = np.array(owners, dtype=np.int64)
+            self.chunk_vectors = (self.embedder.embed(texts, kind="document").vectors if texts
+                                  else np.zeros((0, self.memories.shape[1]), np.float32))
+            np.savez(cache, chunks=self.chunk_vectors, chunk_owner=self.chunk_owner)
+        self.qrow = {q.query_id: n for n, q in enumerate(self.ds.queries)}
+        self.speakers: dict[str, str] = {}
+        corpus = dataset_dir / "corpus.jsonl"
+        with corpus.open(encoding="utf-8") as lines:  # not splitlines(): U+2028 inside texts
+            records = [json.loads(line) for line in lines if line.strip()]
+        for record in records:
+            if record.get("speaker"):
+                self.speakers[str(record["id"])] = str(record["speaker"])
+
+    def scope(self, query_id: str) -> tuple[list[str], np.ndarray]:
+        ids = self.scope_ids[self.query[query_id].scope]
+        return ids, np.array([self.row[i] for i in ids])
+
+    def vector_list(self, query_id: str, qv: np.ndarray, depth: int, weight: float = 1.0,
+                    leg: str = "vector", chunked: bool = False) -> LegList:
+        ids, rows = self.scope(query_id)
+        sims = self.memories[rows] @ qv
+        if chunked and len(self.chunk_owner):
+            best = np.full(len(self.ids), -np.inf)
+            np.maximum.at(best, self.chunk_owner, self.chunk_vectors @ qv)
+            sims = np.maximum(sims, best[rows])
+        order = np.argsort(-sims, kind="stable")[:depth]
+        return LegList(leg, weight, [LegCandidate(ids[j], float(sims[j])) for j in order])
+
+
+def lever_rows(pool: dict, vec: Vectors) -> dict[str, list[dict]]:
+    depth, lw, n, next_w, prev_w = default_setting()
+    has_chunks = bool(len(vec.chunk_owner))
+    has_speakers = bool(vec.speakers)
+    out: dict[str, list[dict]] = {}
+
+    def add(name: str, q: dict, ranked: list[str]) -> None:
+        out.setdefault(name, []).append(scored(pool, q, ranked))
+
+    for q in pool["queries"]:
+        qid = q["query_id"]
+        qv = vec.queries[vec.qrow[qid]]
+        lexical = [x for x in leg_lists(q, depth, lw) if x.leg == "lexical"]
+        exact = vec.vector_list(qid, qv, depth)
+        base = lexical + [exact]
+        add("exact default", q, fuse_and_propagate(pool, base, n, next_w, prev_w))
+        fused = fuse_cc(base)  # feedback and hop seeds: the fused top m, before context
+        top_rows = [vec.row[c.memory_id] for c in fused[:max(m for m, _, _ in PRF)]]
+        if has_speakers:
+            text = vec.query[qid].text
+            ids, _ = vec.scope(qid)
+            named = {s for s in {vec.speakers.get(i, "") for i in ids} - {""}
+                     if re.search(rf"\b{re.escape(s)}\b", text, re.IGNORECASE)}
+            for beta in SPEAKER_BETAS:
+                def boost(fused, beta=beta, named=named):
+                    raised = [dataclasses.replace(c, score=c.score * (1 + beta))
+                              if vec.speakers.get(c.memory_id) in named else c for c in fused]
+                    return sorted(raised, key=lambda c: (-c.score, c.best_rank, c.memory_id))
+                add(f"speaker boost beta {beta:g}", q, fuse_and_propagate(
+                    pool, base, n, next_w, prev_w, adjust=boost if named else None))
+        for m, alpha, w in PRF:
+            expanded = qv + alpha * vec.memories[top_rows[:m]].mean(axis=0)
+            expanded = expanded / np.linalg.norm(expanded)
+            prf = vec.vector_list(qid, expanded, depth, w, leg="vector_prf")
+            add(f"vector PRF m{m} alpha {alpha:g} w {w:g}", q,
+                fuse_and_propagate(pool, base + [prf], n, next_w, prev_w))
+        ids, rows = vec.scope(qid)
+        for m, w in HOP:
+            seeds = fused[:m]
+            sims = vec.memories[rows] @ vec.memories[[vec.row[s.memory_id] for s in seeds]].T
+            hop = (sims * np.array([s.score for s in seeds])).max(axis=1)
+            order = np.argsort(-hop, kind="stable")[:depth]
+            hop_list = LegList("hop", w, [LegCandidate(ids[j], float(hop[j])) for j in order])
+            add(f"embedding hop m{m} w {w:g}", q,
+                fuse_and_propagate(pool, base + [hop_list], n, next_w, prev_w))
+        if has_chunks:
+            chunked = vec.vector_list(qid, qv, depth, chunked=True)
+            for weight in CHUNK_LEXICAL_WEIGHTS:
+                lex_w = [dataclasses.replace(x, weight=weight) for x in lexical]
+                add(f"chunked vectors, lexical weight {weight:g}", q,
+                    fuse_and_propagate(pool, lex_w + [chunked], n, next_w, prev_w))
+                if weight != lw:
+                    add(f"exact default at lexical weight {weight:g}", q,
+                        fuse_and_propagate(pool, lex_w + [exact], n, next_w, prev_w))
+            add("chunked vectors, vector leg alone", q,
+                [c.memory_id for c in chunked.candidates[:K]])
+            add("exact vector leg alone", q, [c.memory_id for c in exact.candidates[:K]])
+    return out
+
+
+def run(pool_paths: list[Path], datasets: Path, onnx: Path | None, json_to: Path | None,
+        report_to: Path | None) -> None:
+    report = {"git_commit": git_commit(), "default": list(default_setting()),
+              "onnx": str(onnx) if onnx else "served model", "datasets": {}}
+    lines = ["# Levers replayed on the dev pools (exact vector similarities)", "",
+             "Generated by `make bench-lever-replay` (benchmarks/lever_replay.py; its docstring "
+             "says how each", "lever is computed). Rows: the shipped default plus one lever; Δ: "
+             "paired bootstrap 95% CI over", "queries against `exact default` (the same replay "
+             "without the lever; vector list by brute force).", ""]
+    for path in pool_paths:
+        pool = json.loads(path.read_text())
+        vec = Vectors(datasets / pool["dataset"], onnx, path.parent)
+        primary = PRIMARY.get(pool["dataset"], "recall@10")
+        names = list(metrics.METRICS) + (
+            ["session_recall_any@5"] if any(q["relevant_sessions"] for q in pool["queries"])
+            else [])
+        rows = lever_rows(pool, vec)
+        base = rows["exact default"]
+        summary = {name: metrics.summarise(r, names) for name, r in rows.items()}
+        cats = list(summary["exact default"][1])
+        entry = {}
+        lines += [f"## {pool['dataset']} ({len(base)} queries)", "",
+                  "| lever | " + " | ".join(names) + f" | Δ {primary} | "
+                  + " | ".join(cats) + " |",
+                  "|---|" + "---:|" * (len(names) + 1 + len(cats))]
+        for name, r in rows.items():
+            reference = base
+            if name.startswith("chunked vectors, lexical weight"):
+                w = float(name.rsplit(" ", 1)[1])
+                other = f"exact default at lexical weight {w:g}"
+                reference = rows.get(other, base)
+            if name == "chunked vectors, vector leg alone":
+                reference = rows["exact vector leg alone"]
+            ci = paired_bootstrap([a["metrics"][primary] - b["metrics"][primary]
+                                   for a, b in zip(r, reference, strict=True)])
+            overall, per_cat = summary[name]
+            entry[name] = rounded({"overall": overall, "per_category": per_cat,
+                                   f"delta_{primary}": [ci.delta, ci.low, ci.high]})
+            delta = ("" if r is base else f"{ci.delta:+.3f} [{ci.low:+.3f}, {ci.high:+.3f}]")
+            lines.append(f"| {name} | " + " | ".join(f"{overall[m]:.3f}" for m in names)
+                         + f" | {delta} | "
+                         + " | ".join(f"{per_cat[c][primary]:.3f}" for c in cats) + " |")
+        served = metrics.summarise([scored(pool, q, q["served_top"]) for q in pool["queries"]],
+                                   names)[0][primary]
+        lines += ["", f"Per-type columns: {primary}. For scale, the pool's served baseline "
+                  f"(`hybrid_cc_bm25t`, no context) scores {served:.3f}. Chunked rows are "
+                  "compared with the unchunked replay at the same lexical weight, the chunked "
+                  "vector-alone row with the exact vector leg alone, every other row with "
+                  "`exact default`.", ""]
+        report["datasets"][pool["dataset"]] = {"pool": str(path), "levers": entry}
+        print("\n".join(lines[-len(rows) - 6:]), flush=True)
+    if json_to:
+        json_to.parent.mkdir(parents=True, exist_ok=True)
+        json_to.write_text(json.dumps(report, indent=1))
+    if report_to:
+        report_to.write_text("\n".join(lines))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.lever_replay")
+    parser.add_argument("--pools", required=True, help="comma-separated pool files")
+    parser.add_argument("--datasets", type=Path, required=True, help="folder of dataset folders")
+    parser.add_argument("--onnx", type=Path, help="another ONNX export of the served model")
+    parser.add_argument("--json-to", type=Path)
+    parser.add_argument("--report-to", type=Path)
+    args = parser.parse_args()
+    run([Path(p) for p in args.pools.split(",")], args.datasets, args.onnx, args.json_to,
+        args.report_to)
+
+
+if __name__ == "__main__":
+    main()
