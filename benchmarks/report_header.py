@@ -28,22 +28,25 @@ RRFReranker, k=60, 20 per side, top 10 scored). Their latency is measured in-pro
 embedding through gRPC included where they need a vector); recallmesh's is a full Recall RPC
 through the gateway. Settings of every configuration are in `python -m benchmarks configs`.
 
-Tuning on these sets, said plainly: the RRF k and the graph settings were set before any run
-here and not swept, except where a configuration says so (the graph-weight sweep). The default
-is tuned on these development splits, not untuned: its fusion method, `cc`, was chosen after it
-beat `rrf` on LoCoMo and SciFact in an earlier run of this report; its lexical ranking, BM25 with
-k1=0.9, b=0.4 (the setting the issue reported for bm25s), after `hybrid_cc_bm25t` beat LanceDB
-hybrid on all three sets in an earlier run (the k1 / b grid and the stop list are in
-docs/benchmarks-lexical.md); its lexical weight (1.7) and context propagation (the memories
-stored right after / just before each of the best 5 hits gain 0.3 / 0.2 of its score) from a
-grid replayed over saved candidate pools of all three sets (docs/benchmarks-context.md): LoCoMo
-gains from context where LongMemEval loses, and the setting chosen is the one that reaches 0.70
-on LoCoMo while keeping LongMemEval within its interval of no context. `hybrid_cc_bm25t_ctx` and
-`hybrid_cc_bm25t_l1.7` below are its two levers alone. SciFact's abstracts are stored by
-StoreBatch, milliseconds apart, so context applies there only across batch boundaries (10 pairs
-of 5,183 abstracts; by design: see docs/architecture.md). The graph node cap (10,000) was
-picked on SciFact dev for speed, at 98.7% agreement of the top 10 with a 50,000 cap; the concept
-merge threshold (0.78) was kept after a LoCoMo dev sweep (docs/benchmarks-merge-threshold.md).
+Tuning on these sets, said plainly: the RRF k and the graph settings were set before any run here
+and not swept, except where a configuration says so (the graph-weight sweep). The default is tuned
+on these development splits, not untuned: its fusion method, `cc`, was chosen after it beat `rrf`
+on LoCoMo and SciFact in an earlier run of this report; its lexical ranking, BM25 with k1=0.9,
+b=0.4 (the setting the issue reported for bm25s), after `hybrid_cc_bm25t` beat LanceDB hybrid on
+all three sets in an earlier run (the k1 / b grid and the stop list are in
+docs/benchmarks-lexical.md); its lexical weight (1.7) and context propagation (the memories stored
+right after / just before each of the best 5 hits gain 0.3 / 0.2 of its score) from a grid replayed
+over saved candidate pools of all three sets (docs/benchmarks-context.md): LoCoMo gains from
+context where LongMemEval loses, and the setting chosen is the one that reaches 0.70 on LoCoMo
+while keeping LongMemEval within its interval of no context. Levers measured and not kept (a
+speaker boost, vector pseudo-relevance feedback, a second hop in embedding space, chunked vectors
+for long memories) are replayed on the same pools in docs/benchmarks-levers.md.
+`hybrid_cc_bm25t_ctx` and `hybrid_cc_bm25t_l1.7` below are its two levers alone. SciFact's
+abstracts are stored by StoreBatch, milliseconds apart, so context applies there only across batch
+boundaries (10 pairs of 5,183 abstracts; by design: see docs/architecture.md). The graph node cap
+(10,000) was picked on SciFact dev for speed, at 98.7% agreement of the top 10 with a 50,000 cap;
+the concept merge threshold (0.78) was kept after a LoCoMo dev sweep
+(docs/benchmarks-merge-threshold.md).
 The held-out parts of each dataset are for checking such choices.
 Between two loads of the same data the numbers move: memory ids (the last tie-break) are random
 UUIDs, and the HNSW index and the concept graph depend on the order the indexer wrote them in.
