@@ -190,6 +190,16 @@ def rounded(value):
     return value
 
 
+def write_reports(report: dict, lines: list[str], json_to: Path | None,
+                  report_to: Path | None) -> None:
+    """The JSON (every setting) and the markdown report, where asked for."""
+    if json_to:
+        json_to.parent.mkdir(parents=True, exist_ok=True)
+        json_to.write_text(json.dumps(report, indent=1))
+    if report_to:
+        report_to.write_text("\n".join(lines))
+
+
 def label(setting: tuple) -> str:
     depth, w, n, a, b = setting
     return f"d{depth} lex{w:g}" + (f" n{n} next{a:g} prev{b:g}" if n else " no context")
@@ -283,11 +293,7 @@ def sweep(pool_paths: list[Path], json_to: Path | None, report_to: Path | None) 
                   f"{w:g}" for w in NEXT_WEIGHTS) + "; prev " + ", ".join(
                   f"{w:g}" for w in PREV_WEIGHTS) + f" ({len(grid)} settings; all in the JSON).",
               ""]
-    if json_to:
-        json_to.parent.mkdir(parents=True, exist_ok=True)
-        json_to.write_text(json.dumps(report, indent=1))
-    if report_to:
-        report_to.write_text("\n".join(lines))
+    write_reports(report, lines, json_to, report_to)
 
 
 def main() -> None:

@@ -44,6 +44,7 @@ from benchmarks.context_sweep import (
     leg_lists,
     rounded,
     scored,
+    write_reports,
 )
 from benchmarks.harness import metrics
 from benchmarks.harness.data import load
@@ -245,11 +246,7 @@ def run(pool_paths: list[Path], datasets: Path, onnx: Path | None, json_to: Path
                   "`exact default`.", ""]
         report["datasets"][pool["dataset"]] = {"pool": str(path), "levers": entry}
         print("\n".join(lines[-len(rows) - 6:]), flush=True)
-    if json_to:
-        json_to.parent.mkdir(parents=True, exist_ok=True)
-        json_to.write_text(json.dumps(report, indent=1))
-    if report_to:
-        report_to.write_text("\n".join(lines))
+    write_reports(report, lines, json_to, report_to)
 
 
 def main() -> None:
