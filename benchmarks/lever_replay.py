@@ -22,7 +22,11 @@ numbers are in docs/benchmarks.md. Levers:
   are also longer than the model's 256 tokens, which the served vector leg cuts): each such
   memory is also embedded in windows of 120 words (stride 80), its first line repeated as a
   heading, and scored by its best window or its whole-memory vector; shown at several lexical
-  weights, next to the unchunked replay at the same weight.
+  weights, next to the unchunked replay at the same weight;
+- confidence routing (per-query lexical weight, no new search): from the margin between BM25's
+  top two scores (1.2 + c x (s1 - s2) / s1: a decisive lexical match weighs more), or from the
+  margin between the vector leg's top two cosines (max(0.5, default - c x (cos1 - cos2)): a
+  decisive vector match lets lexical weigh less).
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ CHUNK_WORDS, CHUNK_STRIDE = 120, 80
 SPEAKER_BETAS = (0.1, 0.2, 0.5)
 PRF = [(m, a, w) for m in (3, 5) for a in (0.5, 1.0) for w in (0.3, 0.6)]
 HOP = [(m, w) for m in (3, 5) for w in (0.3, 0.6)]
+LEXICAL_MARGIN_SLOPES = (1.0, 3.0)  # lexical weight 1.2 + c x (s1 - s2) / s1 of BM25's top two
+VECTOR_MARGIN_SLOPES = (5.0, 10.0)  # lexical weight max(0.5, default - c x (cos1 - cos2))
 CHUNK_LEXICAL_WEIGHTS = (1.0, 1.4, 1.7)
 
 
@@ -171,6 +177,23 @@ def lever_rows(pool: dict, vec: Vectors) -> dict[str, list[dict]]:
             prf = vec.vector_list(qid, expanded, depth, w, leg="vector_prf")
             add(f"vector PRF m{m} alpha {alpha:g} w {w:g}", q,
                 fuse_and_propagate(pool, base + [prf], n, next_w, prev_w))
+        top_lexical = [c.score for c in lexical[0].candidates[:2]] if lexical else []
+        if len(top_lexical) == 2 and top_lexical[0] > 0:
+            margin = (top_lexical[0] - top_lexical[1]) / top_lexical[0]
+            for c in LEXICAL_MARGIN_SLOPES:
+                routed = [dataclasses.replace(x, weight=1.2 + c * margin) for x in lexical]
+                add(f"lexical weight by BM25 margin, slope {c:g}", q,
+                    fuse_and_propagate(pool, routed + [exact], n, next_w, prev_w))
+        else:
+            for c in LEXICAL_MARGIN_SLOPES:
+                add(f"lexical weight by BM25 margin, slope {c:g}", q,
+                    fuse_and_propagate(pool, base, n, next_w, prev_w))
+        cosines = [c.score for c in exact.candidates[:2]]
+        margin = cosines[0] - cosines[1] if len(cosines) == 2 else 0.0
+        for c in VECTOR_MARGIN_SLOPES:
+            routed = [dataclasses.replace(x, weight=max(0.5, lw - c * margin)) for x in lexical]
+            add(f"lexical weight by vector margin, slope {c:g}", q,
+                fuse_and_propagate(pool, routed + [exact], n, next_w, prev_w))
         ids, rows = vec.scope(qid)
         for m, w in HOP:
             seeds = fused[:m]
