@@ -101,7 +101,8 @@ bench-context-sweep: models $(foreach d,$(CONTEXT_SETS),benchmarks/results/$(d)/
 		--json-to benchmarks/reports/context_sweep.json --report-to docs/benchmarks-context.md
 
 ## Levers replayed on the same pools with exact vector similarities (speaker boost, vector PRF,
-## embedding hop, chunked vectors for long memories) -> docs/benchmarks-levers.md.
+## embedding hop, chunked vectors for long memories, lexical weight routed by a leg's margin)
+## -> docs/benchmarks-levers.md.
 LEVER_SETS ?= $(CONTEXT_SETS)
 bench-lever-replay: models $(foreach d,$(LEVER_SETS),benchmarks/results/$(d)/context_pool.json)
 	$(PY) -m benchmarks.lever_replay --datasets $(BENCH_DATASETS) \

@@ -40,13 +40,13 @@ over saved candidate pools of all three sets (docs/benchmarks-context.md): LoCoM
 context where LongMemEval loses, and the setting chosen is the one that reaches 0.70 on LoCoMo
 while keeping LongMemEval within its interval of no context. Levers measured and not kept (a
 speaker boost, vector pseudo-relevance feedback, a second hop in embedding space, chunked vectors
-for long memories) are replayed on the same pools in docs/benchmarks-levers.md.
-`hybrid_cc_bm25t_ctx` and `hybrid_cc_bm25t_l1.7` below are its two levers alone. SciFact's
-abstracts are stored by StoreBatch, milliseconds apart, so context applies there only across batch
-boundaries (10 pairs of 5,183 abstracts; by design: see docs/architecture.md). The graph node cap
-(10,000) was picked on SciFact dev for speed, at 98.7% agreement of the top 10 with a 50,000 cap;
-the concept merge threshold (0.78) was kept after a LoCoMo dev sweep
-(docs/benchmarks-merge-threshold.md).
+for long memories, a per-query lexical weight routed by either leg's top-two margin) are replayed
+on the same pools in docs/benchmarks-levers.md. `hybrid_cc_bm25t_ctx` and `hybrid_cc_bm25t_l1.7`
+below are its two levers alone. SciFact's abstracts are stored by StoreBatch, milliseconds apart,
+so context applies there only across batch boundaries (10 pairs of 5,183 abstracts; by design: see
+docs/architecture.md). The graph node cap (10,000) was picked on SciFact dev for speed, at 98.7%
+agreement of the top 10 with a 50,000 cap; the concept merge threshold (0.78) was kept after a
+LoCoMo dev sweep (docs/benchmarks-merge-threshold.md).
 The held-out parts of each dataset are for checking such choices.
 Between two loads of the same data the numbers move: memory ids (the last tie-break) are random
 UUIDs, and the HNSW index and the concept graph depend on the order the indexer wrote them in.
