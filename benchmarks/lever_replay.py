@@ -83,7 +83,8 @@ class Vectors:
         manifest = ModelManifest.load()
         if onnx is not None:
             manifest = dataclasses.replace(manifest, onnx=onnx)
-        self.embedder = OnnxEmbedder(manifest, provider="cpu", max_batch=32)
+        self.manifest = manifest
+        self._embedder: OnnxEmbedder | None = None
         self.ds = load(dataset_dir)
         self.contents = {m.corpus_id: m.content for ms in self.ds.scopes.values() for m in ms}
         self.ids = sorted(self.contents)
@@ -125,6 +126,13 @@ class Vectors:
             if record.get("speaker"):
                 self.speakers[str(record["id"])] = str(record["speaker"])
 
+    @property
+    def embedder(self) -> OnnxEmbedder:
+        """Loaded only when something is not in the cache yet."""
+        if self._embedder is None:
+            self._embedder = OnnxEmbedder(self.manifest, provider="cpu", max_batch=32)
+        return self._embedder
+
     def scope(self, query_id: str) -> tuple[list[str], np.ndarray]:
         ids = self.scope_ids[self.query[query_id].scope]
         return ids, np.array([self.row[i] for i in ids])
@@ -141,11 +149,14 @@ class Vectors:
         return LegList(leg, weight, [LegCandidate(ids[j], float(sims[j])) for j in order])
 
 
-def lever_rows(pool: dict, vec: Vectors) -> dict[str, list[dict]]:
+def lever_rows(pool: dict, vec: Vectors) -> tuple[dict[str, list[dict]], dict[str, str]]:
+    """Each lever's per-query rows, and the row each is compared with where that is not
+    `exact default`."""
     depth, lw, n, next_w, prev_w = default_setting()
     has_chunks = bool(len(vec.chunk_owner))
     has_speakers = bool(vec.speakers)
     out: dict[str, list[dict]] = {}
+    reference: dict[str, str] = {}
 
     def add(name: str, q: dict, ranked: list[str]) -> None:
         out.setdefault(name, []).append(scored(pool, q, ranked))
@@ -156,6 +167,12 @@ def lever_rows(pool: dict, vec: Vectors) -> dict[str, list[dict]]:
         lexical = [x for x in leg_lists(q, depth, lw) if x.leg == "lexical"]
         exact = vec.vector_list(qid, qv, depth)
         base = lexical + [exact]
+
+        def reweighted(weight: float, vector: LegList, lexical=lexical) -> list[str]:
+            """The default's lists with the lexical weight set for this query."""
+            routed = [dataclasses.replace(x, weight=weight) for x in lexical]
+            return fuse_and_propagate(pool, routed + [vector], n, next_w, prev_w)
+
         add("exact default", q, fuse_and_propagate(pool, base, n, next_w, prev_w))
         fused = fuse_cc(base)  # feedback and hop seeds: the fused top m, before context
         top_rows = [vec.row[c.memory_id] for c in fused[:max(m for m, _, _ in PRF)]]
@@ -178,22 +195,15 @@ def lever_rows(pool: dict, vec: Vectors) -> dict[str, list[dict]]:
             add(f"vector PRF m{m} alpha {alpha:g} w {w:g}", q,
                 fuse_and_propagate(pool, base + [prf], n, next_w, prev_w))
         top_lexical = [c.score for c in lexical[0].candidates[:2]] if lexical else []
-        if len(top_lexical) == 2 and top_lexical[0] > 0:
-            margin = (top_lexical[0] - top_lexical[1]) / top_lexical[0]
-            for c in LEXICAL_MARGIN_SLOPES:
-                routed = [dataclasses.replace(x, weight=1.2 + c * margin) for x in lexical]
-                add(f"lexical weight by BM25 margin, slope {c:g}", q,
-                    fuse_and_propagate(pool, routed + [exact], n, next_w, prev_w))
-        else:
-            for c in LEXICAL_MARGIN_SLOPES:
-                add(f"lexical weight by BM25 margin, slope {c:g}", q,
-                    fuse_and_propagate(pool, base, n, next_w, prev_w))
+        for c in LEXICAL_MARGIN_SLOPES:  # no margin (fewer than two, or no score): default
+            weight = (1.2 + c * (top_lexical[0] - top_lexical[1]) / top_lexical[0]
+                      if len(top_lexical) == 2 and top_lexical[0] > 0 else lw)
+            add(f"lexical weight by BM25 margin, slope {c:g}", q, reweighted(weight, exact))
         cosines = [c.score for c in exact.candidates[:2]]
         margin = cosines[0] - cosines[1] if len(cosines) == 2 else 0.0
         for c in VECTOR_MARGIN_SLOPES:
-            routed = [dataclasses.replace(x, weight=max(0.5, lw - c * margin)) for x in lexical]
             add(f"lexical weight by vector margin, slope {c:g}", q,
-                fuse_and_propagate(pool, routed + [exact], n, next_w, prev_w))
+                reweighted(max(0.5, lw - c * margin), exact))
         ids, rows = vec.scope(qid)
         for m, w in HOP:
             seeds = fused[:m]
@@ -206,16 +216,17 @@ def lever_rows(pool: dict, vec: Vectors) -> dict[str, list[dict]]:
         if has_chunks:
             chunked = vec.vector_list(qid, qv, depth, chunked=True)
             for weight in CHUNK_LEXICAL_WEIGHTS:
-                lex_w = [dataclasses.replace(x, weight=weight) for x in lexical]
-                add(f"chunked vectors, lexical weight {weight:g}", q,
-                    fuse_and_propagate(pool, lex_w + [chunked], n, next_w, prev_w))
+                name = f"chunked vectors, lexical weight {weight:g}"
+                add(name, q, reweighted(weight, chunked))
                 if weight != lw:
-                    add(f"exact default at lexical weight {weight:g}", q,
-                        fuse_and_propagate(pool, lex_w + [exact], n, next_w, prev_w))
+                    unchunked = f"exact default at lexical weight {weight:g}"
+                    add(unchunked, q, reweighted(weight, exact))
+                    reference[name] = unchunked
             add("chunked vectors, vector leg alone", q,
                 [c.memory_id for c in chunked.candidates[:K]])
             add("exact vector leg alone", q, [c.memory_id for c in exact.candidates[:K]])
-    return out
+            reference["chunked vectors, vector leg alone"] = "exact vector leg alone"
+    return out, reference
 
 
 def run(pool_paths: list[Path], datasets: Path, onnx: Path | None, json_to: Path | None,
@@ -234,7 +245,7 @@ def run(pool_paths: list[Path], datasets: Path, onnx: Path | None, json_to: Path
         names = list(metrics.METRICS) + (
             ["session_recall_any@5"] if any(q["relevant_sessions"] for q in pool["queries"])
             else [])
-        rows = lever_rows(pool, vec)
+        rows, compared_with = lever_rows(pool, vec)
         base = rows["exact default"]
         summary = {name: metrics.summarise(r, names) for name, r in rows.items()}
         cats = list(summary["exact default"][1])
@@ -244,13 +255,7 @@ def run(pool_paths: list[Path], datasets: Path, onnx: Path | None, json_to: Path
                   + " | ".join(cats) + " |",
                   "|---|" + "---:|" * (len(names) + 1 + len(cats))]
         for name, r in rows.items():
-            reference = base
-            if name.startswith("chunked vectors, lexical weight"):
-                w = float(name.rsplit(" ", 1)[1])
-                other = f"exact default at lexical weight {w:g}"
-                reference = rows.get(other, base)
-            if name == "chunked vectors, vector leg alone":
-                reference = rows["exact vector leg alone"]
+            reference = rows[compared_with.get(name, "exact default")]
             ci = paired_bootstrap([a["metrics"][primary] - b["metrics"][primary]
                                    for a, b in zip(r, reference, strict=True)])
             overall, per_cat = summary[name]
