@@ -10,6 +10,7 @@ import grpc
 from gateway.legs import FusionClient, GrpcLeg, leg_failure
 from gateway.recall import CONTEXT_NEXT, CONTEXT_PREV, Recaller, RecallOutcome
 from gateway.store import MemoryStore, StoredMemory
+from gateway.time_window import TIME_WINDOW_LEG
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from shared import validation
 from shared.config import GatewaySettings
@@ -60,8 +61,17 @@ def recall_to_proto(outcome: RecallOutcome, explain: bool) -> Any:
             for c in hit.fused.contributions:
                 reason = (f"stored next after hit {c.rank}" if c.leg == CONTEXT_NEXT
                           else f"stored just before hit {c.rank}" if c.leg == CONTEXT_PREV
+                          else f"created inside {outcome.time_window.phrase!r} (fused rank "
+                               f"{c.rank} before the boost)"
+                          if c.leg == TIME_WINDOW_LEG and outcome.time_window is not None
                           else reasons.get(c.leg, {}).get(hit.memory.id, ""))
                 msg.legs.add(leg=c.leg, rank=c.rank, score=c.score, reason=reason)
+    if outcome.time_window is not None:
+        window = outcome.time_window
+        response.time_window.phrase = window.phrase
+        response.time_window.boosted = outcome.time_boosted
+        to_proto_timestamp(window.start, response.time_window.start)
+        to_proto_timestamp(window.end, response.time_window.end)
     for leg in outcome.legs:
         response.legs.add(
             leg=leg.leg,

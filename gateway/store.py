@@ -236,6 +236,19 @@ class MemoryStore:
             rows = await cur.fetchall()
         return {row[0]: StoredMemory.from_row(row) for row in rows}
 
+    async def created_times(self, ns: str, memory_ids: list[str]) -> dict[str, datetime]:
+        """created_at of the live memories of `ns` among memory_ids, in one query."""
+        if not memory_ids:
+            return {}
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT id::text, created_at FROM memories "
+                "WHERE namespace = %s AND id = ANY(%s::uuid[]) AND deleted_at IS NULL",
+                (ns, memory_ids),
+            )
+            rows = await cur.fetchall()
+        return {row[0]: row[1] for row in rows}
+
     async def hydrate_adjacent(
         self, ns: str, memory_ids: list[str], seed_ids: list[str], window_s: float,
         filters: Filters, min_gap_s: float = 0.0,

@@ -216,6 +216,7 @@ ALL_LEGS = "lexical,vector,graph"
 # Most memories a graph search may be seeded with (SearchRequest.seed_memory_ids).
 MAX_SEED_MEMORIES = 100
 MAX_CONTEXT_HITS = 50  # RECALLMESH_CONTEXT_HITS and fusion.context_hits
+MAX_TIME_BOOST = 10.0  # RECALLMESH_TIME_BOOST and fusion.time_boost
 
 
 @dataclass(frozen=True)
@@ -250,6 +251,9 @@ class GatewaySettings:
     # A next memory stored sooner than this after the hit belongs to the same write (a
     # batch, a bulk import), not to a conversation's next step: no expansion.
     context_min_gap_ms: int = 250
+    # Memories created inside the time window a query names ("last Saturday", "two weeks
+    # ago", read against the request's reference time) get their fused score x (1 + this).
+    time_boost: float = 1.0
     max_message_bytes: int = 64 * 1024 * 1024
 
     @classmethod
@@ -277,6 +281,10 @@ class GatewaySettings:
         if context_hits > MAX_CONTEXT_HITS:
             raise ConfigError(f"RECALLMESH_CONTEXT_HITS must be <= {MAX_CONTEXT_HITS}, "
                               f"got {context_hits}")
+        time_boost = env_float("RECALLMESH_TIME_BOOST", cls.time_boost, minimum=0.0)
+        if time_boost > MAX_TIME_BOOST:
+            raise ConfigError(f"RECALLMESH_TIME_BOOST must be within [0, {MAX_TIME_BOOST:g}], "
+                              f"got {time_boost}")
         reserve = env_int("RECALLMESH_RECALL_RESERVE_MS", 50, minimum=0)
         if reserve >= budget:
             raise ConfigError("RECALLMESH_RECALL_RESERVE_MS must be below the budget")
@@ -300,6 +308,7 @@ class GatewaySettings:
             context_prev_weight=env_unit("RECALLMESH_CONTEXT_PREV_WEIGHT", cls.context_prev_weight),
             context_window_s=env_float("RECALLMESH_CONTEXT_WINDOW_S", 600.0, minimum=0.0),
             context_min_gap_ms=env_int("RECALLMESH_CONTEXT_MIN_GAP_MS", 250, minimum=0),
+            time_boost=time_boost,
             graph_second_stage_min_ms=env_int("RECALLMESH_GRAPH_SECOND_STAGE_MIN_MS", 50,
                                               minimum=0),
         )

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from recallmesh.v1 import memory_pb2
-from shared.config import MAX_CONTEXT_HITS, MAX_SEED_MEMORIES
+from shared.config import MAX_CONTEXT_HITS, MAX_SEED_MEMORIES, MAX_TIME_BOOST
 from shared.errors import InvalidArgument
 from shared.filters import MAX_LABEL_CHARS, Filters, filters_from_proto
 from shared.timestamps import from_proto_timestamp
@@ -76,6 +76,7 @@ class FusionRequest:
     context_hits: int | None = None
     context_next_weight: float | None = None
     context_prev_weight: float | None = None
+    time_boost: float | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class RecallQuery:
     budget_ms: int | None = None
     explain: bool = False
     fusion: FusionRequest = FusionRequest()
+    reference_time: datetime | None = None  # None: the server's clock
 
 
 def _no_nul(value: str, name: str) -> str:
@@ -234,6 +236,8 @@ def recall_query(msg: Any) -> RecallQuery:
         budget_ms=msg.budget_ms or None,
         explain=msg.explain,
         fusion=fusion_request(msg.fusion) if msg.HasField("fusion") else FusionRequest(),
+        reference_time=(from_proto_timestamp(msg.reference_time, "reference_time")
+                        if msg.HasField("reference_time") else None),
     )
 
 
@@ -287,6 +291,7 @@ def fusion_request(msg: Any) -> FusionRequest:
         context_hits=context_hits,
         context_next_weight=unit("context_next_weight"),
         context_prev_weight=unit("context_prev_weight"),
+        time_boost=time_boost(msg, "fusion."),
     )
 
 
@@ -311,6 +316,15 @@ def bm25_k1(msg: Any, prefix: str = "") -> float | None:
         raise InvalidArgument(f"{prefix}bm25_k1 must be within [0, {MAX_BM25_K1:g}], "
                               f"got {msg.bm25_k1}")
     return float(msg.bm25_k1)
+
+
+def time_boost(msg: Any, prefix: str = "") -> float | None:
+    if not msg.HasField("time_boost"):
+        return None
+    if not (math.isfinite(msg.time_boost) and 0.0 <= msg.time_boost <= MAX_TIME_BOOST):
+        raise InvalidArgument(f"{prefix}time_boost must be within [0, {MAX_TIME_BOOST:g}], "
+                              f"got {msg.time_boost}")
+    return float(msg.time_boost)
 
 
 def bm25_b(msg: Any, prefix: str = "") -> float | None:
