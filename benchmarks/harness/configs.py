@@ -35,6 +35,7 @@ class Config:
     context_hits: int | None = None  # None: the gateway's setting
     context_next_weight: float | None = None
     context_prev_weight: float | None = None
+    time_boost: float | None = None  # None: the gateway's setting
 
     def overrides(self, gateway_legs: Iterable[str]) -> memory_pb2.FusionOverrides:
         """The request's overrides on a gateway with `gateway_legs`; SystemExit if it lacks
@@ -59,6 +60,8 @@ class Config:
             msg.context_next_weight = self.context_next_weight
         if self.context_prev_weight is not None:
             msg.context_prev_weight = self.context_prev_weight
+        if self.time_boost is not None:
+            msg.time_boost = self.time_boost
         if self.graph_second_stage is not None:
             msg.graph_second_stage = self.graph_second_stage
         if self.importance_strength is not None:
@@ -73,12 +76,13 @@ class Config:
 
 def _plain(name: str, description: str, legs: tuple[str, ...], **fusion) -> Config:
     """RRF without bonus or prior, lexical leg on ts_rank, lexical and vector weighted 1, no
-    context, unless given: the hybrid configurations' common base, fixed whatever the
-    deployment defaults become."""
+    context, no time-window boost, unless given: the hybrid configurations' common base,
+    fixed whatever the deployment defaults become."""
     weights = {"lexical": 1.0, "vector": 1.0} | fusion.pop("weights", {})
     return Config(name, description, legs, **({"method": "rrf", "importance_strength": 0.0,
                                                 "exact_bonus": 0.0, "lexical_ranking": "ts_rank",
-                                                "context_hits": 0, "weights": weights}
+                                                "context_hits": 0, "time_boost": 0.0,
+                                                "weights": weights}
                                                | fusion))
 
 
@@ -96,13 +100,16 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
     Config("default", "what a deployment serves with no settings: legs "
            f"{DEFAULT_LEGS}, default fusion (see docs/configuration.md)",
            tuple(DEFAULT_LEGS.split(","))),
+    Config("default_no_time", "default without the time-window boost (time_boost 0): what "
+           "reading relative times in the query adds", tuple(DEFAULT_LEGS.split(",")),
+           time_boost=0.0),
     Config("lexical", "the faithful current system: Postgres full text (ts_rank, AND then "
            "OR-broaden), the lexical leg alone", ("lexical",), lexical_ranking="ts_rank",
-           context_hits=0),
+           context_hits=0, time_boost=0.0),
     Config("vector", "dense only: MiniLM embeddings, pgvector HNSW", ("vector",),
-           context_hits=0),
+           context_hits=0, time_boost=0.0),
     Config("graph", "concept graph only: Personalized PageRank from the query's concepts",
-           ("graph",), context_hits=0),
+           ("graph",), context_hits=0, time_boost=0.0),
     _plain("hybrid_rrf", "lexical + vector, weighted RRF k=60, no bonus, no prior",
            ("lexical", "vector")),
     _plain("hybrid_rrf_exact", "hybrid_rrf plus the exact-match bonus (0.05)",
@@ -116,9 +123,10 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
            ("lexical", "vector"), method="cc_bounded"),
     Config("lexical_bm25", "the lexical leg alone, BM25 ranking (k1=1.2, b=0.75) over the same "
            "tsvectors", ("lexical",), lexical_ranking="bm25", bm25_k1=1.2, bm25_b=0.75,
-           context_hits=0),
+           context_hits=0, time_boost=0.0),
     Config("lexical_bm25_tuned", "the lexical leg alone, BM25 with k1=0.9, b=0.4",
-           ("lexical",), lexical_ranking="bm25", bm25_k1=0.9, bm25_b=0.4, context_hits=0),
+           ("lexical",), lexical_ranking="bm25", bm25_k1=0.9, bm25_b=0.4, context_hits=0,
+           time_boost=0.0),
     _plain("hybrid_bm25", "lexical (BM25 k1=1.2, b=0.75) + vector, weighted RRF k=60",
            ("lexical", "vector"), lexical_ranking="bm25", bm25_k1=1.2, bm25_b=0.75),
     _plain("hybrid_bm25_d20", "hybrid_bm25 over each leg's top 20 instead of 50",

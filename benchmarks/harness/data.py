@@ -14,6 +14,8 @@ What is stored, identically for every configuration (see docs/benchmarks.md):
     when it has a title; else the text. Cut to the API's 32 KiB limit.
   * created_at: the record's `timestamp`, else its haystack session timestamp, plus one
     second per `turn` (the turns of a session share its time; this keeps their order).
+  * a query's `timestamp` (LongMemEval's question date) is sent as the Recall's
+    reference_time, which relative times in the query ("last Saturday") are read against.
   * metadata: {"corpus_id": id} (and "session_id" when present), which maps
     recalled memories back to corpus ids.
 """
@@ -39,6 +41,7 @@ class Query:
     relevant: frozenset[str]
     relevant_sessions: frozenset[str] = frozenset()
     cluster: str = ""  # for the cluster bootstrap (LoCoMo: the conversation)
+    reference_time: datetime | None = None  # when it was asked (the record's `timestamp`)
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,7 @@ def load(path: Path, limit: int | None = None) -> Dataset:
         queries.append(Query(
             qid, str(q["text"]), category, scope, frozenset(map(str, rel["relevant_ids"])),
             frozenset(map(str, rel.get("relevant_sessions", []))), cluster,
+            _timestamp(q.get("timestamp")),
         ))
     return Dataset(path, path.name, files_hash(path), queries, scopes)
 

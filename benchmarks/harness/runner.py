@@ -110,6 +110,8 @@ def run_config(stub, ds: Dataset, config: Config,
     for q in ds.queries:
         request = memory_pb2.RecallRequest(namespace=ds.namespace(q.scope), query=q.text, k=K,
                                            fusion=overrides)
+        if q.reference_time is not None:  # relative times in the query are read against it
+            to_proto_timestamp(q.reference_time, request.reference_time)
         start = time.perf_counter()
         try:
             response = stub.Recall(request, timeout=30)
