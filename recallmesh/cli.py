@@ -28,6 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from shared.model_manifest import DEFAULT_MODEL
 from shared.validation import SORT_BY_VALUES
 
 DEFAULT_TARGET = "localhost:50051"
@@ -437,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
     migrate.set_defaults(func=cmd_migrate)
 
     fetch_model = sub.add_parser("fetch-model", help="fetch an embedding model (models/*.json)")
-    fetch_model.add_argument("name", nargs="?", default="all-MiniLM-L6-v2")
+    fetch_model.add_argument("name", nargs="?", default=DEFAULT_MODEL)
     fetch_model.set_defaults(func=cmd_fetch_model)
 
     re_embed = sub.add_parser("reembed", help="re-embed every memory with another model, "

