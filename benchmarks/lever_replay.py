@@ -1,7 +1,7 @@
 """Levers tried by replaying the dumped candidate pools, with exact vector similarities.
 
   python -m benchmarks.lever_replay --pools benchmarks/results/locomo/context_pool.json,... \
-      --datasets ../shared/datasets [--onnx other_model.onnx] \
+      --datasets ../shared/datasets [--manifest other_model/manifest.json] \
       [--json-to benchmarks/reports/lever_replay.json] [--report-to docs/benchmarks-levers.md]
 
 `context_sweep dump` keeps each query's lexical top 100 from the real stack. Here every memory
@@ -18,6 +18,8 @@ numbers are in docs/benchmarks.md. Levers:
   fused top m), weight w (Rocchio feedback without a second model call);
 - embedding hop: a third list scoring each memory by max over the fused top m of
   (hit's fused score x cosine(hit, memory)), weight w (a second hop seeded from the first hits);
+- lexical weight: the default's two lists with only the lexical weight changed (the default
+  was tuned with the served model; another model's vector leg may want another weight);
 - chunked vectors (only where memories are longer than one window; 71% of SciFact's abstracts
   are also longer than the model's 256 tokens, which the served vector leg cuts): each such
   memory is also embedded in windows of 120 words (stride 80), its first line repeated as a
@@ -26,7 +28,12 @@ numbers are in docs/benchmarks.md. Levers:
 - confidence routing (per-query lexical weight, no new search): from the margin between BM25's
   top two scores (1.2 + c x (s1 - s2) / s1: a decisive lexical match weighs more), or from the
   margin between the vector leg's top two cosines (max(0.5, default - c x (cos1 - cos2)): a
-  decisive vector match lets lexical weigh less).
+  decisive vector match lets lexical weigh less);
+- time window (the gateway's own code, gateway/time_window.py): where the query names a time
+  relative to its reference time (LongMemEval's question date; LoCoMo and SciFact queries
+  carry none), the fused candidates created inside that window get score x (1 + boost)
+  before context propagation. Shown at several boosts, compared with boost 0 (the default
+  replay without the window).
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ from benchmarks.harness import metrics
 from benchmarks.harness.data import load
 from benchmarks.harness.runner import git_commit
 from benchmarks.harness.stats import paired_bootstrap
+from gateway.time_window import boost, resolve
 from services.embedding.core import OnnxEmbedder
 from services.fusion.core import LegCandidate, LegList
 from shared.model_manifest import ModelManifest, sha256_file
@@ -64,7 +72,9 @@ PRF = [(m, a, w) for m in (3, 5) for a in (0.5, 1.0) for w in (0.3, 0.6)]
 HOP = [(m, w) for m in (3, 5) for w in (0.3, 0.6)]
 LEXICAL_MARGIN_SLOPES = (1.0, 3.0)  # lexical weight 1.2 + c x (s1 - s2) / s1 of BM25's top two
 VECTOR_MARGIN_SLOPES = (5.0, 10.0)  # lexical weight max(0.5, default - c x (cos1 - cos2))
-CHUNK_LEXICAL_WEIGHTS = (1.0, 1.4, 1.7)
+LEXICAL_WEIGHTS = (0.7, 1.0, 1.2, 1.4)  # the default's lists, only the lexical weight changed
+CHUNK_LEXICAL_WEIGHTS = (1.0, 1.4, 1.7)  # each also in LEXICAL_WEIGHTS or the default's
+TIME_BOOSTS = (0.2, 0.5, 1.0, 2.0)
 
 
 def chunks(content: str, words: int = CHUNK_WORDS, stride: int = CHUNK_STRIDE) -> list[str]:
@@ -79,10 +89,8 @@ def chunks(content: str, words: int = CHUNK_WORDS, stride: int = CHUNK_STRIDE) -
 class Vectors:
     """Every memory (and, where long, its windows) and every query, embedded once."""
 
-    def __init__(self, dataset_dir: Path, onnx: Path | None, cache_dir: Path) -> None:
-        manifest = ModelManifest.load()
-        if onnx is not None:
-            manifest = dataclasses.replace(manifest, onnx=onnx)
+    def __init__(self, dataset_dir: Path, manifest_path: Path | None, cache_dir: Path) -> None:
+        manifest = ModelManifest.load(manifest_path)  # None: the served model
         self.manifest = manifest
         self._embedder: OnnxEmbedder | None = None
         self.ds = load(dataset_dir)
@@ -118,6 +126,8 @@ class Vectors:
                                   else np.zeros((0, self.memories.shape[1]), np.float32))
             np.savez(cache, chunks=self.chunk_vectors, chunk_owner=self.chunk_owner)
         self.qrow = {q.query_id: n for n, q in enumerate(self.ds.queries)}
+        self.created = {s: {m.corpus_id: m.created_at for m in ms if m.created_at is not None}
+                        for s, ms in self.ds.scopes.items()}
         self.speakers: dict[str, str] = {}
         corpus = dataset_dir / "corpus.jsonl"
         with corpus.open(encoding="utf-8") as lines:  # not splitlines(): U+2028 inside texts
@@ -155,6 +165,7 @@ def lever_rows(pool: dict, vec: Vectors) -> tuple[dict[str, list[dict]], dict[st
     depth, lw, n, next_w, prev_w = default_setting()
     has_chunks = bool(len(vec.chunk_owner))
     has_speakers = bool(vec.speakers)
+    has_times = any(q.reference_time is not None for q in vec.ds.queries)
     out: dict[str, list[dict]] = {}
     reference: dict[str, str] = {}
 
@@ -182,12 +193,12 @@ def lever_rows(pool: dict, vec: Vectors) -> tuple[dict[str, list[dict]], dict[st
             named = {s for s in {vec.speakers.get(i, "") for i in ids} - {""}
                      if re.search(rf"\b{re.escape(s)}\b", text, re.IGNORECASE)}
             for beta in SPEAKER_BETAS:
-                def boost(fused, beta=beta, named=named):
+                def raise_named(fused, beta=beta, named=named):
                     raised = [dataclasses.replace(c, score=c.score * (1 + beta))
                               if vec.speakers.get(c.memory_id) in named else c for c in fused]
                     return sorted(raised, key=lambda c: (-c.score, c.best_rank, c.memory_id))
                 add(f"speaker boost beta {beta:g}", q, fuse_and_propagate(
-                    pool, base, n, next_w, prev_w, adjust=boost if named else None))
+                    pool, base, n, next_w, prev_w, adjust=raise_named if named else None))
         for m, alpha, w in PRF:
             expanded = qv + alpha * vec.memories[top_rows[:m]].mean(axis=0)
             expanded = expanded / np.linalg.norm(expanded)
@@ -213,15 +224,26 @@ def lever_rows(pool: dict, vec: Vectors) -> tuple[dict[str, list[dict]], dict[st
             hop_list = LegList("hop", w, [LegCandidate(ids[j], float(hop[j])) for j in order])
             add(f"embedding hop m{m} w {w:g}", q,
                 fuse_and_propagate(pool, base + [hop_list], n, next_w, prev_w))
+        if has_times:
+            query = vec.query[qid]
+            window = (resolve(query.text, query.reference_time)
+                      if query.reference_time is not None else None)
+            for strength in TIME_BOOSTS:
+                def raise_window(fused, strength=strength, window=window,
+                                 created=vec.created[query.scope]):
+                    return boost(fused, created, window, strength)[0]
+                add(f"time window boost {strength:g}", q, fuse_and_propagate(
+                    pool, base, n, next_w, prev_w, adjust=raise_window if window else None))
+        for weight in LEXICAL_WEIGHTS:  # with another model the default's weight may not fit
+            if weight != lw:
+                add(f"exact default at lexical weight {weight:g}", q, reweighted(weight, exact))
         if has_chunks:
             chunked = vec.vector_list(qid, qv, depth, chunked=True)
             for weight in CHUNK_LEXICAL_WEIGHTS:
                 name = f"chunked vectors, lexical weight {weight:g}"
                 add(name, q, reweighted(weight, chunked))
                 if weight != lw:
-                    unchunked = f"exact default at lexical weight {weight:g}"
-                    add(unchunked, q, reweighted(weight, exact))
-                    reference[name] = unchunked
+                    reference[name] = f"exact default at lexical weight {weight:g}"
             add("chunked vectors, vector leg alone", q,
                 [c.memory_id for c in chunked.candidates[:K]])
             add("exact vector leg alone", q, [c.memory_id for c in exact.candidates[:K]])
@@ -229,10 +251,10 @@ def lever_rows(pool: dict, vec: Vectors) -> tuple[dict[str, list[dict]], dict[st
     return out, reference
 
 
-def run(pool_paths: list[Path], datasets: Path, onnx: Path | None, json_to: Path | None,
+def run(pool_paths: list[Path], datasets: Path, manifest: Path | None, json_to: Path | None,
         report_to: Path | None) -> None:
     report = {"git_commit": git_commit(), "default": list(default_setting()),
-              "onnx": str(onnx) if onnx else "served model", "datasets": {}}
+              "model": ModelManifest.load(manifest).model_id, "datasets": {}}
     lines = ["# Levers replayed on the dev pools (exact vector similarities)", "",
              "Generated by `make bench-lever-replay` (benchmarks/lever_replay.py; its docstring "
              "says how each", "lever is computed). Rows: the shipped default plus one lever; Δ: "
@@ -240,7 +262,7 @@ def run(pool_paths: list[Path], datasets: Path, onnx: Path | None, json_to: Path
              "without the lever; vector list by brute force).", ""]
     for path in pool_paths:
         pool = json.loads(path.read_text())
-        vec = Vectors(datasets / pool["dataset"], onnx, path.parent)
+        vec = Vectors(datasets / pool["dataset"], manifest, path.parent)
         primary = PRIMARY.get(pool["dataset"], "recall@10")
         names = list(metrics.METRICS) + (
             ["session_recall_any@5"] if any(q["relevant_sessions"] for q in pool["queries"])
@@ -281,11 +303,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.lever_replay")
     parser.add_argument("--pools", required=True, help="comma-separated pool files")
     parser.add_argument("--datasets", type=Path, required=True, help="folder of dataset folders")
-    parser.add_argument("--onnx", type=Path, help="another ONNX export of the served model")
+    parser.add_argument("--manifest", type=Path,
+                        help="another model's manifest (default: the served model's)")
     parser.add_argument("--json-to", type=Path)
     parser.add_argument("--report-to", type=Path)
     args = parser.parse_args()
-    run([Path(p) for p in args.pools.split(",")], args.datasets, args.onnx, args.json_to,
+    run([Path(p) for p in args.pools.split(",")], args.datasets, args.manifest, args.json_to,
         args.report_to)
 
 
