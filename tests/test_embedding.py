@@ -65,6 +65,24 @@ def test_bad_manifests_are_clear_config_errors(tmp_path, changes, message):
         ModelManifest.load(write_manifest(tmp_path, **changes))
 
 
+def test_padding_uses_the_tokenizer_files_own_pad_id(manifest, tmp_path):
+    # MPNet's tokenizer pads with <pad> (1) although its vocabulary also has a [PAD]: the id
+    # the tokenizer file declares wins. Here: the default tokenizer, declaring [unused0].
+    raw = json.loads(manifest.tokenizer.read_text())
+    pad_id = raw["model"]["vocab"]["[unused0]"]
+    raw["padding"] = dict(raw.get("padding") or {}, pad_id=pad_id, pad_token="[unused0]")
+    (tmp_path / "tokenizer.json").write_text(json.dumps(raw))
+    other = ModelManifest.load(write_manifest(
+        tmp_path, onnx=str(manifest.onnx), dimension=manifest.dimension,
+        max_length=manifest.max_length))
+    model = OnnxEmbedder(other, provider="cpu")
+    assert model.pad_id == pad_id != OnnxEmbedder(manifest, provider="cpu").pad_id
+    texts = ["a short one", "a much longer text that makes the short one padded to its length"]
+    batch = model.embed(texts).vectors
+    singles = np.vstack([model.embed([t]).vectors for t in texts])
+    assert np.abs(batch - singles).max() < 1e-5  # padded positions are masked out
+
+
 def test_missing_manifest_says_how_to_fetch(tmp_path):
     with pytest.raises(ConfigError, match="make models"):
         ModelManifest.load(tmp_path / "nope.json")

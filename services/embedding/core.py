@@ -72,10 +72,14 @@ class OnnxEmbedder:
         self.max_batch = max_batch
         self.max_batch_tokens = max_batch_tokens
         self.tokenizer = Tokenizer.from_file(str(manifest.tokenizer))
+        # The tokenizer file's own padding id (MPNet pads with <pad> = 1, although its
+        # vocabulary also has a [PAD]), else [PAD], else 0.
+        pad = (self.tokenizer.padding or {}).get("pad_id")
+        if pad is None:
+            pad = self.tokenizer.token_to_id("[PAD]")
+        self.pad_id = 0 if pad is None else pad
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(manifest.max_length)
-        pad = self.tokenizer.token_to_id("[PAD]")
-        self.pad_id = 0 if pad is None else pad
 
         options = ort.SessionOptions()
         if intra_op_threads > 0:
