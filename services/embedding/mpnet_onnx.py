@@ -177,6 +177,12 @@ def _layer_norm(g: _Graph, x: str, w: dict, prefix: str, hidden: int, eps: float
     )
 
 
+def _add_norm(g: _Graph, x: str, residual: str, name: str, w: dict, prefix: str, hidden: int,
+              eps: float, out=None) -> str:
+    """LayerNorm(x + residual): the post-LN step after attention and after the FFN."""
+    return _layer_norm(g, g.op("Add", [x, residual], name), w, prefix, hidden, eps, out=out)
+
+
 def _relative_position_bias(g: _Graph, input_ids: str, w: dict, cfg: dict) -> str:
     """[1, heads, seq, seq] bias, mirroring MPNetEncoder.compute_position_bias."""
     f32, i64 = np.float32, np.int64
@@ -300,14 +306,8 @@ def _build_model(weights: dict[str, np.ndarray], cfg: dict, source_sha256: str) 
         ctx = g.op("Transpose", [ctx], f"{att}/context_t", perm=[0, 2, 1, 3])
         ctx = g.op("Reshape", [ctx, merge_heads], f"{att}/context_merged")
         o = _linear(g, ctx, weights, f"{att}.o", hidden, hidden)
-        h_att = _layer_norm(
-            g,
-            g.op("Add", [o, h], f"{p}/attn_residual"),
-            weights,
-            f"{p}.attention.LayerNorm",
-            hidden,
-            eps,
-        )
+        h_att = _add_norm(g, o, h, f"{p}/attn_residual", weights, f"{p}.attention.LayerNorm",
+                          hidden, eps)
 
         inter = _linear(g, h_att, weights, f"{p}.intermediate.dense", hidden, cfg["intermediate"])
         erf = g.op("Erf", [g.op("Div", [inter, sqrt2], f"{p}/gelu_div")], f"{p}/gelu_erf")
@@ -316,15 +316,8 @@ def _build_model(weights: dict[str, np.ndarray], cfg: dict, source_sha256: str) 
         gelu = g.op("Mul", [gelu, half], f"{p}/gelu")
         out = _linear(g, gelu, weights, f"{p}.output.dense", cfg["intermediate"], hidden)
         last = i == cfg["layers"] - 1
-        h = _layer_norm(
-            g,
-            g.op("Add", [out, h_att], f"{p}/out_residual"),
-            weights,
-            f"{p}.output.LayerNorm",
-            hidden,
-            eps,
-            out="last_hidden_state" if last else None,
-        )
+        h = _add_norm(g, out, h_att, f"{p}/out_residual", weights, f"{p}.output.LayerNorm",
+                      hidden, eps, out="last_hidden_state" if last else None)
 
     inputs = [
         helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "seq"])
