@@ -110,7 +110,7 @@ bench-lever-replay: models $(foreach d,$(LEVER_SETS),benchmarks/results/$(d)/con
 		--json-to benchmarks/reports/lever_replay.json --report-to docs/benchmarks-levers.md
 
 ## Another catalogue model through the real stack, next to the peers (which get its vectors too):
-## make bench-model MODEL=all-mpnet-base-v2 -> docs/benchmarks-model-$(MODEL).md.
+## make bench-model MODEL=all-mpnet-base-v2 -> docs/benchmarks-model-$(MODEL).md and -headline.md.
 MODEL ?= all-mpnet-base-v2
 MODEL_SETS ?= locomo scifact
 MODEL_CONFIGS ?= default,default_no_time,lexical,vector,hybrid_rrf,hybrid_cc_bm25t,peer_bm25,peer_lancedb_fts,peer_lancedb_vector,peer_lancedb_hybrid
@@ -126,6 +126,10 @@ bench-model: $(STAMP)
 			--append-to docs/benchmarks-model-$(MODEL).md \
 			--summary-to benchmarks/reports/$$d-$(MODEL).json || exit 1; \
 	done
+	$(PY) -m benchmarks.headline --results benchmarks/results/models/$(MODEL) \
+		--report-to docs/benchmarks-model-$(MODEL)-headline.md \
+		--json-to benchmarks/reports/headline-$(MODEL).json \
+		--source '`make bench-model MODEL=$(MODEL)` from the runs in docs/benchmarks-model-$(MODEL).md'
 
 bench-lexical-sweep: $(STAMP)
 	$(PY) -m benchmarks.lexical_sweep --out benchmarks/reports/lexical_sweep.json \
