@@ -260,12 +260,7 @@ def fusion_request(msg: Any) -> FusionRequest:
         weights[leg] = float(weight)
 
     def unit(name: str) -> float | None:
-        if not msg.HasField(name):
-            return None
-        value = getattr(msg, name)
-        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-            raise InvalidArgument(f"fusion.{name} must be within [0, 1], got {value}")
-        return float(value)
+        return in_range(msg, name, 1.0, "fusion.")
 
     if not 0 <= msg.leg_depth <= MAX_LEG_DEPTH:
         raise InvalidArgument(
@@ -309,30 +304,26 @@ def lexical_ranking(value: str, name: str) -> str | None:
     return value or None
 
 
-def bm25_k1(msg: Any, prefix: str = "") -> float | None:
-    if not msg.HasField("bm25_k1"):
+def in_range(msg: Any, name: str, high: float, prefix: str = "") -> float | None:
+    """An optional double field within [0, high]; None when unset."""
+    if not msg.HasField(name):
         return None
-    if not (math.isfinite(msg.bm25_k1) and 0.0 <= msg.bm25_k1 <= MAX_BM25_K1):
-        raise InvalidArgument(f"{prefix}bm25_k1 must be within [0, {MAX_BM25_K1:g}], "
-                              f"got {msg.bm25_k1}")
-    return float(msg.bm25_k1)
+    value = getattr(msg, name)
+    if not (math.isfinite(value) and 0.0 <= value <= high):
+        raise InvalidArgument(f"{prefix}{name} must be within [0, {high:g}], got {value}")
+    return float(value)
+
+
+def bm25_k1(msg: Any, prefix: str = "") -> float | None:
+    return in_range(msg, "bm25_k1", MAX_BM25_K1, prefix)
 
 
 def time_boost(msg: Any, prefix: str = "") -> float | None:
-    if not msg.HasField("time_boost"):
-        return None
-    if not (math.isfinite(msg.time_boost) and 0.0 <= msg.time_boost <= MAX_TIME_BOOST):
-        raise InvalidArgument(f"{prefix}time_boost must be within [0, {MAX_TIME_BOOST:g}], "
-                              f"got {msg.time_boost}")
-    return float(msg.time_boost)
+    return in_range(msg, "time_boost", MAX_TIME_BOOST, prefix)
 
 
 def bm25_b(msg: Any, prefix: str = "") -> float | None:
-    if not msg.HasField("bm25_b"):
-        return None
-    if not (math.isfinite(msg.bm25_b) and 0.0 <= msg.bm25_b <= 1.0):
-        raise InvalidArgument(f"{prefix}bm25_b must be within [0, 1], got {msg.bm25_b}")
-    return float(msg.bm25_b)
+    return in_range(msg, "bm25_b", 1.0, prefix)
 
 
 def search_request(request: Any) -> tuple[str, str, int, Filters, str]:
