@@ -19,7 +19,8 @@ skipped, late or failing, the first list is fused and the recall is not degraded
 
 Time windows (gateway/time_window.py): when the query names a time relative to the
 request's reference time ("last Saturday", "two weeks ago"), the fused candidates created
-inside it are raised (score x (1 + time_boost)) before hydration and context propagation.
+inside it are raised (score x (1 + time_boost)) before hydration and context propagation
+(relevance order, two or more contributing legs, like context).
 One extra indexed read of their created_at, only for such queries; when it fails the
 candidates keep their fused order.
 """
@@ -183,7 +184,7 @@ class RecallOutcome:
     legs: list[LegOutcome]
     fusion: str = ""  # method and where it ran, e.g. "rrf (service)"
     latency_ms: float = 0.0  # inside the gateway, fan-out to hydration
-    time_window: TimeWindow | None = None  # the window the query named, when boosted
+    time_window: TimeWindow | None = None  # the window the query named (when the boost ran)
     time_boosted: int = 0  # fused candidates created inside it
 
     @property
@@ -456,16 +457,17 @@ class Recaller:
         else:
             remaining_s = budget_s - (time.perf_counter() - started)
             fused, how = await self._fuse(lists, settings, remaining_s)
+            contributing = sum(1 for x in lists if x.weight > 0 and x.candidates)
+            # A single contributing leg keeps its own order (the exact lexical fallback): no
+            # time window, no context.
             window, boosted = None, 0
             strength = self.settings.time_boost if q.fusion.time_boost is None \
                 else q.fusion.time_boost
-            if strength > 0 and settings.sort_by == "relevance" and fused:
+            if strength > 0 and settings.sort_by == "relevance" and contributing > 1:
                 window = resolve(q.query, q.reference_time or datetime.now(UTC))
                 if window is not None:
                     fused, boosted = await self._boost_time_window(q, fused, window, strength)
             context = self._context_settings(q)
-            contributing = sum(1 for x in lists if x.weight > 0 and x.candidates)
-            # A single contributing leg keeps its own order (the exact lexical fallback).
             use_context = (context[0] > 0 and any(context[1:])
                            and settings.sort_by == "relevance" and contributing > 1)
             top, memories, adjacent = await self._hydrate_top(

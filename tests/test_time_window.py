@@ -149,6 +149,10 @@ def test_without_a_reference_time_the_server_clock_is_used(gateway, ns, concerts
     assert response.time_window.boosted == 0
     assert response.time_window.end.ToDatetime(UTC) > datetime(2025, 12, 1, tzinfo=UTC)
     assert response.hits[0].memory.id == concerts[0]
+    # One contributing leg keeps its own order (the exact lexical fallback): no window.
+    alone = recall(gateway, ns, QUESTION, reference_time=stamp(ASKED),
+                   fusion=memory_pb2.FusionOverrides(time_boost=5.0, skip_legs=["vector"]))
+    assert not alone.HasField("time_window")
     # sort_by recency bypasses fusion, and with it the window.
     newest = recall(gateway, ns, QUESTION, reference_time=stamp(ASKED),
                     sort_by=memory_pb2.SORT_BY_RECENCY)
