@@ -183,6 +183,11 @@ def print_recall(response: Any, explain: bool) -> None:
         for leg in response.legs
     )
     console.print(f"legs: {legs}" + ("  [bold yellow]DEGRADED[/]" if response.degraded else ""))
+    if response.HasField("time_window"):
+        window = response.time_window
+        console.print(
+            f"time window: {window.phrase!r} {window.start.ToDatetime().isoformat()}Z .. "
+            f"{window.end.ToDatetime().isoformat()}Z ({window.boosted} raised)", markup=False)
 
 
 def print_memory(memory: Any) -> None:
@@ -229,6 +234,9 @@ def cmd_recall(args: argparse.Namespace) -> int:
         request.filters.categories.extend(args.category)
     if args.tag:
         request.filters.tags.extend(args.tag)
+    if args.reference_time:
+        request.reference_time.CopyFrom(
+            _timestamp(args.reference_time, "--reference-time", "recall"))
     with channel:
         response = stub.Recall(request, timeout=args.timeout)
     if args.json:
@@ -470,6 +478,9 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--category", action="append", help="filter (repeatable)")
     recall.add_argument("--tag", action="append", help="filter (repeatable)")
     recall.add_argument("--budget-ms", type=int, default=0)
+    recall.add_argument("--reference-time", metavar="ISO",
+                        help="when the query is asked (e.g. 2024-01-08T09:00:00Z): relative "
+                             "times in it (\"last week\") are read against it; default: now")
     recall.add_argument("--explain", action="store_true")
     recall.add_argument("--json", action="store_true", help="print the raw response as JSON")
     recall.add_argument("--timeout", type=float, default=10.0)

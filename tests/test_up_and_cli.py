@@ -81,6 +81,12 @@ def test_up_demo_cli_and_restart_keeps_data(tmp_path: Path):
             json.dumps({"content": "imported one", "created_at": "2024-01-01T00:00:00Z"}) + "\n"
             + json.dumps({"content": "imported two", "tags": ["x"], "importance": 0.2}) + "\n")
         assert "imported 2 memories" in cli(env, "import", "-n", "cli", str(jsonl))
+        asked = cli(env, "recall", "-n", "cli", "imported a week ago", "--reference-time",
+                    "2024-01-08T00:00:00Z")
+        assert "time window: 'a week ago' 2023-12-30T12:00:00Z .. 2024-01-02T12:00:00Z (1 raised)" \
+            in asked
+        assert "--reference-time needs a timezone" in cli(
+            env, "recall", "-n", "cli", "x", "--reference-time", "2024-01-08", expect_rc=2)
         bad = tmp_path / "bad.jsonl"
         bad.write_text('{"content": "ok"}\n{"content": 5}\n')
         assert "bad.jsonl:2" in cli(env, "import", "-n", "cli", str(bad), expect_rc=2)
