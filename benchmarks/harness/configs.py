@@ -74,6 +74,11 @@ class Config:
         return asdict(self)
 
 
+# The default's refinements after fusion, off: every configuration but the default pins them,
+# so a baseline stays what it was whatever the deployment defaults become.
+NO_REFINEMENTS = {"context_hits": 0, "time_boost": 0.0}
+
+
 def _plain(name: str, description: str, legs: tuple[str, ...], **fusion) -> Config:
     """RRF without bonus or prior, lexical leg on ts_rank, lexical and vector weighted 1, no
     context, no time-window boost, unless given: the hybrid configurations' common base,
@@ -81,8 +86,7 @@ def _plain(name: str, description: str, legs: tuple[str, ...], **fusion) -> Conf
     weights = {"lexical": 1.0, "vector": 1.0} | fusion.pop("weights", {})
     return Config(name, description, legs, **({"method": "rrf", "importance_strength": 0.0,
                                                 "exact_bonus": 0.0, "lexical_ranking": "ts_rank",
-                                                "context_hits": 0, "time_boost": 0.0,
-                                                "weights": weights}
+                                                **NO_REFINEMENTS, "weights": weights}
                                                | fusion))
 
 
@@ -105,11 +109,11 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
            time_boost=0.0),
     Config("lexical", "the faithful current system: Postgres full text (ts_rank, AND then "
            "OR-broaden), the lexical leg alone", ("lexical",), lexical_ranking="ts_rank",
-           context_hits=0, time_boost=0.0),
+           **NO_REFINEMENTS),
     Config("vector", "dense only: MiniLM embeddings, pgvector HNSW", ("vector",),
-           context_hits=0, time_boost=0.0),
+           **NO_REFINEMENTS),
     Config("graph", "concept graph only: Personalized PageRank from the query's concepts",
-           ("graph",), context_hits=0, time_boost=0.0),
+           ("graph",), **NO_REFINEMENTS),
     _plain("hybrid_rrf", "lexical + vector, weighted RRF k=60, no bonus, no prior",
            ("lexical", "vector")),
     _plain("hybrid_rrf_exact", "hybrid_rrf plus the exact-match bonus (0.05)",
@@ -123,10 +127,10 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
            ("lexical", "vector"), method="cc_bounded"),
     Config("lexical_bm25", "the lexical leg alone, BM25 ranking (k1=1.2, b=0.75) over the same "
            "tsvectors", ("lexical",), lexical_ranking="bm25", bm25_k1=1.2, bm25_b=0.75,
-           context_hits=0, time_boost=0.0),
+           **NO_REFINEMENTS),
     Config("lexical_bm25_tuned", "the lexical leg alone, BM25 with k1=0.9, b=0.4",
-           ("lexical",), lexical_ranking="bm25", bm25_k1=0.9, bm25_b=0.4, context_hits=0,
-           time_boost=0.0),
+           ("lexical",), lexical_ranking="bm25", bm25_k1=0.9, bm25_b=0.4,
+           **NO_REFINEMENTS),
     _plain("hybrid_bm25", "lexical (BM25 k1=1.2, b=0.75) + vector, weighted RRF k=60",
            ("lexical", "vector"), lexical_ranking="bm25", bm25_k1=1.2, bm25_b=0.75),
     _plain("hybrid_bm25_d20", "hybrid_bm25 over each leg's top 20 instead of 50",
