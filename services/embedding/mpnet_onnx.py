@@ -112,7 +112,7 @@ def _load_weights(safetensors_path: Path) -> dict[str, np.ndarray]:
         start, end = spec["data_offsets"]
         array = np.frombuffer(data[start:end], dtype=_SAFETENSORS_DTYPES[spec["dtype"]])
         name = key[len("mpnet.") :] if key.startswith("mpnet.") else key
-        weights[name] = array.reshape(spec["shape"]).copy()
+        weights[name] = array.reshape(spec["shape"])  # a view: the file is read once
     return weights
 
 
