@@ -59,16 +59,20 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto
 
+from services.embedding.onnx_graph import (
+    Graph,
+    additive_mask,
+    encoder_model,
+    layer_norm,
+    write_model,
+)
 from shared.model_manifest import sha256_file
 
-OPSET = 17
-IR_VERSION = 8  # opset 17 needs IR >= 8; accepted by every onnxruntime 1.1x/1.2x
 PADDING_IDX = 1  # hard-coded in MPNetEmbeddings, independent of config
 MAX_DISTANCE = 128  # hard-coded default of MPNetEncoder.relative_position_bucket
 PRODUCER = "shared.mpnet_onnx"
-PRODUCER_VERSION = "1"
 
 
 def _load_config(config_path: Path) -> dict:
@@ -116,42 +120,6 @@ def _load_weights(safetensors_path: Path) -> dict[str, np.ndarray]:
     return weights
 
 
-class _Graph:
-    """Tiny builder: unique deterministic names, nodes and initializers in order."""
-
-    def __init__(self) -> None:
-        self.nodes: list[onnx.NodeProto] = []
-        self.inits: list[onnx.TensorProto] = []
-        self._names: set[str] = set()
-        self._consts: dict[tuple, str] = {}
-        self._counter = 0
-
-    def _fresh(self, hint: str) -> str:
-        self._counter += 1
-        return f"{hint}_{self._counter}"
-
-    def init(self, name: str, array: np.ndarray) -> str:
-        if name in self._names:
-            raise ValueError(f"duplicate initializer {name}")
-        self._names.add(name)
-        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
-        return name
-
-    def const(self, hint: str, value, dtype) -> str:
-        array = np.asarray(value, dtype=dtype)
-        key = (hint, array.dtype.str, array.shape, array.tobytes())
-        if key not in self._consts:
-            self._consts[key] = self.init(self._fresh(f"const/{hint}"), array)
-        return self._consts[key]
-
-    def op(self, op_type: str, inputs: list[str], hint: str, out: str | None = None, **attrs):
-        name = out or self._fresh(hint)
-        self.nodes.append(
-            helper.make_node(op_type, inputs, [name], name=f"{op_type}/{name}", **attrs)
-        )
-        return name
-
-
 def _check(weights: dict[str, np.ndarray], name: str, shape: tuple[int, ...]) -> np.ndarray:
     if name not in weights:
         raise KeyError(f"weight {name!r} missing from safetensors")
@@ -161,7 +129,7 @@ def _check(weights: dict[str, np.ndarray], name: str, shape: tuple[int, ...]) ->
     return w.astype(np.float32, copy=False)
 
 
-def _linear(g: _Graph, x: str, w: dict, prefix: str, n_in: int, n_out: int) -> str:
+def _linear(g: Graph, x: str, w: dict, prefix: str, n_in: int, n_out: int) -> str:
     """y = x @ W^T + b, with W^T stored as a [n_in, n_out] initializer."""
     wt = g.init(f"{prefix}.weight_t", _check(w, f"{prefix}.weight", (n_out, n_in)).T)
     b = g.init(f"{prefix}.bias", _check(w, f"{prefix}.bias", (n_out,)))
@@ -169,21 +137,18 @@ def _linear(g: _Graph, x: str, w: dict, prefix: str, n_in: int, n_out: int) -> s
     return g.op("Add", [y, b], f"{prefix}/add")
 
 
-def _layer_norm(g: _Graph, x: str, w: dict, prefix: str, hidden: int, eps: float, out=None):
-    scale = g.init(f"{prefix}.weight", _check(w, f"{prefix}.weight", (hidden,)))
-    bias = g.init(f"{prefix}.bias", _check(w, f"{prefix}.bias", (hidden,)))
-    return g.op(
-        "LayerNormalization", [x, scale, bias], f"{prefix}/ln", out=out, axis=-1, epsilon=eps
-    )
+def _layer_norm(g: Graph, x: str, w: dict, prefix: str, hidden: int, eps: float, out=None):
+    return layer_norm(g, x, _check(w, f"{prefix}.weight", (hidden,)),
+                      _check(w, f"{prefix}.bias", (hidden,)), prefix, eps, out=out)
 
 
-def _add_norm(g: _Graph, x: str, residual: str, name: str, w: dict, prefix: str, hidden: int,
+def _add_norm(g: Graph, x: str, residual: str, name: str, w: dict, prefix: str, hidden: int,
               eps: float, out=None) -> str:
     """LayerNorm(x + residual): the post-LN step after attention and after the FFN."""
     return _layer_norm(g, g.op("Add", [x, residual], name), w, prefix, hidden, eps, out=out)
 
 
-def _relative_position_bias(g: _Graph, input_ids: str, w: dict, cfg: dict) -> str:
+def _relative_position_bias(g: Graph, input_ids: str, w: dict, cfg: dict) -> str:
     """[1, heads, seq, seq] bias, mirroring MPNetEncoder.compute_position_bias."""
     f32, i64 = np.float32, np.int64
     seq_1d = g.op("Shape", [input_ids], "rel/seq", start=1, end=2)
@@ -235,7 +200,7 @@ def _build_model(weights: dict[str, np.ndarray], cfg: dict, source_sha256: str) 
     hidden, heads = cfg["hidden"], cfg["heads"]
     head_dim = hidden // heads
     eps = cfg["eps"]
-    g = _Graph()
+    g = Graph()
 
     # --- embeddings ------------------------------------------------------------------
     not_pad = g.op(
@@ -269,13 +234,7 @@ def _build_model(weights: dict[str, np.ndarray], cfg: dict, source_sha256: str) 
     h = _layer_norm(g, emb, weights, "embeddings.LayerNorm", hidden, eps)
 
     # --- additive attention mask [b, 1, 1, s] -------------------------------------------
-    keep = g.op("Cast", ["attention_mask"], "mask/bool", to=TensorProto.BOOL)
-    additive = g.op(
-        "Where",
-        [keep, g.const("zero_f", 0.0, f32), g.const("neg_big", np.finfo(np.float32).min, f32)],
-        "mask/additive",
-    )
-    additive = g.op("Unsqueeze", [additive, g.const("axes12", [1, 2], i64)], "mask/extended")
+    additive = additive_mask(g)
 
     position_bias = _relative_position_bias(g, "input_ids", weights, cfg)
 
@@ -319,26 +278,11 @@ def _build_model(weights: dict[str, np.ndarray], cfg: dict, source_sha256: str) 
         h = _add_norm(g, out, h_att, f"{p}/out_residual", weights, f"{p}.output.LayerNorm",
                       hidden, eps, out="last_hidden_state" if last else None)
 
-    inputs = [
-        helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "seq"])
-        for name in ("input_ids", "attention_mask")
-    ]
-    outputs = [
-        helper.make_tensor_value_info(
-            "last_hidden_state", TensorProto.FLOAT, ["batch", "seq", hidden]
-        )
-    ]
-    graph = helper.make_graph(g.nodes, "mpnet", inputs, outputs, initializer=g.inits)
-    model = helper.make_model(
-        graph,
-        opset_imports=[helper.make_opsetid("", OPSET)],
-        producer_name=PRODUCER,
-        producer_version=PRODUCER_VERSION,
-        doc_string="MPNetModel last_hidden_state, exported from safetensors without torch",
+    return encoder_model(
+        g, "mpnet", ("input_ids", "attention_mask"), hidden, PRODUCER,
+        "MPNetModel last_hidden_state, exported from safetensors without torch",
+        {"source_safetensors_sha256": source_sha256},
     )
-    model.ir_version = IR_VERSION
-    helper.set_model_props(model, {"source_safetensors_sha256": source_sha256})
-    return model
 
 
 def build(safetensors_path: Path, config_path: Path, out_path: Path) -> None:
@@ -347,12 +291,7 @@ def build(safetensors_path: Path, config_path: Path, out_path: Path) -> None:
     weights = _load_weights(Path(safetensors_path))
     model = _build_model(weights, cfg, sha256_file(Path(safetensors_path)))
     del weights
-    onnx.checker.check_model(model)
-    out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(out_path.name + ".tmp")
-    tmp.write_bytes(model.SerializeToString(deterministic=True))
-    tmp.replace(out_path)
+    write_model(model, out_path)
 
 
 def main(argv: list[str] | None = None) -> int:
