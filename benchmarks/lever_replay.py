@@ -89,7 +89,8 @@ def chunks(content: str, words: int = CHUNK_WORDS, stride: int = CHUNK_STRIDE) -
 class Vectors:
     """Every memory (and, where long, its windows) and every query, embedded once."""
 
-    def __init__(self, dataset_dir: Path, manifest_path: Path | None, cache_dir: Path) -> None:
+    def __init__(self, dataset_dir: Path, manifest_path: Path | None, cache_dir: Path,
+                 with_chunks: bool = True) -> None:
         manifest = ModelManifest.load(manifest_path)  # None: the served model
         self.manifest = manifest
         self._embedder: OnnxEmbedder | None = None
@@ -111,7 +112,10 @@ class Vectors:
             cache.parent.mkdir(parents=True, exist_ok=True)
             np.savez(cache, memories=self.memories, queries=self.queries)
         cache = cache_dir / f"lever_chunks_{tag}_{CHUNK_WORDS}_{CHUNK_STRIDE}.npz"
-        if cache.is_file():
+        if not with_chunks:  # no windows: as if no memory were longer than one
+            self.chunk_vectors = np.zeros((0, self.memories.shape[1]), np.float32)
+            self.chunk_owner = np.zeros(0, dtype=np.int64)
+        elif cache.is_file():
             saved = np.load(cache, allow_pickle=False)
             self.chunk_vectors, self.chunk_owner = saved["chunks"], saved["chunk_owner"]
         else:
