@@ -255,6 +255,38 @@ def lever_rows(pool: dict, vec: Vectors) -> tuple[dict[str, list[dict]], dict[st
     return out, reference
 
 
+def replay_table(pool: dict, rows: dict[str, list[dict]], base_name: str,
+                 compared_with: dict[str, str], first_column: str
+                 ) -> tuple[dict, list[str], list[str], str]:
+    """Each row's metrics and Δ (paired bootstrap CI on the dataset's metric, against
+    `compared_with[row]` or `base_name`): (JSON entry, markdown table lines, metric names,
+    primary metric)."""
+    primary = PRIMARY.get(pool["dataset"], "recall@10")
+    names = list(metrics.METRICS) + (
+        ["session_recall_any@5"] if any(q["relevant_sessions"] for q in pool["queries"])
+        else [])
+    base = rows[base_name]
+    summary = {name: metrics.summarise(r, names) for name, r in rows.items()}
+    cats = list(summary[base_name][1])
+    entry = {}
+    lines = [f"## {pool['dataset']} ({len(base)} queries)", "",
+             f"| {first_column} | " + " | ".join(names) + f" | Δ {primary} | "
+             + " | ".join(cats) + " |",
+             "|---|" + "---:|" * (len(names) + 1 + len(cats))]
+    for name, r in rows.items():
+        reference = rows[compared_with.get(name, base_name)]
+        ci = paired_bootstrap([a["metrics"][primary] - b["metrics"][primary]
+                               for a, b in zip(r, reference, strict=True)])
+        overall, per_cat = summary[name]
+        entry[name] = rounded({"overall": overall, "per_category": per_cat,
+                               f"delta_{primary}": [ci.delta, ci.low, ci.high]})
+        delta = "" if r is base else f"{ci.delta:+.3f} [{ci.low:+.3f}, {ci.high:+.3f}]"
+        lines.append(f"| {name} | " + " | ".join(f"{overall[m]:.3f}" for m in names)
+                     + f" | {delta} | "
+                     + " | ".join(f"{per_cat[c][primary]:.3f}" for c in cats) + " |")
+    return entry, lines, names, primary
+
+
 def run(pool_paths: list[Path], datasets: Path, manifest: Path | None, json_to: Path | None,
         report_to: Path | None) -> None:
     report = {"git_commit": git_commit(), "default": list(default_setting()),
@@ -267,30 +299,10 @@ def run(pool_paths: list[Path], datasets: Path, manifest: Path | None, json_to: 
     for path in pool_paths:
         pool = json.loads(path.read_text())
         vec = Vectors(datasets / pool["dataset"], manifest, path.parent)
-        primary = PRIMARY.get(pool["dataset"], "recall@10")
-        names = list(metrics.METRICS) + (
-            ["session_recall_any@5"] if any(q["relevant_sessions"] for q in pool["queries"])
-            else [])
         rows, compared_with = lever_rows(pool, vec)
-        base = rows["exact default"]
-        summary = {name: metrics.summarise(r, names) for name, r in rows.items()}
-        cats = list(summary["exact default"][1])
-        entry = {}
-        lines += [f"## {pool['dataset']} ({len(base)} queries)", "",
-                  "| lever | " + " | ".join(names) + f" | Δ {primary} | "
-                  + " | ".join(cats) + " |",
-                  "|---|" + "---:|" * (len(names) + 1 + len(cats))]
-        for name, r in rows.items():
-            reference = rows[compared_with.get(name, "exact default")]
-            ci = paired_bootstrap([a["metrics"][primary] - b["metrics"][primary]
-                                   for a, b in zip(r, reference, strict=True)])
-            overall, per_cat = summary[name]
-            entry[name] = rounded({"overall": overall, "per_category": per_cat,
-                                   f"delta_{primary}": [ci.delta, ci.low, ci.high]})
-            delta = ("" if r is base else f"{ci.delta:+.3f} [{ci.low:+.3f}, {ci.high:+.3f}]")
-            lines.append(f"| {name} | " + " | ".join(f"{overall[m]:.3f}" for m in names)
-                         + f" | {delta} | "
-                         + " | ".join(f"{per_cat[c][primary]:.3f}" for c in cats) + " |")
+        entry, table, names, primary = replay_table(pool, rows, "exact default", compared_with,
+                                                    "lever")
+        lines += table
         served = metrics.summarise([scored(pool, q, q["served_top"]) for q in pool["queries"]],
                                    names)[0][primary]
         lines += ["", f"Per-type columns: {primary}. For scale, the pool's served baseline "

@@ -24,19 +24,15 @@ import json
 from pathlib import Path
 
 from benchmarks.context_sweep import (
-    PRIMARY,
     K,
     default_setting,
     fuse_and_propagate,
     leg_lists,
-    rounded,
     scored,
     write_reports,
 )
-from benchmarks.harness import metrics
 from benchmarks.harness.runner import git_commit
-from benchmarks.harness.stats import paired_bootstrap
-from benchmarks.lever_replay import Vectors
+from benchmarks.lever_replay import Vectors, replay_table
 from services.fusion.core import LegList
 from shared.model_manifest import DEFAULT_MODEL, model_cache_dir
 
@@ -89,29 +85,9 @@ def run(models: list[str], pool_paths: list[Path], datasets: Path, json_to: Path
         served = Vectors(folder, None, path.parent, with_chunks=False)
         others = {m: Vectors(folder, model_cache_dir() / m / "manifest.json", path.parent,
                              with_chunks=False) for m in models}
-        primary = PRIMARY.get(pool["dataset"], "recall@10")
-        names = list(metrics.METRICS) + (
-            ["session_recall_any@5"] if any(q["relevant_sessions"] for q in pool["queries"])
-            else [])
         rows = model_rows(pool, served, others)
-        base = rows[reference]
-        summary = {name: metrics.summarise(r, names) for name, r in rows.items()}
-        cats = list(summary[reference][1])
-        entry = {}
-        lines += [f"## {pool['dataset']} ({len(base)} queries)", "",
-                  "| model, lists | " + " | ".join(names) + f" | Δ {primary} | "
-                  + " | ".join(cats) + " |",
-                  "|---|" + "---:|" * (len(names) + 1 + len(cats))]
-        for name, r in rows.items():
-            ci = paired_bootstrap([a["metrics"][primary] - b["metrics"][primary]
-                                   for a, b in zip(r, base, strict=True)])
-            overall, per_cat = summary[name]
-            entry[name] = rounded({"overall": overall, "per_category": per_cat,
-                                   f"delta_{primary}": [ci.delta, ci.low, ci.high]})
-            delta = "" if r is base else f"{ci.delta:+.3f} [{ci.low:+.3f}, {ci.high:+.3f}]"
-            lines.append(f"| {name} | " + " | ".join(f"{overall[m]:.3f}" for m in names)
-                         + f" | {delta} | "
-                         + " | ".join(f"{per_cat[c][primary]:.3f}" for c in cats) + " |")
+        entry, table, _, primary = replay_table(pool, rows, reference, {}, "model, lists")
+        lines += table
         lines += ["", f"Per-type columns: {primary}.", ""]
         report["datasets"][pool["dataset"]] = {"pool": str(path), "rows": entry}
         print("\n".join(lines[-len(rows) - 6:]), flush=True)
