@@ -121,7 +121,7 @@ bench-model: $(STAMP)
 		metric=$$(if [ $$d = scifact ]; then echo ndcg@10; else echo recall@10; fi); \
 		RECALLMESH_EMBEDDING_MANIFEST=$$($(PY) -c "from shared.model_manifest import model_cache_dir; print(model_cache_dir() / '$(MODEL)' / 'manifest.json')") \
 			$(PY) -m benchmarks run --dataset $(BENCH_DATASETS)/$$d --out benchmarks/results/models/$(MODEL)/$$d \
-			--configs $(MODEL_CONFIGS) || exit 1; \
+			--configs $(MODEL_CONFIGS) --ingest-batch 100 || exit 1; \
 		$(PY) -m benchmarks compare benchmarks/results/models/$(MODEL)/$$d --metric $$metric \
 			--append-to docs/benchmarks-model-$(MODEL).md \
 			--summary-to benchmarks/reports/$$d-$(MODEL).json || exit 1; \

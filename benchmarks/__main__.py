@@ -22,7 +22,7 @@ from pathlib import Path
 from benchmarks.harness.configs import CONFIGS, DEFAULT_CONFIGS
 from benchmarks.harness.peers import PEERS
 from benchmarks.harness.report import compare, summary
-from benchmarks.harness.runner import run
+from benchmarks.harness.runner import BATCH, run
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> None:
                    "(default RECALLMESH_DSN or the embedded one)")
     r.add_argument("--embedder", default=None, help="with --target, for peers: the embedding "
                    "service (default RECALLMESH_EMBEDDING_TARGET or localhost:50054)")
+    r.add_argument("--ingest-batch", type=int, default=BATCH,
+                   help=f"memories per StoreBatch while loading, each waiting until indexed "
+                   f"(default {BATCH}; smaller for a slow model on a CPU)")
     c = sub.add_parser("compare", help="report OUTDIR's configurations against a baseline")
     c.add_argument("out", type=Path)
     c.add_argument("--baseline", default="lexical")
@@ -55,9 +58,11 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("configs", help="list the known configurations")
     args = parser.parse_args(argv)
     if args.command == "run":
+        if args.ingest_batch < 1:
+            parser.error("--ingest-batch must be at least 1")
         names = [n.strip() for n in args.configs.split(",") if n.strip()]
         run(args.dataset, names, args.out, args.limit, args.target, args.skip_ingest, args.dsn,
-            args.embedder, args.namespace_tag)
+            args.embedder, args.namespace_tag, args.ingest_batch)
     elif args.command == "compare":
         text = compare(args.out, args.baseline, args.metric)
         (args.out / "report.md").write_text(text)

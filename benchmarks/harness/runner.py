@@ -33,9 +33,10 @@ K = 10
 BATCH = 500
 
 
-def ingest(stub, ds: Dataset) -> dict:
-    """Store every scope's memories; refuses a namespace that already holds memories (a
-    second ingest would duplicate them: use --skip-ingest or --namespace-tag)."""
+def ingest(stub, ds: Dataset, batch_size: int = BATCH) -> dict:
+    """Store every scope's memories, `batch_size` per StoreBatch, each waiting (10 minutes
+    at most) until its memories are indexed; refuses a namespace that already holds memories
+    (a second ingest would duplicate them: use --skip-ingest or --namespace-tag)."""
     for scope in ds.scopes:
         probe = stub.Recall(memory_pb2.RecallRequest(
             namespace=ds.namespace(scope), query="-", k=1,
@@ -45,9 +46,9 @@ def ingest(stub, ds: Dataset) -> dict:
                              "--skip-ingest to reuse them or --namespace-tag to load anew")
     started = time.perf_counter()
     for scope, memories in ds.scopes.items():
-        for i in range(0, len(memories), BATCH):
+        for i in range(0, len(memories), batch_size):
             batch = []
-            for m in memories[i : i + BATCH]:
+            for m in memories[i : i + batch_size]:
                 msg = memory_pb2.Memory(content=m.content, metadata={"corpus_id": m.corpus_id})
                 if m.session_id:
                     msg.metadata["session_id"] = m.session_id
@@ -58,7 +59,9 @@ def ingest(stub, ds: Dataset) -> dict:
                 namespace=ds.namespace(scope), memories=batch,
                 index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=600_000)), timeout=700)
             if not response.indexed:
-                raise SystemExit(f"scope {scope}: stored but not indexed in time")
+                raise SystemExit(f"scope {scope}: stored but not indexed within 10 minutes: "
+                                 "a slower model (or a busy machine) needs a smaller "
+                                 "--ingest-batch")
     seconds = time.perf_counter() - started
     return {"memories": ds.memories_stored, "namespaces": len(ds.scopes), "seconds": seconds,
             "memories_per_s": ds.memories_stored / seconds if seconds else 0.0}
@@ -197,7 +200,8 @@ def git_commit() -> str:
 
 def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None,
         target: str | None, skip_ingest: bool = False, dsn: str | None = None,
-        embedder: str | None = None, namespace_tag: str = "") -> list[Path]:
+        embedder: str | None = None, namespace_tag: str = "",
+        ingest_batch: int = BATCH) -> list[Path]:
     """Run configurations (recallmesh through the gateway) and peers (side by side, on what
     the stack stored) over one benchmark folder; write OUTDIR/<name>.json for each.
 
@@ -227,7 +231,8 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
             for name in config_names:
                 if name in CONFIGS:
                     CONFIGS[name].overrides(legs)  # fail now, not after the ingest
-            ingest_info = {"skipped": True} if skip_ingest else ingest(stub, ds)
+            ingest_info = ({"skipped": True} if skip_ingest
+                           else ingest(stub, ds, ingest_batch))
             settle_dsn = stack.dsn if stack else dsn  # a --target gateway: only if told
             if not skip_ingest and settle_dsn:
                 ingest_info["settle_s"] = settle(settle_dsn)
