@@ -128,6 +128,34 @@ async def test_failure_backs_off_and_records_the_error(pool, db, ns):
     assert due  # backed off, not retried in a hot loop
 
 
+async def test_a_batch_that_runs_out_of_time_halves_the_next_claim(pool, db, ns):
+    """A slow model must not leave the indexer retrying a batch it can never finish in time:
+    each timeout halves the claim (down to one), each batch in time doubles it back."""
+    ids = [insert(db, ns, f"slow text {i}") for i in range(3)]
+    slow = ScriptedEmbedder(fail=TimeoutError("embedding the batch took longer than the timeout"))
+    indexer = Indexer(pool, slow, batch_size=4, base_backoff_s=0.01, max_backoff_s=0.01)
+    due_now = ("UPDATE embedding_jobs SET next_attempt_at = clock_timestamp() "
+               "WHERE memory_id = ANY(%s::uuid[])")
+    sizes = []
+    for _ in range(3):
+        db.execute(due_now, (ids,))
+        await indexer.run_once()
+        sizes.append(indexer.claim_size)
+    assert sizes == [2, 1, 1]
+    assert indexer.last_claim == 1 and len(slow.seen) <= 4 + 2 + 1
+    indexer.embed_documents = ScriptedEmbedder(fail=RuntimeError("model down"))
+    db.execute(due_now, (ids,))
+    await indexer.run_once()
+    assert indexer.claim_size == 1  # only running out of time shrinks it
+    indexer.embed_documents = ScriptedEmbedder()
+    db.execute(due_now, (ids,))
+    await indexer.run_once()
+    await indexer.run_once()
+    assert indexer.claim_size == 4
+    await drain(indexer, ids, db)
+    assert all(state(db, i)[0] for i in ids)
+
+
 async def test_a_job_for_a_sensitive_memory_is_dropped_unread(pool, db, ns):
     memory_id = insert(db, ns, "secret text never embedded", sensitive=True)
     # Simulate a job that should never exist (e.g. written by hand).

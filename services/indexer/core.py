@@ -15,7 +15,11 @@ Every write of a non-sensitive memory enqueues a job in the same transaction
      meanwhile gets nothing;
   4. on failure (embedding service down, slow, serving another model than
      the one recorded in `embedding_space`) records the error and backs the
-     jobs off exponentially, capped at max_backoff_s.
+     jobs off exponentially, capped at max_backoff_s. A batch that ran out of
+     time (a slow model on a busy CPU, long texts) also halves the number of
+     jobs claimed next (down to one), so the indexer cannot be stuck retrying a
+     batch it can never finish in time; each batch done in time doubles it
+     again, up to batch_size.
 Sensitive memories never get a job; if one is found anyway, its job is
 dropped and its text is never sent to the embedding service.
 """
@@ -52,6 +56,9 @@ BATCH_SECONDS = Histogram(
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
 PENDING = Gauge("recallmesh_indexer_pending_jobs", "Embedding jobs waiting (all namespaces).")
+CLAIM_SIZE = Gauge("recallmesh_indexer_claim_size",
+                   "Jobs the indexer claims per batch now: the batch size, halved after each "
+                   "batch that ran out of time and doubled back after each in time.")
 
 _CLAIM = """
 WITH due AS (
@@ -150,6 +157,9 @@ class Indexer:
         self.concepts = concepts
         self.embed_documents = embed_documents
         self.batch_size = batch_size
+        self.claim_size = batch_size  # halved after a timeout, grows back after successes
+        self.last_claim = batch_size  # what the last batch asked for
+        CLAIM_SIZE.set(batch_size)
         self.lease_s = lease_s
         self.base_backoff_s = base_backoff_s
         self.max_backoff_s = max_backoff_s
@@ -158,7 +168,8 @@ class Indexer:
         """Claim, embed and write one batch of due jobs."""
         start = time.perf_counter()
         async with self.pool.connection() as conn:
-            cur = await conn.execute(_CLAIM, {"n": self.batch_size, "lease_s": self.lease_s})
+            self.last_claim = self.claim_size
+            cur = await conn.execute(_CLAIM, {"n": self.claim_size, "lease_s": self.lease_s})
             claimed_ids = [r[0] for r in await cur.fetchall()]
             if not claimed_ids:
                 return BatchResult(0)
@@ -226,13 +237,19 @@ class Indexer:
                     },
                 )
             JOBS.labels("failed").inc(len(work))
-            log.warning("embedding batch failed; will retry", extra={"jobs": len(work),
-                                                                      "error": error})
+            if _timed_out(exc) and self.claim_size > 1:
+                self.claim_size = max(1, self.claim_size // 2)
+                CLAIM_SIZE.set(self.claim_size)
+            log.warning("embedding batch failed; will retry", extra={
+                "jobs": len(work), "error": error, "next_claim": self.claim_size})
             return BatchResult(len(claimed), dropped=len(skip), failed=len(work), error=error)
         finally:
             BATCH_SECONDS.observe(time.perf_counter() - start)
         JOBS.labels("indexed").inc(written)
         JOBS.labels("superseded").inc(len(work) - written)
+        if self.claim_size < self.batch_size:
+            self.claim_size = min(self.batch_size, self.claim_size * 2)
+            CLAIM_SIZE.set(self.claim_size)
         return BatchResult(
             len(claimed), indexed=written, superseded=len(work) - written, dropped=len(skip)
         )
@@ -243,6 +260,14 @@ class Indexer:
             count = int((await cur.fetchone())[0])
         PENDING.set(count)
         return count
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """The embedding call ran past its deadline (not: the service refused or is down)."""
+    if isinstance(exc, TimeoutError):
+        return True
+    code = getattr(exc, "code", None)
+    return callable(code) and getattr(code(), "name", "") == "DEADLINE_EXCEEDED"
 
 
 def _describe(exc: BaseException) -> str:
@@ -278,8 +303,8 @@ async def run_forever(
             await _sleep_or_stop(stop, delay)
             continue
         failures = 0
-        if result.claimed >= indexer.batch_size:
-            continue  # more is probably due right now
+        if result.claimed >= indexer.last_claim:
+            continue  # a full batch: more is probably due right now
         if stop.is_set():
             break
         try:
