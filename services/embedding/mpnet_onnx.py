@@ -66,6 +66,7 @@ from services.embedding.onnx_graph import (
     additive_mask,
     encoder_model,
     layer_norm,
+    weight,
     write_model,
 )
 from shared.model_manifest import sha256_file
@@ -120,32 +121,18 @@ def _load_weights(safetensors_path: Path) -> dict[str, np.ndarray]:
     return weights
 
 
-def _check(weights: dict[str, np.ndarray], name: str, shape: tuple[int, ...]) -> np.ndarray:
-    if name not in weights:
-        raise KeyError(f"weight {name!r} missing from safetensors")
-    w = weights[name]
-    if tuple(w.shape) != shape:
-        raise ValueError(f"weight {name!r}: shape {tuple(w.shape)}, expected {shape}")
-    return w.astype(np.float32, copy=False)
-
-
 def _linear(g: Graph, x: str, w: dict, prefix: str, n_in: int, n_out: int) -> str:
     """y = x @ W^T + b, with W^T stored as a [n_in, n_out] initializer."""
-    wt = g.init(f"{prefix}.weight_t", _check(w, f"{prefix}.weight", (n_out, n_in)).T)
-    b = g.init(f"{prefix}.bias", _check(w, f"{prefix}.bias", (n_out,)))
+    wt = g.init(f"{prefix}.weight_t", weight(w, f"{prefix}.weight", (n_out, n_in)).T)
+    b = g.init(f"{prefix}.bias", weight(w, f"{prefix}.bias", (n_out,)))
     y = g.op("MatMul", [x, wt], f"{prefix}/matmul")
     return g.op("Add", [y, b], f"{prefix}/add")
-
-
-def _layer_norm(g: Graph, x: str, w: dict, prefix: str, hidden: int, eps: float, out=None):
-    return layer_norm(g, x, _check(w, f"{prefix}.weight", (hidden,)),
-                      _check(w, f"{prefix}.bias", (hidden,)), prefix, eps, out=out)
 
 
 def _add_norm(g: Graph, x: str, residual: str, name: str, w: dict, prefix: str, hidden: int,
               eps: float, out=None) -> str:
     """LayerNorm(x + residual): the post-LN step after attention and after the FFN."""
-    return _layer_norm(g, g.op("Add", [x, residual], name), w, prefix, hidden, eps, out=out)
+    return layer_norm(g, g.op("Add", [x, residual], name), w, prefix, hidden, eps, out=out)
 
 
 def _relative_position_bias(g: Graph, input_ids: str, w: dict, cfg: dict) -> str:
@@ -188,7 +175,7 @@ def _relative_position_bias(g: Graph, input_ids: str, w: dict, cfg: dict) -> str
 
     table = g.init(
         "encoder.relative_attention_bias.weight",
-        _check(w, "encoder.relative_attention_bias.weight", (cfg["buckets"], cfg["heads"])),
+        weight(w, "encoder.relative_attention_bias.weight", (cfg["buckets"], cfg["heads"])),
     )
     values = g.op("Gather", [table, bucket], "rel/values")  # [s, s, heads]
     values = g.op("Transpose", [values], "rel/transpose", perm=[2, 0, 1])
@@ -217,11 +204,11 @@ def _build_model(weights: dict[str, np.ndarray], cfg: dict, source_sha256: str) 
     )
     word = g.init(
         "embeddings.word_embeddings.weight",
-        _check(weights, "embeddings.word_embeddings.weight", (cfg["vocab"], hidden)),
+        weight(weights, "embeddings.word_embeddings.weight", (cfg["vocab"], hidden)),
     )
     pos_table = g.init(
         "embeddings.position_embeddings.weight",
-        _check(weights, "embeddings.position_embeddings.weight", (cfg["max_pos"], hidden)),
+        weight(weights, "embeddings.position_embeddings.weight", (cfg["max_pos"], hidden)),
     )
     emb = g.op(
         "Add",
@@ -231,7 +218,7 @@ def _build_model(weights: dict[str, np.ndarray], cfg: dict, source_sha256: str) 
         ],
         "emb/sum",
     )
-    h = _layer_norm(g, emb, weights, "embeddings.LayerNorm", hidden, eps)
+    h = layer_norm(g, emb, weights, "embeddings.LayerNorm", hidden, eps)
 
     # --- additive attention mask [b, 1, 1, s] -------------------------------------------
     additive = additive_mask(g)

@@ -50,6 +50,7 @@ from services.embedding.onnx_graph import (
     additive_mask,
     encoder_model,
     layer_norm,
+    weight,
     write_model,
 )
 from shared.model_manifest import sha256_file
@@ -154,17 +155,12 @@ def _config(meta: dict) -> dict:
 
 
 def _weight(t: dict[str, np.ndarray], name: str, shape: tuple[int, ...]) -> np.ndarray:
-    if name not in t:
-        raise GGUFError(f"tensor {name!r} is missing from the GGUF file")
-    if tuple(t[name].shape) != shape:
-        raise GGUFError(f"tensor {name!r} has shape {tuple(t[name].shape)}, expected {shape}")
-    return t[name].astype(np.float32)
+    return weight(t, name, shape, GGUFError)
 
 
 def _layer_norm(g: Graph, x: str, t: dict, prefix: str, hidden: int, eps: float,
                 out: str | None = None) -> str:
-    return layer_norm(g, x, _weight(t, f"{prefix}.weight", (hidden,)),
-                      _weight(t, f"{prefix}.bias", (hidden,)), prefix, eps, out=out)
+    return layer_norm(g, x, t, prefix, hidden, eps, out=out, error=GGUFError)
 
 
 def _build_model(t: dict[str, np.ndarray], cfg: dict, source_sha256: str) -> onnx.ModelProto:

@@ -62,12 +62,23 @@ class Graph:
         return outs
 
 
-def layer_norm(g: Graph, x: str, scale: np.ndarray, bias: np.ndarray, prefix: str, eps: float,
-               out: str | None = None) -> str:
-    scale_name = g.init(f"{prefix}.weight", scale)
-    bias_name = g.init(f"{prefix}.bias", bias)
-    return g.op("LayerNormalization", [x, scale_name, bias_name], f"{prefix}/ln", out=out,
-                axis=-1, epsilon=eps)
+def weight(tensors: dict[str, np.ndarray], name: str, shape: tuple[int, ...],
+           error: type[Exception] = ValueError) -> np.ndarray:
+    """A checkpoint tensor as float32, after checking it is there with the expected shape."""
+    if name not in tensors:
+        raise error(f"tensor {name!r} is missing from the checkpoint")
+    if tuple(tensors[name].shape) != shape:
+        raise error(f"tensor {name!r} has shape {tuple(tensors[name].shape)}, expected {shape}")
+    return tensors[name].astype(np.float32, copy=False)
+
+
+def layer_norm(g: Graph, x: str, tensors: dict[str, np.ndarray], prefix: str, hidden: int,
+               eps: float, out: str | None = None, error: type[Exception] = ValueError) -> str:
+    """LayerNormalization over the last axis with the checkpoint's `<prefix>.weight` / `.bias`."""
+    scale = g.init(f"{prefix}.weight", weight(tensors, f"{prefix}.weight", (hidden,), error))
+    bias = g.init(f"{prefix}.bias", weight(tensors, f"{prefix}.bias", (hidden,), error))
+    return g.op("LayerNormalization", [x, scale, bias], f"{prefix}/ln", out=out, axis=-1,
+                epsilon=eps)
 
 
 def additive_mask(g: Graph) -> str:
