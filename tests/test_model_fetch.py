@@ -106,6 +106,31 @@ def test_files_from_a_split_archive_and_a_build(catalogue, tmp_path, monkeypatch
     assert (target / "model.onnx").read_bytes() == b"ONNX:WWWWWWWWWW"
 
 
+def test_two_builds_from_one_source_read_it_once(catalogue, tmp_path, monkeypatch):
+    folder, index, _ = catalogue
+    weights = b"G" * 3000
+    archive = split_archive(tmp_path, index, {"m/model.gguf": weights}, 2)
+    opened: list[str] = []
+    real_open = zipfile.ZipFile.open
+
+    def counting_open(self, name, *args, **kwargs):
+        opened.append(name if isinstance(name, str) else name.filename)
+        return real_open(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(zipfile.ZipFile, "open", counting_open)
+    for kind in ("graph", "vocab"):
+        monkeypatch.setitem(fetch_module.BUILDERS, f"test_{kind}", lambda src, out, kind=kind:
+                            out.write_bytes(kind.encode() + src["model.gguf"].read_bytes()[:4]))
+    source = {"model.gguf": {"archive_path": "m/model.gguf", "sha256": sha(weights)}}
+    (folder / "m.json").write_text(json.dumps({"name": "m", "archive": archive, "files": {
+        "model.onnx": {"build": "test_graph", "sources": source},
+        "tokenizer.json": {"build": "test_vocab", "sources": source}}, "manifest": MANIFEST}))
+    target = fetch("m", tmp_path / "cache").parent
+    assert (target / "model.onnx").read_bytes() == b"graphGGGG"
+    assert (target / "tokenizer.json").read_bytes() == b"vocabGGGG"
+    assert opened.count("m/model.gguf") == 1
+
+
 def test_a_member_from_the_last_parts_of_a_long_archive(catalogue, tmp_path):
     """Only the parts holding the member and the central directory are fetched; the ones
     before are a hole of `offset` bytes, and the member still reads whole and checked."""

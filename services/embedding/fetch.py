@@ -151,6 +151,7 @@ def _fetch_missing(entry: dict, target: Path, missing: list[str]) -> dict[str, s
         tmp = Path(tmp_name)
         wheels: dict[str, Path] = {}
         archive: zipfile.ZipFile | None = None
+        extracted: dict[tuple[str, str], Path] = {}  # checked sources, kept until the end
 
         def member(path: str, want: str, out: Path) -> None:
             nonlocal archive
@@ -175,11 +176,12 @@ def _fetch_missing(entry: dict, target: Path, missing: list[str]) -> dict[str, s
                 elif spec.get("build") in BUILDERS:
                     sources = {}
                     for name, source in spec["sources"].items():
-                        sources[name] = tmp / name
-                        member(source["archive_path"], source["sha256"], sources[name])
+                        key = (source["archive_path"], source["sha256"])
+                        if key not in extracted:  # two builds from one source: read it once
+                            extracted[key] = tmp / f"source-{len(extracted)}-{name}"
+                            member(*key, extracted[key])
+                        sources[name] = extracted[key]
                     BUILDERS[spec["build"]](sources, partial)
-                    for path in sources.values():
-                        path.unlink()
                     built[rel] = sha256_file(partial)
                     if spec.get("sha256"):
                         _checked(partial, spec["sha256"], f"{rel} as built here")
