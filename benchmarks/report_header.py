@@ -44,8 +44,9 @@ for long memories, a per-query lexical weight routed by either leg's top-two mar
 on the same pools in docs/benchmarks-levers.md. `hybrid_cc_bm25t_ctx` and `hybrid_cc_bm25t_l1.7`
 below are its two levers alone. The default also raises memories created inside a time window the
 query names ("last Saturday"), read against the query's date; only LongMemEval's questions carry
-one, and `default_no_time` is the default without it. all-mpnet-base-v2 instead of MiniLM is
-measured in docs/benchmarks-model-all-mpnet-base-v2.md. SciFact's abstracts are stored by
+one, and `default_no_time` is the default without it. Other embedding models instead of MiniLM
+are measured in docs/benchmarks-model-<name>.md (all-mpnet-base-v2, nomic-embed-text-v1.5) and
+replayed on all three sets in docs/benchmarks-model-replay.md. SciFact's abstracts are stored by
 StoreBatch, milliseconds apart, so context applies there only across batch boundaries (10 pairs of
 5,183 abstracts; by design: see docs/architecture.md). The graph node cap (10,000) was picked on
 SciFact dev for speed, at 98.7% agreement of the top 10 with a 50,000 cap; the concept merge
