@@ -10,7 +10,7 @@ ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint bench-recall-latency \
-	bench-embedding bench-model bench-vector bench-gateway bench-graph-latency bench-merge-sweep bench-lexical-sweep bench-context-sweep bench-lever-replay bench-headline bench bench-all clean
+	bench-embedding bench-model bench-vector bench-gateway bench-graph-latency bench-merge-sweep bench-lexical-sweep bench-context-sweep bench-lever-replay bench-model-replay bench-concept-names bench-headline bench bench-all clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -130,6 +130,17 @@ bench-model: $(STAMP)
 		--report-to docs/benchmarks-model-$(MODEL)-headline.md \
 		--json-to benchmarks/reports/headline-$(MODEL).json \
 		--source '`make bench-model MODEL=$(MODEL)` from the runs in docs/benchmarks-model-$(MODEL).md'
+
+## Catalogue models against the served one, replayed on the dumped pools with exact vectors
+## (-> docs/benchmarks-model-replay.md), and their concept-name similarities (merge threshold).
+REPLAY_MODELS ?= nomic-embed-text-v1.5
+bench-model-replay: models $(foreach d,$(LEVER_SETS),benchmarks/results/$(d)/context_pool.json)
+	for m in $(shell echo $(REPLAY_MODELS) | tr ',' ' '); do $(PY) -m services.embedding.fetch $$m || exit 1; done
+	$(PY) -m benchmarks.model_replay --models $(REPLAY_MODELS) --datasets $(BENCH_DATASETS) \
+		--pools $(shell echo $(foreach d,$(LEVER_SETS),benchmarks/results/$(d)/context_pool.json) | tr ' ' ',') \
+		--json-to benchmarks/reports/model_replay.json --report-to docs/benchmarks-model-replay.md
+bench-concept-names: models
+	$(PY) -m benchmarks.concept_names --report-to docs/benchmarks-concept-names.md
 
 bench-lexical-sweep: $(STAMP)
 	$(PY) -m benchmarks.lexical_sweep --out benchmarks/reports/lexical_sweep.json \
