@@ -157,10 +157,15 @@ class ServerConfig:
 
 
 # Default fusion weight per leg (RECALLMESH_LEG_WEIGHTS overrides); others get 1.0.
-# lexical 1.7: with BM25 and convex combination, chosen with context propagation on the dev
-# splits (docs/benchmarks-context.md); the ablation configurations pin 1 / 1.
-DEFAULT_LEG_WEIGHTS = {"lexical": 1.7, "vector": 1.0, "graph": 0.35}
+# lexical 1: with nomic-embed-text-v1.5 the vector leg is as strong as the lexical one, and
+# weight 1 beat 1.4 / 1.7 / 2.2 on all three dev splits (docs/benchmarks-model-replay.md).
+# MiniLM wanted 1.7 (docs/benchmarks-context.md). The ablation configurations pin their own.
+DEFAULT_LEG_WEIGHTS = {"lexical": 1.0, "vector": 1.0, "graph": 0.35}
 FUSION_METHODS = ("rrf", "cc", "cc_bounded")
+# The name-embedding cosine at which a new surface form joins an existing concept. It depends on
+# the model's cosine scale: 0.84 for nomic-embed-text-v1.5 (the default), 0.78 for MiniLM
+# (docs/benchmarks-concept-names.md); RECALLMESH_CONCEPT_MERGE_THRESHOLD overrides.
+DEFAULT_CONCEPT_MERGE_THRESHOLD = 0.84
 # Convex combination of min-max normalised scores: on the dev benchmarks it beat weighted RRF
 # on LoCoMo and SciFact and tied on LongMemEval (docs/benchmarks.md, issue 7).
 DEFAULT_FUSION_METHOD = "cc"
@@ -459,7 +464,7 @@ class IndexerSettings:
     max_backoff_s: float  # retry delay cap while the embedding service fails
     embed_timeout_s: float
     concept_extractor: str = "spacy"  # "none" switches concept extraction off
-    concept_merge_threshold: float = 0.78  # name-embedding cosine that merges two forms
+    concept_merge_threshold: float = DEFAULT_CONCEPT_MERGE_THRESHOLD
 
     @classmethod
     def from_env(cls) -> IndexerSettings:
@@ -476,6 +481,7 @@ class IndexerSettings:
             max_backoff_s=env_float("RECALLMESH_INDEXER_MAX_BACKOFF_S", 30.0, minimum=0.1),
             embed_timeout_s=env_float("RECALLMESH_INDEXER_EMBED_TIMEOUT_S", 30.0, minimum=0.1),
             concept_extractor=env_str("RECALLMESH_CONCEPT_EXTRACTOR", "spacy"),
-            concept_merge_threshold=env_float("RECALLMESH_CONCEPT_MERGE_THRESHOLD", 0.78,
+            concept_merge_threshold=env_float("RECALLMESH_CONCEPT_MERGE_THRESHOLD",
+                                              DEFAULT_CONCEPT_MERGE_THRESHOLD,
                                               minimum=0.0),
         )

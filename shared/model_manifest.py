@@ -32,7 +32,7 @@ from pathlib import Path
 from shared.config import ConfigError
 
 POOLINGS = ("mean", "cls")
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_MODEL = "nomic-embed-text-v1.5"
 
 
 def model_cache_dir() -> Path:

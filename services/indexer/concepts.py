@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from services.graph.extraction import ConceptExtractor, Extraction
+from shared.config import DEFAULT_CONCEPT_MERGE_THRESHOLD
 from shared.embedder_client import Embeddings
 
 MAX_EVIDENCE = 32  # memory ids kept per edge
@@ -51,7 +52,8 @@ class Prepared:
 
 
 class ConceptWriter:
-    def __init__(self, extractor: ConceptExtractor, merge_threshold: float = 0.78,
+    def __init__(self, extractor: ConceptExtractor,
+                 merge_threshold: float = DEFAULT_CONCEPT_MERGE_THRESHOLD,
                  cache_namespaces: int = 64) -> None:
         self.extractor = extractor
         self.merge_threshold = merge_threshold
