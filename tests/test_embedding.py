@@ -38,10 +38,12 @@ def embedder(manifest) -> OnnxEmbedder:
 # ----------------------------------------------------------------- manifest
 
 
-def test_default_manifest_is_verified_minilm(manifest):
+def test_default_manifest_is_verified_nomic(manifest):
     manifest.verify()
-    assert (manifest.dimension, manifest.max_length, manifest.pooling) == (384, 256, "mean")
-    assert manifest.sha256["model.onnx"].startswith("8199be6f")
+    assert (manifest.dimension, manifest.max_length, manifest.pooling) == (768, 512, "mean")
+    assert manifest.sha256["model.onnx"].startswith("c1dbddfa")
+    assert (manifest.query_prefix, manifest.document_prefix) == ("search_query: ",
+                                                                 "search_document: ")
 
 
 def write_manifest(tmp_path: Path, **changes) -> Path:
@@ -70,7 +72,9 @@ def test_padding_uses_the_tokenizer_files_own_pad_id(manifest, tmp_path):
     # the tokenizer file declares wins. Here: the default tokenizer, declaring [unused0].
     raw = json.loads(manifest.tokenizer.read_text())
     pad_id = raw["model"]["vocab"]["[unused0]"]
-    raw["padding"] = dict(raw.get("padding") or {}, pad_id=pad_id, pad_token="[unused0]")
+    padding = raw.get("padding") or {"strategy": "BatchLongest", "direction": "Right",
+                                     "pad_to_multiple_of": None, "pad_type_id": 0}
+    raw["padding"] = dict(padding, pad_id=pad_id, pad_token="[unused0]")
     (tmp_path / "tokenizer.json").write_text(json.dumps(raw))
     other = ModelManifest.load(write_manifest(
         tmp_path, onnx=str(manifest.onnx), dimension=manifest.dimension,
@@ -99,10 +103,10 @@ def test_changed_model_file_fails_verification(tmp_path):
 # ----------------------------------------------------------------- model core
 
 
-def test_vectors_are_normalised_and_deterministic(embedder):
+def test_vectors_are_normalised_and_deterministic(embedder, manifest):
     first = embedder.embed(["Maya prefers Svelte", "Maya prefers Svelte", "Tea at noon"]).vectors
     again = embedder.embed(["Maya prefers Svelte"]).vectors
-    assert first.shape == (3, 384)
+    assert first.shape == (3, manifest.dimension)
     assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
     assert np.array_equal(first[0], first[1]) and np.array_equal(first[0], again[0])
 
@@ -245,12 +249,12 @@ def embed(stub, texts, kind=embedder_pb2.EMBED_KIND_QUERY) -> np.ndarray:
 
 
 @pytest.mark.integration
-def test_grpc_batch_of_32_equals_32_single_calls(embedder_stub):
+def test_grpc_batch_of_32_equals_32_single_calls(embedder_stub, manifest):
     texts = [f"memory {i}: " + "the user mentioned something " * (i % 5) for i in range(32)]
     batch = embed(embedder_stub, texts, embedder_pb2.EMBED_KIND_DOCUMENT)
     singles = np.vstack([embed(embedder_stub, [t], embedder_pb2.EMBED_KIND_DOCUMENT)
                          for t in texts])
-    assert batch.shape == (32, 384)
+    assert batch.shape == (32, manifest.dimension)
     assert np.abs(batch - singles).max() < 1e-5
 
 
@@ -262,10 +266,10 @@ def test_grpc_identical_texts_identical_vectors(embedder_stub):
 
 
 @pytest.mark.integration
-def test_model_info_reports_the_provider_in_use(embedder_stub):
+def test_model_info_reports_the_provider_in_use(embedder_stub, manifest):
     info = embedder_stub.ModelInfo(embedder_pb2.ModelInfoRequest(), timeout=10)
-    assert info.model_id == "all-MiniLM-L6-v2-onnx-int8"
-    assert (info.dimension, info.max_tokens, info.precision) == (384, 256, "int8")
+    assert info.model_id == manifest.model_id == "nomic-embed-text-v1.5-onnx-fp32"  # the default
+    assert (info.dimension, info.max_tokens, info.precision) == (768, 512, "fp32")
     assert info.provider in (core.CPU, core.CUDA)
     assert info.max_texts_per_call == 256
 

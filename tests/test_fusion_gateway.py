@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 WAIT = memory_pb2.IndexWait(wait=True, timeout_ms=30000)
 
 # One memory holds every query term but is mostly about other things (the dense
-# leg ranks it third); another is semantically close but lacks "hunter2".
+# leg ranks it below the two short staging-password notes, which lack "hunter2").
 EXACT_CASE = [
     "Reminder list: buy milk, call the plumber about the leaking kitchen sink, renew the car "
     "insurance, staging password is hunter2, book the dentist",
@@ -27,6 +27,7 @@ EXACT_CASE = [
     "The production password policy requires sixteen characters",
     "Maya rotates staging secrets every quarter",
     "The plumber comes on Tuesday",
+    "The staging server password was reset yesterday",
 ]
 EXACT_QUERY = "staging password hunter2"
 

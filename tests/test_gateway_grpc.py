@@ -261,7 +261,7 @@ def test_metrics_expose_rpc_histograms(stack, gateway, ns):
         f"http://localhost:{stack.metrics['embedding']}/metrics", timeout=5).read().decode()
     assert "recallmesh_embedding_batch_texts_bucket" in embedding_text
     assert 'recallmesh_embedding_request_seconds_count{kind="query"}' in embedding_text
-    assert 'recallmesh_embedding_provider_info{model_id="all-MiniLM-L6-v2-onnx-int8"' in (
+    assert 'recallmesh_embedding_provider_info{model_id="nomic-embed-text-v1.5-onnx-fp32"' in (
         embedding_text)
     indexer_text = urllib.request.urlopen(
         f"http://localhost:{stack.metrics['indexer']}/metrics", timeout=5).read().decode()

@@ -177,7 +177,9 @@ def test_graph_leg_finds_two_hop_memory_with_its_path(graph_gateway, ns):
         graph_gateway, ns, "Priya adopted a greyhound named Biscuit.",
         "Biscuit needs a long walk along the Dunmore canal every morning.",
         "Quarterly taxes are due in April.")
-    response = recall(graph_gateway, ns, "Where does Priya walk her dog?", explain=True)
+    # No query word names a concept of the second memory ("walk" would reach 'long walk', and
+    # "dog" 'greyhound', in one hop): only Priya -> Biscuit leads there.
+    response = recall(graph_gateway, ns, "Where does Priya go every morning?", explain=True)
     graph_leg = {h.memory.id: [c for c in h.legs if c.leg == "graph"] for h in response.hits}
     assert graph_leg[b], "the two-hop memory came through the graph leg"
     reason = graph_leg[b][0].reason

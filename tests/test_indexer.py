@@ -45,13 +45,14 @@ def insert(db: psycopg.Connection, ns: str, content: str, sensitive: bool = Fals
         "RETURNING id::text", (ns, content, sensitive)).fetchone()[0]
 
 
+LIVE = ModelManifest.load()  # the model and width prepare_database records
+LIVE_MODEL = LIVE.model_id
+
+
 def unit_vector(i: int) -> list[float]:
-    v = [0.0] * 384
-    v[i % 384] = 1.0
+    v = [0.0] * LIVE.dimension
+    v[i % LIVE.dimension] = 1.0
     return v
-
-
-LIVE_MODEL = ModelManifest.load().model_id  # what prepare_database records
 
 
 class ScriptedEmbedder:
@@ -68,7 +69,7 @@ class ScriptedEmbedder:
             self.during()
         if self.fail:
             raise self.fail
-        return Embeddings(self.model, 384, [unit_vector(len(t)) for t in texts])
+        return Embeddings(self.model, LIVE.dimension, [unit_vector(len(t)) for t in texts])
 
 
 def state(db, memory_id):

@@ -89,15 +89,15 @@ def test_vector_column_is_sized_from_the_manifest_and_guarded(scratch_dsn):
         index = conn.execute(
             "SELECT indexdef FROM pg_indexes WHERE indexname = 'memories_embedding_hnsw_idx'"
         ).fetchone()[0]
-    assert kind == "halfvec(384)"
+    assert kind == "halfvec(768)"  # the default model, nomic-embed-text-v1.5
     assert "hnsw" in index and "halfvec_cosine_ops" in index and "m='16'" in index
     assert "ef_construction='64'" in index
     prepare_database(scratch_dsn)  # idempotent
-    with pytest.raises(VectorSchemaError, match="384-dimensional.*768"):
-        ensure_embedding_column(scratch_dsn, 768, "bigger-model")
+    with pytest.raises(VectorSchemaError, match="768-dimensional.*1024"):
+        ensure_embedding_column(scratch_dsn, 1024, "bigger-model")
     # Same dimension, another model: its vectors would not be comparable.
-    with pytest.raises(VectorSchemaError, match="come from model 'all-MiniLM.*'other-model'"):
-        ensure_embedding_column(scratch_dsn, 384, "other-model")
+    with pytest.raises(VectorSchemaError, match="come from model 'nomic-embed.*'other-model'"):
+        ensure_embedding_column(scratch_dsn, 768, "other-model")
 
 
 def test_memories_stored_before_semantic_recall_get_embedding_jobs(scratch_dsn, tmp_path):

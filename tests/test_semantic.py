@@ -22,6 +22,8 @@ from recallmesh.v1 import (
     retriever_pb2,
     retriever_pb2_grpc,
 )
+from shared.config import DEFAULT_LEG_WEIGHTS
+from shared.model_manifest import ModelManifest
 from tests.helpers import expect_status, recall
 
 pytestmark = pytest.mark.integration
@@ -111,16 +113,18 @@ def test_paraphrase_found_by_meaning_among_distractors(gateway, ns):
 def test_hybrid_explain_shows_both_legs(gateway, ns):
     [target] = store_all(gateway, ns, texts("Maya's favourite frontend framework is Svelte"))
     store_all(gateway, ns, texts(*DISTRACTORS[:4]))
+    # context propagation off: the score below is the fusion arithmetic alone
     response = recall(gateway, ns, "Svelte framework", explain=True,
-                      fusion=memory_pb2.FusionOverrides(method="rrf"))
+                      fusion=memory_pb2.FusionOverrides(method="rrf", context_hits=0))
     hit = response.hits[0]
     assert hit.memory.id == target
     assert {c.leg for c in hit.legs} == {"lexical", "vector"}
     assert all(c.rank == 1 for c in hit.legs)
-    # RRF (k=60, both legs rank 1, default weights lexical 1.7 + vector 1) + the exact bonus
+    # RRF (k=60, both legs rank 1, the default weights lexical + vector) + the exact bonus
     # (5% of the best possible, an AND match), then the importance prior at the default
     # importance 0.5: * (0.7 + 0.3 * 0.5).
-    assert hit.score == pytest.approx((2.7 / 61 + 0.05 * 2.7 / 61) * 0.85)
+    best = (DEFAULT_LEG_WEIGHTS["lexical"] + DEFAULT_LEG_WEIGHTS["vector"]) / 61
+    assert hit.score == pytest.approx((best + 0.05 * best) * 0.85)
     assert response.fusion == "rrf (service)"
 
 
@@ -175,13 +179,16 @@ def test_query_vector_scale_does_not_matter(vector_leg, embedder_stub, gateway, 
         assert hit.memory_id == memory_id and 0 < hit.score <= 1.0001
 
 
+DIM = ModelManifest.load().dimension  # the stored column's width (the served model's)
+
+
 @pytest.mark.parametrize("vector, model, message", [
-    ([0.1] * 383, "m", "383 dimensions"),
-    ([0.0] * 384, "m", "zero vector"),
-    ([1e-300] * 384, "m", "zero vector"),
-    ([float("nan")] + [0.1] * 383, "m", "finite"),
+    ([0.1] * (DIM - 1), "m", f"{DIM - 1} dimensions"),
+    ([0.0] * DIM, "m", "zero vector"),
+    ([1e-300] * DIM, "m", "zero vector"),
+    ([float("nan")] + [0.1] * (DIM - 1), "m", "finite"),
     ([], "m", "needs query_vector"),
-    ([0.1] * 384, "", "needs vector_model"),
+    ([0.1] * DIM, "", "needs vector_model"),
 ])
 def test_bad_query_vectors_are_invalid_argument(vector_leg, ns, vector, model, message):
     details = expect_status(
