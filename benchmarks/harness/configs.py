@@ -107,10 +107,10 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
     Config("default_no_time", "default without the time-window boost (time_boost 0): what "
            "reading relative times in the query adds", tuple(DEFAULT_LEGS.split(",")),
            time_boost=0.0),
-    Config("default_lw1.7", "default with the lexical leg weighted 1.7, the weight MiniLM "
-           "wanted (the default weights it like the vector leg, 1): the weight ablation of the "
-           "model switch", tuple(DEFAULT_LEGS.split(",")),
-           weights={"lexical": 1.7, "vector": 1.0}),
+    *(Config(f"default_lw{w:g}", f"default with the lexical leg weighted {w:g} (the vector leg "
+             "1): the lexical weight's ablation (1.7 is the weight MiniLM wanted)",
+             tuple(DEFAULT_LEGS.split(",")), weights={"lexical": w, "vector": 1.0})
+      for w in (0.7, 1.0, 1.7)),
     Config("lexical", "the faithful current system: Postgres full text (ts_rank, AND then "
            "OR-broaden), the lexical leg alone", ("lexical",), lexical_ranking="ts_rank",
            **NO_REFINEMENTS),
