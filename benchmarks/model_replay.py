@@ -11,7 +11,7 @@ benchmarks/lever_replay.py does; brute force over each query's namespace), takes
 list from the pool, and fuses with the gateway's own code at the shipped default's leg depth
 and context propagation. Rows, per model: the vector leg alone, and the default's lists at
 several lexical weights (the default's weight was tuned with the served model); plus the
-served model and one other side by side as two vector lists (served 0.5, other 1) at lexical
+served model and one other side by side as two vector lists (served 1, other 0.5) at lexical
 weight 1. Δ: paired bootstrap 95% CI against the served model at the default's weight (the
 replay of what `default` serves). Time windows are not replayed here (lever_replay has them).
 """
@@ -36,8 +36,8 @@ from benchmarks.lever_replay import Vectors, replay_table
 from services.fusion.core import LegList
 from shared.model_manifest import DEFAULT_MODEL, model_cache_dir
 
-LEXICAL_WEIGHTS = (1.0, 1.4, 1.7, 2.2)
-PAIR_WEIGHTS = (0.5, 1.0)  # served model's vector list, the other model's, at lexical 1
+LEXICAL_WEIGHTS = (0.5, 0.7, 0.85, 1.0, 1.4, 1.7)
+PAIR_WEIGHTS = (1.0, 0.5)  # served model's vector list, the other model's, at lexical 1
 
 
 def model_rows(pool: dict, served: Vectors, others: dict[str, Vectors]) -> dict[str, list]:
