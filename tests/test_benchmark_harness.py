@@ -122,6 +122,13 @@ def test_run_and_compare_end_to_end(gateway, stack, tmp_path):
     (out / "hybrid_rrf.json").write_text(json.dumps(hybrid))
     assert "at another commit (latency from that run): commit 0123456789: hybrid_rrf." in (
         compare(out, "lexical"))
+    # ... and one run by another process on the same load (--target --skip-ingest) as that.
+    hybrid["ingest"] = {"skipped": True}
+    (out / "hybrid_rrf.json").write_text(json.dumps(hybrid))
+    report = compare(out, "lexical")
+    assert "Run separately" not in report
+    assert "same stack and load (`--target --skip-ingest`), at another commit: commit " \
+           "0123456789: hybrid_rrf." in report
     # A second load of the same folder would store every memory twice: refused.
     with pytest.raises(SystemExit, match="already holds memories"):
         run(FIXTURE, ["lexical"], tmp_path / "again", limit=None,

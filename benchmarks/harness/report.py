@@ -91,15 +91,23 @@ def compare(out: Path, baseline: str, metric: str = HEADLINE) -> str:
         lines += ["", f"Ingest: {ingest['memories']} memories in {ingest['namespaces']} "
                   f"namespace(s), {ingest['seconds']:.1f} s ({ingest['memories_per_s']:.1f}/s), "
                   "StoreBatch with index wait."]
-    elsewhere = {}
+    elsewhere: dict[str, list[str]] = {}
+    same_load: dict[str, list[str]] = {}
     for name in names:
         commit = results[name]["git_commit"][:10]
         if commit != base["git_commit"][:10]:
-            elsewhere.setdefault(commit, []).append(name)
+            # --target --skip-ingest: another harness process, the same stored memories
+            skipped = results[name].get("ingest", {}).get("skipped")
+            (same_load if skipped else elsewhere).setdefault(commit, []).append(name)
     if elsewhere:
         lines += ["", "Run separately, over a fresh load of the same dataset files, at another "
                   "commit (latency from that run): " + "; ".join(
                       f"commit {c}: {', '.join(n)}" for c, n in elsewhere.items()) + "."]
+    if same_load:
+        lines += ["", "Run by a second harness process against the same stack and load "
+                  "(`--target --skip-ingest`), at another commit: "
+                  + "; ".join(f"commit {c}: {', '.join(n)}" for c, n in same_load.items())
+                  + "."]
     troubled = [f"{name}: {sum('error' in r for r in data['queries'])} failed, "
                 f"{sum(r['degraded'] for r in data['queries'])} degraded"
                 for name, data in results.items() if any(r["degraded"] for r in data["queries"])]
