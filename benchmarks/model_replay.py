@@ -56,7 +56,8 @@ def model_rows(pool: dict, served: Vectors, others: dict[str, Vectors]) -> dict[
                 scored(pool, q, [c.memory_id for c in vector.candidates[:K]]))
             for w in weights:
                 fused = [dataclasses.replace(x, weight=w) for x in lexical] + [vector]
-                label = f"{name}: lexical weight {w:g}" + (" (default)" if w == lw else "")
+                label = f"{name}: lexical weight {w:g}" + (
+                    " (default)" if w == lw and name == DEFAULT_MODEL else "")
                 out.setdefault(label, []).append(
                     scored(pool, q, fuse_and_propagate(pool, fused, n, next_w, prev_w)))
         for name in others:
