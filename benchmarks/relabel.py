@@ -40,11 +40,15 @@ def same_as_default(config: Config) -> bool:
     return all(getattr(config, f.name) == getattr(untouched, f.name) for f in fields(Config))
 
 
+def missing(folder: Path, source: str) -> list[Path]:
+    """The result files a relabel of `folder` needs and does not find."""
+    return [p for p in (folder / f"{source}.json", folder / f"{TARGET}.json") if not p.is_file()]
+
+
 def relabel(folder: Path, source: str, displaced_as: str) -> None:
+    if absent := missing(folder, source):
+        raise SystemExit(f"missing {', '.join(map(str, absent))}")
     src, old = folder / f"{source}.json", folder / f"{TARGET}.json"
-    missing = [str(p) for p in (src, old) if not p.is_file()]
-    if missing:
-        raise SystemExit(f"missing {', '.join(missing)}")
     previous = json.loads(old.read_text())
     renamed = json.loads(src.read_text())
     previous["relabelled"] = {"ran_as": TARGET, "git_commit": previous.get("git_commit"),
@@ -75,10 +79,9 @@ def main(argv: list[str] | None = None) -> None:
                      f"(default weights {DEFAULT_LEG_WEIGHTS})")
     if same_as_default(CONFIGS[args.displaced_as]):
         parser.error(f"{args.displaced_as!r} is the default now; name the previous setting")
-    for folder in args.folders:  # check every folder before moving anything
-        for name in (args.source, TARGET):
-            if not (folder / f"{name}.json").is_file():
-                parser.error(f"{folder / f'{name}.json'} is missing")
+    absent = [p for folder in args.folders for p in missing(folder, args.source)]
+    if absent:  # every folder is checked before anything moves
+        parser.error(f"missing {', '.join(map(str, absent))}")
     for folder in args.folders:
         relabel(folder, args.source, args.displaced_as)
 
