@@ -5,11 +5,12 @@
   python -m benchmarks.context_sweep sweep --pools benchmarks/results/locomo/context_pool.json,...
       [--json-to benchmarks/reports/context_sweep.json] [--report-to docs/benchmarks-context.md]
 
-`dump` loads a dataset into its own stack (as the harness does), then asks the gateway for
-every query's whole candidate pool: k=100 with `explain`, lexical (BM25 k1 0.9, b 0.4) +
-vector, context off, so each leg's top 100 comes back with its native scores. It also records,
-per memory, the memories stored next after / just before it under the gateway's own rules
-(RECALLMESH_CONTEXT_WINDOW_S, _MIN_GAP_MS, no timestamp ties; no filters).
+`dump` loads a dataset into its own stack (as the harness does; or, with `--target` and
+`--dsn`, into a running one, `--skip-ingest` when it is already loaded there), then asks the
+gateway for every query's whole candidate pool: k=100 with `explain`, lexical (BM25 k1 0.9,
+b 0.4) + vector, context off, so each leg's top 100 comes back with its native scores. It also
+records, per memory, the memories stored next after / just before it under the gateway's own
+rules (RECALLMESH_CONTEXT_WINDOW_S, _MIN_GAP_MS, no timestamp ties; no filters).
 
 `sweep` replays each pool under every setting of the grid with the gateway's own code:
 `services.fusion.core.fuse` (convex combination over each leg's top `depth`, lexical weight
@@ -44,7 +45,9 @@ from gateway.recall import propagate_context
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from services.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList, fuse
 from shared.config import ALL_LEGS, GatewaySettings
+from shared.db import resolve_dsn
 from shared.supervisor import Stack, free_port_env
+from shared.validation import MAX_BUDGET_MS
 
 K = 10
 POOL_K = 100
@@ -85,43 +88,64 @@ def adjacency(rows: list[tuple[str, str, float]], window_s: float,
     return after, before
 
 
-def dump(dataset_dir: Path, out: Path, limit: int | None) -> None:
+def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = None,
+         dsn: str | None = None, skip_ingest: bool = False, namespace_tag: str = "") -> None:
+    """Load the dataset into an own stack (or, with `target`, a running gateway whose Postgres
+    is `dsn`; `skip_ingest` when its namespaces are already loaded, `namespace_tag` as the
+    harness's) and dump every pool."""
     ds = load(dataset_dir, limit)
+    ds.namespace_tag = namespace_tag
     gw = GatewaySettings.from_env()
-    with tempfile.TemporaryDirectory(prefix="recallmesh-context-") as tmp:
-        stack = Stack(env={"RECALLMESH_DATA_DIR": tmp, "RECALLMESH_LEGS": ALL_LEGS,
-                           **free_port_env()})
-        stack.start()
-        try:
-            with grpc.insecure_channel(stack.endpoints["gateway"]) as channel:
-                stub = memory_pb2_grpc.MemoryServiceStub(channel)
-                overrides = CONFIGS["hybrid_cc_bm25t"].overrides(gateway_legs(stub))
+
+    def pools(gateway: str, database: str, load_first: bool) -> tuple[dict, list, list]:
+        with grpc.insecure_channel(gateway) as channel:
+            stub = memory_pb2_grpc.MemoryServiceStub(channel)
+            overrides = CONFIGS["hybrid_cc_bm25t"].overrides(gateway_legs(stub))
+            ingest_info = {"skipped": True}
+            if load_first:
                 ingest_info = ingest(stub, ds)
-                ingest_info["settle_s"] = settle(stack.dsn)
-                queries = []
-                for q in ds.queries:
-                    response = stub.Recall(memory_pb2.RecallRequest(
-                        namespace=ds.namespace(q.scope), query=q.text, k=POOL_K,
-                        fusion=overrides, explain=True), timeout=60)
-                    served = stub.Recall(memory_pb2.RecallRequest(
-                        namespace=ds.namespace(q.scope), query=q.text, k=K, fusion=overrides),
-                        timeout=60)
-                    queries.append({
-                        "served_top": [h.memory.metadata["corpus_id"] for h in served.hits],
-                        "query_id": q.query_id, "category": q.category, "cluster": q.cluster,
-                        "relevant_ids": sorted(q.relevant),
-                        "relevant_sessions": sorted(q.relevant_sessions or []),
-                        "legs": {leg: [[h.memory.metadata["corpus_id"], c.rank, c.score]
-                                       for h in response.hits for c in h.legs if c.leg == leg]
-                                 for leg in ("lexical", "vector")}})
-            with psycopg.connect(stack.dsn) as conn:
-                rows = conn.execute(
-                    "SELECT namespace, metadata->>'corpus_id', "
-                    "extract(epoch FROM created_at)::float8, metadata->>'session_id' "
-                    "FROM memories WHERE deleted_at IS NULL "
-                    "ORDER BY namespace, created_at, id").fetchall()
-        finally:
-            stack.stop()
+                ingest_info["settle_s"] = settle(database)
+            queries = []
+            for q in ds.queries:
+                # A pool is about ranking, not speed: the largest budget, and no answer
+                # that lost a leg (a busy CPU would otherwise leave lexical-only pools).
+                response = stub.Recall(memory_pb2.RecallRequest(
+                    namespace=ds.namespace(q.scope), query=q.text, k=POOL_K,
+                    fusion=overrides, explain=True, budget_ms=MAX_BUDGET_MS), timeout=60)
+                served = stub.Recall(memory_pb2.RecallRequest(
+                    namespace=ds.namespace(q.scope), query=q.text, k=K, fusion=overrides,
+                    budget_ms=MAX_BUDGET_MS), timeout=60)
+                if response.degraded or served.degraded:
+                    raise SystemExit(f"query {q.query_id}: degraded answer (a leg failed or "
+                                     "timed out); no pool written")
+                queries.append({
+                    "served_top": [h.memory.metadata["corpus_id"] for h in served.hits],
+                    "query_id": q.query_id, "category": q.category, "cluster": q.cluster,
+                    "relevant_ids": sorted(q.relevant),
+                    "relevant_sessions": sorted(q.relevant_sessions or []),
+                    "legs": {leg: [[h.memory.metadata["corpus_id"], c.rank, c.score]
+                                   for h in response.hits for c in h.legs if c.leg == leg]
+                             for leg in ("lexical", "vector")}})
+        with psycopg.connect(database) as conn:
+            rows = conn.execute(
+                "SELECT namespace, metadata->>'corpus_id', "
+                "extract(epoch FROM created_at)::float8, metadata->>'session_id' "
+                "FROM memories WHERE deleted_at IS NULL AND namespace = ANY(%s) "
+                "ORDER BY namespace, created_at, id",
+                ([ds.namespace(scope) for scope in ds.scopes],)).fetchall()
+        return ingest_info, queries, rows
+
+    if target is not None:
+        ingest_info, queries, rows = pools(target, dsn or resolve_dsn(), not skip_ingest)
+    else:
+        with tempfile.TemporaryDirectory(prefix="recallmesh-context-") as tmp:
+            stack = Stack(env={"RECALLMESH_DATA_DIR": tmp, "RECALLMESH_LEGS": ALL_LEGS,
+                               **free_port_env()})
+            stack.start()
+            try:
+                ingest_info, queries, rows = pools(stack.endpoints["gateway"], stack.dsn, True)
+            finally:
+                stack.stop()
     after, before = adjacency([(r[0], r[1], r[2]) for r in rows], gw.context_window_s,
                               gw.context_min_gap_ms / 1000)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -303,13 +327,20 @@ def main() -> None:
     d.add_argument("--dataset", type=Path, required=True)
     d.add_argument("--out", type=Path, required=True)
     d.add_argument("--limit", type=int)
+    d.add_argument("--target", help="a running gateway instead of an own stack")
+    d.add_argument("--dsn", help="with --target: its Postgres (default RECALLMESH_DSN or the "
+                   "embedded one)")
+    d.add_argument("--skip-ingest", action="store_true",
+                   help="with --target: the dataset's namespaces are already loaded")
+    d.add_argument("--namespace-tag", default="", help="the harness's --namespace-tag of the load")
     s = sub.add_parser("sweep")
     s.add_argument("--pools", required=True, help="comma-separated pool files")
     s.add_argument("--json-to", type=Path)
     s.add_argument("--report-to", type=Path)
     args = parser.parse_args()
     if args.command == "dump":
-        dump(args.dataset, args.out, args.limit)
+        dump(args.dataset, args.out, args.limit, args.target, args.dsn, args.skip_ingest,
+             args.namespace_tag)
     else:
         sweep([Path(p) for p in args.pools.split(",")], args.json_to, args.report_to)
 

@@ -58,3 +58,27 @@ def test_sweep_writes_every_setting_and_the_replay_check(tmp_path):
     assert len([line for line in text.splitlines() if line.startswith("| `")]) <= 12
     overall = settings["d50 lex1 no context"]["overall"]
     assert all(round(v, 4) == v for v in overall.values())
+
+
+def test_dump_against_a_running_stack_then_again_without_loading(stack, tmp_path):
+    """`dump --target`: loads the fixture through the gateway, asks every pool with the largest
+    budget (never a degraded answer), and a second dump of the same load (`--skip-ingest`)
+    gives the same pools; neighbours come from this load's namespaces only."""
+    from benchmarks.context_sweep import dump
+    from benchmarks.harness.data import load
+    from tests.test_benchmark_harness import FIXTURE
+
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    dump(FIXTURE, first, None, stack.endpoints["gateway"], stack.dsn, namespace_tag="dump1")
+    dump(FIXTURE, second, None, stack.endpoints["gateway"], stack.dsn, skip_ingest=True,
+         namespace_tag="dump1")
+    a, b = json.loads(first.read_text()), json.loads(second.read_text())
+    assert a["ingest"]["memories"] > 0 and b["ingest"] == {"skipped": True}
+    assert a["queries"] == b["queries"] and a["next"] == b["next"]
+    ds = load(FIXTURE)
+    assert len(a["queries"]) == len(ds.queries)
+    ids = {m.corpus_id for ms in ds.scopes.values() for m in ms}
+    assert a["next"] and set(a["next"]) | set(a["next"].values()) <= ids
+    for q in a["queries"]:
+        assert q["legs"]["lexical"] or q["legs"]["vector"]
+        assert len(q["served_top"]) <= 10
