@@ -54,6 +54,9 @@ configurations and the other MiniLM-era ablations are in docs/benchmarks-model-a
 Levers measured and not kept (a speaker boost, vector pseudo-relevance feedback, a second hop in
 embedding space, chunked vectors for long memories, a per-query lexical weight routed by either
 leg's top-two margin) are replayed on the same pools in docs/benchmarks-levers.md.
+BM25 k1 / b inside the default (six settings, served on LoCoMo and LongMemEval next to the
+default on one load) are in docs/benchmarks-bm25.md: none beats 0.9 / 0.4 (LongMemEval -0.003 to
+-0.007, LoCoMo within ±0.002).
 `hybrid_cc_bm25t_ctx` and `hybrid_cc_bm25t_l1.7` below are its two levers alone. The default also
 raises memories created inside a time window the query names ("last Saturday"), read against the
 query's date; only LongMemEval's questions carry one, and `default_no_time` is the default without
