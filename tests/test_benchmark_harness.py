@@ -162,3 +162,18 @@ def test_peers_side_by_side(gateway, stack, tmp_path):
     for q in hybrid["queries"]:
         assert q["ranked_ids"] and all(i.startswith(scopes[q["query_id"]] + ":")
                                        for i in q["ranked_ids"])
+
+
+def test_bm25_candidates_ask_for_the_default_with_only_k1_and_b_set():
+    from benchmarks.harness.configs import BM25_CANDIDATES, BM25_CONFIG_NAMES, CONFIGS
+    from benchmarks.relabel import same_as_default
+
+    assert len(set(BM25_CONFIG_NAMES)) == len(BM25_CANDIDATES)
+    plain = CONFIGS["default"].overrides(["lexical", "vector", "graph"])
+    for name, (k1, b) in zip(BM25_CONFIG_NAMES, BM25_CANDIDATES, strict=True):
+        msg = CONFIGS[name].overrides(["lexical", "vector", "graph"])
+        assert (msg.bm25_k1, msg.bm25_b) == (k1, b)
+        msg.ClearField("bm25_k1")
+        msg.ClearField("bm25_b")
+        assert msg == plain  # nothing else differs from the default's request
+        assert not same_as_default(CONFIGS[name])

@@ -99,6 +99,7 @@ def _cc_bm25t(name: str, description: str, **fusion) -> Config:
 GRAPH_WEIGHTS = (0.2, 0.35, 0.5, 1.0)
 # BM25 (k1, b) tried inside the default's fusion (docs/benchmarks-bm25.md).
 BM25_CANDIDATES = ((1.2, 0.75), (1.2, 0.5), (1.5, 0.75), (0.9, 0.75), (1.2, 0.9), (2.0, 0.75))
+BM25_CONFIG_NAMES = tuple(f"default_k{k1:g}_b{b:g}" for k1, b in BM25_CANDIDATES)
 
 # Context propagation as swept (docs/benchmarks-context.md): hits, next and prev shares.
 CONTEXT = {"context_hits": 5, "context_next_weight": 0.3, "context_prev_weight": 0.2}
@@ -114,11 +115,11 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
              "1): the lexical weight's ablation (1.7 is the weight MiniLM wanted)",
              tuple(DEFAULT_LEGS.split(",")), weights={"lexical": w, "vector": 1.0})
       for w in (0.7, 1.0, 1.7)),
-    *(Config(f"default_k{k1:g}_b{b:g}", f"default with the lexical leg's BM25 at k1 {k1:g}, "
+    *(Config(name, f"default with the lexical leg's BM25 at k1 {k1:g}, "
              f"b {b:g} (the shipped 0.9 / 0.4 were chosen for the lexical leg alone, with "
              "MiniLM; hybrid_cc_bm25's 1.2 / 0.75 did better on LongMemEval with nomic)",
              tuple(DEFAULT_LEGS.split(",")), bm25_k1=k1, bm25_b=b)
-      for k1, b in BM25_CANDIDATES),
+      for name, (k1, b) in zip(BM25_CONFIG_NAMES, BM25_CANDIDATES, strict=True)),
     Config("lexical", "the faithful current system: Postgres full text (ts_rank, AND then "
            "OR-broaden), the lexical leg alone", ("lexical",), lexical_ranking="ts_rank",
            **NO_REFINEMENTS),
