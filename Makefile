@@ -68,7 +68,7 @@ bench: models
 ## bench plus SciFact (train split) and LongMemEval (per-haystack namespaces: ~60k turns, slow),
 ## each with the configurations below (LoCoMo runs every one; the graph configurations' SciFact and
 ## LongMemEval numbers are in the history of docs/benchmarks.md).
-BENCH_OURS  = default,default_no_time,default_lw1,default_lw1.7,lexical,lexical_bm25,lexical_bm25_tuned,vector,hybrid_rrf,hybrid_rrf_exact
+BENCH_OURS  = default,default_no_time,default_no_intent,default_lw1,default_lw1.7,lexical,lexical_bm25,lexical_bm25_tuned,vector,hybrid_rrf,hybrid_rrf_exact
 BENCH_OURS := $(BENCH_OURS),hybrid_cc,hybrid_cc_bm25,hybrid_cc_bm25t,hybrid_cc_bm25t_ctx,hybrid_cc_bm25t_l1.7
 BENCH_LARGE_CONFIGS ?= $(BENCH_OURS),hybrid_bm25t_d20,peer_bm25,peer_lancedb_fts,peer_lancedb_vector,peer_lancedb_hybrid
 bench-all: bench

@@ -5,7 +5,8 @@ one of its configurations ran with, instead of loading the dataset again.
 
 A configuration that differs from `default` only in settings the deployment now has as its
 defaults (the same legs, per-leg weights equal to shared.config.DEFAULT_LEG_WEIGHTS, nothing
-else set) asks the gateway for exactly what `default` now gets with no overrides, so its
+else set; no lexical weight at all, since query-intent routing sets that one only when a request
+leaves it unset) asks the gateway for exactly what `default` now gets with no overrides, so its
 ranking is the same query by query. `OUTDIR/<from>.json` becomes `OUTDIR/default.json`, and the
 old `default.json` (run under the previous deployment default) becomes `<displaced-as>.json`.
 The first half is checked here. The second is the caller's word: a result file does not hold
@@ -32,6 +33,8 @@ def same_as_default(config: Config) -> bool:
     the default legs, weights equal to the default weights, no other setting touched."""
     legs = tuple(DEFAULT_LEGS.split(","))
     if config.legs != legs:
+        return False
+    if "lexical" in config.weights:  # the intent route sets the lexical weight only when unset
         return False
     if any(config.weights.get(leg, DEFAULT_LEG_WEIGHTS.get(leg, 1.0))
            != DEFAULT_LEG_WEIGHTS.get(leg, 1.0) for leg in legs):

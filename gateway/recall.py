@@ -23,6 +23,10 @@ inside it are raised (score x (1 + time_boost)) before hydration and context pro
 (relevance order, two or more contributing legs, like context).
 One extra indexed read of their created_at, only for such queries; when it fails the
 candidates keep their fused order.
+
+Query-intent routing (gateway/query_intent.py): when a rule reads an intent in the query
+("any tips?": advice), its route sets the lexical weight, context and time boost that the
+request leaves unset; the response names the intent.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Protocol
 from opentelemetry import trace
 from prometheus_client import Counter, Histogram
 
+from gateway.query_intent import Route, route
 from gateway.store import MemoryStore, StoredMemory
 from gateway.time_window import TimeWindow, boost, resolve
 from services.fusion.core import (
@@ -96,6 +101,11 @@ TIME_WINDOWS = Counter(
     "Recalls whose query named a time window: boosted (some fused candidate was created "
     "inside it), none (none was), failed (the lookup failed: fused order kept).",
     ["outcome"],
+)
+INTENT_ROUTES = Counter(
+    "recallmesh_intent_routes_total",
+    "Recalls routed by a query intent (gateway/query_intent.py), by intent.",
+    ["intent"],
 )
 # The pseudo-legs named in explain for what context propagation added to a memory stored
 # right after / right before a hit (rank: that hit's rank in the fused list).
@@ -186,6 +196,7 @@ class RecallOutcome:
     latency_ms: float = 0.0  # inside the gateway, fan-out to hydration
     time_window: TimeWindow | None = None  # the window the query named (when the boost ran)
     time_boosted: int = 0  # fused candidates created inside it
+    route: Route | None = None  # the query intent the request was routed by
 
     @property
     def degraded(self) -> bool:
@@ -328,8 +339,18 @@ class Recaller:
         budget_s = self.budget_s(budget_ms, client_remaining_s)
         return max(budget_s - self.settings.reserve_ms / 1000, MIN_LEG_TIMEOUT_S)
 
-    def fusion_settings(self, q: RecallQuery) -> tuple[FusionSettings, dict[str, float]]:
-        """The deployment's fusion settings with the request's overrides; per-leg weights."""
+    def route(self, q: RecallQuery) -> Route | None:
+        """The query intent's route, when routing is on (the request's, else the server's)
+        and a rule matches; relevance order only (recency bypasses fusion)."""
+        on = self.settings.intent_routing if q.fusion.intent_routing is None \
+            else q.fusion.intent_routing
+        return route(q.query) if on and q.sort_by != "recency" else None
+
+    def fusion_settings(
+        self, q: RecallQuery, routed: Route | None = None
+    ) -> tuple[FusionSettings, dict[str, float]]:
+        """The deployment's fusion settings with the request's overrides and, under those,
+        the intent route's; per-leg weights."""
         defaults, request = self.settings.fusion, q.fusion
         names = {leg.name for leg in self.legs}
         unknown = sorted((set(request.weights) | set(request.skip_legs)) - names)
@@ -361,6 +382,9 @@ class Recaller:
                 f"{', '.join(request.skip_legs) or 'none'})"
             )
         weights = {name: request.weights.get(name, defaults.weight(name)) for name in names}
+        if (routed is not None and routed.lexical_weight is not None and "lexical" in names
+                and "lexical" not in request.weights):
+            weights["lexical"] = routed.lexical_weight
         if names and not any(
             weights[n] > 0 for n in names if n not in request.skip_legs
         ):
@@ -371,10 +395,15 @@ class Recaller:
         self, q: RecallQuery, client_remaining_s: float | None = None
     ) -> RecallOutcome:
         started = time.perf_counter()
-        settings, weights = self.fusion_settings(q)
+        routed = self.route(q)
+        settings, weights = self.fusion_settings(q, routed)
         with tracer.start_as_current_span("recall") as span:
+            if routed is not None:
+                INTENT_ROUTES.labels(routed.intent).inc()
+                span.set_attribute("recallmesh.intent", routed.intent)
             try:
-                outcome = await self._recall(q, client_remaining_s, settings, weights, started)
+                outcome = await self._recall(q, client_remaining_s, settings, weights, started,
+                                             routed)
             except Unavailable:
                 RECALL_SECONDS.labels("failed").observe(time.perf_counter() - started)
                 raise
@@ -391,6 +420,7 @@ class Recaller:
         settings: FusionSettings,
         weights: dict[str, float],
         started: float,
+        routed: Route | None = None,
     ) -> RecallOutcome:
         budget_s = self.budget_s(q.budget_ms, client_remaining_s)
         timeout_s = self.leg_timeout_s(q.budget_ms, client_remaining_s)
@@ -461,13 +491,15 @@ class Recaller:
             # A single contributing leg keeps its own order (the exact lexical fallback): no
             # time window, no context.
             window, boosted = None, 0
-            strength = self.settings.time_boost if q.fusion.time_boost is None \
-                else q.fusion.time_boost
+            strength = q.fusion.time_boost
+            if strength is None:
+                strength = routed.time_boost if routed is not None and \
+                    routed.time_boost is not None else self.settings.time_boost
             if strength > 0 and settings.sort_by == "relevance" and contributing > 1:
                 window = resolve(q.query, q.reference_time or datetime.now(UTC))
                 if window is not None:
                     fused, boosted = await self._boost_time_window(q, fused, window, strength)
-            context = self._context_settings(q)
+            context = self._context_settings(q, routed)
             use_context = (context[0] > 0 and any(context[1:])
                            and settings.sort_by == "relevance" and contributing > 1)
             top, memories, adjacent = await self._hydrate_top(
@@ -476,9 +508,9 @@ class Recaller:
                 top = self._propagate_context(q, fused, top, memories, adjacent, *context)
             hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
             return RecallOutcome(hits=hits, legs=outcomes, fusion=how, time_window=window,
-                                 time_boosted=boosted)
+                                 time_boosted=boosted, route=routed)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
-        return RecallOutcome(hits=hits, legs=outcomes, fusion=how)
+        return RecallOutcome(hits=hits, legs=outcomes, fusion=how, route=routed)
 
     async def _graph_second_stage(
         self,
@@ -572,11 +604,18 @@ class Recaller:
         TIME_WINDOWS.labels("boosted" if raised else "none").inc()
         return ranked, raised
 
-    def _context_settings(self, q: RecallQuery) -> tuple[int, float, float]:
-        """(hits, next weight, prev weight): the request's, else the server's."""
+    def _context_settings(
+        self, q: RecallQuery, routed: Route | None = None
+    ) -> tuple[int, float, float]:
+        """(hits, next weight, prev weight): the request's, else the route's hits, else the
+        server's."""
         f, d = q.fusion, self.settings
+        hits = f.context_hits
+        if hits is None:
+            hits = routed.context_hits if routed is not None and \
+                routed.context_hits is not None else d.context_hits
         return (
-            d.context_hits if f.context_hits is None else f.context_hits,
+            hits,
             d.context_next_weight if f.context_next_weight is None else f.context_next_weight,
             d.context_prev_weight if f.context_prev_weight is None else f.context_prev_weight,
         )

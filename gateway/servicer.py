@@ -72,6 +72,9 @@ def recall_to_proto(outcome: RecallOutcome, explain: bool) -> Any:
         response.time_window.boosted = outcome.time_boosted
         to_proto_timestamp(window.start, response.time_window.start)
         to_proto_timestamp(window.end, response.time_window.end)
+    if outcome.route is not None:
+        response.intent.name = outcome.route.intent
+        response.intent.phrase = outcome.route.phrase
     for leg in outcome.legs:
         response.legs.add(
             leg=leg.leg,

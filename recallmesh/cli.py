@@ -188,6 +188,9 @@ def print_recall(response: Any, explain: bool) -> None:
         console.print(
             f"time window: {window.phrase!r} {window.start.ToDatetime().isoformat()}Z .. "
             f"{window.end.ToDatetime().isoformat()}Z ({window.boosted} raised)", markup=False)
+    if response.HasField("intent"):
+        console.print(f"intent: {response.intent.name} ({response.intent.phrase!r})",
+                      markup=False)
 
 
 def print_memory(memory: Any) -> None:

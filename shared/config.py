@@ -260,6 +260,9 @@ class GatewaySettings:
     # Memories created inside the time window a query names ("last Saturday", "two weeks
     # ago", read against the request's reference time) get their fused score x (1 + this).
     time_boost: float = 1.0
+    # Query-intent routing (gateway/query_intent.py): an intent read from the query sets the
+    # fusion settings the request leaves unset.
+    intent_routing: bool = True
     max_message_bytes: int = 64 * 1024 * 1024
 
     @classmethod
@@ -315,6 +318,7 @@ class GatewaySettings:
             context_window_s=env_float("RECALLMESH_CONTEXT_WINDOW_S", 600.0, minimum=0.0),
             context_min_gap_ms=env_int("RECALLMESH_CONTEXT_MIN_GAP_MS", 250, minimum=0),
             time_boost=time_boost,
+            intent_routing=env_bool("RECALLMESH_INTENT_ROUTING", cls.intent_routing),
             graph_second_stage_min_ms=env_int("RECALLMESH_GRAPH_SECOND_STAGE_MIN_MS", 50,
                                               minimum=0),
         )

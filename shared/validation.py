@@ -77,6 +77,7 @@ class FusionRequest:
     context_next_weight: float | None = None
     context_prev_weight: float | None = None
     time_boost: float | None = None
+    intent_routing: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -287,6 +288,7 @@ def fusion_request(msg: Any) -> FusionRequest:
         context_next_weight=unit("context_next_weight"),
         context_prev_weight=unit("context_prev_weight"),
         time_boost=time_boost(msg, "fusion."),
+        intent_routing=msg.intent_routing if msg.HasField("intent_routing") else None,
     )
 
 

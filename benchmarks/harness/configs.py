@@ -36,6 +36,7 @@ class Config:
     context_next_weight: float | None = None
     context_prev_weight: float | None = None
     time_boost: float | None = None  # None: the gateway's setting
+    intent_routing: bool | None = None  # None: the gateway's setting (on)
 
     def overrides(self, gateway_legs: Iterable[str]) -> memory_pb2.FusionOverrides:
         """The request's overrides on a gateway with `gateway_legs`; SystemExit if it lacks
@@ -62,6 +63,8 @@ class Config:
             msg.context_prev_weight = self.context_prev_weight
         if self.time_boost is not None:
             msg.time_boost = self.time_boost
+        if self.intent_routing is not None:
+            msg.intent_routing = self.intent_routing
         if self.graph_second_stage is not None:
             msg.graph_second_stage = self.graph_second_stage
         if self.importance_strength is not None:
@@ -76,7 +79,7 @@ class Config:
 
 # The default's refinements after fusion, off: every configuration but the default pins them,
 # so a baseline stays what it was whatever the deployment defaults become.
-NO_REFINEMENTS = {"context_hits": 0, "time_boost": 0.0}
+NO_REFINEMENTS = {"context_hits": 0, "time_boost": 0.0, "intent_routing": False}
 
 
 def _plain(name: str, description: str, legs: tuple[str, ...], **fusion) -> Config:
@@ -111,6 +114,9 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
     Config("default_no_time", "default without the time-window boost (time_boost 0): what "
            "reading relative times in the query adds", tuple(DEFAULT_LEGS.split(",")),
            time_boost=0.0),
+    Config("default_no_intent", "default without query-intent routing (intent_routing false): "
+           "what routing advice requests to the vector leg adds", tuple(DEFAULT_LEGS.split(",")),
+           intent_routing=False),
     *(Config(f"default_lw{w:g}", f"default with the lexical leg weighted {w:g} (the vector leg "
              "1): the lexical weight's ablation (1.7 is the weight MiniLM wanted)",
              tuple(DEFAULT_LEGS.split(",")), weights={"lexical": w, "vector": 1.0})

@@ -224,7 +224,7 @@ class RecallRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., k: _Optional[int] = ..., sort_by: _Optional[_Union[SortBy, str]] = ..., filters: _Optional[_Union[RecallFilters, _Mapping]] = ..., budget_ms: _Optional[int] = ..., explain: _Optional[bool] = ..., fusion: _Optional[_Union[FusionOverrides, _Mapping]] = ..., reference_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class FusionOverrides(_message.Message):
-    __slots__ = ("method", "rrf_k", "weights", "importance_strength", "exact_bonus", "skip_legs", "leg_depth", "lexical_ranking", "bm25_k1", "bm25_b", "graph_second_stage", "context_hits", "context_next_weight", "context_prev_weight", "time_boost")
+    __slots__ = ("method", "rrf_k", "weights", "importance_strength", "exact_bonus", "skip_legs", "leg_depth", "lexical_ranking", "bm25_k1", "bm25_b", "graph_second_stage", "context_hits", "context_next_weight", "context_prev_weight", "time_boost", "intent_routing")
     class WeightsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -247,6 +247,7 @@ class FusionOverrides(_message.Message):
     CONTEXT_NEXT_WEIGHT_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_PREV_WEIGHT_FIELD_NUMBER: _ClassVar[int]
     TIME_BOOST_FIELD_NUMBER: _ClassVar[int]
+    INTENT_ROUTING_FIELD_NUMBER: _ClassVar[int]
     method: str
     rrf_k: int
     weights: _containers.ScalarMap[str, float]
@@ -262,7 +263,8 @@ class FusionOverrides(_message.Message):
     context_next_weight: float
     context_prev_weight: float
     time_boost: float
-    def __init__(self, method: _Optional[str] = ..., rrf_k: _Optional[int] = ..., weights: _Optional[_Mapping[str, float]] = ..., importance_strength: _Optional[float] = ..., exact_bonus: _Optional[float] = ..., skip_legs: _Optional[_Iterable[str]] = ..., leg_depth: _Optional[int] = ..., lexical_ranking: _Optional[str] = ..., bm25_k1: _Optional[float] = ..., bm25_b: _Optional[float] = ..., graph_second_stage: _Optional[bool] = ..., context_hits: _Optional[int] = ..., context_next_weight: _Optional[float] = ..., context_prev_weight: _Optional[float] = ..., time_boost: _Optional[float] = ...) -> None: ...
+    intent_routing: bool
+    def __init__(self, method: _Optional[str] = ..., rrf_k: _Optional[int] = ..., weights: _Optional[_Mapping[str, float]] = ..., importance_strength: _Optional[float] = ..., exact_bonus: _Optional[float] = ..., skip_legs: _Optional[_Iterable[str]] = ..., leg_depth: _Optional[int] = ..., lexical_ranking: _Optional[str] = ..., bm25_k1: _Optional[float] = ..., bm25_b: _Optional[float] = ..., graph_second_stage: _Optional[bool] = ..., context_hits: _Optional[int] = ..., context_next_weight: _Optional[float] = ..., context_prev_weight: _Optional[float] = ..., time_boost: _Optional[float] = ..., intent_routing: _Optional[bool] = ...) -> None: ...
 
 class LegContribution(_message.Message):
     __slots__ = ("leg", "rank", "score", "reason")
@@ -301,20 +303,30 @@ class LegStatus(_message.Message):
     def __init__(self, leg: _Optional[str] = ..., state: _Optional[_Union[LegState, str]] = ..., latency_ms: _Optional[float] = ..., candidates: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class RecallResponse(_message.Message):
-    __slots__ = ("hits", "legs", "degraded", "fusion", "latency_ms", "time_window")
+    __slots__ = ("hits", "legs", "degraded", "fusion", "latency_ms", "time_window", "intent")
     HITS_FIELD_NUMBER: _ClassVar[int]
     LEGS_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_FIELD_NUMBER: _ClassVar[int]
     FUSION_FIELD_NUMBER: _ClassVar[int]
     LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
     TIME_WINDOW_FIELD_NUMBER: _ClassVar[int]
+    INTENT_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[RecallHit]
     legs: _containers.RepeatedCompositeFieldContainer[LegStatus]
     degraded: bool
     fusion: str
     latency_ms: float
     time_window: TimeWindow
-    def __init__(self, hits: _Optional[_Iterable[_Union[RecallHit, _Mapping]]] = ..., legs: _Optional[_Iterable[_Union[LegStatus, _Mapping]]] = ..., degraded: _Optional[bool] = ..., fusion: _Optional[str] = ..., latency_ms: _Optional[float] = ..., time_window: _Optional[_Union[TimeWindow, _Mapping]] = ...) -> None: ...
+    intent: QueryIntent
+    def __init__(self, hits: _Optional[_Iterable[_Union[RecallHit, _Mapping]]] = ..., legs: _Optional[_Iterable[_Union[LegStatus, _Mapping]]] = ..., degraded: _Optional[bool] = ..., fusion: _Optional[str] = ..., latency_ms: _Optional[float] = ..., time_window: _Optional[_Union[TimeWindow, _Mapping]] = ..., intent: _Optional[_Union[QueryIntent, _Mapping]] = ...) -> None: ...
+
+class QueryIntent(_message.Message):
+    __slots__ = ("name", "phrase")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PHRASE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    phrase: str
+    def __init__(self, name: _Optional[str] = ..., phrase: _Optional[str] = ...) -> None: ...
 
 class TimeWindow(_message.Message):
     __slots__ = ("phrase", "start", "end", "boosted")

@@ -1,0 +1,123 @@
+"""Query-intent routing: the advice rule as plain code, its route inside the gateway's
+Recaller (what a request sets itself wins; off per request and per deployment), and the
+intent named in a real Recall through gRPC."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gateway.query_intent import ADVICE, ADVICE_LEXICAL_WEIGHT, Route, route
+from recallmesh.v1 import memory_pb2
+from shared.validation import FusionRequest, RecallQuery
+from tests.helpers import recall
+from tests.test_recall_core import context_recaller, mid
+
+
+@pytest.mark.parametrize("query, phrase", [
+    ("I've been having trouble with my phone's battery lately. Any tips?", "any tips"),
+    ("My slow cooker recipes come out bland. Any advice on getting better results?",
+     "any advice"),
+    ("I'm planning meal prep, any suggestions for new recipes?", "any suggestions"),
+    ("Free evening tonight, any documentary recommendations?", "any documentary recommendations"),
+    ("Can you recommend a hotel for my trip to Miami?", "can you recommend"),
+    ("Could you please suggest some accessories for my phone?", "could you please suggest"),
+    ("Do you have any good ideas for a rainy weekend?", "do you have any good ideas"),
+    ("What do you think about buying a NAS now?", "what do you think"),
+    ("Do you think I should go to my high school reunion?", "do you think"),
+    ("Which UI library should I use for the dashboard?", "should i"),
+    ("Recommend some podcasts for my commute.", "recommend some"),
+    ("Thanks! Suggest a wine for tonight.", "suggest a"),
+])
+def test_requests_for_advice_are_read_as_advice(query, phrase):
+    assert route(query) == Route(ADVICE, phrase, lexical_weight=ADVICE_LEXICAL_WEIGHT,
+                                 context_hits=0, time_boost=0.0)
+
+
+@pytest.mark.parametrize("query", [
+    "What UI library does the user prefer?",
+    "When did I suggest a trip to Paris?",  # telling of a suggestion, not asking for one
+    "What book did Melanie recommend to Caroline?",
+    "How many tips did I leave at the restaurant last week?",
+    "Where did I go last weekend?",
+    "0-dimensional biomaterials show inductive properties.",
+    "",
+])
+def test_questions_of_fact_are_not_routed(query):
+    assert route(query) is None
+
+
+@given(st.text(max_size=300))
+def test_route_never_fails_and_names_words_of_the_query(text):
+    for query in (text, text + " Any tips?", "Should I " + text):
+        routed = route(query)
+        if routed is not None:
+            assert routed.phrase and routed.phrase in " ".join(query.lower().split())
+    assert route("Should I " + text) is not None
+
+
+ADVICE_QUERY = "Any tips for my garden?"
+
+
+def query(text: str = ADVICE_QUERY, **fusion) -> RecallQuery:
+    return RecallQuery("ns", text, k=10, fusion=FusionRequest(method="rrf", **fusion))
+
+
+def test_the_route_sets_the_lexical_weight_the_request_leaves_unset():
+    r, _ = context_recaller()
+    routed = r.route(query())
+    assert routed is not None and routed.intent == ADVICE
+    _, weights = r.fusion_settings(query(), routed)
+    assert weights == {"lexical": ADVICE_LEXICAL_WEIGHT, "vector": 1.0, "graph": 0.35}
+    explicit = query(weights={"lexical": 0.8})
+    assert r.fusion_settings(explicit, r.route(explicit))[1]["lexical"] == 0.8
+    fact = query("Which garden tools do I own?")
+    assert r.route(fact) is None
+    assert r.fusion_settings(fact, r.route(fact))[1]["lexical"] == 1.0
+
+
+async def test_an_advice_recall_is_routed_without_context_unless_asked():
+    # the server default (5 hits) looks up the neighbours of a question of fact
+    r, store = context_recaller(after={mid(2): mid(40)})
+    fact = await r.recall(query("Which garden tools do I own?"))
+    assert fact.route is None and mid(40) in [h.memory.id for h in fact.hits]
+    assert len(store.next_calls) == 1
+    store.next_calls.clear()
+    advice = await r.recall(query())
+    assert advice.route is not None and advice.route.phrase == "any tips"
+    assert store.next_calls == [] and mid(40) not in [h.memory.id for h in advice.hits]
+    asked = await r.recall(query(context_hits=2))  # the request's own setting wins
+    # ... and the route's lexical weight still holds: the vector leg's 4 is second, not 1
+    assert store.next_calls == [[mid(2), mid(4)]] and mid(40) in [h.memory.id for h in asked.hits]
+
+
+async def test_routing_is_off_per_request_per_deployment_and_for_recency():
+    r, store = context_recaller(after={mid(2): mid(40)})
+    off = await r.recall(query(intent_routing=False))
+    assert off.route is None and mid(40) in [h.memory.id for h in off.hits]
+    assert r.route(replace(query(), sort_by="recency")) is None
+    r.settings = replace(r.settings, intent_routing=False)
+    assert r.route(query()) is None
+    assert r.route(query(intent_routing=True)) is not None  # a request may still ask
+
+
+@pytest.mark.integration
+def test_the_response_names_the_intent_and_the_vector_leg_leads(gateway, ns):
+    ids = list(gateway.StoreBatch(memory_pb2.StoreBatchRequest(
+        namespace=ns, memories=[
+            memory_pb2.Memory(content="I have been growing tomatoes and basil on my balcony"),
+            memory_pb2.Memory(content="Garden tips from the newsletter: any tips welcome"),
+        ], index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=30000)), timeout=60).ids)
+    question = "What should I plant next? Any tips for my garden?"
+    routed = recall(gateway, ns, question, explain=True)
+    assert (routed.intent.name, routed.intent.phrase) == ("advice", "should i")
+    assert not routed.degraded
+    plain = recall(gateway, ns, question, explain=True,
+                   fusion=memory_pb2.FusionOverrides(intent_routing=False))
+    assert not plain.HasField("intent")
+    assert {h.memory.id for h in routed.hits} == set(ids)  # lexical hits stay in the pool
+    fact = recall(gateway, ns, "Which herbs grow on the balcony?")
+    assert not fact.HasField("intent")
