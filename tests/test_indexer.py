@@ -131,10 +131,12 @@ async def test_failure_backs_off_and_records_the_error(pool, db, ns):
 
 async def test_a_batch_that_runs_out_of_time_halves_the_next_claim(pool, db, ns):
     """A slow model must not leave the indexer retrying a batch it can never finish in time:
-    each timeout halves the claim (down to one), each batch in time doubles it back."""
+    each timeout halves the claim (down to one), each batch in time doubles it back (after
+    probe_after batches in time, up to the batch size)."""
     ids = [insert(db, ns, f"slow text {i}") for i in range(3)]
     slow = ScriptedEmbedder(fail=TimeoutError("embedding the batch took longer than the timeout"))
-    indexer = Indexer(pool, slow, batch_size=4, base_backoff_s=0.01, max_backoff_s=0.01)
+    indexer = Indexer(pool, slow, batch_size=4, base_backoff_s=0.01, max_backoff_s=0.01,
+                      probe_after=1)
     due_now = ("UPDATE embedding_jobs SET next_attempt_at = clock_timestamp() "
                "WHERE memory_id = ANY(%s::uuid[])")
     sizes = []
@@ -155,6 +157,40 @@ async def test_a_batch_that_runs_out_of_time_halves_the_next_claim(pool, db, ns)
     assert indexer.claim_size == 4
     await drain(indexer, ids, db)
     assert all(state(db, i)[0] for i in ids)
+
+
+class SizeLimitedEmbedder(ScriptedEmbedder):
+    """Runs out of time on any batch of more than `limit` texts (a slow model on long texts)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+        self.batches: list[int] = []
+
+    async def __call__(self, texts: list[str]) -> Embeddings:
+        self.batches.append(len(texts))
+        if len(texts) > self.limit:
+            raise TimeoutError("embedding the batch took longer than the timeout")
+        return await super().__call__(texts)
+
+
+async def test_a_claim_that_ran_out_of_time_is_not_tried_again_batch_after_batch(pool, db, ns):
+    # 8 fails; 4 is done; back up to 6 (3/4 of 8), which fails; 3; then 4 (3/4 of 6), and it
+    # stays there: doubling straight back to the size that failed threw away every other batch.
+    ids = [insert(db, ns, f"long text {i}") for i in range(40)]
+    embedder = SizeLimitedEmbedder(limit=5)
+    indexer = Indexer(pool, embedder, batch_size=8, base_backoff_s=0.0, max_backoff_s=0.0,
+                      probe_after=50)
+    await drain(indexer, ids, db)
+    assert all(state(db, i)[0] for i in ids)
+    assert embedder.batches[:6] == [8, 4, 6, 3, 4, 4]
+    assert sum(1 for n in embedder.batches if n > 5) == 2
+    # After probe_after batches in time the size that failed is forgotten and tried again.
+    indexer.probe_after = 1
+    more = [insert(db, ns, f"more text {i}") for i in range(16)]
+    embedder.batches.clear()
+    await drain(indexer, more, db)
+    assert 8 in embedder.batches or 6 in embedder.batches
 
 
 async def test_a_job_for_a_sensitive_memory_is_dropped_unread(pool, db, ns):

@@ -58,7 +58,8 @@ BATCH_SECONDS = Histogram(
 PENDING = Gauge("recallmesh_indexer_pending_jobs", "Embedding jobs waiting (all namespaces).")
 CLAIM_SIZE = Gauge("recallmesh_indexer_claim_size",
                    "Jobs the indexer claims per batch now: the batch size, halved after each "
-                   "batch that ran out of time and doubled back after each in time.")
+                   "batch that ran out of time and doubled back after each in time, up to 3/4 "
+                   "of the last claim that ran out of time (for probe_after batches).")
 
 _CLAIM = """
 WITH due AS (
@@ -152,6 +153,7 @@ class Indexer:
         base_backoff_s: float = 0.5,
         max_backoff_s: float = 30.0,
         concepts: ConceptWriter | None = None,
+        probe_after: int = 50,
     ) -> None:
         self.pool = pool
         self.concepts = concepts
@@ -159,6 +161,13 @@ class Indexer:
         self.batch_size = batch_size
         self.claim_size = batch_size  # halved after a timeout, grows back after successes
         self.last_claim = batch_size  # what the last batch asked for
+        # The last claim that ran out of time: the claim grows back only to 3/4 of it, so a
+        # size that cannot finish in time is not tried again batch after batch (doubling back
+        # to it made every other batch fail and threw its work away). After `probe_after`
+        # batches in time it is forgotten, and the claim may grow to the batch size again.
+        self.too_big: int | None = None
+        self.probe_after = probe_after
+        self.in_time = 0  # batches done in time since the last timeout
         CLAIM_SIZE.set(batch_size)
         self.lease_s = lease_s
         self.base_backoff_s = base_backoff_s
@@ -237,9 +246,11 @@ class Indexer:
                     },
                 )
             JOBS.labels("failed").inc(len(work))
-            if _timed_out(exc) and self.claim_size > 1:
-                self.claim_size = max(1, self.claim_size // 2)
-                CLAIM_SIZE.set(self.claim_size)
+            if _timed_out(exc):
+                self.too_big, self.in_time = self.last_claim, 0
+                if self.claim_size > 1:
+                    self.claim_size = max(1, self.claim_size // 2)
+                    CLAIM_SIZE.set(self.claim_size)
             log.warning("embedding batch failed; will retry", extra={
                 "jobs": len(work), "error": error, "next_claim": self.claim_size})
             return BatchResult(len(claimed), dropped=len(skip), failed=len(work), error=error)
@@ -247,8 +258,13 @@ class Indexer:
             BATCH_SECONDS.observe(time.perf_counter() - start)
         JOBS.labels("indexed").inc(written)
         JOBS.labels("superseded").inc(len(work) - written)
-        if self.claim_size < self.batch_size:
-            self.claim_size = min(self.batch_size, self.claim_size * 2)
+        self.in_time += 1
+        if self.too_big is not None and self.in_time >= self.probe_after:
+            self.too_big = None
+        cap = self.batch_size if self.too_big is None else max(1, self.too_big * 3 // 4)
+        grown = min(cap, self.claim_size * 2)
+        if grown > self.claim_size:
+            self.claim_size = grown
             CLAIM_SIZE.set(self.claim_size)
         return BatchResult(
             len(claimed), indexed=written, superseded=len(work) - written, dropped=len(skip)
