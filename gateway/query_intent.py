@@ -7,7 +7,7 @@ for tonight?", "Should I attend my reunion?"). What answers such a request is wh
 agent has learned about the user's tastes and circumstances ("I've been into documentaries
 about nature lately"), told earlier in other words than the question's. So the route:
 
-- weights the lexical leg ADVICE_LEXICAL_WEIGHT (the vector leg keeps its weight): the
+- weights the lexical leg at most ADVICE_LEXICAL_WEIGHT (the vector leg keeps its weight): the
   question's words ("tips", "tonight", "any") match the memories that talk about the same
   plan, not the preference behind it; the lexical candidates stay in the fused pool;
 - turns context propagation off: the memory stored next to a matched one continues that

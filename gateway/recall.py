@@ -384,7 +384,8 @@ class Recaller:
         weights = {name: request.weights.get(name, defaults.weight(name)) for name in names}
         if (routed is not None and routed.lexical_weight is not None and "lexical" in names
                 and "lexical" not in request.weights):
-            weights["lexical"] = routed.lexical_weight
+            # a cap: a deployment that weights the lexical leg lower (or 0) keeps its weight
+            weights["lexical"] = min(weights["lexical"], routed.lexical_weight)
         if names and not any(
             weights[n] > 0 for n in names if n not in request.skip_legs
         ):

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from gateway.query_intent import ADVICE, ADVICE_LEXICAL_WEIGHT, Route, route
 from recallmesh.v1 import memory_pb2
+from shared.config import FusionDefaults
 from shared.validation import FusionRequest, RecallQuery
 from tests.helpers import recall
 from tests.test_recall_core import context_recaller, mid
@@ -77,6 +78,10 @@ def test_the_route_sets_the_lexical_weight_the_request_leaves_unset():
     fact = query("Which garden tools do I own?")
     assert r.route(fact) is None
     assert r.fusion_settings(fact, r.route(fact))[1]["lexical"] == 1.0
+    # a cap, not a raise: a deployment weighting the lexical leg lower keeps its weight
+    r.settings = replace(r.settings, fusion=FusionDefaults(
+        weights={"lexical": 0.05, "vector": 1.0, "graph": 0.35}))
+    assert r.fusion_settings(query(), r.route(query()))[1]["lexical"] == 0.05
 
 
 async def test_an_advice_recall_is_routed_without_context_unless_asked():
