@@ -57,7 +57,10 @@ into that stack's data folder in an earlier sitting (the load behind docs/benchm
 where `default` and LanceDB hybrid reproduced the earlier report's numbers to the third decimal),
 SciFact in this one; the concept extractor was off for most of the load
 (`RECALLMESH_CONCEPT_EXTRACTOR=none`), which touches only the graph leg, and no configuration
-below uses it. LoCoMo ran the same configurations as the other two sets (`make bench` alone runs
+below uses it. Every latency of this run, the in-process peers' included, is a third to twice
+that of the report's previous run (e.g. LanceDB hybrid on SciFact, p95 101 against 53 ms), with
+all three sets in one database and one machine of the same kind: compare latencies within a run,
+not across runs. LoCoMo ran the same configurations as the other two sets (`make bench` alone runs
 every configuration); the graph configurations and the other MiniLM-era ablations are in
 docs/benchmarks-model-all-MiniLM-L6-v2.md.
 Levers measured and not kept (a speaker boost, vector pseudo-relevance feedback, a second hop in

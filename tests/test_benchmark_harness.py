@@ -177,3 +177,14 @@ def test_bm25_candidates_ask_for_the_default_with_only_k1_and_b_set():
         msg.ClearField("bm25_b")
         assert msg == plain  # nothing else differs from the default's request
         assert not same_as_default(CONFIGS[name])
+
+
+def test_a_bound_clear_of_zero_never_prints_as_zero():
+    from benchmarks.harness.report import _fmt
+    from benchmarks.harness.stats import Interval
+
+    assert _fmt(Interval(0.0203, 0.0003, 0.0422, 0.03)) == "+0.020 [+0.0003, +0.042]"
+    assert _fmt(Interval(-0.02, -0.042, -0.0004, 0.99)) == "-0.020 [-0.042, -0.0004]"
+    assert _fmt(Interval(0.016, -0.0004, 0.033, 0.04)) == "+0.016 [-0.000, +0.033] (n.s.)"
+    assert _fmt(Interval(0.0, 0.0, 0.0, 1.0)) == "+0.000 [+0.000, +0.000] (n.s.)"
+    assert _fmt(Interval(0.1, 0.05, 0.2, 0.0)) == "+0.100 [+0.050, +0.200]"

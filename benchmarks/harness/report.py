@@ -21,9 +21,18 @@ def _load(out: Path) -> dict[str, dict]:
     return results
 
 
+def _bound(value: float, clear: bool) -> str:
+    """A CI bound to 3 decimals; to 4 when it is clear of zero yet would print as 0.000, so
+    that "[+0.000, ..." never stands for an interval that excludes 0."""
+    text = f"{value:+.3f}"
+    return f"{value:+.4f}" if clear and value != 0 and text in ("+0.000", "-0.000") else text
+
+
 def _fmt(interval) -> str:
-    mark = "" if interval.clear_of_zero else " (n.s.)"
-    return f"{interval.delta:+.3f} [{interval.low:+.3f}, {interval.high:+.3f}]{mark}"
+    clear = interval.clear_of_zero
+    mark = "" if clear else " (n.s.)"
+    return (f"{interval.delta:+.3f} [{_bound(interval.low, clear)}, "
+            f"{_bound(interval.high, clear)}]{mark}")
 
 
 def compare(out: Path, baseline: str, metric: str = HEADLINE) -> str:
