@@ -339,18 +339,30 @@ class Recaller:
         budget_s = self.budget_s(budget_ms, client_remaining_s)
         return max(budget_s - self.settings.reserve_ms / 1000, MIN_LEG_TIMEOUT_S)
 
-    def route(self, q: RecallQuery) -> Route | None:
-        """The query intent's route, when routing is on (the request's, else the server's)
-        and a rule matches; relevance order only (recency bypasses fusion)."""
-        on = self.settings.intent_routing if q.fusion.intent_routing is None \
-            else q.fusion.intent_routing
-        return route(q.query) if on and q.sort_by != "recency" else None
+    def route(self, q: RecallQuery) -> tuple[RecallQuery, Route | None]:
+        """The request with its query intent's route applied, and the route: when routing is
+        on (the request's, else the server's) and a rule matches (relevance order only;
+        recency bypasses fusion), the route's settings fill the fusion overrides the request
+        left unset, so everything downstream reads them like the request's own. The lexical
+        weight is a cap on the deployment's."""
+        f = q.fusion
+        on = self.settings.intent_routing if f.intent_routing is None else f.intent_routing
+        routed = route(q.query) if on and q.sort_by != "recency" else None
+        if routed is None:
+            return q, None
+        weights = dict(f.weights)
+        if (routed.lexical_weight is not None and "lexical" not in weights
+                and any(leg.name == "lexical" for leg in self.legs)):
+            weights["lexical"] = min(self.settings.fusion.weight("lexical"),
+                                     routed.lexical_weight)
+        fusion = replace(
+            f, weights=weights,
+            context_hits=routed.context_hits if f.context_hits is None else f.context_hits,
+            time_boost=routed.time_boost if f.time_boost is None else f.time_boost)
+        return replace(q, fusion=fusion), routed
 
-    def fusion_settings(
-        self, q: RecallQuery, routed: Route | None = None
-    ) -> tuple[FusionSettings, dict[str, float]]:
-        """The deployment's fusion settings with the request's overrides and, under those,
-        the intent route's; per-leg weights."""
+    def fusion_settings(self, q: RecallQuery) -> tuple[FusionSettings, dict[str, float]]:
+        """The deployment's fusion settings with the request's overrides; per-leg weights."""
         defaults, request = self.settings.fusion, q.fusion
         names = {leg.name for leg in self.legs}
         unknown = sorted((set(request.weights) | set(request.skip_legs)) - names)
@@ -382,10 +394,6 @@ class Recaller:
                 f"{', '.join(request.skip_legs) or 'none'})"
             )
         weights = {name: request.weights.get(name, defaults.weight(name)) for name in names}
-        if (routed is not None and routed.lexical_weight is not None and "lexical" in names
-                and "lexical" not in request.weights):
-            # a cap: a deployment that weights the lexical leg lower (or 0) keeps its weight
-            weights["lexical"] = min(weights["lexical"], routed.lexical_weight)
         if names and not any(
             weights[n] > 0 for n in names if n not in request.skip_legs
         ):
@@ -396,15 +404,14 @@ class Recaller:
         self, q: RecallQuery, client_remaining_s: float | None = None
     ) -> RecallOutcome:
         started = time.perf_counter()
-        routed = self.route(q)
-        settings, weights = self.fusion_settings(q, routed)
+        q, routed = self.route(q)
+        settings, weights = self.fusion_settings(q)
         with tracer.start_as_current_span("recall") as span:
             if routed is not None:
                 INTENT_ROUTES.labels(routed.intent).inc()
                 span.set_attribute("recallmesh.intent", routed.intent)
             try:
-                outcome = await self._recall(q, client_remaining_s, settings, weights, started,
-                                             routed)
+                outcome = await self._recall(q, client_remaining_s, settings, weights, started)
             except Unavailable:
                 RECALL_SECONDS.labels("failed").observe(time.perf_counter() - started)
                 raise
@@ -412,7 +419,7 @@ class Recaller:
             span.set_attribute("recallmesh.fusion", outcome.fusion)
         elapsed = time.perf_counter() - started
         RECALL_SECONDS.labels(str(outcome.degraded).lower()).observe(elapsed)
-        return replace(outcome, latency_ms=elapsed * 1000)
+        return replace(outcome, latency_ms=elapsed * 1000, route=routed)
 
     async def _recall(
         self,
@@ -421,7 +428,6 @@ class Recaller:
         settings: FusionSettings,
         weights: dict[str, float],
         started: float,
-        routed: Route | None = None,
     ) -> RecallOutcome:
         budget_s = self.budget_s(q.budget_ms, client_remaining_s)
         timeout_s = self.leg_timeout_s(q.budget_ms, client_remaining_s)
@@ -492,15 +498,13 @@ class Recaller:
             # A single contributing leg keeps its own order (the exact lexical fallback): no
             # time window, no context.
             window, boosted = None, 0
-            strength = q.fusion.time_boost
-            if strength is None:
-                strength = routed.time_boost if routed is not None and \
-                    routed.time_boost is not None else self.settings.time_boost
+            strength = self.settings.time_boost if q.fusion.time_boost is None \
+                else q.fusion.time_boost
             if strength > 0 and settings.sort_by == "relevance" and contributing > 1:
                 window = resolve(q.query, q.reference_time or datetime.now(UTC))
                 if window is not None:
                     fused, boosted = await self._boost_time_window(q, fused, window, strength)
-            context = self._context_settings(q, routed)
+            context = self._context_settings(q)
             use_context = (context[0] > 0 and any(context[1:])
                            and settings.sort_by == "relevance" and contributing > 1)
             top, memories, adjacent = await self._hydrate_top(
@@ -509,9 +513,9 @@ class Recaller:
                 top = self._propagate_context(q, fused, top, memories, adjacent, *context)
             hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
             return RecallOutcome(hits=hits, legs=outcomes, fusion=how, time_window=window,
-                                 time_boosted=boosted, route=routed)
+                                 time_boosted=boosted)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
-        return RecallOutcome(hits=hits, legs=outcomes, fusion=how, route=routed)
+        return RecallOutcome(hits=hits, legs=outcomes, fusion=how)
 
     async def _graph_second_stage(
         self,
@@ -605,18 +609,11 @@ class Recaller:
         TIME_WINDOWS.labels("boosted" if raised else "none").inc()
         return ranked, raised
 
-    def _context_settings(
-        self, q: RecallQuery, routed: Route | None = None
-    ) -> tuple[int, float, float]:
-        """(hits, next weight, prev weight): the request's, else the route's hits, else the
-        server's."""
+    def _context_settings(self, q: RecallQuery) -> tuple[int, float, float]:
+        """(hits, next weight, prev weight): the request's, else the server's."""
         f, d = q.fusion, self.settings
-        hits = f.context_hits
-        if hits is None:
-            hits = routed.context_hits if routed is not None and \
-                routed.context_hits is not None else d.context_hits
         return (
-            hits,
+            d.context_hits if f.context_hits is None else f.context_hits,
             d.context_next_weight if f.context_next_weight is None else f.context_next_weight,
             d.context_prev_weight if f.context_prev_weight is None else f.context_prev_weight,
         )

@@ -69,19 +69,25 @@ def query(text: str = ADVICE_QUERY, **fusion) -> RecallQuery:
 
 def test_the_route_sets_the_lexical_weight_the_request_leaves_unset():
     r, _ = context_recaller()
-    routed = r.route(query())
+
+    def lexical_weight(q: RecallQuery) -> float:  # what fusion gets once the route is applied
+        return r.fusion_settings(r.route(q)[0])[1]["lexical"]
+
+    applied, routed = r.route(query())
     assert routed is not None and routed.intent == ADVICE
-    _, weights = r.fusion_settings(query(), routed)
+    assert (applied.fusion.context_hits, applied.fusion.time_boost) == (0, 0.0)
+    _, weights = r.fusion_settings(applied)
     assert weights == {"lexical": ADVICE_LEXICAL_WEIGHT, "vector": 1.0, "graph": 0.35}
-    explicit = query(weights={"lexical": 0.8})
-    assert r.fusion_settings(explicit, r.route(explicit))[1]["lexical"] == 0.8
+    explicit = query(weights={"lexical": 0.8}, context_hits=3)
+    assert lexical_weight(explicit) == 0.8
+    assert r.route(explicit)[0].fusion.context_hits == 3  # the request's own setting wins
     fact = query("Which garden tools do I own?")
-    assert r.route(fact) is None
-    assert r.fusion_settings(fact, r.route(fact))[1]["lexical"] == 1.0
+    assert r.route(fact) == (fact, None)
+    assert lexical_weight(fact) == 1.0
     # a cap, not a raise: a deployment weighting the lexical leg lower keeps its weight
     r.settings = replace(r.settings, fusion=FusionDefaults(
         weights={"lexical": 0.05, "vector": 1.0, "graph": 0.35}))
-    assert r.fusion_settings(query(), r.route(query()))[1]["lexical"] == 0.05
+    assert lexical_weight(query()) == 0.05
 
 
 async def test_an_advice_recall_is_routed_without_context_unless_asked():
@@ -103,10 +109,10 @@ async def test_routing_is_off_per_request_per_deployment_and_for_recency():
     r, store = context_recaller(after={mid(2): mid(40)})
     off = await r.recall(query(intent_routing=False))
     assert off.route is None and mid(40) in [h.memory.id for h in off.hits]
-    assert r.route(replace(query(), sort_by="recency")) is None
+    assert r.route(replace(query(), sort_by="recency"))[1] is None
     r.settings = replace(r.settings, intent_routing=False)
-    assert r.route(query()) is None
-    assert r.route(query(intent_routing=True)) is not None  # a request may still ask
+    assert r.route(query())[1] is None
+    assert r.route(query(intent_routing=True))[1] is not None  # a request may still ask
 
 
 @pytest.mark.integration
