@@ -41,7 +41,7 @@ def embedder(manifest) -> OnnxEmbedder:
 def test_default_manifest_is_verified_nomic(manifest):
     manifest.verify()
     assert (manifest.dimension, manifest.max_length, manifest.pooling) == (768, 512, "mean")
-    assert manifest.sha256["model.onnx"].startswith("c1dbddfa")
+    assert manifest.sha256["model.onnx"].startswith("8896af06")
     assert (manifest.query_prefix, manifest.document_prefix) == ("search_query: ",
                                                                  "search_document: ")
 

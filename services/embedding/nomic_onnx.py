@@ -178,7 +178,11 @@ def _build_model(t: dict[str, np.ndarray], cfg: dict, source_sha256: str) -> onn
     mask = additive_mask(g)
 
     # rotary tables [s, 1, d], broadcast over [b, s, heads, d]; angle = position x inv_freq
-    inv_freq = 1.0 / (cfg["rope_base"] ** (np.arange(0, d, 2).astype(f32) / d))
+    # With Python floats (libm's correctly rounded pow), rounded once to float32: numpy's
+    # vectorised `power` differs by an ulp between CPUs (AVX-512 SVML against the AVX2 path:
+    # 10 to 14 of 32 frequencies), which made the built file's sha256 depend on the machine.
+    base = float(cfg["rope_base"])
+    inv_freq = np.array([1.0 / math.pow(base, i / d) for i in range(0, d, 2)])
     inv_freq = np.concatenate([inv_freq, inv_freq]).astype(f32).reshape(1, 1, d)
     seq = g.op("Squeeze", [g.op("Shape", ["input_ids"], "rope/seq", start=1, end=2),
                            g.const("axis0", [0], i64)], "rope/seq_scalar")
