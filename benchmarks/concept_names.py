@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from services.embedding.core import OnnxEmbedder
-from services.embedding.fetch import CATALOGUE_DIR
-from shared.config import DEFAULT_CONCEPT_MERGE_THRESHOLD
-from shared.model_manifest import ModelManifest, model_cache_dir
+from recallmesh.embedding.core import OnnxEmbedder
+from recallmesh.models.fetch import catalogue_names
+from recallmesh.models.manifest import ModelManifest, model_cache_dir
+from recallmesh.platform.config import DEFAULT_CONCEPT_MERGE_THRESHOLD
 
 SAME = [("svelte", "svelte framework"), ("react", "react.js"), ("postgres", "postgresql"),
         ("new york", "new york city"), ("the beatles", "beatles"),
@@ -97,8 +97,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--report-to", type=Path)
     args = parser.parse_args(argv)
     models = (args.models.split(",") if args.models else
-              [p.stem for p in sorted(CATALOGUE_DIR.glob("*.json"))
-               if (model_cache_dir() / p.stem / "manifest.json").is_file()])
+              [name for name in catalogue_names()
+               if (model_cache_dir() / name / "manifest.json").is_file()])
     text = report(models)
     print(text)
     if args.report_to:

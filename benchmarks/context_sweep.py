@@ -13,8 +13,9 @@ records, per memory, the memories stored next after / just before it under the g
 rules (RECALLMESH_CONTEXT_WINDOW_S, _MIN_GAP_MS, no timestamp ties; no filters).
 
 `sweep` replays each pool under every setting of the grid with the gateway's own code:
-`services.fusion.core.fuse` (convex combination over each leg's top `depth`, lexical weight
-`w`, vector 1) and `gateway.recall.propagate_context` (n hits, next / prev weights), without
+`recallmesh.fusion.core.fuse` (convex combination over each leg's top `depth`, lexical weight
+`w`, vector 1) and `recallmesh.gateway.recall.propagate_context` (n hits, next / prev
+weights), without
 the exact-match bonus (a pool does not record it). The dump also keeps the top 10 the gateway
 served for the baseline (`hybrid_cc_bm25t`), and the report says how often the replay matches
 it; a replay takes milliseconds, so the grid (hundreds of settings) needs no stack. The chosen
@@ -41,13 +42,13 @@ from benchmarks.harness.configs import CONFIGS
 from benchmarks.harness.data import load
 from benchmarks.harness.runner import gateway_legs, git_commit, ingest, settle
 from benchmarks.harness.stats import paired_bootstrap
-from gateway.recall import propagate_context
+from recallmesh.api.validation import MAX_BUDGET_MS
+from recallmesh.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList, fuse
+from recallmesh.gateway.recall import propagate_context
+from recallmesh.platform.config import ALL_LEGS, GatewaySettings
+from recallmesh.platform.db import resolve_dsn
+from recallmesh.platform.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
-from services.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList, fuse
-from shared.config import ALL_LEGS, GatewaySettings
-from shared.db import resolve_dsn
-from shared.supervisor import Stack, free_port_env
-from shared.validation import MAX_BUDGET_MS
 
 K = 10
 POOL_K = 100

@@ -35,8 +35,8 @@ from typing import Any
 import grpc
 
 from benchmarks.common import percentile
+from recallmesh.platform.supervisor import Stack, StackError, free_port_env
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
-from shared.supervisor import Stack, StackError, free_port_env
 
 DEFAULT_DATASET = Path("/work/shared/datasets/locomo/corpus.jsonl")
 RPC_TIMEOUT_S = 120.0

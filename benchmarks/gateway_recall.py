@@ -34,6 +34,8 @@ from pathlib import Path
 import grpc
 
 from benchmarks.common import percentile
+from recallmesh.platform.config import DEFAULT_FUSION_METHOD
+from recallmesh.platform.supervisor import Stack, free_port_env
 from recallmesh.v1 import (
     embedder_pb2,
     embedder_pb2_grpc,
@@ -42,8 +44,6 @@ from recallmesh.v1 import (
     retriever_pb2,
     retriever_pb2_grpc,
 )
-from shared.config import DEFAULT_FUSION_METHOD
-from shared.supervisor import Stack, free_port_env
 
 DATASETS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
 NAMESPACE = "bench"

@@ -29,7 +29,7 @@ numbers are in docs/benchmarks.md. Levers:
   top two scores (1.2 + c x (s1 - s2) / s1: a decisive lexical match weighs more), or from the
   margin between the vector leg's top two cosines (max(0.5, default - c x (cos1 - cos2)): a
   decisive vector match lets lexical weigh less);
-- time window (the gateway's own code, gateway/time_window.py): where the query names a time
+- time window (the gateway's own code, recallmesh/gateway/time_window.py): where the query names a time
   relative to its reference time (LongMemEval's question date; LoCoMo and SciFact queries
   carry none), the fused candidates created inside that window get score x (1 + boost)
   before context propagation. Shown at several boosts, compared with boost 0 (the default
@@ -61,10 +61,10 @@ from benchmarks.harness import metrics
 from benchmarks.harness.data import load
 from benchmarks.harness.runner import git_commit
 from benchmarks.harness.stats import paired_bootstrap
-from gateway.time_window import boost, resolve
-from services.embedding.core import OnnxEmbedder
-from services.fusion.core import LegCandidate, LegList
-from shared.model_manifest import ModelManifest, sha256_file
+from recallmesh.embedding.core import OnnxEmbedder
+from recallmesh.fusion.core import LegCandidate, LegList
+from recallmesh.gateway.time_window import boost, resolve
+from recallmesh.models.manifest import ModelManifest, sha256_file
 
 CHUNK_WORDS, CHUNK_STRIDE = 120, 80
 SPEAKER_BETAS = (0.1, 0.2, 0.5)

@@ -5,7 +5,7 @@
 
 Each dataset is loaded into a throwaway embedded Postgres (migrated schema, memories only: no
 embeddings, no services), and every query is ranked by the lexical leg's own SQL
-(services/lexical/core.py) under each variant: ts_rank (the baseline), BM25 over a grid of
+(recallmesh/legs/lexical/core.py) under each variant: ts_rank (the baseline), BM25 over a grid of
 k1 / b, BM25 k1=0.9 b=0.4 as it was scored before the postings table (unnesting every
 matching memory's vector; same ranking, slower), and BM25 k1=0.9 b=0.4 with an extra ~300-word
 English stop list removed from the query (the stop-list lever: Postgres's `english`
@@ -28,10 +28,10 @@ from pathlib import Path
 import psycopg
 
 from benchmarks.harness import data, metrics
-from services.lexical import core
-from shared.db import embedded_dsn, start_embedded
-from shared.filters import Filters
-from shared.migrations import apply_migrations
+from recallmesh.api.filters import Filters
+from recallmesh.legs.lexical import core
+from recallmesh.platform.db import embedded_dsn, start_embedded
+from recallmesh.platform.migrations import apply_migrations
 
 # Function words, pronouns, question words, chat filler and light verbs; stemmed by Postgres
 # at query time, so inflections go too.

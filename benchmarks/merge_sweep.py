@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.harness.report import compare, summary
-from shared.config import DEFAULT_CONCEPT_MERGE_THRESHOLD
+from recallmesh.platform.config import DEFAULT_CONCEPT_MERGE_THRESHOLD
 
 CONFIGS = ("graph", "hybrid_cc_graph")
 HEADER = """# Concept merge threshold sweep

@@ -33,8 +33,8 @@ from benchmarks.context_sweep import (
 )
 from benchmarks.harness.runner import git_commit
 from benchmarks.lever_replay import Vectors, replay_table
-from services.fusion.core import LegList
-from shared.model_manifest import DEFAULT_MODEL, model_cache_dir
+from recallmesh.fusion.core import LegList
+from recallmesh.models.manifest import DEFAULT_MODEL, model_cache_dir
 
 LEXICAL_WEIGHTS = (0.5, 0.7, 0.85, 1.0, 1.4, 1.7)
 PAIR_WEIGHTS = (1.0, 0.5)  # served model's vector list, the other model's, at lexical 1

@@ -27,8 +27,8 @@ import grpc
 
 from benchmarks.common import percentile
 from recallmesh.cli import DEMO_FILE, DEMO_NAMESPACE, import_memories, read_jsonl
+from recallmesh.platform.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
-from shared.supervisor import Stack, free_port_env
 
 QUERIES = [
     "which frontend framework does Maya like?",

@@ -4,14 +4,15 @@ one of its configurations ran with, instead of loading the dataset again.
   python -m benchmarks.relabel OUTDIR [OUTDIR...] --from default_lw0.7 --displaced-as default_lw1
 
 A configuration that differs from `default` only in settings the deployment now has as its
-defaults (the same legs, per-leg weights equal to shared.config.DEFAULT_LEG_WEIGHTS, nothing
-else set; no lexical weight at all, since query-intent routing sets that one only when a request
+defaults (the same legs, per-leg weights equal to
+recallmesh.platform.config.DEFAULT_LEG_WEIGHTS, nothing else set; no lexical weight at all,
+since query-intent routing sets that one only when a request
 leaves it unset) asks the gateway for exactly what `default` now gets with no overrides, so its
 ranking is the same query by query. `OUTDIR/<from>.json` becomes `OUTDIR/default.json`, and the
 old `default.json` (run under the previous deployment default) becomes `<displaced-as>.json`.
 The first half is checked here. The second is the caller's word: a result file does not hold
 the gateway's defaults, so each moved file gets a `relabelled` entry with the name it ran under
-and its git commit, which a reader can check against that commit's shared/config.py. Nothing
+and its git commit, which a reader can check against that commit's recallmesh/platform/config.py. Nothing
 is moved unless every folder has both files.
 """
 
@@ -23,7 +24,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from benchmarks.harness.configs import CONFIGS, Config
-from shared.config import DEFAULT_LEG_WEIGHTS, DEFAULT_LEGS
+from recallmesh.platform.config import DEFAULT_LEG_WEIGHTS, DEFAULT_LEGS
 
 TARGET = "default"
 

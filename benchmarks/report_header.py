@@ -44,7 +44,7 @@ runs on LoCoMo and SciFact (docs/benchmarks-model-nomic-embed-text-v1.5.md); its
 0.7, from the same replay (weights 0.5 to 1.7): level with 1 on LoCoMo and SciFact, ahead on
 LongMemEval. `default_lw1` and `default_lw1.7` below are the default at weight 1 and at 1.7 (the
 weight MiniLM, the earlier default, wanted); an explicit lexical weight is kept for advice
-requests too (see below). Its query-intent routing (gateway/query_intent.py: a request for advice,
+requests too (see below). Its query-intent routing (recallmesh/gateway/query_intent.py: a request for advice,
 "any tips?", "can you recommend...", "should I...", is fused with the lexical leg at 0.1, without
 context and without a time window) after a replay of LongMemEval's candidate pool: the rule fires
 on 21 of LongMemEval's 22 single-session-preference questions and on no other question of the

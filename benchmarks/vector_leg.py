@@ -51,6 +51,10 @@ import grpc
 import psycopg
 
 from benchmarks.common import percentile
+from recallmesh.api.filters import Filters
+from recallmesh.legs.vector.core import build_search_sql
+from recallmesh.platform.supervisor import Stack, StackError, free_port_env
+from recallmesh.platform.vector_schema import INDEX_NAME, vector_literal
 from recallmesh.v1 import (
     embedder_pb2,
     embedder_pb2_grpc,
@@ -59,14 +63,10 @@ from recallmesh.v1 import (
     retriever_pb2,
     retriever_pb2_grpc,
 )
-from services.vector.core import build_search_sql
-from shared.filters import Filters
-from shared.supervisor import Stack, StackError, free_port_env
-from shared.vector_schema import INDEX_NAME, vector_literal
 
 DATASETS_ROOT = Path("/work/shared/datasets")
 DEFAULT_DATASETS = "longmemeval,locomo,scifact"
-INDEX_WAIT_MS = 600_000  # the server's maximum (shared.validation.MAX_INDEX_WAIT_MS)
+INDEX_WAIT_MS = 600_000  # the server's maximum (recallmesh.api.validation.MAX_INDEX_WAIT_MS)
 STORE_TIMEOUT_S = INDEX_WAIT_MS / 1000 + 60
 TIE_EPSILON = 1e-6
 MAX_QUERY_CHARS = 4000

@@ -19,6 +19,8 @@ import sys
 import threading
 import time
 from datetime import datetime
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +29,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from recallmesh.api.validation import SORT_BY_VALUES
+from recallmesh.models.manifest import DEFAULT_MODEL
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
-from shared.model_manifest import DEFAULT_MODEL
-from shared.validation import SORT_BY_VALUES
 
 DEFAULT_TARGET = "localhost:50051"
-DEMO_FILE = Path(__file__).resolve().parent.parent / "examples" / "demo-memories.jsonl"
+DEMO_FILE: Traversable = resources.files("recallmesh.demo") / "memories.jsonl"  # package data
 DEMO_NAMESPACE = "demo"
 DEMO_QUERY = "which frontend framework does Maya like?"
 
@@ -113,7 +115,7 @@ def memory_from_json(obj: Any, where: str) -> Any:
     return memory
 
 
-def read_jsonl(path: Path) -> list[Any]:
+def read_jsonl(path: Path | Traversable) -> list[Any]:
     memories = []
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
@@ -280,7 +282,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from shared.supervisor import Stack, StackError
+    from recallmesh.platform.supervisor import Stack, StackError
 
     stack = Stack()
     try:
@@ -295,8 +297,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 def _database_dsn() -> tuple[str, Any]:
     """A DSN for an admin command: RECALLMESH_DSN, the running embedded server, or a started one."""
-    from shared.db import NoDatabase, resolve_dsn
-    from shared.supervisor import Stack, StackError
+    from recallmesh.platform.db import NoDatabase, resolve_dsn
+    from recallmesh.platform.supervisor import Stack, StackError
 
     try:
         return resolve_dsn(), None
@@ -311,7 +313,7 @@ def _database_dsn() -> tuple[str, Any]:
 
 
 def cmd_fetch_model(args: argparse.Namespace) -> int:
-    from services.embedding.fetch import FetchError, fetch
+    from recallmesh.models.fetch import FetchError, fetch
 
     try:
         path = fetch(args.name)
@@ -324,9 +326,9 @@ def cmd_fetch_model(args: argparse.Namespace) -> int:
 def cmd_reembed(args: argparse.Namespace) -> int:
     import psycopg
 
-    from services.embedding.reembed import SwitchError, reembed, switch
-    from shared.config import ConfigError
-    from shared.model_manifest import ModelManifest
+    from recallmesh.models.manifest import ModelManifest
+    from recallmesh.models.reembed import SwitchError, reembed, switch
+    from recallmesh.platform.config import ConfigError
 
     try:
         manifest = ModelManifest.load(Path(args.manifest))
@@ -388,7 +390,7 @@ def _load_demo(stack: Any) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from shared.supervisor import Stack, StackError
+    from recallmesh.platform.supervisor import Stack, StackError
 
     started = time.monotonic()
     stack = Stack()
@@ -448,7 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
     migrate = sub.add_parser("migrate", help="apply database migrations")
     migrate.set_defaults(func=cmd_migrate)
 
-    fetch_model = sub.add_parser("fetch-model", help="fetch an embedding model (models/*.json)")
+    fetch_model = sub.add_parser("fetch-model", help="fetch an embedding model (recallmesh/models/catalogue/*.json)")
     fetch_model.add_argument("name", nargs="?", default=DEFAULT_MODEL)
     fetch_model.set_defaults(func=cmd_fetch_model)
 

@@ -15,8 +15,8 @@ from concurrent import futures
 import grpc
 import psycopg
 
+from recallmesh.platform.server import grpc_options
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
-from shared.server import grpc_options
 
 
 class RecordingEmbedder(embedder_pb2_grpc.EmbedderServiceServicer):

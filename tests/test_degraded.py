@@ -14,8 +14,8 @@ from pathlib import Path
 import grpc
 import pytest
 
+from recallmesh.platform.supervisor import Stack, free_port
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2, retriever_pb2_grpc
-from shared.supervisor import Stack, free_port
 from tests.conftest import stack_env
 from tests.helpers import expect_status, recall, store
 

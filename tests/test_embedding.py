@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from recallmesh.embedding import core
+from recallmesh.embedding.batching import MicroBatcher
+from recallmesh.embedding.core import Embedded, OnnxEmbedder
+from recallmesh.models.manifest import ModelManifest
+from recallmesh.platform.config import ConfigError
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
-from services.embedding import core
-from services.embedding.batching import MicroBatcher
-from services.embedding.core import Embedded, OnnxEmbedder
-from shared.config import ConfigError
-from shared.model_manifest import ModelManifest
 from tests.helpers import expect_status
 
 PARAPHRASE_QUERY = "what UI library do they like?"

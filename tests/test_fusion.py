@@ -1,4 +1,4 @@
-"""The fusion core (services/fusion/core.py): formulas and properties (hypothesis)."""
+"""The fusion core (recallmesh/fusion/core.py): formulas and properties (hypothesis)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.fusion.core import RRF_K, FusionSettings, LegCandidate, LegList, fuse
+from recallmesh.fusion.core import RRF_K, FusionSettings, LegCandidate, LegList, fuse
 
 IDS = [f"m{i:02d}" for i in range(30)]
 orders = st.lists(st.sampled_from(IDS), unique=True, max_size=20)

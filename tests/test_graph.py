@@ -10,8 +10,8 @@ import grpc
 import numpy as np
 import pytest
 
-from recallmesh.v1 import memory_pb2, retriever_pb2, retriever_pb2_grpc
-from services.graph.core import (
+from recallmesh.api.filters import Filters
+from recallmesh.legs.graph.core import (
     GraphRetriever,
     GraphSettings,
     bfs,
@@ -20,8 +20,8 @@ from services.graph.core import (
     personalized_pagerank,
     rank,
 )
-from services.graph.extraction import SpacyExtractor, normalise
-from shared.filters import Filters
+from recallmesh.legs.graph.extraction import SpacyExtractor, normalise
+from recallmesh.v1 import memory_pb2, retriever_pb2, retriever_pb2_grpc
 from tests.helpers import expect_status, recall, store
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)

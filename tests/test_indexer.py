@@ -10,10 +10,10 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from services.indexer.core import Indexer
-from shared.embedder_client import Embeddings
-from shared.model_manifest import ModelManifest
-from shared.vector_schema import prepare_database
+from recallmesh.indexer.core import Indexer
+from recallmesh.models.manifest import ModelManifest
+from recallmesh.platform.embedder_client import Embeddings
+from recallmesh.platform.vector_schema import prepare_database
 from tests.conftest import scratch_database
 
 pytestmark = pytest.mark.integration

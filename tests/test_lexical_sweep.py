@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.lexical_sweep import VARIANTS, markdown, sweep
-from shared.migrations import apply_migrations
+from recallmesh.platform.migrations import apply_migrations
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from shared.migrations import (
+from recallmesh.platform.migrations import (
     MIGRATIONS_DIR,
     MigrationError,
     apply_migrations,
@@ -15,7 +15,11 @@ from shared.migrations import (
     discover,
     latest_version,
 )
-from shared.vector_schema import VectorSchemaError, ensure_embedding_column, prepare_database
+from recallmesh.platform.vector_schema import (
+    VectorSchemaError,
+    ensure_embedding_column,
+    prepare_database,
+)
 
 pytestmark = pytest.mark.integration
 

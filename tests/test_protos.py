@@ -6,8 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from shared.config import REPO_ROOT
-
+REPO_ROOT = Path(__file__).resolve().parents[1]
 PROTO_DIR = REPO_ROOT / "protos"
 STUB_DIR = REPO_ROOT / "recallmesh" / "v1"
 

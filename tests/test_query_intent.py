@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.query_intent import ADVICE, ADVICE_LEXICAL_WEIGHT, Route, route
+from recallmesh.api.validation import FusionRequest, RecallQuery
+from recallmesh.gateway.query_intent import ADVICE, ADVICE_LEXICAL_WEIGHT, Route, route
+from recallmesh.platform.config import FusionDefaults
 from recallmesh.v1 import memory_pb2
-from shared.config import FusionDefaults
-from shared.validation import FusionRequest, RecallQuery
 from tests.helpers import recall
 from tests.test_recall_core import context_recaller, mid
 

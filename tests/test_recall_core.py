@@ -15,12 +15,12 @@ from datetime import UTC, datetime
 import pytest
 from prometheus_client import REGISTRY
 
-from gateway.recall import LegAnswer, LegError, LegQuery, Recaller
-from gateway.store import StoredMemory
-from services.fusion.core import LegCandidate
-from shared.config import FusionDefaults, GatewaySettings, LegTarget
-from shared.errors import InvalidArgument
-from shared.validation import FusionRequest, RecallQuery
+from recallmesh.api.validation import FusionRequest, RecallQuery
+from recallmesh.fusion.core import LegCandidate
+from recallmesh.gateway.recall import LegAnswer, LegError, LegQuery, Recaller
+from recallmesh.gateway.store import StoredMemory
+from recallmesh.platform.config import FusionDefaults, GatewaySettings, LegTarget
+from recallmesh.platform.errors import InvalidArgument
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 

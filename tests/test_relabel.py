@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks import relabel
 from benchmarks.harness.configs import CONFIGS, Config
-from shared.config import DEFAULT_LEGS
+from recallmesh.platform.config import DEFAULT_LEGS
 
 # The default with only the vector weight asked for (the route never touches that one).
 VECTOR_1 = Config("default_v1", "", tuple(DEFAULT_LEGS.split(",")), weights={"vector": 1.0})

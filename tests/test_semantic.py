@@ -15,6 +15,8 @@ import pytest
 from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from recallmesh.models.manifest import ModelManifest
+from recallmesh.platform.config import DEFAULT_LEG_WEIGHTS
 from recallmesh.v1 import (
     embedder_pb2,
     embedder_pb2_grpc,
@@ -22,8 +24,6 @@ from recallmesh.v1 import (
     retriever_pb2,
     retriever_pb2_grpc,
 )
-from shared.config import DEFAULT_LEG_WEIGHTS
-from shared.model_manifest import ModelManifest
 from tests.helpers import expect_status, recall
 
 pytestmark = pytest.mark.integration

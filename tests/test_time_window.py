@@ -12,9 +12,9 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.time_window import TIME_WINDOW_LEG, TimeWindow, boost, resolve
+from recallmesh.fusion.core import Contribution, FusedCandidate
+from recallmesh.gateway.time_window import TIME_WINDOW_LEG, TimeWindow, boost, resolve
 from recallmesh.v1 import memory_pb2
-from services.fusion.core import Contribution, FusedCandidate
 from tests.helpers import expect_status, recall
 
 REF = datetime(2023, 3, 9, 15, 47, tzinfo=UTC)  # a Thursday

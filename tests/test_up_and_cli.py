@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.model_manifest import default_manifest_path
-from shared.supervisor import StackError, free_port_env, wait_serving
+from recallmesh.models.manifest import default_manifest_path
+from recallmesh.platform.supervisor import StackError, free_port_env, wait_serving
 
 pytestmark = pytest.mark.integration
 

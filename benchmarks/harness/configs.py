@@ -2,8 +2,8 @@
 on the same running stack, so every configuration sees identical stored memories.
 
 A configuration names the legs it uses; the harness's own stack runs a gateway with every
-leg (shared.config.ALL_LEGS) and each request skips the others. `default` is exactly what
-a deployment serves with no settings: the default legs and the default fusion settings.
+leg (recallmesh.platform.config.ALL_LEGS) and each request skips the others. `default` is
+exactly what a deployment serves with no settings: the default legs and the default fusion settings.
 
 Add a configuration (a new leg, query expansion, ...) by adding an entry here; the harness
 core does not change.
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
+from recallmesh.platform.config import DEFAULT_LEGS
 from recallmesh.v1 import memory_pb2
-from shared.config import DEFAULT_LEGS
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,12 @@ from benchmarks.harness import metrics
 from benchmarks.harness.configs import CONFIGS, Config
 from benchmarks.harness.data import Dataset, load
 from benchmarks.harness.peers import PEERS, Doc, Peer, timed_search
+from recallmesh.api.timestamps import to_proto_timestamp
+from recallmesh.models.manifest import ModelManifest
+from recallmesh.platform.config import ALL_LEGS, default_target
+from recallmesh.platform.db import redact, resolve_dsn
+from recallmesh.platform.supervisor import Stack, free_port_env
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc, memory_pb2, memory_pb2_grpc
-from shared.config import ALL_LEGS, REPO_ROOT, default_target
-from shared.db import redact, resolve_dsn
-from shared.model_manifest import ModelManifest
-from shared.supervisor import Stack, free_port_env
-from shared.timestamps import to_proto_timestamp
 
 K = 10
 BATCH = 500
@@ -192,8 +192,8 @@ def git_commit() -> str:
     """The commit the run's code was loaded from (read once: a commit made while a long run
     goes on must not relabel its later configurations)."""
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parents[2],
+                              capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 

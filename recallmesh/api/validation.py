@@ -1,0 +1,420 @@
+"""Request validation: proto messages in, plain validated values out.
+
+Every limit a caller can hit is defined here and documented in docs/api.md.
+Violations raise InvalidArgument with a message naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from recallmesh.api.filters import MAX_LABEL_CHARS, Filters, filters_from_proto
+from recallmesh.api.timestamps import from_proto_timestamp
+from recallmesh.platform.config import MAX_CONTEXT_HITS, MAX_SEED_MEMORIES, MAX_TIME_BOOST
+from recallmesh.platform.errors import InvalidArgument
+from recallmesh.v1 import memory_pb2
+
+MAX_NAMESPACE_CHARS = 128
+MAX_CONTENT_BYTES = 32 * 1024
+MAX_QUERY_BYTES = 4 * 1024
+MAX_TAGS = 32
+MAX_METADATA_ENTRIES = 64
+MAX_METADATA_KEY_CHARS = 128
+MAX_METADATA_VALUE_CHARS = 1024
+MAX_BATCH = 1000
+MAX_RELATIONS = 16
+RELATION_TYPES = {1: "supersedes", 2: "derived_from", 3: "references", 4: "about"}
+DEFAULT_IMPORTANCE = 0.5
+DEFAULT_K = 10
+MAX_K = 100
+MAX_BUDGET_MS = 60_000
+
+# recallmesh.v1.SortBy values <-> names used by the cores.
+SORT_BY_VALUES = {
+    "relevance": memory_pb2.SORT_BY_RELEVANCE,
+    "importance": memory_pb2.SORT_BY_IMPORTANCE,
+    "recency": memory_pb2.SORT_BY_RECENCY,
+}
+SORT_BY_NAMES = {memory_pb2.SORT_BY_UNSPECIFIED: "relevance"} | {
+    value: name for name, value in SORT_BY_VALUES.items()
+}
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    content: str
+    category: str = ""
+    tags: tuple[str, ...] = ()
+    importance: float = DEFAULT_IMPORTANCE
+    sensitive: bool = False
+    created_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    relations: tuple[tuple[str, str], ...] = ()  # (relation type, target memory id)
+
+
+@dataclass(frozen=True)
+class FusionRequest:
+    """A request's fusion overrides; None keeps the deployment's setting."""
+
+    method: str | None = None
+    rrf_k: int | None = None
+    weights: dict[str, float] = field(default_factory=dict)
+    importance_strength: float | None = None
+    exact_bonus: float | None = None
+    skip_legs: tuple[str, ...] = ()
+    leg_depth: int | None = None
+    lexical_ranking: str | None = None
+    bm25_k1: float | None = None
+    bm25_b: float | None = None
+    graph_second_stage: bool | None = None
+    context_hits: int | None = None
+    context_next_weight: float | None = None
+    context_prev_weight: float | None = None
+    time_boost: float | None = None
+    intent_routing: bool | None = None
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    namespace: str
+    query: str
+    k: int = DEFAULT_K
+    sort_by: str = "relevance"
+    filters: Filters = Filters()
+    budget_ms: int | None = None
+    explain: bool = False
+    fusion: FusionRequest = FusionRequest()
+    reference_time: datetime | None = None  # None: the server's clock
+
+
+def _no_nul(value: str, name: str) -> str:
+    if "\x00" in value:
+        raise InvalidArgument(f"{name} must not contain NUL characters")
+    return value
+
+
+def namespace(value: str) -> str:
+    value = value.strip()
+    if not value:
+        raise InvalidArgument("namespace is required")
+    if len(value) > MAX_NAMESPACE_CHARS:
+        raise InvalidArgument(f"namespace must be at most {MAX_NAMESPACE_CHARS} characters")
+    if any(ord(c) < 32 for c in value):
+        raise InvalidArgument("namespace must not contain control characters")
+    return value
+
+
+def memory_id(value: str) -> str:
+    try:
+        return str(uuid.UUID(value.strip()))
+    except ValueError:
+        raise InvalidArgument(f"id must be a UUID, got {value[:64]!r}") from None
+
+
+def new_memory(msg: Any, ns: str, where: str = "memory") -> NewMemory:
+    """Validate a recallmesh.v1.Memory for Store / StoreBatch."""
+    if msg.namespace and msg.namespace.strip() != ns:
+        raise InvalidArgument(f"{where}.namespace differs from the request namespace")
+    content = _no_nul(msg.content, f"{where}.content")
+    if not content.strip():
+        raise InvalidArgument(f"{where}.content must not be empty")
+    if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
+        raise InvalidArgument(f"{where}.content exceeds {MAX_CONTENT_BYTES} bytes")
+    category = _no_nul(msg.category.strip(), f"{where}.category")
+    if len(category) > MAX_LABEL_CHARS:
+        raise InvalidArgument(f"{where}.category must be at most {MAX_LABEL_CHARS} characters")
+    if len(msg.tags) > MAX_TAGS:
+        raise InvalidArgument(f"{where}.tags: at most {MAX_TAGS} tags")
+    tags: list[str] = []
+    for i, raw in enumerate(msg.tags):
+        tag = _no_nul(raw.strip(), f"{where}.tags[{i}]")
+        if not tag or len(tag) > MAX_LABEL_CHARS:
+            raise InvalidArgument(f"{where}.tags[{i}] must be 1..{MAX_LABEL_CHARS} characters")
+        if tag not in tags:
+            tags.append(tag)
+    importance = DEFAULT_IMPORTANCE
+    if msg.HasField("importance"):
+        importance = msg.importance
+        if not math.isfinite(importance) or not 0.0 <= importance <= 1.0:
+            raise InvalidArgument(f"{where}.importance must be within [0, 1], got {importance}")
+    if len(msg.metadata) > MAX_METADATA_ENTRIES:
+        raise InvalidArgument(f"{where}.metadata: at most {MAX_METADATA_ENTRIES} entries")
+    metadata: dict[str, str] = {}
+    for key, value in msg.metadata.items():
+        if not key or len(key) > MAX_METADATA_KEY_CHARS:
+            raise InvalidArgument(
+                f"{where}.metadata keys must be 1..{MAX_METADATA_KEY_CHARS} characters"
+            )
+        if len(value) > MAX_METADATA_VALUE_CHARS:
+            raise InvalidArgument(
+                f"{where}.metadata[{key[:32]!r}] exceeds {MAX_METADATA_VALUE_CHARS} characters"
+            )
+        metadata[_no_nul(key, f"{where}.metadata key")] = _no_nul(value, f"{where}.metadata value")
+
+    def ts(name: str) -> datetime | None:
+        return (
+            from_proto_timestamp(getattr(msg, name), f"{where}.{name}")
+            if msg.HasField(name)
+            else None
+        )
+
+    valid_from, valid_to = ts("valid_from"), ts("valid_to")
+    if valid_from is not None and valid_to is not None and valid_from > valid_to:
+        raise InvalidArgument(f"{where}.valid_from must not be after {where}.valid_to")
+    if len(msg.relations) > MAX_RELATIONS:
+        raise InvalidArgument(f"{where}.relations: at most {MAX_RELATIONS}")
+    relations: list[tuple[str, str]] = []
+    for i, rel in enumerate(msg.relations):
+        if rel.type not in RELATION_TYPES:
+            raise InvalidArgument(
+                f"{where}.relations[{i}].type must be one of "
+                f"{', '.join(RELATION_TYPES.values())} (RELATION_TYPE_*)")
+        try:
+            target = memory_id(rel.target_id)
+        except InvalidArgument:
+            raise InvalidArgument(f"{where}.relations[{i}].target_id must be a UUID") from None
+        if (RELATION_TYPES[rel.type], target) not in relations:
+            relations.append((RELATION_TYPES[rel.type], target))
+    return NewMemory(
+        content=content,
+        category=category,
+        tags=tuple(tags),
+        importance=float(importance),
+        sensitive=bool(msg.sensitive),
+        created_at=ts("created_at"),
+        valid_from=valid_from,
+        valid_to=valid_to,
+        metadata=metadata,
+        relations=tuple(relations),
+    )
+
+
+def new_memories(msgs: Any, ns: str) -> list[NewMemory]:
+    if not msgs:
+        raise InvalidArgument("memories must not be empty")
+    if len(msgs) > MAX_BATCH:
+        raise InvalidArgument(f"a batch holds at most {MAX_BATCH} memories, got {len(msgs)}")
+    return [new_memory(m, ns, where=f"memories[{i}]") for i, m in enumerate(msgs)]
+
+
+def query_text(value: str) -> str:
+    _no_nul(value, "query")
+    if not value.strip():
+        raise InvalidArgument("query must not be empty")
+    if len(value.encode("utf-8")) > MAX_QUERY_BYTES:
+        raise InvalidArgument(f"query exceeds {MAX_QUERY_BYTES} bytes")
+    return value
+
+
+def sort_by(value: int) -> str:
+    try:
+        return SORT_BY_NAMES[value]
+    except KeyError:
+        raise InvalidArgument(f"unknown sort_by value {value}") from None
+
+
+def recall_query(msg: Any) -> RecallQuery:
+    """Validate a recallmesh.v1.RecallRequest."""
+    ns = namespace(msg.namespace)
+    query = query_text(msg.query)
+    k = msg.k or DEFAULT_K
+    if not 1 <= k <= MAX_K:
+        raise InvalidArgument(f"k must be within 1..{MAX_K}, got {msg.k}")
+    if not 0 <= msg.budget_ms <= MAX_BUDGET_MS:
+        raise InvalidArgument(f"budget_ms must be within 0..{MAX_BUDGET_MS}, got {msg.budget_ms}")
+    return RecallQuery(
+        namespace=ns,
+        query=query,
+        k=k,
+        sort_by=sort_by(msg.sort_by),
+        filters=filters_from_proto(msg.filters if msg.HasField("filters") else None),
+        budget_ms=msg.budget_ms or None,
+        explain=msg.explain,
+        fusion=fusion_request(msg.fusion) if msg.HasField("fusion") else FusionRequest(),
+        reference_time=(from_proto_timestamp(msg.reference_time, "reference_time")
+                        if msg.HasField("reference_time") else None),
+    )
+
+
+FUSION_METHOD_NAMES = ("rrf", "cc", "cc_bounded")
+
+
+def fusion_request(msg: Any) -> FusionRequest:
+    """Validate a FusionOverrides message (leg names are checked against the gateway's legs)."""
+    method = msg.method.strip().lower() or None
+    if method is not None and method not in FUSION_METHOD_NAMES:
+        raise InvalidArgument(
+            f"fusion.method must be one of {', '.join(FUSION_METHOD_NAMES)}, got {msg.method!r}"
+        )
+    if not 0 <= msg.rrf_k <= 1000:
+        raise InvalidArgument(f"fusion.rrf_k must be within 1..1000 (0 = default), got {msg.rrf_k}")
+    weights = {}
+    for leg, weight in msg.weights.items():
+        if not (math.isfinite(weight) and weight >= 0):
+            raise InvalidArgument(f"fusion.weights[{leg[:64]!r}] must be >= 0, got {weight}")
+        weights[leg] = float(weight)
+
+    def unit(name: str) -> float | None:
+        return in_range(msg, name, 1.0, "fusion.")
+
+    if not 0 <= msg.leg_depth <= MAX_LEG_DEPTH:
+        raise InvalidArgument(
+            f"fusion.leg_depth must be within 1..{MAX_LEG_DEPTH} (0 = default), "
+            f"got {msg.leg_depth}")
+    context_hits = msg.context_hits if msg.HasField("context_hits") else None
+    if context_hits is not None and not 0 <= context_hits <= MAX_CONTEXT_HITS:
+        raise InvalidArgument(
+            f"fusion.context_hits must be within 0..{MAX_CONTEXT_HITS}, got {context_hits}")
+    return FusionRequest(
+        method=method,
+        rrf_k=msg.rrf_k or None,
+        weights=weights,
+        importance_strength=unit("importance_strength"),
+        exact_bonus=unit("exact_bonus"),
+        skip_legs=tuple(dict.fromkeys(leg.strip() for leg in msg.skip_legs)),
+        leg_depth=msg.leg_depth or None,
+        lexical_ranking=lexical_ranking(msg.lexical_ranking, "fusion.lexical_ranking"),
+        bm25_k1=bm25_k1(msg, "fusion."),
+        bm25_b=unit("bm25_b"),
+        graph_second_stage=(msg.graph_second_stage if msg.HasField("graph_second_stage")
+                            else None),
+        context_hits=context_hits,
+        context_next_weight=unit("context_next_weight"),
+        context_prev_weight=unit("context_prev_weight"),
+        time_boost=time_boost(msg, "fusion."),
+        intent_routing=msg.intent_routing if msg.HasField("intent_routing") else None,
+    )
+
+
+MAX_LEG_DEPTH = 1000
+LEXICAL_RANKINGS = ("ts_rank", "bm25")
+MAX_BM25_K1 = 10.0
+
+
+def lexical_ranking(value: str, name: str) -> str | None:
+    """A lexical ranking name, or None for empty (keep the configured one)."""
+    value = value.strip().lower()
+    if value and value not in LEXICAL_RANKINGS:
+        raise InvalidArgument(f"{name} must be one of {', '.join(LEXICAL_RANKINGS)}, "
+                              f"got {value[:32]!r}")
+    return value or None
+
+
+def in_range(msg: Any, name: str, high: float, prefix: str = "") -> float | None:
+    """An optional double field within [0, high]; None when unset."""
+    if not msg.HasField(name):
+        return None
+    value = getattr(msg, name)
+    if not (math.isfinite(value) and 0.0 <= value <= high):
+        raise InvalidArgument(f"{prefix}{name} must be within [0, {high:g}], got {value}")
+    return float(value)
+
+
+def bm25_k1(msg: Any, prefix: str = "") -> float | None:
+    return in_range(msg, "bm25_k1", MAX_BM25_K1, prefix)
+
+
+def time_boost(msg: Any, prefix: str = "") -> float | None:
+    return in_range(msg, "time_boost", MAX_TIME_BOOST, prefix)
+
+
+def bm25_b(msg: Any, prefix: str = "") -> float | None:
+    return in_range(msg, "bm25_b", 1.0, prefix)
+
+
+def search_request(request: Any) -> tuple[str, str, int, Filters, str]:
+    """Validate a leg's SearchRequest: (namespace, query, k, filters, sort_by)."""
+    ns = namespace(request.namespace)
+    query = query_text(request.query)
+    if not 1 <= request.k <= MAX_LEG_DEPTH:
+        raise InvalidArgument(f"k must be within 1..{MAX_LEG_DEPTH}, got {request.k}")
+    filters = filters_from_proto(request.filters if request.HasField("filters") else None)
+    return ns, query, request.k, filters, sort_by(request.sort_by)
+
+
+def seed_memory_ids(request: Any) -> tuple[str, ...]:
+    """A SearchRequest's seed memories: distinct UUIDs, at most MAX_SEED_MEMORIES."""
+    if len(request.seed_memory_ids) > MAX_SEED_MEMORIES:
+        raise InvalidArgument(f"seed_memory_ids holds at most {MAX_SEED_MEMORIES} ids, "
+                              f"got {len(request.seed_memory_ids)}")
+    try:
+        return tuple(dict.fromkeys(memory_id(v) for v in request.seed_memory_ids))
+    except InvalidArgument:
+        raise InvalidArgument("seed_memory_ids must be UUIDs") from None
+
+
+# Update paths a client may name, and the memories column each one writes.
+UPDATE_PATHS = {
+    "content": "content",
+    "category": "category",
+    "tags": "tags",
+    "importance": "importance",
+    "sensitive": "is_sensitive",
+    "metadata": "metadata",
+    "valid_from": "valid_from",
+    "valid_to": "valid_to",
+}
+
+
+def memory_update(msg: Any, paths: Any, ns: str) -> dict[str, Any]:
+    """Validate an UpdateRequest's memory + update_mask: {column: new value}.
+
+    Each named field is validated exactly like on Store; fields not named are
+    ignored (and may be anything). An importance named but absent resets to
+    the default, like on Store.
+    """
+    names = [p.strip() for p in paths]
+    if not names:
+        raise InvalidArgument("update_mask must name at least one field")
+    unknown = sorted({n for n in names if n not in UPDATE_PATHS})
+    if unknown:
+        raise InvalidArgument(
+            f"update_mask: cannot update {', '.join(unknown)} "
+            f"(allowed: {', '.join(UPDATE_PATHS)})"
+        )
+    # Validate only the named fields: copy them onto an otherwise valid memory.
+    probe = memory_pb2.Memory(content="-")
+    for name in dict.fromkeys(names):
+        if name in ("tags", "metadata"):
+            getattr(probe, name).MergeFrom(getattr(msg, name))
+        elif name in ("importance", "valid_from", "valid_to"):
+            if msg.HasField(name):
+                field = getattr(msg, name)
+                if name == "importance":
+                    probe.importance = field
+                else:
+                    getattr(probe, name).CopyFrom(field)
+        else:
+            setattr(probe, name, getattr(msg, name))
+    checked = new_memory(probe, ns)
+    values = {
+        "content": checked.content,
+        "category": checked.category,
+        "tags": list(checked.tags),
+        "importance": checked.importance,
+        "sensitive": checked.sensitive,
+        "metadata": checked.metadata,
+        "valid_from": checked.valid_from,
+        "valid_to": checked.valid_to,
+    }
+    return {UPDATE_PATHS[n]: values[n] for n in dict.fromkeys(names)}
+
+
+MAX_INDEX_WAIT_MS = 600_000
+
+
+def index_wait(msg: Any, has_field: bool) -> int | None:
+    """Milliseconds a write may wait for indexing (0 = server default), or None for no wait."""
+    if not has_field or not msg.wait:
+        return None
+    if not 0 <= msg.timeout_ms <= MAX_INDEX_WAIT_MS:
+        raise InvalidArgument(
+            f"index_wait.timeout_ms must be within 0..{MAX_INDEX_WAIT_MS}, got {msg.timeout_ms}"
+        )
+    return msg.timeout_ms

@@ -1,0 +1,111 @@
+"""gRPC clients of the retrieval legs (RetrieverService) and of the fusion service.
+
+Channels are long-lived (one per target), with keepalive and a retry policy
+for UNAVAILABLE on these idempotent calls (recallmesh.platform.server.client_options);
+a retry never outlives the call's deadline, so recall never retries past its
+budget.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import grpc
+from opentelemetry.instrumentation.grpc import aio_client_interceptors
+
+from recallmesh.api.filters import filters_to_proto
+from recallmesh.api.validation import SORT_BY_VALUES
+from recallmesh.fusion.convert import hits_from_proto, lists_to_proto, settings_to_proto
+from recallmesh.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList
+from recallmesh.gateway.recall import LegAnswer, LegError, LegQuery, LegTimeout
+from recallmesh.platform.server import client_options
+from recallmesh.v1 import fusion_pb2, fusion_pb2_grpc, retriever_pb2, retriever_pb2_grpc
+
+
+def leg_failure(exc: grpc.aio.AioRpcError, source: str = "") -> LegTimeout | LegError:
+    """What a failed call to a leg (or to the embedding service) means for the recall."""
+    if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return LegTimeout()
+    prefix = f"{source}: " if source else ""
+    return LegError(f"{prefix}{exc.code().name}: {exc.details()}")
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+class GrpcLeg:
+    def __init__(self, name: str, target: str, needs_vector: bool = False) -> None:
+        self.name = name
+        self.target = target
+        self.needs_vector = needs_vector
+        self.channel = grpc.aio.insecure_channel(
+            target, options=client_options("recallmesh.v1.RetrieverService"),
+            interceptors=aio_client_interceptors(),
+        )
+        self.stub = retriever_pb2_grpc.RetrieverServiceStub(self.channel)
+
+    async def search(self, query: LegQuery, timeout_s: float) -> LegAnswer:
+        request = retriever_pb2.SearchRequest(
+            namespace=query.namespace,
+            query=query.query,
+            k=query.k,
+            sort_by=SORT_BY_VALUES[query.sort_by],
+            query_vector=query.vector,
+            vector_model=query.vector_model,
+            ranking=query.lexical_ranking,
+            seed_memory_ids=query.seed_memory_ids,
+        )
+        if query.bm25_k1 is not None:
+            request.bm25_k1 = query.bm25_k1
+        if query.bm25_b is not None:
+            request.bm25_b = query.bm25_b
+        filters_to_proto(query.filters, request.filters)
+        try:
+            response = await self.stub.Search(request, timeout=timeout_s)
+        except grpc.aio.AioRpcError as exc:
+            raise leg_failure(exc) from None
+        # A leg is a separate process: never let a malformed id reach the hydration query.
+        candidates = [
+            LegCandidate(c.memory_id, c.score, min(max(c.importance, 0.0), 1.0), c.exact_match)
+            for c in response.candidates
+            if _is_uuid(c.memory_id)
+        ]
+        bounds = None
+        if response.HasField("score_min") and response.HasField("score_max"):
+            bounds = (response.score_min, response.score_max)
+        reasons = {c.memory_id: c.reason for c in response.candidates if c.reason}
+        return LegAnswer(candidates, bounds, reasons)
+
+    async def close(self) -> None:
+        await self.channel.close()
+
+
+class FusionClient:
+    """The fusion service (recallmesh/fusion); the gateway falls back to in-process fusion."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.channel = grpc.aio.insecure_channel(
+            target, options=client_options("recallmesh.v1.FusionService"),
+            interceptors=aio_client_interceptors(),
+        )
+        self.stub = fusion_pb2_grpc.FusionServiceStub(self.channel)
+
+    async def fuse(
+        self, lists: list[LegList], settings: FusionSettings, timeout_s: float
+    ) -> list[FusedCandidate]:
+        request = fusion_pb2.FuseRequest(settings=settings_to_proto(settings))
+        lists_to_proto(lists, request)
+        try:
+            response = await self.stub.Fuse(request, timeout=timeout_s)
+        except grpc.aio.AioRpcError as exc:
+            raise leg_failure(exc, "fusion service") from None
+        return hits_from_proto(response.hits)
+
+    async def close(self) -> None:
+        await self.channel.close()

@@ -1,0 +1,227 @@
+"""gRPC adapter of the gateway: MemoryService over MemoryStore and Recaller."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import grpc
+
+from recallmesh.api import validation
+from recallmesh.api.timestamps import to_proto_timestamp
+from recallmesh.gateway.legs import FusionClient, GrpcLeg, leg_failure
+from recallmesh.gateway.recall import CONTEXT_NEXT, CONTEXT_PREV, Recaller, RecallOutcome
+from recallmesh.gateway.store import MemoryStore, StoredMemory
+from recallmesh.gateway.time_window import TIME_WINDOW_LEG
+from recallmesh.platform.config import GatewaySettings
+from recallmesh.platform.db import open_pool, resolve_dsn
+from recallmesh.platform.embedder_client import EmbedderClient, Embeddings
+from recallmesh.platform.errors import InvalidArgument
+from recallmesh.platform.migrations import latest_version
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+LEG_STATES = {
+    "OK": memory_pb2.LEG_STATE_OK,
+    "TIMEOUT": memory_pb2.LEG_STATE_TIMEOUT,
+    "ERROR": memory_pb2.LEG_STATE_ERROR,
+    "SKIPPED": memory_pb2.LEG_STATE_SKIPPED,
+}
+
+
+def memory_to_proto(memory: StoredMemory) -> Any:
+    msg = memory_pb2.Memory(
+        id=memory.id,
+        namespace=memory.namespace,
+        content=memory.content,
+        category=memory.category,
+        tags=list(memory.tags),
+        importance=memory.importance,
+        sensitive=memory.sensitive,
+        metadata=memory.metadata,
+    )
+    to_proto_timestamp(memory.created_at, msg.created_at)
+    to_proto_timestamp(memory.updated_at, msg.updated_at)
+    if memory.valid_from is not None:
+        to_proto_timestamp(memory.valid_from, msg.valid_from)
+    if memory.valid_to is not None:
+        to_proto_timestamp(memory.valid_to, msg.valid_to)
+    return msg
+
+
+def recall_to_proto(outcome: RecallOutcome, explain: bool) -> Any:
+    response = memory_pb2.RecallResponse(
+        degraded=outcome.degraded, fusion=outcome.fusion, latency_ms=outcome.latency_ms
+    )
+    reasons = {o.leg: o.answer.reasons for o in outcome.legs if o.answer is not None}
+    for hit in outcome.hits:
+        msg = response.hits.add(memory=memory_to_proto(hit.memory), score=hit.score)
+        if explain:
+            for c in hit.fused.contributions:
+                reason = (f"stored next after hit {c.rank}" if c.leg == CONTEXT_NEXT
+                          else f"stored just before hit {c.rank}" if c.leg == CONTEXT_PREV
+                          else f"created inside {outcome.time_window.phrase!r} (fused rank "
+                               f"{c.rank} before the boost)"
+                          if c.leg == TIME_WINDOW_LEG and outcome.time_window is not None
+                          else reasons.get(c.leg, {}).get(hit.memory.id, ""))
+                msg.legs.add(leg=c.leg, rank=c.rank, score=c.score, reason=reason)
+    if outcome.time_window is not None:
+        window = outcome.time_window
+        response.time_window.phrase = window.phrase
+        response.time_window.boosted = outcome.time_boosted
+        to_proto_timestamp(window.start, response.time_window.start)
+        to_proto_timestamp(window.end, response.time_window.end)
+    if outcome.route is not None:
+        response.intent.name = outcome.route.intent
+        response.intent.phrase = outcome.route.phrase
+    for leg in outcome.legs:
+        response.legs.add(
+            leg=leg.leg,
+            state=LEG_STATES[leg.state],
+            latency_ms=leg.latency_ms,
+            candidates=len(leg.candidates),
+            detail=leg.detail,
+        )
+    return response
+
+
+class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
+    def __init__(self, store: MemoryStore, recaller: Recaller, index_wait_ms: int = 30000) -> None:
+        self.store = store
+        self.recaller = recaller
+        self.index_wait_ms = index_wait_ms
+
+    async def _indexed(
+        self,
+        wait_ms: int | None,
+        context: grpc.aio.ServicerContext,
+        ids: list[str],
+        needs_index: bool,
+    ) -> bool:
+        """After a committed write: wait for indexing if asked; report whether it is done.
+
+        wait_ms is the request's validated IndexWait (validated before writing)."""
+        if not needs_index:
+            return True
+        if wait_ms is None:
+            return False
+        timeout_s = (wait_ms or self.index_wait_ms) / 1000
+        remaining = context.time_remaining()
+        if remaining is not None:  # answer before the client gives up
+            timeout_s = min(timeout_s, max(remaining - 0.05, 0.0))
+        return await self.store.wait_indexed(ids, timeout_s)
+
+    async def Store(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        ns = validation.namespace(request.namespace)
+        if not request.HasField("memory"):
+            raise InvalidArgument("memory is required")
+        memory = validation.new_memory(request.memory, ns)
+        wait_ms = validation.index_wait(request.index_wait, request.HasField("index_wait"))
+        stored = await self.store.store(ns, memory)
+        indexed = await self._indexed(wait_ms, context, [stored.id], not stored.sensitive)
+        return memory_pb2.StoreResponse(memory=memory_to_proto(stored), indexed=indexed)
+
+    async def StoreBatch(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        ns = validation.namespace(request.namespace)
+        memories = validation.new_memories(request.memories, ns)
+        wait_ms = validation.index_wait(request.index_wait, request.HasField("index_wait"))
+        ids = await self.store.store_batch(ns, memories)
+        needs = [i for i, m in zip(ids, memories, strict=True) if not m.sensitive]
+        indexed = await self._indexed(wait_ms, context, needs, bool(needs))
+        return memory_pb2.StoreBatchResponse(ids=ids, indexed=indexed)
+
+    async def Update(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        ns = validation.namespace(request.namespace)
+        memory_id = validation.memory_id(request.id)
+        changes = validation.memory_update(request.memory, request.update_mask.paths, ns)
+        wait_ms = validation.index_wait(request.index_wait, request.HasField("index_wait"))
+        stored = await self.store.update(ns, memory_id, changes)
+        pending = not stored.sensitive and await self.store.pending_index([memory_id]) > 0
+        indexed = await self._indexed(wait_ms, context, [memory_id], pending)
+        return memory_pb2.UpdateResponse(memory=memory_to_proto(stored), indexed=indexed)
+
+    async def Get(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        ns = validation.namespace(request.namespace)
+        stored = await self.store.get(ns, validation.memory_id(request.id))
+        return memory_pb2.GetResponse(memory=memory_to_proto(stored))
+
+    async def Delete(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        ns = validation.namespace(request.namespace)
+        memory_id = validation.memory_id(request.id)
+        deleted_at = await self.store.delete(ns, memory_id)
+        response = memory_pb2.DeleteResponse(id=memory_id)
+        to_proto_timestamp(deleted_at, response.deleted_at)
+        return response
+
+    async def Recall(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        query = validation.recall_query(request)
+        outcome = await self.recaller.recall(query, context.time_remaining())
+        return recall_to_proto(outcome, query.explain)
+
+
+def _query_embedder(client: EmbedderClient):
+    async def embed_query(text: str, timeout_s: float) -> Embeddings:
+        try:
+            return await client.embed([text], "query", timeout_s)
+        except grpc.aio.AioRpcError as exc:
+            raise leg_failure(exc, "embedding service") from None
+
+    return embed_query
+
+
+class SchemaOutOfDate(RuntimeError):
+    pass
+
+
+class GatewayApp:
+    service_names = (memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name,)
+
+    def __init__(self) -> None:
+        self.pool: Any = None
+        self.legs: list[GrpcLeg] = []
+        self.embedder: EmbedderClient | None = None
+        self.fusion: FusionClient | None = None
+        self.servicer: MemoryServicer | None = None
+
+    async def start(self) -> None:
+        settings = GatewaySettings.from_env()
+        self.pool = await open_pool(resolve_dsn(), name="gateway")
+        store = MemoryStore(self.pool)
+        have, want = await store.schema_version(), latest_version()
+        if have < want:
+            raise SchemaOutOfDate(
+                f"database schema is at version {have}, this gateway needs {want}: "
+                "run `recallmesh migrate` (or `recallmesh up`) first"
+            )
+        self.legs = [GrpcLeg(leg.name, leg.target, leg.needs_vector) for leg in settings.legs]
+        embed_query = None
+        if any(leg.needs_vector for leg in settings.legs):
+            self.embedder = EmbedderClient(settings.embedding_target)
+            embed_query = _query_embedder(self.embedder)
+        if settings.fusion_target:
+            self.fusion = FusionClient(settings.fusion_target)
+        recaller = Recaller(store, self.legs, settings, embed_query, self.fusion)
+        self.servicer = MemoryServicer(store, recaller, settings.index_wait_ms)
+        log.info(
+            "legs configured",
+            extra={
+                "legs": {leg.name: leg.target for leg in settings.legs},
+                "embedding": settings.embedding_target if self.embedder else None,
+                "fusion": settings.fusion_target or "in-process",
+            },
+        )
+
+    def register(self, server: grpc.aio.Server) -> None:
+        assert self.servicer is not None
+        memory_pb2_grpc.add_MemoryServiceServicer_to_server(self.servicer, server)
+
+    async def stop(self) -> None:
+        for leg in self.legs:
+            await leg.close()
+        if self.embedder is not None:
+            await self.embedder.close()
+        if self.fusion is not None:
+            await self.fusion.close()
+        if self.pool is not None:
+            await self.pool.close()

@@ -1,0 +1,312 @@
+"""Memory persistence: store, batch store, get, soft delete, hydrate.
+
+Plain async psycopg over a pool; no gRPC here. Every statement is scoped to a
+namespace, so an id from another namespace behaves exactly like an unknown id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from recallmesh.api.filters import Filters, filter_sql
+from recallmesh.api.validation import NewMemory
+from recallmesh.platform.errors import InvalidArgument, NotFound
+
+COLUMNS = (
+    "id::text, namespace, content, category, tags, importance, is_sensitive, created_at, "
+    "updated_at, valid_from, valid_to, metadata"
+)
+
+
+@dataclass(frozen=True)
+class StoredMemory:
+    id: str
+    namespace: str
+    content: str
+    category: str
+    tags: tuple[str, ...]
+    importance: float
+    sensitive: bool
+    created_at: datetime
+    updated_at: datetime
+    valid_from: datetime | None
+    valid_to: datetime | None
+    metadata: dict[str, str]
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> StoredMemory:
+        return cls(
+            id=row[0],
+            namespace=row[1],
+            content=row[2],
+            category=row[3],
+            tags=tuple(row[4]),
+            importance=float(row[5]),
+            sensitive=bool(row[6]),
+            created_at=row[7],
+            updated_at=row[8],
+            valid_from=row[9],
+            valid_to=row[10],
+            metadata=dict(row[11] or {}),
+        )
+
+
+_INSERT = f"""
+INSERT INTO memories (namespace, content, category, tags, importance, is_sensitive,
+                      created_at, valid_from, valid_to, metadata)
+VALUES (%(ns)s, %(content)s, %(category)s, %(tags)s, %(importance)s, %(sensitive)s,
+        coalesce(%(created_at)s, clock_timestamp()), %(valid_from)s, %(valid_to)s, %(metadata)s)
+RETURNING {COLUMNS}
+"""
+
+
+def _insert_params(ns: str, memory: NewMemory) -> dict[str, Any]:
+    return {
+        "ns": ns,
+        "content": memory.content,
+        "category": memory.category,
+        "tags": list(memory.tags),
+        "importance": memory.importance,
+        "sensitive": memory.sensitive,
+        "created_at": memory.created_at,
+        "valid_from": memory.valid_from,
+        "valid_to": memory.valid_to,
+        "metadata": Jsonb(memory.metadata),
+    }
+
+
+async def _relate(conn: Any, ns: str, source: str, memory: NewMemory, where: str) -> None:
+    """Write a new memory's explicit relations (same transaction as the memory). Targets
+    must be live memories of the namespace; SUPERSEDES ends the target's validity now."""
+    if not memory.relations:
+        return
+    targets = sorted({t for _, t in memory.relations})
+    cur = await conn.execute(
+        "SELECT id::text FROM memories WHERE namespace = %s AND id = ANY(%s::uuid[]) "
+        "AND deleted_at IS NULL", (ns, targets))
+    found = {r[0] for r in await cur.fetchall()}
+    for i, (_, target) in enumerate(memory.relations):
+        if target not in found:
+            raise NotFound(f"{where}.relations[{i}]: memory {target} not found in namespace "
+                           f"{ns!r}")
+    await conn.execute(
+        "INSERT INTO memory_edges (namespace, src, dst, rel_type) "
+        "SELECT %s, %s, * FROM unnest(%s::uuid[], %s::text[]) ON CONFLICT DO NOTHING",
+        (ns, source, [t for _, t in memory.relations], [r for r, _ in memory.relations]))
+    superseded = [t for r, t in memory.relations if r == "supersedes"]
+    if superseded:
+        await conn.execute(
+            "UPDATE memories SET valid_to = clock_timestamp(), updated_at = clock_timestamp() "
+            "WHERE id = ANY(%s::uuid[]) AND (valid_to IS NULL OR valid_to > clock_timestamp())",
+            (superseded,))
+
+
+async def _lock_namespace(conn: Any, ns: str) -> None:
+    """Queue behind other writers of the namespace (migration 0005) before any row lock,
+    so concurrent writes never deadlock on the namespace's corpus statistics."""
+    await conn.execute("SELECT recallmesh_lock_namespace(%s)", (ns,))
+
+
+class MemoryStore:
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+
+    async def store(self, ns: str, memory: NewMemory) -> StoredMemory:
+        async with self.pool.connection() as conn, conn.transaction():
+            await _lock_namespace(conn, ns)
+            cur = await conn.execute(_INSERT, _insert_params(ns, memory))
+            row = await cur.fetchone()
+            await _relate(conn, ns, str(row[0]), memory, "memory")
+        return StoredMemory.from_row(row)
+
+    async def store_batch(self, ns: str, memories: list[NewMemory]) -> list[str]:
+        """All-or-nothing: one transaction; ids in input order."""
+        ids: list[str] = []
+        async with self.pool.connection() as conn, conn.transaction():
+            await _lock_namespace(conn, ns)
+            cur = conn.cursor()
+            await cur.executemany(
+                _INSERT, [_insert_params(ns, m) for m in memories], returning=True
+            )
+            while True:
+                row = await cur.fetchone()
+                ids.append(row[0])
+                if not cur.nextset():
+                    break
+            for i, (new_id, memory) in enumerate(zip(ids, memories, strict=True)):
+                await _relate(conn, ns, str(new_id), memory, f"memories[{i}]")
+        return ids
+
+    async def update(self, ns: str, memory_id: str, changes: dict[str, Any]) -> StoredMemory:
+        """Apply validated column changes (recallmesh.api.validation.memory_update) in one
+        transaction.
+
+        The schema's triggers keep the vector consistent in the same
+        transaction: a content change clears the vector and re-enqueues the
+        memory; marking it sensitive drops the vector and any pending job.
+        """
+        assignments = ", ".join(f"{column} = %({column})s" for column in changes)
+        params = {
+            column: Jsonb(value) if column == "metadata" else value
+            for column, value in changes.items()
+        }
+        async with self.pool.connection() as conn, conn.transaction():
+            await _lock_namespace(conn, ns)
+            cur = await conn.execute(
+                f"UPDATE memories SET {assignments}, updated_at = clock_timestamp() "
+                "WHERE namespace = %(ns)s AND id = %(id)s AND deleted_at IS NULL "
+                f"RETURNING {COLUMNS}",
+                {**params, "ns": ns, "id": memory_id},
+            )
+            row = await cur.fetchone()
+            if row is None:
+                raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
+            stored = StoredMemory.from_row(row)
+            if (
+                stored.valid_from is not None
+                and stored.valid_to is not None
+                and stored.valid_from > stored.valid_to
+            ):
+                raise InvalidArgument("valid_from must not be after valid_to")  # rolls back
+        return stored
+
+    async def pending_index(self, memory_ids: list[str]) -> int:
+        """How many of memory_ids still wait for their vector."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
+                (memory_ids,),
+            )
+            return int((await cur.fetchone())[0])
+
+    async def wait_indexed(self, memory_ids: list[str], timeout_s: float) -> bool:
+        """Poll until no job is left for memory_ids (True) or timeout_s passes (False)."""
+        deadline = time.monotonic() + timeout_s
+        delay = 0.01
+        while True:
+            if await self.pending_index(memory_ids) == 0:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            await asyncio.sleep(min(delay, remaining))
+            delay = min(delay * 1.5, 0.1)
+
+    async def get(self, ns: str, memory_id: str) -> StoredMemory:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                f"SELECT {COLUMNS} FROM memories "
+                "WHERE namespace = %s AND id = %s AND deleted_at IS NULL",
+                (ns, memory_id),
+            )
+            row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
+        return StoredMemory.from_row(row)
+
+    async def delete(self, ns: str, memory_id: str) -> datetime:
+        async with self.pool.connection() as conn, conn.transaction():
+            # The schema's triggers drop the vector and any pending embedding job.
+            await _lock_namespace(conn, ns)
+            cur = await conn.execute(
+                "UPDATE memories SET deleted_at = now(), updated_at = now() "
+                "WHERE namespace = %s AND id = %s AND deleted_at IS NULL RETURNING deleted_at",
+                (ns, memory_id),
+            )
+            row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
+        return row[0]
+
+    async def hydrate(self, ns: str, memory_ids: list[str]) -> dict[str, StoredMemory]:
+        """Live memories of `ns` among memory_ids, in one query, keyed by id."""
+        if not memory_ids:
+            return {}
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                f"SELECT {COLUMNS} FROM memories "
+                "WHERE namespace = %s AND id = ANY(%s::uuid[]) AND deleted_at IS NULL",
+                (ns, memory_ids),
+            )
+            rows = await cur.fetchall()
+        return {row[0]: StoredMemory.from_row(row) for row in rows}
+
+    async def created_times(self, ns: str, memory_ids: list[str]) -> dict[str, datetime]:
+        """created_at of the live memories of `ns` among memory_ids, in one query."""
+        if not memory_ids:
+            return {}
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT id::text, created_at FROM memories "
+                "WHERE namespace = %s AND id = ANY(%s::uuid[]) AND deleted_at IS NULL",
+                (ns, memory_ids),
+            )
+            rows = await cur.fetchall()
+        return {row[0]: row[1] for row in rows}
+
+    async def hydrate_adjacent(
+        self, ns: str, memory_ids: list[str], seed_ids: list[str], window_s: float,
+        filters: Filters, min_gap_s: float = 0.0,
+    ) -> tuple[dict[str, StoredMemory], dict[str, StoredMemory], dict[str, StoredMemory]]:
+        """hydrate(ns, memory_ids) and, in the same round trip, for each of seed_ids the live
+        memory of `ns` created next after it (strictly later, within window_s, passing
+        `filters`) and the one created just before it (strictly earlier, within window_s):
+        (memories, next by seed id, previous by seed id).
+
+        Only where the two are steps of one sequence: when they were created less than
+        min_gap_s apart (rows of one StoreBatch, a bulk import), or either shares its
+        created_at with another memory, there is none.
+        """
+        if not memory_ids:
+            return {}, {}, {}
+        where_filters, params = filter_sql(filters, alias="m")
+        columns = ", ".join(f"n.{c.strip()}" for c in COLUMNS.split(","))
+        tie = ("EXISTS (SELECT 1 FROM memories t WHERE t.namespace = %(ns)s "
+               "AND t.deleted_at IS NULL AND t.created_at = {0}.created_at AND t.id <> {0}.id)")
+
+        def side(direction: str, later: bool) -> str:
+            op, order, sign = (">", "", "+") if later else ("<", " DESC", "-")
+            return (
+                f"SELECT '{direction}', s.id::text, {columns} "
+                "FROM memories s CROSS JOIN LATERAL ("
+                "  SELECT m.* FROM memories m"
+                "  WHERE m.namespace = s.namespace AND m.deleted_at IS NULL"
+                f"    AND m.created_at {op} s.created_at"
+                f"    AND m.created_at {'<=' if later else '>='} "
+                f"s.created_at {sign} make_interval(secs => %(window)s)"
+                f"   {where_filters}"
+                f"  ORDER BY m.created_at{order}, m.id{order} LIMIT 1) n "
+                "WHERE s.namespace = %(ns)s AND s.id = ANY(%(seeds)s::uuid[]) "
+                f"AND n.created_at {'>=' if later else '<='} "
+                f"s.created_at {sign} make_interval(secs => %(min_gap)s) "
+                f"AND NOT {tie.format('s')} AND NOT {tie.format('n')}"
+            )
+
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                f"SELECT 'self', n.id::text, {columns} FROM memories n "
+                "WHERE n.namespace = %(ns)s AND n.id = ANY(%(ids)s::uuid[]) "
+                "AND n.deleted_at IS NULL "
+                f"UNION ALL {side('next', True)} UNION ALL {side('prev', False)}",
+                params | {"ns": ns, "ids": memory_ids, "seeds": seed_ids, "window": window_s,
+                          "min_gap": min_gap_s},
+            )
+            rows = await cur.fetchall()
+        found: dict[str, dict[str, StoredMemory]] = {"self": {}, "next": {}, "prev": {}}
+        for row in rows:
+            found[row[0]][row[1]] = StoredMemory.from_row(row[2:])
+        return found["self"], found["next"], found["prev"]
+
+    async def schema_version(self) -> int:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute("SELECT to_regclass('schema_migrations')")
+            if (await cur.fetchone())[0] is None:
+                return 0
+            cur = await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
+            return int((await cur.fetchone())[0])

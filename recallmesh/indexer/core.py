@@ -1,0 +1,337 @@
+"""The indexer: turns embedding jobs (the outbox) into stored vectors.
+
+Every write of a non-sensitive memory enqueues a job in the same transaction
+(database triggers, migrations/0002). The indexer:
+  1. claims due jobs with `FOR UPDATE SKIP LOCKED` and leases them (pushes
+     next_attempt_at forward), so several indexers never embed the same row
+     and a crashed one's jobs come back after the lease;
+  2. embeds the claimed contents in one call to the embedding service,
+     holding no database locks while it waits;
+  3. in one transaction, locks the memories (always before their jobs, the
+     same order writers use, so no deadlock), deletes each job only if its
+     version is still the one embedded, and writes the vectors of exactly
+     those rows. A memory edited meanwhile keeps its (re-versioned) job and
+     is embedded again with its new content; one deleted or made sensitive
+     meanwhile gets nothing;
+  4. on failure (embedding service down, slow, serving another model than
+     the one recorded in `embedding_space`) records the error and backs the
+     jobs off exponentially, capped at max_backoff_s. A batch that ran out of
+     time (a slow model on a busy CPU, long texts) also halves the number of
+     jobs claimed next (down to one), so the indexer cannot be stuck retrying a
+     batch it can never finish in time; each batch done in time doubles it
+     again, up to batch_size.
+Sensitive memories never get a job; if one is found anyway, its job is
+dropped and its text is never sent to the embedding service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from recallmesh.indexer.concepts import ConceptWriter, Source
+from recallmesh.platform.embedder_client import Embeddings
+from recallmesh.platform.vector_schema import vector_literal
+
+log = logging.getLogger(__name__)
+
+NOTIFY_CHANNEL = "recallmesh_embedding_jobs"
+PENDING_REFRESH_S = 1.0  # how often the pending-jobs gauge is recounted
+
+JOBS = Counter(
+    "recallmesh_indexer_jobs_total",
+    "Embedding jobs finished, by outcome (indexed, superseded, dropped, failed).",
+    ["outcome"],
+)
+BATCH_SECONDS = Histogram(
+    "recallmesh_indexer_batch_seconds",
+    "Claim + embed + write time of one indexer batch.",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+PENDING = Gauge("recallmesh_indexer_pending_jobs", "Embedding jobs waiting (all namespaces).")
+CLAIM_SIZE = Gauge("recallmesh_indexer_claim_size",
+                   "Jobs the indexer claims per batch now: the batch size, halved after each "
+                   "batch that ran out of time and doubled back after each in time, up to 3/4 "
+                   "of the last claim that ran out of time (for probe_after batches).")
+
+_CLAIM = """
+WITH due AS (
+    SELECT memory_id FROM embedding_jobs
+    WHERE next_attempt_at <= clock_timestamp()
+    ORDER BY next_attempt_at, memory_id
+    LIMIT %(n)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE embedding_jobs j
+SET next_attempt_at = clock_timestamp() + make_interval(secs => %(lease_s)s),
+    attempts = j.attempts + 1
+FROM due
+WHERE j.memory_id = due.memory_id
+RETURNING j.memory_id::text
+"""
+
+# Read after the claim, in a statement of its own: one fresh snapshot, so each
+# job's version and its memory's content belong together. (Read inside the
+# claim, a concurrent edit could pair the new version with the old text.)
+_READ_CLAIMED = """
+SELECT j.memory_id::text, j.version, m.content, (m.is_sensitive OR m.deleted_at IS NOT NULL),
+       m.namespace, m.tags, m.created_at
+FROM embedding_jobs j JOIN memories m ON m.id = j.memory_id
+WHERE j.memory_id = ANY(%(ids)s::uuid[])
+"""
+
+_LOCK_MEMORIES = "SELECT id FROM memories WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR UPDATE"
+
+_COMPLETE = """
+WITH done AS (
+    DELETE FROM embedding_jobs j
+    USING unnest(%(ids)s::uuid[], %(versions)s::bigint[]) AS c(id, version)
+    WHERE j.memory_id = c.id AND j.version = c.version
+    RETURNING j.memory_id
+)
+UPDATE memories m
+SET embedding = v.embedding::halfvec, embedding_model = %(model)s
+FROM unnest(%(ids)s::uuid[], %(vectors)s::text[]) AS v(id, embedding)
+WHERE m.id = v.id AND m.id IN (SELECT memory_id FROM done)
+  AND NOT m.is_sensitive AND m.deleted_at IS NULL
+RETURNING m.id::text
+"""
+
+_DROP = """
+DELETE FROM embedding_jobs j
+USING unnest(%(ids)s::uuid[], %(versions)s::bigint[]) AS c(id, version)
+WHERE j.memory_id = c.id AND j.version = c.version
+"""
+
+_FAIL = """
+UPDATE embedding_jobs j
+SET next_attempt_at = clock_timestamp() + make_interval(
+        secs => least(%(max_s)s, %(base_s)s * power(2, least(greatest(j.attempts - 1, 0), 30)))),
+    last_error = %(error)s
+FROM unnest(%(ids)s::uuid[], %(versions)s::bigint[]) AS c(id, version)
+WHERE j.memory_id = c.id AND j.version = c.version
+"""
+
+
+def backoff_s(failures: int, base_s: float, max_s: float) -> float:
+    """Exponential backoff after `failures` consecutive failures, capped (the SQL in _FAIL
+    applies the same rule per job, exponent capped at 30 there too)."""
+    return min(max_s, base_s * 2 ** min(max(failures - 1, 0), 30))
+
+
+class ModelMismatch(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    claimed: int
+    indexed: int = 0
+    superseded: int = 0  # changed, deleted or made sensitive while being embedded
+    dropped: int = 0  # sensitive / deleted rows that had a job
+    failed: int = 0
+    error: str = ""
+
+
+EmbedFn = Callable[[list[str]], Awaitable[Embeddings]]
+
+
+class Indexer:
+    def __init__(
+        self,
+        pool: Any,
+        embed_documents: EmbedFn,
+        batch_size: int = 64,
+        lease_s: float = 60.0,
+        base_backoff_s: float = 0.5,
+        max_backoff_s: float = 30.0,
+        concepts: ConceptWriter | None = None,
+        probe_after: int = 50,
+    ) -> None:
+        self.pool = pool
+        self.concepts = concepts
+        self.embed_documents = embed_documents
+        self.batch_size = batch_size
+        self.claim_size = batch_size  # halved after a timeout, grows back after successes
+        self.last_claim = batch_size  # what the last batch asked for
+        # The last claim that ran out of time: the claim grows back only to 3/4 of it, so a
+        # size that cannot finish in time is not tried again batch after batch (doubling back
+        # to it made every other batch fail and threw its work away). After `probe_after`
+        # batches in time it is forgotten, and the claim may grow to the batch size again.
+        self.too_big: int | None = None
+        self.probe_after = probe_after
+        self.in_time = 0  # batches done in time since the last timeout
+        CLAIM_SIZE.set(batch_size)
+        self.lease_s = lease_s
+        self.base_backoff_s = base_backoff_s
+        self.max_backoff_s = max_backoff_s
+
+    async def run_once(self) -> BatchResult:
+        """Claim, embed and write one batch of due jobs."""
+        start = time.perf_counter()
+        async with self.pool.connection() as conn:
+            self.last_claim = self.claim_size
+            cur = await conn.execute(_CLAIM, {"n": self.claim_size, "lease_s": self.lease_s})
+            claimed_ids = [r[0] for r in await cur.fetchall()]
+            if not claimed_ids:
+                return BatchResult(0)
+            cur = await conn.execute(_READ_CLAIMED, {"ids": claimed_ids})
+            claimed = await cur.fetchall()  # jobs deleted meanwhile are simply gone
+        if not claimed:
+            return BatchResult(len(claimed_ids))
+        skip = [(r[0], r[1]) for r in claimed if r[3]]
+        work = [(r[0], r[1], r[2]) for r in claimed if not r[3]]
+        sources = [Source(r[0], r[4], r[2], tuple(r[5]), r[6]) for r in claimed if not r[3]]
+        if skip:
+            async with self.pool.connection() as conn:
+                await conn.execute(
+                    _DROP, {"ids": [s[0] for s in skip], "versions": [s[1] for s in skip]}
+                )
+            JOBS.labels("dropped").inc(len(skip))
+        if not work:
+            return BatchResult(len(claimed), dropped=len(skip))
+        ids = [w[0] for w in work]
+        versions = [w[1] for w in work]
+        try:
+            prepared = None
+            if self.concepts is None:
+                embeddings = await self.embed_documents([w[2] for w in work])
+            else:  # extract concepts (CPU, a thread) while the embedding service works
+                embeddings, extractions = await asyncio.gather(
+                    self.embed_documents([w[2] for w in work]), self.concepts.extract(sources))
+                prepared = await self.concepts.prepare(self.pool, sources, extractions,
+                                                       self.embed_documents)
+            async with self.pool.connection() as conn, conn.transaction():
+                # Vectors of another model than the live one must never be stored
+                # (e.g. an embedding service not yet restarted after a model switch).
+                cur = await conn.execute("SELECT model_id FROM embedding_space FOR SHARE")
+                live = await cur.fetchone()
+                if live is None or live[0] != embeddings.model_id:
+                    raise ModelMismatch(
+                        f"embedding service serves {embeddings.model_id!r}, the database "
+                        f"holds vectors of {live[0] if live else None!r}"
+                    )
+                await conn.execute(_LOCK_MEMORIES, {"ids": ids})
+                cur = await conn.execute(
+                    _COMPLETE,
+                    {
+                        "ids": ids,
+                        "versions": versions,
+                        "vectors": [vector_literal(v) for v in embeddings.vectors],
+                        "model": embeddings.model_id,
+                    },
+                )
+                written_ids = {r[0] for r in await cur.fetchall()}
+                written = len(written_ids)
+                if prepared is not None:
+                    await self.concepts.write(conn, prepared, written_ids)
+        except Exception as exc:  # embedding service down / late / wrong dimension
+            error = _describe(exc)
+            async with self.pool.connection() as conn:
+                await conn.execute(
+                    _FAIL,
+                    {
+                        "ids": ids,
+                        "versions": versions,
+                        "error": error[:1000],
+                        "base_s": self.base_backoff_s,
+                        "max_s": self.max_backoff_s,
+                    },
+                )
+            JOBS.labels("failed").inc(len(work))
+            if _timed_out(exc):
+                self.too_big, self.in_time = self.last_claim, 0
+                if self.claim_size > 1:
+                    self.claim_size = max(1, self.claim_size // 2)
+                    CLAIM_SIZE.set(self.claim_size)
+            log.warning("embedding batch failed; will retry", extra={
+                "jobs": len(work), "error": error, "next_claim": self.claim_size})
+            return BatchResult(len(claimed), dropped=len(skip), failed=len(work), error=error)
+        finally:
+            BATCH_SECONDS.observe(time.perf_counter() - start)
+        JOBS.labels("indexed").inc(written)
+        JOBS.labels("superseded").inc(len(work) - written)
+        self.in_time += 1
+        if self.too_big is not None and self.in_time >= self.probe_after:
+            self.too_big = None
+        cap = self.batch_size if self.too_big is None else max(1, self.too_big * 3 // 4)
+        grown = min(cap, self.claim_size * 2)
+        if grown > self.claim_size:
+            self.claim_size = grown
+            CLAIM_SIZE.set(self.claim_size)
+        return BatchResult(
+            len(claimed), indexed=written, superseded=len(work) - written, dropped=len(skip)
+        )
+
+    async def pending(self) -> int:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute("SELECT count(*) FROM embedding_jobs")
+            count = int((await cur.fetchone())[0])
+        PENDING.set(count)
+        return count
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """The embedding call ran past its deadline (not: the service refused or is down)."""
+    if isinstance(exc, TimeoutError):
+        return True
+    code = getattr(exc, "code", None)
+    return callable(code) and getattr(code(), "name", "") == "DEADLINE_EXCEEDED"
+
+
+def _describe(exc: BaseException) -> str:
+    code = getattr(exc, "code", None)
+    details = getattr(exc, "details", None)
+    if callable(code) and callable(details):  # grpc.aio.AioRpcError
+        return f"embedding service: {code().name}: {details()}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def run_forever(
+    indexer: Indexer,
+    wait_for_work: Callable[[float], Awaitable[None]],
+    stop: asyncio.Event,
+    poll_s: float = 1.0,
+) -> None:
+    """Drain due jobs; then sleep until notified or poll_s passes. Back off on failures."""
+    failures = 0
+    last_count = 0.0
+    while not stop.is_set():
+        if time.monotonic() - last_count >= PENDING_REFRESH_S:  # also during outages/backlogs
+            last_count = time.monotonic()
+            with contextlib.suppress(Exception):
+                await indexer.pending()
+        try:
+            result = await indexer.run_once()
+        except Exception:  # database unavailable: keep the process, retry later
+            log.exception("indexer batch crashed")
+            result = BatchResult(0, error="crash")
+        if result.error:
+            failures += 1
+            delay = backoff_s(failures, indexer.base_backoff_s, indexer.max_backoff_s)
+            await _sleep_or_stop(stop, delay)
+            continue
+        failures = 0
+        if result.claimed >= indexer.last_claim:
+            continue  # a full batch: more is probably due right now
+        if stop.is_set():
+            break
+        try:
+            await wait_for_work(poll_s)
+        except Exception:  # the loop must outlive any one failure
+            log.exception("waiting for work failed")
+            await _sleep_or_stop(stop, poll_s)
+
+
+async def _sleep_or_stop(stop: asyncio.Event, delay: float) -> None:
+    try:
+        await asyncio.wait_for(stop.wait(), delay)
+    except TimeoutError:
+        pass

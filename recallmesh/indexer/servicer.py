@@ -1,0 +1,141 @@
+"""The indexer process: health-checked like every service, runs the job loop in the background.
+
+It has no RPCs of its own (its gRPC server carries only health + reflection).
+New jobs wake it through LISTEN/NOTIFY; a poll interval covers missed
+notifications and retries that come due.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+import grpc
+import psycopg
+
+from recallmesh.indexer.concepts import ConceptWriter
+from recallmesh.indexer.core import NOTIFY_CHANNEL, Indexer, run_forever
+from recallmesh.legs.graph.extraction import make_extractor
+from recallmesh.platform.config import ConfigError, IndexerSettings
+from recallmesh.platform.db import open_pool, resolve_dsn
+from recallmesh.platform.embedder_client import EmbedderClient, Embeddings
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE_S = 3.0
+
+
+class IndexerApp:
+    service_names: tuple[str, ...] = ()
+
+    def __init__(self) -> None:
+        self.pool: Any = None
+        self.client: EmbedderClient | None = None
+        self.listener: psycopg.AsyncConnection | None = None
+        self.task: asyncio.Task | None = None
+        self.stop_event = asyncio.Event()
+        self.dsn = ""
+
+    async def start(self) -> None:
+        settings = IndexerSettings.from_env()
+        self.dsn = resolve_dsn()
+        self.pool = await open_pool(self.dsn, name="indexer")
+        self.client = EmbedderClient(settings.embedding_target)
+        client = self.client
+
+        max_texts: list[int] = []  # learnt from ModelInfo; forgotten after a failed batch
+
+        async def embed_documents(texts: list[str]) -> Embeddings:
+            """Embed a claimed batch in calls the embedding service accepts, all within
+            embed_timeout_s (the claim's lease is twice that)."""
+            deadline = time.monotonic() + settings.embed_timeout_s
+
+            def remaining() -> float:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("embedding the batch took longer than the timeout")
+                return left
+
+            try:
+                if not max_texts:
+                    info = await client.model_info(remaining())
+                    max_texts.append(max(1, info.max_texts_per_call))
+                step = max_texts[0]
+                parts = [
+                    await client.embed(texts[i : i + step], "document", remaining())
+                    for i in range(0, len(texts), step)
+                ]
+            except Exception:
+                max_texts.clear()  # the service may have restarted with other limits
+                raise
+            if len({(p.model_id, p.dimension) for p in parts}) != 1:
+                raise RuntimeError("the embedding model changed within one batch")
+            vectors = [v for p in parts for v in p.vectors]
+            return Embeddings(parts[0].model_id, parts[0].dimension, vectors)
+
+        try:
+            extractor = make_extractor(settings.concept_extractor)
+        except ValueError as exc:
+            raise ConfigError(f"RECALLMESH_CONCEPT_EXTRACTOR: {exc}") from None
+        indexer = Indexer(
+            self.pool,
+            embed_documents,
+            batch_size=settings.batch_size,
+            lease_s=settings.embed_timeout_s * 2,
+            max_backoff_s=settings.max_backoff_s,
+            concepts=(None if extractor.name == "none"
+                      else ConceptWriter(extractor, settings.concept_merge_threshold)),
+        )
+        self.task = asyncio.get_running_loop().create_task(
+            run_forever(indexer, self._wait_for_work, self.stop_event, settings.poll_s)
+        )
+        log.info("indexer started", extra={"embedding_target": settings.embedding_target,
+                                           "batch_size": settings.batch_size})
+
+    async def _listen(self) -> psycopg.AsyncConnection:
+        if self.listener is None or self.listener.closed:
+            self.listener = await psycopg.AsyncConnection.connect(
+                self.dsn, autocommit=True, application_name="recallmesh-indexer-listen"
+            )
+            await self.listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        return self.listener
+
+    async def _wait_for_work(self, timeout_s: float) -> None:
+        """Return on a job notification, after timeout_s, or at stop."""
+        try:
+            conn = await self._listen()
+            async for _ in conn.notifies(timeout=timeout_s, stop_after=1):
+                pass
+        except psycopg.Error as exc:  # lost connection: fall back to polling
+            log.warning("LISTEN connection failed: %s", exc)
+            if self.listener is not None:
+                await self.listener.close()
+            self.listener = None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop_event.wait(), timeout_s)
+
+    def register(self, server: grpc.aio.Server) -> None:
+        pass
+
+    async def stop(self) -> None:
+        self.stop_event.set()
+        if self.task is not None:
+            # Let a batch in flight finish (its vectors are written, its jobs
+            # dropped); a batch cut short would only wait out its lease.
+            try:
+                await asyncio.wait_for(asyncio.shield(self.task), STOP_GRACE_S)
+            except TimeoutError:
+                self.task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self.task
+            except Exception:  # the loop died earlier: still close everything below
+                log.exception("indexer loop had failed")
+        if self.listener is not None:
+            await self.listener.close()
+        if self.client is not None:
+            await self.client.close()
+        if self.pool is not None:
+            await self.pool.close()

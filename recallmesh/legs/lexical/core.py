@@ -1,0 +1,219 @@
+"""Lexical retrieval: Postgres full-text search, the "current system" baseline.
+
+Faithful to the system recallmesh is measured against:
+  1. AND-match: `search_vector @@ plainto_tsquery('english', query)`;
+  2. if that yields fewer than k rows, broaden to OR-matching of the same
+     lexemes, admitting only rows whose OR ts_rank reaches `or_min_rank`;
+  3. AND hits always rank before OR-only hits; within each tier the order is
+       relevance:  ts_rank * 0.7 + importance * 0.3
+       importance: ts_rank * 0.4 + importance * 0.6
+       recency:    created_at descending
+     with the memory id as the final, deterministic tie-break.
+Scoped to one namespace, soft-deleted rows excluded, optional filters applied.
+
+A second ranking, `bm25`, is Okapi BM25 computed in SQL over the same
+tsvectors: every memory matching any query lexeme (OR) is scored by
+  sum over query lexemes t of idf(t) * tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))
+with idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)), N, df and the average
+length read from the per-namespace statistics the schema keeps current on
+write (recallmesh/platform/migrations/0004_bm25_stats.sql), tf the lexeme's position count and dl
+the memory's token count. The terms' postings (memory, tf, dl per lexeme,
+recallmesh/platform/migrations/0006_bm25_postings.sql) are read instead of the memories' whole
+vectors. Hits are ordered by that score (no AND tier), then importance, then
+id (sort_by importance: the top k by score, most important first; recency: the
+newest matches); `exact_match` still says whether every term matched.
+The user's text only ever reaches Postgres as a bound parameter to
+plainto_tsquery, which cannot fail on any input (operators, quotes,
+backslashes, emoji, over-long tokens); the OR query is derived from the
+parsed tsquery, never from the raw text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from recallmesh.api.filters import Filters, filter_sql
+
+# (ts_rank weight, importance weight) of the blended score per sort mode.
+BLEND = {"relevance": (0.7, 0.3), "importance": (0.4, 0.6), "recency": (0.7, 0.3)}
+# The query as an AND tsquery (every term) and its OR broadening (any term), for ts_rank.
+_QUERY_TIERS = """WITH q AS (
+    SELECT plainto_tsquery('english', %(query)s) AS and_q
+), qq AS (
+    SELECT and_q, replace(and_q::text, ' & ', ' | ')::tsquery AS or_q FROM q
+)"""
+
+
+@dataclass(frozen=True)
+class LexicalHit:
+    memory_id: str
+    score: float  # the blended score of the hit's tier
+    ts_rank: float
+    tier: int  # 0 = AND match (every query term), 1 = OR-broadened
+    importance: float = 0.5
+
+
+@dataclass(frozen=True)
+class LexicalResult:
+    hits: list[LexicalHit]
+
+    @property
+    def and_hits(self) -> int:
+        return sum(1 for h in self.hits if h.tier == 0)
+
+    @property
+    def or_hits(self) -> int:
+        return sum(1 for h in self.hits if h.tier == 1)
+
+
+def build_search_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]:
+    """The one statement behind a lexical search, and its filter parameters.
+
+    Callers add: ns, query, k, or_min_rank.
+    """
+    if sort_by not in BLEND:
+        raise ValueError(f"unknown sort_by {sort_by!r}")
+    w_rank, w_importance = BLEND[sort_by]
+    score = f"(rank * {w_rank} + importance * {w_importance})"
+    order = "created_at DESC, id" if sort_by == "recency" else f"{score} DESC, id"
+    where_filters, params = filter_sql(filters, alias="m")
+    sql = f"""
+{_QUERY_TIERS}, and_hits AS (
+    SELECT m.id, ts_rank(m.search_vector, qq.and_q) AS rank, m.importance, m.created_at,
+           0 AS tier
+    FROM memories m, qq
+    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
+      AND m.search_vector @@ qq.and_q {where_filters}
+), and_top AS (
+    SELECT * FROM and_hits ORDER BY {order} LIMIT %(k)s
+), or_top AS (
+    SELECT * FROM (
+        SELECT m.id, ts_rank(m.search_vector, qq.or_q) AS rank, m.importance, m.created_at,
+               1 AS tier
+        FROM memories m, qq
+        WHERE (SELECT count(*) FROM and_top) < %(k)s
+          AND m.namespace = %(ns)s AND m.deleted_at IS NULL
+          AND m.search_vector @@ qq.or_q
+          AND NOT (m.search_vector @@ qq.and_q) {where_filters}
+    ) broadened
+    WHERE rank >= %(or_min_rank)s
+    ORDER BY {order} LIMIT %(k)s
+)
+SELECT id::text, {score} AS score, rank, tier, importance
+FROM (SELECT * FROM and_top UNION ALL SELECT * FROM or_top) hits
+ORDER BY tier, {order}
+LIMIT %(k)s
+"""
+    return sql, params
+
+
+RANKINGS = ("ts_rank", "bm25")
+
+
+def build_bm25_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]:
+    """The BM25 statement and its filter parameters. Callers add: ns, query, k, k1, b.
+
+    Scores come from the postings of the query's own lexemes (migrations/0006), so the
+    cost grows with how many memories contain a query term, not with their length.
+    """
+    if sort_by not in BLEND:
+        raise ValueError(f"unknown sort_by {sort_by!r}")
+    # Equal scores go to the more important memory. recency: the newest matches;
+    # importance: the best-scoring matches, most important first.
+    order = "created_at DESC, id" if sort_by == "recency" else "score DESC, importance DESC, id"
+    final_order = "importance DESC, score DESC, id" if sort_by == "importance" else order
+    where_filters, params = filter_sql(filters, alias="m")
+    sql = f"""
+WITH terms AS (
+    SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
+), stats AS (
+    SELECT greatest(docs, 1) AS docs, greatest(total_len::float8 / greatest(docs, 1), 1) AS avgdl
+    FROM namespace_stats WHERE namespace = %(ns)s
+), idf AS (
+    SELECT t.lexeme,
+           ln(1 + (s.docs - coalesce(l.df, 0) + 0.5) / (coalesce(l.df, 0) + 0.5)) AS idf
+    FROM terms t
+    CROSS JOIN stats s
+    LEFT JOIN LATERAL (
+        SELECT df FROM lexeme_stats
+        WHERE namespace = %(ns)s AND lexeme = t.lexeme
+        LIMIT 1
+    ) l ON true
+), scored AS MATERIALIZED (
+    -- Postings are read term by term through the (namespace, lexeme) key, whatever the
+    -- planner's statistics say: a namespace it has no statistics for yet (a bulk load before
+    -- ANALYZE) was otherwise planned as one scan of the whole namespace's postings joined to
+    -- the terms afterwards (measured: 52 s for one SciFact query instead of milliseconds).
+    SELECT p.memory_id,
+           sum(i.idf * p.tf * (%(k1)s + 1)
+               / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / s.avgdl))) AS score,
+           count(*) AS matched
+    FROM idf i
+    CROSS JOIN stats s
+    CROSS JOIN LATERAL (
+        SELECT memory_id, tf, dl FROM memory_lexemes
+        WHERE namespace = %(ns)s AND lexeme = i.lexeme
+        OFFSET 0  -- keeps the lookup from being flattened into a join the planner reorders
+    ) p
+    GROUP BY p.memory_id
+), hits AS (
+    -- One primary-key lookup per scored memory, whatever the planner's statistics say:
+    -- right after a bulk load (before autoanalyze) a plain join was planned as a nested
+    -- loop rescanning the postings for every memory of the namespace (seconds per query).
+    SELECT m.id, m.importance, m.created_at, sc.score,
+           sc.matched = (SELECT count(*) FROM terms) AS all_terms
+    FROM scored sc
+    CROSS JOIN LATERAL (
+        SELECT * FROM memories m WHERE m.id = sc.memory_id
+        LIMIT 1  -- keeps the subquery from being flattened into a join the planner reorders
+    ) m
+    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL {where_filters}
+)
+SELECT id::text, score, score AS rank, CASE WHEN all_terms THEN 0 ELSE 1 END AS tier,
+       importance
+FROM (SELECT * FROM hits ORDER BY {order} LIMIT %(k)s) top
+ORDER BY {final_order}
+"""
+    return sql, params
+
+
+class LexicalRetriever:
+    """Runs lexical searches over a psycopg AsyncConnectionPool."""
+
+    def __init__(self, pool: Any, or_min_rank: float = 0.01, ranking: str = "ts_rank",
+                 k1: float = 1.2, b: float = 0.75) -> None:
+        self.pool = pool
+        self.or_min_rank = or_min_rank
+        self.ranking = ranking
+        self.k1 = k1
+        self.b = b
+
+    async def search(
+        self,
+        namespace: str,
+        query: str,
+        k: int,
+        filters: Filters | None = None,
+        sort_by: str = "relevance",
+        ranking: str = "",
+        k1: float | None = None,
+        b: float | None = None,
+    ) -> LexicalResult:
+        """`ranking`, `k1`, `b` override the leg's settings for this search."""
+        ranking = ranking or self.ranking
+        if ranking == "bm25":
+            sql, params = build_bm25_sql(filters or Filters(), sort_by)
+            params.update(k1=self.k1 if k1 is None else k1, b=self.b if b is None else b)
+        else:
+            sql, params = build_search_sql(filters or Filters(), sort_by)
+        params.update(ns=namespace, query=query, k=k, or_min_rank=self.or_min_rank)
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(sql, params)
+            rows = await cur.fetchall()
+        return LexicalResult(
+            hits=[
+                LexicalHit(str(r[0]), float(r[1]), float(r[2]), int(r[3]), float(r[4]))
+                for r in rows
+            ]
+        )

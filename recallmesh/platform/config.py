@@ -1,0 +1,490 @@
+"""Process configuration from environment variables, with documented defaults.
+
+Every recallmesh process reads its settings here and nowhere else. The table in
+docs/configuration.md lists each variable; keep the two in step.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Ports of the default local layout. Each service also serves Prometheus
+# metrics over HTTP on its own port.
+DEFAULT_PORTS: dict[str, tuple[int, int]] = {
+    # service: (grpc port, metrics port)
+    "gateway": (50051, 9451),
+    "lexical": (50052, 9452),
+    "vector": (50053, 9453),
+    "embedding": (50054, 9454),
+    "indexer": (50055, 9455),
+    "fusion": (50056, 9456),
+    "graph": (50057, 9457),
+}
+
+class ConfigError(ValueError):
+    """A setting is present but unusable."""
+
+
+def _env(
+    name: str, default: str | None = None, environ: Mapping[str, str] | None = None
+) -> str | None:
+    value = (os.environ if environ is None else environ).get(name)
+    if value is None or value.strip() == "":
+        return default
+    return value.strip()
+
+
+def env_int(
+    name: str, default: int, *, minimum: int | None = None, environ: Mapping[str, str] | None = None
+) -> int:
+    raw = _env(name, environ=environ)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from exc
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def env_float(
+    name: str,
+    default: float,
+    environ: Mapping[str, str] | None = None,
+    *,
+    minimum: float | None = None,
+) -> float:
+    raw = _env(name, environ=environ)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from exc
+    if not math.isfinite(value):
+        raise ConfigError(f"{name} must be a finite number, got {raw!r}")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {raw!r}")
+    return value
+
+
+def _at_most(name: str, value: int, maximum: int) -> int:
+    if value > maximum:
+        raise ConfigError(f"{name} must be at most {maximum}, got {value}")
+    return value
+
+
+def env_unit(name: str, default: float, environ: Mapping[str, str] | None = None) -> float:
+    """A share within [0, 1]."""
+    value = env_float(name, default, environ, minimum=0.0)
+    if value > 1:
+        raise ConfigError(f"{name} must be within [0, 1], got {value}")
+    return value
+
+
+def env_bool(name: str, default: bool, environ: Mapping[str, str] | None = None) -> bool:
+    raw = _env(name, environ=environ)
+    if raw is None:
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {raw!r}")
+
+
+def env_str(name: str, default: str, environ: Mapping[str, str] | None = None) -> str:
+    value = _env(name, default, environ)
+    assert value is not None
+    return value
+
+
+def data_dir() -> Path:
+    """Where the embedded Postgres keeps its data (RECALLMESH_DATA_DIR, default .data in the
+    working directory: `make run` runs in the checkout's root)."""
+    return Path(env_str("RECALLMESH_DATA_DIR", ".data")).resolve()
+
+
+def default_target(name: str, environ: Mapping[str, str] | None = None) -> str:
+    """host:port of a service: RECALLMESH_<NAME>_TARGET, else localhost on its configured port."""
+    target = _env(f"RECALLMESH_{name.upper()}_TARGET", environ=environ)
+    if target is not None:
+        return target
+    if name not in DEFAULT_PORTS:
+        raise ConfigError(f"service {name!r} needs RECALLMESH_{name.upper()}_TARGET")
+    return f"localhost:{ServerConfig.from_env(name, environ).port}"
+
+
+def configured_dsn() -> str | None:
+    """An external Postgres DSN, or None for the embedded default."""
+    return _env("RECALLMESH_DSN")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Where one service listens."""
+
+    name: str
+    host: str
+    port: int
+    metrics_port: int  # 0 disables the metrics HTTP endpoint
+    grace_seconds: float = 5.0
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @classmethod
+    def from_env(cls, name: str, environ: Mapping[str, str] | None = None) -> ServerConfig:
+        grpc_port, metrics_port = DEFAULT_PORTS[name]
+        prefix = f"RECALLMESH_{name.upper()}_"
+        return cls(
+            name=name,
+            host=env_str(prefix + "HOST", "localhost", environ),
+            port=env_int(prefix + "PORT", grpc_port, minimum=1, environ=environ),
+            metrics_port=env_int(prefix + "METRICS_PORT", metrics_port, minimum=0, environ=environ),
+            grace_seconds=env_float("RECALLMESH_SHUTDOWN_GRACE_S", 5.0, environ),
+        )
+
+
+# Default fusion weight per leg (RECALLMESH_LEG_WEIGHTS overrides); others get 1.0.
+# lexical 0.7: with nomic-embed-text-v1.5 the vector leg is the stronger one. Replayed on the
+# three dev splits (docs/benchmarks-model-replay.md), 0.7 was level with 1 on LoCoMo and SciFact
+# and ahead on LongMemEval; served, `default_lw0.7` against `default_lw1` in docs/benchmarks.md.
+# MiniLM wanted 1.7 (docs/benchmarks-context.md). The ablation configurations pin their own.
+DEFAULT_LEG_WEIGHTS = {"lexical": 0.7, "vector": 1.0, "graph": 0.35}
+FUSION_METHODS = ("rrf", "cc", "cc_bounded")
+# The name-embedding cosine at which a new surface form joins an existing concept. It depends on
+# the model's cosine scale: 0.84 for nomic-embed-text-v1.5 (the default), 0.78 for MiniLM
+# (docs/benchmarks-concept-names.md); RECALLMESH_CONCEPT_MERGE_THRESHOLD overrides.
+DEFAULT_CONCEPT_MERGE_THRESHOLD = 0.84
+# Convex combination of min-max normalised scores: on the dev benchmarks it beat weighted RRF
+# on LoCoMo and SciFact and tied on LongMemEval (docs/benchmarks.md, issue 7).
+DEFAULT_FUSION_METHOD = "cc"
+
+
+@dataclass(frozen=True)
+class FusionDefaults:
+    """The deployment's fusion settings (a request may override them)."""
+
+    method: str = DEFAULT_FUSION_METHOD
+    rrf_k: int = 60
+    importance_strength: float = 0.3
+    exact_bonus: float = 0.05
+    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_LEG_WEIGHTS))
+
+    def weight(self, leg: str) -> float:
+        return self.weights.get(leg, 1.0)
+
+    @classmethod
+    def from_env(cls, legs: list[str]) -> FusionDefaults:
+        method = env_str("RECALLMESH_FUSION_METHOD", DEFAULT_FUSION_METHOD).lower()
+        if method not in FUSION_METHODS:
+            raise ConfigError(f"RECALLMESH_FUSION_METHOD must be one of {FUSION_METHODS}")
+        weights = {leg: DEFAULT_LEG_WEIGHTS.get(leg, 1.0) for leg in legs}
+        raw = env_str("RECALLMESH_LEG_WEIGHTS", "")
+        for item in filter(None, (part.strip() for part in raw.split(","))):
+            name, _, value = item.partition("=")
+            name = name.strip()
+            if name not in legs:
+                raise ConfigError(f"RECALLMESH_LEG_WEIGHTS names {name!r}, not a configured leg")
+            try:
+                weight = float(value)
+            except ValueError:
+                raise ConfigError(f"RECALLMESH_LEG_WEIGHTS: bad weight in {item!r}") from None
+            if not (math.isfinite(weight) and weight >= 0):
+                raise ConfigError(f"RECALLMESH_LEG_WEIGHTS: weight of {name} must be >= 0")
+            weights[name] = weight
+        strength = env_float("RECALLMESH_IMPORTANCE_STRENGTH", 0.3, minimum=0.0)
+        bonus = env_float("RECALLMESH_EXACT_BONUS", 0.05, minimum=0.0)
+        if strength > 1 or bonus > 1:
+            raise ConfigError("RECALLMESH_IMPORTANCE_STRENGTH and RECALLMESH_EXACT_BONUS are <= 1")
+        rrf_k = _at_most("RECALLMESH_RRF_K", env_int("RECALLMESH_RRF_K", 60, minimum=1), 1000)
+        return cls(method, rrf_k, strength, bonus, weights)
+
+
+# Legs searched with the embedded query (RECALLMESH_<LEG>_NEEDS_VECTOR overrides).
+LEGS_NEEDING_VECTOR = frozenset({"vector", "graph"})
+# The legs a gateway fans out to unless RECALLMESH_LEGS says otherwise. The graph leg runs
+# in every stack but is not among them: on the dev benchmarks it did not earn its place
+# (docs/benchmarks.md); RECALLMESH_LEGS=lexical,vector,graph turns it on.
+DEFAULT_LEGS = "lexical,vector"
+ALL_LEGS = "lexical,vector,graph"
+# Most memories a graph search may be seeded with (SearchRequest.seed_memory_ids).
+MAX_SEED_MEMORIES = 100
+MAX_CONTEXT_HITS = 50  # RECALLMESH_CONTEXT_HITS and fusion.context_hits
+MAX_TIME_BOOST = 10.0  # RECALLMESH_TIME_BOOST and fusion.time_boost
+
+
+@dataclass(frozen=True)
+class LegTarget:
+    name: str
+    target: str  # host:port of a RetrieverService
+    needs_vector: bool = False
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    legs: tuple[LegTarget, ...]
+    default_budget_ms: int
+    reserve_ms: int  # kept back from the budget for fusion + hydration
+    leg_depth: int  # candidates asked of each leg (at least k)
+    embedding_target: str = "localhost:50054"  # embeds queries for legs that need a vector
+    index_wait_ms: int = 30000  # default upper bound of a write's wait for indexing
+    fusion: FusionDefaults = field(default_factory=lambda: FusionDefaults())
+    fusion_target: str = ""  # host:port of the fusion service; "" fuses in-process only
+    fusion_timeout_ms: int = 25  # a fusion call later than this falls back to in-process
+    # The graph second stage: ask the graph leg again, seeded by the other legs' best hits
+    graph_second_stage: bool = False
+    graph_second_stage_seeds: int = 5  # memories seeded (the best of the other legs, fused)
+    graph_second_stage_min_ms: int = 50  # budget left that the second stage needs to run
+    # Context propagation: the memories stored right after / right before each of the best N
+    # fused hits, within the window, gain these shares of its score; then the hits are
+    # ranked again (0 hits: off).
+    context_hits: int = 5
+    context_next_weight: float = 0.3
+    context_prev_weight: float = 0.2
+    context_window_s: float = 600.0
+    # A next memory stored sooner than this after the hit belongs to the same write (a
+    # batch, a bulk import), not to a conversation's next step: no expansion.
+    context_min_gap_ms: int = 250
+    # Memories created inside the time window a query names ("last Saturday", "two weeks
+    # ago", read against the request's reference time) get their fused score x (1 + this).
+    time_boost: float = 1.0
+    # Query-intent routing (recallmesh/gateway/query_intent.py): an intent read from the query sets the
+    # fusion settings the request leaves unset.
+    intent_routing: bool = True
+    max_message_bytes: int = 64 * 1024 * 1024
+
+    @classmethod
+    def from_env(cls) -> GatewaySettings:
+        raw = env_str("RECALLMESH_LEGS", DEFAULT_LEGS)
+        names = [n.strip() for n in raw.split(",") if n.strip()]
+        if not names:
+            raise ConfigError("RECALLMESH_LEGS names no leg")
+        if len(set(names)) != len(names):
+            raise ConfigError(f"RECALLMESH_LEGS names a leg twice: {raw!r}")
+        legs = [
+            LegTarget(
+                name,
+                default_target(name),
+                env_bool(f"RECALLMESH_{name.upper()}_NEEDS_VECTOR", name in LEGS_NEEDING_VECTOR),
+            )
+            for name in names
+        ]
+        budget = env_int("RECALLMESH_RECALL_BUDGET_MS", 800, minimum=10)
+        seeds = env_int("RECALLMESH_GRAPH_SECOND_STAGE_SEEDS", 5, minimum=1)
+        if seeds > MAX_SEED_MEMORIES:
+            raise ConfigError(f"RECALLMESH_GRAPH_SECOND_STAGE_SEEDS must be <= "
+                              f"{MAX_SEED_MEMORIES}, got {seeds}")
+        context_hits = env_int("RECALLMESH_CONTEXT_HITS", cls.context_hits, minimum=0)
+        if context_hits > MAX_CONTEXT_HITS:
+            raise ConfigError(f"RECALLMESH_CONTEXT_HITS must be <= {MAX_CONTEXT_HITS}, "
+                              f"got {context_hits}")
+        time_boost = env_float("RECALLMESH_TIME_BOOST", cls.time_boost, minimum=0.0)
+        if time_boost > MAX_TIME_BOOST:
+            raise ConfigError(f"RECALLMESH_TIME_BOOST must be within [0, {MAX_TIME_BOOST:g}], "
+                              f"got {time_boost}")
+        reserve = env_int("RECALLMESH_RECALL_RESERVE_MS", 50, minimum=0)
+        if reserve >= budget:
+            raise ConfigError("RECALLMESH_RECALL_RESERVE_MS must be below the budget")
+        return cls(
+            legs=tuple(legs),
+            default_budget_ms=budget,
+            reserve_ms=reserve,
+            leg_depth=env_int("RECALLMESH_LEG_DEPTH", 50, minimum=1),
+            embedding_target=default_target("embedding"),
+            index_wait_ms=env_int("RECALLMESH_INDEX_WAIT_MS", 30000, minimum=0),
+            fusion=FusionDefaults.from_env([leg.name for leg in legs]),
+            fusion_target=(
+                "" if env_str("RECALLMESH_FUSION_TARGET", "x").lower() in ("local", "none")
+                else default_target("fusion")
+            ),
+            fusion_timeout_ms=env_int("RECALLMESH_FUSION_TIMEOUT_MS", 25, minimum=1),
+            graph_second_stage=env_bool("RECALLMESH_GRAPH_SECOND_STAGE", False),
+            graph_second_stage_seeds=seeds,
+            context_hits=context_hits,
+            context_next_weight=env_unit("RECALLMESH_CONTEXT_NEXT_WEIGHT", cls.context_next_weight),
+            context_prev_weight=env_unit("RECALLMESH_CONTEXT_PREV_WEIGHT", cls.context_prev_weight),
+            context_window_s=env_float("RECALLMESH_CONTEXT_WINDOW_S", 600.0, minimum=0.0),
+            context_min_gap_ms=env_int("RECALLMESH_CONTEXT_MIN_GAP_MS", 250, minimum=0),
+            time_boost=time_boost,
+            intent_routing=env_bool("RECALLMESH_INTENT_ROUTING", cls.intent_routing),
+            graph_second_stage_min_ms=env_int("RECALLMESH_GRAPH_SECOND_STAGE_MIN_MS", 50,
+                                              minimum=0),
+        )
+
+
+@dataclass(frozen=True)
+class LexicalSettings:
+    # Rows admitted by the OR-broaden step must reach this ts_rank; keeps the
+    # broaden step from flooding a short AND result with one-word noise.
+    or_min_rank: float = 0.01
+    # BM25 (k1 0.9, b 0.4) by default: it beat ts_rank in every fused configuration measured
+    # (docs/benchmarks.md); "ts_rank" is the faithful Postgres full-text baseline.
+    ranking: str = "bm25"
+    bm25_k1: float = 0.9
+    bm25_b: float = 0.4
+
+    @classmethod
+    def from_env(cls) -> LexicalSettings:
+        ranking = env_str("RECALLMESH_LEXICAL_RANKING", cls.ranking).lower()
+        if ranking not in ("ts_rank", "bm25"):
+            raise ConfigError(
+                f"RECALLMESH_LEXICAL_RANKING must be ts_rank or bm25, got {ranking!r}")
+        b = env_float("RECALLMESH_LEXICAL_BM25_B", cls.bm25_b, minimum=0.0)
+        if b > 1.0:
+            raise ConfigError("RECALLMESH_LEXICAL_BM25_B must be within [0, 1]")
+        return cls(or_min_rank=env_float("RECALLMESH_LEXICAL_OR_MIN_RANK", 0.01),
+                   ranking=ranking,
+                   bm25_k1=env_float("RECALLMESH_LEXICAL_BM25_K1", cls.bm25_k1, minimum=0.0),
+                   bm25_b=b)
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    min_size: int
+    max_size: int
+
+    @classmethod
+    def from_env(cls) -> PoolSettings:
+        return cls(
+            min_size=env_int("RECALLMESH_DB_POOL_MIN", 1, minimum=0),
+            max_size=env_int("RECALLMESH_DB_POOL_MAX", 10, minimum=1),
+        )
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    provider: str  # auto | cpu | cuda
+    intra_op_threads: int  # 0 = onnxruntime's default (one per core)
+    max_batch: int  # texts per model run
+    max_batch_tokens: int  # padded tokens per model run
+    max_wait_ms: float  # how long a batch waits for more concurrent requests
+    max_texts_per_call: int
+
+    @classmethod
+    def from_env(cls) -> EmbeddingSettings:
+        provider = env_str("RECALLMESH_EMBEDDING_PROVIDER", "auto").lower()
+        if provider not in ("auto", "cpu", "cuda"):
+            raise ConfigError(
+                f"RECALLMESH_EMBEDDING_PROVIDER must be auto, cpu or cuda, got {provider!r}"
+            )
+        wait = env_float("RECALLMESH_EMBEDDING_MAX_WAIT_MS", 2.0)
+        if wait < 0:
+            raise ConfigError("RECALLMESH_EMBEDDING_MAX_WAIT_MS must be >= 0")
+        return cls(
+            provider=provider,
+            intra_op_threads=env_int("RECALLMESH_EMBEDDING_THREADS", 0, minimum=0),
+            max_batch=env_int("RECALLMESH_EMBEDDING_MAX_BATCH", 32, minimum=1),
+            max_batch_tokens=env_int("RECALLMESH_EMBEDDING_MAX_BATCH_TOKENS", 2048, minimum=1),
+            max_wait_ms=wait,
+            max_texts_per_call=_at_most(
+                "RECALLMESH_EMBEDDING_MAX_TEXTS",
+                env_int("RECALLMESH_EMBEDDING_MAX_TEXTS", 256, minimum=1), 10_000),
+        )
+
+
+@dataclass(frozen=True)
+class VectorSettings:
+    ef_search: int  # HNSW candidate list size per search (raised to k when smaller)
+    iterative_scan: str  # off | relaxed_order | strict_order
+
+    @classmethod
+    def from_env(cls) -> VectorSettings:
+        scan = env_str("RECALLMESH_VECTOR_ITERATIVE_SCAN", "relaxed_order")
+        if scan not in ("off", "relaxed_order", "strict_order"):
+            raise ConfigError(
+                "RECALLMESH_VECTOR_ITERATIVE_SCAN must be off, relaxed_order or strict_order"
+            )
+        return cls(
+            ef_search=_at_most("RECALLMESH_VECTOR_EF_SEARCH",  # pgvector allows 1..1000
+                               env_int("RECALLMESH_VECTOR_EF_SEARCH", 100, minimum=1), 1000),
+            iterative_scan=scan,
+        )
+
+
+@dataclass(frozen=True)
+class HnswSettings:
+    """Build parameters of the HNSW index (read when the index is created)."""
+
+    m: int = 16
+    ef_construction: int = 64
+
+    @classmethod
+    def from_env(cls) -> HnswSettings:
+        m = env_int("RECALLMESH_HNSW_M", 16, minimum=2)
+        ef = env_int("RECALLMESH_HNSW_EF_CONSTRUCTION", 64, minimum=4)
+        if ef < 2 * m:
+            raise ConfigError(
+                "RECALLMESH_HNSW_EF_CONSTRUCTION must be at least 2 * RECALLMESH_HNSW_M"
+            )
+        return cls(m=m, ef_construction=ef)
+
+
+@dataclass(frozen=True)
+class GraphLegSettings:
+    graph: Any  # recallmesh.legs.graph.core.GraphSettings
+
+    @classmethod
+    def from_env(cls) -> GraphLegSettings:
+        from recallmesh.legs.graph.core import GraphSettings
+
+        mode = env_str("RECALLMESH_GRAPH_MODE", "ppr")
+        if mode not in ("ppr", "hops"):
+            raise ConfigError(f"RECALLMESH_GRAPH_MODE must be ppr or hops, got {mode!r}")
+        damping = env_float("RECALLMESH_GRAPH_DAMPING", 0.5, minimum=0.0)
+        if damping >= 1.0:
+            raise ConfigError("RECALLMESH_GRAPH_DAMPING must be below 1")
+        return cls(GraphSettings(
+            mode=mode,
+            damping=damping,
+            max_iterations=env_int("RECALLMESH_GRAPH_MAX_ITERATIONS", 50, minimum=1),
+            tolerance=env_float("RECALLMESH_GRAPH_TOLERANCE", 1e-6, minimum=0.0),
+            node_cap=env_int("RECALLMESH_GRAPH_NODE_CAP", 10_000, minimum=1),
+            seed_top=env_int("RECALLMESH_GRAPH_SEED_TOP", 5, minimum=0),
+            seed_min_similarity=env_float("RECALLMESH_GRAPH_SEED_MIN_SIMILARITY", 0.45),
+            hop_decay=env_float("RECALLMESH_GRAPH_HOP_DECAY", 0.5, minimum=0.0),
+            concept_edge_weight=env_float("RECALLMESH_GRAPH_CONCEPT_EDGE_WEIGHT", 0.25,
+                                          minimum=0.0),
+            cache_namespaces=env_int("RECALLMESH_GRAPH_CACHE_NAMESPACES", 1024, minimum=1),
+            cache_mb=env_int("RECALLMESH_GRAPH_CACHE_MB", 512, minimum=1),
+        ))
+
+
+@dataclass(frozen=True)
+class IndexerSettings:
+    embedding_target: str
+    batch_size: int  # memories claimed and embedded per transaction
+    poll_s: float  # fallback poll interval (new jobs also wake it via NOTIFY)
+    max_backoff_s: float  # retry delay cap while the embedding service fails
+    embed_timeout_s: float
+    concept_extractor: str = "spacy"  # "none" switches concept extraction off
+    concept_merge_threshold: float = DEFAULT_CONCEPT_MERGE_THRESHOLD
+
+    @classmethod
+    def from_env(cls) -> IndexerSettings:
+        # The indexer may use its own embedding pool (bulk imports then do not
+        # queue in front of latency-critical query embeddings).
+        target = _env("RECALLMESH_INDEXER_EMBEDDING_TARGET") or default_target("embedding")
+        batch = env_int("RECALLMESH_INDEXER_BATCH", 64, minimum=1)
+        if batch > 1000:
+            raise ConfigError("RECALLMESH_INDEXER_BATCH must be at most 1000")
+        return cls(
+            embedding_target=target,
+            batch_size=batch,
+            poll_s=env_float("RECALLMESH_INDEXER_POLL_S", 1.0, minimum=0.01),
+            max_backoff_s=env_float("RECALLMESH_INDEXER_MAX_BACKOFF_S", 30.0, minimum=0.1),
+            embed_timeout_s=env_float("RECALLMESH_INDEXER_EMBED_TIMEOUT_S", 30.0, minimum=0.1),
+            concept_extractor=env_str("RECALLMESH_CONCEPT_EXTRACTOR", "spacy"),
+            concept_merge_threshold=env_float("RECALLMESH_CONCEPT_MERGE_THRESHOLD",
+                                              DEFAULT_CONCEPT_MERGE_THRESHOLD,
+                                              minimum=0.0),
+        )

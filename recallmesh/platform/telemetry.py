@@ -1,0 +1,175 @@
+"""Metrics (Prometheus) and tracing (OpenTelemetry), set up once per process.
+
+Server metrics follow the usual grpc_server_* naming:
+  grpc_server_started_total{grpc_service,grpc_method,grpc_type}
+  grpc_server_handled_total{grpc_service,grpc_method,grpc_type,grpc_code}
+  grpc_server_handling_seconds{grpc_service,grpc_method,grpc_type,grpc_code}  (histogram)
+Leg metrics (gateway):
+  recallmesh_leg_latency_seconds{leg,state}  (histogram)
+
+Tracing exporter: RECALLMESH_OTEL_EXPORTER = none (default) | console | otlp.
+For otlp the standard OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_* apply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+from prometheus_client import Counter, Histogram, start_http_server
+
+from recallmesh.platform.errors import RequestError
+
+log = logging.getLogger(__name__)
+
+LATENCY_BUCKETS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.0075,
+    0.01,
+    0.015,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
+
+SERVER_STARTED = Counter(
+    "grpc_server_started_total",
+    "RPCs started on the server.",
+    ["grpc_service", "grpc_method", "grpc_type"],
+)
+SERVER_HANDLED = Counter(
+    "grpc_server_handled_total",
+    "RPCs completed on the server, by status code.",
+    ["grpc_service", "grpc_method", "grpc_type", "grpc_code"],
+)
+SERVER_HANDLING_SECONDS = Histogram(
+    "grpc_server_handling_seconds",
+    "Time to handle an RPC on the server, by status code.",
+    ["grpc_service", "grpc_method", "grpc_type", "grpc_code"],
+    buckets=LATENCY_BUCKETS,
+)
+LEG_LATENCY_SECONDS = Histogram(
+    "recallmesh_leg_latency_seconds",
+    "Latency of one retrieval leg as seen by the gateway, by outcome.",
+    ["leg", "state"],
+    buckets=LATENCY_BUCKETS,
+)
+
+
+def start_metrics_server(port: int, host: str = "localhost") -> int:
+    """Serve /metrics over HTTP. Port 0 disables it. Returns the port."""
+    if port <= 0:
+        return 0
+    start_http_server(port, addr=host)
+    return port
+
+
+def setup_tracing(service: str) -> TracerProvider:
+    exporter_name = os.environ.get("RECALLMESH_OTEL_EXPORTER", "none").strip().lower()
+    provider = TracerProvider(resource=Resource.create({"service.name": f"recallmesh-{service}"}))
+    if exporter_name == "console":
+        provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
+    elif exporter_name == "otlp":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    elif exporter_name not in ("", "none"):
+        raise ValueError(
+            f"RECALLMESH_OTEL_EXPORTER must be none, console or otlp, got {exporter_name!r}"
+        )
+    trace.set_tracer_provider(provider)
+    return provider
+
+
+def _split_method(full_method: str) -> tuple[str, str]:
+    # "/recallmesh.v1.MemoryService/Recall" -> ("recallmesh.v1.MemoryService", "Recall")
+    _, _, rest = full_method.partition("/")
+    service, _, method = rest.partition("/")
+    return service or "unknown", method or "unknown"
+
+
+def _code_name(code: Any) -> str:
+    if isinstance(code, grpc.StatusCode):
+        return code.name
+    if isinstance(code, int):
+        for candidate in grpc.StatusCode:
+            if candidate.value[0] == code:
+                return candidate.name
+    return "UNKNOWN"
+
+
+class ServerInterceptor(grpc.aio.ServerInterceptor):
+    """Times and counts every unary RPC and maps domain errors to statuses.
+
+    - RequestError subclasses abort with their code and message.
+    - Any other exception is logged with its traceback and answered as
+      INTERNAL with an opaque reference id: callers never see a stack trace.
+    """
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None:
+            return handler  # streaming (health Watch, reflection): left as is
+        service, method = _split_method(handler_call_details.method)
+        behavior = handler.unary_unary
+
+        async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            SERVER_STARTED.labels(service, method, "unary").inc()
+            start = time.perf_counter()
+            code = "OK"
+            try:
+                response = await behavior(request, context)
+                set_code = context.code()
+                if set_code is not None:
+                    code = _code_name(set_code)
+                return response
+            except RequestError as exc:
+                code = exc.code
+                await context.abort(getattr(grpc.StatusCode, exc.code), exc.message)
+            except grpc.aio.AbortError:
+                code = _code_name(context.code())
+                raise
+            except asyncio.CancelledError:
+                code = "CANCELLED"
+                raise
+            except Exception:
+                code = "INTERNAL"
+                ref = uuid.uuid4().hex[:12]
+                log.exception("unhandled error in %s/%s", service, method, extra={"ref": ref})
+                await context.abort(grpc.StatusCode.INTERNAL, f"internal error (ref {ref})")
+            finally:
+                elapsed = time.perf_counter() - start
+                SERVER_HANDLED.labels(service, method, "unary", code).inc()
+                SERVER_HANDLING_SECONDS.labels(service, method, "unary", code).observe(elapsed)
+
+        return grpc.unary_unary_rpc_method_handler(
+            wrapped,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
