@@ -3,7 +3,7 @@
   python -m benchmarks run --dataset DIR --configs NAME[,NAME...] --out OUTDIR [--limit N]
                            [--target host:port] [--skip-ingest]
   python -m benchmarks compare OUTDIR [--baseline lexical] [--metric recall@10]
-                               [--append-to docs/benchmarks.md]
+                               [--append-to benchmarks/reports/retrieval.md]
   python -m benchmarks configs
 
 `run` starts its own stack (or uses --target), ingests DIR through StoreBatch
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--baseline", default="lexical")
     c.add_argument("--metric", default="recall@10")
     c.add_argument("--append-to", type=Path, default=None,
-                   help="also append the report to this markdown file (e.g. docs/benchmarks.md)")
+                   help="also append the report to this markdown file (e.g. benchmarks/reports/retrieval.md)")
     c.add_argument("--summary-to", type=Path, default=None,
                    help="also write every configuration's settings and metrics (no per-query "
                    "rows) to this JSON file")

@@ -2,7 +2,7 @@
 from names of different concepts: the check behind RECALLMESH_CONCEPT_MERGE_THRESHOLD.
 
   python -m benchmarks.concept_names [--models all-MiniLM-L6-v2,nomic-embed-text-v1.5] \
-      [--report-to docs/benchmarks-concept-names.md]
+      [--report-to benchmarks/reports/concept-names.md]
 
 The indexer embeds each new concept name as a document and folds it into an existing
 concept when the cosine is at least the merge threshold. The threshold is only right for

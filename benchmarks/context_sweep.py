@@ -3,7 +3,7 @@
   python -m benchmarks.context_sweep dump --dataset ../shared/datasets/locomo \
       --out benchmarks/results/locomo/context_pool.json
   python -m benchmarks.context_sweep sweep --pools benchmarks/results/locomo/context_pool.json,...
-      [--json-to benchmarks/reports/context_sweep.json] [--report-to docs/benchmarks-context.md]
+      [--json-to benchmarks/reports/context_sweep.json] [--report-to benchmarks/reports/context.md]
 
 `dump` loads a dataset into its own stack (as the harness does; or, with `--target` and
 `--dsn`, into a running one, `--skip-ingest` when it is already loaded there), then asks the

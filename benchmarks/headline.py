@@ -2,7 +2,7 @@
 per question type, with the issue's targets checked.
 
   python -m benchmarks.headline [--results benchmarks/results] \
-      [--report-to docs/benchmarks-headline.md] [--json-to benchmarks/reports/headline.json]
+      [--report-to benchmarks/reports/headline.md] [--json-to benchmarks/reports/headline.json]
 
 Reads the per-query results `make bench-all` leaves in benchmarks/results/<dataset>/ (run it
 first). For each dataset: the best peer is the peer configuration (peer_*) with the highest
@@ -99,7 +99,7 @@ def headline(results_dir: Path) -> dict:
 
 
 SOURCE = ("`make bench-headline` (`python -m benchmarks.headline`, run by `make bench-all`) from "
-          "the per-query results of the runs in docs/benchmarks.md")
+          "the per-query results of the runs in benchmarks/reports/retrieval.md")
 
 
 def markdown(report: dict, source: str = SOURCE) -> str:

@@ -2,7 +2,7 @@
 
   python -m benchmarks.lever_replay --pools benchmarks/results/locomo/context_pool.json,... \
       --datasets ../shared/datasets [--manifest other_model/manifest.json] \
-      [--json-to benchmarks/reports/lever_replay.json] [--report-to docs/benchmarks-levers.md]
+      [--json-to benchmarks/reports/lever_replay.json] [--report-to benchmarks/reports/levers.md]
 
 `context_sweep dump` keeps each query's lexical top 100 from the real stack. Here every memory
 of the dev split and every query is embedded once with the served model (cached under
@@ -10,7 +10,7 @@ benchmarks/results/<dataset>/), so a vector list can be computed exactly (brute 
 query's namespace, top `leg depth`) and a lever that needs new vector searches can be replayed
 without a stack. Every row is the shipped default's setting (leg depth, lexical weight, context
 propagation) plus one lever, against the same replay without it ("exact default"); the served
-numbers are in docs/benchmarks.md. Levers:
+numbers are in benchmarks/reports/retrieval.md. Levers:
 
 - speaker boost: a memory whose speaker the query names (the record's `speaker` field, LoCoMo)
   gets its fused score x (1 + beta) before context propagation;

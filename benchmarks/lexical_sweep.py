@@ -1,7 +1,7 @@
 """The lexical leg's BM25 settings and a query stop list, swept on its SQL alone.
 
   python -m benchmarks.lexical_sweep [--datasets ../shared/datasets/locomo,...]
-      [--out benchmarks/reports/lexical_sweep.json] [--report-to docs/benchmarks-lexical.md]
+      [--out benchmarks/reports/lexical_sweep.json] [--report-to benchmarks/reports/lexical.md]
 
 Each dataset is loaded into a throwaway embedded Postgres (migrated schema, memories only: no
 embeddings, no services), and every query is ranked by the lexical leg's own SQL

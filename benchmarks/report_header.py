@@ -1,4 +1,4 @@
-"""Prints the fixed header of docs/benchmarks.md (`make bench` appends the reports)."""
+"""Prints the fixed header of benchmarks/reports/retrieval.md (`make bench` appends the reports)."""
 
 HEADER = """# Retrieval benchmarks
 
@@ -34,13 +34,13 @@ on these development splits, not untuned: its fusion method, `cc`, was chosen af
 on LoCoMo and SciFact in an earlier run of this report; its lexical ranking, BM25 with k1=0.9,
 b=0.4 (the setting the issue reported for bm25s), after `hybrid_cc_bm25t` beat LanceDB hybrid on
 all three sets in an earlier run (the k1 / b grid and the stop list are in
-docs/benchmarks-lexical.md); its context propagation (the memories stored right after / just before
+benchmarks/reports/lexical.md); its context propagation (the memories stored right after / just before
 each of the best 5 hits gain 0.3 / 0.2 of its score) from a grid replayed over saved candidate
-pools of all three sets with MiniLM (docs/benchmarks-context.md): LoCoMo gains from context where
+pools of all three sets with MiniLM (benchmarks/reports/context.md): LoCoMo gains from context where
 LongMemEval loses, and the setting chosen is the one that reaches 0.70 on LoCoMo while keeping
 LongMemEval within its interval of no context. Its embedding model, nomic-embed-text-v1.5, after a
-replay of the same pools with each catalogue model (docs/benchmarks-model-replay.md) and served
-runs on LoCoMo and SciFact (docs/benchmarks-model-nomic-embed-text-v1.5.md); its lexical weight,
+replay of the same pools with each catalogue model (benchmarks/reports/model-replay.md) and served
+runs on LoCoMo and SciFact (benchmarks/reports/model-nomic-embed-text-v1.5.md); its lexical weight,
 0.7, from the same replay (weights 0.5 to 1.7): level with 1 on LoCoMo and SciFact, ahead on
 LongMemEval. `default_lw1` and `default_lw1.7` below are the default at weight 1 and at 1.7 (the
 weight MiniLM, the earlier default, wanted); an explicit lexical weight is kept for advice
@@ -53,7 +53,7 @@ send the same requests. It was built to close the one target of issue 7 still op
 against LanceDB hybrid, and rests on 21 questions of one dataset: the held-out split is where it
 has to hold. How the rows below were run: one stack, one sitting, every configuration by
 `python -m benchmarks run --target --skip-ingest` against it. LoCoMo and LongMemEval were loaded
-into that stack's data folder in an earlier sitting (the load behind docs/benchmarks-bm25.md,
+into that stack's data folder in an earlier sitting (the load behind benchmarks/reports/bm25.md,
 where `default` and LanceDB hybrid reproduced the earlier report's numbers to the third decimal),
 SciFact in this one; the concept extractor was off for most of the load
 (`RECALLMESH_CONCEPT_EXTRACTOR=none`), which touches only the graph leg, and no configuration
@@ -62,12 +62,12 @@ that of the report's previous run (e.g. LanceDB hybrid on SciFact, p95 101 again
 all three sets in one database and one machine of the same kind: compare latencies within a run,
 not across runs. LoCoMo ran the same configurations as the other two sets (`make bench` alone runs
 every configuration); the graph configurations and the other MiniLM-era ablations are in
-docs/benchmarks-model-all-MiniLM-L6-v2.md.
+benchmarks/reports/model-all-MiniLM-L6-v2.md.
 Levers measured and not kept (a speaker boost, vector pseudo-relevance feedback, a second hop in
 embedding space, chunked vectors for long memories, a per-query lexical weight routed by either
-leg's top-two margin) are replayed on the same pools in docs/benchmarks-levers.md.
+leg's top-two margin) are replayed on the same pools in benchmarks/reports/levers.md.
 BM25 k1 / b inside the default (six settings, served on LoCoMo and LongMemEval next to the
-default on one load) are in docs/benchmarks-bm25.md: none beats 0.9 / 0.4 (LongMemEval -0.003 to
+default on one load) are in benchmarks/reports/bm25.md: none beats 0.9 / 0.4 (LongMemEval -0.003 to
 -0.007, LoCoMo within ±0.002).
 `hybrid_cc_bm25t_ctx` and `hybrid_cc_bm25t_l1.7` below are its two levers alone. The default also
 raises memories created inside a time window the query names ("last Saturday"), read against the
@@ -78,7 +78,7 @@ are stored by StoreBatch, milliseconds apart, so context applies there only acro
 (10 pairs of 5,183 abstracts; by design: see docs/architecture.md). The graph node cap (10,000) was
 picked on SciFact dev for speed, at 98.7% agreement of the top 10 with a 50,000 cap; the concept
 merge threshold (0.84 with nomic-embed-text-v1.5) from a probe of name pairs
-(docs/benchmarks-concept-names.md). The default's legs are lexical and vector, so the threshold
+(benchmarks/reports/concept-names.md). The default's legs are lexical and vector, so the threshold
 does not touch its numbers; it matters to the graph configurations. The held-out parts of each
 dataset are for checking such choices. Between two loads of the same data the numbers move: memory
 ids (the last tie-break) are random UUIDs, and the HNSW index and the concept graph depend on the

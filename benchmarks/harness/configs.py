@@ -100,11 +100,11 @@ def _cc_bm25t(name: str, description: str, **fusion) -> Config:
 
 
 GRAPH_WEIGHTS = (0.2, 0.35, 0.5, 1.0)
-# BM25 (k1, b) tried inside the default's fusion (docs/benchmarks-bm25.md).
+# BM25 (k1, b) tried inside the default's fusion (benchmarks/reports/bm25.md).
 BM25_CANDIDATES = ((1.2, 0.75), (1.2, 0.5), (1.5, 0.75), (0.9, 0.75), (1.2, 0.9), (2.0, 0.75))
 BM25_CONFIG_NAMES = tuple(f"default_k{k1:g}_b{b:g}" for k1, b in BM25_CANDIDATES)
 
-# Context propagation as swept (docs/benchmarks-context.md): hits, next and prev shares.
+# Context propagation as swept (benchmarks/reports/context.md): hits, next and prev shares.
 CONTEXT = {"context_hits": 5, "context_next_weight": 0.3, "context_prev_weight": 0.2}
 
 CONFIGS: dict[str, Config] = {c.name: c for c in (

@@ -8,7 +8,7 @@ optionally haystacks.jsonl (query_id, session_ids, timestamps). Scope rule:
     exactly its sessions' memories (a memory in several haystacks is stored
     once per haystack, identically);
   * otherwise: one namespace for the whole corpus.
-What is stored, identically for every configuration (see docs/benchmarks.md):
+What is stored, identically for every configuration (see benchmarks/reports/retrieval.md):
   * content: "<speaker>: <text>" when the record has a speaker, plus
     " [shared image: <caption>]" when it has an image caption; "<title>\\n<text>"
     when it has a title; else the text. Cut to the API's 32 KiB limit.

@@ -15,7 +15,7 @@ about nature lately"), told earlier in other words than the question's. So the r
 - turns the time-window boost off: a time an advice request names ("this weekend",
   "tonight") is when the plan happens, not when the memory was told.
 
-Measured on the LongMemEval development split (docs/benchmarks.md): the rule fires on 21 of
+Measured on the LongMemEval development split (benchmarks/reports/retrieval.md): the rule fires on 21 of
 its 22 single-session-preference questions and on none of its other 233 questions, and on
 none of LoCoMo's 1,033 or SciFact's 809 queries.
 

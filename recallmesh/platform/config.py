@@ -156,17 +156,17 @@ class ServerConfig:
 
 # Default fusion weight per leg (RECALLMESH_LEG_WEIGHTS overrides); others get 1.0.
 # lexical 0.7: with nomic-embed-text-v1.5 the vector leg is the stronger one. Replayed on the
-# three dev splits (docs/benchmarks-model-replay.md), 0.7 was level with 1 on LoCoMo and SciFact
-# and ahead on LongMemEval; served, `default_lw0.7` against `default_lw1` in docs/benchmarks.md.
-# MiniLM wanted 1.7 (docs/benchmarks-context.md). The ablation configurations pin their own.
+# three dev splits (benchmarks/reports/model-replay.md), 0.7 was level with 1 on LoCoMo and SciFact
+# and ahead on LongMemEval; served, `default_lw0.7` against `default_lw1` in benchmarks/reports/retrieval.md.
+# MiniLM wanted 1.7 (benchmarks/reports/context.md). The ablation configurations pin their own.
 DEFAULT_LEG_WEIGHTS = {"lexical": 0.7, "vector": 1.0, "graph": 0.35}
 FUSION_METHODS = ("rrf", "cc", "cc_bounded")
 # The name-embedding cosine at which a new surface form joins an existing concept. It depends on
 # the model's cosine scale: 0.84 for nomic-embed-text-v1.5 (the default), 0.78 for MiniLM
-# (docs/benchmarks-concept-names.md); RECALLMESH_CONCEPT_MERGE_THRESHOLD overrides.
+# (benchmarks/reports/concept-names.md); RECALLMESH_CONCEPT_MERGE_THRESHOLD overrides.
 DEFAULT_CONCEPT_MERGE_THRESHOLD = 0.84
 # Convex combination of min-max normalised scores: on the dev benchmarks it beat weighted RRF
-# on LoCoMo and SciFact and tied on LongMemEval (docs/benchmarks.md, issue 7).
+# on LoCoMo and SciFact and tied on LongMemEval (benchmarks/reports/retrieval.md, issue 7).
 DEFAULT_FUSION_METHOD = "cc"
 
 
@@ -214,7 +214,7 @@ class FusionDefaults:
 LEGS_NEEDING_VECTOR = frozenset({"vector", "graph"})
 # The legs a gateway fans out to unless RECALLMESH_LEGS says otherwise. The graph leg runs
 # in every stack but is not among them: on the dev benchmarks it did not earn its place
-# (docs/benchmarks.md); RECALLMESH_LEGS=lexical,vector,graph turns it on.
+# (benchmarks/reports/retrieval.md); RECALLMESH_LEGS=lexical,vector,graph turns it on.
 DEFAULT_LEGS = "lexical,vector"
 ALL_LEGS = "lexical,vector,graph"
 # Most memories a graph search may be seeded with (SearchRequest.seed_memory_ids).
@@ -328,7 +328,7 @@ class LexicalSettings:
     # broaden step from flooding a short AND result with one-word noise.
     or_min_rank: float = 0.01
     # BM25 (k1 0.9, b 0.4) by default: it beat ts_rank in every fused configuration measured
-    # (docs/benchmarks.md); "ts_rank" is the faithful Postgres full-text baseline.
+    # (benchmarks/reports/retrieval.md); "ts_rank" is the faithful Postgres full-text baseline.
     ranking: str = "bm25"
     bm25_k1: float = 0.9
     bm25_b: float = 0.4
