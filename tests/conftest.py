@@ -157,3 +157,11 @@ def scratch_database(admin_dsn: str) -> Iterator[str]:
 def scratch_dsn(admin_dsn: str) -> Iterator[str]:
     with scratch_database(admin_dsn) as url:
         yield url
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything under tests/integration talks to a real Postgres and real gRPC servers:
+    marked so, whether or not the file says it (`pytest -m "not integration"` runs the rest)."""
+    for item in items:
+        if "integration" in Path(str(item.path)).relative_to(Path(__file__).parent).parts[:1]:
+            item.add_marker(pytest.mark.integration)

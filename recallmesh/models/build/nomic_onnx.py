@@ -24,7 +24,7 @@ with rotary_emb_interleaved=False):
 Checked against a float64 numpy forward pass (max abs diff ~5e-6 on short inputs,
 cosine 1.0 of pooled vectors up to 2,048 tokens) and against fastembed's published test
 vector for nomic-embed-text-v1.5 ("hello world": max diff 7e-4, the f16 weights' rounding;
-the interleaved rotary convention misses it by 0.58). tests/test_nomic_onnx.py checks the
+the interleaved rotary convention misses it by 0.58). tests/unit/test_nomic_onnx.py checks the
 graph against a numpy forward pass on a tiny GGUF file written in the test.
 
 Usage

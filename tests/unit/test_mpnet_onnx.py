@@ -1,4 +1,5 @@
-"""The torch-free MPNet exporter (recallmesh/models/build/mpnet_onnx.py) on a tiny random checkpoint:
+"""The torch-free MPNet exporter (recallmesh/models/build/mpnet_onnx.py) on a tiny random
+checkpoint:
 the ONNX graph against a plain numpy forward pass of the same weights (written from the
 Hugging Face MPNet definition), padding that does not change real tokens, and byte-identical
 builds."""

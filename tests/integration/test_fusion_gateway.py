@@ -12,7 +12,7 @@ import pytest
 from recallmesh.platform.config import DEFAULT_FUSION_METHOD
 from recallmesh.v1 import memory_pb2
 from tests.helpers import expect_status, recall
-from tests.test_degraded import lexical_ranking
+from tests.integration.test_degraded import lexical_ranking
 
 pytestmark = pytest.mark.integration
 
@@ -95,7 +95,8 @@ def test_dead_vector_leg_falls_back_to_lexical_then_recovers(stack, gateway, ns)
         assert hit_ids(response) == lexical_ranking(stack, ns, EXACT_QUERY, 10)
     finally:
         stack.start_service("vector")
-    # The gateway's channel retries a dead peer at most every 500 ms (recallmesh/platform/server.py):
+    # The gateway's channel retries a dead peer at most every 500 ms
+    # (recallmesh/platform/server.py):
     # once that has passed, the next recall reaches the restarted leg.
     time.sleep(0.6)
     response = recall(gateway, ns, EXACT_QUERY)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import given
@@ -14,8 +13,6 @@ from hypothesis import strategies as st
 
 from recallmesh.fusion.core import Contribution, FusedCandidate
 from recallmesh.gateway.time_window import TIME_WINDOW_LEG, TimeWindow, boost, resolve
-from recallmesh.v1 import memory_pb2
-from tests.helpers import expect_status, recall
 
 REF = datetime(2023, 3, 9, 15, 47, tzinfo=UTC)  # a Thursday
 
@@ -97,15 +94,6 @@ def test_boost_off_or_outside_keeps_the_fused_order():
 # Through the gateway: a concert told of in a weaker wording, stored on the Saturday before
 # the question, against a better worded one from a month earlier.
 SATURDAY = day("2025-03-01T18:00")
-MEMORIES = [  # (created, content)
-    (day("2025-02-01T18:00"), "I went to the concert with Ben, the concert was loud"),
-    (SATURDAY, "Anna came along to the show with me and the music was great"),
-    (day("2025-01-10T09:00"), "Concert tickets are expensive this year"),
-    (day("2025-01-11T09:00"), "The garden needs water every morning"),
-    (day("2025-01-12T09:00"), "Pottery class was fun, I made a bowl"),
-]
-QUESTION = "Who did I go to the concert with last Saturday?"
-ASKED = day("2025-03-05T12:00")  # a Wednesday
 
 
 def stamp(value: datetime) -> Timestamp:
@@ -114,60 +102,3 @@ def stamp(value: datetime) -> Timestamp:
     return ts
 
 
-@pytest.fixture
-def concerts(gateway, ns) -> list[str]:
-    return list(gateway.StoreBatch(memory_pb2.StoreBatchRequest(
-        namespace=ns, memories=[memory_pb2.Memory(content=c, created_at=stamp(t))
-                                for t, c in MEMORIES],
-        index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=30000)), timeout=60).ids)
-
-
-@pytest.mark.integration
-def test_a_memory_from_the_named_day_is_raised_and_explained(gateway, ns, concerts):
-    plain = recall(gateway, ns, QUESTION, reference_time=stamp(ASKED),
-                   fusion=memory_pb2.FusionOverrides(time_boost=0.0))
-    assert plain.hits[0].memory.id == concerts[0]  # the better wording wins without a window
-    assert not plain.HasField("time_window")
-    response = recall(gateway, ns, QUESTION, reference_time=stamp(ASKED), explain=True,
-                      fusion=memory_pb2.FusionOverrides(time_boost=5.0))
-    assert response.hits[0].memory.id == concerts[1]
-    window = response.time_window
-    assert (window.phrase, window.boosted) == ("last saturday", 1)
-    assert window.start.ToDatetime(UTC) < SATURDAY < window.end.ToDatetime(UTC)
-    boosted = [c for c in response.hits[0].legs if c.leg == TIME_WINDOW_LEG]
-    before = [h.memory.id for h in plain.hits].index(concerts[1]) + 1
-    assert [(c.rank, c.reason) for c in boosted] == [
-        (before, f"created inside 'last saturday' (fused rank {before} before the boost)")]
-    assert boosted[0].score == pytest.approx(5.0 * plain.hits[before - 1].score)
-
-
-@pytest.mark.integration
-def test_without_a_reference_time_the_server_clock_is_used(gateway, ns, concerts):
-    # Read against today, "last Saturday" is long after these memories: nothing is raised.
-    response = recall(gateway, ns, QUESTION, fusion=memory_pb2.FusionOverrides(time_boost=2.0))
-    assert response.time_window.phrase == "last saturday"
-    assert response.time_window.boosted == 0
-    assert response.time_window.end.ToDatetime(UTC) > datetime(2025, 12, 1, tzinfo=UTC)
-    assert response.hits[0].memory.id == concerts[0]
-    # One contributing leg keeps its own order (the exact lexical fallback): no window.
-    alone = recall(gateway, ns, QUESTION, reference_time=stamp(ASKED),
-                   fusion=memory_pb2.FusionOverrides(time_boost=5.0, skip_legs=["vector"]))
-    assert not alone.HasField("time_window")
-    # sort_by recency bypasses fusion, and with it the window.
-    newest = recall(gateway, ns, QUESTION, reference_time=stamp(ASKED),
-                    sort_by=memory_pb2.SORT_BY_RECENCY)
-    assert not newest.HasField("time_window")
-
-
-@pytest.mark.integration
-def test_bad_time_boost_and_reference_time_are_invalid(gateway, ns):
-    for value in (-0.5, 10.5, float("nan")):
-        detail = expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Recall,
-                               memory_pb2.RecallRequest(
-                                   namespace=ns, query="x",
-                                   fusion=memory_pb2.FusionOverrides(time_boost=value)))
-        assert "fusion.time_boost must be within [0, 10]" in detail
-    detail = expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Recall,
-                           memory_pb2.RecallRequest(namespace=ns, query="x",
-                                                    reference_time=Timestamp(seconds=2**40)))
-    assert "reference_time is outside the supported range" in detail

@@ -66,7 +66,7 @@ def test_dump_against_a_running_stack_then_again_without_loading(stack, tmp_path
     gives the same pools; neighbours come from this load's namespaces only."""
     from benchmarks.context_sweep import dump
     from benchmarks.harness.data import load
-    from tests.test_benchmark_harness import FIXTURE
+    from tests.unit.test_benchmark_harness import FIXTURE
 
     first, second = tmp_path / "first.json", tmp_path / "second.json"
     dump(FIXTURE, first, None, stack.endpoints["gateway"], stack.dsn, namespace_tag="dump1")

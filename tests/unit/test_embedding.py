@@ -7,7 +7,6 @@ import json
 import time
 from pathlib import Path
 
-import grpc
 import numpy as np
 import pytest
 from hypothesis import given
@@ -18,8 +17,6 @@ from recallmesh.embedding.batching import MicroBatcher
 from recallmesh.embedding.core import Embedded, OnnxEmbedder
 from recallmesh.models.manifest import ModelManifest
 from recallmesh.platform.config import ConfigError
-from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
-from tests.helpers import expect_status
 
 PARAPHRASE_QUERY = "what UI library do they like?"
 PARAPHRASE_MEMORY = "Prefers Svelte for frontend work"
@@ -237,54 +234,3 @@ async def test_close_answers_every_waiting_caller():
 # ----------------------------------------------------------------- gRPC service
 
 
-@pytest.fixture(scope="module")
-def embedder_stub(stack):
-    with grpc.insecure_channel(stack.endpoints["embedding"]) as channel:
-        yield embedder_pb2_grpc.EmbedderServiceStub(channel)
-
-
-def embed(stub, texts, kind=embedder_pb2.EMBED_KIND_QUERY) -> np.ndarray:
-    response = stub.Embed(embedder_pb2.EmbedRequest(texts=texts, kind=kind), timeout=30)
-    return np.array([list(e.values) for e in response.embeddings])
-
-
-@pytest.mark.integration
-def test_grpc_batch_of_32_equals_32_single_calls(embedder_stub, manifest):
-    texts = [f"memory {i}: " + "the user mentioned something " * (i % 5) for i in range(32)]
-    batch = embed(embedder_stub, texts, embedder_pb2.EMBED_KIND_DOCUMENT)
-    singles = np.vstack([embed(embedder_stub, [t], embedder_pb2.EMBED_KIND_DOCUMENT)
-                         for t in texts])
-    assert batch.shape == (32, manifest.dimension)
-    assert np.abs(batch - singles).max() < 1e-5
-
-
-@pytest.mark.integration
-def test_grpc_identical_texts_identical_vectors(embedder_stub):
-    a, b = embed(embedder_stub, ["same text", "same text"])
-    assert np.array_equal(a, b)
-    assert np.array_equal(a, embed(embedder_stub, ["same text"])[0])
-
-
-@pytest.mark.integration
-def test_model_info_reports_the_provider_in_use(embedder_stub, manifest):
-    info = embedder_stub.ModelInfo(embedder_pb2.ModelInfoRequest(), timeout=10)
-    assert info.model_id == manifest.model_id == "nomic-embed-text-v1.5-onnx-fp32"  # the default
-    assert (info.dimension, info.max_tokens, info.precision) == (768, 512, "fp32")
-    assert info.provider in (core.CPU, core.CUDA)
-    assert info.max_texts_per_call == 256
-
-
-@pytest.mark.integration
-def test_bad_embed_calls_are_invalid_argument(embedder_stub):
-    expect_status(grpc.StatusCode.INVALID_ARGUMENT, embedder_stub.Embed,
-                  embedder_pb2.EmbedRequest(texts=[]))
-    details = expect_status(grpc.StatusCode.INVALID_ARGUMENT, embedder_stub.Embed,
-                            embedder_pb2.EmbedRequest(texts=["x"] * 257))
-    assert "at most 256" in details
-
-
-@pytest.mark.integration
-def test_grpc_truncation_is_reported(embedder_stub):
-    response = embedder_stub.Embed(
-        embedder_pb2.EmbedRequest(texts=["long " * 5000, "short"]), timeout=30)
-    assert response.truncated == 1 and len(response.embeddings) == 2

@@ -12,7 +12,7 @@ from recallmesh.platform.migrations import apply_migrations
 
 pytestmark = pytest.mark.integration
 
-FIXTURE = Path(__file__).parent / "fixtures" / "bench_tiny"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "bench_tiny"
 
 
 def test_postings_rank_like_unnesting_and_every_variant_runs(scratch_dsn):

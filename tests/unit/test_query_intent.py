@@ -13,9 +13,7 @@ from hypothesis import strategies as st
 from recallmesh.api.validation import FusionRequest, RecallQuery
 from recallmesh.gateway.query_intent import ADVICE, ADVICE_LEXICAL_WEIGHT, Route, route
 from recallmesh.platform.config import FusionDefaults
-from recallmesh.v1 import memory_pb2
-from tests.helpers import recall
-from tests.test_recall_core import context_recaller, mid
+from tests.unit.test_recall_core import context_recaller, mid
 
 
 @pytest.mark.parametrize("query, phrase", [
@@ -115,20 +113,3 @@ async def test_routing_is_off_per_request_per_deployment_and_for_recency():
     assert r.route(query(intent_routing=True))[1] is not None  # a request may still ask
 
 
-@pytest.mark.integration
-def test_the_response_names_the_intent_and_the_vector_leg_leads(gateway, ns):
-    ids = list(gateway.StoreBatch(memory_pb2.StoreBatchRequest(
-        namespace=ns, memories=[
-            memory_pb2.Memory(content="I have been growing tomatoes and basil on my balcony"),
-            memory_pb2.Memory(content="Garden tips from the newsletter: any tips welcome"),
-        ], index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=30000)), timeout=60).ids)
-    question = "What should I plant next? Any tips for my garden?"
-    routed = recall(gateway, ns, question, explain=True)
-    assert (routed.intent.name, routed.intent.phrase) == ("advice", "should i")
-    assert not routed.degraded
-    plain = recall(gateway, ns, question, explain=True,
-                   fusion=memory_pb2.FusionOverrides(intent_routing=False))
-    assert not plain.HasField("intent")
-    assert {h.memory.id for h in routed.hits} == set(ids)  # lexical hits stay in the pool
-    fact = recall(gateway, ns, "Which herbs grow on the balcony?")
-    assert not fact.HasField("intent")
