@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--baseline", default="lexical")
     c.add_argument("--metric", default="recall@10")
     c.add_argument("--append-to", type=Path, default=None,
-                   help="also append the report to this markdown file (e.g. benchmarks/reports/retrieval.md)")
+                   help="also append the report to this markdown file "
+                   "(e.g. benchmarks/reports/retrieval.md)")
     c.add_argument("--summary-to", type=Path, default=None,
                    help="also write every configuration's settings and metrics (no per-query "
                    "rows) to this JSON file")

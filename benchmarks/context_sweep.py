@@ -14,10 +14,11 @@ rules (RECALLMESH_CONTEXT_WINDOW_S, _MIN_GAP_MS, no timestamp ties; no filters).
 
 `sweep` replays each pool under every setting of the grid with the gateway's own code:
 `recallmesh.fusion.core.fuse` (convex combination over each leg's top `depth`, lexical weight
-`w`, vector 1) and `recallmesh.gateway.recall.propagate_context` (n hits, next / prev
-weights), without
-the exact-match bonus (a pool does not record it). The dump also keeps the top 10 the gateway
-served for the baseline (`hybrid_cc_bm25t`), and the report says how often the replay matches
+`w`, vector 1), `recallmesh.gateway.stages.contributing_legs` (the rule for when
+refinements apply) and `recallmesh.gateway.stages.propagate_context` (n hits, next / prev
+weights), without the exact-match bonus (a pool does not record it). The dump also keeps
+the top 10 the gateway served for the baseline (`hybrid_cc_bm25t`), and the report says how often
+the replay matches
 it; a replay takes milliseconds, so the grid (hundreds of settings) needs no stack. The chosen
 setting is then run through the real stack by the harness (`make bench-all`). It prints, per
 dataset, the best settings and the shipped default with paired bootstrap CIs against the
@@ -44,10 +45,11 @@ from benchmarks.harness.runner import gateway_legs, git_commit, ingest, settle
 from benchmarks.harness.stats import paired_bootstrap
 from recallmesh.api.validation import MAX_BUDGET_MS
 from recallmesh.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList, fuse
-from recallmesh.gateway.recall import propagate_context
-from recallmesh.platform.config import ALL_LEGS, GatewaySettings
+from recallmesh.gateway.stages import contributing_legs, propagate_context
+from recallmesh.platform.config import ALL_LEGS
 from recallmesh.platform.db import resolve_dsn
 from recallmesh.platform.supervisor import Stack, free_port_env
+from recallmesh.policy import RecallPolicy
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 
 K = 10
@@ -63,9 +65,9 @@ PRIMARY = {"scifact": "ndcg@10"}  # the metric each dataset is judged by (recall
 
 def default_setting() -> tuple[int, float, int, float, float]:
     """What a deployment serves with no settings, as a grid point."""
-    gw = GatewaySettings.from_env()
-    return (gw.leg_depth, gw.fusion.weights.get("lexical", 1.0), gw.context_hits,
-            gw.context_next_weight, gw.context_prev_weight)
+    policy = RecallPolicy.from_env()
+    return (policy.leg_depth, policy.weight("lexical"), policy.context_hits,
+            policy.context_next_weight, policy.context_prev_weight)
 
 
 def adjacency(rows: list[tuple[str, str, float]], window_s: float,
@@ -96,7 +98,7 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
     harness's) and dump every pool."""
     ds = load(dataset_dir, limit)
     ds.namespace_tag = namespace_tag
-    gw = GatewaySettings.from_env()
+    policy = RecallPolicy.from_env()
 
     def pools(gateway: str, database: str, load_first: bool) -> tuple[dict, list, list]:
         with grpc.insecure_channel(gateway) as channel:
@@ -147,8 +149,8 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
                 ingest_info, queries, rows = pools(stack.endpoints["gateway"], stack.dsn, True)
             finally:
                 stack.stop()
-    after, before = adjacency([(r[0], r[1], r[2]) for r in rows], gw.context_window_s,
-                              gw.context_min_gap_ms / 1000)
+    after, before = adjacency([(r[0], r[1], r[2]) for r in rows], policy.context_window_s,
+                              policy.context_min_gap_ms / 1000)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "dataset": ds.name, "git_commit": git_commit(), "ingest": ingest_info,
@@ -174,13 +176,14 @@ def fuse_cc(lists: list[LegList]) -> list[FusedCandidate]:
 def fuse_and_propagate(pool: dict, lists: list[LegList], n: int, next_w: float,
                        prev_w: float, adjust: Callable | None = None) -> list[str]:
     """What the gateway serves from these lists: cc fusion (no importance prior, no exact-match
-    bonus), then context propagation when more than one leg contributed. `adjust` (fused ->
+    bonus), then context propagation when more than one leg contributed (the gateway's own
+    rule, stages.contributing_legs: weight > 0 and a candidate). `adjust` (fused ->
     fused, ranked) lets a replayed lever rescore the fused list before propagation."""
     fused = fuse_cc(lists)
     if adjust is not None:
         fused = adjust(fused)
     top = fused[:K]
-    if n > 0 and sum(1 for x in lists if x.candidates) > 1:
+    if n > 0 and contributing_legs(lists) > 1:
         top, _ = propagate_context(fused, top, pool["next"], pool["prev"], n, next_w, prev_w, K)
     return [c.memory_id for c in top]
 

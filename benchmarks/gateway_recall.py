@@ -34,8 +34,8 @@ from pathlib import Path
 import grpc
 
 from benchmarks.common import percentile
-from recallmesh.platform.config import DEFAULT_FUSION_METHOD
 from recallmesh.platform.supervisor import Stack, free_port_env
+from recallmesh.policy import RecallPolicy
 from recallmesh.v1 import (
     embedder_pb2,
     embedder_pb2_grpc,
@@ -275,7 +275,7 @@ def main() -> None:
         "one_leg_hanging": hang,
         "graph_leg_direct": graph_direct,
     }
-    method = os.environ.get("RECALLMESH_FUSION_METHOD", DEFAULT_FUSION_METHOD)
+    method = RecallPolicy.from_env().method
     result["fusion_method"] = method
     print(f"\nrecall over legs {args.legs} ({method} via the fusion service), {len(texts)} "
           "memories, "

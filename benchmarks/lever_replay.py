@@ -29,8 +29,9 @@ numbers are in benchmarks/reports/retrieval.md. Levers:
   top two scores (1.2 + c x (s1 - s2) / s1: a decisive lexical match weighs more), or from the
   margin between the vector leg's top two cosines (max(0.5, default - c x (cos1 - cos2)): a
   decisive vector match lets lexical weigh less);
-- time window (the gateway's own code, recallmesh/gateway/time_window.py): where the query names a time
-  relative to its reference time (LongMemEval's question date; LoCoMo and SciFact queries
+- time window (the gateway's own code, recallmesh/gateway/time_window.py): where the query
+  names a time relative to its reference time (LongMemEval's question date; LoCoMo and SciFact
+  queries
   carry none), the fused candidates created inside that window get score x (1 + boost)
   before context propagation. Shown at several boosts, compared with boost 0 (the default
   replay without the window).

@@ -2,7 +2,8 @@
 
   python -m benchmarks.model_replay --models nomic-embed-text-v1.5[,all-mpnet-base-v2] \
       --pools benchmarks/results/locomo/context_pool.json,... --datasets ../shared/datasets \
-      [--json-to benchmarks/reports/model_replay.json] [--report-to benchmarks/reports/model-replay.md]
+      [--json-to benchmarks/reports/model_replay.json] \
+      [--report-to benchmarks/reports/model-replay.md]
 
 A served comparison loads each dataset into a stack per model (LongMemEval's 62,201 turns
 take an hour with a 768-dimension model on a 2-core CPU). The replay instead embeds every

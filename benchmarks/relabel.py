@@ -5,14 +5,14 @@ one of its configurations ran with, instead of loading the dataset again.
 
 A configuration that differs from `default` only in settings the deployment now has as its
 defaults (the same legs, per-leg weights equal to
-recallmesh.platform.config.DEFAULT_LEG_WEIGHTS, nothing else set; no lexical weight at all,
+recallmesh.policy.DEFAULT_LEG_WEIGHTS, nothing else set; no lexical weight at all,
 since query-intent routing sets that one only when a request
 leaves it unset) asks the gateway for exactly what `default` now gets with no overrides, so its
 ranking is the same query by query. `OUTDIR/<from>.json` becomes `OUTDIR/default.json`, and the
 old `default.json` (run under the previous deployment default) becomes `<displaced-as>.json`.
 The first half is checked here. The second is the caller's word: a result file does not hold
 the gateway's defaults, so each moved file gets a `relabelled` entry with the name it ran under
-and its git commit, which a reader can check against that commit's recallmesh/platform/config.py. Nothing
+and its git commit, which a reader can check against that commit's recallmesh/policy.py. Nothing
 is moved unless every folder has both files.
 """
 
@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import fields
 from pathlib import Path
 
 from benchmarks.harness.configs import CONFIGS, Config
-from recallmesh.platform.config import DEFAULT_LEG_WEIGHTS, DEFAULT_LEGS
+from recallmesh.platform.config import DEFAULT_LEGS
+from recallmesh.policy import DEFAULT_LEG_WEIGHTS
 
 TARGET = "default"
 
@@ -35,13 +35,12 @@ def same_as_default(config: Config) -> bool:
     legs = tuple(DEFAULT_LEGS.split(","))
     if config.legs != legs:
         return False
+    if config.fusion.values:  # a setting pinned
+        return False
     if "lexical" in config.weights:  # the intent route sets the lexical weight only when unset
         return False
-    if any(config.weights.get(leg, DEFAULT_LEG_WEIGHTS.get(leg, 1.0))
-           != DEFAULT_LEG_WEIGHTS.get(leg, 1.0) for leg in legs):
-        return False
-    untouched = Config(config.name, config.description, config.legs, weights=config.weights)
-    return all(getattr(config, f.name) == getattr(untouched, f.name) for f in fields(Config))
+    return all(config.weights.get(leg, DEFAULT_LEG_WEIGHTS.get(leg, 1.0))
+               == DEFAULT_LEG_WEIGHTS.get(leg, 1.0) for leg in legs)
 
 
 def missing(folder: Path, source: str) -> list[Path]:

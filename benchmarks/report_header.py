@@ -34,8 +34,9 @@ on these development splits, not untuned: its fusion method, `cc`, was chosen af
 on LoCoMo and SciFact in an earlier run of this report; its lexical ranking, BM25 with k1=0.9,
 b=0.4 (the setting the issue reported for bm25s), after `hybrid_cc_bm25t` beat LanceDB hybrid on
 all three sets in an earlier run (the k1 / b grid and the stop list are in
-benchmarks/reports/lexical.md); its context propagation (the memories stored right after / just before
-each of the best 5 hits gain 0.3 / 0.2 of its score) from a grid replayed over saved candidate
+benchmarks/reports/lexical.md); its context propagation (the memories stored right after /
+just before each of the best 5 hits gain 0.3 / 0.2 of its score) from a grid replayed over saved
+candidate
 pools of all three sets with MiniLM (benchmarks/reports/context.md): LoCoMo gains from context where
 LongMemEval loses, and the setting chosen is the one that reaches 0.70 on LoCoMo while keeping
 LongMemEval within its interval of no context. Its embedding model, nomic-embed-text-v1.5, after a
@@ -44,8 +45,9 @@ runs on LoCoMo and SciFact (benchmarks/reports/model-nomic-embed-text-v1.5.md); 
 0.7, from the same replay (weights 0.5 to 1.7): level with 1 on LoCoMo and SciFact, ahead on
 LongMemEval. `default_lw1` and `default_lw1.7` below are the default at weight 1 and at 1.7 (the
 weight MiniLM, the earlier default, wanted); an explicit lexical weight is kept for advice
-requests too (see below). Its query-intent routing (recallmesh/gateway/query_intent.py: a request for advice,
-"any tips?", "can you recommend...", "should I...", is fused with the lexical leg at 0.1, without
+requests too (see below). Its query-intent routing (recallmesh/gateway/query_intent.py: a
+request for advice, "any tips?", "can you recommend...", "should I...", is fused with the lexical
+leg at 0.1, without
 context and without a time window) after a replay of LongMemEval's candidate pool: the rule fires
 on 21 of LongMemEval's 22 single-session-preference questions and on no other question of the
 three sets, so on LoCoMo and SciFact `default` and `default_no_intent` (the default without it)

@@ -242,6 +242,14 @@ def cmd_recall(args: argparse.Namespace) -> int:
     if args.reference_time:
         request.reference_time.CopyFrom(
             _timestamp(args.reference_time, "--reference-time", "recall"))
+    if args.set:
+        from recallmesh.platform.errors import InvalidArgument
+        from recallmesh.policy import Overrides
+
+        try:
+            Overrides.parse(args.set).to_proto(request.fusion)
+        except InvalidArgument as exc:
+            raise InputError(exc.message) from None
     with channel:
         response = stub.Recall(request, timeout=args.timeout)
     if args.json:
@@ -250,6 +258,34 @@ def cmd_recall(args: argparse.Namespace) -> int:
         print(MessageToJson(response))
     else:
         print_recall(response, args.explain)
+    return 0
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    """Every recall setting (recallmesh/policy.py): its built-in default, the value this
+    environment gives it, its variable and whether a request may override it."""
+    from recallmesh.platform.config import ConfigError, LexicalSettings
+    from recallmesh.policy import LEG_WEIGHTS_ENV, RecallPolicy
+
+    try:
+        deployment, lexical = RecallPolicy.from_env(), LexicalSettings.from_env()
+    except ConfigError as exc:
+        raise InputError(str(exc)) from None
+    built_in, lexical_built_in = RecallPolicy(), LexicalSettings()
+    table = Table(title="recall settings (request > intent route > environment > built-in)")
+    for column in ("setting", "built-in", "this environment", "variable", "per request"):
+        table.add_column(column)
+    for name, (spec, _) in RecallPolicy.specs().items():
+        if spec.owner == "lexical":  # read by the lexical leg from its own environment
+            field = name.removeprefix("lexical_")
+            values = getattr(lexical_built_in, field), getattr(lexical, field)
+        else:
+            values = getattr(built_in, name), getattr(deployment, name)
+        table.add_row(name, *map(str, values), spec.env or "",
+                      f"fusion.{name}" if spec.proto else "no")
+    table.add_row("weights", str(dict(built_in.weights)), str(dict(deployment.weights)),
+                  LEG_WEIGHTS_ENV, "fusion.weights")
+    console.print(table)
     return 0
 
 
@@ -447,10 +483,15 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait per service")
     up.set_defaults(func=cmd_up)
 
+    settings = sub.add_parser("settings", help="list every recall setting: built-in default, "
+                              "this environment's value, its variable")
+    settings.set_defaults(func=cmd_settings)
+
     migrate = sub.add_parser("migrate", help="apply database migrations")
     migrate.set_defaults(func=cmd_migrate)
 
-    fetch_model = sub.add_parser("fetch-model", help="fetch an embedding model (recallmesh/models/catalogue/*.json)")
+    fetch_model = sub.add_parser(
+        "fetch-model", help="fetch an embedding model (recallmesh/models/catalogue/*.json)")
     fetch_model.add_argument("name", nargs="?", default=DEFAULT_MODEL)
     fetch_model.set_defaults(func=cmd_fetch_model)
 
@@ -487,6 +528,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="when the query is asked (e.g. 2024-01-08T09:00:00Z): relative "
                              "times in it (\"last week\") are read against it; default: now")
     recall.add_argument("--explain", action="store_true")
+    recall.add_argument("--set", action="append", metavar="NAME=VALUE",
+                        help="a recall setting for this request (repeatable; `recallmesh "
+                        "settings` lists them; weights.<leg>=W, skip_legs=a,b)")
     recall.add_argument("--json", action="store_true", help="print the raw response as JSON")
     recall.add_argument("--timeout", type=float, default=10.0)
     recall.set_defaults(func=cmd_recall)

@@ -12,6 +12,7 @@ import grpc
 import psycopg
 import pytest
 
+from recallmesh.models.manifest import ModelManifest
 from recallmesh.platform.db import embedded_dsn, start_embedded
 from recallmesh.platform.supervisor import Stack, free_port_env
 from recallmesh.platform.vector_schema import prepare_database
@@ -165,3 +166,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "integration" in Path(str(item.path)).relative_to(Path(__file__).parent).parts[:1]:
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def manifest() -> ModelManifest:
+    """The served model's manifest (the model cache; `make models` fetches it)."""
+    return ModelManifest.load()

@@ -12,31 +12,27 @@ core does not change.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from recallmesh.platform.config import DEFAULT_LEGS
+from recallmesh.policy import Overrides
 from recallmesh.v1 import memory_pb2
 
 
 @dataclass(frozen=True)
 class Config:
+    """A named preset: the legs it asks and the recall settings it sets per request
+    (recallmesh.policy.Overrides; whatever it leaves unset is the deployment's)."""
+
     name: str
     description: str
-    legs: tuple[str, ...] = ("lexical", "vector")
-    method: str = ""
-    weights: dict[str, float] = field(default_factory=dict)
-    importance_strength: float | None = None
-    exact_bonus: float | None = None
-    leg_depth: int = 0  # 0: the gateway's RECALLMESH_LEG_DEPTH
-    lexical_ranking: str = ""  # "": the lexical leg's configured ranking
-    bm25_k1: float | None = None
-    bm25_b: float | None = None
-    graph_second_stage: bool | None = None  # None: the gateway's setting (off)
-    context_hits: int | None = None  # None: the gateway's setting
-    context_next_weight: float | None = None
-    context_prev_weight: float | None = None
-    time_boost: float | None = None  # None: the gateway's setting
-    intent_routing: bool | None = None  # None: the gateway's setting (on)
+    legs: tuple[str, ...]
+    fusion: Overrides
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return dict(self.fusion.weights)
 
     def overrides(self, gateway_legs: Iterable[str]) -> memory_pb2.FusionOverrides:
         """The request's overrides on a gateway with `gateway_legs`; SystemExit if it lacks
@@ -47,34 +43,20 @@ class Config:
             raise SystemExit(f"config {self.name} needs leg(s) {', '.join(missing)}, which the "
                              f"gateway does not run (its legs: {', '.join(available)}; set "
                              "RECALLMESH_LEGS)")
-        msg = memory_pb2.FusionOverrides(
-            method=self.method, weights=self.weights,
-            skip_legs=[leg for leg in available if leg not in self.legs],
-            leg_depth=self.leg_depth, lexical_ranking=self.lexical_ranking)
-        if self.bm25_k1 is not None:
-            msg.bm25_k1 = self.bm25_k1
-        if self.bm25_b is not None:
-            msg.bm25_b = self.bm25_b
-        if self.context_hits is not None:
-            msg.context_hits = self.context_hits
-        if self.context_next_weight is not None:
-            msg.context_next_weight = self.context_next_weight
-        if self.context_prev_weight is not None:
-            msg.context_prev_weight = self.context_prev_weight
-        if self.time_boost is not None:
-            msg.time_boost = self.time_boost
-        if self.intent_routing is not None:
-            msg.intent_routing = self.intent_routing
-        if self.graph_second_stage is not None:
-            msg.graph_second_stage = self.graph_second_stage
-        if self.importance_strength is not None:
-            msg.importance_strength = self.importance_strength
-        if self.exact_bonus is not None:
-            msg.exact_bonus = self.exact_bonus
-        return msg
+        skip = [leg for leg in available if leg not in self.legs]
+        return Overrides(self.fusion.values, self.fusion.weights, tuple(skip)).to_proto()
 
-    def settings(self) -> dict:
-        return asdict(self)
+    def settings(self) -> dict[str, Any]:
+        """What the result file records: the legs and every setting the preset pins."""
+        return {"name": self.name, "description": self.description, "legs": list(self.legs),
+                "weights": self.weights, **dict(self.fusion.values)}
+
+
+def preset(name: str, description: str, legs: tuple[str, ...] = ("lexical", "vector"),
+           weights: dict[str, float] | None = None, **settings: Any) -> Config:
+    """A configuration from recall settings named as in recallmesh.policy.RecallPolicy
+    (checked like a request's)."""
+    return Config(name, description, tuple(legs), Overrides.of(weights=weights, **settings))
 
 
 # The default's refinements after fusion, off: every configuration but the default pins them,
@@ -87,7 +69,7 @@ def _plain(name: str, description: str, legs: tuple[str, ...], **fusion) -> Conf
     context, no time-window boost, unless given: the hybrid configurations' common base,
     fixed whatever the deployment defaults become."""
     weights = {"lexical": 1.0, "vector": 1.0} | fusion.pop("weights", {})
-    return Config(name, description, legs, **({"method": "rrf", "importance_strength": 0.0,
+    return preset(name, description, legs, **({"method": "rrf", "importance_strength": 0.0,
                                                 "exact_bonus": 0.0, "lexical_ranking": "ts_rank",
                                                 **NO_REFINEMENTS, "weights": weights}
                                                | fusion))
@@ -108,30 +90,30 @@ BM25_CONFIG_NAMES = tuple(f"default_k{k1:g}_b{b:g}" for k1, b in BM25_CANDIDATES
 CONTEXT = {"context_hits": 5, "context_next_weight": 0.3, "context_prev_weight": 0.2}
 
 CONFIGS: dict[str, Config] = {c.name: c for c in (
-    Config("default", "what a deployment serves with no settings: legs "
+    preset("default", "what a deployment serves with no settings: legs "
            f"{DEFAULT_LEGS}, default fusion (see docs/configuration.md)",
            tuple(DEFAULT_LEGS.split(","))),
-    Config("default_no_time", "default without the time-window boost (time_boost 0): what "
+    preset("default_no_time", "default without the time-window boost (time_boost 0): what "
            "reading relative times in the query adds", tuple(DEFAULT_LEGS.split(",")),
            time_boost=0.0),
-    Config("default_no_intent", "default without query-intent routing (intent_routing false): "
+    preset("default_no_intent", "default without query-intent routing (intent_routing false): "
            "what routing advice requests to the vector leg adds", tuple(DEFAULT_LEGS.split(",")),
            intent_routing=False),
-    *(Config(f"default_lw{w:g}", f"default with the lexical leg weighted {w:g} (the vector leg "
+    *(preset(f"default_lw{w:g}", f"default with the lexical leg weighted {w:g} (the vector leg "
              "1): the lexical weight's ablation (1.7 is the weight MiniLM wanted)",
              tuple(DEFAULT_LEGS.split(",")), weights={"lexical": w, "vector": 1.0})
       for w in (0.7, 1.0, 1.7)),
-    *(Config(name, f"default with the lexical leg's BM25 at k1 {k1:g}, "
+    *(preset(name, f"default with the lexical leg's BM25 at k1 {k1:g}, "
              f"b {b:g} (the shipped 0.9 / 0.4 were chosen for the lexical leg alone, with "
              "MiniLM; hybrid_cc_bm25's 1.2 / 0.75 did better on LongMemEval with nomic)",
              tuple(DEFAULT_LEGS.split(",")), bm25_k1=k1, bm25_b=b)
       for name, (k1, b) in zip(BM25_CONFIG_NAMES, BM25_CANDIDATES, strict=True)),
-    Config("lexical", "the faithful current system: Postgres full text (ts_rank, AND then "
+    preset("lexical", "the faithful current system: Postgres full text (ts_rank, AND then "
            "OR-broaden), the lexical leg alone", ("lexical",), lexical_ranking="ts_rank",
            **NO_REFINEMENTS),
-    Config("vector", "dense only: the served model's embeddings, pgvector HNSW", ("vector",),
+    preset("vector", "dense only: the served model's embeddings, pgvector HNSW", ("vector",),
            **NO_REFINEMENTS),
-    Config("graph", "concept graph only: Personalized PageRank from the query's concepts",
+    preset("graph", "concept graph only: Personalized PageRank from the query's concepts",
            ("graph",), **NO_REFINEMENTS),
     _plain("hybrid_rrf", "lexical + vector, weighted RRF k=60, no bonus, no prior",
            ("lexical", "vector")),
@@ -144,10 +126,10 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
            ("lexical", "vector"), method="cc"),
     _plain("hybrid_cc_bounded", "convex combination; cosine normalised by its -1..1 range",
            ("lexical", "vector"), method="cc_bounded"),
-    Config("lexical_bm25", "the lexical leg alone, BM25 ranking (k1=1.2, b=0.75) over the same "
+    preset("lexical_bm25", "the lexical leg alone, BM25 ranking (k1=1.2, b=0.75) over the same "
            "tsvectors", ("lexical",), lexical_ranking="bm25", bm25_k1=1.2, bm25_b=0.75,
            **NO_REFINEMENTS),
-    Config("lexical_bm25_tuned", "the lexical leg alone, BM25 with k1=0.9, b=0.4",
+    preset("lexical_bm25_tuned", "the lexical leg alone, BM25 with k1=0.9, b=0.4",
            ("lexical",), lexical_ranking="bm25", bm25_k1=0.9, bm25_b=0.4,
            **NO_REFINEMENTS),
     _plain("hybrid_bm25", "lexical (BM25 k1=1.2, b=0.75) + vector, weighted RRF k=60",

@@ -14,8 +14,9 @@ from typing import Any
 
 from recallmesh.api.filters import MAX_LABEL_CHARS, Filters, filters_from_proto
 from recallmesh.api.timestamps import from_proto_timestamp
-from recallmesh.platform.config import MAX_CONTEXT_HITS, MAX_SEED_MEMORIES, MAX_TIME_BOOST
+from recallmesh.platform.config import MAX_SEED_MEMORIES
 from recallmesh.platform.errors import InvalidArgument
+from recallmesh.policy import MAX_LEG_DEPTH, Overrides
 from recallmesh.v1 import memory_pb2
 
 MAX_NAMESPACE_CHARS = 128
@@ -59,28 +60,6 @@ class NewMemory:
 
 
 @dataclass(frozen=True)
-class FusionRequest:
-    """A request's fusion overrides; None keeps the deployment's setting."""
-
-    method: str | None = None
-    rrf_k: int | None = None
-    weights: dict[str, float] = field(default_factory=dict)
-    importance_strength: float | None = None
-    exact_bonus: float | None = None
-    skip_legs: tuple[str, ...] = ()
-    leg_depth: int | None = None
-    lexical_ranking: str | None = None
-    bm25_k1: float | None = None
-    bm25_b: float | None = None
-    graph_second_stage: bool | None = None
-    context_hits: int | None = None
-    context_next_weight: float | None = None
-    context_prev_weight: float | None = None
-    time_boost: float | None = None
-    intent_routing: bool | None = None
-
-
-@dataclass(frozen=True)
 class RecallQuery:
     namespace: str
     query: str
@@ -89,7 +68,7 @@ class RecallQuery:
     filters: Filters = Filters()
     budget_ms: int | None = None
     explain: bool = False
-    fusion: FusionRequest = FusionRequest()
+    fusion: Overrides = Overrides()  # the request's recall settings (recallmesh/policy.py)
     reference_time: datetime | None = None  # None: the server's clock
 
 
@@ -236,96 +215,10 @@ def recall_query(msg: Any) -> RecallQuery:
         filters=filters_from_proto(msg.filters if msg.HasField("filters") else None),
         budget_ms=msg.budget_ms or None,
         explain=msg.explain,
-        fusion=fusion_request(msg.fusion) if msg.HasField("fusion") else FusionRequest(),
+        fusion=Overrides.from_proto(msg.fusion) if msg.HasField("fusion") else Overrides(),
         reference_time=(from_proto_timestamp(msg.reference_time, "reference_time")
                         if msg.HasField("reference_time") else None),
     )
-
-
-FUSION_METHOD_NAMES = ("rrf", "cc", "cc_bounded")
-
-
-def fusion_request(msg: Any) -> FusionRequest:
-    """Validate a FusionOverrides message (leg names are checked against the gateway's legs)."""
-    method = msg.method.strip().lower() or None
-    if method is not None and method not in FUSION_METHOD_NAMES:
-        raise InvalidArgument(
-            f"fusion.method must be one of {', '.join(FUSION_METHOD_NAMES)}, got {msg.method!r}"
-        )
-    if not 0 <= msg.rrf_k <= 1000:
-        raise InvalidArgument(f"fusion.rrf_k must be within 1..1000 (0 = default), got {msg.rrf_k}")
-    weights = {}
-    for leg, weight in msg.weights.items():
-        if not (math.isfinite(weight) and weight >= 0):
-            raise InvalidArgument(f"fusion.weights[{leg[:64]!r}] must be >= 0, got {weight}")
-        weights[leg] = float(weight)
-
-    def unit(name: str) -> float | None:
-        return in_range(msg, name, 1.0, "fusion.")
-
-    if not 0 <= msg.leg_depth <= MAX_LEG_DEPTH:
-        raise InvalidArgument(
-            f"fusion.leg_depth must be within 1..{MAX_LEG_DEPTH} (0 = default), "
-            f"got {msg.leg_depth}")
-    context_hits = msg.context_hits if msg.HasField("context_hits") else None
-    if context_hits is not None and not 0 <= context_hits <= MAX_CONTEXT_HITS:
-        raise InvalidArgument(
-            f"fusion.context_hits must be within 0..{MAX_CONTEXT_HITS}, got {context_hits}")
-    return FusionRequest(
-        method=method,
-        rrf_k=msg.rrf_k or None,
-        weights=weights,
-        importance_strength=unit("importance_strength"),
-        exact_bonus=unit("exact_bonus"),
-        skip_legs=tuple(dict.fromkeys(leg.strip() for leg in msg.skip_legs)),
-        leg_depth=msg.leg_depth or None,
-        lexical_ranking=lexical_ranking(msg.lexical_ranking, "fusion.lexical_ranking"),
-        bm25_k1=bm25_k1(msg, "fusion."),
-        bm25_b=unit("bm25_b"),
-        graph_second_stage=(msg.graph_second_stage if msg.HasField("graph_second_stage")
-                            else None),
-        context_hits=context_hits,
-        context_next_weight=unit("context_next_weight"),
-        context_prev_weight=unit("context_prev_weight"),
-        time_boost=time_boost(msg, "fusion."),
-        intent_routing=msg.intent_routing if msg.HasField("intent_routing") else None,
-    )
-
-
-MAX_LEG_DEPTH = 1000
-LEXICAL_RANKINGS = ("ts_rank", "bm25")
-MAX_BM25_K1 = 10.0
-
-
-def lexical_ranking(value: str, name: str) -> str | None:
-    """A lexical ranking name, or None for empty (keep the configured one)."""
-    value = value.strip().lower()
-    if value and value not in LEXICAL_RANKINGS:
-        raise InvalidArgument(f"{name} must be one of {', '.join(LEXICAL_RANKINGS)}, "
-                              f"got {value[:32]!r}")
-    return value or None
-
-
-def in_range(msg: Any, name: str, high: float, prefix: str = "") -> float | None:
-    """An optional double field within [0, high]; None when unset."""
-    if not msg.HasField(name):
-        return None
-    value = getattr(msg, name)
-    if not (math.isfinite(value) and 0.0 <= value <= high):
-        raise InvalidArgument(f"{prefix}{name} must be within [0, {high:g}], got {value}")
-    return float(value)
-
-
-def bm25_k1(msg: Any, prefix: str = "") -> float | None:
-    return in_range(msg, "bm25_k1", MAX_BM25_K1, prefix)
-
-
-def time_boost(msg: Any, prefix: str = "") -> float | None:
-    return in_range(msg, "time_boost", MAX_TIME_BOOST, prefix)
-
-
-def bm25_b(msg: Any, prefix: str = "") -> float | None:
-    return in_range(msg, "bm25_b", 1.0, prefix)
 
 
 def search_request(request: Any) -> tuple[str, str, int, Filters, str]:

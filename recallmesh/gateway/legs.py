@@ -17,7 +17,7 @@ from recallmesh.api.filters import filters_to_proto
 from recallmesh.api.validation import SORT_BY_VALUES
 from recallmesh.fusion.convert import hits_from_proto, lists_to_proto, settings_to_proto
 from recallmesh.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList
-from recallmesh.gateway.recall import LegAnswer, LegError, LegQuery, LegTimeout
+from recallmesh.gateway.fanout import LegAnswer, LegError, LegQuery, LegTimeout
 from recallmesh.platform.server import client_options
 from recallmesh.v1 import fusion_pb2, fusion_pb2_grpc, retriever_pb2, retriever_pb2_grpc
 

@@ -15,9 +15,9 @@ about nature lately"), told earlier in other words than the question's. So the r
 - turns the time-window boost off: a time an advice request names ("this weekend",
   "tonight") is when the plan happens, not when the memory was told.
 
-Measured on the LongMemEval development split (benchmarks/reports/retrieval.md): the rule fires on 21 of
-its 22 single-session-preference questions and on none of its other 233 questions, and on
-none of LoCoMo's 1,033 or SciFact's 809 queries.
+Measured on the LongMemEval development split (benchmarks/reports/retrieval.md): the rule
+fires on 21 of its 22 single-session-preference questions and on none of its other 233
+questions, and on none of LoCoMo's 1,033 or SciFact's 809 queries.
 
 What a request sets itself wins over the route: an explicit `fusion.weights["lexical"]`,
 `fusion.context_hits` or `fusion.time_boost` is kept; `fusion.intent_routing = false` (or
@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from recallmesh.policy import Overrides
 
 ADVICE = "advice"
 ADVICE_LEXICAL_WEIGHT = 0.1
@@ -57,6 +59,13 @@ class Route:
     lexical_weight: float | None = None
     context_hits: int | None = None
     time_boost: float | None = None
+
+    def overrides(self) -> Overrides:
+        """The route as policy overrides (RecallPolicy.resolve: a request's own settings win;
+        the lexical weight is a cap on the deployment's)."""
+        return Overrides.of(weights=({} if self.lexical_weight is None
+                                     else {"lexical": self.lexical_weight}),
+                            context_hits=self.context_hits, time_boost=self.time_boost)
 
 
 def route(query: str) -> Route | None:

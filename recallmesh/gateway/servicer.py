@@ -10,7 +10,8 @@ import grpc
 from recallmesh.api import validation
 from recallmesh.api.timestamps import to_proto_timestamp
 from recallmesh.gateway.legs import FusionClient, GrpcLeg, leg_failure
-from recallmesh.gateway.recall import CONTEXT_NEXT, CONTEXT_PREV, Recaller, RecallOutcome
+from recallmesh.gateway.recall import Recaller, RecallOutcome
+from recallmesh.gateway.stages import CONTEXT_NEXT, CONTEXT_PREV
 from recallmesh.gateway.store import MemoryStore, StoredMemory
 from recallmesh.gateway.time_window import TIME_WINDOW_LEG
 from recallmesh.platform.config import GatewaySettings

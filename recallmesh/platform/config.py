@@ -11,7 +11,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from recallmesh.policy import RecallPolicy
 
 # Ports of the default local layout. Each service also serves Prometheus
 # metrics over HTTP on its own port.
@@ -154,60 +157,10 @@ class ServerConfig:
         )
 
 
-# Default fusion weight per leg (RECALLMESH_LEG_WEIGHTS overrides); others get 1.0.
-# lexical 0.7: with nomic-embed-text-v1.5 the vector leg is the stronger one. Replayed on the
-# three dev splits (benchmarks/reports/model-replay.md), 0.7 was level with 1 on LoCoMo and SciFact
-# and ahead on LongMemEval; served, `default_lw0.7` against `default_lw1` in benchmarks/reports/retrieval.md.
-# MiniLM wanted 1.7 (benchmarks/reports/context.md). The ablation configurations pin their own.
-DEFAULT_LEG_WEIGHTS = {"lexical": 0.7, "vector": 1.0, "graph": 0.35}
-FUSION_METHODS = ("rrf", "cc", "cc_bounded")
 # The name-embedding cosine at which a new surface form joins an existing concept. It depends on
 # the model's cosine scale: 0.84 for nomic-embed-text-v1.5 (the default), 0.78 for MiniLM
 # (benchmarks/reports/concept-names.md); RECALLMESH_CONCEPT_MERGE_THRESHOLD overrides.
 DEFAULT_CONCEPT_MERGE_THRESHOLD = 0.84
-# Convex combination of min-max normalised scores: on the dev benchmarks it beat weighted RRF
-# on LoCoMo and SciFact and tied on LongMemEval (benchmarks/reports/retrieval.md, issue 7).
-DEFAULT_FUSION_METHOD = "cc"
-
-
-@dataclass(frozen=True)
-class FusionDefaults:
-    """The deployment's fusion settings (a request may override them)."""
-
-    method: str = DEFAULT_FUSION_METHOD
-    rrf_k: int = 60
-    importance_strength: float = 0.3
-    exact_bonus: float = 0.05
-    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_LEG_WEIGHTS))
-
-    def weight(self, leg: str) -> float:
-        return self.weights.get(leg, 1.0)
-
-    @classmethod
-    def from_env(cls, legs: list[str]) -> FusionDefaults:
-        method = env_str("RECALLMESH_FUSION_METHOD", DEFAULT_FUSION_METHOD).lower()
-        if method not in FUSION_METHODS:
-            raise ConfigError(f"RECALLMESH_FUSION_METHOD must be one of {FUSION_METHODS}")
-        weights = {leg: DEFAULT_LEG_WEIGHTS.get(leg, 1.0) for leg in legs}
-        raw = env_str("RECALLMESH_LEG_WEIGHTS", "")
-        for item in filter(None, (part.strip() for part in raw.split(","))):
-            name, _, value = item.partition("=")
-            name = name.strip()
-            if name not in legs:
-                raise ConfigError(f"RECALLMESH_LEG_WEIGHTS names {name!r}, not a configured leg")
-            try:
-                weight = float(value)
-            except ValueError:
-                raise ConfigError(f"RECALLMESH_LEG_WEIGHTS: bad weight in {item!r}") from None
-            if not (math.isfinite(weight) and weight >= 0):
-                raise ConfigError(f"RECALLMESH_LEG_WEIGHTS: weight of {name} must be >= 0")
-            weights[name] = weight
-        strength = env_float("RECALLMESH_IMPORTANCE_STRENGTH", 0.3, minimum=0.0)
-        bonus = env_float("RECALLMESH_EXACT_BONUS", 0.05, minimum=0.0)
-        if strength > 1 or bonus > 1:
-            raise ConfigError("RECALLMESH_IMPORTANCE_STRENGTH and RECALLMESH_EXACT_BONUS are <= 1")
-        rrf_k = _at_most("RECALLMESH_RRF_K", env_int("RECALLMESH_RRF_K", 60, minimum=1), 1000)
-        return cls(method, rrf_k, strength, bonus, weights)
 
 
 # Legs searched with the embedded query (RECALLMESH_<LEG>_NEEDS_VECTOR overrides).
@@ -219,8 +172,6 @@ DEFAULT_LEGS = "lexical,vector"
 ALL_LEGS = "lexical,vector,graph"
 # Most memories a graph search may be seeded with (SearchRequest.seed_memory_ids).
 MAX_SEED_MEMORIES = 100
-MAX_CONTEXT_HITS = 50  # RECALLMESH_CONTEXT_HITS and fusion.context_hits
-MAX_TIME_BOOST = 10.0  # RECALLMESH_TIME_BOOST and fusion.time_boost
 
 
 @dataclass(frozen=True)
@@ -232,36 +183,18 @@ class LegTarget:
 
 @dataclass(frozen=True)
 class GatewaySettings:
+    """Where the gateway finds everything and how long it waits; how it ranks is its
+    `policy` (recallmesh/policy.py: every recall setting, with its env variable)."""
+
     legs: tuple[LegTarget, ...]
     default_budget_ms: int
     reserve_ms: int  # kept back from the budget for fusion + hydration
-    leg_depth: int  # candidates asked of each leg (at least k)
     embedding_target: str = "localhost:50054"  # embeds queries for legs that need a vector
     index_wait_ms: int = 30000  # default upper bound of a write's wait for indexing
-    fusion: FusionDefaults = field(default_factory=lambda: FusionDefaults())
     fusion_target: str = ""  # host:port of the fusion service; "" fuses in-process only
     fusion_timeout_ms: int = 25  # a fusion call later than this falls back to in-process
-    # The graph second stage: ask the graph leg again, seeded by the other legs' best hits
-    graph_second_stage: bool = False
-    graph_second_stage_seeds: int = 5  # memories seeded (the best of the other legs, fused)
-    graph_second_stage_min_ms: int = 50  # budget left that the second stage needs to run
-    # Context propagation: the memories stored right after / right before each of the best N
-    # fused hits, within the window, gain these shares of its score; then the hits are
-    # ranked again (0 hits: off).
-    context_hits: int = 5
-    context_next_weight: float = 0.3
-    context_prev_weight: float = 0.2
-    context_window_s: float = 600.0
-    # A next memory stored sooner than this after the hit belongs to the same write (a
-    # batch, a bulk import), not to a conversation's next step: no expansion.
-    context_min_gap_ms: int = 250
-    # Memories created inside the time window a query names ("last Saturday", "two weeks
-    # ago", read against the request's reference time) get their fused score x (1 + this).
-    time_boost: float = 1.0
-    # Query-intent routing (recallmesh/gateway/query_intent.py): an intent read from the query sets the
-    # fusion settings the request leaves unset.
-    intent_routing: bool = True
     max_message_bytes: int = 64 * 1024 * 1024
+    policy: RecallPolicy = field(default_factory=lambda: _policy_type()())
 
     @classmethod
     def from_env(cls) -> GatewaySettings:
@@ -280,18 +213,6 @@ class GatewaySettings:
             for name in names
         ]
         budget = env_int("RECALLMESH_RECALL_BUDGET_MS", 800, minimum=10)
-        seeds = env_int("RECALLMESH_GRAPH_SECOND_STAGE_SEEDS", 5, minimum=1)
-        if seeds > MAX_SEED_MEMORIES:
-            raise ConfigError(f"RECALLMESH_GRAPH_SECOND_STAGE_SEEDS must be <= "
-                              f"{MAX_SEED_MEMORIES}, got {seeds}")
-        context_hits = env_int("RECALLMESH_CONTEXT_HITS", cls.context_hits, minimum=0)
-        if context_hits > MAX_CONTEXT_HITS:
-            raise ConfigError(f"RECALLMESH_CONTEXT_HITS must be <= {MAX_CONTEXT_HITS}, "
-                              f"got {context_hits}")
-        time_boost = env_float("RECALLMESH_TIME_BOOST", cls.time_boost, minimum=0.0)
-        if time_boost > MAX_TIME_BOOST:
-            raise ConfigError(f"RECALLMESH_TIME_BOOST must be within [0, {MAX_TIME_BOOST:g}], "
-                              f"got {time_boost}")
         reserve = env_int("RECALLMESH_RECALL_RESERVE_MS", 50, minimum=0)
         if reserve >= budget:
             raise ConfigError("RECALLMESH_RECALL_RESERVE_MS must be below the budget")
@@ -299,27 +220,21 @@ class GatewaySettings:
             legs=tuple(legs),
             default_budget_ms=budget,
             reserve_ms=reserve,
-            leg_depth=env_int("RECALLMESH_LEG_DEPTH", 50, minimum=1),
             embedding_target=default_target("embedding"),
             index_wait_ms=env_int("RECALLMESH_INDEX_WAIT_MS", 30000, minimum=0),
-            fusion=FusionDefaults.from_env([leg.name for leg in legs]),
             fusion_target=(
                 "" if env_str("RECALLMESH_FUSION_TARGET", "x").lower() in ("local", "none")
                 else default_target("fusion")
             ),
             fusion_timeout_ms=env_int("RECALLMESH_FUSION_TIMEOUT_MS", 25, minimum=1),
-            graph_second_stage=env_bool("RECALLMESH_GRAPH_SECOND_STAGE", False),
-            graph_second_stage_seeds=seeds,
-            context_hits=context_hits,
-            context_next_weight=env_unit("RECALLMESH_CONTEXT_NEXT_WEIGHT", cls.context_next_weight),
-            context_prev_weight=env_unit("RECALLMESH_CONTEXT_PREV_WEIGHT", cls.context_prev_weight),
-            context_window_s=env_float("RECALLMESH_CONTEXT_WINDOW_S", 600.0, minimum=0.0),
-            context_min_gap_ms=env_int("RECALLMESH_CONTEXT_MIN_GAP_MS", 250, minimum=0),
-            time_boost=time_boost,
-            intent_routing=env_bool("RECALLMESH_INTENT_ROUTING", cls.intent_routing),
-            graph_second_stage_min_ms=env_int("RECALLMESH_GRAPH_SECOND_STAGE_MIN_MS", 50,
-                                              minimum=0),
+            policy=_policy_type().from_env(names),
         )
+
+
+def _policy_type() -> type[RecallPolicy]:
+    from recallmesh.policy import RecallPolicy  # imports this module: imported when used
+
+    return RecallPolicy
 
 
 @dataclass(frozen=True)
@@ -329,23 +244,20 @@ class LexicalSettings:
     or_min_rank: float = 0.01
     # BM25 (k1 0.9, b 0.4) by default: it beat ts_rank in every fused configuration measured
     # (benchmarks/reports/retrieval.md); "ts_rank" is the faithful Postgres full-text baseline.
+    # The three are recall settings the lexical leg owns (recallmesh/policy.py): their
+    # variables and bounds are declared there, a request may override them.
     ranking: str = "bm25"
     bm25_k1: float = 0.9
     bm25_b: float = 0.4
 
     @classmethod
     def from_env(cls) -> LexicalSettings:
-        ranking = env_str("RECALLMESH_LEXICAL_RANKING", cls.ranking).lower()
-        if ranking not in ("ts_rank", "bm25"):
-            raise ConfigError(
-                f"RECALLMESH_LEXICAL_RANKING must be ts_rank or bm25, got {ranking!r}")
-        b = env_float("RECALLMESH_LEXICAL_BM25_B", cls.bm25_b, minimum=0.0)
-        if b > 1.0:
-            raise ConfigError("RECALLMESH_LEXICAL_BM25_B must be within [0, 1]")
+        from recallmesh.policy import lexical_setting
+
         return cls(or_min_rank=env_float("RECALLMESH_LEXICAL_OR_MIN_RANK", 0.01),
-                   ranking=ranking,
-                   bm25_k1=env_float("RECALLMESH_LEXICAL_BM25_K1", cls.bm25_k1, minimum=0.0),
-                   bm25_b=b)
+                   ranking=lexical_setting("lexical_ranking", cls.ranking),
+                   bm25_k1=lexical_setting("bm25_k1", cls.bm25_k1),
+                   bm25_b=lexical_setting("bm25_b", cls.bm25_b))
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,13 @@ import urllib.request
 import grpc
 import pytest
 
-from recallmesh.platform.config import DEFAULT_FUSION_METHOD
+from recallmesh.policy import RecallPolicy
 from recallmesh.v1 import memory_pb2
 from tests.helpers import expect_status, recall
 from tests.integration.test_degraded import lexical_ranking
 
 pytestmark = pytest.mark.integration
+DEFAULT_FUSION_METHOD = RecallPolicy().method  # the built-in default
 
 WAIT = memory_pb2.IndexWait(wait=True, timeout_ms=30000)
 

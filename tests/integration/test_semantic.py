@@ -16,7 +16,7 @@ from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from recallmesh.models.manifest import ModelManifest
-from recallmesh.platform.config import DEFAULT_LEG_WEIGHTS
+from recallmesh.policy import DEFAULT_LEG_WEIGHTS
 from recallmesh.v1 import (
     embedder_pb2,
     embedder_pb2_grpc,

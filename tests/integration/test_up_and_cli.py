@@ -91,6 +91,17 @@ def test_up_demo_cli_and_restart_keeps_data(tmp_path: Path):
         bad.write_text('{"content": "ok"}\n{"content": 5}\n')
         assert "bad.jsonl:2" in cli(env, "import", "-n", "cli", str(bad), expect_rc=2)
         assert "INVALID_ARGUMENT" in cli(env, "recall", "-n", "cli", " ", expect_rc=1)
+        # per-request recall settings from the policy: the lexical leg alone, rrf fusion
+        lexical = json.loads(cli(env, "recall", "-n", "cli", "moored boat", "--json", "--explain",
+                                 "--set", "skip_legs=vector", "--set", "method=rrf"))
+        assert lexical["fusion"].startswith("rrf")
+        assert {leg["leg"]: leg["state"] for leg in lexical["legs"]}["vector"] == \
+            "LEG_STATE_SKIPPED"
+        for bad, message in (("context_hits=99", "fusion.context_hits must be within 0..50"),
+                             ("colour=red", "unknown setting 'colour'"),
+                             ("method", "expected name=value")):
+            out = cli(env, "recall", "-n", "cli", "x", "--set", bad, expect_rc=2)
+            assert message in out and "Traceback" not in out
         doomed = cli(env, "store", "-n", "cli", "delete me soon").strip()
         cli(env, "delete", "-n", "cli", doomed)
         assert "NOT_FOUND" in cli(env, "get", "-n", "cli", doomed, expect_rc=1)
@@ -119,6 +130,17 @@ def test_setup_errors_are_one_clear_line_not_a_traceback(tmp_path: Path, manifes
     for command in (["migrate"], ["up"]):
         output = cli(env, *command, expect_rc=2 if command == ["migrate"] else 1)
         assert message in output and "Traceback" not in output
+
+
+def test_settings_lists_each_recall_setting_with_this_environment_s_value(tmp_path: Path):
+    env = up_env(tmp_path / "data") | {"RECALLMESH_CONTEXT_HITS": "3", "COLUMNS": "250"}
+    out = cli(env, "settings")
+    row = next(line for line in out.splitlines() if " context_hits " in line)
+    assert [cell.strip() for cell in row.split("│")[1:-1]] == [
+        "context_hits", "5", "3", "RECALLMESH_CONTEXT_HITS", "fusion.context_hits"]
+    env["RECALLMESH_CONTEXT_HITS"] = "99"
+    out = cli(env, "settings", expect_rc=2)
+    assert "RECALLMESH_CONTEXT_HITS must be <= 50, got 99" in out and "Traceback" not in out
 
 
 def test_switch_without_a_reembed_run_is_a_clear_error(tmp_path: Path):

@@ -48,13 +48,13 @@ def test_budget_reserve_must_fit(monkeypatch):
 
 
 def test_graph_second_stage_settings(monkeypatch):
-    settings = GatewaySettings.from_env()
-    assert (settings.graph_second_stage, settings.graph_second_stage_seeds,
-            settings.graph_second_stage_min_ms) == (False, 5, 50)
+    policy = GatewaySettings.from_env().policy
+    assert (policy.graph_second_stage, policy.graph_second_stage_seeds,
+            policy.graph_second_stage_min_ms) == (False, 5, 50)
     monkeypatch.setenv("RECALLMESH_GRAPH_SECOND_STAGE", "true")
     monkeypatch.setenv("RECALLMESH_GRAPH_SECOND_STAGE_SEEDS", "8")
-    settings = GatewaySettings.from_env()
-    assert settings.graph_second_stage and settings.graph_second_stage_seeds == 8
+    policy = GatewaySettings.from_env().policy
+    assert policy.graph_second_stage and policy.graph_second_stage_seeds == 8
     monkeypatch.setenv("RECALLMESH_GRAPH_SECOND_STAGE_SEEDS", "101")
     with pytest.raises(ConfigError, match="RECALLMESH_GRAPH_SECOND_STAGE_SEEDS must be <= 100"):
         GatewaySettings.from_env()
@@ -63,11 +63,11 @@ def test_graph_second_stage_settings(monkeypatch):
 def test_context_settings(monkeypatch):
     for name in ("HITS", "NEXT_WEIGHT", "PREV_WEIGHT"):
         monkeypatch.delenv(f"RECALLMESH_CONTEXT_{name}", raising=False)
-    settings = GatewaySettings.from_env()
-    assert (settings.context_hits, settings.context_next_weight, settings.context_prev_weight) == (
+    policy = GatewaySettings.from_env().policy
+    assert (policy.context_hits, policy.context_next_weight, policy.context_prev_weight) == (
         5, 0.3, 0.2)
     monkeypatch.setenv("RECALLMESH_CONTEXT_NEXT_WEIGHT", "0.25")
-    assert GatewaySettings.from_env().context_next_weight == 0.25
+    assert GatewaySettings.from_env().policy.context_next_weight == 0.25
     monkeypatch.setenv("RECALLMESH_CONTEXT_PREV_WEIGHT", "1.5")
     with pytest.raises(ConfigError,
                        match=r"RECALLMESH_CONTEXT_PREV_WEIGHT must be within \[0, 1\]"):

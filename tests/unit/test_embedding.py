@@ -23,11 +23,6 @@ PARAPHRASE_MEMORY = "Prefers Svelte for frontend work"
 
 
 @pytest.fixture(scope="module")
-def manifest() -> ModelManifest:
-    return ModelManifest.load()
-
-
-@pytest.fixture(scope="module")
 def embedder(manifest) -> OnnxEmbedder:
     return OnnxEmbedder(manifest, provider="cpu", max_batch=8)
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recallmesh.api.validation import FusionRequest, RecallQuery
+from recallmesh.api.validation import RecallQuery
 from recallmesh.gateway.query_intent import ADVICE, ADVICE_LEXICAL_WEIGHT, Route, route
-from recallmesh.platform.config import FusionDefaults
+from recallmesh.policy import Overrides
 from tests.unit.test_recall_core import context_recaller, mid
 
 
@@ -62,29 +62,29 @@ ADVICE_QUERY = "Any tips for my garden?"
 
 
 def query(text: str = ADVICE_QUERY, **fusion) -> RecallQuery:
-    return RecallQuery("ns", text, k=10, fusion=FusionRequest(method="rrf", **fusion))
+    return RecallQuery("ns", text, k=10, fusion=Overrides.of(method="rrf", **fusion))
 
 
 def test_the_route_sets_the_lexical_weight_the_request_leaves_unset():
     r, _ = context_recaller()
 
     def lexical_weight(q: RecallQuery) -> float:  # what fusion gets once the route is applied
-        return r.fusion_settings(r.route(q)[0])[1]["lexical"]
+        return r.policy_for(q)[0].weights["lexical"]
 
-    applied, routed = r.route(query())
+    applied, routed = r.policy_for(query())
     assert routed is not None and routed.intent == ADVICE
-    assert (applied.fusion.context_hits, applied.fusion.time_boost) == (0, 0.0)
-    _, weights = r.fusion_settings(applied)
-    assert weights == {"lexical": ADVICE_LEXICAL_WEIGHT, "vector": 1.0, "graph": 0.35}
+    assert (applied.context_hits, applied.time_boost) == (0, 0.0)
+    assert applied.weights == {"lexical": ADVICE_LEXICAL_WEIGHT, "vector": 1.0, "graph": 0.35}
     explicit = query(weights={"lexical": 0.8}, context_hits=3)
     assert lexical_weight(explicit) == 0.8
-    assert r.route(explicit)[0].fusion.context_hits == 3  # the request's own setting wins
+    assert r.policy_for(explicit)[0].context_hits == 3  # the request's own setting wins
     fact = query("Which garden tools do I own?")
-    assert r.route(fact) == (fact, None)
+    policy, routed = r.policy_for(fact)
+    assert routed is None and policy == r.settings.policy.resolve(fact.fusion)
     assert lexical_weight(fact) == 1.0
     # a cap, not a raise: a deployment weighting the lexical leg lower keeps its weight
-    r.settings = replace(r.settings, fusion=FusionDefaults(
-        weights={"lexical": 0.05, "vector": 1.0, "graph": 0.35}))
+    r.settings = replace(r.settings, policy=replace(r.settings.policy, weights={
+        "lexical": 0.05, "vector": 1.0, "graph": 0.35}))
     assert lexical_weight(query()) == 0.05
 
 
@@ -107,9 +107,9 @@ async def test_routing_is_off_per_request_per_deployment_and_for_recency():
     r, store = context_recaller(after={mid(2): mid(40)})
     off = await r.recall(query(intent_routing=False))
     assert off.route is None and mid(40) in [h.memory.id for h in off.hits]
-    assert r.route(replace(query(), sort_by="recency"))[1] is None
-    r.settings = replace(r.settings, intent_routing=False)
-    assert r.route(query())[1] is None
-    assert r.route(query(intent_routing=True))[1] is not None  # a request may still ask
+    assert r.policy_for(replace(query(), sort_by="recency"))[1] is None
+    r.settings = replace(r.settings, policy=replace(r.settings.policy, intent_routing=False))
+    assert r.policy_for(query())[1] is None
+    assert r.policy_for(query(intent_routing=True))[1] is not None  # a request may still ask
 
 

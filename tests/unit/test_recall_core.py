@@ -15,12 +15,14 @@ from datetime import UTC, datetime
 import pytest
 from prometheus_client import REGISTRY
 
-from recallmesh.api.validation import FusionRequest, RecallQuery
+from recallmesh.api.validation import RecallQuery
 from recallmesh.fusion.core import LegCandidate
-from recallmesh.gateway.recall import LegAnswer, LegError, LegQuery, Recaller
+from recallmesh.gateway.fanout import LegAnswer, LegError, LegQuery
+from recallmesh.gateway.recall import Recaller
 from recallmesh.gateway.store import StoredMemory
-from recallmesh.platform.config import FusionDefaults, GatewaySettings, LegTarget
+from recallmesh.platform.config import GatewaySettings, LegTarget
 from recallmesh.platform.errors import InvalidArgument
+from recallmesh.policy import Overrides, RecallPolicy
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -82,16 +84,16 @@ def recaller(graph: ListLeg, *, second_stage: bool = False, min_ms: int = 50,
     vector = ListLeg("vector", [2, 4, 5])
     settings = GatewaySettings(
         legs=tuple(LegTarget(n, "", False) for n in ("lexical", "vector", "graph")),
-        default_budget_ms=budget_ms, reserve_ms=20, leg_depth=10,
-        graph_second_stage=second_stage, graph_second_stage_seeds=2,
-        graph_second_stage_min_ms=min_ms,
-        fusion=FusionDefaults(weights={"lexical": 1.0, "vector": 1.0, "graph": 0.35}))
+        default_budget_ms=budget_ms, reserve_ms=20,
+        policy=RecallPolicy(leg_depth=10, graph_second_stage=second_stage,
+                            graph_second_stage_seeds=2, graph_second_stage_min_ms=min_ms,
+                            weights={"lexical": 1.0, "vector": 1.0, "graph": 0.35}))
     return Recaller(HydratingStore(), [lexical, vector, graph], settings), lexical, vector
 
 
 def query(second_stage: bool | None = None, **fusion) -> RecallQuery:
     return RecallQuery("ns", "anything", k=10,
-                       fusion=FusionRequest(method="rrf", graph_second_stage=second_stage,
+                       fusion=Overrides.of(method="rrf", graph_second_stage=second_stage,
                                             **fusion))
 
 
@@ -167,7 +169,7 @@ async def test_second_stage_is_skipped_without_other_hits_and_after_a_failed_fir
 async def test_second_stage_needs_an_asked_graph_leg():
     r, _, _ = recaller(ListLeg("graph", [9]))
     with pytest.raises(InvalidArgument, match="graph_second_stage needs the graph leg"):
-        r.fusion_settings(query(second_stage=True, skip_legs=("graph",)))
+        r.policy_for(query(second_stage=True, skip_legs=("graph",)))
 
 
 async def test_lexical_leg_failing_is_a_partial_fallback_on_the_other_legs():

@@ -8,11 +8,11 @@ import json
 import pytest
 
 from benchmarks import relabel
-from benchmarks.harness.configs import CONFIGS, Config
+from benchmarks.harness.configs import CONFIGS, preset
 from recallmesh.platform.config import DEFAULT_LEGS
 
 # The default with only the vector weight asked for (the route never touches that one).
-VECTOR_1 = Config("default_v1", "", tuple(DEFAULT_LEGS.split(",")), weights={"vector": 1.0})
+VECTOR_1 = preset("default_v1", "", tuple(DEFAULT_LEGS.split(",")), weights={"vector": 1.0})
 
 
 @pytest.fixture(autouse=True)

@@ -6,10 +6,11 @@ from typing import Any
 
 import grpc
 
-from recallmesh.api.validation import bm25_b, bm25_k1, lexical_ranking, search_request
+from recallmesh.api.validation import search_request
 from recallmesh.legs.lexical.core import LexicalRetriever
 from recallmesh.platform.config import LexicalSettings
 from recallmesh.platform.retriever_app import RetrieverApp
+from recallmesh.policy import checked
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 
 
@@ -21,8 +22,11 @@ class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         ns, query, k, filters, sort_by = search_request(request)
         result = await self.retriever.search(
             ns, query, k, filters, sort_by,
-            ranking=lexical_ranking(request.ranking, "ranking") or "",
-            k1=bm25_k1(request), b=bm25_b(request))
+            ranking=(checked("lexical_ranking", request.ranking, "ranking")
+                     if request.ranking.strip() else ""),
+            k1=checked("bm25_k1", request.bm25_k1, "bm25_k1")
+            if request.HasField("bm25_k1") else None,
+            b=checked("bm25_b", request.bm25_b, "bm25_b") if request.HasField("bm25_b") else None)
         return retriever_pb2.SearchResponse(
             candidates=[
                 retriever_pb2.Candidate(memory_id=h.memory_id, score=h.score,

@@ -1,0 +1,54 @@
+"""The recall path's Prometheus metrics (the per-leg latency histogram is in
+recallmesh.platform.telemetry, shared with the legs' own servers)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+QUERY_EMBED_SECONDS = Histogram(
+    "recallmesh_gateway_query_embedding_seconds",
+    "Time to embed a recall query through the embedding service.",
+    ["state"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+)
+
+LEG_FAILURES = Counter(
+    "recallmesh_leg_failures_total", "Leg calls that timed out or failed.", ["leg", "state"]
+)
+FALLBACKS = Counter(
+    "recallmesh_recall_fallbacks_total",
+    "Recalls answered by a fallback: lexical_only (every other leg failed), partial (some "
+    "leg failed), local_fusion (the fusion service was down or late).",
+    ["kind"],
+)
+SECOND_STAGES = Counter(
+    "recallmesh_graph_second_stage_total",
+    "Graph second stages: ran (its list was fused), skipped (too little budget left, or no "
+    "other leg had a hit to seed it), failed (timeout or error: the first list was fused).",
+    ["outcome"],
+)
+CONTEXT_EXPANSIONS = Counter(
+    "recallmesh_context_expansions_total",
+    "Context propagation per recall: added (a memory stored next to one of the best hits "
+    "gained a share of its score), none (no best hit had a neighbour in the window), failed "
+    "(the lookup failed: hits returned in fused order).",
+    ["outcome"],
+)
+TIME_WINDOWS = Counter(
+    "recallmesh_time_windows_total",
+    "Recalls whose query named a time window: boosted (some fused candidate was created "
+    "inside it), none (none was), failed (the lookup failed: fused order kept).",
+    ["outcome"],
+)
+INTENT_ROUTES = Counter(
+    "recallmesh_intent_routes_total",
+    "Recalls routed by a query intent (recallmesh/gateway/query_intent.py), by intent.",
+    ["intent"],
+)
+RECALL_SECONDS = Histogram(
+    "recallmesh_recall_seconds",
+    "Recall time inside the gateway (fan-out, fusion, hydration); degraded is true, "
+    "false, or failed (no leg answered).",
+    ["degraded"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0),
+)

@@ -1,0 +1,103 @@
+"""The pure stages after fusion, without I/O: which ones a recall runs (`plan`), and context
+propagation's scoring (`propagate_context`); the time window's parser and boost are in
+recallmesh/gateway/time_window.py, the intent route in query_intent.py and its merge in
+recallmesh/policy.py. The gateway runs them around its database reads, and every benchmark
+replay imports them: there is no second implementation.
+
+The rule for both refinements: they apply to relevance order only (recency bypasses fusion;
+importance order is the prior's), and only when more than one leg contributed to fusion (a
+leg with weight > 0 and at least one candidate). A single contributing leg keeps its own
+order: the exact lexical fallback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+from recallmesh.fusion.core import Contribution, FusedCandidate, LegList
+from recallmesh.gateway.time_window import TimeWindow, resolve
+from recallmesh.policy import RecallPolicy
+
+# The pseudo-legs named in explain for what context propagation added to a memory stored
+# right after / right before a hit (rank: that hit's rank in the fused list).
+CONTEXT_NEXT = "context_next"
+CONTEXT_PREV = "context_prev"
+
+
+def contributing_legs(lists: Sequence[LegList]) -> int:
+    """How many legs fusion actually combined: weight > 0 and at least one candidate."""
+    return sum(1 for x in lists if x.weight > 0 and x.candidates)
+
+
+@dataclass(frozen=True)
+class Stages:
+    """The refinements one recall runs after fusion."""
+
+    window: TimeWindow | None = None  # boost the candidates created inside it
+    time_boost: float = 0.0
+    context_hits: int = 0  # context propagation from the best N hits (0: none)
+    context_next_weight: float = 0.0
+    context_prev_weight: float = 0.0
+
+
+def plan(policy: RecallPolicy, lists: Sequence[LegList], sort_by: str, query: str,
+         reference_time: datetime | None = None) -> Stages:
+    """Which refinements apply to this recall under `policy` (already resolved for the
+    request): see the module's rule. The window is read from the query against
+    `reference_time` (default: now)."""
+    if sort_by != "relevance" or contributing_legs(lists) <= 1:
+        return Stages()
+    window = None
+    if policy.time_boost > 0:
+        window = resolve(query, reference_time or datetime.now(UTC))
+    context = (policy.context_hits > 0
+               and (policy.context_next_weight > 0 or policy.context_prev_weight > 0))
+    return Stages(window=window, time_boost=policy.time_boost if window else 0.0,
+                  context_hits=policy.context_hits if context else 0,
+                  context_next_weight=policy.context_next_weight,
+                  context_prev_weight=policy.context_prev_weight)
+
+
+def propagate_context(
+    fused: Sequence[FusedCandidate],
+    top: Sequence[FusedCandidate],
+    after: dict[str, str],
+    before: dict[str, str],
+    n: int,
+    next_weight: float,
+    prev_weight: float,
+    k: int,
+    importance: dict[str, float] | None = None,
+) -> tuple[list[FusedCandidate], int]:
+    """The scoring of context propagation, without I/O: `after` / `before` map a hit's id to
+    the id of the memory stored next after / just before it. Each of the best n of `top`
+    gives next_weight x its score to its next memory and prev_weight x to its previous one
+    (a memory keeps the largest share of each side); a neighbour in `fused` adds the share to
+    its fused score, any other starts from 0. Returns `top` and the raised neighbours ranked
+    again, cut to k, and how many memories were raised."""
+    shares: dict[str, dict[str, tuple[float, int]]] = {}
+    for rank, seed in enumerate(top[:n], start=1):
+        for source, weight, neighbours in ((CONTEXT_NEXT, next_weight, after),
+                                           (CONTEXT_PREV, prev_weight, before)):
+            neighbour = neighbours.get(seed.memory_id)
+            share = weight * seed.score
+            if neighbour is None or weight <= 0 or share <= 0:
+                continue
+            best = shares.setdefault(neighbour, {})
+            if share > best.get(source, (0.0, 0))[0]:
+                best[source] = (share, rank)
+    if not shares:
+        return list(top), 0
+    by_id = {c.memory_id: c for c in fused}
+    pool = {c.memory_id: c for c in top}
+    for memory_id, gained in shares.items():
+        base = pool.get(memory_id) or by_id.get(memory_id) or FusedCandidate(
+            memory_id, 0.0, (importance or {}).get(memory_id, 0.5))
+        added = [Contribution(source, rank, share)
+                 for source, (share, rank) in sorted(gained.items())]
+        pool[memory_id] = replace(base, score=base.score + sum(c.score for c in added),
+                                  contributions=[*base.contributions, *added])
+    ranked = sorted(pool.values(), key=lambda c: (-c.score, c.best_rank, c.memory_id))
+    return ranked[:k], len(shares)
