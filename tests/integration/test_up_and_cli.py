@@ -27,10 +27,14 @@ def up_env(data_dir: Path) -> dict[str, str]:
     return env
 
 
-def start_up(env: dict[str, str], *args: str) -> tuple[subprocess.Popen, list[str]]:
+RECALLMESH = (sys.executable, "-m", "recallmesh.cli")  # the checkout's command
+
+
+def start_up(env: dict[str, str], *args: str, command: tuple[str, ...] = RECALLMESH,
+             cwd: Path | None = None) -> tuple[subprocess.Popen, list[str]]:
     """Start `recallmesh up` and read its output until it says it is serving."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "recallmesh.cli", "up", *args], env=env,
+        [*command, "up", *args], env=env, cwd=cwd,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     lines: list[str] = []
@@ -57,8 +61,9 @@ def stop_up(process: subprocess.Popen, lines: list[str]) -> str:
     return output
 
 
-def cli(env: dict[str, str], *args: str, expect_rc: int = 0) -> str:
-    result = subprocess.run([sys.executable, "-m", "recallmesh.cli", *args], env=env,
+def cli(env: dict[str, str], *args: str, expect_rc: int = 0,
+        command: tuple[str, ...] = RECALLMESH, cwd: Path | None = None) -> str:
+    result = subprocess.run([*command, *args], env=env, cwd=cwd,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == expect_rc, result.stdout + result.stderr
     return result.stdout + result.stderr
