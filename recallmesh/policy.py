@@ -33,7 +33,15 @@ from recallmesh.fusion.core import (
     RRF_K,
     FusionSettings,
 )
-from recallmesh.platform.config import MAX_SEED_MEMORIES, ConfigError, env_str
+from recallmesh.platform.config import (
+    MAX_SEED_MEMORIES,
+    ConfigError,
+    env_bool,
+    env_float,
+    env_int,
+    env_str,
+    parse_bool,
+)
 from recallmesh.platform.errors import InvalidArgument
 
 LEXICAL_RANKINGS = ("ts_rank", "bm25")
@@ -220,34 +228,20 @@ class RecallPolicy:
 
 
 def env_value(env: str, spec: Spec, kind: type, raw: str) -> Any:
-    """A setting's environment variable, parsed and checked (ConfigError otherwise)."""
+    """A setting's environment variable, parsed (recallmesh.platform.config's readers) and
+    checked against its bounds (ConfigError otherwise)."""
+    environ = {env: raw}
+    if kind is bool:
+        return env_bool(env, False, environ)
+    value: Any = raw
+    if kind is int:
+        value = env_int(env, 0, environ=environ)
+    elif kind is float:
+        value = env_float(env, 0.0, environ)
     try:
-        if kind is bool:
-            return parse_bool(raw)
-        if kind is int:
-            try:
-                value: Any = int(raw)
-            except ValueError:
-                raise _Bad(f"must be an integer, got {raw!r}") from None
-        elif kind is float:
-            try:
-                value = float(raw)
-            except ValueError:
-                raise _Bad(f"must be a number, got {raw!r}") from None
-        else:
-            value = raw
         return _check(env, spec, kind, value, "env")
     except _Bad as exc:
         raise ConfigError(f"{env} {exc}") from None
-
-
-def parse_bool(raw: str) -> bool:
-    """A boolean setting's text (environment or --set): true/false, 1/0, yes/no, on/off."""
-    if raw.strip().lower() in ("1", "true", "yes", "on"):
-        return True
-    if raw.strip().lower() in ("0", "false", "no", "off"):
-        return False
-    raise _Bad(f"must be true or false, got {raw!r}")
 
 
 def parse_weights(raw: str, legs: list[str]) -> dict[str, float]:
@@ -357,10 +351,8 @@ class Overrides:
                 kind = specs[name][1]
                 try:
                     values[name] = parse_bool(raw) if kind is bool else kind(raw)
-                except _Bad as exc:
-                    raise InvalidArgument(f"--set {name} {exc}") from None
                 except ValueError:
-                    what = "an integer" if kind is int else "a number"
+                    what = {bool: "true or false", int: "an integer"}.get(kind, "a number")
                     raise InvalidArgument(f"--set {item!r}: not {what}") from None
             else:
                 per_request = sorted(n for n, (s, _) in specs.items() if s.proto is not None)

@@ -84,23 +84,25 @@ def _at_most(name: str, value: int, maximum: int) -> int:
     return value
 
 
-def env_unit(name: str, default: float, environ: Mapping[str, str] | None = None) -> float:
-    """A share within [0, 1]."""
-    value = env_float(name, default, environ, minimum=0.0)
-    if value > 1:
-        raise ConfigError(f"{name} must be within [0, 1], got {value}")
-    return value
+def parse_bool(raw: str) -> bool:
+    """A boolean's text (a variable, the CLI's --set): true/false, 1/0, yes/no, on/off;
+    ValueError otherwise."""
+    word = raw.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(raw)
 
 
 def env_bool(name: str, default: bool, environ: Mapping[str, str] | None = None) -> bool:
     raw = _env(name, environ=environ)
     if raw is None:
         return default
-    if raw.lower() in ("1", "true", "yes", "on"):
-        return True
-    if raw.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(f"{name} must be true or false, got {raw!r}")
+    try:
+        return parse_bool(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be true or false, got {raw!r}") from None
 
 
 def env_str(name: str, default: str, environ: Mapping[str, str] | None = None) -> str:

@@ -57,7 +57,7 @@ def test_built_in_defaults_and_the_environment():
     ("RECALLMESH_RRF_K", "x", "must be an integer"),
     ("RECALLMESH_LEG_DEPTH", "1001", "must be <= 1000"),
     ("RECALLMESH_CONTEXT_NEXT_WEIGHT", "1.5", r"must be within \[0, 1\]"),
-    ("RECALLMESH_TIME_BOOST", "nan", r"must be within \[0, 10\]"),
+    ("RECALLMESH_TIME_BOOST", "nan", "must be a finite number"),
     ("RECALLMESH_CONTEXT_WINDOW_S", "-1", "must be >= 0"),
     ("RECALLMESH_INTENT_ROUTING", "maybe", "must be true or false"),
     ("RECALLMESH_LEG_WEIGHTS", "mystery=1", "not a configured leg"),
@@ -171,7 +171,7 @@ def test_checked_accepts_or_refuses_with_the_field_name_never_crashes(name, valu
 
 
 @pytest.mark.parametrize("assignment, message", [
-    ("intent_routing=maybe", "intent_routing must be true or false"),
+    ("intent_routing=maybe", "not true or false"),
     ("context_hits=three", "not an integer"),
     ("weights.vector=heavy", "a weight is a number"),
     ("context_window_s=10", "unknown setting 'context_window_s'"),  # deployment only
