@@ -1,7 +1,7 @@
 -- recallmesh schema v2: the write path of semantic recall.
 --
 -- The vector column itself, memories.embedding halfvec(<dimension>), and its
--- HNSW index are created by recallmesh/platform/vector_schema.py right after migrations,
+-- HNSW index are created by shared/vector_schema.py right after migrations,
 -- because the dimension comes from the embedding model manifest, not from SQL.
 ALTER TABLE memories ADD COLUMN embedding_model text;
 

@@ -1,0 +1,24 @@
+"""Released migrations never change: a database records each applied migration's checksum
+and refuses to start when a file differs ("changed after it was applied"), so editing even a
+comment in one locks every existing deployment out. New schema goes in a new file."""
+
+from __future__ import annotations
+
+from recallmesh.platform.migrations import discover
+
+# sha256 of each migration as released (applied by every database made since).
+RELEASED = {
+    1: "7110790f4cbbe0b1fda23c4864d600303c823d5f0a8b9f8991c16e8a7dd77f9b",
+    2: "48cf65993a74c17bdf541455a39ea393e25efec9066ee3038fa47dee22d410e6",
+    3: "3e71e5ad7f7892b25645251f3d3062f555cf4cad3f84fd7c4b2fedb51aad5ecb",
+    4: "0eeeffc4b1ae3a400310740cf44a29fbed3d7f23bdcbf5316399d043ecdf901e",
+    5: "85209503c9c54affb55d936fa909931f68e909ce2607780b5218577e120f05c1",
+    6: "24621e54c08976a8cb8a3f1b679d156b845698b073785188dd8e2fc37e912d1b",
+}
+
+
+def test_released_migrations_are_unchanged():
+    found = {m.version: m.checksum for m in discover()}
+    changed = {v: f"{found.get(v)} (released {sha})" for v, sha in RELEASED.items()
+               if found.get(v) != sha}
+    assert not changed, f"released migrations edited; add a new migration instead: {changed}"
