@@ -1,0 +1,85 @@
+"""The documentation stays true to the tree: the README opens with the two commands, every
+recall setting (recallmesh/policy.py) is documented with its variable, and every relative link
+in README.md and docs/ points at a file (and, within markdown, a heading) that exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from recallmesh.policy import RecallPolicy
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+
+
+def prose(text: str) -> str:
+    """The markdown without its fenced code blocks (links there are not links)."""
+    return FENCE.sub("", text)
+
+
+def relative_links(page: Path) -> list[str]:
+    return [target for target in LINK.findall(prose(page.read_text(encoding="utf-8")))
+            if not re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I)]  # http:, https:, mailto:
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link keeps its text
+    return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    for heading in HEADING.findall(prose(page.read_text(encoding="utf-8"))):
+        base = slug(heading)
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
+def test_readme_starts_with_the_two_commands():
+    blocks = FENCE.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert blocks, "README.md has no fenced code block"
+    assert blocks[0] == "make run\nmake test\n"
+
+
+def test_every_recall_setting_and_its_variable_is_in_configuration_md():
+    text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    missing = []
+    for name, (spec, _) in RecallPolicy.specs().items():
+        if f"`{name}`" not in text:
+            missing.append(name)
+        if spec.env is not None and f"`{spec.env}`" not in text:
+            missing.append(spec.env)
+    assert not missing, f"docs/configuration.md does not document: {', '.join(missing)}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_point_at_files_that_exist(page: Path):
+    broken = []
+    for target in relative_links(page):
+        path = target.split("#", 1)[0]
+        if path and not (page.parent / path).exists():
+            broken.append(target)
+    assert not broken, f"{page.relative_to(ROOT)} links to missing files: {broken}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_anchors_in_markdown_links_name_headings_that_exist(page: Path):
+    broken = []
+    for target in relative_links(page):
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path) if path else page
+        if anchor and linked.suffix == ".md" and linked.is_file():
+            if anchor not in anchors(linked):
+                broken.append(target)
+    assert not broken, f"{page.relative_to(ROOT)} links to missing headings: {broken}"
