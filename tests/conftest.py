@@ -84,36 +84,38 @@ def recorder(stack_and_recorder) -> RecordingEmbedder:
     return stack_and_recorder[1]
 
 
+@contextlib.contextmanager
+def extra_gateway(folder: Path, dsn: str,
+                  **env: str) -> Iterator[memory_pb2_grpc.MemoryServiceStub]:
+    """Another gateway process over the session's services, configured by `env`."""
+    s = Stack(env=stack_env(folder, dsn, **env), services=("gateway",))
+    s.start(timeout_s=60)
+    try:
+        with grpc.insecure_channel(s.endpoints["gateway"]) as ch:
+            yield memory_pb2_grpc.MemoryServiceStub(ch)
+    finally:
+        s.stop()
+
+
 @pytest.fixture(scope="session")
 def lexical_gateway(stack: Stack, pg_dir: Path) -> Iterator[memory_pb2_grpc.MemoryServiceStub]:
     """A second gateway over the session's lexical leg only: the lexical baseline end to end."""
-    env = stack_env(
-        pg_dir / "lexical-gateway", stack.dsn,
-        RECALLMESH_LEGS="lexical", RECALLMESH_LEXICAL_TARGET=stack.endpoints["lexical"],
-        RECALLMESH_FUSION_TARGET=stack.endpoints["fusion"],
-    )
-    s = Stack(env=env, services=("gateway",))
-    s.start(timeout_s=60)
-    with grpc.insecure_channel(s.endpoints["gateway"]) as ch:
-        yield memory_pb2_grpc.MemoryServiceStub(ch)
-    s.stop()
+    with extra_gateway(pg_dir / "lexical-gateway", stack.dsn, RECALLMESH_LEGS="lexical",
+                       RECALLMESH_LEXICAL_TARGET=stack.endpoints["lexical"],
+                       RECALLMESH_FUSION_TARGET=stack.endpoints["fusion"]) as stub:
+        yield stub
 
 
 @pytest.fixture(scope="session")
 def graph_gateway(stack: Stack, pg_dir: Path) -> Iterator[memory_pb2_grpc.MemoryServiceStub]:
     """A second gateway over the session's services with the graph leg as a third leg."""
-    env = stack_env(
-        pg_dir / "graph-gateway", stack.dsn,
-        RECALLMESH_LEGS="lexical,vector,graph",
+    with extra_gateway(
+        pg_dir / "graph-gateway", stack.dsn, RECALLMESH_LEGS="lexical,vector,graph",
         RECALLMESH_GRAPH_SECOND_STAGE_SEEDS="1",  # its tests can tell the one seed apart
         **{f"RECALLMESH_{n.upper()}_TARGET": stack.endpoints[n]
            for n in ("lexical", "vector", "graph", "embedding", "fusion")},
-    )
-    s = Stack(env=env, services=("gateway",))
-    s.start(timeout_s=60)
-    with grpc.insecure_channel(s.endpoints["gateway"]) as ch:
-        yield memory_pb2_grpc.MemoryServiceStub(ch)
-    s.stop()
+    ) as stub:
+        yield stub
 
 
 @pytest.fixture(scope="session")
