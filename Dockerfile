@@ -6,6 +6,7 @@
 # Stages: builder (wheel + runtime venv) -> model (fetch + sha256-verify the embedding model in a
 # throwaway copy of the venv with the `build` extra) -> runtime (the venv and the model only).
 # Every stage uses the same base, so the venv's interpreter links resolve in the runtime stage.
+# checkov:skip=CKV_DOCKER_7: FROM ${BASE_IMAGE} is tagged: the default python:3.12-slim (or the local base) comes from this ARG, which checkov does not expand
 ARG BASE_IMAGE=python:3.12-slim
 
 FROM ${BASE_IMAGE} AS builder
