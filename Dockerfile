@@ -55,17 +55,17 @@ LABEL org.opencontainers.image.title="recallmesh" \
       org.opencontainers.image.description="Long-term memory recall for AI agents: gRPC services (gateway, legs, embedding, fusion, indexer)" \
       org.opencontainers.image.licenses="Apache-2.0" \
       io.recallmesh.onnxruntime="${ORT}"
+RUN useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
+        --shell /usr/sbin/nologin recallmesh
+# the verified model (manifest.json pins each file's sha256; the embedding service checks them
+# before it serves), below the venv: a code change leaves this 547 MB layer as it was
+COPY --from=model /opt/recallmesh/models /opt/recallmesh/models
 COPY --from=builder /opt/venv /opt/venv
 # gpu: the dynamic loader finds the CUDA / cuDNN libraries the nvidia-* wheels put in the venv
-RUN useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
-        --shell /usr/sbin/nologin recallmesh \
-    && if [ "${ORT}" = gpu ]; then \
+RUN if [ "${ORT}" = gpu ]; then \
         ls -d /opt/venv/lib/python3*/site-packages/nvidia/*/lib > /etc/ld.so.conf.d/recallmesh-cuda.conf \
         && ldconfig; \
     fi
-# the verified model (manifest.json pins each file's sha256; the embedding service checks them
-# before it serves)
-COPY --from=model /opt/recallmesh/models /opt/recallmesh/models
 COPY docker/healthcheck.py /opt/recallmesh/healthcheck.py
 ENV PATH=/opt/venv/bin:${PATH} \
     RECALLMESH_MODEL_CACHE=/opt/recallmesh/models \

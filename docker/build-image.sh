@@ -38,7 +38,7 @@ DOCKER_BUILDKIT=0 docker build --network host \
     exit 1
 }
 elapsed=$(( $(date +%s) - start ))
-# remove the dangling intermediate images a rebuild leaves behind
-docker image prune -f >/dev/null 2>&1 || true
+# (no `docker image prune`: the builder and model stages' images are dangling, and they are the
+# cache that makes the next build take seconds)
 echo "built $IMAGE in ${elapsed} s (log: ${BUILD_LOG:-/tmp/recallmesh-image-build.log})"
 docker image ls "$IMAGE" --format 'image {{.Repository}}:{{.Tag}}  id {{.ID}}  size {{.Size}}'

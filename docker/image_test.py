@@ -66,25 +66,42 @@ class Spec:
     """One container: what it runs and its environment, as the dev overlay declares them."""
 
     name: str                      # service name (gateway, lexical, ...) or "migrate"
-    command: list[str]             # k8s `command` (docker --entrypoint + leading args)
-    args: list[str] = field(default_factory=list)   # k8s `args`
+    command: list[str]             # k8s command + args (docker --entrypoint + the rest)
     env: dict[str, str] = field(default_factory=dict)
+    secret_env: list[str] = field(default_factory=list)   # from a Secret: RECALLMESH_DSN
     ports: dict[str, int] = field(default_factory=dict)   # containerPort by name: grpc, metrics
 
 
 def service_specs(image: str) -> tuple[Spec, list[Spec]]:
-    """(the migrate Job, the services' Deployments) of the dev overlay.
+    """(the migrate Job, the services' Deployments in start order) of the dev overlay.
 
-    SWAP POINT: this is the only place that says what the containers run. Until the k8s change
-    lands (its helper renders k8s/overlays/dev and returns, per service, command/args, env and
-    ports), it states the runtime contract itself: `recallmesh migrate`, `recallmesh serve <svc>`
-    and each service's default gRPC / metrics ports. Replace the body with a call to that helper
-    and keep the return shape; everything after this function reads only what it returns.
-    Where the image does not have `recallmesh serve` yet (the runtime change not merged), each
-    service runs as `python -m <module>`, which the contract says does the same.
+    The only place that says what the containers run: the k8s change's helper
+    (tests/deploy/rendered.py: `kubectl kustomize k8s/overlays/dev`, ConfigMaps resolved) when
+    it is in the checkout. FALLBACK, until that helper lands: the runtime contract stated here
+    (`recallmesh migrate`, `recallmesh serve <svc>`, default ports, the DSN where a service
+    needs the database); to be deleted once the helper is merged.
     """
+    try:
+        from tests.deploy.rendered import service_specs as rendered_specs
+    except ImportError:
+        rendered_specs = None
+    if rendered_specs is not None:
+        specs = rendered_specs("dev")
+        say("what each container runs: read from the rendered dev overlay (k8s/overlays/dev)")
+        missing = {"migrate", *SERVICES} - set(specs)
+        if missing:
+            raise Failed(f"the dev overlay has no {sorted(missing)}")
+
+        def convert(r) -> Spec:
+            return Spec(r.name, list(r.command), dict(r.env), sorted(r.secret_env),
+                        dict(r.ports))
+
+        return convert(specs["migrate"]), [convert(specs[name]) for name in SERVICES]
+
     from recallmesh.platform.config import DEFAULT_PORTS
 
+    say("what each container runs: FALLBACK table in docker/image_test.py "
+        "(tests/deploy/rendered.py not in this checkout)")
     has_serve = _image_has_serve(image)
     modules = {"gateway": "recallmesh.gateway", "lexical": "recallmesh.legs.lexical",
                "vector": "recallmesh.legs.vector", "graph": "recallmesh.legs.graph",
@@ -96,10 +113,12 @@ def service_specs(image: str) -> tuple[Spec, list[Spec]]:
         command = (["recallmesh", "serve", name] if has_serve
                    else ["python", "-m", modules[name]])
         env = {"RECALLMESH_LEGS": "lexical,vector,graph"} if name == "gateway" else {}
-        services.append(Spec(name, command, [], env, {"grpc": grpc_port, "metrics": metrics_port}))
+        secret = [] if name in ("embedding", "fusion") else ["RECALLMESH_DSN"]
+        services.append(Spec(name, command, env, secret,
+                             {"grpc": grpc_port, "metrics": metrics_port}))
     if not has_serve:
         say("note: the image has no `recallmesh serve` yet; services run as `python -m <module>`")
-    return Spec("migrate", ["recallmesh", "migrate"]), services
+    return Spec("migrate", ["recallmesh", "migrate"], {}, ["RECALLMESH_DSN"]), services
 
 
 def _image_has_serve(image: str) -> bool:
@@ -220,8 +239,7 @@ class ImageTest:
         for key, value in sorted(env.items()):
             flags += ["-e", f"{key}={value}"]
         entrypoint, *leading = spec.command
-        docker("run", "-d", *flags, "--entrypoint", entrypoint, self.image,
-               *leading, *spec.args)
+        docker("run", "-d", *flags, "--entrypoint", entrypoint, self.image, *leading)
         self.containers.append(name)
         return name
 
@@ -235,21 +253,38 @@ class ImageTest:
         liveness_ok = ("SERVING",) if _image_has_serve(self.image) else ("SERVING", "NOT_FOUND")
         dsn, mounts = self.start_postgres()
 
-        # every service on 127.0.0.1, free ports; targets point at those ports
+        # every service on 127.0.0.1 on free ports (the overlay's 0.0.0.0 and fixed ports are for
+        # a pod's own network namespace); every *_TARGET the overlay sets is pointed at the port
+        # of the service it names (matched by that service's gRPC port in the overlay)
         ports = {s.name: (free_port(), free_port()) for s in services}
-        network_env = {"RECALLMESH_DSN": dsn}
+        by_overlay_port = {str(s.ports.get("grpc")): s.name for s in services}
+        override: dict[str, str] = {}
         for s in services:
             grpc_port, metrics_port = ports[s.name]
             prefix = f"RECALLMESH_{s.name.upper()}_"
-            network_env[prefix + "HOST"] = "127.0.0.1"
-            network_env[prefix + "PORT"] = str(grpc_port)
-            network_env[prefix + "METRICS_PORT"] = str(metrics_port)
-            network_env[prefix + "TARGET"] = f"127.0.0.1:{grpc_port}"
+            override[prefix + "HOST"] = "127.0.0.1"
+            override[prefix + "PORT"] = str(grpc_port)
+            override[prefix + "METRICS_PORT"] = str(metrics_port)
+            override[prefix + "TARGET"] = f"127.0.0.1:{grpc_port}"
             self.addresses[s.name] = f"127.0.0.1:{grpc_port}"
+        secrets = {"RECALLMESH_DSN": dsn}
+
+        def environment(spec: Spec) -> dict[str, str]:
+            env = dict(spec.env)
+            for key, value in env.items():
+                target_of = by_overlay_port.get(value.rsplit(":", 1)[-1])
+                if key.endswith("_TARGET") and target_of:
+                    env[key] = f"127.0.0.1:{ports[target_of][0]}"
+            env.update(override)
+            for key in spec.secret_env:
+                if key not in secrets:
+                    raise Failed(f"{spec.name}: no value for the secret variable {key}")
+                env[key] = secrets[key]
+            return env
 
         # 1. migrate, one shot
-        say("migrate: " + " ".join(migrate.command + migrate.args))
-        name = self.run_container(migrate, {**migrate.env, **network_env}, mounts)
+        say("migrate: " + " ".join(migrate.command))
+        name = self.run_container(migrate, environment(migrate), mounts)
         code = docker("wait", name, timeout=300)
         if code != "0":
             raise Failed(f"migrate exited {code}:\n{logs(name)}")
@@ -257,7 +292,7 @@ class ImageTest:
 
         # 2. the services, one container each, each waited for
         for s in services:
-            name = self.run_container(s, {**s.env, **network_env}, mounts)
+            name = self.run_container(s, environment(s), mounts)
             start = time.monotonic()
 
             def alive(name: str = name) -> None:
@@ -268,7 +303,7 @@ class ImageTest:
             wait_for(f"{s.name} health", lambda a=self.addresses[s.name]: (
                 None if health(a) == "SERVING" else health(a)), READY_TIMEOUT_S, alive)
             say(f"{s.name}: SERVING on {self.addresses[s.name]} "
-                f"({time.monotonic() - start:.1f}s; {' '.join(s.command + s.args)})")
+                f"({time.monotonic() - start:.1f}s; {' '.join(s.command)})")
 
         # 3. store and recall through the gateway container
         self.store_and_recall()
