@@ -267,7 +267,7 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
 
 def result_file(name: str, settings: dict, ds: Dataset, limit: int | None, rows: list[dict],
                 latencies: list[float], ingest_info: dict, extra: dict) -> dict:
-    names = list(metrics.METRICS) + (
+    names = list(metrics.METRICS) + list(metrics.LONGMEMEVAL_METRICS) + (
         ["session_recall_any@5", "session_recall_any@10"]
         if any("session_recall_any@5" in r["metrics"] for r in rows) else [])
     overall, per_category = metrics.summarise(rows, names)

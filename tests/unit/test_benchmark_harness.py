@@ -59,6 +59,84 @@ def test_metrics_agree_with_ir_measures():
                 qid, name)
 
 
+def test_longmemeval_official_metrics_by_hand():
+    """recall_any / recall_all / ndcg_any as LongMemEval's eval_utils.py defines them: its DCG
+    leaves ranks 1 and 2 undiscounted, then 1/log2(rank); ideal = min(#relevant, k) hits."""
+    # one relevant, at rank 2: a perfect ndcg_any (rank 2 is undiscounted), not for ndcg@10
+    one = metrics.per_query(["x", "a", "y"], {"a"})
+    assert (one["recall_any@5"], one["recall_all@5"], one["ndcg_any@5"]) == (1.0, 1.0, 1.0)
+    assert one["ndcg@10"] == pytest.approx(1 / LOG3)
+    assert metrics.ndcg_any_at(["x", "y", "a"], {"a"}, 5) == pytest.approx(1 / LOG3)
+    # several relevant, at ranks 1, 3 and 6
+    several = metrics.per_query(["a", "x", "b", "y", "z", "c"], {"a", "b", "c"})
+    assert (several["recall_any@5"], several["recall_all@5"]) == (1.0, 0.0)
+    assert (several["recall_any@10"], several["recall_all@10"]) == (1.0, 1.0)
+    ideal = 1 + 1 + 1 / LOG3
+    assert several["ndcg_any@5"] == pytest.approx((1 + 1 / LOG3) / ideal)
+    assert several["ndcg_any@10"] == pytest.approx((1 + 1 / LOG3 + 1 / math.log2(6)) / ideal)
+    # more relevant than k, the top k all relevant: ndcg_any 1, recall_all 0
+    many = metrics.per_query(list("abcdefg"), set("abcdefg"))
+    assert (many["ndcg_any@5"], many["recall_all@5"], many["recall_all@10"]) == (1.0, 0.0, 1.0)
+    # none retrieved, or nothing returned
+    for ranked in (["x", "y"], []):
+        none = metrics.per_query(ranked, {"a", "b"})
+        assert all(none[m] == 0.0 for m in metrics.LONGMEMEVAL_METRICS), none
+    # a repeated id counts once (and still takes its rank)
+    assert metrics.ndcg_any_at(["a", "a", "b"], {"a", "b"}, 5) == pytest.approx(
+        (1 + 1 / LOG3) / 2)
+    assert metrics.all_at(["a", "a", "b"], {"a", "b"}, 2) == 0.0
+    # no relevant id: recall_all is vacuously 1, as in the official all(); the others 0
+    empty = metrics.per_query(["x"], set())
+    assert (empty["recall_all@5"], empty["recall_any@5"], empty["ndcg_any@5"]) == (
+        1.0, 0.0, 0.0)
+
+
+def test_longmemeval_official_metrics_agree_with_ir_measures():
+    """recall_any@k is ir-measures' Success@k, recall_all@k is R@k == 1. Its nDCG discounts
+    rank r by 1/log2(r+1), so it is not ndcg_any; but LongMemEval's DCG of a list is the
+    first hit's gain plus the standard DCG of the rest at cutoff k-1, which checks ndcg_any
+    through nDCG@(k-1) of the list without its first id."""
+    import random
+
+    import ir_measures
+    from ir_measures import R, Success, nDCG
+
+    def idcg_standard(n: int) -> float:
+        return sum(1 / math.log2(r + 1) for r in range(1, n + 1))
+
+    def idcg_official(n: int) -> float:
+        return sum(1.0 if r == 1 else 1 / math.log2(r) for r in range(1, n + 1))
+
+    rng = random.Random(11)
+    qrels, run_, tail_run, cases = [], [], [], {}
+    for q in range(200):
+        pool = [f"d{i}" for i in range(30)]
+        relevant = set(rng.sample(pool, rng.randint(1, 8)))
+        ranked = rng.sample(pool, rng.randint(0, 10))
+        qid = f"q{q}"
+        qrels += [ir_measures.Qrel(qid, d, 1) for d in relevant]
+        run_ += [ir_measures.ScoredDoc(qid, d, float(100 - i)) for i, d in enumerate(ranked)]
+        tail_run += [ir_measures.ScoredDoc(qid, d, float(100 - i))
+                     for i, d in enumerate(ranked[1:])]
+        cases[qid] = (ranked, relevant)
+    measures = [m @ k for k in (5, 10) for m in (Success, R)]
+    theirs = {(m.query_id, str(m.measure)): m.value
+              for m in ir_measures.iter_calc(measures, qrels, run_)}
+    tails = {(m.query_id, str(m.measure)): m.value
+             for m in ir_measures.iter_calc([nDCG @ 4, nDCG @ 9], qrels, tail_run)}
+    for qid, (ranked, relevant) in cases.items():
+        ours = metrics.per_query(ranked, relevant)
+        for k in (5, 10):
+            assert ours[f"recall_any@{k}"] == theirs.get((qid, str(Success @ k)), 0.0), qid
+            recall = theirs.get((qid, str(R @ k)), 0.0)
+            assert ours[f"recall_all@{k}"] == (1.0 if recall == pytest.approx(1.0) else 0.0)
+            first = 1.0 if ranked and ranked[0] in relevant else 0.0
+            tail = tails.get((qid, str(nDCG @ (k - 1))), 0.0) * idcg_standard(
+                min(len(relevant), k - 1))
+            assert ours[f"ndcg_any@{k}"] == pytest.approx(
+                (first + tail) / idcg_official(min(len(relevant), k))), (qid, k)
+
+
 def test_bootstrap_intervals():
     better = paired_bootstrap([0.5] * 20 + [0.0] * 5)
     assert better.low > 0 and better.clear_of_zero and better.share_not_better == 0.0
