@@ -10,7 +10,7 @@ ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint bench-recall-latency \
-	bench-embedding bench-model bench-vector bench-gateway bench-graph-latency bench-merge-sweep bench-lexical-sweep bench-context-sweep bench-lever-replay bench-model-replay bench-concept-names bench-headline bench bench-all clean
+	bench-embedding bench-model bench-vector bench-gateway bench-graph-latency bench-context-sweep bench-lever-replay bench-model-replay bench-concept-names bench-headline bench bench-all clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -88,7 +88,6 @@ bench-headline: $(STAMP)
 	$(PY) -m benchmarks.headline --report-to benchmarks/reports/headline.md \
 		--json-to benchmarks/reports/headline.json
 
-## The lexical leg's SQL alone: BM25 k1 / b grid and an extra stop list, on the three dev splits.
 ## Context propagation, the lexical weight and the leg depth: each dev split's candidate pools are
 ## dumped once through the stack (LongMemEval ~30 min; kept under benchmarks/results), then replayed
 ## over a grid with the gateway's own code -> benchmarks/reports/context.md.
@@ -155,16 +154,6 @@ bench-model-replay: models $(foreach d,$(LEVER_SETS),benchmarks/results/$(d)/con
 		--json-to benchmarks/reports/model_replay.json --report-to benchmarks/reports/model-replay.md
 bench-concept-names: models
 	$(PY) -m benchmarks.concept_names --report-to benchmarks/reports/concept-names.md
-
-bench-lexical-sweep: $(STAMP)
-	$(PY) -m benchmarks.lexical_sweep --out benchmarks/reports/lexical_sweep.json \
-		--report-to benchmarks/reports/lexical.md
-
-## The concept merge threshold swept on LoCoMo dev (one fresh load per threshold, ~15 min).
-bench-merge-sweep: models
-	$(PY) -m benchmarks.merge_sweep --dataset $(BENCH_DATASETS)/locomo \
-		--out benchmarks/results/merge_sweep --report-to benchmarks/reports/merge-threshold.md \
-		--summary-to benchmarks/reports/locomo_merge_threshold.json
 
 ## Hybrid recall through the gateway on 5,000 memories: concurrency 1/8/32, overhead, a hanging leg.
 bench-gateway: models

@@ -133,8 +133,9 @@ def settle(dsn: str) -> float:
     """VACUUM (ANALYZE) after the load, before anything is timed: otherwise autovacuum works
     through the freshly written rows while the first configurations run, and on 2 cores that
     inflates whichever configuration comes first (seen: +30% p95). Queries are timed in the
-    database's steady state; how BM25 behaves before statistics exist is measured apart, in
-    benchmarks/lexical_sweep.py. Returns the seconds it took."""
+    database's steady state; how BM25 behaves before statistics exist is checked apart
+    (tests/integration/test_bm25.py; benchmarks/reports/lexical.md). Returns the seconds it
+    took."""
     started = time.perf_counter()
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("VACUUM (ANALYZE)")
