@@ -23,6 +23,7 @@ from benchmarks.harness.configs import CONFIGS, DEFAULT_CONFIGS
 from benchmarks.harness.peers import PEERS
 from benchmarks.harness.report import compare, summary
 from benchmarks.harness.runner import BATCH, run
+from benchmarks.harness.script import names
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run configurations over a benchmark folder")
     r.add_argument("--dataset", type=Path, required=True)
-    r.add_argument("--configs", default=",".join(DEFAULT_CONFIGS))
+    r.add_argument("--configs", type=names, default=",".join(DEFAULT_CONFIGS))
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--limit", type=int, default=None, help="first N scored queries only")
     r.add_argument("--target", default=None, help="a running gateway instead of an own stack")
@@ -61,9 +62,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "run":
         if args.ingest_batch < 1:
             parser.error("--ingest-batch must be at least 1")
-        names = [n.strip() for n in args.configs.split(",") if n.strip()]
-        run(args.dataset, names, args.out, args.limit, args.target, args.skip_ingest, args.dsn,
-            args.embedder, args.namespace_tag, args.ingest_batch)
+        run(args.dataset, args.configs, args.out, args.limit, args.target, args.skip_ingest,
+            args.dsn, args.embedder, args.namespace_tag, args.ingest_batch)
     elif args.command == "compare":
         text = compare(args.out, args.baseline, args.metric)
         (args.out / "report.md").write_text(text)

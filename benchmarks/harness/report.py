@@ -26,7 +26,7 @@ OFFICIAL_NOTE = {"longmemeval": (
     "k distinct sessions).")}
 
 
-def _load(out: Path) -> dict[str, dict]:
+def load_results(out: Path) -> dict[str, dict]:
     results = {}
     for path in sorted(out.glob("*.json")):
         data = json.loads(path.read_text())
@@ -42,7 +42,7 @@ def _bound(value: float, clear: bool) -> str:
     return f"{value:+.4f}" if clear and value != 0 and text in ("+0.000", "-0.000") else text
 
 
-def _fmt(interval) -> str:
+def fmt_interval(interval) -> str:
     clear = interval.clear_of_zero
     mark = "" if clear else " (n.s.)"
     return (f"{interval.delta:+.3f} [{_bound(interval.low, clear)}, "
@@ -50,7 +50,7 @@ def _fmt(interval) -> str:
 
 
 def compare(out: Path, baseline: str, metric: str = HEADLINE) -> str:
-    results = _load(out)
+    results = load_results(out)
     if baseline not in results:
         raise SystemExit(f"{out} has no {baseline}.json (configs: {', '.join(results)})")
     base = results[baseline]
@@ -83,12 +83,12 @@ def compare(out: Path, baseline: str, metric: str = HEADLINE) -> str:
         paired = paired_bootstrap(deltas)
         cells = [f"{data['overall'][m]:.3f}" if m in data["overall"] else "—"
                  for m in metric_names]  # "—": a result file written before the metric
-        ci = "—" if name == baseline else _fmt(paired)
+        ci = "—" if name == baseline else fmt_interval(paired)
         share = "—" if name == baseline else f"{paired.share_not_better:.3f}"
         cluster = ""
         if grouped:
             cluster_ci = cluster_bootstrap(deltas, [r["cluster"] for r in rows])
-            cluster = ("—" if name == baseline else _fmt(cluster_ci)) + " | "
+            cluster = ("—" if name == baseline else fmt_interval(cluster_ci)) + " | "
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {ci} | {share} | {cluster}"
                      f"{data['latency_ms']['p50']:.1f} | {data['latency_ms']['p95']:.1f} |")
     if base["dataset"]["name"] in OFFICIAL_NOTE and official[0] in base["overall"]:
@@ -112,7 +112,7 @@ def compare(out: Path, baseline: str, metric: str = HEADLINE) -> str:
                 interval = paired_bootstrap(
                     [r["metrics"][metric] - base_rows[r["query_id"]]["metrics"][metric]
                      for r in rows])
-                cells.append(f"{value:.3f} {_fmt(interval)}")
+                cells.append(f"{value:.3f} {fmt_interval(interval)}")
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
     ingest = base.get("ingest", {})
     if "seconds" in ingest:
@@ -149,4 +149,4 @@ def summary(out: Path) -> dict:
     """Every configuration in OUTDIR without its per-query rows: settings, dataset, commit,
     overall and per-category metrics, latency, ingest (small enough to commit)."""
     return {name: {k: v for k, v in data.items() if k != "queries"}
-            for name, data in _load(out).items()}
+            for name, data in load_results(out).items()}

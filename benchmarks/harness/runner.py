@@ -17,11 +17,11 @@ import grpc
 import numpy as np
 import psycopg
 
-from benchmarks.common import percentile
 from benchmarks.harness import metrics
 from benchmarks.harness.configs import CONFIGS, Config
 from benchmarks.harness.data import Dataset, load
 from benchmarks.harness.peers import PEERS, Doc, Peer, timed_search
+from benchmarks.harness.stats import percentile
 from recallmesh.api.timestamps import to_proto_timestamp
 from recallmesh.models.manifest import ModelManifest
 from recallmesh.platform.config import ALL_LEGS, default_target

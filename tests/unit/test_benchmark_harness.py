@@ -166,7 +166,7 @@ def test_loader_scopes_and_stored_text():
 
 def test_bm25_candidates_ask_for_the_default_with_only_k1_and_b_set():
     from benchmarks.harness.configs import BM25_CANDIDATES, BM25_CONFIG_NAMES, CONFIGS
-    from benchmarks.relabel import same_as_default
+    from benchmarks.quality.relabel import same_as_default
 
     assert len(set(BM25_CONFIG_NAMES)) == len(BM25_CANDIDATES)
     plain = CONFIGS["default"].overrides(["lexical", "vector", "graph"])
@@ -180,11 +180,11 @@ def test_bm25_candidates_ask_for_the_default_with_only_k1_and_b_set():
 
 
 def test_a_bound_clear_of_zero_never_prints_as_zero():
-    from benchmarks.harness.report import _fmt
+    from benchmarks.harness.report import fmt_interval
     from benchmarks.harness.stats import Interval
 
-    assert _fmt(Interval(0.0203, 0.0003, 0.0422, 0.03)) == "+0.020 [+0.0003, +0.042]"
-    assert _fmt(Interval(-0.02, -0.042, -0.0004, 0.99)) == "-0.020 [-0.042, -0.0004]"
-    assert _fmt(Interval(0.016, -0.0004, 0.033, 0.04)) == "+0.016 [-0.000, +0.033] (n.s.)"
-    assert _fmt(Interval(0.0, 0.0, 0.0, 1.0)) == "+0.000 [+0.000, +0.000] (n.s.)"
-    assert _fmt(Interval(0.1, 0.05, 0.2, 0.0)) == "+0.100 [+0.050, +0.200]"
+    assert fmt_interval(Interval(0.0203, 0.0003, 0.0422, 0.03)) == "+0.020 [+0.0003, +0.042]"
+    assert fmt_interval(Interval(-0.02, -0.042, -0.0004, 0.99)) == "-0.020 [-0.042, -0.0004]"
+    assert fmt_interval(Interval(0.016, -0.0004, 0.033, 0.04)) == "+0.016 [-0.000, +0.033] (n.s.)"
+    assert fmt_interval(Interval(0.0, 0.0, 0.0, 1.0)) == "+0.000 [+0.000, +0.000] (n.s.)"
+    assert fmt_interval(Interval(0.1, 0.05, 0.2, 0.0)) == "+0.100 [+0.050, +0.200]"
