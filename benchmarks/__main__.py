@@ -4,22 +4,26 @@
                            [--target host:port] [--skip-ingest]
   python -m benchmarks compare OUTDIR [--baseline lexical] [--metric recall@10]
                                [--append-to benchmarks/reports/retrieval.md]
+  python -m benchmarks diff A.json B.json [--k 10] [--show 5] [--json-to diff.json]
   python -m benchmarks configs
 
 `run` starts its own stack (or uses --target), ingests DIR through StoreBatch
 (waiting for indexing), runs every query of every configuration through Recall
 and writes OUTDIR/<config>.json. Names starting with `peer_` are other systems
 (bm25s, LanceDB; the `bench` extra) run side by side over the texts and vectors
-the stack stored. `compare` prints and writes OUTDIR/report.md.
+the stack stored. `compare` prints and writes OUTDIR/report.md. `diff` compares two result
+files query by query (the same answers? exit 2 when they cannot be compared).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from benchmarks.harness.configs import CONFIGS, DEFAULT_CONFIGS
+from benchmarks.harness.diff import DiffError, diff
 from benchmarks.harness.peers import PEERS
 from benchmarks.harness.report import compare, summary
 from benchmarks.harness.runner import BATCH, run
@@ -57,6 +61,14 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--summary-to", type=Path, default=None,
                    help="also write every configuration's settings and metrics (no per-query "
                    "rows) to this JSON file")
+    d = sub.add_parser("diff", help="compare two result files' rankings query by query")
+    d.add_argument("a", type=Path)
+    d.add_argument("b", type=Path)
+    d.add_argument("--k", type=int, default=None,
+                   help="compare the top k (default: the files' k)")
+    d.add_argument("--show", type=int, default=5, help="differing queries printed in full")
+    d.add_argument("--json-to", type=Path, default=None,
+                   help="also write the counts, metric deltas and every differing query here")
     sub.add_parser("configs", help="list the known configurations")
     args = parser.parse_args(argv)
     if args.command == "run":
@@ -74,6 +86,14 @@ def main(argv: list[str] | None = None) -> None:
             with open(args.append_to, "a", encoding="utf-8") as f:
                 f.write("\n" + text)
         print(text)
+    elif args.command == "diff":
+        if args.k is not None and args.k < 1:
+            parser.error("--k must be at least 1")
+        try:
+            print(diff(args.a, args.b, args.k, args.show, args.json_to), end="")
+        except DiffError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(2)
     else:
         for config in [*CONFIGS.values(), *PEERS.values()]:
             print(f"{config.name:20} {config.description}")
