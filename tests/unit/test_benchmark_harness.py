@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import random
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,29 @@ from benchmarks.harness.stats import cluster_bootstrap, paired_bootstrap
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "bench_tiny"
 LOG3 = math.log2(3)
+
+
+def random_cases(seed: int, most_relevant: int) -> dict[str, tuple[list[str], set[str]]]:
+    """200 queries over 30 documents: (a random ranking of 0-10, 1-`most_relevant` relevant)."""
+    rng = random.Random(seed)
+    cases = {}
+    for q in range(200):
+        pool = [f"d{i}" for i in range(30)]
+        relevant = set(rng.sample(pool, rng.randint(1, most_relevant)))
+        ranked = rng.sample(pool, rng.randint(0, 10))
+        cases[f"q{q}"] = (ranked, relevant)
+    return cases
+
+
+def ir_measures_input(cases: dict, skip: int = 0) -> tuple[list, list]:
+    """(qrels, run) for ir-measures; `skip` leaves the first ids of every ranking out."""
+    import ir_measures
+
+    qrels = [ir_measures.Qrel(qid, d, 1) for qid, (_, relevant) in cases.items()
+             for d in relevant]
+    run = [ir_measures.ScoredDoc(qid, d, float(100 - i)) for qid, (ranked, _) in cases.items()
+           for i, d in enumerate(ranked[skip:])]
+    return qrels, run
 
 
 def test_metrics_by_hand():
@@ -33,21 +57,12 @@ def test_metrics_by_hand():
 def test_metrics_agree_with_ir_measures():
     """Our metrics against a maintained implementation (pytrec_eval via ir-measures) on
     random rankings: recall@5/@10, nDCG@10 with binary gains, reciprocal rank."""
-    import random
-
     import ir_measures
     from ir_measures import RR, R, nDCG
 
-    rng = random.Random(7)
-    qrels, run_, ours = [], [], {}
-    for q in range(200):
-        pool = [f"d{i}" for i in range(30)]
-        relevant = set(rng.sample(pool, rng.randint(1, 6)))
-        ranked = rng.sample(pool, rng.randint(0, 10))
-        qid = f"q{q}"
-        qrels += [ir_measures.Qrel(qid, d, 1) for d in relevant]
-        run_ += [ir_measures.ScoredDoc(qid, d, float(100 - i)) for i, d in enumerate(ranked)]
-        ours[qid] = metrics.per_query(ranked, relevant)
+    cases = random_cases(7, 6)
+    qrels, run_ = ir_measures_input(cases)
+    ours = {qid: metrics.per_query(ranked, relevant) for qid, (ranked, relevant) in cases.items()}
     measures = {"recall@5": R @ 5, "recall@10": R @ 10, "ndcg@10": nDCG @ 10, "mrr": RR}
     theirs = {}
     for m in ir_measures.iter_calc(list(measures.values()), qrels, run_):
@@ -96,8 +111,6 @@ def test_longmemeval_official_metrics_agree_with_ir_measures():
     rank r by 1/log2(r+1), so it is not ndcg_any; but LongMemEval's DCG of a list is the
     first hit's gain plus the standard DCG of the rest at cutoff k-1, which checks ndcg_any
     through nDCG@(k-1) of the list without its first id."""
-    import random
-
     import ir_measures
     from ir_measures import R, Success, nDCG
 
@@ -107,18 +120,9 @@ def test_longmemeval_official_metrics_agree_with_ir_measures():
     def idcg_official(n: int) -> float:
         return sum(1.0 if r == 1 else 1 / math.log2(r) for r in range(1, n + 1))
 
-    rng = random.Random(11)
-    qrels, run_, tail_run, cases = [], [], [], {}
-    for q in range(200):
-        pool = [f"d{i}" for i in range(30)]
-        relevant = set(rng.sample(pool, rng.randint(1, 8)))
-        ranked = rng.sample(pool, rng.randint(0, 10))
-        qid = f"q{q}"
-        qrels += [ir_measures.Qrel(qid, d, 1) for d in relevant]
-        run_ += [ir_measures.ScoredDoc(qid, d, float(100 - i)) for i, d in enumerate(ranked)]
-        tail_run += [ir_measures.ScoredDoc(qid, d, float(100 - i))
-                     for i, d in enumerate(ranked[1:])]
-        cases[qid] = (ranked, relevant)
+    cases = random_cases(11, 8)
+    qrels, run_ = ir_measures_input(cases)
+    _, tail_run = ir_measures_input(cases, skip=1)
     measures = [m @ k for k in (5, 10) for m in (Success, R)]
     theirs = {(m.query_id, str(m.measure)): m.value
               for m in ir_measures.iter_calc(measures, qrels, run_)}
