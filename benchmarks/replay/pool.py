@@ -13,10 +13,10 @@ gateway served for the baseline (`hybrid_cc_bm25t`), so a replay can be checked 
 
 The replay core the replays share (context_sweep, lever_replay, model_replay): `leg_lists`
 cuts a pool's leg lists to a depth, `fuse_and_propagate` serves them as the gateway does
-(`recallmesh.fusion.core.fuse`, convex combination, no importance prior or exact-match bonus
-(a pool does not record it); then `recallmesh.gateway.stages.contributing_legs` and
-`propagate_context`), `scored` gives a replayed ranking its metrics, and `replay_table` the
-markdown table of replayed rows with paired bootstrap CIs.
+(`recallmesh.fusion.core.fuse`, convex combination without the importance prior and the
+exact-match bonus, which a pool does not record; then `recallmesh.gateway.stages`'
+`contributing_legs` and `propagate_context`), `scored` gives a replayed ranking its metrics,
+and `replay_table` the markdown table of replayed rows with paired bootstrap CIs.
 """
 
 from __future__ import annotations
