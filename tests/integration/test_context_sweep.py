@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.context_sweep import BASELINE, adjacency, replay, sweep
+from benchmarks.replay.context_sweep import BASELINE, replay, sweep
+from benchmarks.replay.pool import adjacency
 
 
 def test_adjacency_follows_the_gateways_rule():
@@ -64,8 +65,8 @@ def test_dump_against_a_running_stack_then_again_without_loading(stack, tmp_path
     """`dump --target`: loads the fixture through the gateway, asks every pool with the largest
     budget (never a degraded answer), and a second dump of the same load (`--skip-ingest`)
     gives the same pools; neighbours come from this load's namespaces only."""
-    from benchmarks.context_sweep import dump
     from benchmarks.harness.data import load
+    from benchmarks.replay.pool import dump
     from tests.unit.test_benchmark_harness import FIXTURE
 
     first, second = tmp_path / "first.json", tmp_path / "second.json"
