@@ -21,6 +21,7 @@ and `replay_table` the markdown table of replayed rows with paired bootstrap CIs
 
 from __future__ import annotations
 
+import asyncio
 import json
 import tempfile
 from collections.abc import Callable
@@ -35,17 +36,20 @@ from benchmarks.harness.configs import CONFIGS
 from benchmarks.harness.data import load
 from benchmarks.harness.runner import gateway_legs, git_commit, ingest, settle
 from benchmarks.harness.stats import paired_bootstrap
+from recallmesh.api.filters import Filters
 from recallmesh.api.validation import MAX_BUDGET_MS
 from recallmesh.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList, fuse
 from recallmesh.gateway.stages import contributing_legs, propagate_context
+from recallmesh.gateway.store import MemoryStore
 from recallmesh.platform.config import ALL_LEGS
-from recallmesh.platform.db import resolve_dsn
+from recallmesh.platform.db import open_pool, resolve_dsn
 from recallmesh.platform.supervisor import Stack, free_port_env
 from recallmesh.policy import RecallPolicy
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 
 K = 10
 POOL_K = 100
+ADJACENCY_BATCH = 500  # memories whose neighbours one query asks for
 PRIMARY = {"scifact": "ndcg@10"}  # the metric each dataset is judged by (recall@10 otherwise)
 
 
@@ -56,24 +60,36 @@ def default_setting() -> tuple[int, float, int, float, float]:
             policy.context_next_weight, policy.context_prev_weight)
 
 
-def adjacency(rows: list[tuple[str, str, float]], window_s: float,
-              min_gap_s: float) -> tuple[dict[str, str], dict[str, str]]:
-    """(next, prev) over (namespace, id, created_at epoch) rows sorted by namespace, time:
-    the gateway's rule (MemoryStore.hydrate_adjacent) without filters."""
+def stored_adjacency(dsn: str, namespaces: list[str], window_s: float,
+                     min_gap_s: float) -> tuple[dict[str, str], dict[str, str]]:
+    """(next, prev) by corpus id for every live memory of `namespaces`: the memory stored next
+    after / just before it, asked of the gateway's own MemoryStore.hydrate_adjacent (no
+    filters), so a replay propagates context over exactly the neighbours the gateway finds."""
+    return asyncio.run(_stored_adjacency(dsn, namespaces, window_s, min_gap_s))
+
+
+async def _stored_adjacency(dsn: str, namespaces: list[str], window_s: float,
+                            min_gap_s: float) -> tuple[dict[str, str], dict[str, str]]:
+    pool = await open_pool(dsn, name="context-dump")
     after: dict[str, str] = {}
     before: dict[str, str] = {}
-    for i, (ns, memory_id, t) in enumerate(rows):
-        tied = any(0 <= j < len(rows) and rows[j][0] == ns and rows[j][2] == t
-                   for j in (i - 1, i + 1))
-        if tied:
-            continue
-        j = i + 1
-        if j < len(rows) and rows[j][0] == ns:
-            later = rows[j]
-            tied_later = j + 1 < len(rows) and rows[j + 1][0] == ns and rows[j + 1][2] == later[2]
-            if not tied_later and min_gap_s <= later[2] - t <= window_s:
-                after[memory_id] = later[1]
-                before[later[1]] = memory_id
+    try:
+        store = MemoryStore(pool)
+        for ns in namespaces:
+            async with pool.connection() as conn:
+                cur = await conn.execute(
+                    "SELECT id::text, metadata->>'corpus_id' FROM memories "
+                    "WHERE namespace = %s AND deleted_at IS NULL", (ns,))
+                corpus = dict(await cur.fetchall())
+            ids = list(corpus)
+            for i in range(0, len(ids), ADJACENCY_BATCH):
+                seeds = ids[i:i + ADJACENCY_BATCH]
+                _, nxt, prv = await store.hydrate_adjacent(ns, seeds[:1], seeds, window_s,
+                                                           Filters(), min_gap_s)
+                after.update((corpus[seed], corpus[m.id]) for seed, m in nxt.items())
+                before.update((corpus[seed], corpus[m.id]) for seed, m in prv.items())
+    finally:
+        await pool.close()
     return after, before
 
 
@@ -86,7 +102,7 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
     ds.namespace_tag = namespace_tag
     policy = RecallPolicy.from_env()
 
-    def pools(gateway: str, database: str, load_first: bool) -> tuple[dict, list, list]:
+    def pools(gateway: str, database: str, load_first: bool) -> tuple[dict, list, list, tuple]:
         with grpc.insecure_channel(gateway) as channel:
             stub = memory_pb2_grpc.MemoryServiceStub(channel)
             overrides = CONFIGS["hybrid_cc_bm25t"].overrides(gateway_legs(stub))
@@ -122,21 +138,23 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
                 "FROM memories WHERE deleted_at IS NULL AND namespace = ANY(%s) "
                 "ORDER BY namespace, created_at, id",
                 ([ds.namespace(scope) for scope in ds.scopes],)).fetchall()
-        return ingest_info, queries, rows
+        adjacent = stored_adjacency(database, [ds.namespace(scope) for scope in ds.scopes],
+                                    policy.context_window_s, policy.context_min_gap_ms / 1000)
+        return ingest_info, queries, rows, adjacent
 
     if target is not None:
-        ingest_info, queries, rows = pools(target, dsn or resolve_dsn(), not skip_ingest)
+        ingest_info, queries, rows, (after, before) = pools(target, dsn or resolve_dsn(),
+                                                            not skip_ingest)
     else:
         with tempfile.TemporaryDirectory(prefix="recallmesh-context-") as tmp:
             stack = Stack(env={"RECALLMESH_DATA_DIR": tmp, "RECALLMESH_LEGS": ALL_LEGS,
                                **free_port_env()})
             stack.start()
             try:
-                ingest_info, queries, rows = pools(stack.endpoints["gateway"], stack.dsn, True)
+                ingest_info, queries, rows, (after, before) = pools(
+                    stack.endpoints["gateway"], stack.dsn, True)
             finally:
                 stack.stop()
-    after, before = adjacency([(r[0], r[1], r[2]) for r in rows], policy.context_window_s,
-                              policy.context_min_gap_ms / 1000)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "dataset": ds.name, "git_commit": git_commit(), "ingest": ingest_info,
