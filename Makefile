@@ -10,7 +10,7 @@ ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint bench-recall-latency \
-	bench-embedding bench-model bench-vector bench-gateway bench-graph-latency bench-merge-sweep bench-lexical-sweep bench-context-sweep bench-lever-replay bench-model-replay bench-concept-names bench-headline bench bench-all clean
+	bench-embedding bench-model bench-vector bench-gateway bench-graph-latency bench-context-sweep bench-lever-replay bench-model-replay bench-concept-names bench-headline bench bench-all clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,19 +49,19 @@ test: models
 
 ## p50/p95/p99 of 1,000 sequential recalls on the demo set: lexical-only, then hybrid (own stacks).
 bench-recall-latency: models
-	$(PY) -m benchmarks.recall_latency --legs lexical
-	$(PY) -m benchmarks.recall_latency --legs lexical,vector
+	$(PY) -m benchmarks.performance.recall_latency --legs lexical
+	$(PY) -m benchmarks.performance.recall_latency --legs lexical,vector
 
 ## Embedding throughput at batch 1/8/32/128 and single-query latency through gRPC.
 bench-embedding: models
-	$(PY) -m benchmarks.embedding_throughput
+	$(PY) -m benchmarks.performance.embedding_throughput
 
 ## The retrieval benchmark on dev LoCoMo, every configuration; regenerates benchmarks/reports/retrieval.md.
 BENCH_DATASETS ?= ../shared/datasets
 BENCH_REPORT    = benchmarks/reports/retrieval.md
 bench: models
 	$(PY) -m benchmarks run --dataset $(BENCH_DATASETS)/locomo --out benchmarks/results/locomo
-	$(PY) -m benchmarks.report_header > $(BENCH_REPORT)
+	$(PY) -m benchmarks.quality.report_header > $(BENCH_REPORT)
 	$(PY) -m benchmarks compare benchmarks/results/locomo --append-to $(BENCH_REPORT) \
 		--summary-to benchmarks/reports/locomo.json
 
@@ -80,23 +80,22 @@ bench-all: bench
 		--out benchmarks/results/longmemeval --configs $(BENCH_LARGE_CONFIGS)
 	$(PY) -m benchmarks compare benchmarks/results/longmemeval --append-to $(BENCH_REPORT) \
 		--summary-to benchmarks/reports/longmemeval.json
-	$(PY) -m benchmarks.headline --report-to benchmarks/reports/headline.md \
+	$(PY) -m benchmarks.quality.headline --report-to benchmarks/reports/headline.md \
 		--json-to benchmarks/reports/headline.json
 
 ## default against lexical, hybrid_rrf and the best peer, targets checked (after bench-all).
 bench-headline: $(STAMP)
-	$(PY) -m benchmarks.headline --report-to benchmarks/reports/headline.md \
+	$(PY) -m benchmarks.quality.headline --report-to benchmarks/reports/headline.md \
 		--json-to benchmarks/reports/headline.json
 
-## The lexical leg's SQL alone: BM25 k1 / b grid and an extra stop list, on the three dev splits.
 ## Context propagation, the lexical weight and the leg depth: each dev split's candidate pools are
 ## dumped once through the stack (LongMemEval ~30 min; kept under benchmarks/results), then replayed
 ## over a grid with the gateway's own code -> benchmarks/reports/context.md.
 CONTEXT_SETS = locomo longmemeval scifact
 benchmarks/results/%/context_pool.json:
-	$(PY) -m benchmarks.context_sweep dump --dataset $(BENCH_DATASETS)/$* --out $@
+	$(PY) -m benchmarks.replay.context_sweep dump --dataset $(BENCH_DATASETS)/$* --out $@
 bench-context-sweep: models $(foreach d,$(CONTEXT_SETS),benchmarks/results/$(d)/context_pool.json)
-	$(PY) -m benchmarks.context_sweep sweep \
+	$(PY) -m benchmarks.replay.context_sweep sweep \
 		--pools $(shell echo $(foreach d,$(CONTEXT_SETS),benchmarks/results/$(d)/context_pool.json) | tr ' ' ',') \
 		--json-to benchmarks/reports/context_sweep.json --report-to benchmarks/reports/context.md
 
@@ -105,7 +104,7 @@ bench-context-sweep: models $(foreach d,$(CONTEXT_SETS),benchmarks/results/$(d)/
 ## margin, time windows) -> benchmarks/reports/levers.md.
 LEVER_SETS ?= $(CONTEXT_SETS)
 bench-lever-replay: models $(foreach d,$(LEVER_SETS),benchmarks/results/$(d)/context_pool.json)
-	$(PY) -m benchmarks.lever_replay --datasets $(BENCH_DATASETS) \
+	$(PY) -m benchmarks.replay.lever_replay --datasets $(BENCH_DATASETS) \
 		--pools $(shell echo $(foreach d,$(LEVER_SETS),benchmarks/results/$(d)/context_pool.json) | tr ' ' ',') \
 		--json-to benchmarks/reports/lever_replay.json --report-to benchmarks/reports/levers.md
 
@@ -140,7 +139,7 @@ bench-model: $(STAMP)
 			--append-to benchmarks/reports/model-$(MODEL).md \
 			--summary-to benchmarks/reports/$$d-$(MODEL).json || exit 1; \
 	done
-	$(PY) -m benchmarks.headline --results benchmarks/results/models/$(MODEL) \
+	$(PY) -m benchmarks.quality.headline --results benchmarks/results/models/$(MODEL) \
 		--report-to benchmarks/reports/model-$(MODEL)-headline.md \
 		--json-to benchmarks/reports/headline-$(MODEL).json \
 		--source '`make bench-model MODEL=$(MODEL)` from the runs in benchmarks/reports/model-$(MODEL).md'
@@ -150,37 +149,27 @@ bench-model: $(STAMP)
 REPLAY_MODELS ?= all-MiniLM-L6-v2
 bench-model-replay: models $(foreach d,$(LEVER_SETS),benchmarks/results/$(d)/context_pool.json)
 	for m in $(shell echo $(REPLAY_MODELS) | tr ',' ' '); do $(PY) -m recallmesh.models.fetch $$m || exit 1; done
-	$(PY) -m benchmarks.model_replay --models $(REPLAY_MODELS) --datasets $(BENCH_DATASETS) \
+	$(PY) -m benchmarks.replay.model_replay --models $(REPLAY_MODELS) --datasets $(BENCH_DATASETS) \
 		--pools $(shell echo $(foreach d,$(LEVER_SETS),benchmarks/results/$(d)/context_pool.json) | tr ' ' ',') \
 		--json-to benchmarks/reports/model_replay.json --report-to benchmarks/reports/model-replay.md
 bench-concept-names: models
-	$(PY) -m benchmarks.concept_names --report-to benchmarks/reports/concept-names.md
-
-bench-lexical-sweep: $(STAMP)
-	$(PY) -m benchmarks.lexical_sweep --out benchmarks/reports/lexical_sweep.json \
-		--report-to benchmarks/reports/lexical.md
-
-## The concept merge threshold swept on LoCoMo dev (one fresh load per threshold, ~15 min).
-bench-merge-sweep: models
-	$(PY) -m benchmarks.merge_sweep --dataset $(BENCH_DATASETS)/locomo \
-		--out benchmarks/results/merge_sweep --report-to benchmarks/reports/merge-threshold.md \
-		--summary-to benchmarks/reports/locomo_merge_threshold.json
+	$(PY) -m benchmarks.quality.concept_names --report-to benchmarks/reports/concept-names.md
 
 ## Hybrid recall through the gateway on 5,000 memories: concurrency 1/8/32, overhead, a hanging leg.
 bench-gateway: models
-	$(PY) -m benchmarks.gateway_recall --json benchmarks/results/gateway_recall.json
+	$(PY) -m benchmarks.performance.gateway_recall --json benchmarks/results/gateway_recall.json
 
 ## The graph leg's cost: the same 5,000-memory recall at concurrency 1 without and with the
 ## graph leg, and the graph leg's own Search latency.
 bench-graph-latency: models
-	$(PY) -m benchmarks.gateway_recall --legs lexical,vector --concurrency 1 --hang-requests 0 \
+	$(PY) -m benchmarks.performance.gateway_recall --legs lexical,vector --concurrency 1 --hang-requests 0 \
 		--json benchmarks/results/gateway_recall_hybrid.json
-	$(PY) -m benchmarks.gateway_recall --legs lexical,vector,graph --concurrency 1 \
+	$(PY) -m benchmarks.performance.gateway_recall --legs lexical,vector,graph --concurrency 1 \
 		--hang-requests 0 --json benchmarks/results/gateway_recall_graph.json
 
 ## Indexer throughput, vector-leg latency at 5k / 100k memories, HNSW recall@10 vs exact.
 bench-vector: models
-	$(PY) -m benchmarks.vector_leg
+	$(PY) -m benchmarks.performance.vector_leg
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info

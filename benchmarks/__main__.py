@@ -4,25 +4,30 @@
                            [--target host:port] [--skip-ingest]
   python -m benchmarks compare OUTDIR [--baseline lexical] [--metric recall@10]
                                [--append-to benchmarks/reports/retrieval.md]
+  python -m benchmarks diff A.json B.json [--k 10] [--show 5] [--json-to diff.json]
   python -m benchmarks configs
 
 `run` starts its own stack (or uses --target), ingests DIR through StoreBatch
 (waiting for indexing), runs every query of every configuration through Recall
 and writes OUTDIR/<config>.json. Names starting with `peer_` are other systems
 (bm25s, LanceDB; the `bench` extra) run side by side over the texts and vectors
-the stack stored. `compare` prints and writes OUTDIR/report.md.
+the stack stored. `compare` prints and writes OUTDIR/report.md. `diff` compares two result
+files query by query (the same answers? exit 2 when they cannot be compared).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from benchmarks.harness.configs import CONFIGS, DEFAULT_CONFIGS
+from benchmarks.harness.diff import DiffError, diff
 from benchmarks.harness.peers import PEERS
 from benchmarks.harness.report import compare, summary
 from benchmarks.harness.runner import BATCH, run
+from benchmarks.harness.script import names
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -31,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run configurations over a benchmark folder")
     r.add_argument("--dataset", type=Path, required=True)
-    r.add_argument("--configs", default=",".join(DEFAULT_CONFIGS))
+    r.add_argument("--configs", type=names, default=",".join(DEFAULT_CONFIGS))
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--limit", type=int, default=None, help="first N scored queries only")
     r.add_argument("--target", default=None, help="a running gateway instead of an own stack")
@@ -56,14 +61,21 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--summary-to", type=Path, default=None,
                    help="also write every configuration's settings and metrics (no per-query "
                    "rows) to this JSON file")
+    d = sub.add_parser("diff", help="compare two result files' rankings query by query")
+    d.add_argument("a", type=Path)
+    d.add_argument("b", type=Path)
+    d.add_argument("--k", type=int, default=None,
+                   help="compare the top k (default: the files' k)")
+    d.add_argument("--show", type=int, default=5, help="differing queries printed in full")
+    d.add_argument("--json-to", type=Path, default=None,
+                   help="also write the counts, metric deltas and every differing query here")
     sub.add_parser("configs", help="list the known configurations")
     args = parser.parse_args(argv)
     if args.command == "run":
         if args.ingest_batch < 1:
             parser.error("--ingest-batch must be at least 1")
-        names = [n.strip() for n in args.configs.split(",") if n.strip()]
-        run(args.dataset, names, args.out, args.limit, args.target, args.skip_ingest, args.dsn,
-            args.embedder, args.namespace_tag, args.ingest_batch)
+        run(args.dataset, args.configs, args.out, args.limit, args.target, args.skip_ingest,
+            args.dsn, args.embedder, args.namespace_tag, args.ingest_batch)
     elif args.command == "compare":
         text = compare(args.out, args.baseline, args.metric)
         (args.out / "report.md").write_text(text)
@@ -74,6 +86,14 @@ def main(argv: list[str] | None = None) -> None:
             with open(args.append_to, "a", encoding="utf-8") as f:
                 f.write("\n" + text)
         print(text)
+    elif args.command == "diff":
+        if args.k is not None and args.k < 1:
+            parser.error("--k must be at least 1")
+        try:
+            print(diff(args.a, args.b, args.k, args.show, args.json_to), end="")
+        except DiffError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(2)
     else:
         for config in [*CONFIGS.values(), *PEERS.values()]:
             print(f"{config.name:20} {config.description}")

@@ -1,1 +1,3 @@
-"""The retrieval benchmark harness: `python -m benchmarks run|compare`."""
+"""The retrieval benchmark harness (`python -m benchmarks run|compare|diff|configs`) and the
+helpers every benchmark script shares (script: comma-separated arguments, a timed stack start,
+the machine; stats: percentile, bootstrap)."""

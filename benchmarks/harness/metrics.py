@@ -4,6 +4,15 @@ recall@k  fraction of the query's relevant ids in the top k
 nDCG@10   binary gains, 1/log2(rank+1) discount, ideal = all relevant first
 MRR       1/rank of the first relevant hit in the returned list (0 if none)
 recall_any@k (sessions)  1 if any relevant session has a turn in the top k
+
+LongMemEval's official retrieval metrics, per question, written from the definitions in
+xiaowu0162/LongMemEval src/retrieval/eval_utils.py (`evaluate_retrieval`, `ndcg`, `dcg`;
+run_retrieval.py averages them over the non-abstention questions):
+recall_any@k  1 if any relevant id is in the top k
+recall_all@k  1 if every relevant id is in the top k (1 when there is none, as there)
+ndcg_any@k    binary gains; its DCG leaves ranks 1 and 2 undiscounted, then 1/log2(rank)
+              (not 1/log2(rank+1) as ndcg@10 above); ideal = min(#relevant, k) hits first.
+              A repeated id gains nothing (the official rankings never repeat one).
 """
 
 from __future__ import annotations
@@ -13,6 +22,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 METRICS = ("recall@5", "recall@10", "ndcg@10", "mrr")
+# Computed for every query; the report shows them for LongMemEval (report.OFFICIAL).
+LONGMEMEVAL_METRICS = ("recall_any@5", "recall_any@10", "recall_all@5", "recall_all@10",
+                       "ndcg_any@5", "ndcg_any@10")
 
 
 def recall_at(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
@@ -36,6 +48,27 @@ def any_at(ranked_sessions: Sequence[str], relevant_sessions: Iterable[str], k: 
     return 1.0 if set(relevant_sessions).intersection(ranked_sessions[:k]) else 0.0
 
 
+def all_at(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
+    return 1.0 if set(relevant) <= set(ranked[:k]) else 0.0
+
+
+def _official_discount(rank: int) -> float:
+    """LongMemEval's DCG discount at a 1-based rank: 1 at rank 1, 1/log2(rank) after."""
+    return 1.0 if rank == 1 else 1 / math.log2(rank)
+
+
+def ndcg_any_at(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
+    relevant = set(relevant)
+    seen: set[str] = set()
+    dcg = 0.0
+    for rank, m in enumerate(ranked[:k], start=1):
+        if m in relevant and m not in seen:
+            dcg += _official_discount(rank)
+        seen.add(m)
+    ideal = sum(_official_discount(rank) for rank in range(1, min(len(relevant), k) + 1))
+    return dcg / ideal if ideal else 0.0
+
+
 def per_query(ranked: Sequence[str], relevant: Iterable[str]) -> dict[str, float]:
     relevant = set(relevant)
     return {
@@ -43,6 +76,9 @@ def per_query(ranked: Sequence[str], relevant: Iterable[str]) -> dict[str, float
         "recall@10": recall_at(ranked, relevant, 10),
         "ndcg@10": ndcg_at(ranked, relevant, 10),
         "mrr": mrr(ranked, relevant),
+        **{f"recall_any@{k}": any_at(ranked, relevant, k) for k in (5, 10)},
+        **{f"recall_all@{k}": all_at(ranked, relevant, k) for k in (5, 10)},
+        **{f"ndcg_any@{k}": ndcg_any_at(ranked, relevant, k) for k in (5, 10)},
     }
 
 

@@ -17,11 +17,11 @@ import grpc
 import numpy as np
 import psycopg
 
-from benchmarks.common import percentile
 from benchmarks.harness import metrics
 from benchmarks.harness.configs import CONFIGS, Config
 from benchmarks.harness.data import Dataset, load
 from benchmarks.harness.peers import PEERS, Doc, Peer, timed_search
+from benchmarks.harness.stats import percentile
 from recallmesh.api.timestamps import to_proto_timestamp
 from recallmesh.models.manifest import ModelManifest
 from recallmesh.platform.config import ALL_LEGS, default_target
@@ -133,8 +133,9 @@ def settle(dsn: str) -> float:
     """VACUUM (ANALYZE) after the load, before anything is timed: otherwise autovacuum works
     through the freshly written rows while the first configurations run, and on 2 cores that
     inflates whichever configuration comes first (seen: +30% p95). Queries are timed in the
-    database's steady state; how BM25 behaves before statistics exist is measured apart, in
-    benchmarks/lexical_sweep.py. Returns the seconds it took."""
+    database's steady state; how BM25 behaves before statistics exist is checked apart
+    (tests/integration/test_bm25.py; benchmarks/reports/lexical.md). Returns the seconds it
+    took."""
     started = time.perf_counter()
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("VACUUM (ANALYZE)")
@@ -267,7 +268,7 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
 
 def result_file(name: str, settings: dict, ds: Dataset, limit: int | None, rows: list[dict],
                 latencies: list[float], ingest_info: dict, extra: dict) -> dict:
-    names = list(metrics.METRICS) + (
+    names = list(metrics.METRICS) + list(metrics.LONGMEMEVAL_METRICS) + (
         ["session_recall_any@5", "session_recall_any@10"]
         if any("session_recall_any@5" in r["metrics"] for r in rows) else [])
     overall, per_category = metrics.summarise(rows, names)

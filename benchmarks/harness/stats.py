@@ -1,4 +1,5 @@
-"""Paired bootstrap confidence intervals of a metric difference between two configurations."""
+"""Paired bootstrap confidence intervals of a metric difference between two configurations,
+and the nearest-rank percentile the latency figures use."""
 
 from __future__ import annotations
 
@@ -9,6 +10,15 @@ import numpy as np
 
 B = 2000
 SEED = 20261122
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile (p in 0..100) of `values` (any order); 0.0 when empty."""
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    index = min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))
+    return ordered[index]
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,32 @@
-"""The context sweep's replay (no stack): the gateway's neighbour rule over stored times, and a
-replayed pool ranked by the gateway's own fusion and context code."""
+"""The context sweep's replay: the neighbours a pool records are the gateway's own store's
+(real Postgres), and a replayed pool is ranked by the gateway's own fusion and context code."""
 
 from __future__ import annotations
 
 import json
 
-from benchmarks.context_sweep import BASELINE, adjacency, replay, sweep
+import psycopg
+
+from benchmarks.replay.context_sweep import BASELINE, replay, sweep
+from benchmarks.replay.pool import stored_adjacency
+from recallmesh.platform.vector_schema import prepare_database
+from tests.conftest import scratch_database
 
 
-def test_adjacency_follows_the_gateways_rule():
+def test_adjacency_is_the_gateways_rule(admin_dsn):
     rows = [("a", "t1", 0.0), ("a", "t2", 1.0), ("a", "t3", 1000.0),  # t3: 999 s after t2
             ("a", "t4", 1000.1),  # 100 ms after t3: the same write
             ("a", "t5", 1005.0), ("a", "t6", 1010.0), ("a", "t7", 1010.0),  # t6/t7 tied
             ("b", "u1", 1.5)]  # another namespace: never a neighbour of t2
-    after, before = adjacency(rows, window_s=600, min_gap_s=0.25)
+    with scratch_database(admin_dsn) as dsn:
+        prepare_database(dsn)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for ns, corpus_id, t in rows:
+                conn.execute(
+                    "INSERT INTO memories (namespace, content, metadata, created_at) VALUES "
+                    "(%s, 'x', jsonb_build_object('corpus_id', %s::text), "
+                    "to_timestamp(1700000000 + %s))", (ns, corpus_id, t))
+        after, before = stored_adjacency(dsn, ["a", "b"], window_s=600, min_gap_s=0.25)
     assert after == {"t1": "t2", "t4": "t5"}
     assert before == {"t2": "t1", "t5": "t4"}
 
@@ -64,8 +77,8 @@ def test_dump_against_a_running_stack_then_again_without_loading(stack, tmp_path
     """`dump --target`: loads the fixture through the gateway, asks every pool with the largest
     budget (never a degraded answer), and a second dump of the same load (`--skip-ingest`)
     gives the same pools; neighbours come from this load's namespaces only."""
-    from benchmarks.context_sweep import dump
     from benchmarks.harness.data import load
+    from benchmarks.replay.pool import dump
     from tests.unit.test_benchmark_harness import FIXTURE
 
     first, second = tmp_path / "first.json", tmp_path / "second.json"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import random
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,29 @@ from benchmarks.harness.stats import cluster_bootstrap, paired_bootstrap
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "bench_tiny"
 LOG3 = math.log2(3)
+
+
+def random_cases(seed: int, most_relevant: int) -> dict[str, tuple[list[str], set[str]]]:
+    """200 queries over 30 documents: (a random ranking of 0-10, 1-`most_relevant` relevant)."""
+    rng = random.Random(seed)
+    cases = {}
+    for q in range(200):
+        pool = [f"d{i}" for i in range(30)]
+        relevant = set(rng.sample(pool, rng.randint(1, most_relevant)))
+        ranked = rng.sample(pool, rng.randint(0, 10))
+        cases[f"q{q}"] = (ranked, relevant)
+    return cases
+
+
+def ir_measures_input(cases: dict, skip: int = 0) -> tuple[list, list]:
+    """(qrels, run) for ir-measures; `skip` leaves the first ids of every ranking out."""
+    import ir_measures
+
+    qrels = [ir_measures.Qrel(qid, d, 1) for qid, (_, relevant) in cases.items()
+             for d in relevant]
+    run = [ir_measures.ScoredDoc(qid, d, float(100 - i)) for qid, (ranked, _) in cases.items()
+           for i, d in enumerate(ranked[skip:])]
+    return qrels, run
 
 
 def test_metrics_by_hand():
@@ -33,21 +57,12 @@ def test_metrics_by_hand():
 def test_metrics_agree_with_ir_measures():
     """Our metrics against a maintained implementation (pytrec_eval via ir-measures) on
     random rankings: recall@5/@10, nDCG@10 with binary gains, reciprocal rank."""
-    import random
-
     import ir_measures
     from ir_measures import RR, R, nDCG
 
-    rng = random.Random(7)
-    qrels, run_, ours = [], [], {}
-    for q in range(200):
-        pool = [f"d{i}" for i in range(30)]
-        relevant = set(rng.sample(pool, rng.randint(1, 6)))
-        ranked = rng.sample(pool, rng.randint(0, 10))
-        qid = f"q{q}"
-        qrels += [ir_measures.Qrel(qid, d, 1) for d in relevant]
-        run_ += [ir_measures.ScoredDoc(qid, d, float(100 - i)) for i, d in enumerate(ranked)]
-        ours[qid] = metrics.per_query(ranked, relevant)
+    cases = random_cases(7, 6)
+    qrels, run_ = ir_measures_input(cases)
+    ours = {qid: metrics.per_query(ranked, relevant) for qid, (ranked, relevant) in cases.items()}
     measures = {"recall@5": R @ 5, "recall@10": R @ 10, "ndcg@10": nDCG @ 10, "mrr": RR}
     theirs = {}
     for m in ir_measures.iter_calc(list(measures.values()), qrels, run_):
@@ -57,6 +72,73 @@ def test_metrics_agree_with_ir_measures():
             # pytrec_eval leaves out queries with an empty run; those score 0 here
             assert values[name] == pytest.approx(theirs.get((qid, str(measure)), 0.0)), (
                 qid, name)
+
+
+def test_longmemeval_official_metrics_by_hand():
+    """recall_any / recall_all / ndcg_any as LongMemEval's eval_utils.py defines them: its DCG
+    leaves ranks 1 and 2 undiscounted, then 1/log2(rank); ideal = min(#relevant, k) hits."""
+    # one relevant, at rank 2: a perfect ndcg_any (rank 2 is undiscounted), not for ndcg@10
+    one = metrics.per_query(["x", "a", "y"], {"a"})
+    assert (one["recall_any@5"], one["recall_all@5"], one["ndcg_any@5"]) == (1.0, 1.0, 1.0)
+    assert one["ndcg@10"] == pytest.approx(1 / LOG3)
+    assert metrics.ndcg_any_at(["x", "y", "a"], {"a"}, 5) == pytest.approx(1 / LOG3)
+    # several relevant, at ranks 1, 3 and 6
+    several = metrics.per_query(["a", "x", "b", "y", "z", "c"], {"a", "b", "c"})
+    assert (several["recall_any@5"], several["recall_all@5"]) == (1.0, 0.0)
+    assert (several["recall_any@10"], several["recall_all@10"]) == (1.0, 1.0)
+    ideal = 1 + 1 + 1 / LOG3
+    assert several["ndcg_any@5"] == pytest.approx((1 + 1 / LOG3) / ideal)
+    assert several["ndcg_any@10"] == pytest.approx((1 + 1 / LOG3 + 1 / math.log2(6)) / ideal)
+    # more relevant than k, the top k all relevant: ndcg_any 1, recall_all 0
+    many = metrics.per_query(list("abcdefg"), set("abcdefg"))
+    assert (many["ndcg_any@5"], many["recall_all@5"], many["recall_all@10"]) == (1.0, 0.0, 1.0)
+    # none retrieved, or nothing returned
+    for ranked in (["x", "y"], []):
+        none = metrics.per_query(ranked, {"a", "b"})
+        assert all(none[m] == 0.0 for m in metrics.LONGMEMEVAL_METRICS), none
+    # a repeated id counts once (and still takes its rank)
+    assert metrics.ndcg_any_at(["a", "a", "b"], {"a", "b"}, 5) == pytest.approx(
+        (1 + 1 / LOG3) / 2)
+    assert metrics.all_at(["a", "a", "b"], {"a", "b"}, 2) == 0.0
+    # no relevant id: recall_all is vacuously 1, as in the official all(); the others 0
+    empty = metrics.per_query(["x"], set())
+    assert (empty["recall_all@5"], empty["recall_any@5"], empty["ndcg_any@5"]) == (
+        1.0, 0.0, 0.0)
+
+
+def test_longmemeval_official_metrics_agree_with_ir_measures():
+    """recall_any@k is ir-measures' Success@k, recall_all@k is R@k == 1. Its nDCG discounts
+    rank r by 1/log2(r+1), so it is not ndcg_any; but LongMemEval's DCG of a list is the
+    first hit's gain plus the standard DCG of the rest at cutoff k-1, which checks ndcg_any
+    through nDCG@(k-1) of the list without its first id."""
+    import ir_measures
+    from ir_measures import R, Success, nDCG
+
+    def idcg_standard(n: int) -> float:
+        return sum(1 / math.log2(r + 1) for r in range(1, n + 1))
+
+    def idcg_official(n: int) -> float:
+        return sum(1.0 if r == 1 else 1 / math.log2(r) for r in range(1, n + 1))
+
+    cases = random_cases(11, 8)
+    qrels, run_ = ir_measures_input(cases)
+    _, tail_run = ir_measures_input(cases, skip=1)
+    measures = [m @ k for k in (5, 10) for m in (Success, R)]
+    theirs = {(m.query_id, str(m.measure)): m.value
+              for m in ir_measures.iter_calc(measures, qrels, run_)}
+    tails = {(m.query_id, str(m.measure)): m.value
+             for m in ir_measures.iter_calc([nDCG @ 4, nDCG @ 9], qrels, tail_run)}
+    for qid, (ranked, relevant) in cases.items():
+        ours = metrics.per_query(ranked, relevant)
+        for k in (5, 10):
+            assert ours[f"recall_any@{k}"] == theirs.get((qid, str(Success @ k)), 0.0), qid
+            recall = theirs.get((qid, str(R @ k)), 0.0)
+            assert ours[f"recall_all@{k}"] == (1.0 if recall == pytest.approx(1.0) else 0.0)
+            first = 1.0 if ranked and ranked[0] in relevant else 0.0
+            tail = tails.get((qid, str(nDCG @ (k - 1))), 0.0) * idcg_standard(
+                min(len(relevant), k - 1))
+            assert ours[f"ndcg_any@{k}"] == pytest.approx(
+                (first + tail) / idcg_official(min(len(relevant), k))), (qid, k)
 
 
 def test_bootstrap_intervals():
@@ -88,7 +170,7 @@ def test_loader_scopes_and_stored_text():
 
 def test_bm25_candidates_ask_for_the_default_with_only_k1_and_b_set():
     from benchmarks.harness.configs import BM25_CANDIDATES, BM25_CONFIG_NAMES, CONFIGS
-    from benchmarks.relabel import same_as_default
+    from benchmarks.quality.relabel import same_as_default
 
     assert len(set(BM25_CONFIG_NAMES)) == len(BM25_CANDIDATES)
     plain = CONFIGS["default"].overrides(["lexical", "vector", "graph"])
@@ -102,11 +184,11 @@ def test_bm25_candidates_ask_for_the_default_with_only_k1_and_b_set():
 
 
 def test_a_bound_clear_of_zero_never_prints_as_zero():
-    from benchmarks.harness.report import _fmt
+    from benchmarks.harness.report import fmt_interval
     from benchmarks.harness.stats import Interval
 
-    assert _fmt(Interval(0.0203, 0.0003, 0.0422, 0.03)) == "+0.020 [+0.0003, +0.042]"
-    assert _fmt(Interval(-0.02, -0.042, -0.0004, 0.99)) == "-0.020 [-0.042, -0.0004]"
-    assert _fmt(Interval(0.016, -0.0004, 0.033, 0.04)) == "+0.016 [-0.000, +0.033] (n.s.)"
-    assert _fmt(Interval(0.0, 0.0, 0.0, 1.0)) == "+0.000 [+0.000, +0.000] (n.s.)"
-    assert _fmt(Interval(0.1, 0.05, 0.2, 0.0)) == "+0.100 [+0.050, +0.200]"
+    assert fmt_interval(Interval(0.0203, 0.0003, 0.0422, 0.03)) == "+0.020 [+0.0003, +0.042]"
+    assert fmt_interval(Interval(-0.02, -0.042, -0.0004, 0.99)) == "-0.020 [-0.042, -0.0004]"
+    assert fmt_interval(Interval(0.016, -0.0004, 0.033, 0.04)) == "+0.016 [-0.000, +0.033] (n.s.)"
+    assert fmt_interval(Interval(0.0, 0.0, 0.0, 1.0)) == "+0.000 [+0.000, +0.000] (n.s.)"
+    assert fmt_interval(Interval(0.1, 0.05, 0.2, 0.0)) == "+0.100 [+0.050, +0.200]"

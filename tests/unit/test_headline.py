@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.headline import headline, markdown
+from benchmarks.quality.headline import headline, markdown
 
 
 def write(folder: Path, config: str, hits: list[float], p95: float, categories: list[str],

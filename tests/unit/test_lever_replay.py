@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from benchmarks.context_sweep import fuse_and_propagate, leg_lists
-from benchmarks.lever_replay import chunks
+from benchmarks.replay.pool import fuse_and_propagate, leg_lists
+from benchmarks.replay.vectors import chunks
 
 
 def test_chunks_are_overlapping_word_windows_headed_by_the_first_line():

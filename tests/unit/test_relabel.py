@@ -1,5 +1,5 @@
-"""benchmarks.relabel: a result file takes the name `default` only when its configuration asks
-for exactly what the deployment default serves, and nothing moves on a refusal."""
+"""benchmarks.quality.relabel: a result file takes the name `default` only when its configuration
+asks for exactly what the deployment default serves, and nothing moves on a refusal."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from benchmarks import relabel
 from benchmarks.harness.configs import CONFIGS, preset
+from benchmarks.quality import relabel
 from recallmesh.platform.config import DEFAULT_LEGS
 
 # The default with only the vector weight asked for (the route never touches that one).

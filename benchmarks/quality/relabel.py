@@ -1,7 +1,8 @@
 """Give a run's results the name `default` when the deployment default changes to the settings
 one of its configurations ran with, instead of loading the dataset again.
 
-  python -m benchmarks.relabel OUTDIR [OUTDIR...] --from default_lw0.7 --displaced-as default_lw1
+  python -m benchmarks.quality.relabel OUTDIR [OUTDIR...] --from default_lw0.7 \
+      --displaced-as default_lw1
 
 A configuration that differs from `default` only in settings the deployment now has as its
 defaults (the same legs, per-leg weights equal to
@@ -68,7 +69,8 @@ def relabel(folder: Path, source: str, displaced_as: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.relabel", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.quality.relabel",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--from", dest="source", required=True)

@@ -1,7 +1,7 @@
 """Recall latency through the real gateway: the lexical baseline or the hybrid path.
 
-  python -m benchmarks.recall_latency [--legs lexical|lexical,vector] [--n 1000]
-                                      [--target host:port]
+  python -m benchmarks.performance.recall_latency [--legs lexical|lexical,vector] [--n 1000]
+                                                  [--target host:port]
 
 Without --target it starts its own stack (embedded Postgres in a temporary
 directory, on free ports): for `--legs lexical` (default) only the lexical leg
@@ -25,7 +25,8 @@ from pathlib import Path
 
 import grpc
 
-from benchmarks.common import percentile
+from benchmarks.harness.script import names, start_stack
+from benchmarks.harness.stats import percentile
 from recallmesh.cli import DEMO_FILE, DEMO_NAMESPACE, import_memories, read_jsonl
 from recallmesh.platform.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
@@ -44,8 +45,6 @@ QUERIES = [
     "observability dashboards",
     "coffee order",
 ]
-
-
 
 
 def measure(target: str, n: int, namespace: str) -> list[float]:
@@ -69,7 +68,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--target", help="measure an already running gateway (demo loaded)")
     parser.add_argument("--namespace", default=DEMO_NAMESPACE)
-    parser.add_argument("--legs", default="lexical",
+    parser.add_argument("--legs", type=names, default="lexical",
                         help="legs of the gateway it starts: lexical (default) or lexical,vector")
     parser.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
     args = parser.parse_args()
@@ -80,14 +79,12 @@ def main() -> None:
     try:
         target = args.target
         if target is None:
-            legs = [leg.strip() for leg in args.legs.split(",") if leg.strip()]
+            legs = args.legs
             # The lexical baseline alone runs only its leg and a gateway configured with it.
             services = None if "vector" in legs else ("lexical", "gateway")
             stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, "RECALLMESH_LEGS": ",".join(legs),
                                **free_port_env()}, services=services)
-            started = time.perf_counter()
-            stack.start()
-            startup_s = time.perf_counter() - started
+            startup_s = start_stack(stack)
             target = stack.endpoints["gateway"]
             with grpc.insecure_channel(target) as channel:
                 import_memories(memory_pb2_grpc.MemoryServiceStub(channel), args.namespace,
@@ -100,7 +97,7 @@ def main() -> None:
         tmp.cleanup()
 
     result = {
-        "legs": args.legs,
+        "legs": ",".join(args.legs),
         "n": args.n,
         "p50_ms": percentile(latencies, 50),
         "p95_ms": percentile(latencies, 95),
@@ -110,7 +107,7 @@ def main() -> None:
         "stack_startup_s": startup_s,
         "machine": f"{platform.machine()} python {platform.python_version()}",
     }
-    print(f"recall latency through the gateway (legs: {args.legs}), {args.n} sequential "
+    print(f"recall latency through the gateway (legs: {result['legs']}), {args.n} sequential "
           "requests, k=10")
     print("| p50 ms | p95 ms | p99 ms | mean ms | max ms | stack start-up s |")
     print("|---:|---:|---:|---:|---:|---:|")

@@ -1,16 +1,18 @@
 """Levers tried by replaying the dumped candidate pools, with exact vector similarities.
 
-  python -m benchmarks.lever_replay --pools benchmarks/results/locomo/context_pool.json,... \
+  python -m benchmarks.replay.lever_replay \
+      --pools benchmarks/results/locomo/context_pool.json,... \
       --datasets ../shared/datasets [--manifest other_model/manifest.json] \
       [--json-to benchmarks/reports/lever_replay.json] [--report-to benchmarks/reports/levers.md]
 
 `context_sweep dump` keeps each query's lexical top 100 from the real stack. Here every memory
-of the dev split and every query is embedded once with the served model (cached under
-benchmarks/results/<dataset>/), so a vector list can be computed exactly (brute force over the
-query's namespace, top `leg depth`) and a lever that needs new vector searches can be replayed
-without a stack. Every row is the shipped default's setting (leg depth, lexical weight, context
-propagation) plus one lever, against the same replay without it ("exact default"); the served
-numbers are in benchmarks/reports/retrieval.md. Levers:
+of the dev split and every query is embedded once with the served model
+(benchmarks/replay/vectors.py, cached under benchmarks/results/<dataset>/), so a vector list can
+be computed exactly (brute force over the query's namespace, top `leg depth`) and a lever that
+needs new vector searches can be replayed without a stack. Every row is the shipped default's
+setting (leg depth, lexical weight, context propagation) plus one lever, against the same
+replay without it ("exact default"); the served numbers are in benchmarks/reports/retrieval.md.
+Levers:
 
 - speaker boost: a memory whose speaker the query names (the record's `speaker` field, LoCoMo)
   gets its fused score x (1 + beta) before context propagation;
@@ -47,27 +49,24 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.context_sweep import (
-    PRIMARY,
+from benchmarks.harness import metrics
+from benchmarks.harness.runner import git_commit
+from benchmarks.harness.script import paths
+from benchmarks.replay.pool import (
     K,
     default_setting,
     fuse_and_propagate,
     fuse_cc,
     leg_lists,
-    rounded,
+    replay_table,
     scored,
     write_reports,
 )
-from benchmarks.harness import metrics
-from benchmarks.harness.data import load
-from benchmarks.harness.runner import git_commit
-from benchmarks.harness.stats import paired_bootstrap
-from recallmesh.embedding.core import OnnxEmbedder
+from benchmarks.replay.vectors import Vectors
 from recallmesh.fusion.core import LegCandidate, LegList
 from recallmesh.gateway.time_window import boost, resolve
-from recallmesh.models.manifest import ModelManifest, sha256_file
+from recallmesh.models.manifest import ModelManifest
 
-CHUNK_WORDS, CHUNK_STRIDE = 120, 80
 SPEAKER_BETAS = (0.1, 0.2, 0.5)
 PRF = [(m, a, w) for m in (3, 5) for a in (0.5, 1.0) for w in (0.3, 0.6)]
 HOP = [(m, w) for m in (3, 5) for w in (0.3, 0.6)]
@@ -76,92 +75,6 @@ VECTOR_MARGIN_SLOPES = (5.0, 10.0)  # lexical weight max(0.5, default - c x (cos
 LEXICAL_WEIGHTS = (0.7, 1.0, 1.2, 1.4)  # the default's lists, only the lexical weight changed
 CHUNK_LEXICAL_WEIGHTS = (1.0, 1.4, 1.7)  # each also in LEXICAL_WEIGHTS or the default's
 TIME_BOOSTS = (0.2, 0.5, 1.0, 2.0)
-
-
-def chunks(content: str, words: int = CHUNK_WORDS, stride: int = CHUNK_STRIDE) -> list[str]:
-    """Windows of `words` words every `stride` words; a first line (a title) heads each."""
-    head, _, body = content.partition("\n") if "\n" in content else ("", "", content)
-    tokens = body.split()
-    starts = range(0, max(1, len(tokens) - words + stride), stride)
-    return [f"{head}\n{' '.join(tokens[s:s + words])}" if head else " ".join(tokens[s:s + words])
-            for s in starts]
-
-
-class Vectors:
-    """Every memory (and, where long, its windows) and every query, embedded once."""
-
-    def __init__(self, dataset_dir: Path, manifest_path: Path | None, cache_dir: Path,
-                 with_chunks: bool = True) -> None:
-        manifest = ModelManifest.load(manifest_path)  # None: the served model
-        self.manifest = manifest
-        self._embedder: OnnxEmbedder | None = None
-        self.ds = load(dataset_dir)
-        self.contents = {m.corpus_id: m.content for ms in self.ds.scopes.values() for m in ms}
-        self.ids = sorted(self.contents)
-        self.row = {i: n for n, i in enumerate(self.ids)}
-        self.scope_ids = {s: [m.corpus_id for m in ms] for s, ms in self.ds.scopes.items()}
-        self.query = {q.query_id: q for q in self.ds.queries}
-        tag = sha256_file(manifest.onnx)[:12]
-        cache = cache_dir / f"lever_vectors_{tag}.npz"
-        if cache.is_file():
-            saved = np.load(cache, allow_pickle=False)
-            self.memories, self.queries = saved["memories"], saved["queries"]
-        else:
-            self.memories = self.embedder.embed(
-                [self.contents[i] for i in self.ids], kind="document").vectors
-            self.queries = self.embedder.embed([q.text for q in self.ds.queries]).vectors
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            np.savez(cache, memories=self.memories, queries=self.queries)
-        cache = cache_dir / f"lever_chunks_{tag}_{CHUNK_WORDS}_{CHUNK_STRIDE}.npz"
-        if not with_chunks:  # no windows: as if no memory were longer than one
-            self.chunk_vectors = np.zeros((0, self.memories.shape[1]), np.float32)
-            self.chunk_owner = np.zeros(0, dtype=np.int64)
-        elif cache.is_file():
-            saved = np.load(cache, allow_pickle=False)
-            self.chunk_vectors, self.chunk_owner = saved["chunks"], saved["chunk_owner"]
-        else:
-            owners, texts = [], []
-            for n, memory_id in enumerate(self.ids):
-                windows = chunks(self.contents[memory_id])
-                if len(windows) > 1:  # longer than one window: its windows too
-                    owners += [n] * len(windows)
-                    texts += windows
-            self.chunk_owner = np.array(owners, dtype=np.int64)
-            self.chunk_vectors = (self.embedder.embed(texts, kind="document").vectors if texts
-                                  else np.zeros((0, self.memories.shape[1]), np.float32))
-            np.savez(cache, chunks=self.chunk_vectors, chunk_owner=self.chunk_owner)
-        self.qrow = {q.query_id: n for n, q in enumerate(self.ds.queries)}
-        self.created = {s: {m.corpus_id: m.created_at for m in ms if m.created_at is not None}
-                        for s, ms in self.ds.scopes.items()}
-        self.speakers: dict[str, str] = {}
-        corpus = dataset_dir / "corpus.jsonl"
-        with corpus.open(encoding="utf-8") as lines:  # not splitlines(): U+2028 inside texts
-            records = [json.loads(line) for line in lines if line.strip()]
-        for record in records:
-            if record.get("speaker"):
-                self.speakers[str(record["id"])] = str(record["speaker"])
-
-    @property
-    def embedder(self) -> OnnxEmbedder:
-        """Loaded only when something is not in the cache yet."""
-        if self._embedder is None:
-            self._embedder = OnnxEmbedder(self.manifest, provider="cpu", max_batch=32)
-        return self._embedder
-
-    def scope(self, query_id: str) -> tuple[list[str], np.ndarray]:
-        ids = self.scope_ids[self.query[query_id].scope]
-        return ids, np.array([self.row[i] for i in ids])
-
-    def vector_list(self, query_id: str, qv: np.ndarray, depth: int, weight: float = 1.0,
-                    leg: str = "vector", chunked: bool = False) -> LegList:
-        ids, rows = self.scope(query_id)
-        sims = self.memories[rows] @ qv
-        if chunked and len(self.chunk_owner):
-            best = np.full(len(self.ids), -np.inf)
-            np.maximum.at(best, self.chunk_owner, self.chunk_vectors @ qv)
-            sims = np.maximum(sims, best[rows])
-        order = np.argsort(-sims, kind="stable")[:depth]
-        return LegList(leg, weight, [LegCandidate(ids[j], float(sims[j])) for j in order])
 
 
 def lever_rows(pool: dict, vec: Vectors) -> tuple[dict[str, list[dict]], dict[str, str]]:
@@ -256,46 +169,15 @@ def lever_rows(pool: dict, vec: Vectors) -> tuple[dict[str, list[dict]], dict[st
     return out, reference
 
 
-def replay_table(pool: dict, rows: dict[str, list[dict]], base_name: str,
-                 compared_with: dict[str, str], first_column: str
-                 ) -> tuple[dict, list[str], list[str], str]:
-    """Each row's metrics and Δ (paired bootstrap CI on the dataset's metric, against
-    `compared_with[row]` or `base_name`): (JSON entry, markdown table lines, metric names,
-    primary metric)."""
-    primary = PRIMARY.get(pool["dataset"], "recall@10")
-    names = list(metrics.METRICS) + (
-        ["session_recall_any@5"] if any(q["relevant_sessions"] for q in pool["queries"])
-        else [])
-    base = rows[base_name]
-    summary = {name: metrics.summarise(r, names) for name, r in rows.items()}
-    cats = list(summary[base_name][1])
-    entry = {}
-    lines = [f"## {pool['dataset']} ({len(base)} queries)", "",
-             f"| {first_column} | " + " | ".join(names) + f" | Δ {primary} | "
-             + " | ".join(cats) + " |",
-             "|---|" + "---:|" * (len(names) + 1 + len(cats))]
-    for name, r in rows.items():
-        reference = rows[compared_with.get(name, base_name)]
-        ci = paired_bootstrap([a["metrics"][primary] - b["metrics"][primary]
-                               for a, b in zip(r, reference, strict=True)])
-        overall, per_cat = summary[name]
-        entry[name] = rounded({"overall": overall, "per_category": per_cat,
-                               f"delta_{primary}": [ci.delta, ci.low, ci.high]})
-        delta = "" if r is base else f"{ci.delta:+.3f} [{ci.low:+.3f}, {ci.high:+.3f}]"
-        lines.append(f"| {name} | " + " | ".join(f"{overall[m]:.3f}" for m in names)
-                     + f" | {delta} | "
-                     + " | ".join(f"{per_cat[c][primary]:.3f}" for c in cats) + " |")
-    return entry, lines, names, primary
-
-
 def run(pool_paths: list[Path], datasets: Path, manifest: Path | None, json_to: Path | None,
         report_to: Path | None) -> None:
     report = {"git_commit": git_commit(), "default": list(default_setting()),
               "model": ModelManifest.load(manifest).model_id, "datasets": {}}
     lines = ["# Levers replayed on the dev pools (exact vector similarities)", "",
-             "Generated by `make bench-lever-replay` (benchmarks/lever_replay.py; its docstring "
-             "says how each", "lever is computed). Rows: the shipped default plus one lever; Δ: "
-             "paired bootstrap 95% CI over", "queries against `exact default` (the same replay "
+             "Generated by `make bench-lever-replay` (benchmarks/replay/lever_replay.py; its "
+             "docstring says how each",
+             "lever is computed). Rows: the shipped default plus one lever; Δ: paired bootstrap "
+             "95% CI over", "queries against `exact default` (the same replay "
              "without the lever; vector list by brute force).", ""]
     for path in pool_paths:
         pool = json.loads(path.read_text())
@@ -317,15 +199,15 @@ def run(pool_paths: list[Path], datasets: Path, manifest: Path | None, json_to: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.lever_replay")
-    parser.add_argument("--pools", required=True, help="comma-separated pool files")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.replay.lever_replay")
+    parser.add_argument("--pools", type=paths, required=True, help="comma-separated pool files")
     parser.add_argument("--datasets", type=Path, required=True, help="folder of dataset folders")
     parser.add_argument("--manifest", type=Path,
                         help="another model's manifest (default: the served model's)")
     parser.add_argument("--json-to", type=Path)
     parser.add_argument("--report-to", type=Path)
     args = parser.parse_args()
-    run([Path(p) for p in args.pools.split(",")], args.datasets, args.manifest, args.json_to,
+    run(args.pools, args.datasets, args.manifest, args.json_to,
         args.report_to)
 
 

@@ -1,6 +1,6 @@
 """Embedding service throughput and query latency, measured through gRPC.
 
-  python -m benchmarks.embedding_throughput [--seconds 10] [--target host:port]
+  python -m benchmarks.performance.embedding_throughput [--seconds 10] [--target host:port]
 
 Without --target it starts its own embedding service (plus the embedded
 Postgres that Stack.start always brings up) in a temporary directory on free
@@ -22,20 +22,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
 import threading
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import grpc
 
-from benchmarks.common import percentile
-from recallmesh.platform.supervisor import Stack, StackError, free_port_env
+from benchmarks.harness.script import machine_info, positive_ints, start_stack
+from benchmarks.harness.stats import percentile
+from recallmesh.platform.supervisor import Stack, free_port_env
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
 
 DEFAULT_DATASET = Path("/work/shared/datasets/locomo/corpus.jsonl")
@@ -69,8 +68,6 @@ SYNTHETIC_QUERIES = [
     "coffee order",
     "who is on call",
 ]
-
-
 
 
 def read_texts(path: Path, limit: int) -> list[str]:
@@ -107,31 +104,6 @@ def load_texts(dataset: Path, limit: int) -> tuple[list[str], list[str], str]:
     else:
         source += f" (+ {queries_path.name})"
     return documents, queries, source
-
-
-def onnxruntime_version() -> str:
-    for dist in ("onnxruntime", "onnxruntime-gpu"):
-        try:
-            return f"{dist} {metadata.version(dist)}"
-        except metadata.PackageNotFoundError:
-            continue
-    return "not installed"
-
-
-def machine_info() -> dict[str, Any]:
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        usable = os.cpu_count()
-    return {
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "processor": platform.processor() or "unknown",
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": usable,
-        "python": platform.python_version(),
-        "onnxruntime": onnxruntime_version(),
-    }
 
 
 def embed(stub: Any, texts: list[str], kind: int) -> Any:
@@ -268,16 +240,6 @@ def run_query_latency(stub: Any, queries: list[str], n: int, warmup: int) -> dic
     }
 
 
-def parse_ints(raw: str) -> list[int]:
-    try:
-        values = [int(x) for x in raw.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected integers a,b,c; got {raw!r}") from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {raw!r}")
-    return values
-
-
 def print_report(result: dict[str, Any]) -> None:
     info, m = result["model"], result["machine"]
     print(f"model: {info['model_id']} (dim {info['dimension']}, max_tokens {info['max_tokens']}, "
@@ -321,7 +283,7 @@ def main() -> None:
                         help="JSONL corpus with a 'text' field (default: %(default)s)")
     parser.add_argument("--texts", type=int, default=5000,
                         help="at most this many corpus texts are read and cycled through")
-    parser.add_argument("--batch-sizes", type=parse_ints, default=[1, 8, 32, 128],
+    parser.add_argument("--batch-sizes", type=positive_ints, default=[1, 8, 32, 128],
                         help="sequential DOCUMENT batch sizes (default: 1,8,32,128)")
     parser.add_argument("--clients", type=int, default=8,
                         help="concurrent clients for the coalescing run (0 skips it)")
@@ -347,12 +309,7 @@ def main() -> None:
         if target is None:
             stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, **free_port_env()},
                           services=("embedding",))
-            started = time.perf_counter()
-            try:
-                stack.start()
-            except StackError as exc:
-                raise SystemExit(f"error: the stack did not start: {exc}") from None
-            startup_s = time.perf_counter() - started
+            startup_s = start_stack(stack)
             target = stack.endpoints["embedding"]
         with grpc.insecure_channel(target) as channel:
             try:

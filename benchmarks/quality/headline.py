@@ -1,7 +1,7 @@
 """The headline: `default` against the baseline, `hybrid_rrf` and the best peer, per dataset,
 per question type, with the issue's targets checked.
 
-  python -m benchmarks.headline [--results benchmarks/results] \
+  python -m benchmarks.quality.headline [--results benchmarks/results] \
       [--report-to benchmarks/reports/headline.md] [--json-to benchmarks/reports/headline.json]
 
 Reads the per-query results `make bench-all` leaves in benchmarks/results/<dataset>/ (run it
@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from benchmarks.harness.report import _fmt, _load
+from benchmarks.harness.report import fmt_interval, load_results
 from benchmarks.harness.stats import cluster_bootstrap, paired_bootstrap
 
 # Headline metric per dataset folder (others: recall@10), in report order.
@@ -38,11 +38,11 @@ def _delta(a: dict, b: dict, metric: str, category: str | None = None) -> dict:
     deltas = [r["metrics"][metric] - rows_b[r["query_id"]]["metrics"][metric] for r in rows]
     paired = paired_bootstrap(deltas)
     out = {"delta": paired.delta, "low": paired.low, "high": paired.high,
-           "clear": paired.clear_of_zero, "text": _fmt(paired), "n": len(deltas)}
+           "clear": paired.clear_of_zero, "text": fmt_interval(paired), "n": len(deltas)}
     clusters = [r["cluster"] for r in rows]
     if len(set(clusters)) < len(clusters):
         cluster = cluster_bootstrap(deltas, clusters)
-        out["cluster_text"] = _fmt(cluster)
+        out["cluster_text"] = fmt_interval(cluster)
         out["cluster_clear"] = cluster.clear_of_zero
     return out
 
@@ -53,7 +53,7 @@ def headline(results_dir: Path) -> dict:
     folders.sort(key=lambda p: list(DATASETS).index(p.name) if p.name in DATASETS else 99)
     for folder in folders:
         name, metric = folder.name, DATASETS.get(folder.name, "recall@10")
-        results = _load(folder)
+        results = load_results(folder)
         if TARGET not in results:
             continue
         peers = {n: r for n, r in results.items() if n.startswith("peer_")}
@@ -98,8 +98,9 @@ def headline(results_dir: Path) -> dict:
     return report
 
 
-SOURCE = ("`make bench-headline` (`python -m benchmarks.headline`, run by `make bench-all`) from "
-          "the per-query results of the runs in benchmarks/reports/retrieval.md")
+SOURCE = ("`make bench-headline` (`python -m benchmarks.quality.headline`, run by "
+          "`make bench-all`) from the per-query results of the runs in "
+          "benchmarks/reports/retrieval.md")
 
 
 def markdown(report: dict, source: str = SOURCE) -> str:
@@ -158,7 +159,8 @@ def markdown(report: dict, source: str = SOURCE) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.headline", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.quality.headline",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--report-to", type=Path, default=None)

@@ -1,9 +1,9 @@
 """Hybrid recall through the real gateway: latency under concurrency, the gateway's own
 overhead, and the latency of a recall while one leg hangs.
 
-  python -m benchmarks.gateway_recall [--memories 5000] [--requests 600]
-                                      [--concurrency 1,8,32] [--legs lexical,vector]
-                                      [--hang-requests 50] [--json PATH]
+  python -m benchmarks.performance.gateway_recall [--memories 5000] [--requests 600]
+                                                  [--concurrency 1,8,32] [--legs lexical,vector]
+                                                  [--hang-requests 50] [--json PATH]
 
 It starts its own stack (embedded Postgres in a temporary directory, every
 service on free ports, plus a "hang" retriever leg served by this process
@@ -33,7 +33,8 @@ from pathlib import Path
 
 import grpc
 
-from benchmarks.common import percentile
+from benchmarks.harness.script import names, positive_ints, start_stack
+from benchmarks.harness.stats import percentile
 from recallmesh.platform.supervisor import Stack, free_port_env
 from recallmesh.policy import RecallPolicy
 from recallmesh.v1 import (
@@ -45,10 +46,8 @@ from recallmesh.v1 import (
     retriever_pb2_grpc,
 )
 
-DATASETS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
+DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"  # beside the checkout
 NAMESPACE = "bench"
-
-
 
 
 def read_texts(root: Path, limit: int, max_chars: int = 2000) -> list[str]:
@@ -195,14 +194,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=5000)
     parser.add_argument("--requests", type=int, default=600, help="recalls per concurrency level")
-    parser.add_argument("--concurrency", default="1,8,32")
+    parser.add_argument("--concurrency", type=positive_ints, default="1,8,32")
     parser.add_argument("--hang-requests", type=int, default=50, help="0 skips the hang phase")
-    parser.add_argument("--legs", default="lexical,vector",
+    parser.add_argument("--legs", type=names, default="lexical,vector",
                         help="the gateway's legs (RECALLMESH_LEGS), e.g. lexical,vector,graph")
     parser.add_argument("--datasets", type=Path, default=DATASETS)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    levels = [int(c) for c in args.concurrency.split(",")]
+    levels, legs = args.concurrency, ",".join(args.legs)
 
     texts = read_texts(args.datasets, args.memories)
     queries = read_queries(args.datasets, 2000)
@@ -213,12 +212,10 @@ def main() -> None:
     tmp = tempfile.TemporaryDirectory(prefix="recallmesh-bench-")
     stack = hang_stack = None
     try:
-        env = {"RECALLMESH_DATA_DIR": tmp.name, "RECALLMESH_LEGS": args.legs,
+        env = {"RECALLMESH_DATA_DIR": tmp.name, "RECALLMESH_LEGS": legs,
                **free_port_env()}
         stack = Stack(env=env)
-        t0 = time.perf_counter()
-        stack.start()
-        startup_s = time.perf_counter() - t0
+        startup_s = start_stack(stack)
         budget_ms = int(os.environ.get("RECALLMESH_RECALL_BUDGET_MS", "800"))
         with grpc.insecure_channel(stack.endpoints["gateway"]) as channel:
             stub = memory_pb2_grpc.MemoryServiceStub(channel)
@@ -227,7 +224,7 @@ def main() -> None:
             for q in queries[:30]:  # warm-up
                 stub.Recall(memory_pb2.RecallRequest(namespace=NAMESPACE, query=q), timeout=30)
         graph_direct = None
-        if "graph" in args.legs.split(","):
+        if "graph" in args.legs:
             print("graph leg, direct ...", flush=True)
             graph_direct = graph_leg_direct(stack, queries[:300])
         runs = []
@@ -270,14 +267,14 @@ def main() -> None:
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, python "
                    f"{platform.python_version()}",
         "settings": {k: v for k, v in os.environ.items() if k.startswith("RECALLMESH_")},
-        "legs": args.legs,
+        "legs": legs,
         "runs": runs,
         "one_leg_hanging": hang,
         "graph_leg_direct": graph_direct,
     }
     method = RecallPolicy.from_env().method
     result["fusion_method"] = method
-    print(f"\nrecall over legs {args.legs} ({method} via the fusion service), {len(texts)} "
+    print(f"\nrecall over legs {legs} ({method} via the fusion service), {len(texts)} "
           "memories, "
           f"k=10, budget {budget_ms} ms; {result['machine']}")
     print("| concurrency | recalls/s | p50 ms | p95 ms | p99 ms | gateway p50 ms "

@@ -1,6 +1,6 @@
 """Vector leg at growing corpus sizes: indexing throughput, search latency, HNSW recall.
 
-  python -m benchmarks.vector_leg [--sizes 5000,100000] [--json PATH]
+  python -m benchmarks.performance.vector_leg [--sizes 5000,100000] [--json PATH]
 
 Starts its own stack (embedded Postgres in a temporary directory, every
 service, free ports; RECALLMESH_* variables in the environment reach the
@@ -36,24 +36,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import grpc
 import psycopg
 
-from benchmarks.common import percentile
+from benchmarks.harness.script import machine_info, names, positive_ints, start_stack
+from benchmarks.harness.stats import percentile
 from recallmesh.api.filters import Filters
 from recallmesh.legs.vector.core import build_search_sql
-from recallmesh.platform.supervisor import Stack, StackError, free_port_env
+from recallmesh.platform.supervisor import Stack, free_port_env
 from recallmesh.platform.vector_schema import INDEX_NAME, vector_literal
 from recallmesh.v1 import (
     embedder_pb2,
@@ -70,8 +69,6 @@ INDEX_WAIT_MS = 600_000  # the server's maximum (recallmesh.api.validation.MAX_I
 STORE_TIMEOUT_S = INDEX_WAIT_MS / 1000 + 60
 TIE_EPSILON = 1e-6
 MAX_QUERY_CHARS = 4000
-
-
 
 
 def latency_summary(latencies_ms: list[float]) -> dict[str, float]:
@@ -155,16 +152,6 @@ def load_queries(root: Path, datasets: list[str], n: int) -> list[str]:
     if not queries:
         raise SystemExit(f"error: no queries.jsonl with texts under {root} for {datasets}")
     return queries[:n]
-
-
-def parse_ints(raw: str) -> list[int]:
-    try:
-        values = [int(x) for x in raw.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected integers a,b,c; got {raw!r}") from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {raw!r}")
-    return values
 
 
 # ------------------------------------------------------------------- database
@@ -449,22 +436,6 @@ def _recall_row(source: str, ef: int, results: list[list[tuple[str, float]]],
 # --------------------------------------------------------------------- report
 
 
-def machine_info() -> dict[str, Any]:
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        usable = os.cpu_count()
-    ort = "not installed"
-    for dist in ("onnxruntime", "onnxruntime-gpu"):
-        try:
-            ort = f"{dist} {metadata.version(dist)}"
-            break
-        except metadata.PackageNotFoundError:
-            continue
-    return {"platform": platform.platform(), "cpu_count": os.cpu_count(), "cpus_usable": usable,
-            "python": platform.python_version(), "onnxruntime": ort}
-
-
 def mib(n: int) -> str:
     return f"{n / 2**20:.1f}"
 
@@ -539,22 +510,22 @@ def print_report(result: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=parse_ints, default=[5000, 100_000],
+    parser.add_argument("--sizes", type=positive_ints, default=[5000, 100_000],
                         help="corpus sizes to measure at, ingested incrementally")
-    parser.add_argument("--datasets", default=DEFAULT_DATASETS,
+    parser.add_argument("--datasets", type=names, default=DEFAULT_DATASETS,
                         help="corpora concatenated in this order (default: %(default)s)")
     parser.add_argument("--datasets-root", type=Path, default=DATASETS_ROOT)
     parser.add_argument("--max-chars", type=int, default=2000, help="cut each text to this")
     parser.add_argument("--namespace", default="bench")
     parser.add_argument("--batch", type=int, default=500, help="memories per StoreBatch")
-    parser.add_argument("--ks", type=parse_ints, default=[10, 50], help="k values for latency")
+    parser.add_argument("--ks", type=positive_ints, default=[10, 50], help="k values for latency")
     parser.add_argument("--searches", type=int, default=500, help="timed searches per k")
     parser.add_argument("--warmup", type=int, default=50, help="untimed searches per k")
     parser.add_argument("--recall-queries", type=int, default=200)
     parser.add_argument("--recall-k", type=int, default=10)
     parser.add_argument("--recall-sizes", choices=("all", "largest"), default="all",
                         help="sizes at which recall is measured (exact search is a full scan)")
-    parser.add_argument("--ef-sweep", type=parse_ints, default=[20, 40, 100, 200],
+    parser.add_argument("--ef-sweep", type=positive_ints, default=[20, 40, 100, 200],
                         help="ef_search values for the SQL-side recall sweep")
     parser.add_argument("--no-analyze", dest="analyze", action="store_false",
                         help="skip ANALYZE memories after each ingest step")
@@ -565,7 +536,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
     args = parser.parse_args()
     sizes = sorted(set(args.sizes))
-    datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
+    datasets = args.datasets
     if args.batch < 1 or args.batch > 1000:
         parser.error("--batch must be within 1..1000 (the gateway's batch limit)")
     if args.searches < 1 or args.recall_queries < 1 or args.max_chars < 1:
@@ -590,12 +561,7 @@ def main() -> None:
     conn: psycopg.Connection | None = None
     try:
         log("starting the stack")
-        started = time.perf_counter()
-        try:
-            stack.start()
-        except StackError as exc:
-            raise SystemExit(f"error: the stack did not start: {exc}") from None
-        startup_s = time.perf_counter() - started
+        startup_s = start_stack(stack)
         conn = psycopg.connect(stack.dsn, autocommit=True)
         server = server_info(conn)
 

@@ -1,4 +1,5 @@
-"""Prints the fixed header of benchmarks/reports/retrieval.md (`make bench` appends the reports)."""
+"""Prints the fixed header of benchmarks/reports/retrieval.md (`make bench` appends the reports):
+`python -m benchmarks.quality.report_header`."""
 
 HEADER = """# Retrieval benchmarks
 
@@ -74,10 +75,11 @@ default on one load) are in benchmarks/reports/bm25.md: none beats 0.9 / 0.4 (Lo
 `hybrid_cc_bm25t_ctx` and `hybrid_cc_bm25t_l1.7` below are its two levers alone. The default also
 raises memories created inside a time window the query names ("last Saturday"), read against the
 query's date; only LongMemEval's questions carry one, and `default_no_time` is the default without
-it. Other embedding models are measured in docs/benchmarks-model-<name>.md (all-MiniLM-L6-v2, the
-earlier default, on all three sets; all-mpnet-base-v2 on LoCoMo and SciFact). SciFact's abstracts
-are stored by StoreBatch, milliseconds apart, so context applies there only across batch boundaries
-(10 pairs of 5,183 abstracts; by design: see docs/architecture.md). The graph node cap (10,000) was
+it. Other embedding models are measured in benchmarks/reports/model-<name>.md (all-MiniLM-L6-v2,
+the earlier default, on all three sets; all-mpnet-base-v2 on LoCoMo and SciFact). SciFact's
+abstracts are stored by StoreBatch, milliseconds apart, so context applies there only across batch
+boundaries (10 pairs of 5,183 abstracts; by design: see docs/architecture.md). The graph node cap
+(10,000) was
 picked on SciFact dev for speed, at 98.7% agreement of the top 10 with a 50,000 cap; the concept
 merge threshold (0.84 with nomic-embed-text-v1.5) from a probe of name pairs
 (benchmarks/reports/concept-names.md). The default's legs are lexical and vector, so the threshold

@@ -1,0 +1,86 @@
+"""What the benchmark scripts share around their measurements: comma-separated arguments
+(`--configs a,b`, `--sizes 5000,100000`), a timed stack start, and the machine description their
+reports print."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any, TypeVar
+
+from recallmesh.platform.supervisor import Stack, StackError
+
+T = TypeVar("T")
+
+
+def comma_list(raw: str, item: Callable[[str], T] = str) -> list[T]:
+    """"a, b,,c" -> [item("a"), item("b"), item("c")]: blanks dropped, each item converted.
+    Raises argparse.ArgumentTypeError (a usage error, as an argparse `type`) when nothing is
+    left or an item does not convert."""
+    try:
+        values = [item(x.strip()) for x in raw.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list; got {raw!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list; got {raw!r}")
+    return values
+
+
+def names(raw: str) -> list[str]:
+    """An argparse type: a comma-separated list of names."""
+    return comma_list(raw)
+
+
+def paths(raw: str) -> list[Path]:
+    """An argparse type: a comma-separated list of paths."""
+    return comma_list(raw, Path)
+
+
+def positive_ints(raw: str) -> list[int]:
+    """An argparse type: a comma-separated list of integers, each at least 1."""
+    values = comma_list(raw, int)
+    if any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {raw!r}")
+    return values
+
+
+def start_stack(stack: Stack) -> float:
+    """Start `stack` and return the seconds it took; a stack that does not start ends the
+    script with its error."""
+    started = time.perf_counter()
+    try:
+        stack.start()
+    except StackError as exc:
+        raise SystemExit(f"error: the stack did not start: {exc}") from None
+    return time.perf_counter() - started
+
+
+def onnxruntime_version() -> str:
+    for dist in ("onnxruntime", "onnxruntime-gpu"):
+        try:
+            return f"{dist} {metadata.version(dist)}"
+        except metadata.PackageNotFoundError:
+            continue
+    return "not installed"
+
+
+def machine_info() -> dict[str, Any]:
+    """The machine a measurement ran on, as the performance reports print it."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        usable = os.cpu_count()
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor() or "unknown",
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": usable,
+        "python": platform.python_version(),
+        "onnxruntime": onnxruntime_version(),
+    }

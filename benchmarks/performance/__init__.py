@@ -1,0 +1,2 @@
+"""Latency and throughput through the real services: embedding, gateway recall, recall latency,
+the vector leg."""

@@ -1,0 +1,261 @@
+"""Candidate pools: dumped once through the real stack, replayed with the gateway's own code.
+
+  python -m benchmarks.replay.context_sweep dump --dataset ../shared/datasets/locomo \
+      --out benchmarks/results/locomo/context_pool.json
+
+`dump` loads a dataset into its own stack (as the harness does; or, with `target` and `dsn`,
+into a running one, `skip_ingest` when it is already loaded there), then asks the gateway for
+every query's whole candidate pool: k=100 with `explain`, lexical (BM25 k1 0.9, b 0.4) +
+vector, context off, so each leg's top 100 comes back with its native scores. It also records,
+per memory, the memories stored next after / just before it under the gateway's own rules
+(RECALLMESH_CONTEXT_WINDOW_S, _MIN_GAP_MS, no timestamp ties; no filters), and the top 10 the
+gateway served for the baseline (`hybrid_cc_bm25t`), so a replay can be checked against it.
+
+The replay core the replays share (context_sweep, lever_replay, model_replay): `leg_lists`
+cuts a pool's leg lists to a depth, `fuse_and_propagate` serves them as the gateway does
+(`recallmesh.fusion.core.fuse`, convex combination without the importance prior and the
+exact-match bonus, which a pool does not record; then `recallmesh.gateway.stages`'
+`contributing_legs` and `propagate_context`), `scored` gives a replayed ranking its metrics,
+and `replay_table` the markdown table of replayed rows with paired bootstrap CIs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import grpc
+import psycopg
+
+from benchmarks.harness import metrics
+from benchmarks.harness.configs import CONFIGS
+from benchmarks.harness.data import load
+from benchmarks.harness.runner import gateway_legs, git_commit, ingest, settle
+from benchmarks.harness.stats import paired_bootstrap
+from recallmesh.api.filters import Filters
+from recallmesh.api.validation import MAX_BUDGET_MS
+from recallmesh.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList, fuse
+from recallmesh.gateway.stages import contributing_legs, propagate_context
+from recallmesh.gateway.store import MemoryStore
+from recallmesh.platform.config import ALL_LEGS
+from recallmesh.platform.db import open_pool, resolve_dsn
+from recallmesh.platform.supervisor import Stack, free_port_env
+from recallmesh.policy import RecallPolicy
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+
+K = 10
+POOL_K = 100
+ADJACENCY_BATCH = 500  # memories whose neighbours one query asks for
+PRIMARY = {"scifact": "ndcg@10"}  # the metric each dataset is judged by (recall@10 otherwise)
+
+
+def default_setting() -> tuple[int, float, int, float, float]:
+    """What a deployment serves with no settings, as a grid point."""
+    policy = RecallPolicy.from_env()
+    return (policy.leg_depth, policy.weight("lexical"), policy.context_hits,
+            policy.context_next_weight, policy.context_prev_weight)
+
+
+def stored_adjacency(dsn: str, namespaces: list[str], window_s: float,
+                     min_gap_s: float) -> tuple[dict[str, str], dict[str, str]]:
+    """(next, prev) by corpus id for every live memory of `namespaces`: the memory stored next
+    after / just before it, asked of the gateway's own MemoryStore.hydrate_adjacent (no
+    filters), so a replay propagates context over exactly the neighbours the gateway finds."""
+    return asyncio.run(_stored_adjacency(dsn, namespaces, window_s, min_gap_s))
+
+
+async def _stored_adjacency(dsn: str, namespaces: list[str], window_s: float,
+                            min_gap_s: float) -> tuple[dict[str, str], dict[str, str]]:
+    pool = await open_pool(dsn, name="context-dump")
+    after: dict[str, str] = {}
+    before: dict[str, str] = {}
+    try:
+        store = MemoryStore(pool)
+        for ns in namespaces:
+            async with pool.connection() as conn:
+                cur = await conn.execute(
+                    "SELECT id::text, metadata->>'corpus_id' FROM memories "
+                    "WHERE namespace = %s AND deleted_at IS NULL", (ns,))
+                corpus = dict(await cur.fetchall())
+            ids = list(corpus)
+            for i in range(0, len(ids), ADJACENCY_BATCH):
+                seeds = ids[i:i + ADJACENCY_BATCH]
+                _, nxt, prv = await store.hydrate_adjacent(ns, seeds[:1], seeds, window_s,
+                                                           Filters(), min_gap_s)
+                after.update((corpus[seed], corpus[m.id]) for seed, m in nxt.items())
+                before.update((corpus[seed], corpus[m.id]) for seed, m in prv.items())
+    finally:
+        await pool.close()
+    return after, before
+
+
+def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = None,
+         dsn: str | None = None, skip_ingest: bool = False, namespace_tag: str = "") -> None:
+    """Load the dataset into an own stack (or, with `target`, a running gateway whose Postgres
+    is `dsn`; `skip_ingest` when its namespaces are already loaded, `namespace_tag` as the
+    harness's) and dump every pool."""
+    ds = load(dataset_dir, limit)
+    ds.namespace_tag = namespace_tag
+    policy = RecallPolicy.from_env()
+
+    def pools(gateway: str, database: str, load_first: bool) -> tuple[dict, list, list, tuple]:
+        with grpc.insecure_channel(gateway) as channel:
+            stub = memory_pb2_grpc.MemoryServiceStub(channel)
+            overrides = CONFIGS["hybrid_cc_bm25t"].overrides(gateway_legs(stub))
+            ingest_info = {"skipped": True}
+            if load_first:
+                ingest_info = ingest(stub, ds)
+                ingest_info["settle_s"] = settle(database)
+            queries = []
+            for q in ds.queries:
+                # A pool is about ranking, not speed: the largest budget, and no answer
+                # that lost a leg (a busy CPU would otherwise leave lexical-only pools).
+                response = stub.Recall(memory_pb2.RecallRequest(
+                    namespace=ds.namespace(q.scope), query=q.text, k=POOL_K,
+                    fusion=overrides, explain=True, budget_ms=MAX_BUDGET_MS), timeout=60)
+                served = stub.Recall(memory_pb2.RecallRequest(
+                    namespace=ds.namespace(q.scope), query=q.text, k=K, fusion=overrides,
+                    budget_ms=MAX_BUDGET_MS), timeout=60)
+                if response.degraded or served.degraded:
+                    raise SystemExit(f"query {q.query_id}: degraded answer (a leg failed or "
+                                     "timed out); no pool written")
+                queries.append({
+                    "served_top": [h.memory.metadata["corpus_id"] for h in served.hits],
+                    "query_id": q.query_id, "category": q.category, "cluster": q.cluster,
+                    "relevant_ids": sorted(q.relevant),
+                    "relevant_sessions": sorted(q.relevant_sessions or []),
+                    "legs": {leg: [[h.memory.metadata["corpus_id"], c.rank, c.score]
+                                   for h in response.hits for c in h.legs if c.leg == leg]
+                             for leg in ("lexical", "vector")}})
+        with psycopg.connect(database) as conn:
+            rows = conn.execute(
+                "SELECT namespace, metadata->>'corpus_id', "
+                "extract(epoch FROM created_at)::float8, metadata->>'session_id' "
+                "FROM memories WHERE deleted_at IS NULL AND namespace = ANY(%s) "
+                "ORDER BY namespace, created_at, id",
+                ([ds.namespace(scope) for scope in ds.scopes],)).fetchall()
+        adjacent = stored_adjacency(database, [ds.namespace(scope) for scope in ds.scopes],
+                                    policy.context_window_s, policy.context_min_gap_ms / 1000)
+        return ingest_info, queries, rows, adjacent
+
+    if target is not None:
+        ingest_info, queries, rows, (after, before) = pools(target, dsn or resolve_dsn(),
+                                                            not skip_ingest)
+    else:
+        with tempfile.TemporaryDirectory(prefix="recallmesh-context-") as tmp:
+            stack = Stack(env={"RECALLMESH_DATA_DIR": tmp, "RECALLMESH_LEGS": ALL_LEGS,
+                               **free_port_env()})
+            stack.start()
+            try:
+                ingest_info, queries, rows, (after, before) = pools(
+                    stack.endpoints["gateway"], stack.dsn, True)
+            finally:
+                stack.stop()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "dataset": ds.name, "git_commit": git_commit(), "ingest": ingest_info,
+        "timestamp": datetime.now(UTC).isoformat(), "pool_k": POOL_K,
+        "queries": queries, "next": after, "prev": before,
+        "sessions": {r[1]: r[3] for r in rows if r[3]}}))
+    print(f"{ds.name}: {len(queries)} pools -> {out}", flush=True)
+
+
+def leg_lists(query: dict, depth: int, lexical_weight: float) -> list[LegList]:
+    """The pool's leg lists cut to `depth`, lexical weighted by `lexical_weight` (vector 1)."""
+    return [LegList(leg, lexical_weight if leg == "lexical" else 1.0,
+                    [LegCandidate(i, score) for i, rank, score in sorted(
+                        entries, key=lambda e: e[1]) if rank <= depth])
+            for leg, entries in query["legs"].items()]
+
+
+def fuse_cc(lists: list[LegList]) -> list[FusedCandidate]:
+    """The gateway's cc fusion as replayed: no importance prior, no exact-match bonus."""
+    return fuse(lists, FusionSettings(method="cc", importance_strength=0.0, exact_bonus=0.0))
+
+
+def fuse_and_propagate(pool: dict, lists: list[LegList], n: int, next_w: float,
+                       prev_w: float, adjust: Callable | None = None) -> list[str]:
+    """What the gateway serves from these lists: cc fusion (no importance prior, no exact-match
+    bonus), then context propagation when more than one leg contributed (the gateway's own
+    rule, stages.contributing_legs: weight > 0 and a candidate). `adjust` (fused ->
+    fused, ranked) lets a replayed lever rescore the fused list before propagation."""
+    fused = fuse_cc(lists)
+    if adjust is not None:
+        fused = adjust(fused)
+    top = fused[:K]
+    if n > 0 and contributing_legs(lists) > 1:
+        top, _ = propagate_context(fused, top, pool["next"], pool["prev"], n, next_w, prev_w, K)
+    return [c.memory_id for c in top]
+
+
+def scored(pool: dict, query: dict, ranked: list[str]) -> dict:
+    """One query's metrics row (session recall_any@5 where the dataset has sessions)."""
+    m = metrics.per_query(ranked, query["relevant_ids"])
+    if query["relevant_sessions"]:
+        sessions = pool.get("sessions", {})
+        m["session_recall_any@5"] = metrics.any_at(
+            [sessions.get(i, "") for i in ranked], query["relevant_sessions"], 5)
+    return {"category": query["category"], "metrics": m, "ranked": tuple(ranked)}
+
+
+def metric_names(pool: dict) -> list[str]:
+    """The metrics a pool's replays report: the harness's, plus session recall_any@5 where the
+    dataset has sessions."""
+    return list(metrics.METRICS) + (
+        ["session_recall_any@5"] if any(q["relevant_sessions"] for q in pool["queries"])
+        else [])
+
+
+def rounded(value):
+    """Floats to 4 decimals, all the JSON report needs (it holds every setting)."""
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [rounded(v) for v in value]
+    return value
+
+
+def write_reports(report: dict, lines: list[str], json_to: Path | None,
+                  report_to: Path | None) -> None:
+    """The JSON (every setting) and the markdown report, where asked for."""
+    if json_to:
+        json_to.parent.mkdir(parents=True, exist_ok=True)
+        json_to.write_text(json.dumps(report, indent=1))
+    if report_to:
+        report_to.write_text("\n".join(lines))
+
+
+def replay_table(pool: dict, rows: dict[str, list[dict]], base_name: str,
+                 compared_with: dict[str, str], first_column: str
+                 ) -> tuple[dict, list[str], list[str], str]:
+    """Each row's metrics and Δ (paired bootstrap CI on the dataset's metric, against
+    `compared_with[row]` or `base_name`): (JSON entry, markdown table lines, metric names,
+    primary metric)."""
+    primary = PRIMARY.get(pool["dataset"], "recall@10")
+    names = metric_names(pool)
+    base = rows[base_name]
+    summary = {name: metrics.summarise(r, names) for name, r in rows.items()}
+    cats = list(summary[base_name][1])
+    entry = {}
+    lines = [f"## {pool['dataset']} ({len(base)} queries)", "",
+             f"| {first_column} | " + " | ".join(names) + f" | Δ {primary} | "
+             + " | ".join(cats) + " |",
+             "|---|" + "---:|" * (len(names) + 1 + len(cats))]
+    for name, r in rows.items():
+        reference = rows[compared_with.get(name, base_name)]
+        ci = paired_bootstrap([a["metrics"][primary] - b["metrics"][primary]
+                               for a, b in zip(r, reference, strict=True)])
+        overall, per_cat = summary[name]
+        entry[name] = rounded({"overall": overall, "per_category": per_cat,
+                               f"delta_{primary}": [ci.delta, ci.low, ci.high]})
+        delta = "" if r is base else f"{ci.delta:+.3f} [{ci.low:+.3f}, {ci.high:+.3f}]"
+        lines.append(f"| {name} | " + " | ".join(f"{overall[m]:.3f}" for m in names)
+                     + f" | {delta} | "
+                     + " | ".join(f"{per_cat[c][primary]:.3f}" for c in cats) + " |")
+    return entry, lines, names, primary
