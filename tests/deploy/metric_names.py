@@ -1,7 +1,8 @@
 """Every metric name the shipped PrometheusRule and Grafana dashboard use, and a check of a
 /metrics scrape against them.
 
-Reusable by a live test (scrape each service after some traffic):
+Reusable by a live test (scrape each service after some traffic; load the rules into a local
+Prometheus with `write_prometheus_rules(path)`):
 
     from tests.deploy.metric_names import recallmesh_metric_names, missing_from_scrape
     missing = missing_from_scrape(scraped_text_of_all_services, recallmesh_metric_names())
@@ -62,6 +63,17 @@ def names_in_expr(expr: str) -> set[str]:
             continue
         names.add(word)
     return names
+
+
+def prometheus_rule_groups() -> dict:
+    """The PrometheusRule's spec: a plain Prometheus rule file's content (`groups: [...]`)."""
+    return yaml.safe_load(RULES.read_text())["spec"]
+
+
+def write_prometheus_rules(path: Path) -> Path:
+    """Write the rule file a plain Prometheus (or promtool) loads with `rule_files:`."""
+    path.write_text(yaml.safe_dump(prometheus_rule_groups(), sort_keys=False))
+    return path
 
 
 def rule_exprs() -> list[str]:

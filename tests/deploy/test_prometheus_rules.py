@@ -10,14 +10,15 @@ import subprocess
 import pytest
 import yaml
 
-from tests.deploy.tools import OPERATIONS_MD, PROMTOOL_TESTS, RULES, tool
+from tests.deploy import metric_names
+from tests.deploy.tools import OPERATIONS_MD, PROMTOOL_TESTS, tool
 
 RUNBOOK_BASE = "https://github.com/recallmesh/recallmesh/blob/main/docs/operations.md#"
 
 
 def rule_groups() -> dict:
     """The plain Prometheus rule file: the PrometheusRule's spec, unchanged."""
-    return yaml.safe_load(RULES.read_text())["spec"]
+    return metric_names.prometheus_rule_groups()
 
 
 def alerts() -> list[dict]:
@@ -27,7 +28,7 @@ def alerts() -> list[dict]:
 @pytest.fixture(scope="module")
 def rules_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("promtool")
-    (out / "recallmesh-rules.yaml").write_text(yaml.safe_dump(rule_groups(), sort_keys=False))
+    metric_names.write_prometheus_rules(out / "recallmesh-rules.yaml")
     shutil.copy(PROMTOOL_TESTS, out / PROMTOOL_TESTS.name)
     return out
 

@@ -61,15 +61,17 @@ def test_checkov_no_failed_checks(checkov_report):
 
 
 def test_checkov_skips_are_justified(checkov_report):
-    skipped = [
-        c for r in checkov_report["reports"].values() if "results" in r
-        for c in r["results"].get("skipped_checks", [])
-    ]
-    for check in skipped:
-        reason = (check.get("check_result") or {}).get("suppress_comment") or ""
-        assert len(reason.split()) >= 5, f"{check['check_id']} {check['resource']}: no reason"
-    # the only skip: the DSN from CloudNativePG's Secret in an env var (runtime contract)
-    assert {c["check_id"] for c in skipped} <= {"CKV_K8S_35"}
+    skipped = {
+        kind: r["results"].get("skipped_checks", [])
+        for kind, r in checkov_report["reports"].items() if "results" in r
+    }
+    for checks in skipped.values():
+        for check in checks:
+            reason = (check.get("check_result") or {}).get("suppress_comment") or ""
+            assert len(reason.split()) >= 5, f"{check['check_id']} {check['resource']}: no reason"
+    # the only Kubernetes skip: the DSN from CloudNativePG's Secret in an env var (runtime
+    # contract); the Dockerfile's skips (its own engineer's) need a reason like any other
+    assert {c["check_id"] for c in skipped.get("kubernetes", [])} <= {"CKV_K8S_35"}
 
 
 def test_yamllint():
