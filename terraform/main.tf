@@ -132,7 +132,7 @@ resource "kubernetes_manifest" "application" {
       }
       syncPolicy = {
         automated   = { prune = true, selfHeal = var.overlay == "dev" }
-        syncOptions = ["ServerSideApply=true"]
+        syncOptions = ["ServerSideApply=true", "RespectIgnoreDifferences=true"]
         retry = {
           limit   = 5
           backoff = { duration = "10s", factor = 2, maxDuration = "5m" }
