@@ -9,8 +9,10 @@ PIP     = $(VENV)/bin/pip
 ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
-.PHONY: run test install models protos check-protos lint-protos lint bench-recall-latency \
-	bench-embedding bench-model bench-vector bench-gateway bench-graph-latency bench-context-sweep bench-lever-replay bench-model-replay bench-concept-names bench-headline bench bench-all clean
+.PHONY: run test install models protos check-protos lint-protos lint deploy-tools deploy-check \
+	bench-recall-latency bench-embedding bench-model bench-vector bench-gateway bench-graph-latency \
+	bench-context-sweep bench-lever-replay bench-model-replay bench-concept-names bench-headline \
+	bench-bm25 bench bench-all clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,8 +43,30 @@ lint-protos: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-## The whole suite: proto lint, code lint, unit + integration tests (real Postgres, real gRPC).
-test: models
+## Tools the deploy checks need beyond the dev extra: kubectl and promtool (Debian packages,
+## installed when missing and running as root) and checkov in its own virtualenv (checkov pins
+## packaging<24, which the dev extra's pytest cannot share).
+CHECKOV_VERSION ?= 3.3.30
+CHECKOV_STAMP    = $(VENV)/checkov/.installed-$(CHECKOV_VERSION)
+apt_install = if [ "$$(id -u)" = 0 ]; then \
+		(apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(1); \
+	else echo "missing $(1): run 'sudo apt-get install -y $(1)' (Debian) and make again" >&2; exit 1; fi
+$(CHECKOV_STAMP): | $(STAMP)
+	@test -x $(VENV)/checkov/bin/pip || $(PY) -m venv $(VENV)/checkov
+	$(VENV)/checkov/bin/pip install -q 'checkov==$(CHECKOV_VERSION)'
+	@rm -f $(VENV)/checkov/.installed-*
+	@touch $@
+deploy-tools: $(STAMP) $(CHECKOV_STAMP)
+	@command -v kubectl >/dev/null || { $(call apt_install,kubectl); }
+	@command -v promtool >/dev/null || { $(call apt_install,prometheus); }
+
+## Deploy checks: kustomize renders base and overlays, schema validation (core + vendored CRDs),
+## checkov, yamllint, promtool check/test rules, Terraform HCL (tests/deploy; also in `make test`).
+deploy-check: deploy-tools
+	$(PY) -m pytest -q tests/deploy
+
+## The whole suite: proto lint, code lint, unit + integration + deploy tests (real Postgres, real gRPC).
+test: models deploy-tools
 	$(VENV)/bin/buf lint
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q

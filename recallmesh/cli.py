@@ -317,6 +317,17 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """One service in the foreground (what a container runs): the same entry point as
+    `python -m <its module>`; SIGTERM drains it and exits 0."""
+    import runpy
+
+    from recallmesh.platform.supervisor import MODULES
+
+    runpy.run_module(MODULES[args.service], run_name="__main__", alter_sys=True)
+    return 0
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
     from recallmesh.platform.supervisor import Stack, StackError
 
@@ -486,6 +497,13 @@ def build_parser() -> argparse.ArgumentParser:
     settings = sub.add_parser("settings", help="list every recall setting: built-in default, "
                               "this environment's value, its variable")
     settings.set_defaults(func=cmd_settings)
+
+    from recallmesh.platform.supervisor import MODULES
+
+    serve = sub.add_parser("serve", help="run one service in the foreground (containers: one "
+                           "service per container)")
+    serve.add_argument("service", choices=list(MODULES))
+    serve.set_defaults(func=cmd_serve)
 
     migrate = sub.add_parser("migrate", help="apply database migrations")
     migrate.set_defaults(func=cmd_migrate)

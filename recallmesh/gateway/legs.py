@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
 from recallmesh.api.filters import filters_to_proto
@@ -20,6 +21,8 @@ from recallmesh.fusion.core import FusedCandidate, FusionSettings, LegCandidate,
 from recallmesh.gateway.fanout import LegAnswer, LegError, LegQuery, LegTimeout
 from recallmesh.platform.server import client_options
 from recallmesh.v1 import fusion_pb2, fusion_pb2_grpc, retriever_pb2, retriever_pb2_grpc
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
 
 
 def leg_failure(exc: grpc.aio.AioRpcError, source: str = "") -> LegTimeout | LegError:
@@ -48,6 +51,16 @@ class GrpcLeg:
             interceptors=aio_client_interceptors(),
         )
         self.stub = retriever_pb2_grpc.RetrieverServiceStub(self.channel)
+        self.health = health_pb2_grpc.HealthStub(self.channel)
+
+    async def serving(self, timeout_s: float) -> bool:
+        """The leg's own readiness (grpc.health.v1, overall service): SERVING in time."""
+        try:
+            response = await self.health.Check(health_pb2.HealthCheckRequest(),
+                                               timeout=timeout_s)
+        except grpc.aio.AioRpcError:
+            return False
+        return response.status == SERVING
 
     async def search(self, query: LegQuery, timeout_s: float) -> LegAnswer:
         request = retriever_pb2.SearchRequest(

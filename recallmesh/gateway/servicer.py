@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -15,7 +16,7 @@ from recallmesh.gateway.stages import CONTEXT_NEXT, CONTEXT_PREV
 from recallmesh.gateway.store import MemoryStore, StoredMemory
 from recallmesh.gateway.time_window import TIME_WINDOW_LEG
 from recallmesh.platform.config import GatewaySettings
-from recallmesh.platform.db import open_pool, resolve_dsn
+from recallmesh.platform.db import open_pool, resolve_dsn, unreachable
 from recallmesh.platform.embedder_client import EmbedderClient, Embeddings
 from recallmesh.platform.errors import InvalidArgument
 from recallmesh.platform.migrations import latest_version
@@ -212,6 +213,16 @@ class GatewayApp:
                 "fusion": settings.fusion_target or "in-process",
             },
         )
+
+    async def ready(self) -> str:
+        """Ready when the database answers and at least one leg reports SERVING (a recall
+        needs one leg; with some legs down it is served degraded)."""
+        if reason := await unreachable(self.pool):
+            return reason
+        serving = await asyncio.gather(*(leg.serving(0.5) for leg in self.legs))
+        if self.legs and not any(serving):
+            return "no retrieval leg is serving: " + ", ".join(leg.name for leg in self.legs)
+        return ""
 
     def register(self, server: grpc.aio.Server) -> None:
         assert self.servicer is not None

@@ -20,7 +20,7 @@ from recallmesh.indexer.concepts import ConceptWriter
 from recallmesh.indexer.core import NOTIFY_CHANNEL, Indexer, run_forever
 from recallmesh.legs.graph.extraction import make_extractor
 from recallmesh.platform.config import ConfigError, IndexerSettings
-from recallmesh.platform.db import open_pool, resolve_dsn
+from recallmesh.platform.db import open_pool, resolve_dsn, unreachable
 from recallmesh.platform.embedder_client import EmbedderClient, Embeddings
 
 log = logging.getLogger(__name__)
@@ -116,6 +116,9 @@ class IndexerApp:
             self.listener = None
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop_event.wait(), timeout_s)
+
+    async def ready(self) -> str:
+        return await unreachable(self.pool)
 
     def register(self, server: grpc.aio.Server) -> None:
         pass

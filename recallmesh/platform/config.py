@@ -141,6 +141,7 @@ class ServerConfig:
     port: int
     metrics_port: int  # 0 disables the metrics HTTP endpoint
     grace_seconds: float = 5.0
+    readiness_interval_s: float = 2.0  # how often readiness is checked again
 
     @property
     def address(self) -> str:
@@ -156,6 +157,8 @@ class ServerConfig:
             port=env_int(prefix + "PORT", grpc_port, minimum=1, environ=environ),
             metrics_port=env_int(prefix + "METRICS_PORT", metrics_port, minimum=0, environ=environ),
             grace_seconds=env_float("RECALLMESH_SHUTDOWN_GRACE_S", 5.0, environ),
+            readiness_interval_s=env_float("RECALLMESH_READINESS_INTERVAL_S", 2.0, environ,
+                                           minimum=0.1),
         )
 
 

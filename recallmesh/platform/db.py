@@ -118,3 +118,15 @@ async def open_pool(
     await pool.open(wait=True, timeout=30)
     log.info("database pool open", extra={"dsn": redact(dsn), "max_size": settings.max_size})
     return pool
+
+
+async def unreachable(pool: AsyncConnectionPool | None) -> str:
+    """A readiness check: "" when a pooled connection answers `SELECT 1`, else why not."""
+    if pool is None:
+        return "no database pool"
+    try:
+        async with pool.connection(timeout=1.0) as conn:
+            await conn.execute("SELECT 1")
+    except Exception as exc:
+        return f"database unreachable: {type(exc).__name__}"
+    return ""

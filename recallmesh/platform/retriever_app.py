@@ -7,7 +7,7 @@ from typing import Any
 
 import grpc
 
-from recallmesh.platform.db import open_pool, resolve_dsn
+from recallmesh.platform.db import open_pool, resolve_dsn, unreachable
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 
 
@@ -26,6 +26,9 @@ class RetrieverApp:
     async def start(self) -> None:
         self.pool = await open_pool(resolve_dsn(), name=self.name)
         self.servicer = await self.build(self.pool)
+
+    async def ready(self) -> str:
+        return await unreachable(self.pool)
 
     def register(self, server: grpc.aio.Server) -> None:
         assert self.servicer is not None

@@ -1,10 +1,16 @@
 """Server bootstrap, written once for every recallmesh process.
 
 A service supplies a `ServiceApp`: its gRPC service names, how to add its
-servicers, and async start/stop hooks (open and close pools, clients). `run()`
-does the rest: structured logs, tracing, the Prometheus endpoint, the gRPC
-server with metrics + error-mapping + tracing interceptors, standard health
+servicers, async start/stop hooks (open and close pools, clients) and, optionally, a
+readiness check. `run()` does the rest: structured logs, tracing, the Prometheus endpoint,
+the gRPC server with metrics + error-mapping + tracing interceptors, standard health
 checking, server reflection, and a graceful stop on SIGTERM / SIGINT.
+
+Health (grpc.health.v1) tells the truth: the overall service "" and the app's own service
+names are readiness, checked again every RECALLMESH_READINESS_INTERVAL_S (the app's
+`ready()`: "" when it can serve, else why not, e.g. the database is unreachable); they turn
+NOT_SERVING while it cannot, and back. The service "liveness" is SERVING for as long as the
+process runs (a Kubernetes liveness probe must not restart a pod whose database is down).
 """
 
 from __future__ import annotations
@@ -23,7 +29,12 @@ from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
 from recallmesh.platform.config import ServerConfig
 from recallmesh.platform.logs import configure_logging
-from recallmesh.platform.telemetry import ServerInterceptor, setup_tracing, start_metrics_server
+from recallmesh.platform.telemetry import (
+    READY,
+    ServerInterceptor,
+    setup_tracing,
+    start_metrics_server,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +50,46 @@ class ServiceApp(Protocol):
     def register(self, server: grpc.aio.Server) -> None: ...
 
     async def stop(self) -> None: ...
+
+    # Optional: `async def ready(self) -> str`, "" when the service can serve, else why not.
+
+
+LIVENESS = "liveness"  # the health service name a liveness probe asks
+READINESS_TIMEOUT_S = 1.0
+
+
+async def check_ready(app: ServiceApp) -> str:
+    """The app's readiness: "" when ready, else the reason (a failing or slow check is not
+    ready)."""
+    ready = getattr(app, "ready", None)
+    if ready is None:
+        return ""
+    try:
+        return await asyncio.wait_for(ready(), READINESS_TIMEOUT_S)
+    except TimeoutError:
+        return f"readiness check took longer than {READINESS_TIMEOUT_S:g} s"
+    except Exception as exc:  # the check itself failing is a reason, not a crash
+        return f"{type(exc).__name__}: {exc}"
+
+
+async def keep_health(app: ServiceApp, health_servicer: health.aio.HealthServicer,
+                      interval_s: float) -> None:
+    """Set readiness ("" and the app's services) from check_ready, now and every interval."""
+    last: str | None = None
+    while True:
+        reason = await check_ready(app)
+        if reason != last:
+            status = (health_pb2.HealthCheckResponse.SERVING if not reason
+                      else health_pb2.HealthCheckResponse.NOT_SERVING)
+            for name in ("", *app.service_names):
+                await health_servicer.set(name, status)
+            READY.set(0 if reason else 1)
+            if reason:
+                log.warning("not ready", extra={"reason": reason})
+            elif last is not None:
+                log.info("ready again")
+            last = reason
+        await asyncio.sleep(interval_s)
 
 
 def grpc_options(max_message_bytes: int = 64 * 1024 * 1024) -> list[tuple[str, int]]:
@@ -59,8 +110,11 @@ KEEPALIVE_TIME_MS = 30_000
 
 def client_options(service: str) -> list[tuple[str, object]]:
     """Options of a long-lived channel to an internal service: fast reconnect, keepalive,
-    and transparent retries of UNAVAILABLE (the calls are idempotent) within the deadline."""
-    retry = {
+    transparent retries of UNAVAILABLE (the calls are idempotent) within the deadline, and
+    round_robin over every address the target resolves to (a headless Service's DNS name:
+    each replica gets its share of the calls)."""
+    service_config = {
+        "loadBalancingConfig": [{"round_robin": {}}],
         "methodConfig": [{
             "name": [{"service": service}],
             "retryPolicy": {
@@ -78,7 +132,7 @@ def client_options(service: str) -> list[tuple[str, object]]:
         ("grpc.keepalive_timeout_ms", 10_000),
         ("grpc.keepalive_permit_without_calls", 1),
         ("grpc.enable_retries", 1),
-        ("grpc.service_config", json.dumps(retry)),
+        ("grpc.service_config", json.dumps(service_config)),
     ]
 
 
@@ -126,8 +180,9 @@ async def serve(
         await app.stop()
         raise SystemExit(1)
     await server.start()
-    for name in ("", *app.service_names):
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    await health_servicer.set(LIVENESS, health_pb2.HealthCheckResponse.SERVING)
+    health_task = asyncio.create_task(
+        keep_health(app, health_servicer, config.readiness_interval_s))
     log.info(
         "serving",
         extra={"address": f"{config.host}:{port}", "metrics_port": config.metrics_port},
@@ -136,6 +191,7 @@ async def serve(
         await stop_event.wait()
     finally:
         log.info("stopping", extra={"grace_s": config.grace_seconds})
+        health_task.cancel()
         await health_servicer.enter_graceful_shutdown()
         await server.stop(config.grace_seconds)
         await app.stop()

@@ -63,8 +63,10 @@ def free_port_env() -> dict[str, str]:
     return env
 
 
-def wait_serving(address: str, timeout_s: float, process: subprocess.Popen | None = None) -> None:
-    """Block until the health service at `address` reports SERVING."""
+def wait_serving(address: str, timeout_s: float, process: subprocess.Popen | None = None,
+                 service: str = "") -> None:
+    """Block until the health service at `address` reports `service` SERVING ("": ready;
+    "liveness": the process is up, whether or not what it needs is)."""
     deadline = time.monotonic() + timeout_s
     last = "no answer"
     with grpc.insecure_channel(address) as channel:
@@ -73,7 +75,8 @@ def wait_serving(address: str, timeout_s: float, process: subprocess.Popen | Non
             if process is not None and process.poll() is not None:
                 raise StackError(f"process exited with code {process.returncode}")
             try:
-                status = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0).status
+                status = stub.Check(health_pb2.HealthCheckRequest(service=service),
+                                    timeout=1.0).status
                 if status == health_pb2.HealthCheckResponse.SERVING:
                     return
                 last = health_pb2.HealthCheckResponse.ServingStatus.Name(status)
@@ -97,6 +100,7 @@ class Stack:
     env: dict[str, str] = field(default_factory=dict)
     # Which services to run (default: all of SERVICES), always in SERVICES order.
     services: tuple[str, ...] | None = None
+    wait_for: str = ""  # the health service start() waits for: "" ready, "liveness" up
     dsn: str = ""
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     endpoints: dict[str, str] = field(default_factory=dict)
@@ -178,7 +182,7 @@ class Stack:
         self.processes[name] = process
         address = f"localhost:{config.port}"
         try:
-            wait_serving(address, timeout_s, process)
+            wait_serving(address, timeout_s, process, self.wait_for)
         except StackError as exc:
             raise StackError(
                 f"{name} did not start ({exc}); last log lines of {log_path}:\n" + _tail(log_path)

@@ -26,7 +26,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
-from prometheus_client import Counter, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 from recallmesh.platform.errors import RequestError
 
@@ -69,6 +69,11 @@ SERVER_HANDLING_SECONDS = Histogram(
     "Time to handle an RPC on the server, by status code.",
     ["grpc_service", "grpc_method", "grpc_type", "grpc_code"],
     buckets=LATENCY_BUCKETS,
+)
+READY = Gauge(
+    "recallmesh_ready",
+    "1 while the service reports SERVING on its readiness health check (it can reach what it "
+    "needs: the database; for the gateway also at least one leg), 0 otherwise.",
 )
 LEG_LATENCY_SECONDS = Histogram(
     "recallmesh_leg_latency_seconds",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from recallmesh.platform.supervisor import Stack, free_port
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2, retriever_pb2_grpc
@@ -147,10 +148,14 @@ def test_no_leg_answering_is_unavailable_naming_the_legs(dsn, pg_dir: Path, ns):
     env = stack_env(pg_dir / "unavailable", dsn, RECALLMESH_LEGS="dead",
                     RECALLMESH_DEAD_TARGET=f"localhost:{free_port()}",
                     RECALLMESH_FUSION_TARGET="local")
-    stack = Stack(env=env, services=("gateway",))
+    # up, not ready: no leg is serving (the readiness a load balancer would act on)
+    stack = Stack(env=env, services=("gateway",), wait_for="liveness")
     stack.start(timeout_s=60)
     try:
         with grpc.insecure_channel(stack.endpoints["gateway"]) as channel:
+            status = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(), timeout=5).status
+            assert status == health_pb2.HealthCheckResponse.NOT_SERVING
             stub = memory_pb2_grpc.MemoryServiceStub(channel)
             details = expect_status(grpc.StatusCode.UNAVAILABLE, stub.Recall,
                                     memory_pb2.RecallRequest(namespace=ns, query="anything"))

@@ -1,0 +1,84 @@
+"""The PrometheusRule passes `promtool check rules`, every alert has a promtool unit test and a
+runbook in docs/operations.md, and `promtool test rules` passes."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from tests.deploy import metric_names
+from tests.deploy.tools import OPERATIONS_MD, PROMTOOL_TESTS, tool
+
+RUNBOOK_BASE = "https://github.com/recallmesh/recallmesh/blob/main/docs/operations.md#"
+
+
+def rule_groups() -> dict:
+    """The plain Prometheus rule file: the PrometheusRule's spec, unchanged."""
+    return metric_names.prometheus_rule_groups()
+
+
+def alerts() -> list[dict]:
+    return [r for g in rule_groups()["groups"] for r in g["rules"] if "alert" in r]
+
+
+@pytest.fixture(scope="module")
+def rules_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("promtool")
+    metric_names.write_prometheus_rules(out / "recallmesh-rules.yaml")
+    shutil.copy(PROMTOOL_TESTS, out / PROMTOOL_TESTS.name)
+    return out
+
+
+def _promtool(*args, cwd):
+    done = subprocess.run([tool("promtool"), *args], cwd=cwd, capture_output=True, text=True)
+    print(done.stdout, done.stderr)
+    return done
+
+
+def test_promtool_check_rules(rules_dir):
+    done = _promtool("check", "rules", "recallmesh-rules.yaml", cwd=rules_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    count = sum(len(g["rules"]) for g in rule_groups()["groups"])
+    assert f"SUCCESS: {count} rules found" in done.stdout
+
+
+def test_promtool_test_rules(rules_dir):
+    done = _promtool("test", "rules", PROMTOOL_TESTS.name, cwd=rules_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS" in done.stdout
+
+
+def test_every_alert_has_a_firing_unit_test():
+    tests = yaml.safe_load(PROMTOOL_TESTS.read_text())
+    firing = {
+        case["alertname"]
+        for test in tests["tests"]
+        for case in test.get("alert_rule_test", [])
+        if case.get("exp_alerts")
+    }
+    assert {a["alert"] for a in alerts()} == firing
+
+
+def github_anchor(heading: str) -> str:
+    text = heading.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def test_every_alert_has_a_runbook_in_operations_md():
+    anchors = {
+        github_anchor(m.group(1))
+        for m in re.finditer(r"^#+ (.+)$", OPERATIONS_MD.read_text(), flags=re.M)
+    }
+    for alert in alerts():
+        url = alert["annotations"]["runbook_url"]
+        assert url.startswith(RUNBOOK_BASE), url
+        anchor = url[len(RUNBOOK_BASE):]
+        assert anchor == alert["alert"].lower()
+        assert anchor in anchors, f"docs/operations.md has no heading for #{anchor}"
+        assert alert["labels"]["severity"] in {"info", "warning", "critical"}
+        assert {"summary", "description"} <= set(alert["annotations"])

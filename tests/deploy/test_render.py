@@ -1,0 +1,217 @@
+"""kubectl kustomize renders base and every overlay, and what it renders keeps the runtime
+contract: commands, ports, probes, env, security context, scaling."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.deploy import rendered
+from tests.deploy.tools import OVERLAYS, tool
+
+SERVICES = {
+    # service: (gRPC port, metrics port, uses the database)
+    "gateway": (50051, 9451, True),
+    "lexical": (50052, 9452, True),
+    "vector": (50053, 9453, True),
+    "embedding": (50054, 9454, False),
+    "indexer": (50055, 9455, True),
+    "fusion": (50056, 9456, False),
+    "graph": (50057, 9457, True),
+}
+HEADLESS = {"lexical", "vector", "graph", "embedding", "fusion"}
+NAMESPACES = {"dev": "recallmesh-dev", "production": "recallmesh", "production-gpu": "recallmesh"}
+DIGEST = re.compile(r"^[a-z0-9.\-/]+:[\w.\-]+@sha256:[0-9a-f]{64}$")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _kubectl():
+    tool("kubectl")
+
+
+def objects(target: str) -> list[dict]:
+    return rendered.render(target)
+
+
+def by_kind(objs: list[dict], kind: str) -> dict[str, dict]:
+    return {o["metadata"]["name"]: o for o in objs if o["kind"] == kind}
+
+
+@pytest.mark.parametrize("target", ["base"] + [f"overlays/{o}" for o in OVERLAYS])
+def test_renders(target):
+    objs = objects(target)
+    kinds = {o["kind"] for o in objs}
+    assert {"Deployment", "Service", "ConfigMap", "Job", "NetworkPolicy", "Cluster", "Database",
+            "PodMonitor", "PrometheusRule", "ServiceAccount"} <= kinds
+    assert set(by_kind(objs, "Deployment")) == {f"recallmesh-{s}" for s in SERVICES}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_object_in_the_overlay_namespace(overlay):
+    for obj in objects(f"overlays/{overlay}"):
+        if obj["kind"] == "Namespace":
+            assert obj["metadata"]["name"] == NAMESPACES[overlay]
+        else:
+            assert obj["metadata"]["namespace"] == NAMESPACES[overlay], obj["metadata"]["name"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_image_pinned_by_digest(overlay):
+    for obj in objects(f"overlays/{overlay}"):
+        if obj["kind"] in ("Deployment", "Job"):
+            for c in obj["spec"]["template"]["spec"]["containers"]:
+                assert DIGEST.match(c["image"]), (obj["metadata"]["name"], c["image"])
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_services_keep_the_runtime_contract(overlay):
+    objs = objects(f"overlays/{overlay}")
+    deployments = by_kind(objs, "Deployment")
+    services = by_kind(objs, "Service")
+    specs = rendered.service_specs(overlay)
+    ns = NAMESPACES[overlay]
+    for name, (grpc_port, metrics_port, uses_db) in SERVICES.items():
+        spec = specs[name]
+        assert spec.command == ["recallmesh", "serve", name]
+        assert spec.ports == {"grpc": grpc_port, "metrics": metrics_port}
+        assert spec.env[f"RECALLMESH_{name.upper()}_HOST"] == "0.0.0.0"
+        assert spec.env["RECALLMESH_MODEL_CACHE"] == "/opt/recallmesh/models"
+        assert (spec.secret_env == {"RECALLMESH_DSN": ("recallmesh-db-app", "uri")}) is uses_db
+        pod = deployments[f"recallmesh-{name}"]["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        assert container["startupProbe"]["grpc"] == {"port": grpc_port, "service": ""}
+        assert container["readinessProbe"]["grpc"] == {"port": grpc_port, "service": ""}
+        assert container["livenessProbe"]["grpc"] == {"port": grpc_port, "service": "liveness"}
+        assert set(container["resources"]["requests"]) >= {"cpu", "memory"}
+        assert set(container["resources"]["limits"]) >= {"cpu", "memory"}
+        svc = services[f"recallmesh-{name}"]["spec"]
+        assert (svc.get("clusterIP") == "None") is (name in HEADLESS), name
+        assert svc["ports"][0]["port"] == grpc_port
+        if name in HEADLESS:  # dialled by the gateway / indexer with round_robin over DNS
+            target = spec.env[f"RECALLMESH_{name.upper()}_TARGET"]
+            assert target == f"dns:///recallmesh-{name}.{ns}.svc.cluster.local:{grpc_port}"
+    migrate = specs["migrate"]
+    assert migrate.kind == "Job" and migrate.command == ["recallmesh", "migrate"]
+    assert migrate.secret_env == {"RECALLMESH_DSN": ("recallmesh-db-app", "uri")}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_pod_security(overlay):
+    for obj in objects(f"overlays/{overlay}"):
+        if obj["kind"] not in ("Deployment", "Job"):
+            continue
+        pod = obj["spec"]["template"]["spec"]
+        assert pod["automountServiceAccountToken"] is False
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["runAsUser"] == 10001
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        for c in pod["containers"]:
+            sc = c["securityContext"]
+            assert sc["allowPrivilegeEscalation"] is False
+            assert sc["readOnlyRootFilesystem"] is True
+            assert sc["capabilities"]["drop"] == ["ALL"]
+            assert {"name": "tmp", "mountPath": "/tmp"} in c["volumeMounts"]
+
+
+def test_migration_job_runs_between_database_and_services():
+    objs = objects("overlays/production")
+    job = by_kind(objs, "Job")["recallmesh-migrate"]["metadata"]["annotations"]
+    assert job["argocd.argoproj.io/hook"] == "Sync"
+    assert job["argocd.argoproj.io/hook-delete-policy"] == "BeforeHookCreation"
+    wave = int(job["argocd.argoproj.io/sync-wave"])
+    for kind in ("Cluster", "Database"):
+        for obj in by_kind(objs, kind).values():
+            assert int(obj["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]) < wave
+    for obj in by_kind(objs, "Deployment").values():
+        assert int(obj["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]) > wave
+
+
+def test_dev_is_small():
+    objs = objects("overlays/dev")
+    for d in by_kind(objs, "Deployment").values():
+        assert d["spec"]["replicas"] == 1
+    cluster = by_kind(objs, "Cluster")["recallmesh-db"]["spec"]
+    assert cluster["instances"] == 1
+    assert "plugins" not in cluster
+    assert not by_kind(objs, "HorizontalPodAutoscaler") and not by_kind(objs, "ScheduledBackup")
+
+
+@pytest.mark.parametrize("overlay", ["production", "production-gpu"])
+def test_production_scales_and_survives_disruption(overlay):
+    objs = objects(f"overlays/{overlay}")
+    deployments = by_kind(objs, "Deployment")
+    hpas = by_kind(objs, "HorizontalPodAutoscaler")
+    assert set(hpas) == {f"recallmesh-{s}" for s in ("gateway", "lexical", "vector", "embedding")}
+    for name, hpa in hpas.items():
+        assert hpa["spec"]["scaleTargetRef"]["name"] == name
+        assert hpa["spec"]["minReplicas"] <= deployments[name]["spec"]["replicas"]
+    pdbs = by_kind(objs, "PodDisruptionBudget")
+    assert set(pdbs) == set(deployments)
+    for d in deployments.values():
+        spread = d["spec"]["template"]["spec"]["topologySpreadConstraints"]
+        keys = {t["topologyKey"] for t in spread}
+        assert keys == {"topology.kubernetes.io/zone", "kubernetes.io/hostname"}
+    cluster = by_kind(objs, "Cluster")["recallmesh-db"]["spec"]
+    assert cluster["instances"] == 3
+    assert cluster["plugins"][0]["isWALArchiver"] is True
+    assert by_kind(objs, "ScheduledBackup")["recallmesh-db-nightly"]["spec"]["method"] == "plugin"
+    # every DB-backed pod's pool must fit in max_connections at the HPAs' maximum
+    pool = int(rendered.service_specs(overlay)["gateway"].env["RECALLMESH_DB_POOL_MAX"])
+    pods = sum(
+        hpas[n]["spec"]["maxReplicas"] if n in hpas else deployments[n]["spec"]["replicas"]
+        for n in (f"recallmesh-{s}" for s, (_, _, db) in SERVICES.items() if db)
+    )
+    assert pods * (pool + 1) + 10 < int(cluster["postgresql"]["parameters"]["max_connections"])
+
+
+def test_gpu_component_puts_embedding_on_a_gpu_node():
+    objs = objects("overlays/production-gpu")
+    pod = by_kind(objs, "Deployment")["recallmesh-embedding"]["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert re.search(r":[\w.]+-cuda@sha256:", c["image"])
+    assert {"name": "RECALLMESH_EMBEDDING_PROVIDER", "value": "cuda"} in c["env"]
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+    # the other services keep the CPU image
+    gateway = by_kind(objs, "Deployment")["recallmesh-gateway"]["spec"]["template"]["spec"]
+    assert "-cuda@" not in gateway["containers"][0]["image"]
+
+
+def test_dashboard_config_map_for_the_grafana_sidecar():
+    cm = by_kind(objects("overlays/dev"), "ConfigMap")["recallmesh-dashboard"]
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert "recallmesh.json" in cm["data"]
+
+
+def test_network_policies_default_deny_and_database_only_from_recallmesh():
+    policies = by_kind(objects("overlays/dev"), "NetworkPolicy")
+    deny = policies["default-deny"]["spec"]
+    assert deny["podSelector"] == {} and deny["policyTypes"] == ["Ingress"]
+    assert "ingress" not in deny
+    egress_deny = policies["recallmesh-default-deny-egress"]["spec"]
+    assert egress_deny["policyTypes"] == ["Egress"] and "egress" not in egress_deny
+    db = policies["recallmesh-db"]["spec"]
+    assert db["podSelector"] == {"matchLabels": {"cnpg.io/cluster": "recallmesh-db"}}
+    sources = [
+        f for rule in db["ingress"] for f in rule["from"] if rule["ports"][0]["port"] == 5432
+    ]
+    assert sources == [
+        {"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": "recallmesh"}}},
+        {"podSelector": {"matchLabels": {"cnpg.io/cluster": "recallmesh-db"}}},
+    ]
+    legs = policies["recallmesh-legs-from-gateway"]["spec"]["ingress"]
+    assert legs == [{
+        "from": [
+            {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "recallmesh-gateway"}}}
+        ],
+        "ports": [{"protocol": "TCP", "port": "grpc"}],
+    }]
+
+
+def test_kubectl_reports_itself():
+    # the pinned toolchain is what it claims to be (kustomize v5 in kubectl)
+    import subprocess
+
+    out = subprocess.run([tool("kubectl"), "version", "--client"], capture_output=True, text=True)
+    assert "Kustomize Version: v5" in out.stdout, out.stdout

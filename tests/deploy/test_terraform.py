@@ -1,0 +1,95 @@
+"""terraform/: every file parses as HCL (python-hcl2; there is no terraform binary here),
+providers and charts are pinned to exact versions, variables are typed and described.
+checkov scans it in test_static_tools (it has no policies for helm_release,
+kubernetes_namespace_v1 or kubernetes_manifest, so that scan checks nothing there)."""
+
+from __future__ import annotations
+
+import re
+
+import hcl2
+import pytest
+
+from tests.deploy.tools import TERRAFORM
+
+EXACT = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+def _plain(value):
+    """python-hcl2 wraps every attribute value (and object expression) in a one-element list
+    and `${...}` around expressions; unwrap one-element lists and drop position keys. Use
+    `_many` where a block kind may repeat."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if not k.startswith("__")}
+    if isinstance(value, list):
+        if len(value) == 1:
+            return _plain(value[0])
+        return [_plain(v) for v in value]
+    return value
+
+
+def parsed() -> dict[str, dict]:
+    out = {}
+    for path in sorted(TERRAFORM.rglob("*.tf")):
+        with path.open() as f:
+            out[str(path.relative_to(TERRAFORM))] = _plain(hcl2.load(f))
+    return out
+
+
+def _many(value) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def blocks(kind: str) -> list[dict]:
+    return [b for doc in parsed().values() for b in _many(doc.get(kind, []))]
+
+
+def test_hcl_parses():
+    files = parsed()
+    assert set(files) >= {"main.tf", "variables.tf", "outputs.tf", "versions.tf",
+                          "examples/cluster/main.tf"}
+
+
+def test_providers_pinned_exactly():
+    terraform_blocks = blocks("terraform")
+    assert len(terraform_blocks) == 2  # the module and the example root
+    for block in terraform_blocks:
+        providers = block["required_providers"]
+        assert set(providers) == {"helm", "kubernetes"}
+        for name, spec in providers.items():
+            assert spec["source"] == f"hashicorp/{name}"
+            assert EXACT.match(spec["version"]), (name, spec["version"])
+
+
+def test_helm_releases_pinned():
+    variables = {k: v for b in blocks("variable") for k, v in b.items()}
+    releases = {k: v for b in blocks("resource") for k, v in b.get("helm_release", {}).items()}
+    assert {r["chart"] for r in releases.values()} == {
+        "cloudnative-pg", "plugin-barman-cloud", "kube-prometheus-stack"}
+    for name, release in releases.items():
+        ref = re.fullmatch(r"\$\{var\.(\w+)\}", release["version"])
+        assert ref, f"{name}: version must come from a variable"
+        assert EXACT.match(variables[ref.group(1)]["default"]), name
+
+
+def test_variables_typed_and_described():
+    module_vars = _many(parsed()["variables.tf"]["variable"])
+    names = {k for v in module_vars for k in v}
+    assert {"overlay", "image", "storage_class", "namespace"} <= names
+    for var in module_vars:
+        for name, spec in var.items():
+            assert spec.get("type") and spec.get("description"), name
+
+
+def test_registers_the_argocd_application():
+    (app,) = [m for r in _many(parsed()["main.tf"]["resource"])
+              for m in r.get("kubernetes_manifest", {}).values()]
+    assert app["manifest"]["kind"] == "Application"
+    assert app["manifest"]["spec"]["source"]["path"] == "k8s/overlays/${var.overlay}"
+
+
+@pytest.mark.parametrize("kind", ["output"])
+def test_outputs_described(kind):
+    for block in _many(parsed()["outputs.tf"][kind]):
+        for name, spec in block.items():
+            assert spec.get("description"), name

@@ -1,0 +1,143 @@
+"""The shipped observability against running services: every metric the PrometheusRule and the
+Grafana dashboard use is exported by a stack after some traffic, and a real Prometheus
+(Debian's `prometheus`, installed by `make deploy-tools`) loaded with the shipped rules turns
+the leg-failure alert pending when the vector leg is stopped under load."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import grpc
+import pytest
+import yaml
+
+from recallmesh.platform.supervisor import Stack, free_port
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from tests.conftest import stack_env
+from tests.deploy.metric_names import (
+    missing_from_scrape,
+    prometheus_rule_groups,
+    recallmesh_metric_names,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def scrape(port: int) -> str:
+    return urllib.request.urlopen(f"http://localhost:{port}/metrics", timeout=5).read().decode()
+
+
+def test_every_metric_the_rules_and_dashboard_use_is_exported(stack, gateway, ns):
+    stored = gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
+        memory_pb2.Memory(content=f"The ferry to island {i} leaves at dawn") for i in range(5)],
+        index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=30_000)), timeout=40)
+    assert stored.indexed
+    for query in ("ferry island", "when does the boat leave?"):
+        assert gateway.Recall(memory_pb2.RecallRequest(namespace=ns, query=query), timeout=10).hits
+    text = "\n".join(scrape(port) for port in stack.metrics.values())
+    names = recallmesh_metric_names()
+    assert len(names) >= 10
+    assert not missing_from_scrape(text, names)
+
+
+def prometheus_rules(path: Path) -> Path:
+    """The shipped rule groups, evaluated every second instead of every 30 s (a test cannot
+    wait minutes); the expressions and thresholds are the shipped ones."""
+    groups = prometheus_rule_groups()
+    for group in groups["groups"]:
+        group["interval"] = "1s"
+    path.write_text(yaml.safe_dump(groups, sort_keys=False))
+    return path
+
+
+def api(port: int, path: str, **params: str) -> dict:
+    url = f"http://127.0.0.1:{port}/api/v1/{path}"
+    if params:
+        url += "?" + urllib.parse.urlencode(params)
+    return json.loads(urllib.request.urlopen(url, timeout=5).read())["data"]
+
+
+def wait_for(condition, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.5)
+    pytest.fail(f"{what}: not within {timeout_s} s")
+
+
+@pytest.mark.timeout(300)
+def test_prometheus_alerts_when_the_vector_leg_stops_under_load(dsn, pg_dir, ns, tmp_path):
+    prometheus = shutil.which("prometheus")
+    assert prometheus, "prometheus is missing: `make deploy-tools` installs Debian's package"
+    env = stack_env(pg_dir / "alerting", dsn, RECALLMESH_LEGS="lexical,vector",
+                    RECALLMESH_FUSION_TARGET="local")
+    stack = Stack(env=env, services=("embedding", "lexical", "vector", "gateway"))
+    stack.start(timeout_s=60)
+    port = free_port()
+    config = tmp_path / "prometheus.yml"
+    config.write_text(yaml.safe_dump({
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(prometheus_rules(tmp_path / "rules.yml"))],
+        "scrape_configs": [{"job_name": "recallmesh", "static_configs": [{"targets": [
+            f"127.0.0.1:{p}" for p in stack.metrics.values()]}]}]}))
+    server = subprocess.Popen(
+        [prometheus, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+         f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    stop = threading.Event()
+    sent = [0]
+
+    def load(stub: memory_pb2_grpc.MemoryServiceStub) -> None:
+        deadline = time.monotonic() + 240  # bounded, whatever happens to the test
+        while not stop.is_set() and time.monotonic() < deadline:
+            stub.Recall(memory_pb2.RecallRequest(namespace=ns, query="lighthouse keeper"),
+                        timeout=5)
+            sent[0] += 1
+            time.sleep(0.02)
+
+    try:
+        wait_for(lambda: _ready(port), 30, "prometheus ready")
+        with grpc.insecure_channel(stack.endpoints["gateway"]) as channel:
+            stub = memory_pb2_grpc.MemoryServiceStub(channel)
+            stub.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
+                content="The lighthouse keeper feeds the gulls")), timeout=10)
+            worker = threading.Thread(target=load, args=(stub,), daemon=True)
+            worker.start()
+            # the recording rules see the vector leg's calls before it goes away
+            wait_for(lambda: any(r["metric"].get("leg") == "vector" for r in api(
+                port, "query", query="recallmesh:leg_calls:rate_5m")["result"]), 60,
+                "vector leg calls recorded")
+            assert not _leg_alerts(port)  # nothing fails yet
+            stack.processes["vector"].kill()
+            alerts = wait_for(lambda: _leg_alerts(port), 60, "RecallmeshLegFailing")
+            stop.set()
+            worker.join(timeout=10)
+        assert alerts[0]["labels"]["leg"] == "vector"
+        assert alerts[0]["state"] in ("pending", "firing")
+        assert sent[0] > 10
+    finally:
+        stop.set()
+        server.terminate()
+        server.wait(timeout=30)
+        stack.stop()
+
+
+def _ready(port: int) -> bool:
+    try:
+        return urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=2).status == 200
+    except OSError:
+        return False
+
+
+def _leg_alerts(port: int) -> list[dict]:
+    return [a for a in api(port, "alerts")["alerts"]
+            if a["labels"].get("alertname") == "RecallmeshLegFailing"]
