@@ -18,8 +18,10 @@
 6. prints the containers it ran (name, image, command, status), then stops them with SIGTERM
    (the image's STOPSIGNAL): each must exit 0 within the grace period; removes everything.
 
-What each container runs (command, arguments, environment, ports) comes from one function,
-`service_specs()`; see its docstring. Exit status 0 = passed, 1 = failed (reason printed).
+What each container runs (command and arguments, environment, ports) is read from the rendered
+dev overlay (tests/deploy/rendered.py; needs kubectl), not written here a second time. Run from
+the repository root with it on sys.path (make image-test: PYTHONPATH=.). Exit status 0 = passed,
+1 = failed (reason printed).
 """
 
 from __future__ import annotations
@@ -72,59 +74,25 @@ class Spec:
     ports: dict[str, int] = field(default_factory=dict)   # containerPort by name: grpc, metrics
 
 
-def service_specs(image: str) -> tuple[Spec, list[Spec]]:
-    """(the migrate Job, the services' Deployments in start order) of the dev overlay.
+def service_specs() -> tuple[Spec, list[Spec]]:
+    """(the migrate Job, the services' Deployments in start order), as the dev overlay has them.
 
-    The only place that says what the containers run: the k8s change's helper
-    (tests/deploy/rendered.py: `kubectl kustomize k8s/overlays/dev`, ConfigMaps resolved) when
-    it is in the checkout. FALLBACK, until that helper lands: the runtime contract stated here
-    (`recallmesh migrate`, `recallmesh serve <svc>`, default ports, the DSN where a service
-    needs the database); to be deleted once the helper is merged.
+    Read from `kubectl kustomize k8s/overlays/dev` through the k8s checks' helper
+    (tests/deploy/rendered.py: ConfigMaps resolved, Secret references named), not written here a
+    second time; the test only adds what a pod would get from its own network namespace and
+    from Secrets (see ImageTest.test).
     """
-    try:
-        from tests.deploy.rendered import service_specs as rendered_specs
-    except ImportError:
-        rendered_specs = None
-    if rendered_specs is not None:
-        specs = rendered_specs("dev")
-        say("what each container runs: read from the rendered dev overlay (k8s/overlays/dev)")
-        missing = {"migrate", *SERVICES} - set(specs)
-        if missing:
-            raise Failed(f"the dev overlay has no {sorted(missing)}")
+    from tests.deploy.rendered import service_specs as rendered_specs
 
-        def convert(r) -> Spec:
-            return Spec(r.name, list(r.command), dict(r.env), sorted(r.secret_env),
-                        dict(r.ports))
+    specs = rendered_specs("dev")
+    missing = {"migrate", *SERVICES} - set(specs)
+    if missing:
+        raise Failed(f"the dev overlay has no {sorted(missing)}")
 
-        return convert(specs["migrate"]), [convert(specs[name]) for name in SERVICES]
+    def convert(r) -> Spec:
+        return Spec(r.name, list(r.command), dict(r.env), sorted(r.secret_env), dict(r.ports))
 
-    from recallmesh.platform.config import DEFAULT_PORTS
-
-    say("what each container runs: FALLBACK table in docker/image_test.py "
-        "(tests/deploy/rendered.py not in this checkout)")
-    has_serve = _image_has_serve(image)
-    modules = {"gateway": "recallmesh.gateway", "lexical": "recallmesh.legs.lexical",
-               "vector": "recallmesh.legs.vector", "graph": "recallmesh.legs.graph",
-               "embedding": "recallmesh.embedding", "fusion": "recallmesh.fusion",
-               "indexer": "recallmesh.indexer"}
-    services = []
-    for name in SERVICES:
-        grpc_port, metrics_port = DEFAULT_PORTS[name]
-        command = (["recallmesh", "serve", name] if has_serve
-                   else ["python", "-m", modules[name]])
-        env = {"RECALLMESH_LEGS": "lexical,vector,graph"} if name == "gateway" else {}
-        secret = [] if name in ("embedding", "fusion") else ["RECALLMESH_DSN"]
-        services.append(Spec(name, command, env, secret,
-                             {"grpc": grpc_port, "metrics": metrics_port}))
-    if not has_serve:
-        say("note: the image has no `recallmesh serve` yet; services run as `python -m <module>`")
-    return Spec("migrate", ["recallmesh", "migrate"], {}, ["RECALLMESH_DSN"]), services
-
-
-def _image_has_serve(image: str) -> bool:
-    out = subprocess.run(["docker", "run", "--rm", "--network", "none", image, "serve", "--help"],
-                         capture_output=True, text=True, timeout=60)
-    return out.returncode == 0
+    return convert(specs["migrate"]), [convert(specs[name]) for name in SERVICES]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -247,10 +215,8 @@ class ImageTest:
         docker("image", "inspect", self.image)
         size = docker("image", "ls", self.image, "--format", "{{.ID}} {{.Size}}")
         say(f"image {self.image}: {size}")
-        migrate, services = service_specs(self.image)
-        # the liveness health service comes with `recallmesh serve` (the runtime change); before
-        # it, only readiness ("") exists
-        liveness_ok = ("SERVING",) if _image_has_serve(self.image) else ("SERVING", "NOT_FOUND")
+        migrate, services = service_specs()
+        say("what each container runs: the rendered dev overlay (k8s/overlays/dev)")
         dsn, mounts = self.start_postgres()
 
         # every service on 127.0.0.1 on free ports (the overlay's 0.0.0.0 and fixed ports are for
@@ -312,7 +278,7 @@ class ImageTest:
         for s in services:
             address = self.addresses[s.name]
             ready, live = health(address, ""), health(address, "liveness")
-            if ready != "SERVING" or live not in liveness_ok:
+            if ready != "SERVING" or live != "SERVING":
                 raise Failed(f"{s.name}: readiness {ready}, liveness {live}")
             say(f"health {s.name}: readiness {ready}, liveness {live}")
         for name in self.containers[1:]:
