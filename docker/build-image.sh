@@ -38,7 +38,8 @@ DOCKER_BUILDKIT=0 docker build --network host \
     exit 1
 }
 elapsed=$(( $(date +%s) - start ))
-# (no `docker image prune`: the builder and model stages' images are dangling, and they are the
-# cache that makes the next build take seconds)
+# drop the earlier builds this tag replaced (dangling final images: only they carry the title
+# label); the builder and model stages' images are dangling too, but they are the build cache
+docker image prune -f --filter label=org.opencontainers.image.title=recallmesh >/dev/null || true
 echo "built $IMAGE in ${elapsed} s (log: ${BUILD_LOG:-/tmp/recallmesh-image-build.log})"
 docker image ls "$IMAGE" --format 'image {{.Repository}}:{{.Tag}}  id {{.ID}}  size {{.Size}}'
