@@ -16,16 +16,21 @@ EXACT = re.compile(r"^\d+\.\d+\.\d+$")
 
 
 def _plain(value):
-    """python-hcl2 wraps every attribute value (and object expression) in a one-element list
-    and `${...}` around expressions; unwrap one-element lists and drop position keys. Use
-    `_many` where a block kind may repeat."""
+    """python-hcl2's output made plain: one-element lists unwrapped, position and block
+    markers (`__start_line__`, `__is_block__`) dropped, and the double quotes python-hcl2 8
+    keeps around string values and block labels removed. Use `_many` where a block kind may
+    repeat."""
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items() if not k.startswith("__")}
+        return {_unquote(k): _plain(v) for k, v in value.items() if not k.startswith("__")}
     if isinstance(value, list):
         if len(value) == 1:
             return _plain(value[0])
         return [_plain(v) for v in value]
-    return value
+    return _unquote(value) if isinstance(value, str) else value
+
+
+def _unquote(text: str) -> str:
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
 
 
 def parsed() -> dict[str, dict]:
@@ -67,7 +72,7 @@ def test_helm_releases_pinned():
     assert {r["chart"] for r in releases.values()} == {
         "cloudnative-pg", "plugin-barman-cloud", "kube-prometheus-stack"}
     for name, release in releases.items():
-        ref = re.fullmatch(r"\$\{var\.(\w+)\}", release["version"])
+        ref = re.fullmatch(r"(?:\$\{)?var\.(\w+)\}?", release["version"])
         assert ref, f"{name}: version must come from a variable"
         assert EXACT.match(variables[ref.group(1)]["default"]), name
 
