@@ -51,7 +51,15 @@ class InputError(ValueError):
 
 
 def stub_for(target: str) -> tuple[grpc.Channel, Any]:
-    channel = grpc.insecure_channel(target)
+    """The gateway's stub; TLS when RECALLMESH_TLS_CA (and, for mutual TLS, a certificate) is
+    set (recallmesh.platform.tls)."""
+    from recallmesh.platform.config import ConfigError
+    from recallmesh.platform.tls import dial_blocking
+
+    try:
+        channel = dial_blocking(target)
+    except ConfigError as exc:
+        raise InputError(str(exc)) from None
     return channel, memory_pb2_grpc.MemoryServiceStub(channel)
 
 

@@ -20,6 +20,7 @@ from recallmesh.fusion.convert import hits_from_proto, lists_to_proto, settings_
 from recallmesh.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList
 from recallmesh.gateway.fanout import LegAnswer, LegError, LegQuery, LegTimeout
 from recallmesh.platform.server import client_options
+from recallmesh.platform.tls import dial
 from recallmesh.v1 import fusion_pb2, fusion_pb2_grpc, retriever_pb2, retriever_pb2_grpc
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -46,10 +47,8 @@ class GrpcLeg:
         self.name = name
         self.target = target
         self.needs_vector = needs_vector
-        self.channel = grpc.aio.insecure_channel(
-            target, options=client_options("recallmesh.v1.RetrieverService"),
-            interceptors=aio_client_interceptors(),
-        )
+        self.channel = dial(target, client_options("recallmesh.v1.RetrieverService"),
+                            aio_client_interceptors())
         self.stub = retriever_pb2_grpc.RetrieverServiceStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)
 
@@ -103,10 +102,8 @@ class FusionClient:
 
     def __init__(self, target: str) -> None:
         self.target = target
-        self.channel = grpc.aio.insecure_channel(
-            target, options=client_options("recallmesh.v1.FusionService"),
-            interceptors=aio_client_interceptors(),
-        )
+        self.channel = dial(target, client_options("recallmesh.v1.FusionService"),
+                            aio_client_interceptors())
         self.stub = fusion_pb2_grpc.FusionServiceStub(self.channel)
 
     async def fuse(

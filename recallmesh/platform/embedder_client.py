@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import grpc
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
 from recallmesh.platform.server import client_options
+from recallmesh.platform.tls import dial
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
 
 KINDS = {"query": embedder_pb2.EMBED_KIND_QUERY, "document": embedder_pb2.EMBED_KIND_DOCUMENT}
@@ -23,10 +23,8 @@ class Embeddings:
 class EmbedderClient:
     def __init__(self, target: str) -> None:
         self.target = target
-        self.channel = grpc.aio.insecure_channel(
-            target, options=client_options("recallmesh.v1.EmbedderService"),
-            interceptors=aio_client_interceptors(),
-        )
+        self.channel = dial(target, client_options("recallmesh.v1.EmbedderService"),
+                            aio_client_interceptors())
         self.stub = embedder_pb2_grpc.EmbedderServiceStub(self.channel)
 
     async def embed(self, texts: list[str], kind: str, timeout_s: float) -> Embeddings:

@@ -35,6 +35,7 @@ from recallmesh.platform.telemetry import (
     setup_tracing,
     start_metrics_server,
 )
+from recallmesh.platform.tls import TlsSettings, server_credentials
 
 log = logging.getLogger(__name__)
 
@@ -137,9 +138,12 @@ def client_options(service: str) -> list[tuple[str, object]]:
 
 
 async def serve(
-    app: ServiceApp, config: ServerConfig, stop_event: asyncio.Event | None = None
+    app: ServiceApp, config: ServerConfig, stop_event: asyncio.Event | None = None,
+    tls: TlsSettings | None = None,
 ) -> None:
-    """Run `app` until stop_event is set (or SIGTERM / SIGINT arrives)."""
+    """Run `app` until stop_event is set (or SIGTERM / SIGINT arrives); TLS when `tls` (default:
+    the environment's, recallmesh.platform.tls) has a certificate."""
+    tls = tls if tls is not None else TlsSettings.from_env()
     stop_event = stop_event or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -172,7 +176,8 @@ async def serve(
         [*app.service_names, health.SERVICE_NAME, reflection.SERVICE_NAME], server
     )
     try:
-        port = server.add_insecure_port(config.address)
+        port = (server.add_secure_port(config.address, server_credentials(tls, config.name))
+                if tls.enabled else server.add_insecure_port(config.address))
     except RuntimeError:
         port = 0
     if port == 0:
@@ -185,7 +190,9 @@ async def serve(
         keep_health(app, health_servicer, config.readiness_interval_s))
     log.info(
         "serving",
-        extra={"address": f"{config.host}:{port}", "metrics_port": config.metrics_port},
+        extra={"address": f"{config.host}:{port}", "metrics_port": config.metrics_port,
+               "tls": ("mutual" if tls.requires_client_cert(config.name) else "server")
+               if tls.enabled else "off"},
     )
     try:
         await stop_event.wait()
@@ -203,6 +210,7 @@ def run(name: str, app: ServiceApp) -> None:
     configure_logging(name)
     try:
         config = ServerConfig.from_env(name)
+        tls = TlsSettings.from_env()
         setup_tracing(name)
     except ValueError as exc:  # ConfigError and bad exporter names
         log.error("bad configuration: %s", exc)
@@ -213,6 +221,6 @@ def run(name: str, app: ServiceApp) -> None:
         log.error("cannot serve metrics on %s:%s: %s", config.host, config.metrics_port, exc)
         raise SystemExit(1) from None
     try:
-        asyncio.run(serve(app, config))
+        asyncio.run(serve(app, config, tls=tls))
     except KeyboardInterrupt:
         pass

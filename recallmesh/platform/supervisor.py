@@ -27,6 +27,7 @@ from recallmesh.models.manifest import ModelManifest, default_manifest_path
 from recallmesh.platform.config import ConfigError, ServerConfig, configured_dsn, data_dir
 from recallmesh.platform.db import embedded_dsn, start_embedded
 from recallmesh.platform.migrations import MigrationError
+from recallmesh.platform.tls import dial_blocking
 from recallmesh.platform.vector_schema import VectorSchemaError, prepare_database
 
 # (service name, python module), in start order: the model first, then the
@@ -69,7 +70,7 @@ def wait_serving(address: str, timeout_s: float, process: subprocess.Popen | Non
     "liveness": the process is up, whether or not what it needs is)."""
     deadline = time.monotonic() + timeout_s
     last = "no answer"
-    with grpc.insecure_channel(address) as channel:
+    with dial_blocking(address) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while time.monotonic() < deadline:
             if process is not None and process.poll() is not None:
