@@ -27,7 +27,7 @@ from recallmesh.models.manifest import ModelManifest, default_manifest_path
 from recallmesh.platform.config import ConfigError, ServerConfig, configured_dsn, data_dir
 from recallmesh.platform.db import embedded_dsn, start_embedded
 from recallmesh.platform.migrations import MigrationError
-from recallmesh.platform.tls import dial_blocking
+from recallmesh.platform.tls import TlsSettings, dial_blocking
 from recallmesh.platform.vector_schema import VectorSchemaError, prepare_database
 
 # (service name, python module), in start order: the model first, then the
@@ -65,12 +65,12 @@ def free_port_env() -> dict[str, str]:
 
 
 def wait_serving(address: str, timeout_s: float, process: subprocess.Popen | None = None,
-                 service: str = "") -> None:
+                 service: str = "", environ: dict[str, str] | None = None) -> None:
     """Block until the health service at `address` reports `service` SERVING ("": ready;
     "liveness": the process is up, whether or not what it needs is)."""
     deadline = time.monotonic() + timeout_s
     last = "no answer"
-    with dial_blocking(address) as channel:
+    with dial_blocking(address, settings=TlsSettings.from_env(environ)) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while time.monotonic() < deadline:
             if process is not None and process.poll() is not None:
@@ -183,7 +183,7 @@ class Stack:
         self.processes[name] = process
         address = f"localhost:{config.port}"
         try:
-            wait_serving(address, timeout_s, process, self.wait_for)
+            wait_serving(address, timeout_s, process, self.wait_for, self._environ())
         except StackError as exc:
             raise StackError(
                 f"{name} did not start ({exc}); last log lines of {log_path}:\n" + _tail(log_path)
