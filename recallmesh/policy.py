@@ -88,6 +88,8 @@ def _check(name: str, spec: Spec, kind: type, value: Any, style: str) -> Any:
     if kind is bool:
         return bool(value)
     low, high = spec.low, spec.high
+    if isinstance(value, float) and not math.isfinite(value) and kind is int:
+        raise _Bad(f"must be a whole number, got {value}")
     if kind is float and not math.isfinite(value):
         if low is not None and high is not None:
             raise _Bad(f"must be within [{low:g}, {high:g}], got {value}")

@@ -170,6 +170,15 @@ def test_checked_accepts_or_refuses_with_the_field_name_never_crashes(name, valu
         assert exc.message.startswith(f"fusion.{name} ")
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_values_are_refused_for_every_numeric_setting(value):
+    # found by hypothesis: graph_second_stage_min_ms (no upper bound) with nan raised TypeError
+    for name, (spec, kind) in RecallPolicy.specs().items():
+        if kind in (int, float) and not spec.choices:
+            with pytest.raises(InvalidArgument, match=f"fusion.{name} "):
+                checked(name, value, f"fusion.{name}")
+
+
 @pytest.mark.parametrize("assignment, message", [
     ("intent_routing=maybe", "not true or false"),
     ("context_hits=three", "not an integer"),
