@@ -49,6 +49,7 @@ SORT_BY_NAMES = {memory_pb2.SORT_BY_UNSPECIFIED: "relevance"} | {
 @dataclass(frozen=True)
 class NewMemory:
     content: str
+    id: str | None = None  # client-supplied: the write's idempotency key (None: server assigns)
     category: str = ""
     tags: tuple[str, ...] = ()
     importance: float = DEFAULT_IMPORTANCE
@@ -139,6 +140,12 @@ def memory_id(value: str) -> str:
 
 def new_memory(msg: Any, ns: str, where: str = "memory") -> NewMemory:
     """Validate a recallmesh.v1.Memory for Store / StoreBatch."""
+    new_id = None
+    if msg.id.strip():
+        try:
+            new_id = memory_id(msg.id)
+        except InvalidArgument:
+            raise InvalidArgument(f"{where}.id must be a UUID (or empty)") from None
     if msg.namespace and (not msg.namespace.strip()
                           or namespace(msg.namespace, f"{where}.namespace") != ns):
         raise InvalidArgument(f"{where}.namespace differs from the request namespace")
@@ -204,6 +211,7 @@ def new_memory(msg: Any, ns: str, where: str = "memory") -> NewMemory:
             relations.append((RELATION_TYPES[rel.type], target))
     return NewMemory(
         content=content,
+        id=new_id,
         category=category,
         tags=tuple(tags),
         importance=float(importance),
@@ -221,7 +229,14 @@ def new_memories(msgs: Any, ns: str) -> list[NewMemory]:
         raise InvalidArgument("memories must not be empty")
     if len(msgs) > MAX_BATCH:
         raise InvalidArgument(f"a batch holds at most {MAX_BATCH} memories, got {len(msgs)}")
-    return [new_memory(m, ns, where=f"memories[{i}]") for i, m in enumerate(msgs)]
+    memories = [new_memory(m, ns, where=f"memories[{i}]") for i, m in enumerate(msgs)]
+    first: dict[str, int] = {}
+    for i, memory in enumerate(memories):
+        if memory.id is not None:
+            if memory.id in first:
+                raise InvalidArgument(f"memories[{i}].id repeats memories[{first[memory.id]}].id")
+            first[memory.id] = i
+    return memories
 
 
 def query_text(value: str) -> str:

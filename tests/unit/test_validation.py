@@ -169,3 +169,16 @@ def test_query_text_validation_total(text):
     except InvalidArgument as exc:
         assert "query" in str(exc)
         assert "\x00" in text or not text.strip() or len(text.encode()) > 4096
+
+
+def test_memory_id_on_store_is_the_idempotency_key():
+    uid = "0FCA1B9E-0000-4000-8000-000000000000"
+    assert validation.new_memory(memory_pb2.Memory(content="x", id=f" {uid} "), "ns").id == \
+        uid.lower()
+    assert validation.new_memory(memory_pb2.Memory(content="x"), "ns").id is None
+    with pytest.raises(InvalidArgument, match=r"^memories\[0\]\.id must be a UUID \(or empty\)$"):
+        validation.new_memories([memory_pb2.Memory(content="x", id="42")], "ns")
+    with pytest.raises(InvalidArgument, match=r"^memories\[2\]\.id repeats memories\[0\]\.id$"):
+        validation.new_memories([memory_pb2.Memory(content="x", id=uid),
+                                 memory_pb2.Memory(content="y"),
+                                 memory_pb2.Memory(content="z", id=uid.lower())], "ns")
