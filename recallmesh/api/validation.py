@@ -7,6 +7,7 @@ Violations raise InvalidArgument with a message naming the field.
 from __future__ import annotations
 
 import math
+import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -48,6 +49,7 @@ SORT_BY_NAMES = {memory_pb2.SORT_BY_UNSPECIFIED: "relevance"} | {
 @dataclass(frozen=True)
 class NewMemory:
     content: str
+    id: str | None = None  # client-supplied: the write's idempotency key (None: server assigns)
     category: str = ""
     tags: tuple[str, ...] = ()
     importance: float = DEFAULT_IMPORTANCE
@@ -78,14 +80,54 @@ def _no_nul(value: str, name: str) -> str:
     return value
 
 
-def namespace(value: str) -> str:
-    value = value.strip()
+# Default_Ignorable_Code_Point characters (Unicode DerivedCoreProperties) that are not
+# format (Cf) or unassigned (Cn) characters, which namespace() rejects by category anyway:
+# invisible fillers, variation selectors and the combining grapheme joiner.
+_INVISIBLE = frozenset(
+    [0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F, 0x3164, 0xFFA0]
+    + list(range(0xFE00, 0xFE10)) + list(range(0xE0100, 0xE01F0))
+)
+# Unicode general categories a namespace must not contain, and how a message names them.
+_NAMESPACE_FORBIDDEN = {
+    "Cc": "control character",
+    "Cf": "format character: zero-width, bidi control or similar",
+    "Cs": "surrogate",
+    "Co": "private-use character",
+    "Cn": "unassigned code point",
+    "Zl": "line separator",
+    "Zp": "paragraph separator",
+    "Zs": "space other than U+0020",
+}
+
+
+def _namespace_problem(char: str) -> str:
+    """Why `char` may not appear in a namespace, or "" when it may."""
+    if char == " ":
+        return ""
+    if ord(char) in _INVISIBLE:
+        return "invisible character"
+    return _NAMESPACE_FORBIDDEN.get(unicodedata.category(char), "")
+
+
+def namespace(value: str, name: str = "namespace") -> str:
+    """A request's namespace: NFC-normalised, trimmed, 1..128 printable characters.
+
+    Printable: no character of the categories in _NAMESPACE_FORBIDDEN (control, format,
+    surrogate, private use, unassigned, separators; U+0020 is allowed inside) and none of
+    _INVISIBLE. A rejection names the field and the first offending code point, never the
+    raw input.
+    """
+    value = unicodedata.normalize("NFC", value).strip()
     if not value:
-        raise InvalidArgument("namespace is required")
+        raise InvalidArgument(f"{name} is required")
     if len(value) > MAX_NAMESPACE_CHARS:
-        raise InvalidArgument(f"namespace must be at most {MAX_NAMESPACE_CHARS} characters")
-    if any(ord(c) < 32 for c in value):
-        raise InvalidArgument("namespace must not contain control characters")
+        raise InvalidArgument(f"{name} must be at most {MAX_NAMESPACE_CHARS} characters")
+    for i, char in enumerate(value):
+        if problem := _namespace_problem(char):
+            raise InvalidArgument(
+                f"{name} must not contain U+{ord(char):04X} ({problem}) at character "
+                f"{i + 1}; a namespace holds printable characters only"
+            )
     return value
 
 
@@ -98,7 +140,14 @@ def memory_id(value: str) -> str:
 
 def new_memory(msg: Any, ns: str, where: str = "memory") -> NewMemory:
     """Validate a recallmesh.v1.Memory for Store / StoreBatch."""
-    if msg.namespace and msg.namespace.strip() != ns:
+    new_id = None
+    if msg.id.strip():
+        try:
+            new_id = memory_id(msg.id)
+        except InvalidArgument:
+            raise InvalidArgument(f"{where}.id must be a UUID (or empty)") from None
+    if msg.namespace and (not msg.namespace.strip()
+                          or namespace(msg.namespace, f"{where}.namespace") != ns):
         raise InvalidArgument(f"{where}.namespace differs from the request namespace")
     content = _no_nul(msg.content, f"{where}.content")
     if not content.strip():
@@ -162,6 +211,7 @@ def new_memory(msg: Any, ns: str, where: str = "memory") -> NewMemory:
             relations.append((RELATION_TYPES[rel.type], target))
     return NewMemory(
         content=content,
+        id=new_id,
         category=category,
         tags=tuple(tags),
         importance=float(importance),
@@ -179,7 +229,14 @@ def new_memories(msgs: Any, ns: str) -> list[NewMemory]:
         raise InvalidArgument("memories must not be empty")
     if len(msgs) > MAX_BATCH:
         raise InvalidArgument(f"a batch holds at most {MAX_BATCH} memories, got {len(msgs)}")
-    return [new_memory(m, ns, where=f"memories[{i}]") for i, m in enumerate(msgs)]
+    memories = [new_memory(m, ns, where=f"memories[{i}]") for i, m in enumerate(msgs)]
+    first: dict[str, int] = {}
+    for i, memory in enumerate(memories):
+        if memory.id is not None:
+            if memory.id in first:
+                raise InvalidArgument(f"memories[{i}].id repeats memories[{first[memory.id]}].id")
+            first[memory.id] = i
+    return memories
 
 
 def query_text(value: str) -> str:

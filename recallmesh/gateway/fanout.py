@@ -60,7 +60,7 @@ class LegTimeout(Exception):
 
 
 class LegError(Exception):
-    """The leg failed; the message says how (code and detail)."""
+    """The leg failed; the message says how (the status code name, never the peer's text)."""
 
 
 @dataclass(frozen=True)

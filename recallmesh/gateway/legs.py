@@ -8,6 +8,7 @@ budget.
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 import grpc
@@ -23,15 +24,24 @@ from recallmesh.platform.server import client_options
 from recallmesh.platform.tls import dial
 from recallmesh.v1 import fusion_pb2, fusion_pb2_grpc, retriever_pb2, retriever_pb2_grpc
 
+log = logging.getLogger(__name__)
+
 SERVING = health_pb2.HealthCheckResponse.SERVING
 
 
-def leg_failure(exc: grpc.aio.AioRpcError, source: str = "") -> LegTimeout | LegError:
-    """What a failed call to a leg (or to the embedding service) means for the recall."""
-    if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+def leg_failure(
+    exc: grpc.aio.AioRpcError, source: str, *, named: bool = True
+) -> LegTimeout | LegError:
+    """What a failed call to a leg (or to the embedding or fusion service) means for the
+    recall. The error's message says what failed: the status code name, after `source` when
+    `named` (a leg's own failure is not: its LegStatus names it). Never the peer's text
+    (addresses, connection errors, its own messages): that goes to the log only."""
+    code = exc.code()
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        log.debug("%s call failed: %s: %s", source, code.name, exc.details())
         return LegTimeout()
-    prefix = f"{source}: " if source else ""
-    return LegError(f"{prefix}{exc.code().name}: {exc.details()}")
+    log.warning("%s call failed: %s: %s", source, code.name, exc.details())
+    return LegError(f"{source}: {code.name}" if named else code.name)
 
 
 def _is_uuid(value: str) -> bool:
@@ -80,7 +90,7 @@ class GrpcLeg:
         try:
             response = await self.stub.Search(request, timeout=timeout_s)
         except grpc.aio.AioRpcError as exc:
-            raise leg_failure(exc) from None
+            raise leg_failure(exc, f"{self.name} leg", named=False) from None
         # A leg is a separate process: never let a malformed id reach the hydration query.
         candidates = [
             LegCandidate(c.memory_id, c.score, min(max(c.importance, 0.0), 1.0), c.exact_match)

@@ -7,6 +7,7 @@ namespace, so an id from another namespace behaves exactly like an unknown id.
 from __future__ import annotations
 
 import asyncio
+import struct
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,7 +17,7 @@ from psycopg.types.json import Jsonb
 
 from recallmesh.api.filters import Filters, filter_sql
 from recallmesh.api.validation import NewMemory
-from recallmesh.platform.errors import InvalidArgument, NotFound
+from recallmesh.platform.errors import AlreadyExists, InvalidArgument, NotFound
 
 COLUMNS = (
     "id::text, namespace, content, category, tags, importance, is_sensitive, created_at, "
@@ -57,17 +58,22 @@ class StoredMemory:
         )
 
 
+# A client-supplied id that already exists inserts nothing (and returns no row): the write
+# is then a retry, or a conflict (_existing).
 _INSERT = f"""
-INSERT INTO memories (namespace, content, category, tags, importance, is_sensitive,
+INSERT INTO memories (id, namespace, content, category, tags, importance, is_sensitive,
                       created_at, valid_from, valid_to, metadata)
-VALUES (%(ns)s, %(content)s, %(category)s, %(tags)s, %(importance)s, %(sensitive)s,
-        coalesce(%(created_at)s, clock_timestamp()), %(valid_from)s, %(valid_to)s, %(metadata)s)
+VALUES (coalesce(%(id)s::uuid, gen_random_uuid()), %(ns)s, %(content)s, %(category)s, %(tags)s,
+        %(importance)s, %(sensitive)s, coalesce(%(created_at)s, clock_timestamp()),
+        %(valid_from)s, %(valid_to)s, %(metadata)s)
+ON CONFLICT (id) DO NOTHING
 RETURNING {COLUMNS}
 """
 
 
 def _insert_params(ns: str, memory: NewMemory) -> dict[str, Any]:
     return {
+        "id": memory.id,
         "ns": ns,
         "content": memory.content,
         "category": memory.category,
@@ -107,6 +113,46 @@ async def _relate(conn: Any, ns: str, source: str, memory: NewMemory, where: str
             (superseded,))
 
 
+def _as_real(value: float) -> float:
+    """`value` as the single-precision `real` the importance column stores."""
+    return struct.unpack("f", struct.pack("f", value))[0]
+
+
+def _same_write(stored: StoredMemory, memory: NewMemory, relations: set[tuple[str, str]]) -> bool:
+    """Whether `stored` (and its relations) is what writing `memory` stores: every field the
+    write sets; created_at only when the write gave it (else the server chose it)."""
+    return (
+        stored.content == memory.content
+        and stored.category == memory.category
+        and stored.tags == memory.tags
+        and _as_real(stored.importance) == _as_real(memory.importance)
+        and stored.sensitive == memory.sensitive
+        and stored.metadata == memory.metadata
+        and stored.valid_from == memory.valid_from
+        and stored.valid_to == memory.valid_to
+        and (memory.created_at is None or stored.created_at == memory.created_at)
+        and relations == set(memory.relations)
+    )
+
+
+async def _existing(conn: Any, ns: str, memory: NewMemory) -> StoredMemory:
+    """The memory a retried write (its client-supplied id already stored) stored before.
+
+    The same id with another write, in another namespace, or deleted, is ALREADY_EXISTS, with
+    one wording for all, so the answer never tells whether or where another tenant holds it."""
+    cur = await conn.execute(
+        f"SELECT {COLUMNS} FROM memories WHERE id = %s AND namespace = %s "
+        "AND deleted_at IS NULL", (memory.id, ns))
+    row = await cur.fetchone()
+    if row is not None:
+        stored = StoredMemory.from_row(row)
+        cur = await conn.execute(
+            "SELECT rel_type, dst::text FROM memory_edges WHERE src = %s", (memory.id,))
+        if _same_write(stored, memory, {(r[0], r[1]) for r in await cur.fetchall()}):
+            return stored
+    raise AlreadyExists(f"memory {memory.id} already exists with other content")
+
+
 async def _lock_namespace(conn: Any, ns: str) -> None:
     """Queue behind other writers of the namespace (migration 0005) before any row lock,
     so concurrent writes never deadlock on the namespace's corpus statistics."""
@@ -122,12 +168,15 @@ class MemoryStore:
             await _lock_namespace(conn, ns)
             cur = await conn.execute(_INSERT, _insert_params(ns, memory))
             row = await cur.fetchone()
+            if row is None:  # the client's id is taken: a retry (nothing written) or a conflict
+                return await _existing(conn, ns, memory)
             await _relate(conn, ns, str(row[0]), memory, "memory")
         return StoredMemory.from_row(row)
 
     async def store_batch(self, ns: str, memories: list[NewMemory]) -> list[str]:
-        """All-or-nothing: one transaction; ids in input order."""
-        ids: list[str] = []
+        """All-or-nothing: one transaction; ids in input order. A memory whose client-supplied
+        id is already stored, as the same write, is a retry: nothing is written for it."""
+        rows: list[Any] = []
         async with self.pool.connection() as conn, conn.transaction():
             await _lock_namespace(conn, ns)
             cur = conn.cursor()
@@ -135,12 +184,15 @@ class MemoryStore:
                 _INSERT, [_insert_params(ns, m) for m in memories], returning=True
             )
             while True:
-                row = await cur.fetchone()
-                ids.append(row[0])
+                rows.append(await cur.fetchone())
                 if not cur.nextset():
                     break
-            for i, (new_id, memory) in enumerate(zip(ids, memories, strict=True)):
-                await _relate(conn, ns, str(new_id), memory, f"memories[{i}]")
+            ids: list[str] = []
+            for row, memory in zip(rows, memories, strict=True):
+                ids.append(row[0] if row is not None else (await _existing(conn, ns, memory)).id)
+            for i, (row, memory) in enumerate(zip(rows, memories, strict=True)):
+                if row is not None:
+                    await _relate(conn, ns, str(row[0]), memory, f"memories[{i}]")
         return ids
 
     async def update(self, ns: str, memory_id: str, changes: dict[str, Any]) -> StoredMemory:

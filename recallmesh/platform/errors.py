@@ -29,3 +29,7 @@ class NotFound(RequestError):
 class Unavailable(RequestError):
     code = "UNAVAILABLE"
 
+
+
+class AlreadyExists(RequestError):
+    code = "ALREADY_EXISTS"

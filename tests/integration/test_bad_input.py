@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recallmesh.api.validation import MAX_CONTENT_BYTES
-from recallmesh.v1 import memory_pb2
+from recallmesh.v1 import memory_pb2, retriever_pb2, retriever_pb2_grpc
 from tests.helpers import expect_status, row_count, store
 
 pytestmark = pytest.mark.integration
@@ -124,6 +124,63 @@ def test_any_query_text_never_yields_internal(gateway, query):
         gateway.Recall(request, timeout=10)
     except grpc.RpcError as exc:
         assert exc.code() == INVALID, (query, exc.code(), exc.details())
+
+
+def test_bad_namespace_characters_are_rejected_by_every_rpc_and_leg(gateway, stack, db):
+    raw = "tenant-\u200b" + "secret" * 10  # a zero-width space hidden in a namespace
+    uid = "00000000-0000-4000-8000-000000000000"
+    before = row_count(db)
+    calls = {
+        "Store": (gateway.Store, memory_pb2.StoreRequest(namespace=raw, memory=mem())),
+        "StoreBatch": (gateway.StoreBatch,
+                       memory_pb2.StoreBatchRequest(namespace=raw, memories=[mem()])),
+        "Update": (gateway.Update, memory_pb2.UpdateRequest(
+            namespace=raw, id=uid, memory=mem(), update_mask={"paths": ["content"]})),
+        "Get": (gateway.Get, memory_pb2.GetRequest(namespace=raw, id=uid)),
+        "Delete": (gateway.Delete, memory_pb2.DeleteRequest(namespace=raw, id=uid)),
+        "Recall": (gateway.Recall, memory_pb2.RecallRequest(namespace=raw, query="q")),
+    }
+    channels = [grpc.insecure_channel(stack.endpoints[leg]) for leg in ("lexical", "vector")]
+    try:
+        for leg, channel in zip(("lexical", "vector"), channels, strict=True):
+            calls[f"{leg} leg Search"] = (
+                retriever_pb2_grpc.RetrieverServiceStub(channel).Search,
+                retriever_pb2.SearchRequest(namespace=raw, query="q", k=5))
+        for name, (call, request) in calls.items():
+            details = expect_status(INVALID, call, request)
+            assert details == ("namespace must not contain U+200B (format character: zero-width, "
+                               "bidi control or similar) at character 8; a namespace holds "
+                               "printable characters only"), name
+    finally:
+        for channel in channels:
+            channel.close()
+    details = expect_status(INVALID, gateway.Store, memory_pb2.StoreRequest(
+        namespace="tenant", memory=mem(namespace="tenant\u202e")))
+    assert details.startswith("memory.namespace must not contain U+202E")
+    assert row_count(db) == before
+
+
+def test_namespaces_are_nfc_normalised(gateway, ns):
+    composed, decomposed = f"{ns}-caf\u00e9", f"{ns}-cafe\u0301"
+    stored = gateway.Store(memory_pb2.StoreRequest(
+        namespace=decomposed, memory=mem(content="normalised namespace probe")), timeout=10)
+    assert stored.memory.namespace == composed
+    got = gateway.Get(memory_pb2.GetRequest(namespace=composed, id=stored.memory.id), timeout=10)
+    assert got.memory.content == "normalised namespace probe"
+    hits = gateway.Recall(memory_pb2.RecallRequest(
+        namespace=composed, query="normalised namespace probe"), timeout=10).hits
+    assert [h.memory.id for h in hits] == [stored.memory.id]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(namespace=st.text(min_size=0, max_size=140))
+def test_any_namespace_is_served_or_invalid_argument(gateway, namespace):
+    request = memory_pb2.RecallRequest(namespace=namespace, query="alpha")
+    try:
+        gateway.Recall(request, timeout=10)
+    except grpc.RpcError as exc:
+        assert exc.code() == INVALID, (namespace, exc.code(), exc.details())
+        assert exc.details().startswith("namespace ") and exc.details().isascii()
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -59,6 +59,68 @@ def test_namespace_rules():
             validation.namespace(bad)
 
 
+# Zero-width, bidi-control and other invisible characters named in issue 24, and a few more.
+INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u202a", "\u202b", "\u202c",
+             "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\ufeff", "\u00ad",
+             "\u2060", "\u034f", "\u3164", "\ufe0f", "\U000e0041", "\U000e0100"]
+CONTROL = ["\x00", "\x01", "\t", "\n", "\x1b", "\x7f", "\x85", "\x9f"]
+OTHER_BAD = ["\u00a0", "\u2028", "\u2029", "\u3000", "\ue000", "\U0010fffd", "\ud800",
+             "\uffff"]
+
+
+@pytest.mark.parametrize("char", INVISIBLE + CONTROL + OTHER_BAD)
+def test_namespace_rejects_invisible_control_and_separator_characters(char):
+    raw = f"tenant{char}-a" + "x" * 40
+    with pytest.raises(InvalidArgument) as info:
+        validation.namespace(raw)
+    message = info.value.message
+    assert message.startswith("namespace must not contain ")
+    assert f"U+{ord(char):04X}" in message and "at character 7" in message
+    assert "tenant" not in message and message.isascii()  # never the raw input
+
+
+def test_namespace_is_nfc_normalised_everywhere_it_enters():
+    composed, decomposed = "caf\u00e9", "cafe\u0301"
+    assert validation.namespace(decomposed) == composed
+    assert validation.namespace(" \u212b ") == "\u00c5"  # ANGSTROM SIGN -> A WITH RING
+    assert validation.namespace("team a") == "team a"  # an inner U+0020 is printable
+    # memory.namespace is compared after the same normalisation
+    validation.new_memory(memory_pb2.Memory(content="x", namespace=decomposed), composed)
+    with pytest.raises(InvalidArgument, match=r"memory.namespace must not contain U\+200B"):
+        validation.new_memory(memory_pb2.Memory(content="x", namespace="a\u200b"), "a")
+    q = validation.recall_query(memory_pb2.RecallRequest(namespace=decomposed, query="q"))
+    assert q.namespace == composed
+    from recallmesh.v1 import retriever_pb2
+    ns, *_ = validation.search_request(
+        retriever_pb2.SearchRequest(namespace=decomposed, query="q", k=5))
+    assert ns == composed
+    with pytest.raises(InvalidArgument, match=r"U\+202E"):
+        validation.search_request(
+            retriever_pb2.SearchRequest(namespace="a\u202eb", query="q", k=5))
+
+
+_NAMESPACE_CHARS = st.one_of(
+    st.characters(),  # surrogates, unassigned and private-use code points included
+    st.sampled_from(INVISIBLE + CONTROL + OTHER_BAD + ["e\u0301", "\u212b", " ", "a", "\u00e9"]),
+)
+
+
+@given(st.one_of(st.text(), st.lists(_NAMESPACE_CHARS, max_size=140).map("".join)))
+def test_namespace_property_accepted_are_nfc_printable_rejected_are_invalid_argument(raw):
+    import unicodedata
+    try:
+        ns = validation.namespace(raw)
+    except InvalidArgument as exc:
+        assert exc.message.startswith("namespace ") and exc.message.isascii()
+        return
+    assert ns == unicodedata.normalize("NFC", ns) == ns.strip()
+    assert 1 <= len(ns) <= validation.MAX_NAMESPACE_CHARS
+    for char in ns:
+        assert char == " " or (char.isprintable() and char not in INVISIBLE), ascii(char)
+        assert unicodedata.category(char)[0] != "C"
+    assert validation.namespace(ns) == ns  # idempotent
+
+
 def test_memory_id_must_be_uuid():
     uid = "0FCA1B9E-0000-4000-8000-000000000000"
     assert validation.memory_id(uid) == uid.lower()
@@ -107,3 +169,16 @@ def test_query_text_validation_total(text):
     except InvalidArgument as exc:
         assert "query" in str(exc)
         assert "\x00" in text or not text.strip() or len(text.encode()) > 4096
+
+
+def test_memory_id_on_store_is_the_idempotency_key():
+    uid = "0FCA1B9E-0000-4000-8000-000000000000"
+    assert validation.new_memory(memory_pb2.Memory(content="x", id=f" {uid} "), "ns").id == \
+        uid.lower()
+    assert validation.new_memory(memory_pb2.Memory(content="x"), "ns").id is None
+    with pytest.raises(InvalidArgument, match=r"^memories\[0\]\.id must be a UUID \(or empty\)$"):
+        validation.new_memories([memory_pb2.Memory(content="x", id="42")], "ns")
+    with pytest.raises(InvalidArgument, match=r"^memories\[2\]\.id repeats memories\[0\]\.id$"):
+        validation.new_memories([memory_pb2.Memory(content="x", id=uid),
+                                 memory_pb2.Memory(content="y"),
+                                 memory_pb2.Memory(content="z", id=uid.lower())], "ns")
