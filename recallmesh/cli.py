@@ -308,8 +308,22 @@ def cmd_get(args: argparse.Namespace) -> int:
 def cmd_delete(args: argparse.Namespace) -> int:
     channel, stub = stub_for(args.target)
     with channel:
-        stub.Delete(memory_pb2.DeleteRequest(namespace=args.namespace, id=args.id))
-    console.print(f"deleted {args.id}")
+        stub.Delete(memory_pb2.DeleteRequest(namespace=args.namespace, id=args.id,
+                                             purge=args.purge))
+    console.print(f"{'purged' if args.purge else 'deleted'} {args.id}")
+    return 0
+
+
+def cmd_delete_namespace(args: argparse.Namespace) -> int:
+    if args.confirm != args.namespace:
+        raise InputError(f"deleting namespace {args.namespace!r} removes every memory in it for "
+                         f"good: repeat its name with --confirm {args.namespace}")
+    channel, stub = stub_for(args.target)
+    with channel:
+        response = stub.DeleteNamespace(
+            memory_pb2.DeleteNamespaceRequest(namespace=args.namespace))
+    console.print(f"namespace {args.namespace!r} deleted ({response.memories_removed} "
+                  "memories removed)")
     return 0
 
 
@@ -565,9 +579,18 @@ def build_parser() -> argparse.ArgumentParser:
     get.add_argument("id")
     get.set_defaults(func=cmd_get)
 
-    delete = client("delete", "soft-delete one memory")
+    delete = client("delete", "soft-delete one memory (--purge: remove it and what was "
+                    "derived from it)")
     delete.add_argument("id")
+    delete.add_argument("--purge", action="store_true",
+                        help="remove the memory, its vector, postings and the concepts only it "
+                        "evidenced, instead of marking it deleted")
     delete.set_defaults(func=cmd_delete)
+
+    drop = client("delete-namespace", "remove a namespace and everything in it, for good")
+    drop.add_argument("--confirm", default="", metavar="NAMESPACE",
+                      help="the namespace's name again")
+    drop.set_defaults(func=cmd_delete_namespace)
 
     imp = client("import", "bulk-import memories from a JSONL file")
     imp.add_argument("file")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
 import grpc
@@ -151,10 +152,21 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     async def Delete(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         ns = validation.namespace(request.namespace)
         memory_id = validation.memory_id(request.id)
+        if request.purge:
+            await self.store.purge(ns, memory_id)
+            response = memory_pb2.DeleteResponse(id=memory_id, purged=True)
+            to_proto_timestamp(datetime.now(UTC), response.deleted_at)
+            return response
         deleted_at = await self.store.delete(ns, memory_id)
         response = memory_pb2.DeleteResponse(id=memory_id)
         to_proto_timestamp(deleted_at, response.deleted_at)
         return response
+
+    async def DeleteNamespace(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        ns = validation.namespace(request.namespace)
+        removed = await self.store.purge_namespace(ns)
+        log.info("namespace deleted", extra={"namespace": ns, "memories": removed})
+        return memory_pb2.DeleteNamespaceResponse(memories_removed=removed)
 
     async def Recall(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         query = validation.recall_query(request)

@@ -276,6 +276,21 @@ class MemoryStore:
             raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
         return row[0]
 
+    async def purge(self, ns: str, memory_id: str) -> None:
+        """Remove the memory and what was derived from it (recallmesh_purge_memory, migration
+        0007), live or already deleted; NotFound when `ns` has no such memory."""
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute("SELECT recallmesh_purge_memory(%s, %s)", (ns, memory_id))
+            found = (await cur.fetchone())[0]
+        if not found:
+            raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
+
+    async def purge_namespace(self, ns: str) -> int:
+        """Remove the namespace entirely; how many memories it held."""
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute("SELECT recallmesh_purge_namespace(%s)", (ns,))
+            return int((await cur.fetchone())[0])
+
     async def hydrate(self, ns: str, memory_ids: list[str]) -> dict[str, StoredMemory]:
         """Live memories of `ns` among memory_ids, in one query, keyed by id."""
         if not memory_ids:

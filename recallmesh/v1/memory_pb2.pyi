@@ -186,20 +186,36 @@ class GetResponse(_message.Message):
     def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ...) -> None: ...
 
 class DeleteRequest(_message.Message):
-    __slots__ = ("namespace", "id")
+    __slots__ = ("namespace", "id", "purge")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    PURGE_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     id: str
-    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+    purge: bool
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., purge: _Optional[bool] = ...) -> None: ...
 
 class DeleteResponse(_message.Message):
-    __slots__ = ("id", "deleted_at")
+    __slots__ = ("id", "deleted_at", "purged")
     ID_FIELD_NUMBER: _ClassVar[int]
     DELETED_AT_FIELD_NUMBER: _ClassVar[int]
+    PURGED_FIELD_NUMBER: _ClassVar[int]
     id: str
     deleted_at: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., deleted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    purged: bool
+    def __init__(self, id: _Optional[str] = ..., deleted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., purged: _Optional[bool] = ...) -> None: ...
+
+class DeleteNamespaceRequest(_message.Message):
+    __slots__ = ("namespace",)
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    def __init__(self, namespace: _Optional[str] = ...) -> None: ...
+
+class DeleteNamespaceResponse(_message.Message):
+    __slots__ = ("memories_removed",)
+    MEMORIES_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    memories_removed: int
+    def __init__(self, memories_removed: _Optional[int] = ...) -> None: ...
 
 class RecallRequest(_message.Message):
     __slots__ = ("namespace", "query", "k", "sort_by", "filters", "budget_ms", "explain", "fusion", "reference_time")

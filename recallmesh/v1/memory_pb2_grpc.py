@@ -60,6 +60,11 @@ class MemoryServiceStub:
                 request_serializer=recallmesh_dot_v1_dot_memory__pb2.DeleteRequest.SerializeToString,
                 response_deserializer=recallmesh_dot_v1_dot_memory__pb2.DeleteResponse.FromString,
                 _registered_method=True)
+        self.DeleteNamespace = channel.unary_unary(
+                '/recallmesh.v1.MemoryService/DeleteNamespace',
+                request_serializer=recallmesh_dot_v1_dot_memory__pb2.DeleteNamespaceRequest.SerializeToString,
+                response_deserializer=recallmesh_dot_v1_dot_memory__pb2.DeleteNamespaceResponse.FromString,
+                _registered_method=True)
         self.Recall = channel.unary_unary(
                 '/recallmesh.v1.MemoryService/Recall',
                 request_serializer=recallmesh_dot_v1_dot_memory__pb2.RecallRequest.SerializeToString,
@@ -100,7 +105,15 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Delete(self, request, context):
-        """Soft-delete one memory. It disappears from Get and Recall at once.
+        """Soft-delete one memory (or, with purge, remove it and what was derived from it). It
+        disappears from Get and Recall at once.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteNamespace(self, request, context):
+        """Remove a namespace entirely: every memory and everything derived from them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -140,6 +153,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Delete,
                     request_deserializer=recallmesh_dot_v1_dot_memory__pb2.DeleteRequest.FromString,
                     response_serializer=recallmesh_dot_v1_dot_memory__pb2.DeleteResponse.SerializeToString,
+            ),
+            'DeleteNamespace': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteNamespace,
+                    request_deserializer=recallmesh_dot_v1_dot_memory__pb2.DeleteNamespaceRequest.FromString,
+                    response_serializer=recallmesh_dot_v1_dot_memory__pb2.DeleteNamespaceResponse.SerializeToString,
             ),
             'Recall': grpc.unary_unary_rpc_method_handler(
                     servicer.Recall,
@@ -283,6 +301,33 @@ class MemoryService:
             '/recallmesh.v1.MemoryService/Delete',
             recallmesh_dot_v1_dot_memory__pb2.DeleteRequest.SerializeToString,
             recallmesh_dot_v1_dot_memory__pb2.DeleteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteNamespace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/recallmesh.v1.MemoryService/DeleteNamespace',
+            recallmesh_dot_v1_dot_memory__pb2.DeleteNamespaceRequest.SerializeToString,
+            recallmesh_dot_v1_dot_memory__pb2.DeleteNamespaceResponse.FromString,
             options,
             channel_credentials,
             insecure,

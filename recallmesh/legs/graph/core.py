@@ -190,7 +190,8 @@ class GraphRetriever:
         async with self.pool.connection() as conn:
             cur = await conn.execute(_VERSION, (namespace,))
             row = await cur.fetchone()
-        if row is None:
+        if row is None:  # nothing extracted, or the namespace was deleted: forget its graph
+            self._cache.pop(namespace, None)
             return None, False
         version = int(row[0])
         cached = self._cache.get(namespace)
