@@ -328,7 +328,9 @@ class MemoryStore:
 
         Only where the two are steps of one sequence: when they were created less than
         min_gap_s apart (rows of one StoreBatch, a bulk import), or either shares its
-        created_at with another memory, there is none.
+        created_at with another memory, there is none. A sensitive memory is never a
+        neighbour: it is found by the lexical leg only (it may still be a hit, and pass a
+        share to its own neighbours).
         """
         if not memory_ids:
             return {}, {}, {}
@@ -353,6 +355,8 @@ class MemoryStore:
                 f"AND n.created_at {'>=' if later else '<='} "
                 f"s.created_at {sign} make_interval(secs => %(min_gap)s) "
                 f"AND NOT {tie.format('s')} AND NOT {tie.format('n')}"
+                # a sensitive memory is found by the lexical leg only, never as a neighbour
+                " AND NOT n.is_sensitive"
             )
 
         async with self.pool.connection() as conn:

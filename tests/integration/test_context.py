@@ -110,3 +110,20 @@ def test_memories_stored_together_have_no_next(gateway, ns):
                       fusion=overrides(context_hits=2))
     assert response.hits[0].memory.id == ids[0]
     assert not any(context_entries(response).values())
+
+
+@pytest.mark.parametrize("sensitive", [False, True])
+def test_a_sensitive_memory_is_never_surfaced_as_a_neighbour(gateway, ns, sensitive):
+    """Sensitive memories are found by the lexical leg only: context propagation does not add
+    one that no leg found (the same turns without the flag show the neighbour would come)."""
+    ids = list(gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
+        memory_pb2.Memory(content="Melanie: What is the code for the storage unit?",
+                          created_at=at(0)),
+        memory_pb2.Memory(content="Caroline: 4471, and keep it to yourself.", created_at=at(5),
+                          sensitive=sensitive)],
+        index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=30000)), timeout=60).ids)
+    response = recall(gateway, ns, "storage unit code", explain=True, fusion=overrides(
+        context_hits=1, context_next_weight=0.5))
+    found = [h.memory.id for h in response.hits]
+    assert found[0] == ids[0]
+    assert (ids[1] in found) is not sensitive
