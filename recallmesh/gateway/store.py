@@ -201,7 +201,9 @@ class MemoryStore:
 
         The schema's triggers keep the vector consistent in the same
         transaction: a content change clears the vector and re-enqueues the
-        memory; marking it sensitive drops the vector and any pending job.
+        memory; marking it sensitive drops the vector and any pending job, and here its id
+        leaves the concept graph's evidence and the concepts only it evidenced go
+        (recallmesh_forget_derived, migration 0007).
         """
         assignments = ", ".join(f"{column} = %({column})s" for column in changes)
         params = {
@@ -220,6 +222,8 @@ class MemoryStore:
             if row is None:
                 raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
             stored = StoredMemory.from_row(row)
+            if changes.get("is_sensitive"):  # made sensitive: what the graph derived goes too
+                await conn.execute("SELECT recallmesh_forget_derived(%s, %s)", (ns, memory_id))
             if (
                 stored.valid_from is not None
                 and stored.valid_to is not None

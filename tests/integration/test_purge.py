@@ -118,3 +118,24 @@ def test_delete_namespace_leaves_nothing_with_its_name(gateway, db, ns):
     assert [h.memory.id for h in hits] == [neighbour]
     assert gateway.DeleteNamespace(memory_pb2.DeleteNamespaceRequest(namespace=other),
                                    timeout=30).memories_removed == 1
+
+
+def test_made_sensitive_a_memory_loses_its_vector_and_derived_concepts_at_once(gateway, db, ns):
+    flipped, kept = store_wait(
+        gateway, ns,
+        f"{SHARED} founded the {GONE} orchard cooperative in Lisbon.",
+        f"{SHARED} drinks green tea every morning in Lisbon.")
+    assert db.execute("SELECT embedding IS NOT NULL FROM memories WHERE id = %s",
+                      (flipped,)).fetchone()[0]
+    graph = [t for t in traces(db, GONE, flipped) if t.startswith("concept")]
+    assert graph  # its concepts and edge evidence exist before the flip
+    gateway.Update(memory_pb2.UpdateRequest(
+        namespace=ns, id=flipped, memory=memory_pb2.Memory(sensitive=True),
+        update_mask={"paths": ["sensitive"]}), timeout=10)
+    assert db.execute("SELECT embedding IS NULL FROM memories WHERE id = %s",
+                      (flipped,)).fetchone()[0]
+    assert [t for t in traces(db, GONE, flipped)
+            if t.startswith(("concept", "memory_concepts"))] == []
+    # the other memory keeps its links, and the concept both evidenced stays
+    assert db.execute("SELECT count(*) FROM memory_concepts WHERE memory_id = %s",
+                      (kept,)).fetchone()[0] > 0

@@ -33,6 +33,19 @@ CREATE FUNCTION recallmesh_drop_unevidenced_concepts(ns text) RETURNS void
                       WHERE (e.src = c.id OR e.dst = c.id) AND e.evidence <> '{}');
 $$;
 
+-- What the concept graph derived from one memory goes: its id leaves every edge's evidence (an
+-- edge only it evidenced goes), and every concept nothing keeps any more goes. Run by a purge
+-- (after the row is gone) and when a memory is made sensitive (its links went with the flip).
+CREATE FUNCTION recallmesh_forget_derived(ns text, mid uuid) RETURNS void
+    LANGUAGE sql AS $$
+    DELETE FROM memory_concepts WHERE memory_id = mid;
+    DELETE FROM concept_edges WHERE namespace = ns AND evidence = ARRAY[mid];
+    UPDATE concept_edges SET evidence = array_remove(evidence, mid)
+    WHERE namespace = ns AND mid = ANY (evidence);
+    SELECT recallmesh_drop_unevidenced_concepts(ns);
+    SELECT recallmesh_bump_graph_version(ns);
+$$;
+
 CREATE FUNCTION recallmesh_purge_memory(ns text, mid uuid) RETURNS boolean
     LANGUAGE plpgsql AS $$
 DECLARE
@@ -44,13 +57,9 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    DELETE FROM concept_edges WHERE namespace = ns AND evidence = ARRAY[mid];
-    UPDATE concept_edges SET evidence = array_remove(evidence, mid)
-    WHERE namespace = ns AND mid = ANY (evidence);
     DELETE FROM memories WHERE namespace = ns AND id = mid;
-    PERFORM recallmesh_drop_unevidenced_concepts(ns);
+    PERFORM recallmesh_forget_derived(ns, mid);
     DELETE FROM lexeme_stats WHERE namespace = ns AND lexeme = ANY (lexemes) AND df = 0;
-    PERFORM recallmesh_bump_graph_version(ns);
     RETURN true;
 END
 $$;
