@@ -74,7 +74,8 @@ ENV PATH=/opt/venv/bin:${PATH} \
 # nothing is written outside /tmp: run with a read-only root filesystem (--read-only --tmpfs /tmp)
 WORKDIR /tmp
 USER 10001:10001
-# gRPC health of the service PID 1 serves (Kubernetes uses its own native gRPC probes instead)
+# gRPC health of the service PID 1 serves, over TLS when RECALLMESH_TLS_* is set (Kubernetes:
+# native gRPC probes in plaintext pods, this script as the exec probe of TLS pods, k8s/components/tls)
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "/opt/recallmesh/healthcheck.py"]
 # exec form: recallmesh is PID 1 and gets SIGTERM itself (graceful drain, exit 0)

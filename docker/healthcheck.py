@@ -2,8 +2,15 @@
 
 The service is read from PID 1's command line (`recallmesh serve <service>`), its port from the
 same settings the service reads (RECALLMESH_<SERVICE>_PORT, else the default port). A container
-that runs something else (`recallmesh migrate`, a one-shot) is reported healthy. Kubernetes does
-not use this: its probes are native gRPC probes (k8s/). Exit 0 = SERVING, 1 = anything else.
+that runs something else (`recallmesh migrate`, a one-shot) is reported healthy. Exit 0 = SERVING,
+1 = anything else.
+
+TLS: with RECALLMESH_TLS_CERT / _KEY / _CA set (recallmesh/platform/tls.py) it dials over TLS,
+presenting the process's own certificate (the services but the gateway require one), and checks
+the server's certificate for the name RECALLMESH_HEALTHCHECK_SERVER_NAME (default `localhost`:
+the k8s/components/tls certificates carry it for this check). Kubernetes' native gRPC probes
+cannot speak TLS, so the TLS pods run this as their exec startup and readiness probe; plaintext
+pods keep the native gRPC probes (docs/operations.md, "TLS on Kubernetes").
 """
 
 from __future__ import annotations
@@ -12,24 +19,38 @@ import sys
 from pathlib import Path
 
 
-def main() -> int:
-    try:
-        argv = Path("/proc/1/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return 0
-    args = [a.decode() for a in argv if a]
+def main(args: list[str] | None = None) -> int:
+    """`args`: PID 1's command line (tests pass their own)."""
+    if args is None:
+        try:
+            argv = Path("/proc/1/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return 0
+        args = [a.decode() for a in argv if a]
     if "serve" not in args or args.index("serve") + 1 >= len(args):
         return 0
     service = args[args.index("serve") + 1]
 
+    import dataclasses
+    import os
+
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    from recallmesh.platform.config import ServerConfig
+    from recallmesh.platform.config import ConfigError, ServerConfig
+    from recallmesh.platform.tls import TlsSettings, dial_blocking
 
     config = ServerConfig.from_env(service)
     host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
-    with grpc.insecure_channel(f"{host}:{config.port}") as channel:
+    try:
+        tls = TlsSettings.from_env()
+    except ConfigError as exc:
+        print(f"{service}: {exc}")
+        return 1
+    if tls.enabled or tls.ca is not None:
+        name = os.environ.get("RECALLMESH_HEALTHCHECK_SERVER_NAME", "").strip() or "localhost"
+        tls = dataclasses.replace(tls, server_name=name)
+    with dial_blocking(f"{host}:{config.port}", settings=tls) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=""), timeout=3)

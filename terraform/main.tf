@@ -1,4 +1,5 @@
-# recallmesh's platform on a Kubernetes cluster: the CloudNativePG operator (and its Barman Cloud
+# recallmesh's platform on a Kubernetes cluster: cert-manager (the production overlays' TLS
+# certificates, the Barman Cloud plugin's), the CloudNativePG operator (and its Barman Cloud
 # backup plugin), kube-prometheus-stack, the recallmesh namespace, and the Argo CD Application
 # that deploys one k8s/overlays/<overlay>. Argo CD itself is a prerequisite (its Application CRD
 # must exist when this is planned). Providers are configured by the caller
@@ -19,6 +20,14 @@ locals {
       value = var.storage_class
     }])
   }]
+}
+
+resource "kubernetes_namespace_v1" "cert_manager" {
+  count = var.install_cert_manager ? 1 : 0
+  metadata {
+    name   = var.cert_manager_namespace
+    labels = local.labels
+  }
 }
 
 resource "kubernetes_namespace_v1" "cnpg" {
@@ -51,6 +60,21 @@ resource "kubernetes_namespace_v1" "recallmesh" {
   }
 }
 
+# cert-manager and its CRDs (Certificate, Issuer: k8s/components/tls)
+resource "helm_release" "cert_manager" {
+  count      = var.install_cert_manager ? 1 : 0
+  name       = "cert-manager"
+  repository = "https://charts.jetstack.io"
+  chart      = "cert-manager"
+  version    = var.cert_manager_chart_version
+  namespace  = kubernetes_namespace_v1.cert_manager[0].metadata[0].name
+  atomic     = true
+  timeout    = 600
+  values = [yamlencode({
+    crds = { enabled = true, keep = true }
+  })]
+}
+
 resource "helm_release" "cloudnative_pg" {
   count      = var.install_cloudnative_pg ? 1 : 0
   name       = "cnpg"
@@ -71,7 +95,7 @@ resource "helm_release" "backup_plugin" {
   namespace  = kubernetes_namespace_v1.cnpg[0].metadata[0].name
   atomic     = true
   timeout    = 600
-  depends_on = [helm_release.cloudnative_pg]
+  depends_on = [helm_release.cloudnative_pg, helm_release.cert_manager]
 }
 
 resource "helm_release" "kube_prometheus_stack" {
@@ -146,6 +170,7 @@ resource "kubernetes_manifest" "application" {
     }
   }
   depends_on = [
+    helm_release.cert_manager,
     helm_release.cloudnative_pg,
     helm_release.backup_plugin,
     helm_release.kube_prometheus_stack,

@@ -21,6 +21,7 @@ output "database_secret" {
 output "chart_versions" {
   description = "Chart versions installed."
   value = {
+    cert_manager          = var.install_cert_manager ? var.cert_manager_chart_version : null
     cloudnative_pg        = var.install_cloudnative_pg ? var.cloudnative_pg_chart_version : null
     plugin_barman_cloud   = var.install_cloudnative_pg && var.install_backup_plugin ? var.backup_plugin_chart_version : null
     kube_prometheus_stack = var.install_kube_prometheus_stack ? var.kube_prometheus_stack_chart_version : null

@@ -50,6 +50,24 @@ variable "argocd_namespace" {
   default     = "argocd"
 }
 
+variable "install_cert_manager" {
+  description = "Install cert-manager (chart cert-manager, CRDs included): the production overlays' TLS certificates (k8s/components/tls) and the Barman Cloud Plugin need it. false: it is already in the cluster."
+  type        = bool
+  default     = true
+}
+
+variable "cert_manager_namespace" {
+  description = "Namespace of cert-manager."
+  type        = string
+  default     = "cert-manager"
+}
+
+variable "cert_manager_chart_version" {
+  description = "cert-manager chart version (v1.21.1; Jetstack's chart versions carry the v). deploy/schemas/ vendors the same release's CRDs."
+  type        = string
+  default     = "v1.21.1"
+}
+
 variable "install_cloudnative_pg" {
   description = "Install the CloudNativePG operator (chart cloudnative-pg)."
   type        = bool
@@ -57,7 +75,7 @@ variable "install_cloudnative_pg" {
 }
 
 variable "install_backup_plugin" {
-  description = "Install the Barman Cloud Plugin for CloudNativePG (production backups). Needs cert-manager in the cluster."
+  description = "Install the Barman Cloud Plugin for CloudNativePG (production backups). Needs cert-manager (install_cert_manager, or already in the cluster)."
   type        = bool
   default     = true
 }

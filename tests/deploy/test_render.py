@@ -22,6 +22,10 @@ SERVICES = {
 }
 HEADLESS = {"lexical", "vector", "graph", "embedding", "fusion"}
 NAMESPACES = {"dev": "recallmesh-dev", "production": "recallmesh", "production-gpu": "recallmesh"}
+# overlays with k8s/components/tls (cert-manager, mutual TLS); dev stays plaintext
+TLS_OVERLAYS = ("production", "production-gpu")
+TLS_DIR = "/etc/recallmesh/tls"
+HEALTHCHECK = ["python", "/opt/recallmesh/healthcheck.py"]
 DIGEST = re.compile(r"^[a-z0-9.\-/]+:[\w.\-]+@sha256:[0-9a-f]{64}$")
 
 
@@ -80,9 +84,16 @@ def test_services_keep_the_runtime_contract(overlay):
         assert (spec.secret_env == {"RECALLMESH_DSN": ("recallmesh-db-app", "uri")}) is uses_db
         pod = deployments[f"recallmesh-{name}"]["spec"]["template"]["spec"]
         (container,) = pod["containers"]
-        assert container["startupProbe"]["grpc"] == {"port": grpc_port, "service": ""}
-        assert container["readinessProbe"]["grpc"] == {"port": grpc_port, "service": ""}
-        assert container["livenessProbe"]["grpc"] == {"port": grpc_port, "service": "liveness"}
+        if overlay in TLS_OVERLAYS:  # kubelet's gRPC probes cannot speak TLS
+            assert container["startupProbe"]["exec"] == {"command": HEALTHCHECK}
+            assert container["readinessProbe"]["exec"] == {"command": HEALTHCHECK}
+            assert container["livenessProbe"]["tcpSocket"] == {"port": "grpc"}
+            assert "grpc" not in container["startupProbe"]
+        else:
+            assert container["startupProbe"]["grpc"] == {"port": grpc_port, "service": ""}
+            assert container["readinessProbe"]["grpc"] == {"port": grpc_port, "service": ""}
+            assert container["livenessProbe"]["grpc"] == {
+                "port": grpc_port, "service": "liveness"}
         assert set(container["resources"]["requests"]) >= {"cpu", "memory"}
         assert set(container["resources"]["limits"]) >= {"cpu", "memory"}
         svc = services[f"recallmesh-{name}"]["spec"]
@@ -207,6 +218,91 @@ def test_network_policies_default_deny_and_database_only_from_recallmesh():
         ],
         "ports": [{"protocol": "TCP", "port": "grpc"}],
     }]
+
+
+def _target_host(target: str) -> str:
+    """dns:///host:port, dns:host:port or host:port -> host."""
+    target = re.sub(r"^dns:(///)?", "", target)
+    return target.rsplit(":", 1)[0]
+
+
+@pytest.mark.parametrize("overlay", TLS_OVERLAYS)
+def test_tls_every_service_mounts_its_own_certificate(overlay):
+    objs = objects(f"overlays/{overlay}")
+    deployments = by_kind(objs, "Deployment")
+    certificates = by_kind(objs, "Certificate")
+    by_secret = {c["spec"]["secretName"]: c for c in certificates.values()}
+    specs = rendered.service_specs(overlay)
+    for name in SERVICES:
+        deployment = f"recallmesh-{name}"
+        pod = deployments[deployment]["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        mount = next(m for m in container["volumeMounts"] if m["mountPath"] == TLS_DIR)
+        assert mount["readOnly"] is True
+        secret = volumes[mount["name"]]["secret"]["secretName"]
+        assert secret == f"{deployment}-tls", name  # its own, no other service's
+        cert = by_secret[secret]["spec"]
+        assert cert["issuerRef"] == {"group": "cert-manager.io", "kind": "Issuer",
+                                     "name": "recallmesh-ca"}
+        assert {"server auth", "client auth"} <= set(cert["usages"]), name
+        assert cert["privateKey"]["algorithm"] == "ECDSA"
+        assert deployment in cert["dnsNames"] and "localhost" in cert["dnsNames"]
+        env = specs[name].env
+        assert env["RECALLMESH_TLS_CERT"] == f"{TLS_DIR}/tls.crt"
+        assert env["RECALLMESH_TLS_KEY"] == f"{TLS_DIR}/tls.key"
+        assert env["RECALLMESH_TLS_CA"] == f"{TLS_DIR}/ca.crt"
+        assert env.get("RECALLMESH_TLS_CLIENT_AUTH", "internal") == "internal"
+    # the migrate Job talks only to PostgreSQL: no certificate, no TLS settings
+    assert not any(k.startswith("RECALLMESH_TLS_") for k in specs["migrate"].env)
+
+
+@pytest.mark.parametrize("overlay", TLS_OVERLAYS)
+def test_tls_certificates_cover_every_name_a_peer_dials(overlay):
+    objs = objects(f"overlays/{overlay}")
+    services = by_kind(objs, "Service")
+    names = {c["spec"]["secretName"].removesuffix("-tls"): set(c["spec"]["dnsNames"])
+             for c in by_kind(objs, "Certificate").values() if not c["spec"].get("isCA")}
+    ns = NAMESPACES[overlay]
+    for service in services:
+        if service in names:  # every form of the Service's name
+            assert {service, f"{service}.{ns}", f"{service}.{ns}.svc",
+                    f"{service}.{ns}.svc.cluster.local"} <= names[service], service
+    dialled = 0
+    for caller, spec in rendered.service_specs(overlay).items():
+        for var, target in spec.env.items():
+            if not (var.startswith("RECALLMESH_") and var.endswith("_TARGET")):
+                continue
+            host = _target_host(target)
+            service = host.split(".")[0]
+            assert service in services, (caller, var, target)
+            assert host in names[service], (caller, var, host)
+            dialled += 1
+    assert dialled >= 5  # the legs, embedding and fusion at least
+
+
+@pytest.mark.parametrize("overlay", TLS_OVERLAYS)
+def test_tls_ca_bootstrapped_with_cert_manager(overlay):
+    objs = objects(f"overlays/{overlay}")
+    issuers = by_kind(objs, "Issuer")
+    assert issuers["recallmesh-selfsigned"]["spec"] == {"selfSigned": {}}
+    (ca,) = [c["spec"] for c in by_kind(objs, "Certificate").values() if c["spec"].get("isCA")]
+    assert ca["issuerRef"]["name"] == "recallmesh-selfsigned"
+    assert issuers["recallmesh-ca"]["spec"] == {"ca": {"secretName": ca["secretName"]}}
+    for cert in by_kind(objs, "Certificate").values():
+        spec = cert["spec"]
+        # renewed well before expiry (durations in hours, as cert-manager writes them)
+        duration, renew = (int(spec[k].removesuffix("h")) for k in ("duration", "renewBefore"))
+        assert 0 < renew < duration, cert["metadata"]["name"]
+        # the CA first, then the certificates, then (wave >= 1) the services
+        assert int(cert["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]) < 1
+
+
+def test_dev_stays_plaintext():
+    objs = objects("overlays/dev")
+    assert not by_kind(objs, "Certificate") and not by_kind(objs, "Issuer")
+    for name, spec in rendered.service_specs("dev").items():
+        assert not any(k.startswith("RECALLMESH_TLS_") for k in spec.env), name
 
 
 def test_kubectl_reports_itself():

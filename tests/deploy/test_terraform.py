@@ -13,6 +13,8 @@ import pytest
 from tests.deploy.tools import TERRAFORM
 
 EXACT = re.compile(r"^\d+\.\d+\.\d+$")
+# chart versions: exact too; Jetstack publishes cert-manager's with a leading v (v1.21.1)
+EXACT_CHART = re.compile(r"^v?\d+\.\d+\.\d+$")
 
 
 def _plain(value):
@@ -70,11 +72,19 @@ def test_helm_releases_pinned():
     variables = {k: v for b in blocks("variable") for k, v in b.items()}
     releases = {k: v for b in blocks("resource") for k, v in b.get("helm_release", {}).items()}
     assert {r["chart"] for r in releases.values()} == {
-        "cloudnative-pg", "plugin-barman-cloud", "kube-prometheus-stack"}
+        "cert-manager", "cloudnative-pg", "plugin-barman-cloud", "kube-prometheus-stack"}
     for name, release in releases.items():
         ref = re.fullmatch(r"(?:\$\{)?var\.(\w+)\}?", release["version"])
         assert ref, f"{name}: version must come from a variable"
-        assert EXACT.match(variables[ref.group(1)]["default"]), name
+        assert EXACT_CHART.match(variables[ref.group(1)]["default"]), name
+
+
+def test_cert_manager_matches_the_vendored_crds():
+    """The chart's release is the one whose Certificate / Issuer CRDs deploy/schemas/ holds."""
+    variables = {k: v for b in blocks("variable") for k, v in b.items()}
+    version = variables["cert_manager_chart_version"]["default"]
+    readme = (TERRAFORM.parent / "deploy" / "schemas" / "README.md").read_text()
+    assert f"| cert-manager/cert-manager (`deploy/crds/`) | {version} |" in readme
 
 
 def test_variables_typed_and_described():

@@ -195,6 +195,37 @@ def test_gateway_dials_its_leg_over_mutual_tls_and_serves_verified_clients(
         gateway.stop()
 
 
+def _image_healthcheck():
+    """docker/healthcheck.py (the image's HEALTHCHECK, the TLS pods' exec probe), imported."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "docker" / "healthcheck.py"
+    spec = importlib.util.spec_from_file_location("recallmesh_image_healthcheck", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_image_healthcheck_probes_a_mutual_tls_leg(tls_leg, pki, monkeypatch):
+    # what the exec probe of k8s/components/tls runs: the pod's own settings, over mutual TLS
+    check = _image_healthcheck().main
+    command = ["recallmesh", "serve", "lexical"]
+    for name in [k for k in os.environ if k.startswith("RECALLMESH_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("RECALLMESH_LEXICAL_PORT", str(tls_leg))
+    assert check(command) == 1  # plaintext: refused
+    for name, value in tls_env(pki).items():
+        monkeypatch.setenv(name, value)
+    assert check(command) == 0  # the certificate's `localhost` name, its own client certificate
+    monkeypatch.setenv("RECALLMESH_HEALTHCHECK_SERVER_NAME", "recallmesh-elsewhere")
+    assert check(command) == 1  # a name the certificate does not carry: not verified
+    monkeypatch.delenv("RECALLMESH_HEALTHCHECK_SERVER_NAME")
+    monkeypatch.setenv("RECALLMESH_TLS_CA", str(pki["other_ca"]))
+    assert check(command) == 1  # a server the CA did not sign
+    assert check(["recallmesh", "migrate"]) == 0  # not a server: healthy
+
+
 def test_a_rotated_certificate_is_served_without_a_restart(tls_leg, pki):
     assert health(tls_leg, credentials(pki["ca"], pki["cert"], pki["key"])) == SERVING
     # rotate to a new CA: the leg's files are overwritten in place (a Secret update)
