@@ -138,7 +138,8 @@ _VERSION = "SELECT version FROM graph_versions WHERE namespace = %s"
 _MEMORIES = """
 SELECT m.id::text, m.importance, m.category, m.tags, m.created_at, m.valid_to
 FROM memories m
-WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL AND NOT m.is_sensitive
+WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
+  AND (m.expires_at IS NULL OR m.expires_at > now()) AND NOT m.is_sensitive
   AND (m.valid_to IS NULL OR m.valid_to > now())
   AND EXISTS (SELECT 1 FROM memory_concepts mc WHERE mc.memory_id = m.id)
 ORDER BY m.id
@@ -162,6 +163,7 @@ _MEMORY_EDGES = "SELECT src::text, dst::text FROM memory_edges WHERE namespace =
 _LIVE = """
 SELECT id::text FROM memories
 WHERE id = ANY(%s::uuid[]) AND deleted_at IS NULL AND NOT is_sensitive
+  AND (expires_at IS NULL OR expires_at > now())
   AND (valid_to IS NULL OR valid_to > now())
 """
 
