@@ -233,3 +233,28 @@ def test_a_namespace_default_ttl_applies_to_memories_stored_without_one(ttl_gate
     assert [h.memory.id for h in recall(ttl_gateway, f"ttl-short-{ns}", "note").hits] == [short.id]
     wait_until(short.expires_at)
     assert recall(ttl_gateway, f"ttl-short-{ns}", "note").hits == []
+
+
+def test_the_graph_leg_drops_an_expired_memory_from_its_cached_graph(graph_gateway, ns):
+    """The graph leg caches a namespace's graph until its version changes; the cached graph
+    also expires when one of its memories does, so the leg itself stops returning it."""
+    expires = ts_in(4)
+    gone = gateway_store_wait(graph_gateway, ns, "Arjun's favourite editor is Emacs.",
+                              expires_at=expires)
+    kept = gateway_store_wait(graph_gateway, ns, "Arjun's laptop runs Debian.")
+    only_graph = overrides(skip_legs=["lexical", "vector"])
+
+    def graph_leg(query: str) -> tuple[int, set[str]]:
+        response = recall(graph_gateway, ns, query, fusion=only_graph)
+        (leg,) = [leg for leg in response.legs if leg.leg == "graph"]
+        assert leg.state == memory_pb2.LEG_STATE_OK
+        return leg.candidates, {h.memory.id for h in response.hits}
+
+    assert graph_leg("Arjun editor") == (2, {gone, kept})  # cached now
+    wait_until(expires)
+    assert graph_leg("Arjun editor") == (1, {kept})
+
+
+def gateway_store_wait(gateway, ns: str, text: str, **fields) -> str:
+    return gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
+        content=text, **fields), index_wait=WAIT), timeout=40).memory.id
