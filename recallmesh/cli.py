@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 import time
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -86,7 +86,7 @@ def memory_from_json(obj: Any, where: str) -> Any:
     if not isinstance(obj, dict):
         raise InputError(f"{where}: expected a JSON object")
     unknown = set(obj) - {"content", "category", "tags", "importance", "sensitive", "metadata",
-                          "created_at", "valid_from", "valid_to"}
+                          "created_at", "valid_from", "valid_to", "expires_at"}
     if unknown:
         raise InputError(f"{where}: unknown field(s) {sorted(unknown)}")
 
@@ -116,7 +116,7 @@ def memory_from_json(obj: Any, where: str) -> Any:
     importance = typed("importance", (int, float), None)
     if importance is not None:
         memory.importance = float(importance)
-    for field in ("created_at", "valid_from", "valid_to"):
+    for field in ("created_at", "valid_from", "valid_to", "expires_at"):
         value = typed(field, str, "")
         if value:
             getattr(memory, field).CopyFrom(_timestamp(value, field, where))
@@ -214,6 +214,8 @@ def print_memory(memory: Any) -> None:
         "sensitive": str(memory.sensitive).lower(),
         "created_at": memory.created_at.ToDatetime().isoformat() + "Z",
     }
+    if memory.HasField("expires_at"):
+        fields["expires_at"] = memory.expires_at.ToDatetime().isoformat() + "Z"
     if memory.metadata:
         fields["metadata"] = json.dumps(dict(memory.metadata))
     table = Table(show_header=False)
@@ -225,12 +227,30 @@ def print_memory(memory: Any) -> None:
 # --------------------------------------------------------------------------- commands
 
 
+def expires_at(value: str | None, now: datetime | None = None) -> str | None:
+    """--expires-in: a duration (3600, 90s, 15m, 12h, 30d) from now, or an ISO 8601 time;
+    the ISO time it means (None when not given)."""
+    if not value:
+        return None
+    from recallmesh.platform.config import ConfigError, parse_duration_s
+
+    if value.strip()[:1].isdigit() and not any(c in value for c in "-:T"):
+        try:
+            seconds = parse_duration_s(value, "--expires-in")
+        except ConfigError as exc:
+            raise InputError(str(exc)) from None
+        return ((now or datetime.now(UTC)) + timedelta(seconds=seconds)).isoformat()
+    _timestamp(value, "--expires-in", "arguments")  # an ISO time: checked, passed on as given
+    return value
+
+
 def cmd_store(args: argparse.Namespace) -> int:
     channel, stub = stub_for(args.target)
     with channel:
         record = {"content": args.content, "category": args.category,
                   "tags": [t for t in args.tags.split(",") if t] if args.tags else [],
-                  "importance": args.importance, "sensitive": args.sensitive}
+                  "importance": args.importance, "sensitive": args.sensitive,
+                  "expires_at": expires_at(args.expires_in)}
         memory = memory_from_json(record, "arguments")
         response = stub.Store(memory_pb2.StoreRequest(namespace=args.namespace, memory=memory))
     console.print(response.memory.id)
@@ -555,6 +575,9 @@ def build_parser() -> argparse.ArgumentParser:
     store.add_argument("--tags", default="", help="comma-separated")
     store.add_argument("--importance", type=float, default=None)
     store.add_argument("--sensitive", action="store_true")
+    store.add_argument("--expires-in", metavar="DURATION|ISO",
+                       help="expire the memory after a duration (3600, 90s, 15m, 12h, 30d) or "
+                            "at an ISO 8601 time; default: the namespace's default TTL, if any")
     store.set_defaults(func=cmd_store)
 
     recall = client("recall", "recall memories for a query")

@@ -10,7 +10,7 @@ import math
 import unicodedata
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from recallmesh.api.filters import MAX_LABEL_CHARS, Filters, filters_from_proto
@@ -59,6 +59,7 @@ class NewMemory:
     valid_to: datetime | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     relations: tuple[tuple[str, str], ...] = ()  # (relation type, target memory id)
+    expires_at: datetime | None = None  # None: the namespace's default TTL, if any
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,13 @@ def new_memory(msg: Any, ns: str, where: str = "memory") -> NewMemory:
     valid_from, valid_to = ts("valid_from"), ts("valid_to")
     if valid_from is not None and valid_to is not None and valid_from > valid_to:
         raise InvalidArgument(f"{where}.valid_from must not be after {where}.valid_to")
+    created_at, expires_at = ts("created_at"), ts("expires_at")
+    if expires_at is not None:
+        if expires_at <= datetime.now(UTC):
+            raise InvalidArgument(f"{where}.expires_at must be in the future (or unset), got "
+                                  f"{expires_at.isoformat()}")
+        if created_at is not None and expires_at <= created_at:
+            raise InvalidArgument(f"{where}.expires_at must be after {where}.created_at")
     if len(msg.relations) > MAX_RELATIONS:
         raise InvalidArgument(f"{where}.relations: at most {MAX_RELATIONS}")
     relations: list[tuple[str, str]] = []
@@ -216,11 +224,12 @@ def new_memory(msg: Any, ns: str, where: str = "memory") -> NewMemory:
         tags=tuple(tags),
         importance=float(importance),
         sensitive=bool(msg.sensitive),
-        created_at=ts("created_at"),
+        created_at=created_at,
         valid_from=valid_from,
         valid_to=valid_to,
         metadata=metadata,
         relations=tuple(relations),
+        expires_at=expires_at,
     )
 
 
@@ -309,6 +318,7 @@ UPDATE_PATHS = {
     "metadata": "metadata",
     "valid_from": "valid_from",
     "valid_to": "valid_to",
+    "expires_at": "expires_at",
 }
 
 
@@ -317,7 +327,8 @@ def memory_update(msg: Any, paths: Any, ns: str) -> dict[str, Any]:
 
     Each named field is validated exactly like on Store; fields not named are
     ignored (and may be anything). An importance named but absent resets to
-    the default, like on Store.
+    the default, like on Store; an expires_at named but absent clears it (the
+    namespace's default TTL applies on Store only).
     """
     names = [p.strip() for p in paths]
     if not names:
@@ -333,7 +344,7 @@ def memory_update(msg: Any, paths: Any, ns: str) -> dict[str, Any]:
     for name in dict.fromkeys(names):
         if name in ("tags", "metadata"):
             getattr(probe, name).MergeFrom(getattr(msg, name))
-        elif name in ("importance", "valid_from", "valid_to"):
+        elif name in ("importance", "valid_from", "valid_to", "expires_at"):
             if msg.HasField(name):
                 field = getattr(msg, name)
                 if name == "importance":
@@ -352,6 +363,7 @@ def memory_update(msg: Any, paths: Any, ns: str) -> dict[str, Any]:
         "metadata": checked.metadata,
         "valid_from": checked.valid_from,
         "valid_to": checked.valid_to,
+        "expires_at": checked.expires_at,  # named but unset: the memory no longer expires
     }
     return {UPDATE_PATHS[n]: values[n] for n in dict.fromkeys(names)}
 

@@ -50,6 +50,8 @@ def memory_to_proto(memory: StoredMemory) -> Any:
         to_proto_timestamp(memory.valid_from, msg.valid_from)
     if memory.valid_to is not None:
         to_proto_timestamp(memory.valid_to, msg.valid_to)
+    if memory.expires_at is not None:
+        to_proto_timestamp(memory.expires_at, msg.expires_at)
     return msg
 
 
@@ -201,7 +203,7 @@ class GatewayApp:
     async def start(self) -> None:
         settings = GatewaySettings.from_env()
         self.pool = await open_pool(resolve_dsn(), name="gateway")
-        store = MemoryStore(self.pool)
+        store = MemoryStore(self.pool, settings.namespace_ttl)
         have, want = await store.schema_version(), latest_version()
         if have < want:
             raise SchemaOutOfDate(

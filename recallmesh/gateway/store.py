@@ -17,12 +17,23 @@ from psycopg.types.json import Jsonb
 
 from recallmesh.api.filters import Filters, filter_sql
 from recallmesh.api.validation import NewMemory
+from recallmesh.platform.config import NamespaceTTL
 from recallmesh.platform.errors import AlreadyExists, InvalidArgument, NotFound
 
 COLUMNS = (
     "id::text, namespace, content, category, tags, importance, is_sensitive, created_at, "
-    "updated_at, valid_from, valid_to, metadata"
+    "updated_at, valid_from, valid_to, metadata, expires_at"
 )
+
+
+def live(alias: str = "") -> str:
+    """The condition a readable memory meets: not deleted, not expired (an expired memory
+    is treated exactly like a deleted one until the indexer's sweeper purges it)."""
+    a = f"{alias}." if alias else ""
+    return f"{a}deleted_at IS NULL AND ({a}expires_at IS NULL OR {a}expires_at > now())"
+
+
+LIVE = live()
 
 
 @dataclass(frozen=True)
@@ -39,6 +50,7 @@ class StoredMemory:
     valid_from: datetime | None
     valid_to: datetime | None
     metadata: dict[str, str]
+    expires_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> StoredMemory:
@@ -55,23 +67,27 @@ class StoredMemory:
             valid_from=row[9],
             valid_to=row[10],
             metadata=dict(row[11] or {}),
+            expires_at=row[12],
         )
 
 
 # A client-supplied id that already exists inserts nothing (and returns no row): the write
-# is then a retry, or a conflict (_existing).
+# is then a retry, or a conflict (_existing). Without an expires_at of its own a memory gets
+# created_at + the namespace's default TTL (%(ttl_s)s; NULL: none, and make_interval is NULL).
 _INSERT = f"""
 INSERT INTO memories (id, namespace, content, category, tags, importance, is_sensitive,
-                      created_at, valid_from, valid_to, metadata)
+                      created_at, valid_from, valid_to, metadata, expires_at)
 VALUES (coalesce(%(id)s::uuid, gen_random_uuid()), %(ns)s, %(content)s, %(category)s, %(tags)s,
         %(importance)s, %(sensitive)s, coalesce(%(created_at)s, clock_timestamp()),
-        %(valid_from)s, %(valid_to)s, %(metadata)s)
+        %(valid_from)s, %(valid_to)s, %(metadata)s,
+        coalesce(%(expires_at)s, coalesce(%(created_at)s, clock_timestamp())
+                                 + make_interval(secs => %(ttl_s)s::float8)))
 ON CONFLICT (id) DO NOTHING
 RETURNING {COLUMNS}
 """
 
 
-def _insert_params(ns: str, memory: NewMemory) -> dict[str, Any]:
+def _insert_params(ns: str, memory: NewMemory, ttl_s: int | None) -> dict[str, Any]:
     return {
         "id": memory.id,
         "ns": ns,
@@ -84,6 +100,8 @@ def _insert_params(ns: str, memory: NewMemory) -> dict[str, Any]:
         "valid_from": memory.valid_from,
         "valid_to": memory.valid_to,
         "metadata": Jsonb(memory.metadata),
+        "expires_at": memory.expires_at,
+        "ttl_s": ttl_s,
     }
 
 
@@ -95,7 +113,7 @@ async def _relate(conn: Any, ns: str, source: str, memory: NewMemory, where: str
     targets = sorted({t for _, t in memory.relations})
     cur = await conn.execute(
         "SELECT id::text FROM memories WHERE namespace = %s AND id = ANY(%s::uuid[]) "
-        "AND deleted_at IS NULL", (ns, targets))
+        f"AND {LIVE}", (ns, targets))
     found = {r[0] for r in await cur.fetchall()}
     for i, (_, target) in enumerate(memory.relations):
         if target not in found:
@@ -131,6 +149,7 @@ def _same_write(stored: StoredMemory, memory: NewMemory, relations: set[tuple[st
         and stored.valid_from == memory.valid_from
         and stored.valid_to == memory.valid_to
         and (memory.created_at is None or stored.created_at == memory.created_at)
+        and (memory.expires_at is None or stored.expires_at == memory.expires_at)
         and relations == set(memory.relations)
     )
 
@@ -138,11 +157,12 @@ def _same_write(stored: StoredMemory, memory: NewMemory, relations: set[tuple[st
 async def _existing(conn: Any, ns: str, memory: NewMemory) -> StoredMemory:
     """The memory a retried write (its client-supplied id already stored) stored before.
 
-    The same id with another write, in another namespace, or deleted, is ALREADY_EXISTS, with
+    The same id with another write, in another namespace, deleted or expired, is ALREADY_EXISTS,
+    with
     one wording for all, so the answer never tells whether or where another tenant holds it."""
     cur = await conn.execute(
-        f"SELECT {COLUMNS} FROM memories WHERE id = %s AND namespace = %s "
-        "AND deleted_at IS NULL", (memory.id, ns))
+        f"SELECT {COLUMNS} FROM memories WHERE id = %s AND namespace = %s AND {LIVE}",
+        (memory.id, ns))
     row = await cur.fetchone()
     if row is not None:
         stored = StoredMemory.from_row(row)
@@ -160,13 +180,15 @@ async def _lock_namespace(conn: Any, ns: str) -> None:
 
 
 class MemoryStore:
-    def __init__(self, pool: Any) -> None:
+    def __init__(self, pool: Any, namespace_ttl: NamespaceTTL | None = None) -> None:
         self.pool = pool
+        self.namespace_ttl = namespace_ttl or NamespaceTTL()
 
     async def store(self, ns: str, memory: NewMemory) -> StoredMemory:
         async with self.pool.connection() as conn, conn.transaction():
             await _lock_namespace(conn, ns)
-            cur = await conn.execute(_INSERT, _insert_params(ns, memory))
+            cur = await conn.execute(
+                _INSERT, _insert_params(ns, memory, self.namespace_ttl.ttl_s(ns)))
             row = await cur.fetchone()
             if row is None:  # the client's id is taken: a retry (nothing written) or a conflict
                 return await _existing(conn, ns, memory)
@@ -177,11 +199,12 @@ class MemoryStore:
         """All-or-nothing: one transaction; ids in input order. A memory whose client-supplied
         id is already stored, as the same write, is a retry: nothing is written for it."""
         rows: list[Any] = []
+        ttl_s = self.namespace_ttl.ttl_s(ns)
         async with self.pool.connection() as conn, conn.transaction():
             await _lock_namespace(conn, ns)
             cur = conn.cursor()
             await cur.executemany(
-                _INSERT, [_insert_params(ns, m) for m in memories], returning=True
+                _INSERT, [_insert_params(ns, m, ttl_s) for m in memories], returning=True
             )
             while True:
                 rows.append(await cur.fetchone())
@@ -214,7 +237,7 @@ class MemoryStore:
             await _lock_namespace(conn, ns)
             cur = await conn.execute(
                 f"UPDATE memories SET {assignments}, updated_at = clock_timestamp() "
-                "WHERE namespace = %(ns)s AND id = %(id)s AND deleted_at IS NULL "
+                f"WHERE namespace = %(ns)s AND id = %(id)s AND {LIVE} "
                 f"RETURNING {COLUMNS}",
                 {**params, "ns": ns, "id": memory_id},
             )
@@ -257,8 +280,7 @@ class MemoryStore:
     async def get(self, ns: str, memory_id: str) -> StoredMemory:
         async with self.pool.connection() as conn:
             cur = await conn.execute(
-                f"SELECT {COLUMNS} FROM memories "
-                "WHERE namespace = %s AND id = %s AND deleted_at IS NULL",
+                f"SELECT {COLUMNS} FROM memories WHERE namespace = %s AND id = %s AND {LIVE}",
                 (ns, memory_id),
             )
             row = await cur.fetchone()
@@ -272,7 +294,7 @@ class MemoryStore:
             await _lock_namespace(conn, ns)
             cur = await conn.execute(
                 "UPDATE memories SET deleted_at = now(), updated_at = now() "
-                "WHERE namespace = %s AND id = %s AND deleted_at IS NULL RETURNING deleted_at",
+                f"WHERE namespace = %s AND id = %s AND {LIVE} RETURNING deleted_at",
                 (ns, memory_id),
             )
             row = await cur.fetchone()
@@ -302,7 +324,7 @@ class MemoryStore:
         async with self.pool.connection() as conn:
             cur = await conn.execute(
                 f"SELECT {COLUMNS} FROM memories "
-                "WHERE namespace = %s AND id = ANY(%s::uuid[]) AND deleted_at IS NULL",
+                f"WHERE namespace = %s AND id = ANY(%s::uuid[]) AND {LIVE}",
                 (ns, memory_ids),
             )
             rows = await cur.fetchall()
@@ -315,7 +337,7 @@ class MemoryStore:
         async with self.pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT id::text, created_at FROM memories "
-                "WHERE namespace = %s AND id = ANY(%s::uuid[]) AND deleted_at IS NULL",
+                f"WHERE namespace = %s AND id = ANY(%s::uuid[]) AND {LIVE}",
                 (ns, memory_ids),
             )
             rows = await cur.fetchall()
@@ -341,7 +363,7 @@ class MemoryStore:
         where_filters, params = filter_sql(filters, alias="m")
         columns = ", ".join(f"n.{c.strip()}" for c in COLUMNS.split(","))
         tie = ("EXISTS (SELECT 1 FROM memories t WHERE t.namespace = %(ns)s "
-               "AND t.deleted_at IS NULL AND t.created_at = {0}.created_at AND t.id <> {0}.id)")
+               f"AND {live('t')} AND t.created_at = {{0}}.created_at AND t.id <> {{0}}.id)")
 
         def side(direction: str, later: bool) -> str:
             op, order, sign = (">", "", "+") if later else ("<", " DESC", "-")
@@ -349,7 +371,7 @@ class MemoryStore:
                 f"SELECT '{direction}', s.id::text, {columns} "
                 "FROM memories s CROSS JOIN LATERAL ("
                 "  SELECT m.* FROM memories m"
-                "  WHERE m.namespace = s.namespace AND m.deleted_at IS NULL"
+                f"  WHERE m.namespace = s.namespace AND {live('m')}"
                 f"    AND m.created_at {op} s.created_at"
                 f"    AND m.created_at {'<=' if later else '>='} "
                 f"s.created_at {sign} make_interval(secs => %(window)s)"
@@ -367,7 +389,7 @@ class MemoryStore:
             cur = await conn.execute(
                 f"SELECT 'self', n.id::text, {columns} FROM memories n "
                 "WHERE n.namespace = %(ns)s AND n.id = ANY(%(ids)s::uuid[]) "
-                "AND n.deleted_at IS NULL "
+                f"AND {live('n')} "
                 f"UNION ALL {side('next', True)} UNION ALL {side('prev', False)}",
                 params | {"ns": ns, "ids": memory_ids, "seeds": seed_ids, "window": window_s,
                           "min_gap": min_gap_s},

@@ -18,6 +18,7 @@ import psycopg
 
 from recallmesh.indexer.concepts import ConceptWriter
 from recallmesh.indexer.core import NOTIFY_CHANNEL, Indexer, run_forever
+from recallmesh.indexer.expiry import run_sweeper
 from recallmesh.legs.graph.extraction import make_extractor
 from recallmesh.platform.config import ConfigError, IndexerSettings
 from recallmesh.platform.db import open_pool, resolve_dsn, unreachable
@@ -36,6 +37,7 @@ class IndexerApp:
         self.client: EmbedderClient | None = None
         self.listener: psycopg.AsyncConnection | None = None
         self.task: asyncio.Task | None = None
+        self.sweeper: asyncio.Task | None = None
         self.stop_event = asyncio.Event()
         self.dsn = ""
 
@@ -92,8 +94,12 @@ class IndexerApp:
         self.task = asyncio.get_running_loop().create_task(
             run_forever(indexer, self._wait_for_work, self.stop_event, settings.poll_s)
         )
+        if settings.expiry_sweep_s > 0:
+            self.sweeper = asyncio.get_running_loop().create_task(
+                run_sweeper(self.pool, self.stop_event, settings.expiry_sweep_s))
         log.info("indexer started", extra={"embedding_target": settings.embedding_target,
-                                           "batch_size": settings.batch_size})
+                                           "batch_size": settings.batch_size,
+                                           "expiry_sweep_s": settings.expiry_sweep_s})
 
     async def _listen(self) -> psycopg.AsyncConnection:
         if self.listener is None or self.listener.closed:
@@ -125,6 +131,13 @@ class IndexerApp:
 
     async def stop(self) -> None:
         self.stop_event.set()
+        if self.sweeper is not None:  # a batch in flight is one short transaction
+            try:
+                await asyncio.wait_for(asyncio.shield(self.sweeper), STOP_GRACE_S)
+            except TimeoutError:
+                self.sweeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self.sweeper
         if self.task is not None:
             # Let a batch in flight finish (its vectors are written, its jobs
             # dropped); a batch cut short would only wait out its lease.

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,6 +189,69 @@ class LegTarget:
 
 
 @dataclass(frozen=True)
+class NamespaceTTL:
+    """Default time to live of memories by namespace (RECALLMESH_NAMESPACE_TTL): rules
+    `pattern=duration`, a pattern an exact namespace or a prefix ending in `*` (`*` alone
+    matches every namespace). An exact rule beats a prefix rule, and a longer prefix a
+    shorter one; a duration of 0 means no default TTL (an exception to a broader rule)."""
+
+    exact: tuple[tuple[str, int], ...] = ()
+    prefixes: tuple[tuple[str, int], ...] = ()  # longest prefix first
+
+    def ttl_s(self, namespace: str) -> int | None:
+        """Seconds a memory stored in `namespace` without its own expires_at lives, or None."""
+        for name, seconds in self.exact:
+            if name == namespace:
+                return seconds or None
+        for prefix, seconds in self.prefixes:
+            if namespace.startswith(prefix):
+                return seconds or None
+        return None
+
+
+_DURATION = re.compile(r"^(\d+)\s*([smhd]?)$")
+_UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_TTL_S = 100 * 365 * 86400  # a century: longer is no expiry, and would overflow timestamps
+
+
+def parse_duration_s(text: str, name: str) -> int:
+    """Whole seconds from `86400`, `90s`, `15m`, `12h` or `30d`."""
+    match = _DURATION.match(text.strip().lower())
+    if match is None:
+        raise ConfigError(f"{name}: a duration is whole seconds or a number with s, m, h or d, "
+                          f"got {text.strip()!r}")
+    seconds = int(match.group(1)) * _UNIT_S[match.group(2)]
+    if seconds > MAX_TTL_S:
+        raise ConfigError(f"{name}: {text.strip()!r} is longer than {MAX_TTL_S} seconds")
+    return seconds
+
+
+def parse_namespace_ttl(raw: str, name: str = "RECALLMESH_NAMESPACE_TTL") -> NamespaceTTL:
+    """`team-*=30d,scratch=1h,team-keep=0` -> NamespaceTTL; ConfigError when malformed."""
+    exact: dict[str, int] = {}
+    prefixes: dict[str, int] = {}
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        pattern, sep, duration = item.rpartition("=")
+        pattern = unicodedata.normalize("NFC", pattern).strip()
+        if not sep or not pattern:
+            raise ConfigError(f"{name}: each rule is pattern=duration, got {item!r}")
+        seconds = parse_duration_s(duration, name)
+        star = pattern.endswith("*")
+        if "*" in pattern[:-1]:
+            raise ConfigError(f"{name}: `*` may only end a pattern, got {pattern!r}")
+        table, key = (prefixes, pattern[:-1]) if star else (exact, pattern)
+        if key in table:
+            raise ConfigError(f"{name}: {pattern!r} has two rules")
+        table[key] = seconds
+    return NamespaceTTL(
+        exact=tuple(exact.items()),
+        prefixes=tuple(sorted(prefixes.items(), key=lambda kv: -len(kv[0]))),
+    )
+
+
+@dataclass(frozen=True)
 class GatewaySettings:
     """Where the gateway finds everything and how long it waits; how it ranks is its
     `policy` (recallmesh/policy.py: every recall setting, with its env variable)."""
@@ -199,6 +264,7 @@ class GatewaySettings:
     fusion_target: str = ""  # host:port of the fusion service; "" fuses in-process only
     fusion_timeout_ms: int = 25  # a fusion call later than this falls back to in-process
     max_message_bytes: int = 64 * 1024 * 1024
+    namespace_ttl: NamespaceTTL = NamespaceTTL()  # default TTL of memories by namespace
     policy: RecallPolicy = field(default_factory=lambda: _policy_type()())
 
     @classmethod
@@ -232,6 +298,7 @@ class GatewaySettings:
                 else default_target("fusion")
             ),
             fusion_timeout_ms=env_int("RECALLMESH_FUSION_TIMEOUT_MS", 25, minimum=1),
+            namespace_ttl=parse_namespace_ttl(env_str("RECALLMESH_NAMESPACE_TTL", "")),
             policy=_policy_type().from_env(names),
         )
 
@@ -385,6 +452,7 @@ class IndexerSettings:
     embed_timeout_s: float
     concept_extractor: str = "spacy"  # "none" switches concept extraction off
     concept_merge_threshold: float = DEFAULT_CONCEPT_MERGE_THRESHOLD
+    expiry_sweep_s: float = 60.0  # how often expired memories are purged; 0 switches it off
 
     @classmethod
     def from_env(cls) -> IndexerSettings:
@@ -404,4 +472,5 @@ class IndexerSettings:
             concept_merge_threshold=env_float("RECALLMESH_CONCEPT_MERGE_THRESHOLD",
                                               DEFAULT_CONCEPT_MERGE_THRESHOLD,
                                               minimum=0.0),
+            expiry_sweep_s=env_float("RECALLMESH_EXPIRY_SWEEP_S", 60.0, minimum=0.0),
         )

@@ -49,7 +49,7 @@ LEG_STATE_ERROR: LegState
 LEG_STATE_SKIPPED: LegState
 
 class Memory(_message.Message):
-    __slots__ = ("id", "namespace", "content", "category", "tags", "importance", "sensitive", "created_at", "updated_at", "valid_from", "valid_to", "metadata", "relations")
+    __slots__ = ("id", "namespace", "content", "category", "tags", "importance", "sensitive", "created_at", "updated_at", "valid_from", "valid_to", "metadata", "relations", "expires_at")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -70,6 +70,7 @@ class Memory(_message.Message):
     VALID_TO_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     RELATIONS_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     id: str
     namespace: str
     content: str
@@ -83,7 +84,8 @@ class Memory(_message.Message):
     valid_to: _timestamp_pb2.Timestamp
     metadata: _containers.ScalarMap[str, str]
     relations: _containers.RepeatedCompositeFieldContainer[MemoryRelation]
-    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., content: _Optional[str] = ..., category: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., importance: _Optional[float] = ..., sensitive: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., relations: _Optional[_Iterable[_Union[MemoryRelation, _Mapping]]] = ...) -> None: ...
+    expires_at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., content: _Optional[str] = ..., category: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., importance: _Optional[float] = ..., sensitive: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., relations: _Optional[_Iterable[_Union[MemoryRelation, _Mapping]]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class MemoryRelation(_message.Message):
     __slots__ = ("type", "target_id")

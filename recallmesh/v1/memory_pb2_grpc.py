@@ -98,7 +98,7 @@ class MemoryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Get(self, request, context):
-        """Fetch one memory by id. NOT_FOUND for unknown, deleted or foreign ids.
+        """Fetch one memory by id. NOT_FOUND for unknown, deleted, expired or foreign ids.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

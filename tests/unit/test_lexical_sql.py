@@ -42,6 +42,7 @@ def test_filters_apply_to_both_tiers():
     sql, params = build_search_sql(Filters(tags=("a",)), "relevance")
     assert sql.count("m.tags && %(f_tags)s::text[]") == 2
     assert sql.count("m.deleted_at IS NULL") == 2
+    assert sql.count("(m.expires_at IS NULL OR m.expires_at > now())") == 2
     assert sql.count("m.namespace = %(ns)s") == 2
 
 

@@ -3,8 +3,9 @@
 Nodes are the namespace's live memories and its concepts. Edges (undirected for
 the walk, weighted): memory -mentions- concept, concept -relation- concept
 (co-occurrence and extracted relations, live ones only), memory -relation-
-memory (explicit relations from Store). A deleted, sensitive or superseded
-(valid_to passed) memory is not a node.
+memory (explicit relations from Store). A deleted, sensitive, expired or superseded
+(valid_to passed) memory is not a node; a cached graph is rebuilt when one of its memories
+expires or its validity ends.
 
 A search
   1. seeds concepts from the query: every 1..4-word span of the query that is a
@@ -136,9 +137,11 @@ class GraphHit:
 
 _VERSION = "SELECT version FROM graph_versions WHERE namespace = %s"
 _MEMORIES = """
-SELECT m.id::text, m.importance, m.category, m.tags, m.created_at, m.valid_to
+SELECT m.id::text, m.importance, m.category, m.tags, m.created_at,
+       least(m.valid_to, m.expires_at)  -- when the node goes: the cached graph expires then
 FROM memories m
-WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL AND NOT m.is_sensitive
+WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
+  AND (m.expires_at IS NULL OR m.expires_at > now()) AND NOT m.is_sensitive
   AND (m.valid_to IS NULL OR m.valid_to > now())
   AND EXISTS (SELECT 1 FROM memory_concepts mc WHERE mc.memory_id = m.id)
 ORDER BY m.id
@@ -162,6 +165,7 @@ _MEMORY_EDGES = "SELECT src::text, dst::text FROM memory_edges WHERE namespace =
 _LIVE = """
 SELECT id::text FROM memories
 WHERE id = ANY(%s::uuid[]) AND deleted_at IS NULL AND NOT is_sensitive
+  AND (expires_at IS NULL OR expires_at > now())
   AND (valid_to IS NULL OR valid_to > now())
 """
 

@@ -84,6 +84,7 @@ def build_search_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any
            0 AS tier
     FROM memories m, qq
     WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
+      AND (m.expires_at IS NULL OR m.expires_at > now())
       AND m.search_vector @@ qq.and_q {where_filters}
 ), and_top AS (
     SELECT * FROM and_hits ORDER BY {order} LIMIT %(k)s
@@ -94,6 +95,7 @@ def build_search_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any
         FROM memories m, qq
         WHERE (SELECT count(*) FROM and_top) < %(k)s
           AND m.namespace = %(ns)s AND m.deleted_at IS NULL
+            AND (m.expires_at IS NULL OR m.expires_at > now())
           AND m.search_vector @@ qq.or_q
           AND NOT (m.search_vector @@ qq.and_q) {where_filters}
     ) broadened
@@ -168,7 +170,8 @@ WITH terms AS (
         SELECT * FROM memories m WHERE m.id = sc.memory_id
         LIMIT 1  -- keeps the subquery from being flattened into a join the planner reorders
     ) m
-    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL {where_filters}
+    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
+      AND (m.expires_at IS NULL OR m.expires_at > now()) {where_filters}
 )
 SELECT id::text, score, score AS rank, CASE WHEN all_terms THEN 0 ELSE 1 END AS tier,
        importance

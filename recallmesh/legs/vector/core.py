@@ -49,6 +49,7 @@ WITH nearest AS MATERIALIZED (
     SELECT m.id, m.importance, m.embedding <=> %(vector)s::halfvec AS distance
     FROM memories m
     WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
+      AND (m.expires_at IS NULL OR m.expires_at > now())
       AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s {where_filters}
     ORDER BY m.embedding <=> %(vector)s::halfvec
     LIMIT %(k)s
