@@ -28,6 +28,7 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent import futures
 from pathlib import Path
 
@@ -102,15 +103,17 @@ def load(stub, texts: list[str], batch: int = 500) -> float:
     return time.perf_counter() - started
 
 
-def run_load(target: str, queries: list[str], requests: int, concurrency: int) -> dict:
-    """Send `requests` recalls from `concurrency` threads; per-request measurements."""
+def run_load(target: str, queries: list[str], requests: int, concurrency: int,
+             channel: Callable[[str], grpc.Channel] = grpc.insecure_channel) -> dict:
+    """Send `requests` recalls from `concurrency` threads (each its own channel, made by
+    `channel`); per-request measurements."""
     results: list[dict] = []
     lock = threading.Lock()
     counter = iter(range(requests))
 
     def worker() -> None:
-        with grpc.insecure_channel(target) as channel:
-            stub = memory_pb2_grpc.MemoryServiceStub(channel)
+        with channel(target) as connection:
+            stub = memory_pb2_grpc.MemoryServiceStub(connection)
             while True:
                 with lock:
                     i = next(counter, None)

@@ -5,8 +5,6 @@ a restart. Certificates are made per test run with `cryptography`."""
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import os
 import signal
 import subprocess
@@ -17,56 +15,15 @@ from pathlib import Path
 
 import grpc
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from recallmesh.platform.devcerts import make_ca, make_cert
 from recallmesh.platform.supervisor import free_port
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 
 pytestmark = pytest.mark.integration
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
-
-
-def _name(common: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-
-def make_ca(folder: Path, common: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(_name(common)).issuer_name(_name(common))
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    (folder / "ca.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    return key, cert
-
-
-def make_cert(folder: Path, ca: tuple, common: str, stem: str) -> tuple[Path, Path]:
-    """A certificate for localhost / 127.0.0.1, usable as server and client, signed by `ca`."""
-    ca_key, ca_cert = ca
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(_name(common)).issuer_name(ca_cert.subject)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([
-                x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    cert_path, key_path = folder / f"{stem}.pem", folder / f"{stem}-key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return cert_path, key_path
 
 
 @pytest.fixture

@@ -1,0 +1,136 @@
+"""What TLS costs a recall: the same memories, the same questions, through a plaintext stack and
+a stack with TLS on every hop (the client to the gateway, mutual TLS from the gateway to the
+legs, the embedding and the fusion service), in one run.
+
+  python -m benchmarks.performance.tls_overhead [--memories 1000] [--requests 400]
+                                                [--concurrency 1,32] [--rounds 2] [--json PATH]
+
+Both stacks serve one embedded Postgres (the plaintext stack's), so they rank the same rows;
+the memories are loaded once. Certificates come from recallmesh.platform.devcerts (a throwaway
+CA; ECDSA P-256). The stacks are measured alternately, `--rounds` times per concurrency level
+(the order flips each round), and each configuration's percentiles are the mean of its rounds',
+so drift on a shared machine falls on both; every round's p95 is printed too. Client-side
+latency, k=10, default budget. The goal (issue 24): under 1 ms and 5% added at p95.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+import grpc
+
+from benchmarks.harness.script import machine_info, positive_ints, start_stack
+from benchmarks.performance.gateway_recall import (
+    DATASETS,
+    NAMESPACE,
+    load,
+    read_queries,
+    read_texts,
+    run_load,
+)
+from recallmesh.platform.devcerts import make_ca, make_cert
+from recallmesh.platform.supervisor import Stack, free_port_env
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=1000)
+    parser.add_argument("--requests", type=int, default=400,
+                        help="recalls per configuration, concurrency level and round")
+    parser.add_argument("--concurrency", type=positive_ints, default="1,32")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--datasets", type=Path, default=DATASETS)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+
+    texts = read_texts(args.datasets, args.memories)
+    queries = read_queries(args.datasets, 2000)
+    with tempfile.TemporaryDirectory(prefix="recallmesh-tls-bench-") as tmp:
+        folder = Path(tmp)
+        ca = make_ca(folder, "recallmesh benchmark CA")
+        cert, key = make_cert(folder, ca, "recallmesh-service", "service")
+        tls = {"RECALLMESH_TLS_CERT": str(cert), "RECALLMESH_TLS_KEY": str(key),
+               "RECALLMESH_TLS_CA": str(folder / "ca.pem")}
+        plain = Stack(env={"RECALLMESH_DATA_DIR": str(folder / "plain"), **free_port_env()})
+        secured = None
+        try:
+            start_stack(plain)
+            secured = Stack(env={"RECALLMESH_DATA_DIR": str(folder / "tls"),
+                                 "RECALLMESH_DSN": plain.dsn, **free_port_env(), **tls})
+            start_stack(secured)
+            with grpc.insecure_channel(plain.endpoints["gateway"]) as channel:
+                stub = memory_pb2_grpc.MemoryServiceStub(channel)
+                print(f"loading {len(texts)} memories ...", flush=True)
+                load(stub, texts)
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=(folder / "ca.pem").read_bytes())
+
+            def tls_channel(target: str) -> grpc.Channel:
+                return grpc.secure_channel(target, credentials)
+
+            configs = {"plaintext": (plain.endpoints["gateway"], grpc.insecure_channel),
+                       "tls": (secured.endpoints["gateway"], tls_channel)}
+            for target, channel in configs.values():  # warm-up, both
+                with channel(target) as ch:
+                    warm = memory_pb2_grpc.MemoryServiceStub(ch)
+                    for q in queries[:30]:
+                        warm.Recall(memory_pb2.RecallRequest(namespace=NAMESPACE, query=q),
+                                    timeout=30)
+            rows = []
+            for level in args.concurrency:
+                pooled: dict[str, list[dict]] = {name: [] for name in configs}
+                for round_ in range(args.rounds):
+                    order = list(configs) if round_ % 2 == 0 else list(reversed(configs))
+                    for name in order:
+                        target, channel = configs[name]
+                        print(f"concurrency {level}, round {round_ + 1}: {name} ...", flush=True)
+                        pooled[name].append(run_load(target, queries, args.requests, level,
+                                                     channel))
+                for name, runs in pooled.items():
+                    rows.append(summary(name, level, runs))
+        finally:
+            for stack in (secured, plain):
+                if stack is not None:
+                    stack.stop()
+    report(rows, args)
+
+
+def summary(name: str, level: int, runs: list[dict]) -> dict:
+    """One configuration at one level: the mean of its rounds' percentiles."""
+    def mean(key: str) -> float:
+        return sum(r[key] for r in runs) / len(runs)
+
+    return {"config": name, "concurrency": level, "requests": sum(r["requests"] for r in runs),
+            "recalls_per_s": mean("recalls_per_s"), "p50_ms": mean("client_p50_ms"),
+            "p95_ms": mean("client_p95_ms"), "p99_ms": mean("client_p99_ms"),
+            "degraded": sum(r["degraded"] for r in runs),
+            "rounds_p95_ms": [round(r["client_p95_ms"], 2) for r in runs]}
+
+
+def report(rows: list[dict], args: argparse.Namespace) -> None:
+    print(f"\nrecall through the gateway, {args.memories} memories, k=10, "
+          f"{args.rounds} alternating rounds of {args.requests} recalls; {machine_info()}")
+    print("| concurrency | config | recalls/s | p50 ms | p95 ms | p99 ms | Δ p50 | Δ p95 "
+          "| degraded | p95 per round |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for row in rows:
+        base = next(r for r in rows if r["concurrency"] == row["concurrency"]
+                    and r["config"] == "plaintext")
+        d50, d95 = row["p50_ms"] - base["p50_ms"], row["p95_ms"] - base["p95_ms"]
+        delta = ("" if row is base else
+                 f"{d50:+.2f} ms ({d50 / base['p50_ms']:+.1%}) | "
+                 f"{d95:+.2f} ms ({d95 / base['p95_ms']:+.1%})")
+        print(f"| {row['concurrency']} | {row['config']} | {row['recalls_per_s']:.1f} | "
+              f"{row['p50_ms']:.2f} | {row['p95_ms']:.2f} | {row['p99_ms']:.2f} | "
+              f"{delta or '— | —'} | {row['degraded']} | {row['rounds_p95_ms']} |")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"machine": machine_info(), "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
