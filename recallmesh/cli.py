@@ -31,7 +31,7 @@ from rich.table import Table
 
 from recallmesh.api.validation import SORT_BY_VALUES
 from recallmesh.models.manifest import DEFAULT_MODEL
-from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
 
 DEFAULT_TARGET = "localhost:50051"
 DEMO_FILE: Traversable = resources.files("recallmesh.demo") / "memories.jsonl"  # package data
@@ -50,16 +50,23 @@ class InputError(ValueError):
 # --------------------------------------------------------------------------- client helpers
 
 
-def stub_for(target: str) -> tuple[grpc.Channel, Any]:
-    """The gateway's stub; TLS when RECALLMESH_TLS_CA (and, for mutual TLS, a certificate) is
-    set (recallmesh.platform.tls)."""
+def gateway_channel(target: str, api_key: str | None = None) -> grpc.Channel:
+    """A channel to the gateway carrying the API key (`api_key`, else RECALLMESH_API_KEY, else
+    the local key `recallmesh up` wrote under .data/); TLS when RECALLMESH_TLS_CA (and, for
+    mutual TLS, a certificate) is set (recallmesh.platform.tls)."""
+    from recallmesh.auth.credentials import client_api_key
     from recallmesh.platform.config import ConfigError
     from recallmesh.platform.tls import dial_blocking
 
     try:
-        channel = dial_blocking(target)
+        return dial_blocking(target, token=api_key or client_api_key())
     except ConfigError as exc:
         raise InputError(str(exc)) from None
+
+
+def stub_for(target: str, api_key: str | None = None) -> tuple[grpc.Channel, Any]:
+    """The gateway's MemoryService stub (see gateway_channel)."""
+    channel = gateway_channel(target, api_key)
     return channel, memory_pb2_grpc.MemoryServiceStub(channel)
 
 
@@ -463,7 +470,7 @@ def _load_demo(stack: Any) -> None:
             "SELECT count(*) FROM memories WHERE namespace = %s AND deleted_at IS NULL",
             (DEMO_NAMESPACE,),
         ).fetchone()[0]
-    channel, stub = stub_for(stack.endpoints["gateway"])
+    channel, stub = stub_for(stack.endpoints["gateway"], stack.api_key)
     with channel:
         if present:
             console.print(f"demo namespace already holds {present} memories; not loading again")
@@ -476,6 +483,103 @@ def _load_demo(stack: Any) -> None:
             memory_pb2.RecallRequest(namespace=DEMO_NAMESPACE, query=DEMO_QUERY, k=5), timeout=10
         )
         print_recall(response, explain=False)
+
+
+def _print_local_key(stack: Any) -> None:
+    from recallmesh.platform.config import LOCAL_KEY_FILE
+
+    if not stack.api_key:
+        console.print("[yellow]authentication is OFF (RECALLMESH_AUTH=off): any local "
+                      "caller may read, write and delete every namespace[/]")
+        return
+    path = stack.data_dir / LOCAL_KEY_FILE
+    if stack.api_key_created:
+        console.print(f"local admin API key (shown once; kept owner-only in {path}, which "
+                      f"the CLI reads):\n  {stack.api_key}", soft_wrap=True)
+    else:
+        console.print(f"local admin API key: in {path} (the CLI reads it)")
+
+
+def cmd_keys_create(args: argparse.Namespace) -> int:
+    from recallmesh.auth.principal import parse_grant, parse_scopes
+    from recallmesh.platform.errors import InvalidArgument
+
+    scopes = [s for raw in args.scope or ["read,write"] for s in raw.split(",")]
+    when = expires_at(args.expires_in)
+    if args.database:
+        from recallmesh.auth.keys import insert_key
+
+        try:
+            grants = [parse_grant(g) for g in args.namespace]
+            scope_set = parse_scopes(scopes)
+        except InvalidArgument as exc:
+            raise InputError(exc.message) from None
+        if not scope_set:
+            raise InputError("--scope is required (read, write, admin)")
+        dsn, stack = _database_dsn()
+        try:
+            import psycopg
+
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                token, key = insert_key(conn, args.name, grants, scope_set,
+                                        "recallmesh keys create --database",
+                                        datetime.fromisoformat(_iso_z(when)) if when else None)
+        finally:
+            if stack is not None:
+                stack.stop()
+        key_id = key.id
+    else:
+        request = keys_pb2.CreateApiKeyRequest(name=args.name, namespaces=args.namespace,
+                                               scopes=scopes)
+        if when:
+            request.expires_at.FromJsonString(_iso_z(when))
+        with gateway_channel(args.target) as channel:
+            response = keys_pb2_grpc.KeyServiceStub(channel).CreateApiKey(request, timeout=10)
+        token, key_id = response.secret, response.key.id
+    err_console.print(f"created API key {key_id} ({args.name}); the key is shown once:")
+    print(token)
+    return 0
+
+
+def _iso_z(value: str) -> str:
+    """An ISO 8601 time as a protobuf JSON timestamp (UTC, Z)."""
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def cmd_keys_list(args: argparse.Namespace) -> int:
+    with gateway_channel(args.target) as channel:
+        response = keys_pb2_grpc.KeyServiceStub(channel).ListApiKeys(
+            keys_pb2.ListApiKeysRequest(include_revoked=args.all), timeout=10)
+    if args.json:
+        from google.protobuf.json_format import MessageToDict
+
+        print(json.dumps([MessageToDict(k) for k in response.keys], indent=2))
+        return 0
+    table = Table(title=f"{len(response.keys)} API keys")
+    for column in ("id", "name", "namespaces", "scopes", "expires", "last used", "revoked"):
+        table.add_column(column)
+
+    def when(ts: Any, present: bool) -> str:
+        return ts.ToJsonString()[:19] if present else ""
+
+    for k in response.keys:
+        table.add_row(k.id, k.name, " ".join(k.namespaces), ",".join(k.scopes),
+                      when(k.expires_at, k.HasField("expires_at")),
+                      when(k.last_used_at, k.HasField("last_used_at")),
+                      when(k.revoked_at, k.HasField("revoked_at")))
+    console.print(table)
+    return 0
+
+
+def cmd_keys_revoke(args: argparse.Namespace) -> int:
+    with gateway_channel(args.target) as channel:
+        response = keys_pb2_grpc.KeyServiceStub(channel).RevokeApiKey(
+            keys_pb2.RevokeApiKeyRequest(id=args.id), timeout=10)
+    console.print(f"revoked API key {response.key.id} ({response.key.name})")
+    return 0
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -507,6 +611,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         )
         console.print(f"database: {where}")
         console.print(f"logs: {stack.data_dir / 'logs'}")
+        _print_local_key(stack)
         if args.demo:
             _load_demo(stack)
         console.print("\nserving; press Ctrl-C to stop")
@@ -614,6 +719,37 @@ def build_parser() -> argparse.ArgumentParser:
     drop.add_argument("--confirm", default="", metavar="NAMESPACE",
                       help="the namespace's name again")
     drop.set_defaults(func=cmd_delete_namespace)
+
+    keys = sub.add_parser("keys", help="manage API keys (needs an admin key)")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+
+    def keys_command(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = keys_sub.add_parser(name, help=help_text)
+        p.add_argument("--target", default=target, help=f"gateway address (default {target})")
+        return p
+
+    create = keys_command("create", "create an API key and print it (once)")
+    create.add_argument("--name", required=True, help="what the key is for")
+    create.add_argument("--namespace", "-n", action="append", required=True,
+                        metavar="NAME|PREFIX*|*",
+                        help="a namespace grant (repeatable): an exact name, a prefix pattern "
+                             "ending in * (acme-*), or * for every namespace")
+    create.add_argument("--scope", action="append", metavar="read|write|admin",
+                        help="scopes (repeatable or comma-separated; default read,write)")
+    create.add_argument("--expires-in", metavar="DURATION|ISO",
+                        help="expire after a duration (90d, 12h) or at an ISO 8601 time")
+    create.add_argument("--database", action="store_true",
+                        help="write the key straight into the database (RECALLMESH_DSN) "
+                             "instead of asking the gateway: the first admin key of a "
+                             "deployment")
+    create.set_defaults(func=cmd_keys_create)
+    list_keys = keys_command("list", "list API keys (never their secrets)")
+    list_keys.add_argument("--all", action="store_true", help="include revoked keys")
+    list_keys.add_argument("--json", action="store_true")
+    list_keys.set_defaults(func=cmd_keys_list)
+    revoke = keys_command("revoke", "revoke an API key at once")
+    revoke.add_argument("id", help="the key's id (rmk_<id>_...)")
+    revoke.set_defaults(func=cmd_keys_revoke)
 
     imp = client("import", "bulk-import memories from a JSONL file")
     imp.add_argument("file")

@@ -85,13 +85,15 @@ def recorder(stack_and_recorder) -> RecordingEmbedder:
 
 
 @contextlib.contextmanager
-def extra_gateway(folder: Path, dsn: str,
+def extra_gateway(folder: Path, stack: Stack,
                   **env: str) -> Iterator[memory_pb2_grpc.MemoryServiceStub]:
-    """Another gateway process over the session's services, configured by `env`."""
-    s = Stack(env=stack_env(folder, dsn, **env), services=("gateway",))
+    """Another gateway process over the session's services (sharing their internal
+    credential), configured by `env`."""
+    s = Stack(env=stack_env(folder, stack.dsn, RECALLMESH_INTERNAL_TOKEN=stack.internal_token,
+                            **env), services=("gateway",))
     s.start(timeout_s=60)
     try:
-        with grpc.insecure_channel(s.endpoints["gateway"]) as ch:
+        with s.dial() as ch:
             yield memory_pb2_grpc.MemoryServiceStub(ch)
     finally:
         s.stop()
@@ -100,7 +102,7 @@ def extra_gateway(folder: Path, dsn: str,
 @pytest.fixture(scope="session")
 def lexical_gateway(stack: Stack, pg_dir: Path) -> Iterator[memory_pb2_grpc.MemoryServiceStub]:
     """A second gateway over the session's lexical leg only: the lexical baseline end to end."""
-    with extra_gateway(pg_dir / "lexical-gateway", stack.dsn, RECALLMESH_LEGS="lexical",
+    with extra_gateway(pg_dir / "lexical-gateway", stack, RECALLMESH_LEGS="lexical",
                        RECALLMESH_LEXICAL_TARGET=stack.endpoints["lexical"],
                        RECALLMESH_FUSION_TARGET=stack.endpoints["fusion"]) as stub:
         yield stub
@@ -110,7 +112,7 @@ def lexical_gateway(stack: Stack, pg_dir: Path) -> Iterator[memory_pb2_grpc.Memo
 def graph_gateway(stack: Stack, pg_dir: Path) -> Iterator[memory_pb2_grpc.MemoryServiceStub]:
     """A second gateway over the session's services with the graph leg as a third leg."""
     with extra_gateway(
-        pg_dir / "graph-gateway", stack.dsn, RECALLMESH_LEGS="lexical,vector,graph",
+        pg_dir / "graph-gateway", stack, RECALLMESH_LEGS="lexical,vector,graph",
         RECALLMESH_GRAPH_SECOND_STAGE_SEEDS="1",  # its tests can tell the one seed apart
         **{f"RECALLMESH_{n.upper()}_TARGET": stack.endpoints[n]
            for n in ("lexical", "vector", "graph", "embedding", "fusion")},
@@ -120,7 +122,7 @@ def graph_gateway(stack: Stack, pg_dir: Path) -> Iterator[memory_pb2_grpc.Memory
 
 @pytest.fixture(scope="session")
 def channel(stack: Stack) -> Iterator[grpc.Channel]:
-    with grpc.insecure_channel(stack.endpoints["gateway"]) as ch:
+    with stack.dial() as ch:
         yield ch
 
 

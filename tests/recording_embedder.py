@@ -46,12 +46,19 @@ class RecordingEmbedder(embedder_pb2_grpc.EmbedderServiceServicer):
         if leaked:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, "sensitive text sent to embedder")
         try:
-            return self.stub.Embed(request, timeout=context.time_remaining())
+            return self.stub.Embed(request, timeout=context.time_remaining(),
+                                   metadata=_credential(context))
         except grpc.RpcError as exc:  # pass the real service's failure through
             context.abort(exc.code(), exc.details())
 
     def ModelInfo(self, request, context):
-        return self.stub.ModelInfo(request, timeout=context.time_remaining())
+        return self.stub.ModelInfo(request, timeout=context.time_remaining(),
+                                   metadata=_credential(context))
+
+
+def _credential(context) -> list[tuple[str, str]]:
+    """The caller's internal credential, passed on (a transparent proxy)."""
+    return [(k, v) for k, v in context.invocation_metadata() if k == "authorization"]
 
 
 def start_recording_embedder(upstream: str, dsn: str) -> tuple[RecordingEmbedder, grpc.Server, str]:

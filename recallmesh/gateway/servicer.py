@@ -11,17 +11,21 @@ import grpc
 
 from recallmesh.api import validation
 from recallmesh.api.timestamps import to_proto_timestamp
+from recallmesh.auth.authenticator import Authenticator
+from recallmesh.auth.interceptors import GatewayAuth
+from recallmesh.auth.keys import KeyStore
+from recallmesh.gateway.keys import KeyServicer
 from recallmesh.gateway.legs import FusionClient, GrpcLeg, leg_failure
 from recallmesh.gateway.recall import Recaller, RecallOutcome
 from recallmesh.gateway.stages import CONTEXT_NEXT, CONTEXT_PREV
 from recallmesh.gateway.store import MemoryStore, StoredMemory
 from recallmesh.gateway.time_window import TIME_WINDOW_LEG
-from recallmesh.platform.config import GatewaySettings
+from recallmesh.platform.config import AuthSettings, GatewaySettings
 from recallmesh.platform.db import open_pool, resolve_dsn, unreachable
 from recallmesh.platform.embedder_client import EmbedderClient, Embeddings
 from recallmesh.platform.errors import InvalidArgument
 from recallmesh.platform.migrations import latest_version
-from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +195,8 @@ class SchemaOutOfDate(RuntimeError):
 
 
 class GatewayApp:
-    service_names = (memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name,)
+    service_names = (memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name,
+                     keys_pb2.DESCRIPTOR.services_by_name["KeyService"].full_name)
 
     def __init__(self) -> None:
         self.pool: Any = None
@@ -199,9 +204,12 @@ class GatewayApp:
         self.embedder: EmbedderClient | None = None
         self.fusion: FusionClient | None = None
         self.servicer: MemoryServicer | None = None
+        self.authenticator: Authenticator | None = None
+        self.key_servicer: KeyServicer | None = None
 
     async def start(self) -> None:
         settings = GatewaySettings.from_env()
+        auth = AuthSettings.from_env()
         self.pool = await open_pool(resolve_dsn(), name="gateway")
         store = MemoryStore(self.pool, settings.namespace_ttl)
         have, want = await store.schema_version(), latest_version()
@@ -219,6 +227,14 @@ class GatewayApp:
             self.fusion = FusionClient(settings.fusion_target)
         recaller = Recaller(store, self.legs, settings, embed_query, self.fusion)
         self.servicer = MemoryServicer(store, recaller, settings.index_wait_ms)
+        jwt = None
+        if auth.required and auth.jwt_jwks:
+            from recallmesh.auth.jwt_tokens import JwtVerifier
+
+            jwt = JwtVerifier(auth)
+        keys = KeyStore(self.pool)
+        self.authenticator = Authenticator(auth, keys, jwt)
+        self.key_servicer = KeyServicer(keys, self.authenticator)
         log.info(
             "legs configured",
             extra={
@@ -241,8 +257,15 @@ class GatewayApp:
     def register(self, server: grpc.aio.Server) -> None:
         assert self.servicer is not None
         memory_pb2_grpc.add_MemoryServiceServicer_to_server(self.servicer, server)
+        keys_pb2_grpc.add_KeyServiceServicer_to_server(self.key_servicer, server)
+
+    def interceptors(self) -> list[grpc.aio.ServerInterceptor]:
+        assert self.authenticator is not None
+        return [GatewayAuth(self.authenticator)]
 
     async def stop(self) -> None:
+        if self.authenticator is not None:
+            await self.authenticator.close()
         for leg in self.legs:
             await leg.close()
         if self.embedder is not None:

@@ -474,3 +474,68 @@ class IndexerSettings:
                                               minimum=0.0),
             expiry_sweep_s=env_float("RECALLMESH_EXPIRY_SWEEP_S", 60.0, minimum=0.0),
         )
+
+
+# How callers prove who they are (recallmesh/auth). `required` (the default): the gateway
+# answers only API keys and JWTs, and internal services only internal callers (mutual TLS, or
+# RECALLMESH_INTERNAL_TOKEN when TLS is off). `off`: no credential is asked for anywhere; for
+# local development only (every caller can read, write and delete every namespace).
+AUTH_MODES = ("required", "off")
+# Where `recallmesh up` keeps the local admin key it creates (under the data directory,
+# owner-only) and where the CLI looks for a key when RECALLMESH_API_KEY is not set.
+LOCAL_KEY_FILE = "admin.key"
+
+
+def local_key_path() -> Path:
+    return data_dir() / LOCAL_KEY_FILE
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    mode: str = "required"
+    # How long the gateway trusts a verified API key before looking it up again (a revoked
+    # key stops working within this many seconds on every replica).
+    key_cache_s: float = 5.0
+    # The secret internal services accept from internal callers when TLS is off ("": none).
+    internal_token: str = ""
+    # JWT bearer tokens: a JWKS (file path or http(s) URL; "" turns JWTs off), the issuer and
+    # audience every token must carry, and the claims that list its namespace grants and scopes.
+    jwt_jwks: str = ""
+    jwt_issuer: str = ""
+    jwt_audience: str = ""
+    jwt_namespaces_claim: str = "recallmesh_namespaces"
+    jwt_scopes_claim: str = "scope"
+    jwt_leeway_s: float = 30.0  # clock skew tolerated on exp / nbf / iat
+
+    @property
+    def required(self) -> bool:
+        return self.mode == "required"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> AuthSettings:
+        mode = env_str("RECALLMESH_AUTH", "required", environ).lower()
+        if mode not in AUTH_MODES:
+            raise ConfigError(f"RECALLMESH_AUTH must be one of {', '.join(AUTH_MODES)}, "
+                              f"got {mode!r}")
+        jwks = env_str("RECALLMESH_JWT_JWKS", "", environ)
+        audience = env_str("RECALLMESH_JWT_AUDIENCE", "", environ)
+        issuer = env_str("RECALLMESH_JWT_ISSUER", "", environ)
+        if jwks and not (audience and issuer):
+            raise ConfigError("RECALLMESH_JWT_JWKS needs RECALLMESH_JWT_ISSUER and "
+                              "RECALLMESH_JWT_AUDIENCE (every token is checked for both)")
+        token = env_str("RECALLMESH_INTERNAL_TOKEN", "", environ)
+        if token and len(token) < 32:
+            raise ConfigError("RECALLMESH_INTERNAL_TOKEN must be at least 32 characters (e.g. "
+                              "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`)")
+        return cls(
+            mode=mode,
+            key_cache_s=env_float("RECALLMESH_AUTH_CACHE_S", 5.0, environ, minimum=0.0),
+            internal_token=token,
+            jwt_jwks=jwks,
+            jwt_issuer=issuer,
+            jwt_audience=audience,
+            jwt_namespaces_claim=env_str("RECALLMESH_JWT_NAMESPACES_CLAIM",
+                                         "recallmesh_namespaces", environ),
+            jwt_scopes_claim=env_str("RECALLMESH_JWT_SCOPES_CLAIM", "scope", environ),
+            jwt_leeway_s=env_float("RECALLMESH_JWT_LEEWAY_S", 30.0, environ, minimum=0.0),
+        )

@@ -30,6 +30,17 @@ class Unavailable(RequestError):
     code = "UNAVAILABLE"
 
 
-
 class AlreadyExists(RequestError):
     code = "ALREADY_EXISTS"
+
+
+class Unauthenticated(RequestError):
+    """No credential, or one that does not verify (unknown, revoked, expired, bad signature)."""
+
+    code = "UNAUTHENTICATED"
+
+
+class PermissionDenied(RequestError):
+    """A verified caller asked for a namespace or a scope it is not granted."""
+
+    code = "PERMISSION_DENIED"

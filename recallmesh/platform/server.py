@@ -27,7 +27,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
-from recallmesh.platform.config import ServerConfig
+from recallmesh.platform.config import AuthSettings, ServerConfig
 from recallmesh.platform.logs import configure_logging
 from recallmesh.platform.telemetry import (
     READY,
@@ -53,6 +53,8 @@ class ServiceApp(Protocol):
     async def stop(self) -> None: ...
 
     # Optional: `async def ready(self) -> str`, "" when the service can serve, else why not.
+    # Optional: `def interceptors(self) -> list[grpc.aio.ServerInterceptor]`, run innermost
+    # (after metrics and error mapping), e.g. the gateway's authentication.
 
 
 LIVENESS = "liveness"  # the health service name a liveness probe asks
@@ -139,11 +141,16 @@ def client_options(service: str) -> list[tuple[str, object]]:
 
 async def serve(
     app: ServiceApp, config: ServerConfig, stop_event: asyncio.Event | None = None,
-    tls: TlsSettings | None = None,
+    tls: TlsSettings | None = None, auth: AuthSettings | None = None,
 ) -> None:
     """Run `app` until stop_event is set (or SIGTERM / SIGINT arrives); TLS when `tls` (default:
-    the environment's, recallmesh.platform.tls) has a certificate."""
+    the environment's, recallmesh.platform.tls) has a certificate; internal services accept
+    internal callers only unless `auth` (default: the environment's) is off."""
+    from recallmesh.auth.interceptors import internal_guard
+
     tls = tls if tls is not None else TlsSettings.from_env()
+    auth = auth if auth is not None else AuthSettings.from_env()
+    guard = internal_guard(config.name, auth, tls)
     stop_event = stop_event or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -157,8 +164,9 @@ async def serve(
     except Exception as exc:  # unreachable database, schema out of date, bad settings
         log.error("startup failed: %s", exc, extra={"error": type(exc).__name__})
         raise SystemExit(1) from None
+    walls = [*([guard] if guard else []), *getattr(app, "interceptors", list)()]
     server = grpc.aio.server(
-        interceptors=[aio_server_interceptor(), ServerInterceptor()],
+        interceptors=[aio_server_interceptor(), ServerInterceptor(), *walls],
         # No SO_REUSEPORT: a second copy of a service must fail to bind, not
         # silently share the port with the first.
         options=[
@@ -192,7 +200,7 @@ async def serve(
         "serving",
         extra={"address": f"{config.host}:{port}", "metrics_port": config.metrics_port,
                "tls": ("mutual" if tls.requires_client_cert(config.name) else "server")
-               if tls.enabled else "off"},
+               if tls.enabled else "off", "auth": auth.mode},
     )
     try:
         await stop_event.wait()
@@ -211,6 +219,14 @@ def run(name: str, app: ServiceApp) -> None:
     try:
         config = ServerConfig.from_env(name)
         tls = TlsSettings.from_env()
+        auth = AuthSettings.from_env()
+        if auth.required:
+            from recallmesh.auth.interceptors import internal_guard
+
+            internal_guard(name, auth, tls)  # refuse to start without a wall
+        else:
+            log.warning("authentication is OFF (RECALLMESH_AUTH=off): every caller may read, "
+                        "write and delete every namespace; for local development only")
         setup_tracing(name)
     except ValueError as exc:  # ConfigError and bad exporter names
         log.error("bad configuration: %s", exc)
@@ -221,6 +237,6 @@ def run(name: str, app: ServiceApp) -> None:
         log.error("cannot serve metrics on %s:%s: %s", config.host, config.metrics_port, exc)
         raise SystemExit(1) from None
     try:
-        asyncio.run(serve(app, config, tls=tls))
+        asyncio.run(serve(app, config, tls=tls, auth=auth))
     except KeyboardInterrupt:
         pass

@@ -10,6 +10,7 @@ answers SERVING. Service logs go to <data dir>/logs/<service>.log.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -24,7 +25,14 @@ import psycopg
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from recallmesh.models.manifest import ModelManifest, default_manifest_path
-from recallmesh.platform.config import ConfigError, ServerConfig, configured_dsn, data_dir
+from recallmesh.platform.config import (
+    LOCAL_KEY_FILE,
+    AuthSettings,
+    ConfigError,
+    ServerConfig,
+    configured_dsn,
+    data_dir,
+)
 from recallmesh.platform.db import embedded_dsn, start_embedded
 from recallmesh.platform.migrations import MigrationError
 from recallmesh.platform.tls import TlsSettings, dial_blocking
@@ -106,6 +114,12 @@ class Stack:
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     endpoints: dict[str, str] = field(default_factory=dict)
     metrics: dict[str, int] = field(default_factory=dict)
+    # With authentication on (the default): the local admin key (grants "*", every scope),
+    # kept in <data dir>/admin.key, and whether this start created it; the internal token
+    # every service of this stack shares (RECALLMESH_INTERNAL_TOKEN, else a fresh one).
+    api_key: str = ""
+    api_key_created: bool = False
+    internal_token: str = ""
     _pg: Any = None
 
     def _environ(self) -> dict[str, str]:
@@ -135,6 +149,27 @@ class Stack:
         self.dsn = dsn
         return dsn
 
+    def _prepare_credentials(self) -> None:
+        try:
+            auth = AuthSettings.from_env(self._environ())
+        except ConfigError as exc:
+            raise StackError(f"bad configuration: {exc}") from None
+        if not auth.required:
+            return
+        from recallmesh.auth.keys import ensure_local_admin_key
+
+        self.internal_token = auth.internal_token or secrets.token_urlsafe(32)
+        self.api_key, self.api_key_created = ensure_local_admin_key(
+            self.dsn, self.data_dir / LOCAL_KEY_FILE)
+
+    def dial(self, service: str = "gateway", token: str | None = None) -> grpc.Channel:
+        """A blocking channel to one of this stack's services, carrying its credential: the
+        local admin key for the gateway, the internal token for the others (or `token`)."""
+        if token is None:
+            token = self.api_key if service == "gateway" else self.internal_token
+        return dial_blocking(self.endpoints[service], settings=TlsSettings.from_env(
+            self._environ()), token=token)
+
     def _manifest_path(self) -> Path:
         """The model manifest, absolute (services run with the repository as cwd)."""
         raw = self.env.get("RECALLMESH_EMBEDDING_MANIFEST")
@@ -145,6 +180,8 @@ class Stack:
         env["RECALLMESH_DSN"] = self.dsn
         env["RECALLMESH_DATA_DIR"] = str(self.data_dir)
         env["RECALLMESH_EMBEDDING_MANIFEST"] = str(self._manifest_path())
+        if self.internal_token:
+            env["RECALLMESH_INTERNAL_TOKEN"] = self.internal_token
         for name, _ in SERVICES:
             if name != "gateway":
                 env.setdefault(
@@ -155,6 +192,7 @@ class Stack:
     def start(self, timeout_s: float = 60.0) -> None:
         try:
             self.start_database()
+            self._prepare_credentials()
             wanted = set(self.services or MODULES)
             unknown = wanted - set(MODULES)
             if unknown:

@@ -140,10 +140,16 @@ def _options(settings: TlsSettings, options: Sequence[tuple[str, Any]]) -> list:
 
 
 def dial(target: str, options: Sequence[tuple[str, Any]] = (), interceptors: Any = None,
-         settings: TlsSettings | None = None) -> grpc.aio.Channel:
+         settings: TlsSettings | None = None, token: str | None = None) -> grpc.aio.Channel:
     """An asyncio channel to an internal service: TLS (presenting this process's certificate)
-    when TLS is configured, plaintext otherwise."""
+    when TLS is configured, plaintext otherwise; every call carries `token` (default: the
+    internal credential RECALLMESH_INTERNAL_TOKEN, when set) as its bearer credential."""
+    from recallmesh.auth.credentials import AioBearer, internal_token
+
     settings = settings if settings is not None else TlsSettings.from_env()
+    token = internal_token() if token is None else token
+    if token:
+        interceptors = [*(interceptors or []), AioBearer(token)]
     if settings.enabled or settings.ca is not None:
         return grpc.aio.secure_channel(target, channel_credentials(settings),
                                        options=_options(settings, options),
@@ -152,10 +158,15 @@ def dial(target: str, options: Sequence[tuple[str, Any]] = (), interceptors: Any
 
 
 def dial_blocking(target: str, options: Sequence[tuple[str, Any]] = (),
-                  settings: TlsSettings | None = None) -> grpc.Channel:
-    """The same for a blocking channel (the CLI, `recallmesh up`'s health checks)."""
+                  settings: TlsSettings | None = None, token: str = "") -> grpc.Channel:
+    """The same for a blocking channel (the CLI, `recallmesh up`'s health checks); every
+    call carries `token` (an API key or JWT for the gateway) when given."""
+    from recallmesh.auth.credentials import Bearer
+
     settings = settings if settings is not None else TlsSettings.from_env()
     if settings.enabled or settings.ca is not None:
-        return grpc.secure_channel(target, channel_credentials(settings),
-                                   options=_options(settings, options))
-    return grpc.insecure_channel(target, options=list(options))
+        channel = grpc.secure_channel(target, channel_credentials(settings),
+                                      options=_options(settings, options))
+    else:
+        channel = grpc.insecure_channel(target, options=list(options))
+    return grpc.intercept_channel(channel, Bearer(token)) if token else channel

@@ -140,7 +140,7 @@ def test_bad_namespace_characters_are_rejected_by_every_rpc_and_leg(gateway, sta
         "Delete": (gateway.Delete, memory_pb2.DeleteRequest(namespace=raw, id=uid)),
         "Recall": (gateway.Recall, memory_pb2.RecallRequest(namespace=raw, query="q")),
     }
-    channels = [grpc.insecure_channel(stack.endpoints[leg]) for leg in ("lexical", "vector")]
+    channels = [stack.dial(leg) for leg in ("lexical", "vector")]
     try:
         for leg, channel in zip(("lexical", "vector"), channels, strict=True):
             calls[f"{leg} leg Search"] = (

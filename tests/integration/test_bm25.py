@@ -46,7 +46,7 @@ def recounted_postings(db: psycopg.Connection, ns: str) -> set[tuple[str, str, i
 
 
 def search(stack, ns: str, query: str, **fields):
-    with grpc.insecure_channel(stack.endpoints["lexical"]) as ch:
+    with stack.dial("lexical") as ch:
         return retriever_pb2_grpc.RetrieverServiceStub(ch).Search(
             retriever_pb2.SearchRequest(namespace=ns, query=query, ranking="bm25",
                                         **({"k": 10} | fields)), timeout=10)

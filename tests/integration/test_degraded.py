@@ -87,7 +87,7 @@ def degraded_gateway(dsn, pg_dir: Path, slow_leg, junk_leg):
     )
     stack = Stack(env=env, services=("lexical", "gateway"))
     stack.start(timeout_s=60)
-    with grpc.insecure_channel(stack.endpoints["gateway"]) as channel:
+    with stack.dial("gateway") as channel:
         yield memory_pb2_grpc.MemoryServiceStub(channel)
     stack.stop()
 
@@ -98,7 +98,7 @@ def states(response) -> dict[str, str]:
 
 def lexical_ranking(stack: Stack, ns: str, query: str, k: int) -> list[str]:
     """The lexical leg's own order, asked directly."""
-    with grpc.insecure_channel(stack.endpoints["lexical"]) as channel:
+    with stack.dial("lexical") as channel:
         response = retriever_pb2_grpc.RetrieverServiceStub(channel).Search(
             retriever_pb2.SearchRequest(namespace=ns, query=query, k=50), timeout=10)
     return [c.memory_id for c in response.candidates][:k]
@@ -155,7 +155,7 @@ def test_no_leg_answering_is_unavailable_naming_the_legs(dsn, pg_dir: Path, ns):
     stack = Stack(env=env, services=("gateway",), wait_for="liveness")
     stack.start(timeout_s=60)
     try:
-        with grpc.insecure_channel(stack.endpoints["gateway"]) as channel:
+        with stack.dial("gateway") as channel:
             status = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(), timeout=5).status
             assert status == health_pb2.HealthCheckResponse.NOT_SERVING

@@ -13,7 +13,7 @@ from tests.helpers import expect_status
 
 @pytest.fixture(scope="module")
 def embedder_stub(stack):
-    with grpc.insecure_channel(stack.endpoints["embedding"]) as channel:
+    with stack.dial("embedding") as channel:
         yield embedder_pb2_grpc.EmbedderServiceStub(channel)
 
 

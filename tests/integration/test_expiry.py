@@ -196,7 +196,7 @@ def test_update_sets_and_clears_expires_at(gateway, ns):
 def ttl_gateway(stack, pg_dir):
     """A gateway whose namespaces `ttl-*` keep memories an hour by default, except
     `ttl-keep-*`, and `ttl-short-*` two seconds."""
-    with extra_gateway(pg_dir / "ttl-gateway", stack.dsn, RECALLMESH_LEGS="lexical",
+    with extra_gateway(pg_dir / "ttl-gateway", stack, RECALLMESH_LEGS="lexical",
                        RECALLMESH_LEXICAL_TARGET=stack.endpoints["lexical"],
                        RECALLMESH_FUSION_TARGET=stack.endpoints["fusion"],
                        RECALLMESH_NAMESPACE_TTL="ttl-*=1h, ttl-keep-*=0, ttl-short-*=2s") as stub:

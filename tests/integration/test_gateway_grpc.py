@@ -225,7 +225,7 @@ def test_health_and_reflection(channel):
     ("fusion", "recallmesh.v1.FusionService"),
 ])
 def test_every_service_serves_health_and_reflection(stack, name, service):
-    with grpc.insecure_channel(stack.endpoints[name]) as ch:
+    with stack.dial(name) as ch:
         health = health_pb2_grpc.HealthStub(ch)
         status = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
         assert status.status == health_pb2.HealthCheckResponse.SERVING

@@ -81,7 +81,7 @@ def test_second_stage_reaches_what_the_other_legs_best_hit_links_to(graph_gatewa
                            memory_pb2.RecallRequest(namespace=ns, query="kayak", fusion=(
                                memory_pb2.FusionOverrides(graph_second_stage=True))))
     assert "graph_second_stage needs the graph leg" in detail
-    with grpc.insecure_channel(stack.endpoints["graph"]) as channel:
+    with stack.dial("graph") as channel:
         leg = retriever_pb2_grpc.RetrieverServiceStub(channel)
         detail = expect_status(grpc.StatusCode.INVALID_ARGUMENT, leg.Search,
                                retriever_pb2.SearchRequest(namespace=ns, query="kayak", k=5,

@@ -106,7 +106,7 @@ def test_prometheus_alerts_when_the_vector_leg_stops_under_load(dsn, pg_dir, ns,
 
     try:
         wait_for(lambda: _ready(port), 30, "prometheus ready")
-        with grpc.insecure_channel(stack.endpoints["gateway"]) as channel:
+        with stack.dial("gateway") as channel:
             stub = memory_pb2_grpc.MemoryServiceStub(channel)
             stub.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
                 content="The lighthouse keeper feeds the gulls")), timeout=10)

@@ -66,13 +66,13 @@ def texts(*contents: str, **fields) -> list[memory_pb2.Memory]:
 
 @pytest.fixture(scope="module")
 def embedder_stub(stack):
-    with grpc.insecure_channel(stack.endpoints["embedding"]) as channel:
+    with stack.dial("embedding") as channel:
         yield embedder_pb2_grpc.EmbedderServiceStub(channel)
 
 
 @pytest.fixture(scope="module")
 def vector_leg(stack):
-    with grpc.insecure_channel(stack.endpoints["vector"]) as channel:
+    with stack.dial("vector") as channel:
         yield retriever_pb2_grpc.RetrieverServiceStub(channel)
 
 

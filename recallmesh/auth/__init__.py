@@ -1,0 +1,1 @@
+"""Who is calling and what it may touch: API keys, JWTs, namespace grants, scopes."""
