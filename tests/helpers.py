@@ -33,3 +33,19 @@ def expect_status(code: grpc.StatusCode, call: Any, *args: Any, **kwargs: Any) -
 
 def row_count(db: psycopg.Connection) -> int:
     return db.execute("SELECT count(*) FROM memories").fetchone()[0]
+
+
+# The internal credential of services a test starts one by one (`recallmesh serve`).
+INTERNAL_TOKEN = "tests-internal-token-0123456789abcdefghijklmnop"
+
+
+def api_key(dsn: str, grants: tuple[str, ...] = ("*",),
+            scopes: tuple[str, ...] = ("read", "write", "admin"), name: str = "test",
+            expires_at: Any = None) -> str:
+    """A new API key written straight into the database (as `keys create --database`)."""
+    from recallmesh.auth.keys import insert_key
+    from recallmesh.auth.principal import parse_scopes
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        token, _ = insert_key(conn, name, grants, parse_scopes(scopes), "tests", expires_at)
+    return token

@@ -130,7 +130,8 @@ def test_the_indexer_runs_the_sweeper(gateway, db, ns, stack, pg_dir):
     counts it in recallmesh_expired_purged_total."""
     env = stack_env(pg_dir / "sweeper", stack.dsn, RECALLMESH_EXPIRY_SWEEP_S="1",
                     RECALLMESH_CONCEPT_EXTRACTOR="none",
-                    RECALLMESH_INDEXER_EMBEDDING_TARGET=stack.endpoints["embedding"])
+                    RECALLMESH_INDEXER_EMBEDDING_TARGET=stack.endpoints["embedding"],
+                    RECALLMESH_INTERNAL_TOKEN=stack.internal_token)
     sweeper = Stack(env=env, services=("indexer",))
     sweeper.start(timeout_s=60)
     try:

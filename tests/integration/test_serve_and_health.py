@@ -23,9 +23,11 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from recallmesh.platform.supervisor import free_port
+from recallmesh.platform.tls import dial_blocking
 from recallmesh.platform.vector_schema import prepare_database
 from recallmesh.v1 import memory_pb2
 from tests.conftest import scratch_database
+from tests.helpers import INTERNAL_TOKEN, api_key
 
 pytestmark = pytest.mark.integration
 
@@ -43,6 +45,7 @@ class Served:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("RECALLMESH_")}
         self.env.update({
             "RECALLMESH_DSN": dsn, "RECALLMESH_READINESS_INTERVAL_S": "0.2",
+            "RECALLMESH_INTERNAL_TOKEN": INTERNAL_TOKEN,
             "RECALLMESH_DB_POOL_MAX": "2", f"{prefix}PORT": str(self.port),
             f"{prefix}METRICS_PORT": str(self.metrics_port), "PYTHONUNBUFFERED": "1", **env})
         self.log = tmp / f"{service}-{self.port}.log"
@@ -154,7 +157,7 @@ def test_two_replicas_of_a_leg_both_receive_calls(dsn, ns, tmp_path):
         target = f"ipv4:127.0.0.1:{first.port},127.0.0.1:{second.port}"
         gateway = Served("gateway", dsn, tmp_path, RECALLMESH_LEGS="lexical",
                          RECALLMESH_LEXICAL_TARGET=target, RECALLMESH_FUSION_TARGET="local")
-        with serving(gateway), grpc.insecure_channel(gateway.address) as channel:
+        with serving(gateway), dial_blocking(gateway.address, token=api_key(dsn)) as channel:
             from recallmesh.v1 import memory_pb2_grpc
 
             stub = memory_pb2_grpc.MemoryServiceStub(channel)

@@ -20,6 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from recallmesh.platform.devcerts import make_ca, make_cert
 from recallmesh.platform.supervisor import free_port
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
+from tests.helpers import api_key
 
 pytestmark = pytest.mark.integration
 
@@ -134,7 +135,8 @@ def test_gateway_dials_its_leg_over_mutual_tls_and_serves_verified_clients(
         # the gateway requires no client certificate (RECALLMESH_TLS_CLIENT_AUTH=internal)
         wait_serving(port, credentials(pki["ca"]), gateway)  # ready: its leg answers it
         env = {k: v for k, v in os.environ.items() if not k.startswith("RECALLMESH_")}
-        env.update(RECALLMESH_TLS_CA=str(pki["ca"]), RECALLMESH_TARGET=f"localhost:{port}")
+        env.update(RECALLMESH_TLS_CA=str(pki["ca"]), RECALLMESH_TARGET=f"localhost:{port}",
+                   RECALLMESH_API_KEY=api_key(dsn))
 
         def cli(*args: str) -> subprocess.CompletedProcess:
             return subprocess.run([sys.executable, "-m", "recallmesh.cli", *args], env=env,

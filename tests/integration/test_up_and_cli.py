@@ -124,6 +124,12 @@ def test_up_demo_cli_and_restart_keeps_data(tmp_path: Path):
     finally:
         second_output = stop_up(process, lines)
     assert "already holds 36 memories" in second_output
+    # the local admin key: created and printed by the first start only, kept owner-only
+    key_file = Path(env["RECALLMESH_DATA_DIR"]) / "admin.key"
+    key = key_file.read_text().strip()
+    assert key.startswith("rmk_") and key_file.stat().st_mode & 0o777 == 0o600
+    assert key in first_output and key not in second_output
+    assert "shown once" in first_output and str(key_file) in second_output
 
 
 @pytest.mark.parametrize("manifest, message", [

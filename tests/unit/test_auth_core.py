@@ -1,0 +1,203 @@
+"""The authentication cores without a server: grants and scopes, the bearer header, the key
+format, the Authenticator's cache and bookkeeping, and the method table of the gateway."""
+
+from __future__ import annotations
+
+import asyncio
+import string
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from recallmesh.auth.authenticator import Authenticator, bearer_token
+from recallmesh.auth.interceptors import METHOD_SCOPES, internal_guard
+from recallmesh.auth.keys import ApiKey, new_key, secret_hash, split_key
+from recallmesh.auth.principal import (
+    ALL_SCOPES,
+    Principal,
+    Scope,
+    grant_covers,
+    grant_matches,
+    parse_grant,
+    parse_scopes,
+)
+from recallmesh.platform.config import AuthSettings, ConfigError
+from recallmesh.platform.errors import InvalidArgument, PermissionDenied, Unauthenticated
+from recallmesh.platform.tls import TlsSettings
+from recallmesh.v1 import keys_pb2, memory_pb2
+
+names = st.text(alphabet=string.ascii_lowercase + "-", min_size=1, max_size=8)
+grants = st.one_of(names, names.map(lambda n: n + "*"), st.just("*"))
+
+
+@given(outer=grants, inner=grants, namespace=names)
+def test_a_covered_grant_never_reaches_beyond_its_cover(outer, inner, namespace):
+    if grant_covers(outer, inner) and grant_matches(inner, namespace):
+        assert grant_matches(outer, namespace)
+
+
+@given(grant=grants)
+def test_a_grant_covers_itself(grant):
+    assert grant_covers(grant, grant)
+
+
+def test_prefix_grants_match_by_prefix_only():
+    caller = Principal("t", ("acme-*", "solo"), frozenset({Scope.READ}))
+    assert caller.allows("acme-alice") and caller.allows("acme-") and caller.allows("solo")
+    assert not caller.allows("acmex") and not caller.allows("solo2") and not caller.allows("s")
+    assert caller.covers(["acme-team-*", "acme-bob", "solo"])
+    assert not caller.covers(["acme*"]) and not caller.covers(["*"]) and not caller.covers(
+        ["solo*"])
+
+
+def test_require_names_only_what_was_asked():
+    caller = Principal("t", ("acme-*",), frozenset({Scope.READ}))
+    caller.require(Scope.READ, "acme-a")
+    with pytest.raises(PermissionDenied, match="lacks the 'write' scope"):
+        caller.require(Scope.WRITE, "acme-a")
+    with pytest.raises(PermissionDenied) as info:
+        caller.require(Scope.READ, "other")
+    assert info.value.message == "this credential is not granted namespace 'other'"
+    assert "acme" not in info.value.message
+
+
+def test_grants_and_scopes_are_parsed_strictly():
+    assert parse_grant(" acme-* ") == "acme-*" and parse_grant("*") == "*"
+    assert parse_grant("Cafe\u0301") == "Caf\u00e9"  # NFC, like a request's namespace
+    for bad in ("", "*\u200b", "a\x00b", "  *x*\u202e"):
+        with pytest.raises(InvalidArgument):
+            parse_grant(bad)
+    assert parse_scopes(["READ", "write", ""]) == {Scope.READ, Scope.WRITE}
+    with pytest.raises(InvalidArgument, match="unknown scope"):
+        parse_scopes(["root"])
+
+
+@pytest.mark.parametrize("metadata, message", [
+    ([], "missing credential"),
+    ([("x-other", "1")], "missing credential"),
+    ([("authorization", "Basic abc")], "expected 'Bearer"),
+    ([("authorization", "Bearer ")], "expected 'Bearer"),
+    ([("authorization", "Bearer a"), ("authorization", "Bearer b")], "more than one"),
+    ([("authorization", b"Bearer a")], "expected 'Bearer"),
+])
+def test_bearer_header_problems_are_unauthenticated(metadata, message):
+    with pytest.raises(Unauthenticated, match=message):
+        bearer_token(metadata)
+
+
+def test_bearer_scheme_is_case_insensitive():
+    assert bearer_token([("Authorization", "bearer  tok ")]) == "tok"
+
+
+def test_keys_round_trip_and_malformed_keys_are_refused_without_echo():
+    key, key_id, digest = new_key()
+    assert split_key(key) == (key_id, key[len("rmk_") + 17:])
+    assert secret_hash(split_key(key)[1]) == digest
+    for bad in ("rmk_", "rmk_xyz_abc", key[:-1], key + "x", key.replace("rmk_", "rmx_")):
+        with pytest.raises(Unauthenticated) as info:
+            split_key(bad)
+        assert len(bad) < 12 or bad not in info.value.message
+
+
+class FakeKeys:
+    """KeyStore's lookup/touch over a dict (the SQL is covered by the integration tests)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, tuple[ApiKey, bytes]] = {}
+        self.lookups = 0
+        self.touched: list[str] = []
+
+    def add(self, **fields) -> str:
+        key, key_id, digest = new_key()
+        self.rows[key_id] = (ApiKey(key_id, "k", ("ns",), frozenset({Scope.READ}),
+                                    datetime.now(UTC), **fields), digest)
+        return key
+
+    async def lookup(self, key_id):
+        self.lookups += 1
+        return self.rows.get(key_id)
+
+    async def touch(self, key_id):
+        self.touched.append(key_id)
+
+
+def bearer(token: str) -> list[tuple[str, str]]:
+    return [("authorization", f"Bearer {token}")]
+
+
+def test_authenticator_caches_keys_for_the_configured_time_and_sees_revocation_after():
+    async def scenario():
+        now = [0.0]
+        keys = FakeKeys()
+        token = keys.add()
+        auth = Authenticator(AuthSettings(key_cache_s=5), keys, clock=lambda: now[0])
+        principal = await auth.authenticate(bearer(token))
+        assert principal.grants == ("ns",) and principal.kind == "api_key"
+        await auth.authenticate(bearer(token))
+        assert keys.lookups == 1  # cached
+        key_id = split_key(token)[0]
+        key, digest = keys.rows[key_id]
+        keys.rows[key_id] = (ApiKey(**{**key.__dict__, "revoked_at": datetime.now(UTC)}), digest)
+        now[0] = 5.1
+        with pytest.raises(Unauthenticated, match="API key revoked"):
+            await auth.authenticate(bearer(token))
+        wrong = token[:-4] + ("aaaa" if not token.endswith("aaaa") else "bbbb")
+        with pytest.raises(Unauthenticated, match="unknown API key"):
+            await auth.authenticate(bearer(wrong))
+        await asyncio.sleep(0)
+        assert keys.touched == [key_id]  # once, not per call
+
+    asyncio.run(scenario())
+
+
+def test_authenticator_refuses_expired_unknown_and_unconfigured_jwt():
+    async def scenario():
+        keys = FakeKeys()
+        expired = keys.add(expires_at=datetime.now(UTC) - timedelta(seconds=1))
+        auth = Authenticator(AuthSettings(), keys)
+        with pytest.raises(Unauthenticated, match="API key expired"):
+            await auth.authenticate(bearer(expired))
+        with pytest.raises(Unauthenticated, match="unknown API key"):
+            await auth.authenticate(bearer(new_key()[0]))
+        with pytest.raises(Unauthenticated, match="not accepted here"):
+            await auth.authenticate(bearer("eyJ.eyJ.sig"))
+        with pytest.raises(Unauthenticated, match="neither an API key"):
+            await auth.authenticate(bearer("hunter2"))
+        off = Authenticator(AuthSettings(mode="off"), None)
+        assert (await off.authenticate([])).scopes == ALL_SCOPES
+
+    asyncio.run(scenario())
+
+
+def test_every_public_method_has_a_scope():
+    listed = set()
+    for module, service in ((memory_pb2, "MemoryService"), (keys_pb2, "KeyService")):
+        desc = module.DESCRIPTOR.services_by_name[service]
+        listed |= {f"/{desc.full_name}/{m.name}" for m in desc.methods}
+    assert listed == set(METHOD_SCOPES)
+
+
+def test_an_internal_service_needs_a_wall_when_authentication_is_on(tmp_path):
+    with pytest.raises(ConfigError, match="RECALLMESH_INTERNAL_TOKEN"):
+        internal_guard("lexical", AuthSettings(), TlsSettings())
+    assert internal_guard("gateway", AuthSettings(), TlsSettings()) is None
+    assert internal_guard("lexical", AuthSettings(mode="off"), TlsSettings()) is None
+    assert internal_guard("lexical", AuthSettings(internal_token="x" * 32), TlsSettings())
+    cert = tmp_path / "c.pem"
+    cert.write_text("x")
+    assert internal_guard("lexical", AuthSettings(), TlsSettings(cert, cert, cert)) is None
+    with pytest.raises(ConfigError):  # TLS without client certificates is no wall
+        internal_guard("lexical", AuthSettings(),
+                       TlsSettings(cert, cert, cert, client_auth="none"))
+
+
+def test_auth_settings_are_checked():
+    assert AuthSettings.from_env({}).required
+    with pytest.raises(ConfigError, match="RECALLMESH_AUTH"):
+        AuthSettings.from_env({"RECALLMESH_AUTH": "maybe"})
+    with pytest.raises(ConfigError, match="at least 32"):
+        AuthSettings.from_env({"RECALLMESH_INTERNAL_TOKEN": "short"})
+    with pytest.raises(ConfigError, match="ISSUER"):
+        AuthSettings.from_env({"RECALLMESH_JWT_JWKS": "/x.json"})
