@@ -613,7 +613,12 @@ def cmd_up(args: argparse.Namespace) -> int:
         console.print(f"logs: {stack.data_dir / 'logs'}")
         _print_local_key(stack)
         if args.demo:
-            _load_demo(stack)
+            try:
+                _load_demo(stack)
+            except (grpc.RpcError, InputError) as exc:  # serve anyway; say what failed
+                what = (f"{exc.code().name}: {exc.details()}" if isinstance(exc, grpc.RpcError)
+                        else str(exc))
+                err_console.print(f"[yellow]demo memories not loaded:[/] {what}")
         console.print("\nserving; press Ctrl-C to stop")
         while not stop.wait(0.5):
             dead = stack.check_alive()
