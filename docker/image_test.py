@@ -6,16 +6,27 @@
    the image carries no Postgres (production uses CloudNativePG), and a second image made only
    to run the embedded wheel would test nothing of ours; its Unix socket is bind-mounted into
    the containers (read-only root, uid 10001), so the database needs no TCP port at all;
-2. `recallmesh migrate` as a one-shot container (must exit 0);
+2. `recallmesh migrate` as a one-shot container (must exit 0), then the first admin key the way
+   docs/operations.md bootstraps a deployment's: `recallmesh keys create --database --name ops
+   --namespace '*' --scope admin,read,write` as a one-shot container with the gateway's settings
+   (what `kubectl exec deploy/recallmesh-gateway -- ...` runs), the key read from its stdout;
 3. every service as its own container: `--network host` (the only network used here), each
    bound to 127.0.0.1 on free ports, read-only root filesystem with a tmpfs /tmp, uid 10001,
    all capabilities dropped, no-new-privileges; waits for each one's gRPC health (from the host);
-4. stores memories and recalls them through the gateway container (real gRPC from the host): a
-   word-overlap query (lexical leg) and a paraphrase that shares no word with its answer (vector
-   leg: the indexer container embedded it through the embedding container), not degraded;
-5. every container's gRPC health ("" readiness and "liveness") SERVING, and Docker's own
-   HEALTHCHECK (docker/healthcheck.py inside the container) healthy;
-6. prints the containers it ran (name, image, command, status), then stops them with SIGTERM
+   authentication is on (the overlay's RECALLMESH_AUTH=required) and every service gets the
+   internal token the overlay reads from the Secret recallmesh-internal-token (a fresh one here);
+4. the walls: the gateway refuses a call without a credential (UNAUTHENTICATED); the embedding
+   container refuses a call without the internal token and answers one with it; through the
+   gateway, the admin key creates an application key for one namespace (KeyService), which is
+   refused another namespace (PERMISSION_DENIED);
+5. stores memories and recalls them through the gateway container with the application key (real
+   gRPC from the host): a word-overlap query (lexical leg) and a paraphrase that shares no word
+   with its answer (vector leg: the indexer container embedded it through the embedding
+   container), not degraded;
+6. every container's gRPC health ("" readiness and "liveness") SERVING without a credential
+   (health stays open), and Docker's own HEALTHCHECK (docker/healthcheck.py inside the
+   container) healthy;
+7. prints the containers it ran (name, image, command, status), then stops them with SIGTERM
    (the image's STOPSIGNAL): each must exit 0 within the grace period; removes everything.
 
 What each container runs (command and arguments, environment, ports) is read from the rendered
@@ -29,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -44,7 +56,15 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from recallmesh.platform.supervisor import free_port
-from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from recallmesh.platform.tls import TlsSettings, dial_blocking
+from recallmesh.v1 import (
+    embedder_pb2,
+    embedder_pb2_grpc,
+    keys_pb2,
+    keys_pb2_grpc,
+    memory_pb2,
+    memory_pb2_grpc,
+)
 
 # Start order: the model first, then the legs, fusion and the indexer, the gateway last.
 SERVICES = ("embedding", "lexical", "vector", "graph", "fusion", "indexer", "gateway")
@@ -61,6 +81,10 @@ MEMORIES = [
 ]
 LEXICAL_QUERY, LEXICAL_ANSWER = "peanuts allergy", "allergic to peanuts"
 VECTOR_QUERY, VECTOR_ANSWER = "who is her boss?", "manager at Northwind Labs"
+# The first admin key of a deployment, as docs/operations.md creates it (`kubectl exec
+# deploy/recallmesh-gateway -- ...`): written straight into the database, shown once on stdout.
+BOOTSTRAP_KEY = ["recallmesh", "keys", "create", "--database", "--name", "ops",
+                 "--namespace", "*", "--scope", "admin,read,write"]
 
 
 @dataclass
@@ -70,7 +94,7 @@ class Spec:
     name: str                      # service name (gateway, lexical, ...) or "migrate"
     command: list[str]             # k8s command + args (docker --entrypoint + the rest)
     env: dict[str, str] = field(default_factory=dict)
-    secret_env: list[str] = field(default_factory=list)   # from a Secret: RECALLMESH_DSN
+    secret_env: list[str] = field(default_factory=list)   # from Secrets: RECALLMESH_DSN, ...
     ports: dict[str, int] = field(default_factory=dict)   # containerPort by name: grpc, metrics
 
 
@@ -126,8 +150,24 @@ def state(container: str) -> dict:
     return json.loads(docker("inspect", "-f", "{{json .State}}", container))
 
 
+def dial(address: str, token: str = "") -> grpc.Channel:
+    """A plaintext channel (the dev overlay has no TLS) carrying `authorization: Bearer
+    <token>` on every call when a token is given: an API key (the gateway) or the internal
+    token (the other services)."""
+    return dial_blocking(address, settings=TlsSettings(), token=token)
+
+
+def code_of(call: Callable[[], object]) -> str:
+    try:
+        call()
+    except grpc.RpcError as exc:
+        return exc.code().name
+    return "OK"
+
+
 def health(address: str, service: str = "") -> str:
-    with grpc.insecure_channel(address) as channel:
+    """The health service, without any credential: it stays open behind authentication."""
+    with dial(address) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=service), timeout=2)
@@ -160,6 +200,9 @@ class ImageTest:
         self.keep = keep
         self.run_id = uuid.uuid4().hex[:6]
         self.containers: list[str] = []        # in start order
+        self.one_shots: set[str] = set()       # migrate, the bootstrap key: exit, no health
+        self.admin_key = ""                    # the bootstrapped admin key (every namespace)
+        self.internal_token = secrets.token_urlsafe(32)  # the Secret recallmesh-internal-token
         self.addresses: dict[str, str] = {}    # service -> 127.0.0.1:port
         self.tmp = Path(tempfile.mkdtemp(prefix="recallmesh-image-test-"))
         self.tmp.chmod(0o755)  # as root, the embedded Postgres runs as its own system user
@@ -233,7 +276,8 @@ class ImageTest:
             override[prefix + "METRICS_PORT"] = str(metrics_port)
             override[prefix + "TARGET"] = f"127.0.0.1:{grpc_port}"
             self.addresses[s.name] = f"127.0.0.1:{grpc_port}"
-        secrets = {"RECALLMESH_DSN": dsn}
+        # what the pods read from Secrets: CloudNativePG's DSN, the operator's internal token
+        from_secrets = {"RECALLMESH_DSN": dsn, "RECALLMESH_INTERNAL_TOKEN": self.internal_token}
 
         def environment(spec: Spec) -> dict[str, str]:
             env = dict(spec.env)
@@ -243,20 +287,30 @@ class ImageTest:
                     env[key] = f"127.0.0.1:{ports[target_of][0]}"
             env.update(override)
             for key in spec.secret_env:
-                if key not in secrets:
+                if key not in from_secrets:
                     raise Failed(f"{spec.name}: no value for the secret variable {key}")
-                env[key] = secrets[key]
+                env[key] = from_secrets[key]
             return env
 
         # 1. migrate, one shot
         say("migrate: " + " ".join(migrate.command))
-        name = self.run_container(migrate, environment(migrate), mounts)
-        code = docker("wait", name, timeout=300)
-        if code != "0":
-            raise Failed(f"migrate exited {code}:\n{logs(name)}")
+        name = self.run_one_shot(migrate, environment(migrate), mounts)
         say(f"migrate: exit 0 ({logs(name, 3).splitlines()[-1] if logs(name, 3) else ''})")
 
-        # 2. the services, one container each, each waited for
+        # 2. the first admin key, as in the gateway's pod (its settings, its Secrets)
+        gateway = next(s for s in services if s.name == "gateway")
+        bootstrap = Spec("bootstrap-key", BOOTSTRAP_KEY, gateway.env, gateway.secret_env)
+        name = self.run_one_shot(bootstrap, environment(bootstrap), mounts)
+        printed = subprocess.run(["docker", "logs", name], capture_output=True, text=True,
+                                 timeout=30)
+        self.admin_key = printed.stdout.strip()  # stdout: the key alone; the rest on stderr
+        if not self.admin_key.startswith("rmk_") or len(self.admin_key.split()) != 1:
+            raise Failed(f"bootstrap key: no key alone on stdout:\n{printed.stderr[-1500:]}")
+        said = printed.stderr.strip().splitlines()
+        say(f"bootstrap: {' '.join(BOOTSTRAP_KEY)} -> "
+            f"{said[0].split(';')[0] if said else 'a key'}")
+
+        # 3. the services, one container each, each waited for
         for s in services:
             name = self.run_container(s, environment(s), mounts)
             start = time.monotonic()
@@ -271,28 +325,32 @@ class ImageTest:
             say(f"{s.name}: SERVING on {self.addresses[s.name]} "
                 f"({time.monotonic() - start:.1f}s; {' '.join(s.command)})")
 
-        # 3. store and recall through the gateway container
-        self.store_and_recall()
+        # 4. the walls; an application key for one namespace, made by the admin key
+        namespace = f"image-test-{self.run_id}"
+        app_key = self.check_walls(namespace)
 
-        # 4. every container's health: gRPC readiness + liveness, and Docker's HEALTHCHECK
+        # 5. store and recall through the gateway container, with the application key
+        self.store_and_recall(namespace, app_key)
+
+        # 6. every container's health: gRPC readiness + liveness, and Docker's HEALTHCHECK
         for s in services:
             address = self.addresses[s.name]
             ready, live = health(address, ""), health(address, "liveness")
             if ready != "SERVING" or live != "SERVING":
                 raise Failed(f"{s.name}: readiness {ready}, liveness {live}")
             say(f"health {s.name}: readiness {ready}, liveness {live}")
-        for name in self.containers[1:]:
+        for name in self.service_containers():
             def docker_health(name: str = name) -> str | None:
                 status = state(name).get("Health", {}).get("Status", "none")
                 return None if status == "healthy" else status
             wait_for(f"{name} docker HEALTHCHECK", docker_health, 60)
         say("docker HEALTHCHECK: every service container healthy")
 
-        # 5. what ran
+        # 7. what ran
         self.print_containers()
 
-        # 6. SIGTERM each (gateway first: reverse start order); each must exit 0 within grace
-        for name in reversed(self.containers[1:]):
+        # 8. SIGTERM each (gateway first: reverse start order); each must exit 0 within grace
+        for name in reversed(self.service_containers()):
             start = time.monotonic()
             docker("stop", "-t", str(GRACE_S), name, timeout=GRACE_S + 30)
             took = time.monotonic() - start
@@ -303,9 +361,56 @@ class ImageTest:
             say(f"stopped {name}: SIGTERM -> exit 0 in {took:.1f}s")
         self.print_containers()
 
-    def store_and_recall(self) -> None:
-        namespace = f"image-test-{self.run_id}"
-        with grpc.insecure_channel(self.addresses["gateway"]) as channel:
+    def run_one_shot(self, spec: Spec, env: dict[str, str], mounts: list[str]) -> str:
+        """Run a container to completion; it must exit 0."""
+        name = self.run_container(spec, env, mounts)
+        self.one_shots.add(name)
+        code = docker("wait", name, timeout=300)
+        if code != "0":
+            raise Failed(f"{spec.name} exited {code}:\n{logs(name)}")
+        return name
+
+    def service_containers(self) -> list[str]:
+        return [name for name in self.containers if name not in self.one_shots]
+
+    def check_walls(self, namespace: str) -> str:
+        """The gateway's and an internal service's walls; returns an application key (read,
+        write on `namespace` only) that the admin key created through the gateway."""
+        gateway, embedding = self.addresses["gateway"], self.addresses["embedding"]
+        recall = memory_pb2.RecallRequest(namespace=namespace, query="anything", k=1)
+        with dial(gateway) as channel:
+            code = code_of(lambda: memory_pb2_grpc.MemoryServiceStub(channel).Recall(
+                recall, timeout=10))
+        if code != "UNAUTHENTICATED":
+            raise Failed(f"gateway: a recall without a credential got {code}")
+        info = embedder_pb2.ModelInfoRequest()
+        for what, token, wanted in (("no token", "", "UNAUTHENTICATED"),
+                                    ("a wrong token", "not-the-token-" * 3, "UNAUTHENTICATED"),
+                                    ("the internal token", self.internal_token, "OK")):
+            with dial(embedding, token) as channel:
+                code = code_of(lambda channel=channel: embedder_pb2_grpc.EmbedderServiceStub(
+                    channel).ModelInfo(info, timeout=10))
+            if code != wanted:
+                raise Failed(f"embedding: ModelInfo with {what} got {code}, wanted {wanted}")
+        say("walls: the gateway refuses a call without a key, the embedding service a call "
+            "without the internal token (and answers one with it)")
+        with dial(gateway, self.admin_key) as channel:
+            created = keys_pb2_grpc.KeyServiceStub(channel).CreateApiKey(
+                keys_pb2.CreateApiKeyRequest(name="image-test", namespaces=[namespace],
+                                             scopes=["read", "write"]), timeout=10)
+        app_key = created.secret
+        with dial(gateway, app_key) as channel:
+            code = code_of(lambda: memory_pb2_grpc.MemoryServiceStub(channel).Recall(
+                memory_pb2.RecallRequest(namespace=f"{namespace}-other", query="x", k=1),
+                timeout=10))
+        if code != "PERMISSION_DENIED":
+            raise Failed(f"gateway: the {namespace} key on another namespace got {code}")
+        say(f"keys: the admin key created {created.key.id} (read, write on {namespace}) "
+            "through the gateway; another namespace is PERMISSION_DENIED to it")
+        return app_key
+
+    def store_and_recall(self, namespace: str, api_key: str) -> None:
+        with dial(self.addresses["gateway"], api_key) as channel:
             stub = memory_pb2_grpc.MemoryServiceStub(channel)
             for content, category in MEMORIES:
                 stub.Store(memory_pb2.StoreRequest(

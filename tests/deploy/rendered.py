@@ -7,7 +7,9 @@ start instead of writing it a second time:
     for name, spec in service_specs("dev").items():
         spec.command      # ["recallmesh", "serve", "gateway"] (command + args)
         spec.env          # {"RECALLMESH_GATEWAY_HOST": "0.0.0.0", ...} ConfigMap values resolved
-        spec.secret_env   # {"RECALLMESH_DSN": ("recallmesh-db-app", "uri")}: fill in yourself
+        spec.secret_env   # {"RECALLMESH_DSN": ("recallmesh-db-app", "uri"),
+                          #  "RECALLMESH_INTERNAL_TOKEN": ("recallmesh-internal-token", "token")}:
+                          # fill in yourself
         spec.ports        # {"grpc": 50051, "metrics": 9451}
 
 `service_specs` also returns the migrate Job as "migrate". Needs `kubectl` on PATH.

@@ -4,11 +4,12 @@ contract: commands, ports, probes, env, security context, scaling."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from tests.deploy import rendered
-from tests.deploy.tools import OVERLAYS, tool
+from tests.deploy.tools import K8S, OPERATIONS_MD, OVERLAYS, ROOT, tool
 
 SERVICES = {
     # service: (gRPC port, metrics port, uses the database)
@@ -27,6 +28,10 @@ TLS_OVERLAYS = ("production", "production-gpu")
 TLS_DIR = "/etc/recallmesh/tls"
 HEALTHCHECK = ["python", "/opt/recallmesh/healthcheck.py"]
 DIGEST = re.compile(r"^[a-z0-9.\-/]+:[\w.\-]+@sha256:[0-9a-f]{64}$")
+# the internal services' wall where mutual TLS is not: the internal token, from a Secret the
+# operator creates (k8s/components/internal-token; never in Git)
+TOKEN_OVERLAYS = ("dev",)
+INTERNAL_TOKEN = ("recallmesh-internal-token", "token")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -81,7 +86,8 @@ def test_services_keep_the_runtime_contract(overlay):
         assert spec.ports == {"grpc": grpc_port, "metrics": metrics_port}
         assert spec.env[f"RECALLMESH_{name.upper()}_HOST"] == "0.0.0.0"
         assert spec.env["RECALLMESH_MODEL_CACHE"] == "/opt/recallmesh/models"
-        assert (spec.secret_env == {"RECALLMESH_DSN": ("recallmesh-db-app", "uri")}) is uses_db
+        assert (spec.secret_env.get("RECALLMESH_DSN") == ("recallmesh-db-app", "uri")) is uses_db
+        assert set(spec.secret_env) <= {"RECALLMESH_DSN", "RECALLMESH_INTERNAL_TOKEN"}, name
         pod = deployments[f"recallmesh-{name}"]["spec"]["template"]["spec"]
         (container,) = pod["containers"]
         if overlay in TLS_OVERLAYS:  # kubelet's gRPC probes cannot speak TLS
@@ -311,3 +317,84 @@ def test_kubectl_reports_itself():
 
     out = subprocess.run([tool("kubectl"), "version", "--client"], capture_output=True, text=True)
     assert "Kustomize Version: v5" in out.stdout, out.stdout
+
+
+# --------------------------------------------------------------------------- authentication
+
+
+def test_no_overlay_turns_authentication_off():
+    """RECALLMESH_AUTH=required in the base's settings, and nothing under k8s/ or terraform/
+    sets it to anything else (`off` is for local development only)."""
+    setting = re.compile(r"RECALLMESH_AUTH\b\W+(\w+)")
+    for path in [*K8S.rglob("*.yaml"), *(ROOT / "terraform").rglob("*.tf")]:
+        for value in setting.findall(path.read_text()):
+            assert value == "required", f"{path}: RECALLMESH_AUTH {value}"
+    for overlay in OVERLAYS:
+        for name, spec in rendered.service_specs(overlay).items():
+            assert spec.env.get("RECALLMESH_AUTH") == "required", (overlay, name)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_internal_service_has_a_wall(overlay):
+    """What each service would decide at start (recallmesh.auth.interceptors.internal_guard,
+    the very code `recallmesh serve` runs) from its rendered settings: the gateway is public;
+    every other service accepts internal callers only, by mutual TLS in the TLS overlays and by
+    the internal token otherwise. A service without either refuses to start (ConfigError)."""
+    from recallmesh.auth.interceptors import InternalOnly, internal_guard
+    from recallmesh.platform.config import AuthSettings
+    from recallmesh.platform.tls import TlsSettings
+
+    placeholder = "x" * 44  # stands for the Secret's value: `openssl rand -base64 32`
+    for name, spec in rendered.service_specs(overlay).items():
+        if name == "migrate":  # a one-shot that serves nothing
+            assert "RECALLMESH_INTERNAL_TOKEN" not in spec.secret_env
+            continue
+        env = dict(spec.env)
+        env.update({var: placeholder for var, ref in spec.secret_env.items()
+                    if ref == INTERNAL_TOKEN})
+        auth = AuthSettings.from_env(env)
+
+        def path(var: str, env: dict = env) -> Path | None:
+            return Path(env[var]) if env.get(var) else None
+
+        tls = TlsSettings(path("RECALLMESH_TLS_CERT"), path("RECALLMESH_TLS_KEY"),
+                          path("RECALLMESH_TLS_CA"), env.get("RECALLMESH_TLS_CLIENT_AUTH",
+                                                             "internal"))
+        guard = internal_guard(name, auth, tls)  # raises when the service would not start
+        if name == "gateway":
+            assert guard is None
+        elif overlay in TLS_OVERLAYS:
+            assert guard is None and tls.ca is not None and tls.requires_client_cert(name), name
+        else:
+            assert isinstance(guard, InternalOnly), name
+        if overlay in TOKEN_OVERLAYS:  # every caller sends it too: the gateway, the indexer
+            assert spec.secret_env["RECALLMESH_INTERNAL_TOKEN"] == INTERNAL_TOKEN, name
+        else:  # mutual TLS is the wall: no Secret to create, none referenced
+            assert "RECALLMESH_INTERNAL_TOKEN" not in spec.secret_env, name
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_internal_token_is_never_committed(overlay):
+    """The token comes from a Secret the operator creates (docs/operations.md); no overlay
+    renders a Secret, a ConfigMap value or a literal for it, and a missing Secret keeps the pod
+    from starting (optional: false) instead of starting it without its wall."""
+    objs = objects(f"overlays/{overlay}")
+    assert not by_kind(objs, "Secret")
+    for cm in by_kind(objs, "ConfigMap").values():
+        assert "RECALLMESH_INTERNAL_TOKEN" not in (cm.get("data") or {})
+    for obj in by_kind(objs, "Deployment").values():
+        for c in obj["spec"]["template"]["spec"]["containers"]:
+            for var in c.get("env") or []:
+                if var["name"] != "RECALLMESH_INTERNAL_TOKEN":
+                    continue
+                assert "value" not in var
+                assert var["valueFrom"]["secretKeyRef"] == {
+                    "name": INTERNAL_TOKEN[0], "key": INTERNAL_TOKEN[1], "optional": False}
+
+
+def test_operations_md_says_how_to_create_the_internal_token():
+    text = OPERATIONS_MD.read_text()
+    assert (f"kubectl -n recallmesh-dev create secret generic {INTERNAL_TOKEN[0]}"
+            in text)
+    assert f"--from-literal={INTERNAL_TOKEN[1]}=" in text
+    assert "recallmesh keys create --database" in text
