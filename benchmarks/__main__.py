@@ -7,7 +7,8 @@
   python -m benchmarks diff A.json B.json [--k 10] [--show 5] [--json-to diff.json]
   python -m benchmarks configs
 
-`run` starts its own stack (or uses --target), ingests DIR through StoreBatch
+`run` starts its own stack (or uses --target, with the API key in RECALLMESH_API_KEY or the
+local admin key file of `recallmesh up`), ingests DIR through StoreBatch
 (waiting for indexing), runs every query of every configuration through Recall
 and writes OUTDIR/<config>.json. Names starting with `peer_` are other systems
 (bm25s, LanceDB; the `bench` extra) run side by side over the texts and vectors
@@ -39,7 +40,8 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--configs", type=names, default=",".join(DEFAULT_CONFIGS))
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--limit", type=int, default=None, help="first N scored queries only")
-    r.add_argument("--target", default=None, help="a running gateway instead of an own stack")
+    r.add_argument("--target", default=None, help="a running gateway instead of an own stack "
+                   "(its API key: RECALLMESH_API_KEY, else the local admin key file)")
     r.add_argument("--skip-ingest", action="store_true",
                    help="with --target: the dataset's namespaces are already loaded")
     r.add_argument("--namespace-tag", default="", help="store this load apart from earlier "
@@ -47,7 +49,8 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--dsn", default=None, help="with --target, for peers: the stack's Postgres "
                    "(default RECALLMESH_DSN or the embedded one)")
     r.add_argument("--embedder", default=None, help="with --target, for peers: the embedding "
-                   "service (default RECALLMESH_EMBEDDING_TARGET or localhost:50054)")
+                   "service (default RECALLMESH_EMBEDDING_TARGET or localhost:50054; called with "
+                   "RECALLMESH_INTERNAL_TOKEN)")
     r.add_argument("--ingest-batch", type=int, default=BATCH,
                    help=f"memories per StoreBatch while loading, each waiting until indexed "
                    f"(default {BATCH}; smaller for a slow model on a CPU)")

@@ -21,6 +21,7 @@ from benchmarks.harness import metrics
 from benchmarks.harness.configs import CONFIGS, Config
 from benchmarks.harness.data import Dataset, load
 from benchmarks.harness.peers import PEERS, Doc, Peer, timed_search
+from benchmarks.harness.script import dial_gateway, dial_internal, recallmesh_env
 from benchmarks.harness.stats import percentile
 from recallmesh.api.timestamps import to_proto_timestamp
 from recallmesh.models.manifest import ModelManifest
@@ -161,10 +162,11 @@ def stored_docs(dsn: str, ds: Dataset) -> dict[str, list[Doc]]:
     return docs
 
 
-def run_peer(peer: Peer, ds: Dataset, docs: dict[str, list[Doc]], embedder_target: str,
+def run_peer(peer: Peer, ds: Dataset, docs: dict[str, list[Doc]], channel: grpc.Channel,
              workdir: str) -> tuple[list[dict], list[float], dict]:
+    """`peer` over the stored `docs`, queries embedded through `channel` (to the embedding
+    service; the caller closes it)."""
     session_of = {m.corpus_id: m.session_id for ms in ds.scopes.values() for m in ms}
-    channel = grpc.insecure_channel(embedder_target)
     stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
 
     def embed(text: str) -> np.ndarray:
@@ -174,17 +176,14 @@ def run_peer(peer: Peer, ds: Dataset, docs: dict[str, list[Doc]], embedder_targe
 
     rows, latencies, indexes = [], [], {}
     started = time.perf_counter()
-    try:
-        for scope, scope_docs in docs.items():
-            indexes[scope] = peer.build(scope_docs, workdir)
-        build_s = time.perf_counter() - started
-        for q in ds.queries:
-            ranked, ms = timed_search(indexes[q.scope], q.text,
-                                      embed if peer.needs_vectors else None, K)
-            latencies.append(ms)
-            rows.append(result_row(q, ranked, [session_of.get(i, "") for i in ranked], False))
-    finally:
-        channel.close()
+    for scope, scope_docs in docs.items():
+        indexes[scope] = peer.build(scope_docs, workdir)
+    build_s = time.perf_counter() - started
+    for q in ds.queries:
+        ranked, ms = timed_search(indexes[q.scope], q.text,
+                                  embed if peer.needs_vectors else None, K)
+        latencies.append(ms)
+        rows.append(result_row(q, ranked, [session_of.get(i, "") for i in ranked], False))
     return rows, latencies, {"index_build_s": build_s, "namespaces": len(indexes)}
 
 
@@ -202,13 +201,16 @@ def git_commit() -> str:
 def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None,
         target: str | None, skip_ingest: bool = False, dsn: str | None = None,
         embedder: str | None = None, namespace_tag: str = "",
-        ingest_batch: int = BATCH) -> list[Path]:
+        ingest_batch: int = BATCH, api_key: str | None = None,
+        internal_token: str | None = None) -> list[Path]:
     """Run configurations (recallmesh through the gateway) and peers (side by side, on what
     the stack stored) over one benchmark folder; write OUTDIR/<name>.json for each.
 
-    With `target` (a running gateway), peers read the stored memories from `dsn` (default:
+    With `target` (a running gateway, called with `api_key`: default RECALLMESH_API_KEY or the
+    local admin key file), peers read the stored memories from `dsn` (default:
     RECALLMESH_DSN or the embedded Postgres) and embed queries with `embedder` (default:
-    the configured embedding service)."""
+    the configured embedding service; called with `internal_token`, default
+    RECALLMESH_INTERNAL_TOKEN)."""
     unknown = [n for n in config_names if n not in CONFIGS and n not in PEERS]
     if unknown:
         raise SystemExit(f"unknown configs {unknown}; known: {', '.join([*CONFIGS, *PEERS])}")
@@ -224,9 +226,8 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
             stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, "RECALLMESH_LEGS": ALL_LEGS,
                                **free_port_env()})
             stack.start()
-            target = stack.endpoints["gateway"]
         docs = None
-        with grpc.insecure_channel(target) as channel:
+        with (stack.dial() if stack else dial_gateway(target, api_key)) as channel:
             stub = memory_pb2_grpc.MemoryServiceStub(channel)
             legs = gateway_legs(stub)
             for name in config_names:
@@ -245,10 +246,11 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
                 else:
                     if docs is None:
                         docs = stored_docs(stack.dsn if stack else dsn or resolve_dsn(), ds)
-                    embedder = (stack.endpoints["embedding"] if stack
-                                else embedder or default_target("embedding"))
                     settings = PEERS[name].settings()
-                    rows, latencies, extra = run_peer(PEERS[name], ds, docs, embedder, tmp.name)
+                    with (stack.dial("embedding") if stack else dial_internal(
+                            embedder or default_target("embedding"), internal_token)) as peer_ch:
+                        rows, latencies, extra = run_peer(PEERS[name], ds, docs, peer_ch,
+                                                          tmp.name)
                 path = out / f"{name}.json"
                 path.write_text(json.dumps(
                     result_file(name, settings, ds, limit, rows, latencies, ingest_info, extra),
@@ -276,7 +278,7 @@ def result_file(name: str, settings: dict, ds: Dataset, limit: int | None, rows:
         "config": name,
         "settings": settings,
         "gateway_env": {k: redact(v) if k == "RECALLMESH_DSN" else v
-                        for k, v in os.environ.items() if k.startswith("RECALLMESH_")},
+                        for k, v in recallmesh_env().items()},
         "dataset": {"path": str(ds.path), "name": ds.name, "files_sha256": ds.files_sha256,
                     "queries": len(ds.queries), "limit": limit},
         "model_id": ModelManifest.load().model_id,

@@ -1,6 +1,13 @@
 """What the benchmark scripts share around their measurements: comma-separated arguments
-(`--configs a,b`, `--sizes 5000,100000`), a timed stack start, and the machine description their
-reports print."""
+(`--configs a,b`, `--sizes 5000,100000`), a timed stack start, channels to a running service
+that carry its credential, the RECALLMESH_* settings a report records (credentials masked),
+and the machine description their reports print.
+
+Authentication is on by default, so every channel a benchmark dials carries a credential: to
+a stack it started, `stack.dial(service)` (the stack's local admin key for the gateway, its
+internal token for the others); to a service given on the command line (`--target`),
+`dial_gateway` (an API key: RECALLMESH_API_KEY, else the local admin key file of
+`recallmesh up`) or `dial_internal` (RECALLMESH_INTERNAL_TOKEN)."""
 
 from __future__ import annotations
 
@@ -13,7 +20,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
+import grpc
+
+from recallmesh.auth.credentials import client_api_key, internal_token
 from recallmesh.platform.supervisor import Stack, StackError
+from recallmesh.platform.tls import dial_blocking
 
 T = TypeVar("T")
 
@@ -58,6 +69,29 @@ def start_stack(stack: Stack) -> float:
     except StackError as exc:
         raise SystemExit(f"error: the stack did not start: {exc}") from None
     return time.perf_counter() - started
+
+
+def dial_gateway(target: str, api_key: str | None = None) -> grpc.Channel:
+    """A blocking channel to a running gateway, every call carrying `api_key` (default:
+    RECALLMESH_API_KEY, else the local admin key file); TLS when RECALLMESH_TLS_* says so."""
+    return dial_blocking(target, token=client_api_key() if api_key is None else api_key)
+
+
+def dial_internal(target: str, token: str | None = None) -> grpc.Channel:
+    """The same to a running internal service (a leg, the embedding service), carrying
+    `token` (default: RECALLMESH_INTERNAL_TOKEN)."""
+    return dial_blocking(target, token=internal_token() if token is None else token)
+
+
+# Variables whose values a report must never hold.
+CREDENTIALS = ("RECALLMESH_API_KEY", "RECALLMESH_INTERNAL_TOKEN")
+
+
+def recallmesh_env(prefix: str = "RECALLMESH_") -> dict[str, str]:
+    """The environment's variables starting with `prefix`, as a report records them: the
+    credentials' values masked."""
+    return {k: "***" if k in CREDENTIALS else v
+            for k, v in os.environ.items() if k.startswith(prefix)}
 
 
 def onnxruntime_version() -> str:

@@ -5,6 +5,8 @@
 Without --target it starts its own embedding service (plus the embedded
 Postgres that Stack.start always brings up) in a temporary directory on free
 ports; RECALLMESH_EMBEDDING_* variables in the environment reach the service.
+With --target every call carries RECALLMESH_INTERNAL_TOKEN (the service's
+internal credential; TLS per RECALLMESH_TLS_*).
 Texts come from a dataset corpus (--dataset, JSONL with a "text" field; the
 sibling queries.jsonl supplies the query texts) or, when the file is missing,
 from a fixed list of synthetic sentences.
@@ -20,6 +22,7 @@ Measured, each setting for --seconds of wall time after a short warm-up:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -27,12 +30,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import grpc
 
-from benchmarks.harness.script import machine_info, positive_ints, start_stack
+from benchmarks.harness.script import dial_internal, machine_info, positive_ints, start_stack
 from benchmarks.harness.stats import percentile
 from recallmesh.platform.supervisor import Stack, free_port_env
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
@@ -166,10 +170,11 @@ def run_sequential(stub: Any, cycle: TextCycle, batch: int, seconds: float,
     return summarise("document", batch, 1, texts, len(latencies), elapsed, latencies, truncated)
 
 
-def run_concurrent(target: str, cycle: TextCycle, batch: int, clients: int, seconds: float,
-                   min_calls: int) -> dict[str, Any]:
-    """`clients` threads, each with its own channel, each sending calls back to back."""
-    channels = [grpc.insecure_channel(target) for _ in range(clients)]
+def run_concurrent(connect: Callable[[], grpc.Channel], cycle: TextCycle, batch: int,
+                   clients: int, seconds: float, min_calls: int) -> dict[str, Any]:
+    """`clients` threads, each with its own channel (made by `connect`), each sending calls
+    back to back."""
+    channels = [connect() for _ in range(clients)]
     try:
         stubs = [embedder_pb2_grpc.EmbedderServiceStub(c) for c in channels]
         for stub in stubs:  # connect every channel before the clock starts
@@ -278,7 +283,8 @@ def print_report(result: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target", help="measure an already running embedding service")
+    parser.add_argument("--target", help="measure an already running embedding service "
+                        "(called with RECALLMESH_INTERNAL_TOKEN)")
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET,
                         help="JSONL corpus with a 'text' field (default: %(default)s)")
     parser.add_argument("--texts", type=int, default=5000,
@@ -306,12 +312,16 @@ def main() -> None:
     tmp = tempfile.TemporaryDirectory(prefix="recallmesh-bench-")
     try:
         target = args.target
+        connect: Callable[[], grpc.Channel]
         if target is None:
             stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, **free_port_env()},
                           services=("embedding",))
             startup_s = start_stack(stack)
             target = stack.endpoints["embedding"]
-        with grpc.insecure_channel(target) as channel:
+            connect = functools.partial(stack.dial, "embedding")
+        else:
+            connect = functools.partial(dial_internal, target)
+        with connect() as channel:
             try:
                 grpc.channel_ready_future(channel).result(timeout=10)
             except grpc.FutureTimeoutError:
@@ -332,7 +342,7 @@ def main() -> None:
             if args.clients:
                 print(f"... DOCUMENT batch {args.concurrent_batch}, {args.clients} clients",
                       file=sys.stderr, flush=True)
-                throughput.append(run_concurrent(target, cycle, args.concurrent_batch,
+                throughput.append(run_concurrent(connect, cycle, args.concurrent_batch,
                                                  args.clients, args.seconds, args.min_calls))
             print("... QUERY latency", file=sys.stderr, flush=True)
             query_latency = run_query_latency(stub, queries, args.latency_n,

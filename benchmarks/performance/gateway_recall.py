@@ -15,7 +15,8 @@ gateway's own time (RecallResponse.latency_ms) and each leg's latency, so the
 gateway overhead over its slowest leg (fan-out + fusion + hydration) can be
 shown per request. The hang phase sends the same questions to a second
 gateway whose legs include the hanging one: its latency must sit at the
-budget, not beyond.
+budget, not beyond. Authentication stays on: every call carries the stack's local admin key
+(the gateway) or its internal token (the legs), and the second gateway shares that token.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from pathlib import Path
 
 import grpc
 
-from benchmarks.harness.script import names, positive_ints, start_stack
+from benchmarks.harness.script import names, positive_ints, recallmesh_env, start_stack
 from benchmarks.harness.stats import percentile
 from recallmesh.platform.supervisor import Stack, free_port_env
 from recallmesh.policy import RecallPolicy
@@ -103,16 +104,16 @@ def load(stub, texts: list[str], batch: int = 500) -> float:
     return time.perf_counter() - started
 
 
-def run_load(target: str, queries: list[str], requests: int, concurrency: int,
-             channel: Callable[[str], grpc.Channel] = grpc.insecure_channel) -> dict:
-    """Send `requests` recalls from `concurrency` threads (each its own channel, made by
-    `channel`); per-request measurements."""
+def run_load(connect: Callable[[], grpc.Channel], queries: list[str], requests: int,
+             concurrency: int) -> dict:
+    """Send `requests` recalls from `concurrency` threads (each its own channel to the gateway,
+    made by `connect`, e.g. `stack.dial`); per-request measurements."""
     results: list[dict] = []
     lock = threading.Lock()
     counter = iter(range(requests))
 
     def worker() -> None:
-        with channel(target) as connection:
+        with connect() as connection:
             stub = memory_pb2_grpc.MemoryServiceStub(connection)
             while True:
                 with lock:
@@ -172,12 +173,12 @@ def run_load(target: str, queries: list[str], requests: int, concurrency: int,
 
 def graph_leg_direct(stack: Stack, queries: list[str]) -> dict:
     """The graph leg's own Search latency: sequential calls with pre-embedded queries."""
-    with grpc.insecure_channel(stack.endpoints["embedding"]) as ch:
+    with stack.dial("embedding") as ch:
         embedder = embedder_pb2_grpc.EmbedderServiceStub(ch)
         embedded = [embedder.Embed(embedder_pb2.EmbedRequest(
             texts=[q], kind=embedder_pb2.EMBED_KIND_QUERY), timeout=30) for q in queries]
     latencies, found = [], []
-    with grpc.insecure_channel(stack.endpoints["graph"]) as ch:
+    with stack.dial("graph") as ch:
         graph = retriever_pb2_grpc.RetrieverServiceStub(ch)
         for q, e in zip(queries, embedded, strict=True):
             request = retriever_pb2.SearchRequest(
@@ -220,7 +221,7 @@ def main() -> None:
         stack = Stack(env=env)
         startup_s = start_stack(stack)
         budget_ms = int(os.environ.get("RECALLMESH_RECALL_BUDGET_MS", "800"))
-        with grpc.insecure_channel(stack.endpoints["gateway"]) as channel:
+        with stack.dial() as channel:
             stub = memory_pb2_grpc.MemoryServiceStub(channel)
             print(f"loading {len(texts)} memories ...", flush=True)
             load_s = load(stub, texts)
@@ -233,9 +234,9 @@ def main() -> None:
         runs = []
         for level in levels:
             print(f"concurrency {level} ...", flush=True)
-            runs.append(run_load(stack.endpoints["gateway"], queries, args.requests, level))
+            runs.append(run_load(stack.dial, queries, args.requests, level))
 
-        # A second gateway on the same legs plus one that hangs.
+        # A second gateway on the same legs (with their internal token) plus one that hangs.
         gateway_ports = {
             k: v for k, v in free_port_env().items() if k.startswith("RECALLMESH_GATEWAY")
         }
@@ -247,13 +248,14 @@ def main() -> None:
             "RECALLMESH_VECTOR_TARGET": stack.endpoints["vector"],
             "RECALLMESH_EMBEDDING_TARGET": stack.endpoints["embedding"],
             "RECALLMESH_FUSION_TARGET": stack.endpoints["fusion"],
+            "RECALLMESH_INTERNAL_TOKEN": stack.internal_token,
         }
         hang = None
         if args.hang_requests > 0:
             hang_stack = Stack(env=hang_env, services=("gateway",))
             hang_stack.start()
             print("one leg hanging ...", flush=True)
-            hang = run_load(hang_stack.endpoints["gateway"], queries, args.hang_requests, 1)
+            hang = run_load(hang_stack.dial, queries, args.hang_requests, 1)
     finally:
         for s in (hang_stack, stack):
             if s is not None:
@@ -269,7 +271,7 @@ def main() -> None:
         "stack_startup_s": startup_s,
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, python "
                    f"{platform.python_version()}",
-        "settings": {k: v for k, v in os.environ.items() if k.startswith("RECALLMESH_")},
+        "settings": recallmesh_env(),
         "legs": legs,
         "runs": runs,
         "one_leg_hanging": hang,

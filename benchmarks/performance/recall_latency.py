@@ -3,6 +3,9 @@
   python -m benchmarks.performance.recall_latency [--legs lexical|lexical,vector] [--n 1000]
                                                   [--target host:port]
 
+With --target it measures a running gateway (the demo loaded), called with the API key in
+RECALLMESH_API_KEY, else the local admin key file of `recallmesh up`.
+
 Without --target it starts its own stack (embedded Postgres in a temporary
 directory, on free ports): for `--legs lexical` (default) only the lexical leg
 and a gateway configured with it; with the vector leg, every service (the
@@ -25,7 +28,7 @@ from pathlib import Path
 
 import grpc
 
-from benchmarks.harness.script import names, start_stack
+from benchmarks.harness.script import dial_gateway, names, start_stack
 from benchmarks.harness.stats import percentile
 from recallmesh.cli import DEMO_FILE, DEMO_NAMESPACE, import_memories, read_jsonl
 from recallmesh.platform.supervisor import Stack, free_port_env
@@ -47,26 +50,28 @@ QUERIES = [
 ]
 
 
-def measure(target: str, n: int, namespace: str) -> list[float]:
-    with grpc.insecure_channel(target) as channel:
-        stub = memory_pb2_grpc.MemoryServiceStub(channel)
-        for query in QUERIES:  # warm-up: connections, plans, caches
-            stub.Recall(memory_pb2.RecallRequest(namespace=namespace, query=query), timeout=10)
-        latencies = []
-        for i in range(n):
-            request = memory_pb2.RecallRequest(namespace=namespace, query=QUERIES[i % len(QUERIES)])
-            start = time.perf_counter()
-            response = stub.Recall(request, timeout=10)
-            latencies.append((time.perf_counter() - start) * 1000)
-            if response.degraded:
-                raise SystemExit(f"recall was degraded: {response.legs}")
+def measure(channel: grpc.Channel, n: int, namespace: str) -> list[float]:
+    """`n` sequential recalls through `channel` (a fresh channel to the gateway) after a
+    warm-up; their client-side latencies in ms."""
+    stub = memory_pb2_grpc.MemoryServiceStub(channel)
+    for query in QUERIES:  # warm-up: connections, plans, caches
+        stub.Recall(memory_pb2.RecallRequest(namespace=namespace, query=query), timeout=10)
+    latencies = []
+    for i in range(n):
+        request = memory_pb2.RecallRequest(namespace=namespace, query=QUERIES[i % len(QUERIES)])
+        start = time.perf_counter()
+        response = stub.Recall(request, timeout=10)
+        latencies.append((time.perf_counter() - start) * 1000)
+        if response.degraded:
+            raise SystemExit(f"recall was degraded: {response.legs}")
     return latencies
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1000)
-    parser.add_argument("--target", help="measure an already running gateway (demo loaded)")
+    parser.add_argument("--target", help="measure an already running gateway (demo loaded; "
+                        "its API key: RECALLMESH_API_KEY, else the local admin key file)")
     parser.add_argument("--namespace", default=DEMO_NAMESPACE)
     parser.add_argument("--legs", type=names, default="lexical",
                         help="legs of the gateway it starts: lexical (default) or lexical,vector")
@@ -77,20 +82,19 @@ def main() -> None:
     stack = None
     tmp = tempfile.TemporaryDirectory(prefix="recallmesh-bench-")
     try:
-        target = args.target
-        if target is None:
+        if args.target is None:
             legs = args.legs
             # The lexical baseline alone runs only its leg and a gateway configured with it.
             services = None if "vector" in legs else ("lexical", "gateway")
             stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, "RECALLMESH_LEGS": ",".join(legs),
                                **free_port_env()}, services=services)
             startup_s = start_stack(stack)
-            target = stack.endpoints["gateway"]
-            with grpc.insecure_channel(target) as channel:
+            with stack.dial() as channel:
                 import_memories(memory_pb2_grpc.MemoryServiceStub(channel), args.namespace,
                                 read_jsonl(DEMO_FILE), 100, show_progress=False,
                                 wait_index=services is None)
-        latencies = sorted(measure(target, args.n, args.namespace))
+        with (stack.dial() if stack else dial_gateway(args.target)) as channel:
+            latencies = sorted(measure(channel, args.n, args.namespace))
     finally:
         if stack is not None:
             stack.stop()

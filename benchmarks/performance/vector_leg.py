@@ -48,7 +48,13 @@ from typing import Any
 import grpc
 import psycopg
 
-from benchmarks.harness.script import machine_info, names, positive_ints, start_stack
+from benchmarks.harness.script import (
+    machine_info,
+    names,
+    positive_ints,
+    recallmesh_env,
+    start_stack,
+)
 from benchmarks.harness.stats import percentile
 from recallmesh.api.filters import Filters
 from recallmesh.legs.vector.core import build_search_sql
@@ -260,19 +266,20 @@ def ingest(stub: Any, conn: psycopg.Connection, namespace: str, records: list[Re
 # -------------------------------------------------------------- query vectors
 
 
-def embed_queries(target: str, queries: list[str]) -> tuple[list[list[float]], str]:
+def embed_queries(channel: grpc.Channel, queries: list[str]) -> tuple[list[list[float]], str]:
+    """Every query's QUERY embedding through `channel` (to the embedding service), and the
+    model that made them."""
     vectors: list[list[float]] = []
     model = ""
-    with grpc.insecure_channel(target) as channel:
-        stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
-        for start in range(0, len(queries), 64):
-            response = stub.Embed(
-                embedder_pb2.EmbedRequest(texts=queries[start : start + 64],
-                                          kind=embedder_pb2.EMBED_KIND_QUERY),
-                timeout=300,
-            )
-            model = response.model_id
-            vectors.extend(list(e.values) for e in response.embeddings)
+    stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
+    for start in range(0, len(queries), 64):
+        response = stub.Embed(
+            embedder_pb2.EmbedRequest(texts=queries[start : start + 64],
+                                      kind=embedder_pb2.EMBED_KIND_QUERY),
+            timeout=300,
+        )
+        model = response.model_id
+        vectors.extend(list(e.values) for e in response.embeddings)
     return vectors, model
 
 
@@ -565,14 +572,14 @@ def main() -> None:
         conn = psycopg.connect(stack.dsn, autocommit=True)
         server = server_info(conn)
 
-        with grpc.insecure_channel(stack.endpoints["embedding"]) as channel:
+        with stack.dial("embedding") as channel:
             info = embedder_pb2_grpc.EmbedderServiceStub(channel).ModelInfo(
                 embedder_pb2.ModelInfoRequest(), timeout=10)
-        log(f"embedding {len(queries)} queries")
-        vectors, model = embed_queries(stack.endpoints["embedding"], queries)
+            log(f"embedding {len(queries)} queries")
+            vectors, model = embed_queries(channel, queries)
 
-        gateway = grpc.insecure_channel(stack.endpoints["gateway"])
-        vector = grpc.insecure_channel(stack.endpoints["vector"])
+        gateway = stack.dial()
+        vector = stack.dial("vector")
         try:
             memory_stub = memory_pb2_grpc.MemoryServiceStub(gateway)
             leg_stub = retriever_pb2_grpc.RetrieverServiceStub(vector)
@@ -650,8 +657,8 @@ def main() -> None:
             "leg_ef_search": leg_ef,
             "iterative_scan": iterative_scan,
             "analyze": args.analyze,
-            "service_env": {k: v for k, v in sorted(os.environ.items())
-                            if k.startswith("RECALLMESH_") and k != "RECALLMESH_DSN"},
+            "service_env": {k: v for k, v in sorted(recallmesh_env().items())
+                            if k != "RECALLMESH_DSN"},
         },
         "sizes": results,
         "stack_startup_s": startup_s,

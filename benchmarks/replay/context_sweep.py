@@ -160,7 +160,8 @@ def main() -> None:
     d.add_argument("--dataset", type=Path, required=True)
     d.add_argument("--out", type=Path, required=True)
     d.add_argument("--limit", type=int)
-    d.add_argument("--target", help="a running gateway instead of an own stack")
+    d.add_argument("--target", help="a running gateway instead of an own stack (its API key: "
+                   "RECALLMESH_API_KEY, else the local admin key file)")
     d.add_argument("--dsn", help="with --target: its Postgres (default RECALLMESH_DSN or the "
                    "embedded one)")
     d.add_argument("--skip-ingest", action="store_true",

@@ -4,7 +4,8 @@
       --out benchmarks/results/locomo/context_pool.json
 
 `dump` loads a dataset into its own stack (as the harness does; or, with `target` and `dsn`,
-into a running one, `skip_ingest` when it is already loaded there), then asks the gateway for
+into a running one, called with `api_key`: default RECALLMESH_API_KEY or the local admin key
+file; `skip_ingest` when it is already loaded there), then asks the gateway for
 every query's whole candidate pool: k=100 with `explain`, lexical (BM25 k1 0.9, b 0.4) +
 vector, context off, so each leg's top 100 comes back with its native scores. It also records,
 per memory, the memories stored next after / just before it under the gateway's own rules
@@ -35,6 +36,7 @@ from benchmarks.harness import metrics
 from benchmarks.harness.configs import CONFIGS
 from benchmarks.harness.data import load
 from benchmarks.harness.runner import gateway_legs, git_commit, ingest, settle
+from benchmarks.harness.script import dial_gateway
 from benchmarks.harness.stats import paired_bootstrap
 from recallmesh.api.filters import Filters
 from recallmesh.api.validation import MAX_BUDGET_MS
@@ -94,16 +96,19 @@ async def _stored_adjacency(dsn: str, namespaces: list[str], window_s: float,
 
 
 def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = None,
-         dsn: str | None = None, skip_ingest: bool = False, namespace_tag: str = "") -> None:
+         dsn: str | None = None, skip_ingest: bool = False, namespace_tag: str = "",
+         api_key: str | None = None) -> None:
     """Load the dataset into an own stack (or, with `target`, a running gateway whose Postgres
-    is `dsn`; `skip_ingest` when its namespaces are already loaded, `namespace_tag` as the
-    harness's) and dump every pool."""
+    is `dsn`, called with `api_key` (default: RECALLMESH_API_KEY or the local admin key file);
+    `skip_ingest` when its namespaces are already loaded, `namespace_tag` as the harness's)
+    and dump every pool."""
     ds = load(dataset_dir, limit)
     ds.namespace_tag = namespace_tag
     policy = RecallPolicy.from_env()
 
-    def pools(gateway: str, database: str, load_first: bool) -> tuple[dict, list, list, tuple]:
-        with grpc.insecure_channel(gateway) as channel:
+    def pools(connect: Callable[[], grpc.Channel], database: str,
+              load_first: bool) -> tuple[dict, list, list, tuple]:
+        with connect() as channel:
             stub = memory_pb2_grpc.MemoryServiceStub(channel)
             overrides = CONFIGS["hybrid_cc_bm25t"].overrides(gateway_legs(stub))
             ingest_info = {"skipped": True}
@@ -143,16 +148,15 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
         return ingest_info, queries, rows, adjacent
 
     if target is not None:
-        ingest_info, queries, rows, (after, before) = pools(target, dsn or resolve_dsn(),
-                                                            not skip_ingest)
+        ingest_info, queries, rows, (after, before) = pools(
+            lambda: dial_gateway(target, api_key), dsn or resolve_dsn(), not skip_ingest)
     else:
         with tempfile.TemporaryDirectory(prefix="recallmesh-context-") as tmp:
             stack = Stack(env={"RECALLMESH_DATA_DIR": tmp, "RECALLMESH_LEGS": ALL_LEGS,
                                **free_port_env()})
             stack.start()
             try:
-                ingest_info, queries, rows, (after, before) = pools(
-                    stack.endpoints["gateway"], stack.dsn, True)
+                ingest_info, queries, rows, (after, before) = pools(stack.dial, stack.dsn, True)
             finally:
                 stack.stop()
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,8 @@ from tests.unit.test_benchmark_harness import FIXTURE, LOG3
 @pytest.mark.integration
 def test_run_and_compare_end_to_end(gateway, stack, tmp_path):
     out = tmp_path / "out"
-    run(FIXTURE, ["lexical", "hybrid_rrf"], out, limit=None, target=stack.endpoints["gateway"])
+    run(FIXTURE, ["lexical", "hybrid_rrf"], out, limit=None, target=stack.endpoints["gateway"],
+        api_key=stack.api_key)
     lexical = json.loads((out / "lexical.json").read_text())
     # By hand: q1, q2, q3 find everything at rank 1 (q2's two relevant turns both match all
     # terms); q4 finds c2:1 first (AND) and c2:2 (OR), never c2:3 ("Lunch is at noon").
@@ -61,7 +62,7 @@ def test_run_and_compare_end_to_end(gateway, stack, tmp_path):
     # A second load of the same folder would store every memory twice: refused.
     with pytest.raises(SystemExit, match="already holds memories"):
         run(FIXTURE, ["lexical"], tmp_path / "again", limit=None,
-            target=stack.endpoints["gateway"])
+            target=stack.endpoints["gateway"], api_key=stack.api_key)
 
 
 @pytest.mark.integration
@@ -70,7 +71,7 @@ def test_peers_side_by_side(gateway, stack, tmp_path):
     out = tmp_path / "out"
     run(FIXTURE, ["peer_bm25", "peer_lancedb_fts", "peer_lancedb_hybrid"], out, limit=None,
         target=stack.endpoints["gateway"], dsn=stack.dsn, embedder=stack.endpoints["embedding"],
-        namespace_tag="peers")
+        namespace_tag="peers", api_key=stack.api_key, internal_token=stack.internal_token)
     bm25 = json.loads((out / "peer_bm25.json").read_text())
     ranked = {q["query_id"]: q["ranked_ids"] for q in bm25["queries"]}
     # BM25 is OR over stemmed terms: q1 "zebra carrots" ranks the turn with both terms first,

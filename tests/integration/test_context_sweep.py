@@ -82,9 +82,10 @@ def test_dump_against_a_running_stack_then_again_without_loading(stack, tmp_path
     from tests.unit.test_benchmark_harness import FIXTURE
 
     first, second = tmp_path / "first.json", tmp_path / "second.json"
-    dump(FIXTURE, first, None, stack.endpoints["gateway"], stack.dsn, namespace_tag="dump1")
+    dump(FIXTURE, first, None, stack.endpoints["gateway"], stack.dsn, namespace_tag="dump1",
+         api_key=stack.api_key)
     dump(FIXTURE, second, None, stack.endpoints["gateway"], stack.dsn, skip_ingest=True,
-         namespace_tag="dump1")
+         namespace_tag="dump1", api_key=stack.api_key)
     a, b = json.loads(first.read_text()), json.loads(second.read_text())
     assert a["ingest"]["memories"] > 0 and b["ingest"] == {"skipped": True}
     assert a["queries"] == b["queries"] and a["next"] == b["next"]

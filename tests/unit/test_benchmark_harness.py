@@ -192,3 +192,15 @@ def test_a_bound_clear_of_zero_never_prints_as_zero():
     assert fmt_interval(Interval(0.016, -0.0004, 0.033, 0.04)) == "+0.016 [-0.000, +0.033] (n.s.)"
     assert fmt_interval(Interval(0.0, 0.0, 0.0, 1.0)) == "+0.000 [+0.000, +0.000] (n.s.)"
     assert fmt_interval(Interval(0.1, 0.05, 0.2, 0.0)) == "+0.100 [+0.050, +0.200]"
+
+
+def test_reports_record_settings_but_never_credentials(monkeypatch):
+    from benchmarks.harness.script import recallmesh_env
+
+    monkeypatch.setenv("RECALLMESH_API_KEY", "rmk_secret")
+    monkeypatch.setenv("RECALLMESH_INTERNAL_TOKEN", "x" * 40)
+    monkeypatch.setenv("RECALLMESH_LEGS", "lexical")
+    monkeypatch.setenv("OTHER", "y")
+    env = recallmesh_env()
+    assert env["RECALLMESH_API_KEY"] == env["RECALLMESH_INTERNAL_TOKEN"] == "***"
+    assert env["RECALLMESH_LEGS"] == "lexical" and "OTHER" not in env
