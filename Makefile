@@ -12,7 +12,7 @@ STAMP   = $(VENV)/.installed-$(ORT)
 .PHONY: run test install models protos check-protos lint-protos lint deploy-tools deploy-check \
 	bench-recall-latency bench-embedding bench-model bench-vector bench-gateway bench-graph-latency \
 	bench-context-sweep bench-lever-replay bench-model-replay bench-concept-names bench-headline \
-	bench-bm25 bench-tls bench bench-all clean
+	bench-bm25 bench-security bench bench-all clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -191,9 +191,9 @@ bench-graph-latency: models
 	$(PY) -m benchmarks.performance.gateway_recall --legs lexical,vector,graph --concurrency 1 \
 		--hang-requests 0 --json benchmarks/results/gateway_recall_graph.json
 
-## Recall with TLS on every hop against plaintext, same memories, same run (issue 24's overhead goal).
-bench-tls: models
-	$(PY) -m benchmarks.performance.tls_overhead --json benchmarks/results/tls_overhead.json
+## Recall with authentication, and authentication + TLS on every hop, against plaintext without authentication: same memories, same run (issue 24).
+bench-security: models
+	$(PY) -m benchmarks.performance.security_overhead --json benchmarks/results/security_overhead.json
 
 ## Indexer throughput, vector-leg latency at 5k / 100k memories, HNSW recall@10 vs exact.
 bench-vector: models

@@ -1,18 +1,23 @@
-"""What TLS costs a recall: the same memories, the same questions, through a plaintext stack and
-a stack with TLS on every hop (the client to the gateway, mutual TLS from the gateway to the
-legs, the embedding and the fusion service), in one run.
+"""What authentication and TLS cost a recall: the same memories, the same questions, through
+three stacks in one run:
 
-  python -m benchmarks.performance.tls_overhead [--memories 1000] [--requests 400]
-                                                [--concurrency 1,32] [--rounds 2] [--json PATH]
+- `open`: plaintext, authentication off (RECALLMESH_AUTH=off): the baseline;
+- `auth`: plaintext, authentication on (an API key on every recall, the internal token on
+  every internal hop);
+- `auth+tls`: authentication on and TLS on every hop (the client to the gateway, mutual TLS from
+  the gateway to the legs, the embedding and the fusion service), what a production overlay runs.
 
-Both stacks serve one embedded Postgres (the plaintext stack's), so they rank the same rows;
-the memories are loaded once. Certificates come from recallmesh.platform.devcerts (a throwaway
-CA; ECDSA P-256). The stacks are measured alternately, `--rounds` times per concurrency level
-(the order flips each round), and each configuration's percentiles are the mean of its rounds',
-so drift on a shared machine falls on both; every round's p95 is printed too. Client-side
-latency, k=10, default budget. The goal (issue 24): under 1 ms and 5% added at p95.
-Authentication is on in both stacks: every recall carries the stack's local admin key
-(`Stack.dial`), so the difference between the two is TLS alone.
+  python -m benchmarks.performance.security_overhead [--memories 1000] [--requests 400]
+                                                     [--concurrency 1,32] [--rounds 2]
+                                                     [--json PATH]
+
+The stacks serve one embedded Postgres (the first stack's), so they rank the same rows; the
+memories are loaded once. Certificates come from recallmesh.platform.devcerts (a throwaway CA;
+ECDSA P-256). The stacks are measured in turn, `--rounds` times per concurrency level (the order
+rotates each round), and each configuration's percentiles are the mean of its rounds', so drift
+on a shared machine falls on all three; every round's p95 is printed too. Client-side latency,
+k=10, default budget, one long-lived channel per client (as a service's client would hold it).
+The goal (issue 24): under 1 ms and 5% added at p95.
 """
 
 from __future__ import annotations
@@ -55,21 +60,26 @@ def main() -> None:
         cert, key = make_cert(folder, ca, "recallmesh-service", "service")
         tls = {"RECALLMESH_TLS_CERT": str(cert), "RECALLMESH_TLS_KEY": str(key),
                "RECALLMESH_TLS_CA": str(folder / "ca.pem")}
-        plain = Stack(env={"RECALLMESH_DATA_DIR": str(folder / "plain"), **free_port_env()})
-        secured = None
+        stacks: dict[str, Stack] = {}
         try:
-            start_stack(plain)
-            secured = Stack(env={"RECALLMESH_DATA_DIR": str(folder / "tls"),
-                                 "RECALLMESH_DSN": plain.dsn, **free_port_env(), **tls})
-            start_stack(secured)
-            with plain.dial() as channel:
+            open_env = {"RECALLMESH_AUTH": "off"}
+            stacks["open"] = Stack(env={"RECALLMESH_DATA_DIR": str(folder / "open"),
+                                        **free_port_env(), **open_env})
+            start_stack(stacks["open"])
+            dsn = stacks["open"].dsn
+            for name, extra in (("auth", {}), ("auth+tls", tls)):
+                stacks[name] = Stack(env={"RECALLMESH_DATA_DIR": str(folder / name),
+                                          "RECALLMESH_DSN": dsn, **free_port_env(), **extra})
+                start_stack(stacks[name])
+            with stacks["open"].dial() as channel:
                 stub = memory_pb2_grpc.MemoryServiceStub(channel)
                 print(f"loading {len(texts)} memories ...", flush=True)
                 load(stub, texts)
-            # Stack.dial: plaintext, or TLS verified against the stack's CA (the gateway asks
-            # no client certificate: RECALLMESH_TLS_CLIENT_AUTH=internal).
-            configs = {"plaintext": plain.dial, "tls": secured.dial}
-            for connect in configs.values():  # warm-up, both
+            # Stack.dial: the stack's local admin key when authentication is on; TLS verified
+            # against the stack's CA when it is set (the gateway asks no client certificate:
+            # RECALLMESH_TLS_CLIENT_AUTH=internal).
+            configs = {name: stack.dial for name, stack in stacks.items()}
+            for connect in configs.values():  # warm-up, every stack
                 with connect() as ch:
                     warm = memory_pb2_grpc.MemoryServiceStub(ch)
                     for q in queries[:30]:
@@ -79,7 +89,8 @@ def main() -> None:
             for level in args.concurrency:
                 pooled: dict[str, list[dict]] = {name: [] for name in configs}
                 for round_ in range(args.rounds):
-                    order = list(configs) if round_ % 2 == 0 else list(reversed(configs))
+                    names = list(configs)
+                    order = names[round_ % len(names):] + names[:round_ % len(names)]
                     for name in order:
                         print(f"concurrency {level}, round {round_ + 1}: {name} ...", flush=True)
                         pooled[name].append(run_load(configs[name], queries, args.requests,
@@ -87,10 +98,12 @@ def main() -> None:
                 for name, runs in pooled.items():
                     rows.append(summary(name, level, runs))
         finally:
-            for stack in (secured, plain):
-                if stack is not None:
-                    stack.stop()
+            for stack in reversed(stacks.values()):
+                stack.stop()
     report(rows, args)
+
+
+BASELINE = "open"
 
 
 def summary(name: str, level: int, runs: list[dict]) -> dict:
@@ -113,7 +126,7 @@ def report(rows: list[dict], args: argparse.Namespace) -> None:
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for row in rows:
         base = next(r for r in rows if r["concurrency"] == row["concurrency"]
-                    and r["config"] == "plaintext")
+                    and r["config"] == BASELINE)
         d50, d95 = row["p50_ms"] - base["p50_ms"], row["p95_ms"] - base["p95_ms"]
         delta = ("" if row is base else
                  f"{d50:+.2f} ms ({d50 / base['p50_ms']:+.1%}) | "
