@@ -12,7 +12,7 @@ STAMP   = $(VENV)/.installed-$(ORT)
 .PHONY: run test install models protos check-protos lint-protos lint deploy-tools deploy-check \
 	bench-recall-latency bench-embedding bench-model bench-vector bench-gateway bench-graph-latency \
 	bench-context-sweep bench-lever-replay bench-model-replay bench-concept-names bench-headline \
-	bench-bm25 bench-security bench bench-all clean
+	bench-bm25 bench-security bench-rls bench bench-all clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -194,6 +194,13 @@ bench-graph-latency: models
 ## Recall with authentication, and authentication + TLS on every hop, against plaintext without authentication: same memories, same run (issue 24).
 bench-security: models
 	$(PY) -m benchmarks.performance.security_overhead --json benchmarks/results/security_overhead.json
+
+## Row-level security keyed on the namespace vs today: the legs' own SQL on a throwaway Postgres,
+## 20 namespaces x 2,000 memories, alternating rounds, plans checked (issue 24)
+## -> benchmarks/reports/rls-cost.md and rls-cost.json.
+bench-rls: models
+	$(PY) -m benchmarks.performance.rls_cost --report benchmarks/reports/rls-cost.md \
+		--json benchmarks/reports/rls-cost.json
 
 ## Indexer throughput, vector-leg latency at 5k / 100k memories, HNSW recall@10 vs exact.
 bench-vector: models
