@@ -193,7 +193,8 @@ bench-graph-latency: models
 
 ## Recall with authentication, and authentication + TLS on every hop, against plaintext without authentication: same memories, same run (issue 24).
 bench-security: models
-	$(PY) -m benchmarks.performance.security_overhead --json benchmarks/results/security_overhead.json
+	$(PY) -m benchmarks.performance.security_overhead --rounds 3 --json benchmarks/results/security_overhead.json \
+		--report benchmarks/reports/security-overhead.md
 
 ## Row-level security keyed on the namespace vs today: the legs' own SQL on a throwaway Postgres,
 ## 20 namespaces x 2,000 memories, alternating rounds, plans checked (issue 24)
