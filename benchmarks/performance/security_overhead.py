@@ -139,6 +139,12 @@ def report(rows: list[dict], args: argparse.Namespace) -> None:
         lines.append(f"| {row['concurrency']} | {row['config']} | {row['recalls_per_s']:.1f} | "
                      f"{row['p50_ms']:.2f} | {row['p95_ms']:.2f} | {row['p99_ms']:.2f} | "
                      f"{delta or '— | —'} | {row['degraded']} | {row['rounds_p95_ms']} |")
+    saturated = sorted({r["concurrency"] for r in rows if r["degraded"] > r["requests"] / 2})
+    if saturated:
+        lines += ["", f"At concurrency {', '.join(map(str, saturated))} more than half the "
+                  "answers were degraded: the machine is past its capacity, legs miss the "
+                  "recall budget, and the percentiles there measure an overloaded machine more "
+                  "than the configurations."]
     print("\n" + "\n".join(lines) + f"\n\nmachine: {machine_info()}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
