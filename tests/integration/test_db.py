@@ -12,6 +12,7 @@ import pytest
 
 from recallmesh.platform.db import NoDatabase, redact, resolve_dsn, running_embedded_dsn
 from recallmesh.platform.supervisor import free_port
+from tests.helpers import INTERNAL_TOKEN
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +41,8 @@ def test_never_starts_a_server_it_would_leak(monkeypatch, tmp_path: Path):
 
 def test_service_without_database_exits_with_a_clear_message(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if k != "RECALLMESH_DSN"}
-    env.update(RECALLMESH_DATA_DIR=str(tmp_path), RECALLMESH_LEXICAL_PORT=str(free_port()),
+    env.update(RECALLMESH_DATA_DIR=str(tmp_path), RECALLMESH_INTERNAL_TOKEN=INTERNAL_TOKEN,
+               RECALLMESH_LEXICAL_PORT=str(free_port()),
                RECALLMESH_LEXICAL_METRICS_PORT="0")
     result = subprocess.run([sys.executable, "-m", "recallmesh.legs.lexical"], env=env,
                             capture_output=True, text=True, timeout=60)
