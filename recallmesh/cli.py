@@ -582,10 +582,33 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
+_EVENT_STYLES = {"exited": "yellow", "slow": "yellow", "serving": "green", "given_up": "bold red"}
+
+
+def _print_stack_event(event: Any) -> None:
+    """One line per exit, restart and give-up of a service under `up`, with the last lines
+    of its log (also in <data dir>/logs/supervisor.log)."""
+    err_console.print(event.message, style=_EVENT_STYLES.get(event.kind, ""), markup=False,
+                      highlight=False, soft_wrap=True)
+    for line in event.log_tail.splitlines():
+        err_console.print(f"  | {line}", style="dim", markup=False, highlight=False,
+                          soft_wrap=True)
+    if event.kind == "given_up" and event.service != "gateway":
+        err_console.print("the other services keep serving (recalls without it are degraded); "
+                          "fix it and restart `recallmesh up`", style="red", markup=False,
+                          highlight=False, soft_wrap=True)
+
+
 def cmd_up(args: argparse.Namespace) -> int:
-    from recallmesh.platform.supervisor import Stack, StackError
+    from recallmesh.platform.config import ConfigError
+    from recallmesh.platform.supervisor import RestartPolicy, Stack, StackError
 
     started = time.monotonic()
+    try:
+        policy = RestartPolicy.from_env()
+    except ConfigError as exc:
+        err_console.print(f"[red]recallmesh up failed:[/] bad configuration: {exc}")
+        return 1
     stack = Stack()
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -595,7 +618,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     except StackError as exc:
         err_console.print(f"[red]recallmesh up failed:[/] {exc}")
         return 1
+    watcher = None
     try:
+        # From here on a service that exits is restarted (RestartPolicy: backoff, crash-loop
+        # limit) while the others keep serving.
+        watcher = stack.watch(policy, on_event=_print_stack_event)
         elapsed = time.monotonic() - started
         table = Table(title=f"recallmesh is up ({elapsed:.1f}s)")
         table.add_column("service")
@@ -621,12 +648,16 @@ def cmd_up(args: argparse.Namespace) -> int:
                 err_console.print(f"[yellow]demo memories not loaded:[/] {what}")
         console.print("\nserving; press Ctrl-C to stop")
         while not stop.wait(0.5):
-            dead = stack.check_alive()
-            if dead:
-                err_console.print(f"[red]service(s) exited unexpectedly: {', '.join(dead)}[/]")
+            if "gateway" in watcher.given_up:  # nothing answers clients any more
+                err_console.print("[red]the gateway is given up; stopping the stack[/]")
                 return 1
         return 0
     finally:
+        if watcher is not None and (watcher.restarts or watcher.given_up):
+            counts = ", ".join(f"{name} {n}" for name, n in sorted(watcher.restarts.items()))
+            gone = ", ".join(watcher.given_up)
+            console.print(f"restarts while serving: {counts or 'none'}"
+                          + (f"; given up: {gone}" if gone else ""))
         console.print("stopping...")
         stack.stop()
         console.print("stopped")
