@@ -4,6 +4,7 @@
   recallmesh migrate                apply database migrations (and size the vector column)
   recallmesh fetch-model [NAME]     fetch an embedding model into the model cache
   recallmesh reembed --manifest M [--switch]   change the embedding model (docs/operations.md)
+  recallmesh jobs list|retry|drop   embedding jobs parked after repeated failures of their text
   recallmesh store / recall / get / delete / import   client commands against the gateway
 
 Client commands use --target (env RECALLMESH_TARGET, default localhost:50051).
@@ -462,6 +463,76 @@ def cmd_reembed(args: argparse.Namespace) -> int:
             stack.stop()
 
 
+def _memory_ids(values: list[str]) -> list[str]:
+    import uuid
+
+    ids = []
+    for value in values:
+        try:
+            ids.append(str(uuid.UUID(value)))
+        except ValueError:
+            raise InputError(f"not a memory id (a UUID): {value!r}") from None
+    return ids
+
+
+def _jobs_targets(args: argparse.Namespace) -> list[str] | None:
+    """The memory ids a `jobs retry|drop` names, or None for --all."""
+    if args.all == bool(args.ids):
+        raise InputError("name memory ids or --all (not both)")
+    if args.namespace and not args.all:
+        raise InputError("--namespace goes with --all")
+    return None if args.all else _memory_ids(args.ids)
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    import psycopg
+
+    from recallmesh.indexer import jobs
+
+    targets = None if args.jobs_command == "list" else _jobs_targets(args)
+    dsn, stack = _database_dsn()
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            if args.jobs_command == "list":
+                return _print_parked(jobs.list_parked(conn, args.namespace, args.limit),
+                                     jobs.count_parked(conn, args.namespace), args.json)
+            act = jobs.retry if args.jobs_command == "retry" else jobs.drop
+            try:
+                done = act(conn, targets, args.namespace)
+            except jobs.NotParked as exc:
+                raise InputError(f"{exc}; nothing changed") from None
+    except psycopg.Error as exc:
+        raise InputError(f"database: {exc}") from None
+    finally:
+        if stack is not None:
+            stack.stop()
+    if args.jobs_command == "retry":
+        console.print(f"{len(done)} parked job(s) re-queued; the indexer embeds them now")
+    else:
+        console.print(f"{len(done)} parked job(s) dropped; those memories stay without a "
+                      "vector (found lexically only) until their content changes")
+    return 0
+
+
+def _print_parked(parked: list[Any], total: int, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps([{
+            "memory_id": j.memory_id, "namespace": j.namespace, "failures": j.failures,
+            "attempts": j.attempts, "enqueued_at": j.enqueued_at.isoformat(),
+            "parked_at": j.parked_at.isoformat(), "last_error": j.last_error,
+        } for j in parked], indent=2))
+        return 0
+    shown = "" if total == len(parked) else f" (showing {len(parked)})"
+    table = Table(title=f"{total} parked embedding jobs{shown}")
+    for column in ("memory id", "namespace", "failures", "parked at", "last error"):
+        table.add_column(column, overflow="fold")
+    for j in parked:
+        table.add_row(j.memory_id, j.namespace, str(j.failures),
+                      j.parked_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ"), j.last_error)
+    console.print(table)
+    return 0
+
+
 def _load_demo(stack: Any) -> None:
     import psycopg
 
@@ -703,6 +774,24 @@ def build_parser() -> argparse.ArgumentParser:
                           help="make the re-embedded vectors live (after a reembed run)")
     re_embed.add_argument("--batch-size", type=int, default=64)
     re_embed.set_defaults(func=cmd_reembed)
+
+    jobs = sub.add_parser("jobs", help="embedding jobs parked after repeated failures of their "
+                          "own text: list, retry, drop (straight SQL on RECALLMESH_DSN)")
+    jobs_sub = jobs.add_subparsers(dest="jobs_command", required=True)
+    list_jobs = jobs_sub.add_parser("list", help="list parked jobs, oldest first")
+    list_jobs.add_argument("--namespace", "-n", help="only this namespace")
+    list_jobs.add_argument("--limit", type=int, default=100, help="at most this many (100)")
+    list_jobs.add_argument("--json", action="store_true")
+    list_jobs.set_defaults(func=cmd_jobs)
+    for name, help_text in (
+        ("retry", "re-queue parked jobs (e.g. after fixing the embedding service)"),
+        ("drop", "delete parked jobs: their memories stay lexical-only"),
+    ):
+        p = jobs_sub.add_parser(name, help=help_text)
+        p.add_argument("ids", nargs="*", metavar="MEMORY_ID")
+        p.add_argument("--all", action="store_true", help="every parked job")
+        p.add_argument("--namespace", "-n", help="with --all: only this namespace")
+        p.set_defaults(func=cmd_jobs)
 
     def client(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)

@@ -6,6 +6,11 @@ runs the model once per text kind in a single background thread (onnxruntime
 uses its own intra-op threads). While a batch runs, new requests queue and
 are coalesced into the next one, so under load batches grow by themselves and
 an idle service adds at most `max_wait_s` to a lone request.
+
+A failed model run fails no caller for another caller's text: when a run that
+coalesced several requests fails, each of them is run again on its own, and
+only the requests whose own run fails get the error (a poison text, e.g. one
+the model cannot handle, then fails its own caller only).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import numpy as np
 from prometheus_client import Histogram
 
 from recallmesh.embedding.core import Embedded
+from recallmesh.platform.errors import Unavailable
 
 BATCH_TEXTS = Histogram(
     "recallmesh_embedding_batch_texts",
@@ -32,6 +38,13 @@ REQUEST_SECONDS = Histogram(
     ["kind"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
+
+
+class Stopping(Unavailable, RuntimeError):
+    """The service is stopping: UNAVAILABLE to the caller (retry elsewhere or later)."""
+
+    def __init__(self) -> None:
+        super().__init__("embedding service is stopping")
 
 
 @dataclass
@@ -70,7 +83,7 @@ class MicroBatcher:
                 await self._worker
             except asyncio.CancelledError:
                 pass
-        stopping = RuntimeError("embedding service is stopping")
+        stopping = Stopping()
         waiting = list(self._in_flight)
         while not self._queue.empty():
             waiting.append(self._queue.get_nowait())
@@ -83,7 +96,7 @@ class MicroBatcher:
 
     async def embed(self, texts: list[str], kind: str) -> Embedded:
         if self._closed:
-            raise RuntimeError("embedding service is stopping")
+            raise Stopping()
         future = asyncio.get_running_loop().create_future()
         item = _Pending(list(texts), kind, future)
         self._queue.put_nowait(item)
@@ -128,18 +141,35 @@ class MicroBatcher:
                 self._in_flight = []
                 continue
             for p, result in zip(batch, results, strict=True):
-                if not p.future.done():
+                if p.future.done():
+                    continue
+                if isinstance(result, Exception):
+                    p.future.set_exception(result)
+                else:
                     p.future.set_result(result)
             self._in_flight = []
 
-    def _embed_batch(self, batch: list[_Pending]) -> list[Embedded]:
-        """Runs in the worker thread: one model call per kind, split back per request."""
-        results: list[Embedded | None] = [None] * len(batch)
+    def _embed_batch(self, batch: list[_Pending]) -> list[Embedded | Exception]:
+        """Runs in the worker thread: one model call per kind, split back per request. If a
+        call that served several requests fails, each request is run alone: only those whose
+        own texts fail get an exception (in their place of the list)."""
+        results: list[Embedded | Exception | None] = [None] * len(batch)
         for kind in sorted({p.kind for p in batch}):
             members = [i for i, p in enumerate(batch) if p.kind == kind]
             texts = [t for i in members for t in batch[i].texts]
             BATCH_TEXTS.observe(len(texts))
-            embedded = self._embed(texts, kind)
+            try:
+                embedded = self._embed(texts, kind)
+            except Exception as exc:
+                if len(members) == 1:
+                    results[members[0]] = exc
+                    continue
+                for i in members:  # isolate the request(s) the failure belongs to
+                    try:
+                        results[i] = self._embed(batch[i].texts, kind)
+                    except Exception as own:
+                        results[i] = own
+                continue
             offset = 0
             for i in members:
                 n = len(batch[i].texts)

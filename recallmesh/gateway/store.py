@@ -255,22 +255,34 @@ class MemoryStore:
                 raise InvalidArgument("valid_from must not be after valid_to")  # rolls back
         return stored
 
-    async def pending_index(self, memory_ids: list[str]) -> int:
-        """How many of memory_ids still wait for their vector."""
+    async def index_jobs(self, memory_ids: list[str]) -> tuple[int, int]:
+        """Embedding jobs of memory_ids: (waiting, parked). A parked job (its text failed the
+        embedding RECALLMESH_INDEXER_MAX_ATTEMPTS times) is not retried until an operator
+        runs `recallmesh jobs retry`: its memory is found lexically only."""
         async with self.pool.connection() as conn:
             cur = await conn.execute(
-                "SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
+                "SELECT count(*) FILTER (WHERE parked_at IS NULL), "
+                "count(*) FILTER (WHERE parked_at IS NOT NULL) "
+                "FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
                 (memory_ids,),
             )
-            return int((await cur.fetchone())[0])
+            waiting, parked = await cur.fetchone()
+            return int(waiting), int(parked)
+
+    async def pending_index(self, memory_ids: list[str]) -> int:
+        """How many of memory_ids lack their vector and still have a job (parked included)."""
+        return sum(await self.index_jobs(memory_ids))
 
     async def wait_indexed(self, memory_ids: list[str], timeout_s: float) -> bool:
-        """Poll until no job is left for memory_ids (True) or timeout_s passes (False)."""
+        """Poll until no job is left to try for memory_ids, or timeout_s passes. True when no
+        job is left at all; False after the timeout, or at once when the only jobs left are
+        parked (no wait could end them)."""
         deadline = time.monotonic() + timeout_s
         delay = 0.01
         while True:
-            if await self.pending_index(memory_ids) == 0:
-                return True
+            waiting, parked = await self.index_jobs(memory_ids)
+            if waiting == 0:
+                return parked == 0
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False

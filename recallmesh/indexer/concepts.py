@@ -106,9 +106,12 @@ class ConceptWriter:
         if new:
             names = sorted({a for _, a in new})
             embedded = await embed(names)
-            by_name = dict(zip(names, np.asarray(embedded.vectors, dtype=np.float32),
-                               strict=True))
-            prepared.new_vectors = {key: by_name[key[1]] for key in new}
+            # A name the embedding service failed on alone has no vector (None): its concept
+            # is created unembedded, as when the extractor's form cannot be merged.
+            by_name = {name: np.asarray(vector, dtype=np.float32)
+                       for name, vector in zip(names, embedded.vectors, strict=True)
+                       if vector is not None}
+            prepared.new_vectors = {key: by_name[key[1]] for key in new if key[1] in by_name}
             prepared.model_id = embedded.model_id
         return prepared
 

@@ -51,8 +51,9 @@ class IndexerApp:
         max_texts: list[int] = []  # learnt from ModelInfo; forgotten after a failed batch
 
         async def embed_documents(texts: list[str]) -> Embeddings:
-            """Embed a claimed batch in calls the embedding service accepts, all within
-            embed_timeout_s (the claim's lease is twice that)."""
+            """Embed texts in calls the embedding service accepts, all within
+            embed_timeout_s (the claim's lease is twice that; a batch split after a failure
+            shares one such budget across its calls, see Indexer.embed_budget_s)."""
             deadline = time.monotonic() + settings.embed_timeout_s
 
             def remaining() -> float:
@@ -87,7 +88,10 @@ class IndexerApp:
             embed_documents,
             batch_size=settings.batch_size,
             lease_s=settings.embed_timeout_s * 2,
+            embed_budget_s=settings.embed_timeout_s,
+            base_backoff_s=settings.base_backoff_s,
             max_backoff_s=settings.max_backoff_s,
+            max_attempts=settings.max_attempts,
             concepts=(None if extractor.name == "none"
                       else ConceptWriter(extractor, settings.concept_merge_threshold)),
         )
@@ -99,6 +103,7 @@ class IndexerApp:
                 run_sweeper(self.pool, self.stop_event, settings.expiry_sweep_s))
         log.info("indexer started", extra={"embedding_target": settings.embedding_target,
                                            "batch_size": settings.batch_size,
+                                           "max_attempts": settings.max_attempts,
                                            "expiry_sweep_s": settings.expiry_sweep_s})
 
     async def _listen(self) -> psycopg.AsyncConnection:

@@ -453,6 +453,9 @@ class IndexerSettings:
     concept_extractor: str = "spacy"  # "none" switches concept extraction off
     concept_merge_threshold: float = DEFAULT_CONCEPT_MERGE_THRESHOLD
     expiry_sweep_s: float = 60.0  # how often expired memories are purged; 0 switches it off
+    # A job whose own text failed this many times is parked (not retried any more).
+    max_attempts: int = 5
+    base_backoff_s: float = 0.5  # first retry delay of a failed job (and of the loop)
 
     @classmethod
     def from_env(cls) -> IndexerSettings:
@@ -473,6 +476,8 @@ class IndexerSettings:
                                               DEFAULT_CONCEPT_MERGE_THRESHOLD,
                                               minimum=0.0),
             expiry_sweep_s=env_float("RECALLMESH_EXPIRY_SWEEP_S", 60.0, minimum=0.0),
+            max_attempts=env_int("RECALLMESH_INDEXER_MAX_ATTEMPTS", 5, minimum=1),
+            base_backoff_s=env_float("RECALLMESH_INDEXER_BASE_BACKOFF_S", 0.5, minimum=0.01),
         )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import psycopg
 import pytest
+from prometheus_client import REGISTRY
 from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.indexer.core import Indexer
@@ -210,3 +211,110 @@ async def test_vectors_of_another_model_are_refused(pool, db, ns):
     assert "not-the-live-model" in result.error
     has_vector, _, attempts, error = state(db, memory_id)
     assert not has_vector and attempts == 1 and "not-the-live-model" in error
+
+
+# ----------------------------------------------------------------- poison jobs
+
+
+class PoisonEmbedder(ScriptedEmbedder):
+    """Fails (like a model that cannot handle a text) any call with a text containing POISON."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[list[str]] = []
+
+    async def __call__(self, texts: list[str]) -> Embeddings:
+        self.calls.append(list(texts))
+        if any("POISON" in t for t in texts):
+            raise RuntimeError("the model failed on an input")
+        return await super().__call__(texts)
+
+
+def job(db, memory_id):
+    return db.execute(
+        "SELECT attempts, failures, parked_at IS NOT NULL, last_error, "
+        "next_attempt_at = 'infinity' FROM embedding_jobs WHERE memory_id = %s",
+        (memory_id,)).fetchone()
+
+
+def make_due(db, ids):
+    db.execute("UPDATE embedding_jobs SET next_attempt_at = clock_timestamp() "
+               "WHERE memory_id = ANY(%s::uuid[]) AND parked_at IS NULL", (ids,))
+
+
+async def test_a_poison_text_is_split_off_retried_and_parked(pool, db, ns):
+    good = [insert(db, ns, f"an ordinary note number {i}") for i in range(9)]
+    bad = insert(db, ns, "a POISON note the model cannot embed")
+    embedder = PoisonEmbedder()
+    indexer = Indexer(pool, embedder, batch_size=500, base_backoff_s=30, max_backoff_s=60,
+                      max_attempts=3)
+    result = await indexer.run_once()
+    # The rest of the batch is embedded in the same round; the poison one failed alone.
+    assert all(state(db, i)[:2] == (True, LIVE_MODEL) for i in good)
+    assert result.poisoned == 1 and result.parked == 0 and not result.error
+    assert any("a POISON note the model cannot embed" in c and len(c) > 1
+               for c in embedder.calls)  # it was batched with others first
+    assert ["a POISON note the model cannot embed"] in embedder.calls  # then alone
+    attempts, failures, parked, error, _ = job(db, bad)
+    assert (attempts, failures, parked) == (1, 1, False) and "failed on an input" in error
+    due_later = db.execute("SELECT next_attempt_at > clock_timestamp() + interval '20 seconds' "
+                           "FROM embedding_jobs WHERE memory_id = %s", (bad,)).fetchone()[0]
+    assert due_later  # its own backoff
+    for _ in range(2):
+        make_due(db, [bad])
+        result = await indexer.run_once()
+    attempts, failures, parked, error, never_due = job(db, bad)
+    assert (attempts, failures, parked, never_due) == (3, 3, True, True)
+    assert "failed on an input" in error and result.parked == 1
+    # Parked: never claimed again, not pending, counted apart.
+    make_due(db, [bad])
+    embedder.calls.clear()
+    await indexer.run_once()
+    assert not any("POISON" in t for c in embedder.calls for t in c)
+    waiting = db.execute("SELECT count(*) FROM embedding_jobs WHERE parked_at IS NULL "
+                         "AND memory_id = %s", (bad,)).fetchone()[0]
+    assert waiting == 0
+    await indexer.pending()
+    assert REGISTRY.get_sample_value("recallmesh_indexer_parked_jobs") >= 1
+    # An edit gives it a fresh start (new content, new job).
+    db.execute("UPDATE memories SET content = 'a fixed note' WHERE id = %s", (bad,))
+    assert job(db, bad)[:3] == (0, 0, False)
+    await drain(indexer, [bad], db)
+    assert state(db, bad)[:2] == (True, LIVE_MODEL)
+
+
+async def test_a_service_that_fails_every_text_parks_nothing(pool, db, ns):
+    """INTERNAL-like failures for every text (the probe too) are an outage: backoff only."""
+    ids = [insert(db, ns, f"note during a broken model {i}") for i in range(4)]
+    indexer = Indexer(pool, ScriptedEmbedder(fail=RuntimeError("session broken")),
+                      batch_size=500, base_backoff_s=0.01, max_backoff_s=0.01, max_attempts=2)
+    for _ in range(4):
+        make_due(db, ids)
+        result = await indexer.run_once()
+        assert "session broken" in result.error and result.poisoned == 0
+    assert all(job(db, i)[1:3] == (0, False) for i in ids)
+    assert all(job(db, i)[0] >= 4 for i in ids)
+
+
+async def test_parked_jobs_list_retry_and_drop(pool, db, ns, own_dsn):
+    from recallmesh.indexer import jobs
+
+    a = insert(db, ns, "POISON alpha")
+    b = insert(db, ns, "POISON beta")
+    ok = insert(db, ns, "not parked")
+    indexer = Indexer(pool, PoisonEmbedder(), batch_size=500, base_backoff_s=0.01,
+                      max_backoff_s=0.01, max_attempts=1)
+    await drain(indexer, [a, b, ok], db)
+    listed = jobs.list_parked(db, ns)
+    assert {j.memory_id for j in listed} == {a, b}
+    assert all(j.namespace == ns and j.failures == 1 and "failed on an input" in j.last_error
+               for j in listed)
+    assert jobs.count_parked(db, ns) == 2
+    with pytest.raises(jobs.NotParked, match=ok):
+        jobs.retry(db, [a, ok])
+    assert jobs.count_parked(db, ns) == 2  # all or nothing
+    assert jobs.retry(db, [a]) == [a]
+    assert job(db, a)[:3] == (0, 0, False)
+    assert jobs.drop(db, None, ns) == [b]
+    assert job(db, b) is None and state(db, b)[:2] == (False, None)
+    assert jobs.list_parked(db, ns) == []

@@ -213,6 +213,52 @@ async def test_a_model_failure_reaches_every_waiting_caller():
         await batcher.close()
 
 
+class PoisonableModel(CountingModel):
+    """Fails every run that contains a text with POISON (a text the model cannot handle)."""
+
+    def __call__(self, texts: list[str], kind: str) -> Embedded:
+        if any("POISON" in t for t in texts):
+            self.calls.append(list(texts))
+            raise RuntimeError("the model failed on an input")
+        return super().__call__(texts, kind)  # records the call
+
+
+async def test_a_failing_text_fails_its_own_caller_only():
+    """Callers batched with a poison text get their vectors; only the poison's caller fails."""
+    model = PoisonableModel(delay_s=0.0)
+    batcher = MicroBatcher(model, max_batch=64, max_wait_s=0.05)
+    batcher.start()
+    try:
+        requests = [["tenant a, first", "tenant a, second"], ["tenant b POISON text"],
+                    ["tenant c"], ["tenant d", "tenant d again"]]
+        results = await asyncio.gather(*(batcher.embed(t, "document") for t in requests),
+                                       return_exceptions=True)
+        # ...and the next batch is not affected.
+        after = await batcher.embed(["later text"], "document")
+    finally:
+        await batcher.close()
+    assert isinstance(results[1], RuntimeError) and "failed on an input" in str(results[1])
+    for texts, result in zip(requests, results, strict=True):
+        if texts is not requests[1]:
+            assert result.vectors[:, 0].tolist() == [len(t) for t in texts]
+    assert after.vectors[0, 0] == len("later text")
+    # They shared one model run first (the one that failed), then each ran alone.
+    assert model.calls[0] == [t for r in requests for t in r]
+    assert sorted(map(tuple, model.calls[1:5])) == sorted(map(tuple, requests))
+
+
+async def test_stopping_is_unavailable():
+    """A caller refused because the service stops gets UNAVAILABLE (retry), not INTERNAL."""
+    from recallmesh.platform.errors import Unavailable
+
+    batcher = MicroBatcher(CountingModel(), max_batch=1, max_wait_s=0.0)
+    batcher.start()
+    await batcher.close()
+    with pytest.raises(Unavailable, match="stopping") as caught:
+        await batcher.embed(["late"], "query")
+    assert caught.value.code == "UNAVAILABLE" and isinstance(caught.value, RuntimeError)
+
+
 async def test_close_answers_every_waiting_caller():
     model = CountingModel(delay_s=0.3)
     batcher = MicroBatcher(model, max_batch=1, max_wait_s=0.0)
