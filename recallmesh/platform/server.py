@@ -123,7 +123,8 @@ KEEPALIVE_TIME_MS = 30_000
 
 def client_options(service: str) -> list[tuple[str, object]]:
     """Options of a long-lived channel to an internal service: fast reconnect, keepalive,
-    transparent retries of UNAVAILABLE (the calls are idempotent) within the deadline, and
+    transparent retries of UNAVAILABLE (the calls are idempotent) within the deadline and
+    throttled while most calls fail, and
     round_robin over every address the target resolves to (a headless Service's DNS name:
     each replica gets its share of the calls)."""
     service_config = {
@@ -137,7 +138,11 @@ def client_options(service: str) -> list[tuple[str, object]]:
                 "backoffMultiplier": 2,
                 "retryableStatusCodes": ["UNAVAILABLE"],
             },
-        }]
+        }],
+        # Retries stop while most calls fail (a peer overloaded or its database away): each
+        # failure costs a token, each success gives back 0.1, and no call is retried while
+        # fewer than half the 10 tokens are left. Retries then cannot multiply the load.
+        "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1},
     }
     return [
         *grpc_options(),

@@ -15,6 +15,7 @@ import psycopg
 import psycopg_pool
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from prometheus_client import REGISTRY
 
 from recallmesh.platform.db import time_left
 from recallmesh.platform.errors import Unavailable
@@ -22,7 +23,6 @@ from recallmesh.platform.telemetry import (
     PUSHBACK_KEY,
     PUSHBACK_MAX_MS,
     PUSHBACK_MIN_MS,
-    SHED,
     ServerInterceptor,
 )
 
@@ -69,7 +69,8 @@ def call(channel: Any, method: str) -> Any:
 
 
 def shed(reason: str, method: str = "Slow") -> float:
-    return SHED.labels(SERVICE, method, reason)._value.get()
+    labels = {"grpc_service": SERVICE, "grpc_method": method, "reason": reason}
+    return REGISTRY.get_sample_value("recallmesh_shed_total", labels) or 0.0
 
 
 async def test_calls_beyond_the_limit_are_refused_at_once_with_a_pushback_hint(served_factory):

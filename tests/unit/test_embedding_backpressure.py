@@ -10,10 +10,15 @@ import time
 
 import numpy as np
 import pytest
+from prometheus_client import REGISTRY
 
-from recallmesh.embedding.batching import EXPIRED, MicroBatcher
+from recallmesh.embedding.batching import MicroBatcher
 from recallmesh.embedding.core import Embedded
 from recallmesh.platform.errors import DeadlineExceeded, ResourceExhausted
+
+
+def expired() -> float:
+    return REGISTRY.get_sample_value("recallmesh_embedding_expired_total") or 0.0
 
 
 class GatedModel:
@@ -79,7 +84,7 @@ async def test_a_request_whose_deadline_passed_while_queued_is_dropped_not_embed
     model = GatedModel()
     batcher = MicroBatcher(model, max_batch=8, max_wait_s=0.0, max_queue_texts=64)
     batcher.start()
-    before = EXPIRED._value.get()
+    before = expired()
     try:
         first = await busy(batcher, model)
         late = asyncio.ensure_future(batcher.embed(["too late"], "query", timeout_s=0.05))
@@ -95,4 +100,4 @@ async def test_a_request_whose_deadline_passed_while_queued_is_dropped_not_embed
         await batcher.close()
     assert "too late" not in model.embedded
     assert "in time" in model.embedded
-    assert EXPIRED._value.get() - before == 1
+    assert expired() - before == 1
