@@ -166,4 +166,4 @@ async def test_the_calls_deadline_bounds_its_database_waits(served_factory):
     _, channel = await served_factory(ServerInterceptor(), Left=left)
     assert await call(channel, "Left")(b"") == b"None"
     seconds = float(await call(channel, "Left")(b"", timeout=3))
-    assert 2.0 < seconds <= 3.0
+    assert 2.0 < seconds <= 3.1  # (gRPC reads its deadline off another clock)
