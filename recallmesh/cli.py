@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -30,7 +31,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from recallmesh.api.validation import SORT_BY_VALUES
+from recallmesh.api.validation import MAX_INDEX_WAIT_MS, MAX_REQUEST_BYTES, SORT_BY_VALUES
 from recallmesh.models.manifest import DEFAULT_MODEL
 from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
 
@@ -145,6 +146,23 @@ def read_jsonl(path: Path | Traversable) -> list[Any]:
     return memories
 
 
+def batches(records: list[Any], batch_size: int,
+            max_bytes: int = MAX_REQUEST_BYTES - 64 * 1024) -> Iterator[list[Any]]:
+    """`records` ((line, Memory) pairs) in order, at most batch_size a batch and at most
+    max_bytes of memories a request (the gateway takes MAX_REQUEST_BYTES at most)."""
+    chunk: list[Any] = []
+    size = 0
+    for record in records:
+        n = record[1].ByteSize() + 8  # the field's tag and length
+        if chunk and (len(chunk) >= batch_size or size + n > max_bytes):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(record)
+        size += n
+    if chunk:
+        yield chunk
+
+
 def import_memories(stub: Any, namespace: str, records: list[Any], batch_size: int,
                     show_progress: bool = True, wait_index: bool = False) -> list[str]:
     """Store records in batches; with wait_index each batch returns once it is embedded."""
@@ -153,14 +171,13 @@ def import_memories(stub: Any, namespace: str, records: list[Any], batch_size: i
     columns = (TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, disable=not show_progress) as progress:
         task = progress.add_task("import", total=len(records))
-        for start in range(0, len(records), batch_size):
-            chunk = records[start : start + batch_size]
+        for chunk in batches(records, batch_size):
             request = memory_pb2.StoreBatchRequest(
                 namespace=namespace, memories=[m for _, m in chunk],
-                index_wait=memory_pb2.IndexWait(wait=wait_index, timeout_ms=110_000),
+                index_wait=memory_pb2.IndexWait(wait=wait_index, timeout_ms=MAX_INDEX_WAIT_MS),
             )
             try:
-                response = stub.StoreBatch(request, timeout=120)
+                response = stub.StoreBatch(request, timeout=MAX_INDEX_WAIT_MS / 1000 + 60)
             except grpc.RpcError as exc:
                 first_line = chunk[0][0]
                 raise InputError(

@@ -21,9 +21,15 @@ from benchmarks.harness import metrics
 from benchmarks.harness.configs import CONFIGS, Config
 from benchmarks.harness.data import Dataset, load
 from benchmarks.harness.peers import PEERS, Doc, Peer, timed_search
-from benchmarks.harness.script import dial_gateway, dial_internal, recallmesh_env
+from benchmarks.harness.script import (
+    dial_gateway,
+    dial_internal,
+    recallmesh_env,
+    store_batch_indexed,
+)
 from benchmarks.harness.stats import percentile
 from recallmesh.api.timestamps import to_proto_timestamp
+from recallmesh.api.validation import MAX_BUDGET_MS
 from recallmesh.models.manifest import ModelManifest
 from recallmesh.platform.config import ALL_LEGS, default_target
 from recallmesh.platform.db import redact, resolve_dsn
@@ -56,13 +62,7 @@ def ingest(stub, ds: Dataset, batch_size: int = BATCH) -> dict:
                 if m.created_at is not None:
                     to_proto_timestamp(m.created_at, msg.created_at)
                 batch.append(msg)
-            response = stub.StoreBatch(memory_pb2.StoreBatchRequest(
-                namespace=ds.namespace(scope), memories=batch,
-                index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=600_000)), timeout=700)
-            if not response.indexed:
-                raise SystemExit(f"scope {scope}: stored but not indexed within 10 minutes: "
-                                 "a slower model (or a busy machine) needs a smaller "
-                                 "--ingest-batch")
+            store_batch_indexed(stub, ds.namespace(scope), batch)
     seconds = time.perf_counter() - started
     return {"memories": ds.memories_stored, "namespaces": len(ds.scopes), "seconds": seconds,
             "memories_per_s": ds.memories_stored / seconds if seconds else 0.0}
@@ -107,7 +107,7 @@ def run_config(stub, ds: Dataset, config: Config,
             # The longest budget a request may have, so the warm-up waits for a graph load
             # (1.6 s on SciFact) instead of giving up at the default 800 ms while it goes on.
             stub.Recall(memory_pb2.RecallRequest(namespace=ds.namespace(scope), query=first.text,
-                                                 k=K, fusion=overrides, budget_ms=60000),
+                                                 k=K, fusion=overrides, budget_ms=MAX_BUDGET_MS),
                         timeout=70)
         except grpc.RpcError:
             pass  # the timed pass records it

@@ -15,6 +15,7 @@ import argparse
 import os
 import platform
 import time
+import uuid
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -22,9 +23,11 @@ from typing import Any, TypeVar
 
 import grpc
 
+from recallmesh.api.validation import MAX_INDEX_WAIT_MS
 from recallmesh.auth.credentials import client_api_key, internal_token
 from recallmesh.platform.supervisor import Stack, StackError
 from recallmesh.platform.tls import dial_blocking
+from recallmesh.v1 import memory_pb2
 
 T = TypeVar("T")
 
@@ -69,6 +72,29 @@ def start_stack(stack: Stack) -> float:
     except StackError as exc:
         raise SystemExit(f"error: the stack did not start: {exc}") from None
     return time.perf_counter() - started
+
+
+def store_batch_indexed(stub: Any, namespace: str, memories: list[Any],
+                        timeout_s: float = 600.0) -> Any:
+    """StoreBatch `memories` and return once every one is indexed, within timeout_s: a write's
+    own wait ends after MAX_INDEX_WAIT_MS, so the memories get client-supplied ids and the
+    same request is sent again (a retry: it stores nothing and waits again) until `indexed`.
+    SystemExit when they are not indexed in time. Returns the last StoreBatchResponse."""
+    for memory in memories:
+        if not memory.id:
+            memory.id = str(uuid.uuid4())
+    request = memory_pb2.StoreBatchRequest(
+        namespace=namespace, memories=memories,
+        index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=MAX_INDEX_WAIT_MS))
+    deadline = time.monotonic() + timeout_s
+    while True:
+        response = stub.StoreBatch(request, timeout=MAX_INDEX_WAIT_MS / 1000 + 60)
+        if response.indexed:
+            return response
+        if time.monotonic() >= deadline:
+            raise SystemExit(f"{len(memories)} memories were stored but not indexed within "
+                             f"{timeout_s:.0f} s: a slower model (or a busy machine) needs "
+                             "smaller batches")
 
 
 def dial_gateway(target: str, api_key: str | None = None) -> grpc.Channel:

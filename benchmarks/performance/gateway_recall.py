@@ -35,7 +35,13 @@ from pathlib import Path
 
 import grpc
 
-from benchmarks.harness.script import names, positive_ints, recallmesh_env, start_stack
+from benchmarks.harness.script import (
+    names,
+    positive_ints,
+    recallmesh_env,
+    start_stack,
+    store_batch_indexed,
+)
 from benchmarks.harness.stats import percentile
 from recallmesh.platform.supervisor import Stack, free_port_env
 from recallmesh.policy import RecallPolicy
@@ -95,12 +101,8 @@ class HangingLeg(retriever_pb2_grpc.RetrieverServiceServicer):
 def load(stub, texts: list[str], batch: int = 500) -> float:
     started = time.perf_counter()
     for i in range(0, len(texts), batch):
-        response = stub.StoreBatch(memory_pb2.StoreBatchRequest(
-            namespace=NAMESPACE,
-            memories=[memory_pb2.Memory(content=t) for t in texts[i : i + batch]],
-            index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=600_000)), timeout=700)
-        if not response.indexed:
-            raise SystemExit("memories were stored but not indexed in time")
+        store_batch_indexed(stub, NAMESPACE,
+                            [memory_pb2.Memory(content=t) for t in texts[i : i + batch]])
     return time.perf_counter() - started
 
 

@@ -13,7 +13,7 @@ set -euo pipefail
 before=$(realpath "$1") after=$(realpath "$2") dataset=$(realpath "$3") work=$(realpath -m "$4")
 configs=${5:-default}
 mkdir -p "$work"
-export RECALLMESH_DATA_DIR=$work/data RECALLMESH_LEGS=lexical,vector RECALLMESH_RECALL_BUDGET_MS=60000
+export RECALLMESH_DATA_DIR=$work/data RECALLMESH_LEGS=lexical,vector RECALLMESH_RECALL_BUDGET_MS=10000
 
 up() {  # $1 checkout, $2 label: `recallmesh up` in the background until it serves
   (cd "$1" && exec .venv/bin/recallmesh up >"$work/up-$2.log" 2>&1) & echo $! >"$work/up.pid"

@@ -44,7 +44,7 @@ from recallmesh.fusion.core import FusedCandidate, FusionSettings, LegCandidate,
 from recallmesh.gateway.stages import contributing_legs, propagate_context
 from recallmesh.gateway.store import MemoryStore
 from recallmesh.platform.config import ALL_LEGS
-from recallmesh.platform.db import open_pool, resolve_dsn
+from recallmesh.platform.db import ADMIN, open_pool, resolve_dsn
 from recallmesh.platform.supervisor import Stack, free_port_env
 from recallmesh.policy import RecallPolicy
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
@@ -72,7 +72,7 @@ def stored_adjacency(dsn: str, namespaces: list[str], window_s: float,
 
 async def _stored_adjacency(dsn: str, namespaces: list[str], window_s: float,
                             min_gap_s: float) -> tuple[dict[str, str], dict[str, str]]:
-    pool = await open_pool(dsn, name="context-dump")
+    pool = await open_pool(dsn, name="context-dump", query_class=ADMIN)  # an offline dump
     after: dict[str, str] = {}
     before: dict[str, str] = {}
     try:

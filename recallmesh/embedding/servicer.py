@@ -52,7 +52,7 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         if request.kind not in KINDS:
             raise InvalidArgument(f"unknown kind {request.kind}")
         texts = [t[:MAX_TEXT_CHARS] for t in request.texts]
-        result = await self.batcher.embed(texts, KINDS[request.kind])
+        result = await self.batcher.embed(texts, KINDS[request.kind], context.time_remaining())
         cut = [
             len(original) > MAX_TEXT_CHARS or by_tokens
             for original, by_tokens in zip(request.texts, result.truncated, strict=True)
@@ -106,7 +106,8 @@ class EmbeddingApp:
             max_batch_tokens=settings.max_batch_tokens,
         )
         embedder.warm_up()
-        self.batcher = MicroBatcher(embedder.embed, settings.max_batch, settings.max_wait_ms / 1000)
+        self.batcher = MicroBatcher(embedder.embed, settings.max_batch, settings.max_wait_ms / 1000,
+                                    settings.max_queue_texts)
         self.batcher.start()
         self.servicer = EmbedderServicer(embedder, self.batcher, settings.max_texts_per_call)
         PROVIDER_IN_USE.labels(embedder.provider, manifest.model_id).set(1)

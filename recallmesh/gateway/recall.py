@@ -17,14 +17,19 @@ fused order.
 Query-intent routing (query_intent.py): when a rule reads an intent in the query ("any
 tips?": advice), its route sets the lexical weight, context and time boost that the request
 leaves unset; the response names the intent.
+
+The database reads after fusion (time window, hydration) run inside the budget too: what is
+left of it, at least DB_FLOOR_S. Past that the recall is UNAVAILABLE (the database is too slow
+or away: retry), never an answer that arrives long after the budget.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 
 from opentelemetry import trace
@@ -57,6 +62,7 @@ from recallmesh.gateway.metrics import (
 from recallmesh.gateway.query_intent import Route, route
 from recallmesh.gateway.store import MemoryStore, StoredMemory
 from recallmesh.gateway.time_window import TimeWindow, boost
+from recallmesh.platform import db
 from recallmesh.platform.config import GatewaySettings
 from recallmesh.platform.embedder_client import Embeddings
 from recallmesh.platform.errors import Unavailable
@@ -64,6 +70,10 @@ from recallmesh.policy import GRAPH_LEG, RecallPolicy
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("recallmesh.gateway")
+
+# The least time the reads after fusion get, even when the legs used up the budget: a recall
+# answers within its budget plus this much, or fails UNAVAILABLE.
+DB_FLOOR_S = 0.025
 
 
 @dataclass(frozen=True)
@@ -233,7 +243,8 @@ class Recaller:
         settings = policy.fusion_settings(q.sort_by)
         if q.sort_by == "recency":  # bypasses fusion: newest of the pooled candidates
             fused = fuse(lists, settings)
-            memories = await self.store.hydrate(q.namespace, [c.memory_id for c in fused])
+            async with self._within_budget(budget_s, started):
+                memories = await self.store.hydrate(q.namespace, [c.memory_id for c in fused])
             live = [c for c in fused if c.memory_id in memories]
             live.sort(key=lambda c: c.memory_id)  # stable sorts: the id is the last tie-break
             live.sort(key=lambda c: memories[c.memory_id].created_at, reverse=True)
@@ -244,15 +255,30 @@ class Recaller:
         fused, how = await self.fusion(lists, settings, remaining_s)
         plan = stages.plan(policy, lists, q.sort_by, q.query, q.reference_time)
         boosted = 0
-        if plan.window is not None:
-            fused, boosted = await self._boost_time_window(q, fused, plan)
-        top, memories, adjacent = await hydrate_top(self.store, q, fused, policy,
-                                                    plan.context_hits)
+        async with self._within_budget(budget_s, started):
+            if plan.window is not None:
+                fused, boosted = await self._boost_time_window(q, fused, plan)
+            top, memories, adjacent = await hydrate_top(self.store, q, fused, policy,
+                                                        plan.context_hits)
         if adjacent is not None and top:
             top = self._propagate_context(q, fused, top, memories, adjacent, plan)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how, time_window=plan.window,
                              time_boosted=boosted)
+
+    @contextlib.asynccontextmanager
+    async def _within_budget(self, budget_s: float, started: float) -> AsyncIterator[None]:
+        """The block's database work ends with the budget (at least DB_FLOOR_S from now):
+        its waits for a connection (db.deadline) and its statements (cancelled, and so
+        cancelled on the server). Late: Unavailable."""
+        left_s = max(budget_s - (time.perf_counter() - started), DB_FLOOR_S)
+        try:
+            with db.deadline(left_s):
+                async with asyncio.timeout(left_s):
+                    yield
+        except TimeoutError:
+            raise Unavailable("database did not answer within the recall's budget, retry"
+                              ) from None
 
     async def _boost_time_window(
         self, q: RecallQuery, fused: list[FusedCandidate], plan: stages.Stages

@@ -197,6 +197,8 @@ class SchemaOutOfDate(RuntimeError):
 class GatewayApp:
     service_names = (memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name,
                      keys_pb2.DESCRIPTOR.services_by_name["KeyService"].full_name)
+    # The public port takes smaller requests than the internal hops (docs/api.md).
+    max_receive_message_bytes = validation.MAX_REQUEST_BYTES
 
     def __init__(self) -> None:
         self.pool: Any = None

@@ -1,7 +1,9 @@
 """Memory persistence: store, batch store, get, soft delete, hydrate.
 
 Plain async psycopg over a pool; no gRPC here. Every statement is scoped to a
-namespace, so an id from another namespace behaves exactly like an unknown id.
+namespace, so an id from another namespace behaves exactly like an unknown id. Reads run
+under the pool's READ timeouts, writes under WRITE's and purges under ADMIN's
+(recallmesh/platform/db.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from psycopg.types.json import Jsonb
 from recallmesh.api.filters import Filters, filter_sql
 from recallmesh.api.validation import NewMemory
 from recallmesh.platform.config import NamespaceTTL
+from recallmesh.platform.db import ADMIN, WRITE, transaction
 from recallmesh.platform.errors import AlreadyExists, InvalidArgument, NotFound
 
 COLUMNS = (
@@ -185,7 +188,7 @@ class MemoryStore:
         self.namespace_ttl = namespace_ttl or NamespaceTTL()
 
     async def store(self, ns: str, memory: NewMemory) -> StoredMemory:
-        async with self.pool.connection() as conn, conn.transaction():
+        async with transaction(self.pool, WRITE) as conn:
             await _lock_namespace(conn, ns)
             cur = await conn.execute(
                 _INSERT, _insert_params(ns, memory, self.namespace_ttl.ttl_s(ns)))
@@ -200,7 +203,7 @@ class MemoryStore:
         id is already stored, as the same write, is a retry: nothing is written for it."""
         rows: list[Any] = []
         ttl_s = self.namespace_ttl.ttl_s(ns)
-        async with self.pool.connection() as conn, conn.transaction():
+        async with transaction(self.pool, WRITE) as conn:
             await _lock_namespace(conn, ns)
             cur = conn.cursor()
             await cur.executemany(
@@ -233,7 +236,7 @@ class MemoryStore:
             column: Jsonb(value) if column == "metadata" else value
             for column, value in changes.items()
         }
-        async with self.pool.connection() as conn, conn.transaction():
+        async with transaction(self.pool, WRITE) as conn:
             await _lock_namespace(conn, ns)
             cur = await conn.execute(
                 f"UPDATE memories SET {assignments}, updated_at = clock_timestamp() "
@@ -301,7 +304,7 @@ class MemoryStore:
         return StoredMemory.from_row(row)
 
     async def delete(self, ns: str, memory_id: str) -> datetime:
-        async with self.pool.connection() as conn, conn.transaction():
+        async with transaction(self.pool, WRITE) as conn:
             # The schema's triggers drop the vector and any pending embedding job.
             await _lock_namespace(conn, ns)
             cur = await conn.execute(
@@ -317,7 +320,7 @@ class MemoryStore:
     async def purge(self, ns: str, memory_id: str) -> None:
         """Remove the memory and what was derived from it (recallmesh_purge_memory, migration
         0007), live or already deleted; NotFound when `ns` has no such memory."""
-        async with self.pool.connection() as conn, conn.transaction():
+        async with transaction(self.pool, ADMIN) as conn:
             cur = await conn.execute("SELECT recallmesh_purge_memory(%s, %s)", (ns, memory_id))
             found = (await cur.fetchone())[0]
         if not found:
@@ -325,7 +328,7 @@ class MemoryStore:
 
     async def purge_namespace(self, ns: str) -> int:
         """Remove the namespace entirely; how many memories it held."""
-        async with self.pool.connection() as conn, conn.transaction():
+        async with transaction(self.pool, ADMIN) as conn:
             cur = await conn.execute("SELECT recallmesh_purge_namespace(%s)", (ns,))
             return int((await cur.fetchone())[0])
 

@@ -21,7 +21,7 @@ from recallmesh.indexer.core import NOTIFY_CHANNEL, Indexer, run_forever
 from recallmesh.indexer.expiry import run_sweeper
 from recallmesh.legs.graph.extraction import make_extractor
 from recallmesh.platform.config import ConfigError, IndexerSettings
-from recallmesh.platform.db import open_pool, resolve_dsn, unreachable
+from recallmesh.platform.db import WRITE, open_pool, resolve_dsn, unreachable
 from recallmesh.platform.embedder_client import EmbedderClient, Embeddings
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ class IndexerApp:
     async def start(self) -> None:
         settings = IndexerSettings.from_env()
         self.dsn = resolve_dsn()
-        self.pool = await open_pool(self.dsn, name="indexer")
+        self.pool = await open_pool(self.dsn, name="indexer", query_class=WRITE)
         self.client = EmbedderClient(settings.embedding_target)
         client = self.client
 

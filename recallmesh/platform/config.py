@@ -31,6 +31,20 @@ DEFAULT_PORTS: dict[str, tuple[int, int]] = {
     "graph": (50057, 9457),
 }
 
+# How many RPCs each service runs at once (RECALLMESH_<SERVICE>_MAX_CONCURRENT_RPCS; 0: no
+# limit); one more is refused at once with RESOURCE_EXHAUSTED. Why these numbers: see
+# docs/configuration.md ("Admission control").
+DEFAULT_MAX_CONCURRENT_RPCS: dict[str, int] = {
+    "gateway": 64,
+    "lexical": 64,
+    "vector": 64,
+    "graph": 64,
+    "fusion": 64,
+    "embedding": 128,
+    "indexer": 16,  # serves health and reflection only, which are never counted
+}
+
+
 class ConfigError(ValueError):
     """A setting is present but unusable."""
 
@@ -144,6 +158,7 @@ class ServerConfig:
     metrics_port: int  # 0 disables the metrics HTTP endpoint
     grace_seconds: float = 5.0
     readiness_interval_s: float = 2.0  # how often readiness is checked again
+    max_concurrent_rpcs: int = 0  # RPCs in progress at once; 0: no limit
 
     @property
     def address(self) -> str:
@@ -161,6 +176,9 @@ class ServerConfig:
             grace_seconds=env_float("RECALLMESH_SHUTDOWN_GRACE_S", 5.0, environ),
             readiness_interval_s=env_float("RECALLMESH_READINESS_INTERVAL_S", 2.0, environ,
                                            minimum=0.1),
+            max_concurrent_rpcs=env_int(prefix + "MAX_CONCURRENT_RPCS",
+                                        DEFAULT_MAX_CONCURRENT_RPCS[name], minimum=0,
+                                        environ=environ),
         )
 
 
@@ -263,7 +281,6 @@ class GatewaySettings:
     index_wait_ms: int = 30000  # default upper bound of a write's wait for indexing
     fusion_target: str = ""  # host:port of the fusion service; "" fuses in-process only
     fusion_timeout_ms: int = 25  # a fusion call later than this falls back to in-process
-    max_message_bytes: int = 64 * 1024 * 1024
     namespace_ttl: NamespaceTTL = NamespaceTTL()  # default TTL of memories by namespace
     policy: RecallPolicy = field(default_factory=lambda: _policy_type()())
 
@@ -283,7 +300,10 @@ class GatewaySettings:
             )
             for name in names
         ]
-        budget = env_int("RECALLMESH_RECALL_BUDGET_MS", 800, minimum=10)
+        from recallmesh.api.validation import MAX_BUDGET_MS, MAX_INDEX_WAIT_MS
+
+        budget = _at_most("RECALLMESH_RECALL_BUDGET_MS",
+                          env_int("RECALLMESH_RECALL_BUDGET_MS", 800, minimum=10), MAX_BUDGET_MS)
         reserve = env_int("RECALLMESH_RECALL_RESERVE_MS", 50, minimum=0)
         if reserve >= budget:
             raise ConfigError("RECALLMESH_RECALL_RESERVE_MS must be below the budget")
@@ -292,7 +312,9 @@ class GatewaySettings:
             default_budget_ms=budget,
             reserve_ms=reserve,
             embedding_target=default_target("embedding"),
-            index_wait_ms=env_int("RECALLMESH_INDEX_WAIT_MS", 30000, minimum=0),
+            index_wait_ms=_at_most("RECALLMESH_INDEX_WAIT_MS",
+                                   env_int("RECALLMESH_INDEX_WAIT_MS", 30000, minimum=0),
+                                   MAX_INDEX_WAIT_MS),
             fusion_target=(
                 "" if env_str("RECALLMESH_FUSION_TARGET", "x").lower() in ("local", "none")
                 else default_target("fusion")
@@ -336,12 +358,20 @@ class LexicalSettings:
 class PoolSettings:
     min_size: int
     max_size: int
+    # The longest wait for a connection (a call's deadline cuts it shorter): psycopg_pool's
+    # own default, 30 s, is far beyond any recall budget.
+    timeout_s: float = 2.0
+    # Callers that may wait for a connection at once; one more is refused at once
+    # (RESOURCE_EXHAUSTED). 0: no bound.
+    max_waiting: int = 32
 
     @classmethod
     def from_env(cls) -> PoolSettings:
         return cls(
             min_size=env_int("RECALLMESH_DB_POOL_MIN", 1, minimum=0),
             max_size=env_int("RECALLMESH_DB_POOL_MAX", 10, minimum=1),
+            timeout_s=env_float("RECALLMESH_DB_POOL_TIMEOUT_S", 2.0, minimum=0.01),
+            max_waiting=env_int("RECALLMESH_DB_POOL_MAX_WAITING", 32, minimum=0),
         )
 
 
@@ -353,6 +383,7 @@ class EmbeddingSettings:
     max_batch_tokens: int  # padded tokens per model run
     max_wait_ms: float  # how long a batch waits for more concurrent requests
     max_texts_per_call: int
+    max_queue_texts: int = 256  # texts waiting for the model; more is RESOURCE_EXHAUSTED
 
     @classmethod
     def from_env(cls) -> EmbeddingSettings:
@@ -373,6 +404,7 @@ class EmbeddingSettings:
             max_texts_per_call=_at_most(
                 "RECALLMESH_EMBEDDING_MAX_TEXTS",
                 env_int("RECALLMESH_EMBEDDING_MAX_TEXTS", 256, minimum=1), 10_000),
+            max_queue_texts=env_int("RECALLMESH_EMBEDDING_MAX_QUEUE", 256, minimum=1),
         )
 
 

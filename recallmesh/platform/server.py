@@ -3,8 +3,12 @@
 A service supplies a `ServiceApp`: its gRPC service names, how to add its
 servicers, async start/stop hooks (open and close pools, clients) and, optionally, a
 readiness check. `run()` does the rest: structured logs, tracing, the Prometheus endpoint,
-the gRPC server with metrics + error-mapping + tracing interceptors, standard health
-checking, server reflection, and a graceful stop on SIGTERM / SIGINT.
+the gRPC server with admission + metrics + error-mapping + tracing interceptors, standard
+health checking, server reflection, and a graceful stop on SIGTERM / SIGINT.
+
+Admission: at most RECALLMESH_<SERVICE>_MAX_CONCURRENT_RPCS RPCs run at once; one more is
+refused at once with RESOURCE_EXHAUSTED and `grpc-retry-pushback-ms` (telemetry.ServerInterceptor),
+and every RPC's deadline bounds its database waits (db.deadline).
 
 Health (grpc.health.v1) tells the truth: the overall service "" and the app's own service
 names are readiness, checked again every RECALLMESH_READINESS_INTERVAL_S (the app's
@@ -55,6 +59,8 @@ class ServiceApp(Protocol):
     # Optional: `async def ready(self) -> str`, "" when the service can serve, else why not.
     # Optional: `def interceptors(self) -> list[grpc.aio.ServerInterceptor]`, run innermost
     # (after metrics and error mapping), e.g. the gateway's authentication.
+    # Optional: `max_receive_message_bytes: int`, the largest request its port accepts
+    # (default MAX_MESSAGE_BYTES; the gateway's public port takes less).
 
 
 LIVENESS = "liveness"  # the health service name a liveness probe asks
@@ -95,10 +101,14 @@ async def keep_health(app: ServiceApp, health_servicer: health.aio.HealthService
         await asyncio.sleep(interval_s)
 
 
-def grpc_options(max_message_bytes: int = 64 * 1024 * 1024) -> list[tuple[str, int]]:
+# The largest message an internal hop sends or receives (trusted callers only).
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+def grpc_options(max_receive_bytes: int = MAX_MESSAGE_BYTES) -> list[tuple[str, int]]:
     return [
-        ("grpc.max_receive_message_length", max_message_bytes),
-        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_receive_message_length", max_receive_bytes),
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         # Internal clients reconnect quickly after a peer restarts (gRPC's
         # default backoff grows to two minutes, far beyond any recall budget).
         ("grpc.initial_reconnect_backoff_ms", 100),
@@ -113,7 +123,8 @@ KEEPALIVE_TIME_MS = 30_000
 
 def client_options(service: str) -> list[tuple[str, object]]:
     """Options of a long-lived channel to an internal service: fast reconnect, keepalive,
-    transparent retries of UNAVAILABLE (the calls are idempotent) within the deadline, and
+    transparent retries of UNAVAILABLE (the calls are idempotent) within the deadline and
+    throttled while most calls fail, and
     round_robin over every address the target resolves to (a headless Service's DNS name:
     each replica gets its share of the calls)."""
     service_config = {
@@ -127,7 +138,11 @@ def client_options(service: str) -> list[tuple[str, object]]:
                 "backoffMultiplier": 2,
                 "retryableStatusCodes": ["UNAVAILABLE"],
             },
-        }]
+        }],
+        # Retries stop while most calls fail (a peer overloaded or its database away): each
+        # failure costs a token, each success gives back 0.1, and no call is retried while
+        # fewer than half the 10 tokens are left. Retries then cannot multiply the load.
+        "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1},
     }
     return [
         *grpc_options(),
@@ -166,11 +181,15 @@ async def serve(
         raise SystemExit(1) from None
     walls = [*([guard] if guard else []), *getattr(app, "interceptors", list)()]
     server = grpc.aio.server(
-        interceptors=[aio_server_interceptor(), ServerInterceptor(), *walls],
+        # Admission (config.max_concurrent_rpcs) is ServerInterceptor's, not gRPC's own
+        # maximum_concurrent_rpcs: that one also refuses health checks (a busy pod would turn
+        # unready and drop out) and sends no retry pushback.
+        interceptors=[aio_server_interceptor(), ServerInterceptor(config.max_concurrent_rpcs),
+                      *walls],
         # No SO_REUSEPORT: a second copy of a service must fail to bind, not
         # silently share the port with the first.
         options=[
-            *grpc_options(),
+            *grpc_options(getattr(app, "max_receive_message_bytes", MAX_MESSAGE_BYTES)),
             ("grpc.so_reuseport", 0),
             # Accept the clients' keepalive pings (the default would answer GOAWAY).
             ("grpc.keepalive_permit_without_calls", 1),
@@ -199,6 +218,7 @@ async def serve(
     log.info(
         "serving",
         extra={"address": f"{config.host}:{port}", "metrics_port": config.metrics_port,
+               "max_concurrent_rpcs": config.max_concurrent_rpcs,
                "tls": ("mutual" if tls.requires_client_cert(config.name) else "server")
                if tls.enabled else "off", "auth": auth.mode},
     )

@@ -4,6 +4,8 @@ Server metrics follow the usual grpc_server_* naming:
   grpc_server_started_total{grpc_service,grpc_method,grpc_type}
   grpc_server_handled_total{grpc_service,grpc_method,grpc_type,grpc_code}
   grpc_server_handling_seconds{grpc_service,grpc_method,grpc_type,grpc_code}  (histogram)
+Load shedding (every service):
+  recallmesh_shed_total{grpc_service,grpc_method,reason}  (counter: refused with RESOURCE_EXHAUSTED)
 Leg metrics (gateway):
   recallmesh_leg_latency_seconds{leg,state}  (histogram)
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -28,7 +31,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
-from recallmesh.platform.errors import RequestError
+from recallmesh.auth.interceptors import is_open
+from recallmesh.platform.db import deadline
+from recallmesh.platform.errors import RequestError, ResourceExhausted, domain_error
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +74,13 @@ SERVER_HANDLING_SECONDS = Histogram(
     "Time to handle an RPC on the server, by status code.",
     ["grpc_service", "grpc_method", "grpc_type", "grpc_code"],
     buckets=LATENCY_BUCKETS,
+)
+SHED = Counter(
+    "recallmesh_shed_total",
+    "RPCs refused at once with RESOURCE_EXHAUSTED (and a grpc-retry-pushback-ms hint) before "
+    "doing their work, by what was full: concurrency (the server's limit of RPCs in "
+    "progress), db_pool (callers waiting for a database connection), embedding_queue.",
+    ["grpc_service", "grpc_method", "reason"],
 )
 READY = Gauge(
     "recallmesh_ready",
@@ -125,13 +137,49 @@ def _code_name(code: Any) -> str:
     return "UNKNOWN"
 
 
-class ServerInterceptor(grpc.aio.ServerInterceptor):
-    """Times and counts every unary RPC and maps domain errors to statuses.
+# The trailing metadata key of gRPC's retry pushback: the milliseconds a client should wait
+# before it tries again (gRPC's own retry honours it when the code is retryable).
+PUSHBACK_KEY = "grpc-retry-pushback-ms"
+PUSHBACK_MIN_MS, PUSHBACK_MAX_MS = 10, 1000
 
-    - RequestError subclasses abort with their code and message.
+
+class ServerInterceptor(grpc.aio.ServerInterceptor):
+    """Admits, times and counts every unary RPC and maps domain errors to statuses.
+
+    - Admission: at most `max_concurrent` RPCs run at once (0: no limit). One more is refused
+      at once with RESOURCE_EXHAUSTED, never queued: it would only wait behind the others
+      and miss its deadline. Health checks and reflection are never counted nor refused (a
+      busy service is not a dead one).
+    - RequestError subclasses abort with their code and message; RESOURCE_EXHAUSTED also
+      sends `grpc-retry-pushback-ms` (about one RPC's recent handling time, jittered, 10 to
+      1,000 ms) and counts in recallmesh_shed_total.
+    - Database failures are UNAVAILABLE or RESOURCE_EXHAUSTED (errors.domain_error), never
+      INTERNAL.
     - Any other exception is logged with its traceback and answered as
       INTERNAL with an opaque reference id: callers never see a stack trace.
     """
+
+    def __init__(self, max_concurrent: int = 0) -> None:
+        self.max_concurrent = max_concurrent
+        self.in_flight = 0
+        self._mean_s = 0.05  # moving average of an admitted RPC's handling time
+        self._logged: dict[str, float] = {}  # database failure kind -> when last logged
+
+    def retry_after_ms(self) -> int:
+        """The pushback hint: about one RPC's recent handling time, jittered (so the refused
+        do not all come back at once), within PUSHBACK_MIN_MS..PUSHBACK_MAX_MS."""
+        jittered = round(self._mean_s * 1000 * random.uniform(0.5, 1.5))
+        return min(max(jittered, PUSHBACK_MIN_MS), PUSHBACK_MAX_MS)
+
+    def _log_database_failure(self, service: str, method: str, exc: Exception) -> None:
+        """A warning per kind of database failure, at most every 5 s (an outage fails many
+        calls; readiness logs it too)."""
+        kind = type(exc).__name__
+        now = time.monotonic()
+        if now - self._logged.get(kind, -1e9) >= 5.0:
+            self._logged[kind] = now
+            log.warning("database failure in %s/%s: %s", service, method, exc,
+                        extra={"error": kind})
 
     async def intercept_service(
         self,
@@ -143,33 +191,55 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             return handler  # streaming (health Watch, reflection): left as is
         service, method = _split_method(handler_call_details.method)
         behavior = handler.unary_unary
+        limited = self.max_concurrent > 0 and not is_open(handler_call_details.method)
 
         async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
             SERVER_STARTED.labels(service, method, "unary").inc()
             start = time.perf_counter()
             code = "OK"
+            admitted = False
             try:
-                response = await behavior(request, context)
+                if limited:
+                    if self.in_flight >= self.max_concurrent:
+                        raise ResourceExhausted(
+                            f"server busy: {self.max_concurrent} calls in progress, retry",
+                            reason="concurrency")
+                    self.in_flight += 1
+                    admitted = True
+                with deadline(context.time_remaining()):  # database waits end with the call
+                    response = await behavior(request, context)
                 set_code = context.code()
                 if set_code is not None:
                     code = _code_name(set_code)
                 return response
-            except RequestError as exc:
-                code = exc.code
-                await context.abort(getattr(grpc.StatusCode, exc.code), exc.message)
             except grpc.aio.AbortError:
                 code = _code_name(context.code())
                 raise
             except asyncio.CancelledError:
                 code = "CANCELLED"
                 raise
-            except Exception:
-                code = "INTERNAL"
-                ref = uuid.uuid4().hex[:12]
-                log.exception("unhandled error in %s/%s", service, method, extra={"ref": ref})
-                await context.abort(grpc.StatusCode.INTERNAL, f"internal error (ref {ref})")
+            except Exception as exc:
+                error = exc if isinstance(exc, RequestError) else domain_error(exc)
+                if error is None:
+                    code = "INTERNAL"
+                    ref = uuid.uuid4().hex[:12]
+                    log.exception("unhandled error in %s/%s", service, method,
+                                  extra={"ref": ref})
+                    await context.abort(grpc.StatusCode.INTERNAL, f"internal error (ref {ref})")
+                code = error.code
+                trailing: tuple[tuple[str, str], ...] = ()
+                if isinstance(error, ResourceExhausted):
+                    SHED.labels(service, method, error.reason).inc()
+                    trailing = ((PUSHBACK_KEY, str(self.retry_after_ms())),)
+                elif error is not exc:
+                    self._log_database_failure(service, method, exc)
+                await context.abort(getattr(grpc.StatusCode, code), error.message,
+                                    trailing_metadata=trailing)
             finally:
                 elapsed = time.perf_counter() - start
+                if admitted:
+                    self.in_flight -= 1
+                    self._mean_s += 0.1 * (elapsed - self._mean_s)
                 SERVER_HANDLED.labels(service, method, "unary", code).inc()
                 SERVER_HANDLING_SECONDS.labels(service, method, "unary", code).observe(elapsed)
 

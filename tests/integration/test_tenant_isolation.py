@@ -29,6 +29,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from recallmesh.api.validation import MAX_BUDGET_MS
 from recallmesh.v1 import memory_pb2
 from tests.integration.test_purge import columns, traces
 from tests.unit.test_graph import WAIT
@@ -329,7 +330,7 @@ def test_a_tenant_never_sees_another(graph_gateway, db):
                 fusion.graph_second_stage = True
             response = gateway.Recall(memory_pb2.RecallRequest(
                 namespace=self.ns[t], query=query, k=k, explain=True, sort_by=sort_by,
-                budget_ms=30000, fusion=fusion), timeout=60)
+                budget_ms=MAX_BUDGET_MS, fusion=fusion), timeout=60)
             states = {leg.leg: leg.state for leg in response.legs}
             assert set(states) == {"lexical", "vector", "graph"}, states
             assert not response.degraded, [text_format.MessageToString(x)

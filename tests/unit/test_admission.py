@@ -1,0 +1,169 @@
+"""Admission control and error mapping in the bootstrap's interceptor (ServerInterceptor), on a
+real grpc.aio server in-process: beyond the concurrency limit a call is refused at once with
+RESOURCE_EXHAUSTED and a `grpc-retry-pushback-ms` hint, health checks are never refused, and
+database failures are UNAVAILABLE / RESOURCE_EXHAUSTED, never INTERNAL."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+import psycopg
+import psycopg_pool
+import pytest
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from prometheus_client import REGISTRY
+
+from recallmesh.platform.db import time_left
+from recallmesh.platform.errors import Unavailable
+from recallmesh.platform.telemetry import (
+    PUSHBACK_KEY,
+    PUSHBACK_MAX_MS,
+    PUSHBACK_MIN_MS,
+    ServerInterceptor,
+)
+
+SERVICE = "test.Admission"
+LIMIT = 4
+
+
+class Served:
+    """One grpc.aio server with the bootstrap's interceptor and a service whose methods the
+    test defines (raw bytes in and out)."""
+
+    def __init__(self, interceptor: ServerInterceptor,
+                 methods: dict[str, Callable[[bytes, Any], Awaitable[bytes]]]) -> None:
+        self.interceptor = interceptor
+        self.server = grpc.aio.server(interceptors=[interceptor])
+        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+            SERVICE, {name: grpc.unary_unary_rpc_method_handler(fn)
+                      for name, fn in methods.items()}),))
+        self.health = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        self.port = self.server.add_insecure_port("localhost:0")
+
+
+@pytest.fixture
+async def served_factory() -> AsyncIterator[Callable[..., Awaitable[tuple[Served, Any]]]]:
+    made: list[tuple[Served, grpc.aio.Channel]] = []
+
+    async def make(interceptor: ServerInterceptor, **methods: Any) -> tuple[Served, Any]:
+        served = Served(interceptor, methods)
+        await served.server.start()
+        await served.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        channel = grpc.aio.insecure_channel(f"localhost:{served.port}")
+        made.append((served, channel))
+        return served, channel
+
+    yield make
+    for served, channel in made:
+        await channel.close()
+        await served.server.stop(0)
+
+
+def call(channel: Any, method: str) -> Any:
+    return channel.unary_unary(f"/{SERVICE}/{method}")
+
+
+def shed(reason: str, method: str = "Slow") -> float:
+    labels = {"grpc_service": SERVICE, "grpc_method": method, "reason": reason}
+    return REGISTRY.get_sample_value("recallmesh_shed_total", labels) or 0.0
+
+
+async def test_calls_beyond_the_limit_are_refused_at_once_with_a_pushback_hint(served_factory):
+    gate = asyncio.Event()
+
+    async def slow(request: bytes, context: Any) -> bytes:
+        await gate.wait()
+        return b"done"
+
+    served, channel = await served_factory(ServerInterceptor(max_concurrent=LIMIT), Slow=slow)
+    before = shed("concurrency")
+    extra = 3
+    started = time.monotonic()
+    calls = [asyncio.ensure_future(call(channel, "Slow")(b"", timeout=10))
+             for _ in range(LIMIT + extra)]
+    # the refused ones end while the admitted ones still hold their slots
+    while sum(c.done() for c in calls) < extra and time.monotonic() - started < 5:
+        await asyncio.sleep(0.01)
+    refused = [c for c in calls if c.done()]
+    assert len(refused) == extra
+    assert time.monotonic() - started < 2  # at once, not after waiting for a slot
+    assert served.interceptor.in_flight == LIMIT
+    for c in refused:
+        error = c.exception()
+        assert isinstance(error, grpc.aio.AioRpcError)
+        assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "busy" in error.details()
+        pushback = dict(error.trailing_metadata())[PUSHBACK_KEY]
+        assert PUSHBACK_MIN_MS <= int(pushback) <= PUSHBACK_MAX_MS
+    assert shed("concurrency") - before == extra
+
+    # a full server still answers its health checks: busy is not dead
+    status = await health_pb2_grpc.HealthStub(channel).Check(
+        health_pb2.HealthCheckRequest(service=""), timeout=2)
+    assert status.status == health_pb2.HealthCheckResponse.SERVING
+
+    gate.set()
+    answered = await asyncio.gather(*(c for c in calls if c not in refused))
+    assert answered == [b"done"] * LIMIT
+    assert served.interceptor.in_flight == 0
+    assert await call(channel, "Slow")(b"", timeout=5) == b"done"  # slots are given back
+
+
+async def test_no_limit_admits_everything(served_factory):
+    gate = asyncio.Event()
+
+    async def slow(request: bytes, context: Any) -> bytes:
+        await gate.wait()
+        return b"done"
+
+    _, channel = await served_factory(ServerInterceptor(max_concurrent=0), Slow=slow)
+    calls = [asyncio.ensure_future(call(channel, "Slow")(b"", timeout=10)) for _ in range(20)]
+    await asyncio.sleep(0.3)
+    assert not any(c.done() for c in calls)
+    gate.set()
+    assert await asyncio.gather(*calls) == [b"done"] * 20
+
+
+@pytest.mark.parametrize(("raised", "code", "words"), [
+    (psycopg.OperationalError("server closed the connection unexpectedly"),
+     grpc.StatusCode.UNAVAILABLE, "database unavailable, retry (OperationalError)"),
+    (psycopg_pool.PoolTimeout("couldn't get a connection after 2.00 sec"),
+     grpc.StatusCode.UNAVAILABLE, "database unavailable, retry (PoolTimeout)"),
+    (psycopg.errors.QueryCanceled("canceling statement due to statement timeout"),
+     grpc.StatusCode.UNAVAILABLE, "database unavailable, retry (QueryCanceled)"),
+    (psycopg.errors.AdminShutdown("terminating connection due to administrator command"),
+     grpc.StatusCode.UNAVAILABLE, "database unavailable, retry (AdminShutdown)"),
+    (psycopg_pool.TooManyRequests("the pool 'gateway' has already 32 requests waiting"),
+     grpc.StatusCode.RESOURCE_EXHAUSTED, "database busy"),
+    (Unavailable("no retrieval leg answered"), grpc.StatusCode.UNAVAILABLE,
+     "no retrieval leg answered"),
+    (ValueError("a bug"), grpc.StatusCode.INTERNAL, "internal error (ref "),
+])
+async def test_database_failures_are_retryable_statuses_never_internal(
+        served_factory, raised, code, words):
+    async def failing(request: bytes, context: Any) -> bytes:
+        raise raised
+
+    _, channel = await served_factory(ServerInterceptor(max_concurrent=LIMIT), Fail=failing)
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await call(channel, "Fail")(b"", timeout=5)
+    assert info.value.code() == code
+    assert info.value.details().startswith(words)
+    assert "server closed" not in info.value.details()  # the driver's words stay in the log
+    pushback = dict(info.value.trailing_metadata()).get(PUSHBACK_KEY)
+    assert (pushback is not None) == (code == grpc.StatusCode.RESOURCE_EXHAUSTED)
+
+
+async def test_the_calls_deadline_bounds_its_database_waits(served_factory):
+    async def left(request: bytes, context: Any) -> bytes:
+        return repr(time_left()).encode()
+
+    _, channel = await served_factory(ServerInterceptor(), Left=left)
+    assert await call(channel, "Left")(b"") == b"None"
+    seconds = float(await call(channel, "Left")(b"", timeout=3))
+    assert 2.0 < seconds <= 3.1  # (gRPC reads its deadline off another clock)

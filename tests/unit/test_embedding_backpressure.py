@@ -1,0 +1,103 @@
+"""The embedding micro-batcher's bounded queue: beyond `max_queue_texts` waiting texts a
+request is refused at once (RESOURCE_EXHAUSTED), and a request whose deadline passes while it
+waits is dropped, never embedded."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import numpy as np
+import pytest
+from prometheus_client import REGISTRY
+
+from recallmesh.embedding.batching import MicroBatcher
+from recallmesh.embedding.core import Embedded
+from recallmesh.platform.errors import DeadlineExceeded, ResourceExhausted
+
+
+def expired() -> float:
+    return REGISTRY.get_sample_value("recallmesh_embedding_expired_total") or 0.0
+
+
+class GatedModel:
+    """Blocks every model run until the test opens the gate; records what it embedded."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.running = threading.Event()
+        self.embedded: list[str] = []
+
+    def __call__(self, texts: list[str], kind: str) -> Embedded:
+        self.running.set()
+        self.gate.wait(10)
+        self.embedded.extend(texts)
+        return Embedded(np.ones((len(texts), 2), dtype=np.float32), [False] * len(texts))
+
+
+async def busy(batcher: MicroBatcher, model: GatedModel) -> asyncio.Future:
+    """A first request that occupies the model, so that later ones queue."""
+    first = asyncio.ensure_future(batcher.embed(["first"], "query"))
+    await asyncio.get_running_loop().run_in_executor(None, model.running.wait, 5)
+    return first
+
+
+async def test_a_full_queue_refuses_at_once_and_recovers():
+    model = GatedModel()
+    batcher = MicroBatcher(model, max_batch=8, max_wait_s=0.0, max_queue_texts=4)
+    batcher.start()
+    try:
+        first = await busy(batcher, model)
+        queued = [asyncio.ensure_future(batcher.embed([f"q{i}a", f"q{i}b"], "query"))
+                  for i in range(2)]
+        await asyncio.sleep(0.05)  # 4 texts wait
+        started = time.monotonic()
+        with pytest.raises(ResourceExhausted) as info:
+            await batcher.embed(["one more"], "query")
+        assert time.monotonic() - started < 0.1
+        assert info.value.reason == "embedding_queue"
+        assert "4 texts waiting" in info.value.message
+        model.gate.set()
+        results = await asyncio.wait_for(asyncio.gather(first, *queued), 5)
+        assert [len(r.vectors) for r in results] == [1, 2, 2]
+        assert len((await batcher.embed(["after"], "query")).vectors) == 1  # room again
+        assert "one more" not in model.embedded
+    finally:
+        model.gate.set()
+        await batcher.close()
+
+
+async def test_a_lone_request_larger_than_the_bound_is_taken_when_nothing_waits():
+    model = GatedModel()
+    model.gate.set()
+    batcher = MicroBatcher(model, max_batch=64, max_wait_s=0.0, max_queue_texts=4)
+    batcher.start()
+    try:
+        result = await batcher.embed([f"t{i}" for i in range(10)], "document")
+        assert len(result.vectors) == 10
+    finally:
+        await batcher.close()
+
+
+async def test_a_request_whose_deadline_passed_while_queued_is_dropped_not_embedded():
+    model = GatedModel()
+    batcher = MicroBatcher(model, max_batch=8, max_wait_s=0.0, max_queue_texts=64)
+    batcher.start()
+    before = expired()
+    try:
+        first = await busy(batcher, model)
+        late = asyncio.ensure_future(batcher.embed(["too late"], "query", timeout_s=0.05))
+        patient = asyncio.ensure_future(batcher.embed(["in time"], "query", timeout_s=10))
+        await asyncio.sleep(0.2)  # the first deadline passes while the model is busy
+        model.gate.set()
+        with pytest.raises(DeadlineExceeded):
+            await asyncio.wait_for(late, 5)
+        assert len((await asyncio.wait_for(patient, 5)).vectors) == 1
+        await first
+    finally:
+        model.gate.set()
+        await batcher.close()
+    assert "too late" not in model.embedded
+    assert "in time" in model.embedded
+    assert expired() - before == 1
