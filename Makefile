@@ -12,7 +12,7 @@ STAMP   = $(VENV)/.installed-$(ORT)
 .PHONY: run test install models protos check-protos lint-protos lint deploy-tools deploy-check \
 	bench-recall-latency bench-embedding bench-model bench-vector bench-gateway bench-graph-latency \
 	bench-context-sweep bench-lever-replay bench-model-replay bench-concept-names bench-headline \
-	bench-bm25 bench-security bench-rls bench bench-all clean
+	bench-bm25 bench-security bench-rls bench-overload soak bench bench-all clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -202,6 +202,24 @@ bench-security: models
 bench-rls: models
 	$(PY) -m benchmarks.performance.rls_cost --report benchmarks/reports/rls-cost.md \
 		--json benchmarks/reports/rls-cost.json
+
+## Overload (issue 25): 5,000 memories, 1 to 500 concurrent closed-loop clients (90% recall, 10%
+## store), 60 s a step: goodput, shedding, latency, every status code, zero lost writes ->
+## benchmarks/reports/overload.md + overload.png (raw: benchmarks/results/overload.json).
+## Shorter: make bench-overload OVERLOAD_ARGS="--steps 1,50 --step-s 20 --memories 1000".
+OVERLOAD_ARGS ?=
+bench-overload: models
+	$(PY) -m benchmarks.performance.overload --json benchmarks/results/overload.json \
+		--report benchmarks/reports/overload.md $(OVERLOAD_ARGS)
+
+## Soak (issue 25): 30 minutes of recall 90% / store 9% / delete 1% at a fixed rate (half the best
+## unshed goodput of the last bench-overload run, else 20/s; SOAK_ARGS="--rate 30" to choose):
+## errors, p95, RSS of every service, Postgres connections, every acknowledged write at the end
+## -> benchmarks/reports/soak.md + soak.png (raw: benchmarks/results/soak.json).
+SOAK_ARGS ?=
+soak: models
+	$(PY) -m benchmarks.performance.soak --json benchmarks/results/soak.json \
+		--report benchmarks/reports/soak.md $(SOAK_ARGS)
 
 ## Indexer throughput, vector-leg latency at 5k / 100k memories, HNSW recall@10 vs exact.
 bench-vector: models

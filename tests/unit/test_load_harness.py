@@ -1,0 +1,132 @@
+"""The load benchmarks' shared helpers (benchmarks/harness/load.py), without a stack."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+
+import grpc
+import pytest
+
+from benchmarks.harness.load import (
+    Outcome,
+    Writes,
+    choose,
+    invoke,
+    proc_sample,
+    pushback_ms,
+    slope,
+    summarize,
+    verify_writes,
+    writes_ok,
+)
+from recallmesh.v1 import memory_pb2
+
+
+def error(code: grpc.StatusCode, trailing=()) -> grpc.aio.AioRpcError:
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(*trailing), "x")
+
+
+def test_pushback_hint_is_read_from_the_trailing_metadata():
+    assert pushback_ms(error(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                             [("grpc-retry-pushback-ms", "250")])) == 250
+    assert pushback_ms(error(grpc.StatusCode.RESOURCE_EXHAUSTED)) is None
+    assert pushback_ms(error(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                             [("grpc-retry-pushback-ms", "soon")])) is None
+
+
+def test_every_status_code_is_an_outcome():
+    async def refuse(request, timeout):
+        raise error(grpc.StatusCode.RESOURCE_EXHAUSTED, [("grpc-retry-pushback-ms", "40")])
+
+    async def answer(request, timeout):
+        return memory_pb2.RecallResponse(degraded=True)
+
+    shed, response = asyncio.run(invoke("recall", refuse, None, 1.0))
+    assert (shed.code, shed.pushback_ms, response) == ("RESOURCE_EXHAUSTED", 40, None)
+    ok, response = asyncio.run(invoke("recall", answer, None, 1.0))
+    assert ok.code == "OK" and ok.degraded and response is not None
+
+
+def test_summary_counts_codes_rates_and_answered_latency_only():
+    outcomes = [Outcome("recall", "OK", 0.0, 0.010), Outcome("recall", "OK", 0.0, 0.030,
+                                                             degraded=True),
+                Outcome("recall", "RESOURCE_EXHAUSTED", 0.0, 0.001, pushback_ms=100),
+                Outcome("store", "OK", 0.0, 0.005), Outcome("store", "INTERNAL", 0.0, 0.9)]
+    s = summarize(outcomes, 2.0)
+    assert s["goodput_per_s"] == 1.5 and s["shed_per_s"] == 0.5 and s["errors"] == 1
+    assert s["codes"] == {"INTERNAL": 1, "OK": 3, "RESOURCE_EXHAUSTED": 1}
+    assert s["codes_by_op"]["store"] == {"INTERNAL": 1, "OK": 1}
+    assert s["recall_max_ms"] == pytest.approx(30.0) and s["degraded_share"] == 0.5
+    assert s["pushback_hints"] == 1 and s["shed_without_hint"] == 0
+
+
+def test_choose_follows_the_shares():
+    rng = random.Random(1)
+    drawn = [choose(rng, (("store", 0.09), ("delete", 0.01))) for _ in range(20000)]
+    assert 0.08 < drawn.count("store") / len(drawn) < 0.10
+    assert 0.005 < drawn.count("delete") / len(drawn) < 0.015
+
+
+def test_slope_is_least_squares():
+    assert slope([0, 1, 2, 3], [1, 3, 5, 7]) == pytest.approx(2.0)
+    assert slope([1], [5]) == 0.0
+
+
+def test_proc_sample_reads_this_process():
+    sample = proc_sample(os.getpid())
+    if sample is None:
+        pytest.skip("no /proc")
+    assert sample["rss_bytes"] > 1024 * 1024 and sample["cpu_s"] >= 0
+
+
+class FakeStub:
+    def __init__(self, rows: dict[str, str], refusals: int) -> None:
+        self.rows, self.refusals = rows, refusals
+
+    async def Get(self, request, timeout):
+        if self.refusals:
+            self.refusals -= 1
+            raise error(grpc.StatusCode.RESOURCE_EXHAUSTED, [("grpc-retry-pushback-ms", "0")])
+        if request.id not in self.rows:
+            raise error(grpc.StatusCode.NOT_FOUND)
+        return memory_pb2.GetResponse(memory=memory_pb2.Memory(id=request.id,
+                                                               content=self.rows[request.id]))
+
+
+class FakeGateway:
+    def __init__(self, stub: FakeStub) -> None:
+        self._stub = stub
+
+    def stub(self, client: int) -> FakeStub:
+        return self._stub
+
+
+def test_lost_writes_are_found_and_shedding_is_retried():
+    writes = Writes()
+    for i in range(4):
+        writes.acknowledged(f"m{i}", f"text {i}")
+    gone = writes.take_live(random.Random(0))
+    writes.delete_outcome(gone, Outcome("delete", "OK", 0, 0))
+    kept = {i: t for i, t in writes.stored.items() if i != gone}
+    check = asyncio.run(verify_writes(FakeGateway(FakeStub(kept, refusals=3)), "ns", writes,
+                                      concurrency=2))
+    assert writes_ok(check) and check["get_retries"] == 3 and check["checked_live"] == 3
+
+    lost = dict(kept)
+    lost.pop(next(iter(lost)))
+    lost[gone] = "back"
+    check = asyncio.run(verify_writes(FakeGateway(FakeStub(lost, refusals=0)), "ns", writes))
+    assert not writes_ok(check)
+    assert check["lost"] == 1 and check["deleted_but_found"] == 1
+
+
+def test_a_shed_delete_leaves_the_memory_live():
+    writes = Writes()
+    writes.acknowledged("a", "x")
+    target = writes.take_live(random.Random(0))
+    writes.delete_outcome(target, Outcome("delete", "RESOURCE_EXHAUSTED", 0, 0))
+    assert writes.expected_live == ["a"] and writes.take_live(random.Random(0)) == "a"
+    writes.delete_outcome("a", Outcome("delete", "UNAVAILABLE", 0, 0))
+    assert writes.expected_live == []  # unknown outcome: not checked
