@@ -162,7 +162,7 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, max_concurrent: int = 0) -> None:
         self.max_concurrent = max_concurrent
         self.in_flight = 0
-        self._mean_s = 0.05  # moving average of an admitted RPC's handling time
+        self._mean_s = 0.05  # moving average of an answered (OK) RPC's handling time
         self._logged: dict[str, float] = {}  # database failure kind -> when last logged
 
     def retry_after_ms(self) -> int:
@@ -239,7 +239,8 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
                 elapsed = time.perf_counter() - start
                 if admitted:
                     self.in_flight -= 1
-                    self._mean_s += 0.1 * (elapsed - self._mean_s)
+                    if code == "OK":  # a call refused or failed fast says nothing of the work
+                        self._mean_s += 0.1 * (elapsed - self._mean_s)
                 SERVER_HANDLED.labels(service, method, "unary", code).inc()
                 SERVER_HANDLING_SECONDS.labels(service, method, "unary", code).observe(elapsed)
 

@@ -167,3 +167,26 @@ async def test_the_calls_deadline_bounds_its_database_waits(served_factory):
     assert await call(channel, "Left")(b"") == b"None"
     seconds = float(await call(channel, "Left")(b"", timeout=3))
     assert 2.0 < seconds <= 3.1  # (gRPC reads its deadline off another clock)
+
+
+async def test_calls_that_fail_fast_do_not_shrink_the_pushback_hint(served_factory):
+    """Only answered calls teach the hint how long work takes: calls that end at once in an
+    error (a database refusal under overload) must not drive it to its floor, or the refused
+    come straight back and the overload feeds itself."""
+    async def slow(request: bytes, context: Any) -> bytes:
+        await asyncio.sleep(0.2)
+        return b"done"
+
+    async def refused(request: bytes, context: Any) -> bytes:
+        raise psycopg_pool.TooManyRequests("the pool 'gateway' has already 32 requests waiting")
+
+    served, channel = await served_factory(ServerInterceptor(max_concurrent=LIMIT), Slow=slow,
+                                           Busy=refused)
+    for _ in range(3):
+        await asyncio.gather(*(call(channel, "Slow")(b"", timeout=10) for _ in range(LIMIT)))
+    learned = served.interceptor._mean_s
+    assert learned > 0.1
+    for _ in range(50):
+        with pytest.raises(grpc.aio.AioRpcError):
+            await call(channel, "Busy")(b"", timeout=10)
+    assert served.interceptor._mean_s == learned
