@@ -15,6 +15,7 @@ statement runs under the statement and lock timeouts of its query class (READ, W
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import logging
@@ -180,7 +181,17 @@ OPEN_TIMEOUT_S = 30.0  # how long a service waits for its database at start-up
 
 class Pool(AsyncConnectionPool):
     """An AsyncConnectionPool whose wait for a connection (when the caller names no timeout)
-    ends at the caller's deadline (time_left()), and at the pool's timeout at the latest."""
+    ends at the caller's deadline (time_left()), and at the pool's timeout at the latest; and
+    whose connections always come back.
+
+    psycopg_pool's `connection()` returns the connection with an awaited putconn() in a
+    `finally`. A call cancelled while that putconn() runs (its deadline and the client's
+    cancellation land together under overload: a second CancelledError) loses the connection:
+    it is neither in the pool nor closed, and the pool still counts it. Enough of those and the
+    pool has nothing to hand out, for good: every later call waits, then is refused ("database
+    busy"), and the service never recovers (seen in the first bench-overload runs: the gateway
+    refused every call at 500 clients and kept refusing after the load stopped). Here the
+    return runs shielded: it completes even when the caller is cancelled again."""
 
     async def getconn(self, timeout: float | None = None) -> Any:
         if timeout is None:
@@ -189,6 +200,15 @@ class Pool(AsyncConnectionPool):
             if left is not None:
                 timeout = min(timeout, left)
         return await super().getconn(timeout)
+
+    @contextlib.asynccontextmanager
+    async def connection(self, timeout: float | None = None) -> AsyncIterator[Any]:
+        conn = await self.getconn(timeout=timeout)
+        try:
+            async with conn:
+                yield conn
+        finally:
+            await asyncio.shield(self.putconn(conn))
 
 
 def _session_limits(query_class: QueryClass) -> Any:

@@ -94,3 +94,38 @@ async def test_a_connection_killed_on_the_server_is_not_handed_out(dsn):
         assert again != pid
     finally:
         await pool.close()
+
+
+async def test_a_connection_comes_back_even_when_its_caller_is_cancelled_while_returning_it(
+        dsn):
+    """A call cancelled twice (its deadline, then the client's cancellation) while its
+    connection goes back to the pool must not lose that connection: with one connection, the
+    next caller gets it at once."""
+    pool = await open_pool(dsn, PoolSettings(min_size=1, max_size=1, timeout_s=1.0,
+                                             max_waiting=4), name="returns")
+    returning = asyncio.Event()
+    original = pool.putconn
+
+    async def slow_putconn(conn):  # widen the window a cancellation can land in
+        returning.set()
+        await asyncio.sleep(0.2)
+        await original(conn)
+
+    pool.putconn = slow_putconn
+    try:
+        async def use() -> None:
+            async with pool.connection() as conn:
+                await conn.execute("SELECT 1")
+
+        for _ in range(3):
+            returning.clear()
+            task = asyncio.ensure_future(use())
+            await returning.wait()  # the body is done; the connection is being returned
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            async with pool.connection(timeout=1.0) as conn:  # the one connection is back
+                assert (await (await conn.execute("SELECT 1")).fetchone())[0] == 1
+    finally:
+        pool.putconn = original
+        await pool.close()
