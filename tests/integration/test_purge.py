@@ -36,7 +36,9 @@ def traces(db, needle: str, memory_id: str | None = None) -> list[str]:
         if kind in ("text", "varchar", "jsonb", "_text"):
             hit = db.execute(f'SELECT 1 FROM "{table}" WHERE "{column}"::text ILIKE %s LIMIT 1',
                              (f"%{needle}%",)).fetchone()
-            if hit is None and kind in ("text", "varchar"):  # lexemes: the stemmed form
+            # lexemes: the stemmed form of a word (not of an id: Postgres splits a uuid into
+            # hex fragments such as '9617', which another memory's text may well hold)
+            if hit is None and kind in ("text", "varchar") and needle != memory_id:
                 lexeme = stem.split("'")[1] if "'" in stem else needle.lower()
                 hit = db.execute(f'SELECT 1 FROM "{table}" WHERE "{column}" = %s LIMIT 1',
                                  (lexeme,)).fetchone()
