@@ -13,18 +13,21 @@ comes back; shedding is RESOURCE_EXHAUSTED, and its `grpc-retry-pushback-ms` tra
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
+import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
 
 from benchmarks.harness.stats import percentile
-from recallmesh.platform.supervisor import RestartWatcher, Stack, StackEvent
+from recallmesh.platform.supervisor import RestartWatcher, Stack, StackEvent, free_port_env
 from recallmesh.platform.tls import TlsSettings, dial
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 
@@ -52,6 +55,51 @@ def supervise(stack: Stack) -> RestartWatcher:
         print(f"  supervisor: {event.message}", flush=True)
 
     return stack.watch(on_event=say)
+
+
+STORE_TEXTS = 3000  # further real texts the stores of a load run cycle through
+
+
+@dataclass
+class LoadedStack:
+    """A stack of its own with the memories loaded: what a load run (overload, soak) starts
+    from."""
+
+    stack: Stack
+    watcher: RestartWatcher
+    memories: int  # how many were loaded
+    store_texts: list[str]  # further texts for the run's stores
+    queries: list[str]
+    startup_s: float
+    load_s: float
+
+
+@contextlib.contextmanager
+def loaded_stack(name: str, datasets: Path, memories: int) -> Iterator[LoadedStack]:
+    """Start a stack of its own (restarted like `recallmesh up` restarts it), load
+    `memories` real texts, warm it up with 30 recalls; stopped on the way out."""
+    from benchmarks.harness.script import start_stack
+    from benchmarks.performance.gateway_recall import NAMESPACE, load, read_queries, read_texts
+
+    texts = read_texts(datasets, memories + STORE_TEXTS)
+    loaded, store_texts = texts[:memories], texts[memories:]
+    queries = read_queries(datasets, 2000)
+    with tempfile.TemporaryDirectory(prefix=f"recallmesh-{name}-") as tmp:
+        stack = Stack(env={"RECALLMESH_DATA_DIR": tmp, **free_port_env()})
+        try:
+            startup_s = start_stack(stack)
+            watcher = supervise(stack)
+            with stack.dial() as channel:
+                stub = memory_pb2_grpc.MemoryServiceStub(channel)
+                print(f"loading {len(loaded)} memories ...", flush=True)
+                load_s = load(stub, loaded)
+                for q in queries[:30]:  # warm-up
+                    stub.Recall(memory_pb2.RecallRequest(namespace=NAMESPACE, query=q),
+                                timeout=30)
+            yield LoadedStack(stack, watcher, len(loaded), store_texts, queries, startup_s,
+                              load_s)
+        finally:
+            stack.stop()
 
 
 def supervisor_summary(watcher: RestartWatcher) -> dict[str, Any]:

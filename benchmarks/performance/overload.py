@@ -39,7 +39,6 @@ import json
 import random
 import shlex
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -53,31 +52,25 @@ from benchmarks.harness.load import (
     back_off,
     choose,
     codes_text,
+    loaded_stack,
     machine_text,
     pyplot,
     recall,
     stack_sample,
     store,
     summarize,
-    supervise,
     supervisor_summary,
     supervisor_text,
     verify_writes,
     writes_ok,
 )
-from benchmarks.harness.script import machine_info, positive_ints, recallmesh_env, start_stack
+from benchmarks.harness.script import machine_info, positive_ints, recallmesh_env
 from benchmarks.performance.gateway_recall import (
     DATASETS,
     NAMESPACE,
-    load,
-    read_queries,
-    read_texts,
 )
 from recallmesh.platform.config import GatewaySettings
-from recallmesh.platform.supervisor import Stack, free_port_env
-from recallmesh.v1 import memory_pb2, memory_pb2_grpc
-
-STORE_TEXTS = 3000  # further real texts the stores cycle through
+from recallmesh.platform.supervisor import Stack
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -289,31 +282,15 @@ def main(argv: list[str] | None = None) -> None:
     settings = GatewaySettings.from_env()
     budget_ms = settings.default_budget_ms
     recall_deadline_ms = budget_ms + args.margin_ms
-    texts = read_texts(args.datasets, args.memories + STORE_TEXTS)
-    loaded, store_texts = texts[:args.memories], texts[args.memories:]
-    queries = read_queries(args.datasets, 2000)
-
-    with tempfile.TemporaryDirectory(prefix="recallmesh-overload-") as tmp:
-        stack = Stack(env={"RECALLMESH_DATA_DIR": tmp, **free_port_env()})
-        try:
-            startup_s = start_stack(stack)
-            watcher = supervise(stack)
-            with stack.dial() as channel:
-                stub = memory_pb2_grpc.MemoryServiceStub(channel)
-                print(f"loading {len(loaded)} memories ...", flush=True)
-                load_s = load(stub, loaded)
-                for q in queries[:30]:  # warm-up
-                    stub.Recall(memory_pb2.RecallRequest(namespace=NAMESPACE, query=q),
-                                timeout=30)
-            steps, writes = asyncio.run(run_steps(stack, args, queries, store_texts,
-                                                  recall_deadline_ms / 1000))
-            supervisor = supervisor_summary(watcher)
-        finally:
-            stack.stop()
+    with loaded_stack("overload", args.datasets, args.memories) as run:
+        steps, writes = asyncio.run(run_steps(run.stack, args, run.queries, run.store_texts,
+                                              recall_deadline_ms / 1000))
+        supervisor = supervisor_summary(run.watcher)
+    loaded, load_s, startup_s = run.memories, run.load_s, run.startup_s
 
     result = {
         "benchmark": "overload", "command": command, "machine": machine_info(),
-        "memories": len(loaded), "load_s": load_s, "stack_startup_s": startup_s,
+        "memories": loaded, "load_s": load_s, "stack_startup_s": startup_s,
         "budget_ms": budget_ms, "recall_deadline_ms": recall_deadline_ms,
         "legs": [leg.name for leg in settings.legs], "settings": recallmesh_env(),
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},

@@ -42,7 +42,6 @@ import json
 import random
 import shlex
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -59,6 +58,7 @@ from benchmarks.harness.load import (
     choose,
     codes_text,
     delete,
+    loaded_stack,
     machine_text,
     pg_connections,
     pyplot,
@@ -67,26 +67,20 @@ from benchmarks.harness.load import (
     stack_sample,
     store,
     summarize,
-    supervise,
     supervisor_summary,
     supervisor_text,
     verify_writes,
     writes_ok,
 )
-from benchmarks.harness.script import machine_info, recallmesh_env, start_stack
+from benchmarks.harness.script import machine_info, recallmesh_env
 from benchmarks.harness.stats import percentile
 from benchmarks.performance.gateway_recall import (
     DATASETS,
     NAMESPACE,
-    load,
-    read_queries,
-    read_texts,
 )
 from recallmesh.platform.config import GatewaySettings
-from recallmesh.platform.supervisor import Stack, free_port_env
-from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from recallmesh.platform.supervisor import Stack
 
-STORE_TEXTS = 3000  # further real texts the stores cycle through
 OVERLOAD_JSON = Path("benchmarks/results/overload.json")  # what `make bench-overload` writes
 FALLBACK_RATE = 20.0
 MIB = 1024 * 1024
@@ -383,36 +377,21 @@ def main(argv: list[str] | None = None) -> None:
     settings = GatewaySettings.from_env()
     budget_ms = settings.default_budget_ms
     recall_deadline_ms = budget_ms + args.margin_ms
-    texts = read_texts(args.datasets, args.memories + STORE_TEXTS)
-    loaded, store_texts = texts[:args.memories], texts[args.memories:]
-    queries = read_queries(args.datasets, 2000)
-
-    with tempfile.TemporaryDirectory(prefix="recallmesh-soak-") as tmp:
-        stack = Stack(env={"RECALLMESH_DATA_DIR": tmp, **free_port_env()})
-        try:
-            startup_s = start_stack(stack)
-            watcher = supervise(stack)
-            with stack.dial() as channel:
-                stub = memory_pb2_grpc.MemoryServiceStub(channel)
-                print(f"loading {len(loaded)} memories ...", flush=True)
-                load_s = load(stub, loaded)
-                for q in queries[:30]:  # warm-up
-                    stub.Recall(memory_pb2.RecallRequest(namespace=NAMESPACE, query=q),
-                                timeout=30)
-            print(f"soaking {args.duration_s:.0f} s at {rate:.1f} calls/s ...", flush=True)
-            soak = Soak(stack, args, rate, queries, store_texts, recall_deadline_ms / 1000)
-            writes = asyncio.run(soak.run())
-            exited = stack.check_alive()
-            supervisor = supervisor_summary(watcher)
-        finally:
-            stack.stop()
+    with loaded_stack("soak", args.datasets, args.memories) as run:
+        print(f"soaking {args.duration_s:.0f} s at {rate:.1f} calls/s ...", flush=True)
+        soak = Soak(run.stack, args, rate, run.queries, run.store_texts,
+                    recall_deadline_ms / 1000)
+        writes = asyncio.run(soak.run())
+        exited = run.stack.check_alive()
+        supervisor = supervisor_summary(run.watcher)
+    loaded, load_s, startup_s = run.memories, run.load_s, run.startup_s
 
     totals = summarize(soak.totals, args.duration_s)
     answered = [o.latency_ms for o in soak.totals if o.op == "recall" and o.code == OK]
     totals["recall_p50_ms"] = percentile(answered, 50)
     result = {
         "benchmark": "soak", "command": command, "machine": machine_info(),
-        "memories": len(loaded), "load_s": load_s, "stack_startup_s": startup_s,
+        "memories": loaded, "load_s": load_s, "stack_startup_s": startup_s,
         "rate": rate, "rate_source": rate_source, "duration_s": args.duration_s,
         "warmup_s": args.warmup_s, "budget_ms": budget_ms,
         "recall_deadline_ms": recall_deadline_ms,
