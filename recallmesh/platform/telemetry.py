@@ -140,7 +140,62 @@ def _code_name(code: Any) -> str:
 # The trailing metadata key of gRPC's retry pushback: the milliseconds a client should wait
 # before it tries again (gRPC's own retry honours it when the code is retryable).
 PUSHBACK_KEY = "grpc-retry-pushback-ms"
-PUSHBACK_MIN_MS, PUSHBACK_MAX_MS = 10, 1000
+PUSHBACK_MIN_MS, PUSHBACK_MAX_MS = 10, 5000
+
+
+class Pushback:
+    """The retry hint a refusal carries: one RPC's recent handling time times a back-off
+    factor that follows how much is refused.
+
+    A hint of one handling time is right when a server is a little over its limit. Far over it
+    (hundreds of closed-loop clients for a limit of 64), every refused client comes back after
+    one handling time only to be refused again: the refusals alone then take the CPU the
+    admitted calls need, and goodput falls as the load rises. So the factor is a small
+    controller, adjusted once a window (1 s): while refusals outnumber a quarter of the
+    answered calls it doubles (up to PUSHBACK_MAX_MS in all), under a twentieth it halves
+    (down to 1). Clients that honour the hint then spread themselves over time instead of
+    queueing at the door. The hint is jittered (x0.5..1.5) so the refused do not all come
+    back at once.
+
+    `clock` is injectable for tests; the counts are plain integers on the service's event loop.
+    """
+
+    WINDOW_S = 1.0
+    GROW_ABOVE, SHRINK_BELOW = 0.25, 0.05  # refused per answered call in a window
+    MAX_FACTOR = 256.0
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self.mean_s = 0.05  # moving average of an answered (OK) RPC's handling time
+        self.factor = 1.0
+        self._window_start = clock()
+        self._refused = 0
+        self._answered = 0
+
+    def _roll(self) -> None:
+        now = self._clock()
+        if now - self._window_start < self.WINDOW_S:
+            return
+        ratio = self._refused / max(self._answered, 1)
+        if ratio > self.GROW_ABOVE:
+            self.factor = min(self.factor * 2, self.MAX_FACTOR)
+        elif ratio < self.SHRINK_BELOW:
+            self.factor = max(self.factor / 2, 1.0)
+        self._window_start, self._refused, self._answered = now, 0, 0
+
+    def answered(self, elapsed_s: float) -> None:
+        """An admitted call answered OK in `elapsed_s` (calls that failed fast say nothing
+        of the work, so only OK calls teach the handling time)."""
+        self._roll()
+        self._answered += 1
+        self.mean_s += 0.1 * (elapsed_s - self.mean_s)
+
+    def refused(self) -> int:
+        """Count one refusal and return its hint in milliseconds."""
+        self._roll()
+        self._refused += 1
+        jittered = round(self.mean_s * self.factor * 1000 * random.uniform(0.5, 1.5))
+        return min(max(jittered, PUSHBACK_MIN_MS), PUSHBACK_MAX_MS)
 
 
 class ServerInterceptor(grpc.aio.ServerInterceptor):
@@ -151,8 +206,8 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
       and miss its deadline. Health checks and reflection are never counted nor refused (a
       busy service is not a dead one).
     - RequestError subclasses abort with their code and message; RESOURCE_EXHAUSTED also
-      sends `grpc-retry-pushback-ms` (about one RPC's recent handling time, jittered, 10 to
-      1,000 ms) and counts in recallmesh_shed_total.
+      sends `grpc-retry-pushback-ms` (see Pushback: one RPC's recent handling time, longer
+      while refusals dominate, 10 to 5,000 ms) and counts in recallmesh_shed_total.
     - Database failures are UNAVAILABLE or RESOURCE_EXHAUSTED (errors.domain_error), never
       INTERNAL.
     - Any other exception is logged with its traceback and answered as
@@ -162,14 +217,8 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, max_concurrent: int = 0) -> None:
         self.max_concurrent = max_concurrent
         self.in_flight = 0
-        self._mean_s = 0.05  # moving average of an answered (OK) RPC's handling time
+        self.pushback = Pushback()
         self._logged: dict[str, float] = {}  # database failure kind -> when last logged
-
-    def retry_after_ms(self) -> int:
-        """The pushback hint: about one RPC's recent handling time, jittered (so the refused
-        do not all come back at once), within PUSHBACK_MIN_MS..PUSHBACK_MAX_MS."""
-        jittered = round(self._mean_s * 1000 * random.uniform(0.5, 1.5))
-        return min(max(jittered, PUSHBACK_MIN_MS), PUSHBACK_MAX_MS)
 
     def _log_database_failure(self, service: str, method: str, exc: Exception) -> None:
         """A warning per kind of database failure, at most every 5 s (an outage fails many
@@ -230,7 +279,7 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
                 trailing: tuple[tuple[str, str], ...] = ()
                 if isinstance(error, ResourceExhausted):
                     SHED.labels(service, method, error.reason).inc()
-                    trailing = ((PUSHBACK_KEY, str(self.retry_after_ms())),)
+                    trailing = ((PUSHBACK_KEY, str(self.pushback.refused())),)
                 elif error is not exc:
                     self._log_database_failure(service, method, exc)
                 await context.abort(getattr(grpc.StatusCode, code), error.message,
@@ -239,8 +288,8 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
                 elapsed = time.perf_counter() - start
                 if admitted:
                     self.in_flight -= 1
-                    if code == "OK":  # a call refused or failed fast says nothing of the work
-                        self._mean_s += 0.1 * (elapsed - self._mean_s)
+                    if code == "OK":
+                        self.pushback.answered(elapsed)
                 SERVER_HANDLED.labels(service, method, "unary", code).inc()
                 SERVER_HANDLING_SECONDS.labels(service, method, "unary", code).observe(elapsed)
 

@@ -23,6 +23,7 @@ from recallmesh.platform.telemetry import (
     PUSHBACK_KEY,
     PUSHBACK_MAX_MS,
     PUSHBACK_MIN_MS,
+    Pushback,
     ServerInterceptor,
 )
 
@@ -184,9 +185,65 @@ async def test_calls_that_fail_fast_do_not_shrink_the_pushback_hint(served_facto
                                            Busy=refused)
     for _ in range(3):
         await asyncio.gather(*(call(channel, "Slow")(b"", timeout=10) for _ in range(LIMIT)))
-    learned = served.interceptor._mean_s
+    learned = served.interceptor.pushback.mean_s
     assert learned > 0.1
     for _ in range(50):
         with pytest.raises(grpc.aio.AioRpcError):
             await call(channel, "Busy")(b"", timeout=10)
-    assert served.interceptor._mean_s == learned
+    assert served.interceptor.pushback.mean_s == learned
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def run_window(pushback: Pushback, clock: FakeClock, answered: int, refused: int) -> list[int]:
+    """One controller window: `answered` OK calls of 100 ms and `refused` refusals; returns
+    the refusals' hints."""
+    for _ in range(answered):
+        pushback.answered(0.1)
+    hints = [pushback.refused() for _ in range(refused)]
+    clock.now += Pushback.WINDOW_S
+    return hints
+
+
+def test_the_pushback_hint_grows_while_refusals_dominate_and_shrinks_when_they_stop():
+    """Far over its limit a server must spread the refused clients out: one handling time as
+    the hint brings them straight back, and refusing them again takes the CPU the admitted
+    calls need. The factor doubles per window while refusals outnumber a quarter of the
+    answered calls, stays between a twentieth and a quarter, and halves back to 1 below."""
+    clock = FakeClock()
+    pushback = Pushback(clock=clock)
+    pushback.mean_s = 0.1
+    first = run_window(pushback, clock, answered=100, refused=400)
+    assert all(50 <= h <= 150 for h in first)  # one handling time, jittered x0.5..1.5
+    for _ in range(3):
+        run_window(pushback, clock, answered=100, refused=400)
+    # a window is judged when the next one starts: three judged so far
+    assert pushback.factor == 8.0
+    hints = run_window(pushback, clock, answered=100, refused=10)  # 0.1: between the bounds
+    assert pushback.factor == 16.0  # the fourth window with 400 refused, judged
+    assert all(800 <= h <= 2400 for h in hints)
+    for _ in range(3):
+        run_window(pushback, clock, answered=100, refused=10)
+    assert pushback.factor == 16.0  # held while the refusals stay moderate
+    for _ in range(10):
+        run_window(pushback, clock, answered=100, refused=0)
+    assert pushback.factor == 1.0
+
+
+def test_the_pushback_hint_stays_within_its_bounds():
+    clock = FakeClock()
+    pushback = Pushback(clock=clock)
+    pushback.mean_s = 2.0
+    for _ in range(20):
+        hints = run_window(pushback, clock, answered=1, refused=50)
+        assert all(PUSHBACK_MIN_MS <= h <= PUSHBACK_MAX_MS for h in hints)
+    assert max(hints) == PUSHBACK_MAX_MS
+    fast = Pushback(clock=clock)
+    fast.mean_s = 0.0
+    assert fast.refused() == PUSHBACK_MIN_MS
