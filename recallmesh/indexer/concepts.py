@@ -26,12 +26,20 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
+from prometheus_client import Gauge
 
 from recallmesh.legs.graph.extraction import ConceptExtractor, Extraction
 from recallmesh.platform.config import DEFAULT_CONCEPT_MERGE_THRESHOLD
 from recallmesh.platform.embedder_client import Embeddings
 
 MAX_EVIDENCE = 32  # memory ids kept per edge
+
+CONCEPT_CACHE_BYTES = Gauge(
+    "recallmesh_indexer_concept_cache_bytes",
+    "Bytes of concept name vectors the indexer holds to merge new surface forms "
+    "(RECALLMESH_INDEXER_CONCEPT_CACHE_MB bounds it). It grows with the concepts of the "
+    "namespaces being written, up to that bound: growth of the indexer's memory that it "
+    "explains is a cache filling, not a leak.")
 
 
 @dataclass(frozen=True)
@@ -54,21 +62,30 @@ class Prepared:
 class ConceptWriter:
     def __init__(self, extractor: ConceptExtractor,
                  merge_threshold: float = DEFAULT_CONCEPT_MERGE_THRESHOLD,
-                 cache_namespaces: int = 64) -> None:
+                 cache_namespaces: int = 64, cache_bytes: int = 256 << 20) -> None:
         self.extractor = extractor
         self.merge_threshold = merge_threshold
         self.cache_namespaces = cache_namespaces
+        self.cache_bytes = cache_bytes
         # (namespace, model) -> (concept ids, their name vectors): grown incrementally
-        # (only ids above the largest cached one are read), least recently used dropped.
+        # (only ids above the largest cached one are read), least recently used dropped
+        # beyond cache_namespaces entries or cache_bytes of vectors (the one in use is kept
+        # only if it fits alone: a bigger namespace is read whole each batch instead).
         # A concept another indexer created with a lower id may be missed; that costs at
         # most an unmerged duplicate concept, never a wrong link.
         self._vectors: OrderedDict[tuple[str, str], tuple[list[int], np.ndarray]] = (
             OrderedDict())
+        self._held = 0  # bytes of the cached matrices
+
+    def _drop_oldest(self) -> None:
+        _, (_, matrix) = self._vectors.popitem(last=False)
+        self._held -= matrix.nbytes
 
     async def _known_vectors(self, conn: Any, ns: str,
                              model: str) -> tuple[list[int], np.ndarray]:
         key = (ns, model)
         ids, matrix = self._vectors.pop(key, ([], np.zeros((0, 1), dtype=np.float32)))
+        self._held -= matrix.nbytes if ids else 0
         cur = await conn.execute(
             "SELECT id, embedding::float4[] FROM concepts WHERE namespace = %s "
             "AND embedding IS NOT NULL AND embedding_model = %s AND id > %s ORDER BY id",
@@ -78,9 +95,13 @@ class ConceptWriter:
             fresh = np.asarray([r[1] for r in rows], dtype=np.float32)
             matrix = fresh if not ids else np.vstack([matrix, fresh])
             ids = ids + [r[0] for r in rows]
-        self._vectors[key] = (ids, matrix)
-        while len(self._vectors) > self.cache_namespaces:
-            self._vectors.popitem(last=False)
+        if ids and matrix.nbytes <= self.cache_bytes:
+            self._vectors[key] = (ids, matrix)
+            self._held += matrix.nbytes
+        while self._vectors and (len(self._vectors) > self.cache_namespaces
+                                 or self._held > self.cache_bytes):
+            self._drop_oldest()
+        CONCEPT_CACHE_BYTES.set(self._held)
         return ids, matrix
 
     async def extract(self, sources: Sequence[Source]) -> list[Extraction]:

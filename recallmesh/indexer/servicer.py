@@ -93,7 +93,8 @@ class IndexerApp:
             max_backoff_s=settings.max_backoff_s,
             max_attempts=settings.max_attempts,
             concepts=(None if extractor.name == "none"
-                      else ConceptWriter(extractor, settings.concept_merge_threshold)),
+                      else ConceptWriter(extractor, settings.concept_merge_threshold,
+                                         cache_bytes=settings.concept_cache_mb << 20)),
         )
         self.task = asyncio.get_running_loop().create_task(
             run_forever(indexer, self._wait_for_work, self.stop_event, settings.poll_s)
