@@ -18,6 +18,7 @@ import os
 import random
 import tempfile
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.harness.stats import percentile
 from recallmesh.platform.supervisor import RestartWatcher, Stack, StackEvent, free_port_env
@@ -441,14 +443,33 @@ def proc_sample(pid: int) -> dict[str, float] | None:
     return {"rss_bytes": rss, "cpu_s": cpu}
 
 
+def declared_cache_bytes(metrics_port: int | None) -> float | None:
+    """The bytes a service says its bounded caches hold: the sum of its
+    recallmesh_*_cache_bytes gauges (the graph leg's namespace graphs, the indexer's concept
+    vectors), from its Prometheus endpoint; None when it does not answer within a second."""
+    if not metrics_port:
+        return None
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
+                                    timeout=1.0) as answer:
+            text = answer.read().decode()
+    except (OSError, ValueError):
+        return None
+    return sum(sample.value for family in text_string_to_metric_families(text)
+               if family.name.startswith("recallmesh_") and family.name.endswith("_cache_bytes")
+               for sample in family.samples)
+
+
 def stack_sample(stack: Stack) -> dict[str, dict[str, float]]:
     """proc_sample of every running service process of the stack, by service name, with its
-    pid (a supervisor that restarts a service replaces its process: the pid tells)."""
+    pid (a supervisor that restarts a service replaces its process: the pid tells) and the
+    bytes its declared caches hold (declared_cache_bytes; None when unknown)."""
     found = {}
     for name, process in list(stack.processes.items()):
         sample = proc_sample(process.pid) if process.poll() is None else None
         if sample is not None:
-            found[name] = {**sample, "pid": process.pid}
+            found[name] = {**sample, "pid": process.pid,
+                           "cache_bytes": declared_cache_bytes(stack.metrics.get(name))}
     return found
 
 

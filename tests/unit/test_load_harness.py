@@ -130,3 +130,49 @@ def test_a_shed_delete_leaves_the_memory_live():
     assert writes.expected_live == ["a"] and writes.take_live(random.Random(0)) == "a"
     writes.delete_outcome("a", Outcome("delete", "UNAVAILABLE", 0, 0))
     assert writes.expected_live == []  # unknown outcome: not checked
+
+
+def test_declared_cache_bytes_sums_the_cache_gauges_of_a_metrics_endpoint():
+    from prometheus_client import CollectorRegistry, Gauge, start_http_server
+
+    from benchmarks.harness.load import declared_cache_bytes
+    from recallmesh.platform.supervisor import free_port
+
+    registry = CollectorRegistry()
+    Gauge("recallmesh_graph_cache_bytes", "x", registry=registry).set(1000)
+    Gauge("recallmesh_indexer_concept_cache_bytes", "x", registry=registry).set(24)
+    Gauge("recallmesh_other_bytes", "not a cache", registry=registry).set(5)
+    port = free_port()
+    server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+    try:
+        assert declared_cache_bytes(port) == 1024
+    finally:
+        server.shutdown()
+        thread.join()
+    assert declared_cache_bytes(port) is None  # nothing answers
+    assert declared_cache_bytes(None) is None
+
+
+def test_soak_rss_growth_a_declared_cache_explains_is_not_a_leak():
+    import argparse
+
+    from benchmarks.performance.soak import fit
+
+    args = argparse.Namespace(flat_mib_per_h=10.0, flat_share_per_h=0.05)
+    mib = 1 << 20
+
+    def sample(t_s: float, rss_mib: float, cache_mib: float | None) -> dict:
+        return {"t_s": t_s, "services": {"indexer": {
+            "pid": 7, "rss_bytes": rss_mib * mib,
+            "cache_bytes": None if cache_mib is None else cache_mib * mib}}}
+
+    # +20 MiB in an hour, all of it the cache: flat
+    cached = fit([sample(t, 100 + t / 180, t / 180) for t in range(0, 3601, 60)], 0, args)
+    assert round(cached["indexer"]["slope_mib_per_h"]) == 20
+    assert round(cached["indexer"]["unexplained_slope_mib_per_h"]) == 0
+    assert cached["indexer"]["flat"]
+    # the same growth with the cache flat, or not reported: a leak
+    for cache in (5.0, None):
+        leak = fit([sample(t, 100 + t / 180, cache) for t in range(0, 3601, 60)], 0, args)
+        assert round(leak["indexer"]["unexplained_slope_mib_per_h"]) == 20
+        assert not leak["indexer"]["flat"]
