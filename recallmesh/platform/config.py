@@ -488,6 +488,7 @@ class IndexerSettings:
     # A job whose own text failed this many times is parked (not retried any more).
     max_attempts: int = 5
     base_backoff_s: float = 0.5  # first retry delay of a failed job (and of the loop)
+    concept_cache_mb: int = 256  # concept name vectors kept to merge new surface forms
 
     @classmethod
     def from_env(cls) -> IndexerSettings:
@@ -510,6 +511,7 @@ class IndexerSettings:
             expiry_sweep_s=env_float("RECALLMESH_EXPIRY_SWEEP_S", 60.0, minimum=0.0),
             max_attempts=env_int("RECALLMESH_INDEXER_MAX_ATTEMPTS", 5, minimum=1),
             base_backoff_s=env_float("RECALLMESH_INDEXER_BASE_BACKOFF_S", 0.5, minimum=0.01),
+            concept_cache_mb=env_int("RECALLMESH_INDEXER_CONCEPT_CACHE_MB", 256, minimum=1),
         )
 
 
