@@ -1,28 +1,40 @@
 """Dynamic micro-batching: concurrent Embed calls share one model run.
 
-Requests queue up; one worker takes everything already waiting, waits up to
-`max_wait_s` for more while the batch holds fewer than `max_batch` texts, and
-runs the model once per text kind in a single background thread (onnxruntime
-uses its own intra-op threads). While a batch runs, new requests queue and
-are coalesced into the next one, so under load batches grow by themselves and
-an idle service adds at most `max_wait_s` to a lone request.
+Requests queue up, one queue per kind; one worker takes everything already waiting of one
+kind, waits up to `max_wait_s` for more while the batch holds fewer than `max_batch` texts,
+and runs the model once in a single background thread (onnxruntime uses its own intra-op
+threads). While a batch runs, new requests queue and are coalesced into the next one, so
+under load batches grow by themselves and an idle service adds at most `max_wait_s` to a lone
+request.
+
+Queries go first: the worker takes waiting query texts before any document texts. A recall
+waits for its query vector under a budget of a few hundred milliseconds, while the indexer's
+documents have seconds and are retried; without this, a burst of writes put every recall's
+query behind seconds of documents.
 
 A failed model run fails no caller for another caller's text: when a run that
 coalesced several requests fails, each of them is run again on its own, and
 only the requests whose own run fails get the error (a poison text, e.g. one
 the model cannot handle, then fails its own caller only).
 
-The queue is bounded: a request that would raise it beyond `max_queue_texts` texts is refused
-at once (ResourceExhausted; a lone request larger than that is still taken when nothing
-waits), since it would only wait behind work the model cannot finish in time. A request
-whose deadline passes while it waits is dropped unembedded (DeadlineExceeded): nobody is
-waiting for its vectors any more.
+Admission is bounded twice, and a refused request is refused at once (ResourceExhausted),
+since it would only wait behind work the model cannot finish in time:
+- by size: a request that would raise the queue beyond `max_queue_texts` texts (a lone
+  request larger than that is still taken when nothing waits);
+- by time: a request whose caller would wait longer than its deadline, by the model time
+  of the texts ahead of it (the run in progress and the queued texts of its kind or a kind
+  that goes first) plus its own, estimated from recent runs (seconds per text, by kind).
+  A recall's query is then refused in microseconds instead of waiting out its budget, and
+  the recall answers from its other legs at once.
+A request whose deadline passes while it waits all the same is dropped unembedded
+(DeadlineExceeded): nobody is waiting for its vectors any more.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from prometheus_client import Counter, Gauge, Histogram
 
-from recallmesh.embedding.core import Embedded
+from recallmesh.embedding.core import KINDS, Embedded
 from recallmesh.platform.errors import DeadlineExceeded, ResourceExhausted, Unavailable
 
 BATCH_TEXTS = Histogram(
@@ -69,6 +81,13 @@ class _Pending:
     future: asyncio.Future
     deadline: float | None = None  # time.perf_counter() after which nobody waits for it
     enqueued: float = field(default_factory=time.perf_counter)
+    cost_s: float = 0.0  # estimated model time of its texts when it was queued
+
+
+# The order in which the worker serves the kinds (queries first: a recall waits for them).
+PRIORITY = ("query", "document")
+assert set(PRIORITY) == set(KINDS)
+INITIAL_S_PER_TEXT = 0.005  # before any run has been timed: admit, learn from the first runs
 
 
 class MicroBatcher:
@@ -83,8 +102,13 @@ class MicroBatcher:
         self.max_batch = max_batch
         self.max_wait_s = max_wait_s
         self.max_queue_texts = max_queue_texts
-        self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
-        self._queued_texts = 0  # texts in self._queue
+        self._queues: dict[str, deque[_Pending]] = {kind: deque() for kind in PRIORITY}
+        self._queued_s = dict.fromkeys(PRIORITY, 0.0)  # estimated model time queued, by kind
+        self._queued_texts = 0  # texts in the queues
+        self._arrived = asyncio.Event()  # set while something is queued
+        # moving average of one text's model time, by kind (written by the model thread)
+        self.s_per_text = dict.fromkeys(PRIORITY, INITIAL_S_PER_TEXT)
+        self._running_until = 0.0  # perf_counter when the model run in progress should end
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
         self._worker: asyncio.Task | None = None
         self._in_flight: list[_Pending] = []  # taken from the queue, not yet answered
@@ -104,8 +128,9 @@ class MicroBatcher:
                 pass
         stopping = Stopping()
         waiting = list(self._in_flight)
-        while not self._queue.empty():
-            waiting.append(self._take())
+        for kind in PRIORITY:
+            while self._queues[kind]:
+                waiting.append(self._take(kind))
         for item in waiting:
             if not item.future.done():
                 item.future.set_exception(stopping)
@@ -113,56 +138,82 @@ class MicroBatcher:
         # A model run in progress finishes in its thread; do not block the loop on it.
         self._executor.shutdown(wait=False)
 
+    def wait_estimate_s(self, kind: str) -> float:
+        """Model time a request of `kind` queued now would wait: the rest of the run in
+        progress and the queued texts of its kind and of the kinds served before it."""
+        ahead = PRIORITY[: PRIORITY.index(kind) + 1]
+        running = max(self._running_until - time.perf_counter(), 0.0) if self._in_flight else 0.0
+        return running + sum(self._queued_s[k] for k in ahead)
+
     async def embed(self, texts: list[str], kind: str, timeout_s: float | None = None
                     ) -> Embedded:
-        """The texts' vectors; `timeout_s`: how long the caller waits (dropped unembedded if
-        it is still queued then). ResourceExhausted when the queue is full."""
+        """The texts' vectors; `timeout_s`: how long the caller waits (refused at once when
+        the work ahead would not let it finish in time; dropped unembedded if it is still
+        queued then). ResourceExhausted when the queue is full or too long for the deadline."""
         if self._closed:
             raise Stopping()
+        if kind not in self._queues:
+            raise ValueError(f"unknown kind {kind!r}")
         if self._queued_texts and self._queued_texts + len(texts) > self.max_queue_texts:
             raise ResourceExhausted(
                 f"embedding queue full ({self._queued_texts} texts waiting, at most "
                 f"{self.max_queue_texts}), retry", reason="embedding_queue")
+        cost = len(texts) * self.s_per_text[kind]
+        if timeout_s is not None and (self._queued_texts or self._in_flight):
+            wait = self.wait_estimate_s(kind)
+            if wait + cost > timeout_s:
+                raise ResourceExhausted(
+                    f"embedding queue busy: about {wait * 1000:.0f} ms of model time ahead, "
+                    f"more than the call's {timeout_s * 1000:.0f} ms allow, retry",
+                    reason="embedding_deadline")
         future = asyncio.get_running_loop().create_future()
-        item = _Pending(list(texts), kind, future)
+        item = _Pending(list(texts), kind, future, cost_s=cost)
         if timeout_s is not None:
             item.deadline = item.enqueued + timeout_s
-        self._queue.put_nowait(item)
+        self._queues[kind].append(item)
         self._queued_texts += len(item.texts)
+        self._queued_s[kind] += cost
         QUEUED_TEXTS.set(self._queued_texts)
+        self._arrived.set()
         try:
             return await future
         finally:
             REQUEST_SECONDS.labels(kind).observe(time.perf_counter() - item.enqueued)
 
-    def _taken(self, item: _Pending) -> _Pending:
+    def _take(self, kind: str) -> _Pending:
+        item = self._queues[kind].popleft()
         self._queued_texts -= len(item.texts)
+        self._queued_s[kind] = max(self._queued_s[kind] - item.cost_s, 0.0)
         QUEUED_TEXTS.set(self._queued_texts)
+        if not any(self._queues.values()):
+            self._arrived.clear()
         return item
 
-    def _take(self) -> _Pending:
-        return self._taken(self._queue.get_nowait())
-
-    async def _next(self) -> _Pending:
-        return self._taken(await self._queue.get())
+    def _first_kind(self) -> str | None:
+        return next((kind for kind in PRIORITY if self._queues[kind]), None)
 
     async def _collect(self) -> list[_Pending]:
-        """Fill self._in_flight with the next batch (kept there so close() can answer it)."""
-        batch = self._in_flight = [await self._next()]
+        """Fill self._in_flight with the next batch, all of one kind, queries first (kept
+        there so close() can answer it)."""
+        while (kind := self._first_kind()) is None:
+            await self._arrived.wait()
+        batch = self._in_flight = [self._take(kind)]
         size = len(batch[0].texts)
         deadline = time.perf_counter() + self.max_wait_s
         while size < self.max_batch:
-            if self._queue.empty():
+            if not self._queues[kind]:
+                if any(self._queues.values()):  # another kind waits: run what we have
+                    break
                 remaining = deadline - time.perf_counter()
                 if remaining <= 0:
                     break
                 try:
                     async with asyncio.timeout(remaining):
-                        item = await self._next()
+                        await self._arrived.wait()
                 except TimeoutError:
                     break
-            else:
-                item = self._take()
+                continue
+            item = self._take(kind)
             batch.append(item)
             size += len(item.texts)
         return batch
@@ -186,7 +237,10 @@ class MicroBatcher:
             now = time.perf_counter()
             batch = self._in_flight = [p for p in collected if self._wanted(p, now)]
             if not batch:
+                self._in_flight = []
                 continue
+            self._running_until = now + sum(
+                len(p.texts) * self.s_per_text[p.kind] for p in batch)
             try:
                 results = await loop.run_in_executor(self._executor, self._embed_batch, batch)
             except Exception as exc:  # deliver the failure to every waiting caller
@@ -213,8 +267,11 @@ class MicroBatcher:
             members = [i for i, p in enumerate(batch) if p.kind == kind]
             texts = [t for i in members for t in batch[i].texts]
             BATCH_TEXTS.observe(len(texts))
+            started = time.perf_counter()
             try:
                 embedded = self._embed(texts, kind)
+                per_text = (time.perf_counter() - started) / max(len(texts), 1)
+                self.s_per_text[kind] += 0.2 * (per_text - self.s_per_text[kind])
             except Exception as exc:
                 if len(members) == 1:
                     results[members[0]] = exc
