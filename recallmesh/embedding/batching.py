@@ -23,9 +23,10 @@ Admission is bounded twice, and a refused request is refused at once (ResourceEx
 since it would only wait behind work the model cannot finish in time:
 - by size: a request that would raise its lane's queue beyond `max_queue_texts` texts (a
   lone request larger than that is still taken when nothing waits);
-- by time: a request whose caller would wait longer than its deadline, by the model time
-  of the texts ahead of it in its lane (the rest of the run in progress and the queued
-  texts) plus its own, estimated from the lane's recent runs (seconds per text). A
+- by time: a request whose texts would take more than half its caller's deadline (the rest
+  is the caller's own work once it has the vectors), by the model time of the texts ahead
+  of it in its lane (the rest of the run in progress and the queued texts) plus its own,
+  estimated from the lane's recent runs (seconds per text). A
   recall's query is then refused in microseconds instead of waiting out its budget, and
   the recall answers from its other legs at once.
 A request whose deadline passes while it waits all the same is dropped unembedded
@@ -87,6 +88,11 @@ class _Pending:
 
 
 INITIAL_S_PER_TEXT = 0.005  # before a lane has timed a run: admit, learn from the first runs
+# The share of a caller's deadline its texts may spend queued and embedded. The caller has
+# work left once it has the vectors (the vector leg searches, the gateway fuses and
+# hydrates): a query embedded just before the deadline is work thrown away, and admitting
+# up to the whole deadline kept the lane full of such queries under load.
+DEADLINE_SHARE = 0.5
 
 
 class _Lane:
@@ -122,10 +128,10 @@ class _Lane:
         cost = len(texts) * self.s_per_text
         if timeout_s is not None and (self.queued_texts or self.in_flight):
             wait = self.wait_estimate_s()
-            if wait + cost > timeout_s:
+            if wait + cost > timeout_s * DEADLINE_SHARE:
                 raise ResourceExhausted(
                     f"embedding queue busy: about {wait * 1000:.0f} ms of model time ahead, "
-                    f"more than the call's {timeout_s * 1000:.0f} ms allow, retry",
+                    f"more than half the call's {timeout_s * 1000:.0f} ms, retry",
                     reason="embedding_deadline")
         item = _Pending(list(texts), self.kind,
                         asyncio.get_running_loop().create_future(), cost_s=cost)

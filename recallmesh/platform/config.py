@@ -35,7 +35,7 @@ DEFAULT_PORTS: dict[str, tuple[int, int]] = {
 # limit); one more is refused at once with RESOURCE_EXHAUSTED. Why these numbers: see
 # docs/configuration.md ("Admission control").
 DEFAULT_MAX_CONCURRENT_RPCS: dict[str, int] = {
-    "gateway": 64,
+    "gateway": 32,
     "lexical": 64,
     "vector": 64,
     "graph": 64,
