@@ -52,10 +52,13 @@ from benchmarks.harness.load import (
     back_off,
     choose,
     codes_text,
+    handling_buckets,
     loaded_stack,
     machine_text,
     pyplot,
     recall,
+    renice_stack,
+    server_latency,
     stack_sample,
     store,
     summarize,
@@ -102,6 +105,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--report", type=Path,
                         help="the markdown report; the plot goes beside it (.png)")
     parser.add_argument("--no-plot", action="store_true", help="no PNG (no matplotlib needed)")
+    parser.add_argument("--stack-nice", type=int, default=10,
+                        help="nice value of the stack's processes during the steps (0: as "
+                             "started), so that the clients sharing the machine are not "
+                             "starved by the stack they measure")
     args = parser.parse_args(argv)
     if not 0 <= args.store_share <= 1:
         parser.error("--store-share must be within 0..1")
@@ -152,12 +159,17 @@ async def run_steps(stack: Stack, args: argparse.Namespace, queries: list[str],
             print(f"{clients} clients, {args.step_s:.0f} s ...", flush=True)
             lag.take()
             services_before = stack_sample(stack)
+            buckets_before = handling_buckets(stack.metrics.get("gateway"))
             cpu_before, wall_before = time.process_time(), time.monotonic()
             counted = await run_step(gateway, clients, args, queries, texts, writes,
                                      recall_deadline_s, n)
             cpu_s, wall_s = time.process_time() - cpu_before, time.monotonic() - wall_before
             services_after = stack_sample(stack)
+            server = server_latency(buckets_before,
+                                    handling_buckets(stack.metrics.get("gateway")),
+                                    recall_deadline_s)
             row = {"clients": clients, **summarize(counted, args.step_s - args.warmup_s),
+                   "server_recall": server,
                    "client_cpu_share": cpu_s / wall_s, "loop_lag": lag.take(),
                    "service_cpu_share": {
                        name: (after["cpu_s"] - services_before[name]["cpu_s"]) / wall_s
@@ -223,12 +235,28 @@ def busiest(shares: dict[str, float], top: int = 2) -> str:
     return ", ".join(f"{name} {share:.0%}" for name, share in ranked) or "—"
 
 
+def server_p99(r: dict) -> str:
+    """The gateway's own handling time of the step's answered recalls, from its histogram:
+    the bucket bound their p99 lies under."""
+    server = r.get("server_recall") or {}
+    if not server.get("answered"):
+        return "—"
+    bound = server.get("p99_under_s")
+    return "> 10000" if bound is None else f"≤ {bound * 1000:.0f}"
+
+
+def server_slower(r: dict) -> str:
+    server = r.get("server_recall") or {}
+    return "—" if not server.get("answered") else f"{server['slower']:.0f}"
+
+
 def table(steps: list[dict]) -> list[str]:
     lines = [
         "| clients | goodput OK/s | recalls OK/s | shed/s | other errors | recall p50 ms "
-        "| p95 ms | p99 ms | degraded | pushback hint p50 ms | client CPU | loop lag p99 ms "
+        "| p95 ms | p99 ms | gateway's own p99 ms (bucket) | gateway's own over 1 s "
+        "| degraded | pushback hint p50 ms | client CPU | loop lag p99 ms "
         "| busiest services' CPU | status codes |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in steps:
         hint = "—" if r["pushback_p50_ms"] is None else f"{r['pushback_p50_ms']}"
@@ -237,7 +265,8 @@ def table(steps: list[dict]) -> list[str]:
         lines.append(
             f"| {r['clients']} | {r['goodput_per_s']:.1f} | {r['recalls_ok_per_s']:.1f} "
             f"| {r['shed_per_s']:.1f} | {r['errors']} | {r['recall_p50_ms']:.1f} "
-            f"| {r['recall_p95_ms']:.1f} | {r['recall_p99_ms']:.1f} | {r['degraded_share']:.1%} "
+            f"| {r['recall_p95_ms']:.1f} | {r['recall_p99_ms']:.1f} | {server_p99(r)} "
+            f"| {server_slower(r)} | {r['degraded_share']:.1%} "
             f"| {hint} | {r['client_cpu_share']:.0%} | {r['loop_lag']['p99_ms']:.1f} "
             f"| {busiest(r['service_cpu_share'])} | {codes_text(r['codes'])} |")
     return lines
@@ -283,6 +312,8 @@ def main(argv: list[str] | None = None) -> None:
     budget_ms = settings.default_budget_ms
     recall_deadline_ms = budget_ms + args.margin_ms
     with loaded_stack("overload", args.datasets, args.memories) as run:
+        if args.stack_nice:
+            renice_stack(run.stack, args.stack_nice)
         steps, writes = asyncio.run(run_steps(run.stack, args, run.queries, run.store_texts,
                                               recall_deadline_ms / 1000))
         supervisor = supervisor_summary(run.watcher)
@@ -339,10 +370,17 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
         f"- Machine: {machine_text(result['machine'])}. The clients run on the same machine "
         "as the stack: "
         "\"client CPU\" is the benchmark process's CPU time over the step (100% = one core), "
-        "\"loop lag\" how late its event loop woke up (latencies include it).",
+        "\"loop lag\" how late its event loop woke up (latencies include it). "
+        + (f"During the steps every process of the stack (services and Postgres, every "
+           f"thread) runs at nice {args.stack_nice}, so that the clients, standing in for "
+           "callers on machines of their own, are not starved by the stack they measure."
+           if args.stack_nice else "The stack runs at the clients' priority."),
         "",
         "Goodput: calls answered OK per second (recalls and stores); shed: RESOURCE_EXHAUSTED "
-        "per second; latency percentiles: answered recalls only, client-side; degraded: "
+        "per second; latency percentiles: answered recalls only, client-side; the gateway's "
+        "own: its handling time of the answered recalls (grpc_server_handling_seconds, "
+        "scraped before and after the step: the bucket bound the p99 lies under, and how "
+        "many took over 1 s); degraded: "
         "share of answered recalls missing a leg; busiest services' CPU: the two service "
         "processes with the most CPU time over the step (100% = one core); status codes: "
         "every call completed in the counted part of the step.",

@@ -176,3 +176,16 @@ def test_soak_rss_growth_a_declared_cache_explains_is_not_a_leak():
         leak = fit([sample(t, 100 + t / 180, cache) for t in range(0, 3601, 60)], 0, args)
         assert round(leak["indexer"]["unexplained_slope_mib_per_h"]) == 20
         assert not leak["indexer"]["flat"]
+
+
+def test_server_latency_reads_the_p99_bucket_and_the_slow_calls_between_two_scrapes():
+    from benchmarks.harness.load import server_latency
+
+    inf = float("inf")
+    before = {0.1: 10.0, 0.5: 10.0, 1.0: 10.0, 2.5: 10.0, inf: 10.0}
+    after = {0.1: 810.0, 0.5: 1000.0, 1.0: 1005.0, 2.5: 1010.0, inf: 1010.0}
+    got = server_latency(before, after, over_s=1.05)
+    assert got["answered"] == 1000
+    assert got["p99_under_s"] == 0.5  # 990 of 1000 within 0.5 s
+    assert got["slower_than_s"] == 1.0 and got["slower"] == 5
+    assert server_latency({}, {}, 1.05)["answered"] == 0
