@@ -443,17 +443,25 @@ def proc_sample(pid: int) -> dict[str, float] | None:
     return {"rss_bytes": rss, "cpu_s": cpu}
 
 
-def declared_cache_bytes(metrics_port: int | None) -> float | None:
-    """The bytes a service says its bounded caches hold: the sum of its
-    recallmesh_*_cache_bytes gauges (the graph leg's namespace graphs, the indexer's concept
-    vectors), from its Prometheus endpoint; None when it does not answer within a second."""
+def scrape(metrics_port: int | None, timeout_s: float) -> str | None:
+    """A service's Prometheus exposition text from its metrics port on this machine; None
+    when it has none or does not answer within timeout_s."""
     if not metrics_port:
         return None
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
-                                    timeout=1.0) as answer:
-            text = answer.read().decode()
+                                    timeout=timeout_s) as answer:
+            return answer.read().decode()
     except (OSError, ValueError):
+        return None
+
+
+def declared_cache_bytes(metrics_port: int | None) -> float | None:
+    """The bytes a service says its bounded caches hold: the sum of its
+    recallmesh_*_cache_bytes gauges (the graph leg's namespace graphs, the indexer's concept
+    vectors), from its Prometheus endpoint; None when it does not answer within a second."""
+    text = scrape(metrics_port, timeout_s=1.0)
+    if text is None:
         return None
     return sum(sample.value for family in text_string_to_metric_families(text)
                if family.name.startswith("recallmesh_") and family.name.endswith("_cache_bytes")
@@ -494,13 +502,8 @@ def handling_buckets(metrics_port: int | None, method: str = "Recall") -> dict[f
     """The cumulative bucket counts (upper bound in seconds -> calls) of a service's
     grpc_server_handling_seconds for `method` answered OK, from its metrics endpoint: the
     server-side time of the calls, without the client's share; {} when it does not answer."""
-    if not metrics_port:
-        return {}
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
-                                    timeout=2.0) as answer:
-            text = answer.read().decode()
-    except (OSError, ValueError):
+    text = scrape(metrics_port, timeout_s=2.0)
+    if text is None:
         return {}
     buckets: dict[float, float] = {}
     for family in text_string_to_metric_families(text):
