@@ -65,7 +65,7 @@ from recallmesh.gateway.time_window import TimeWindow, boost
 from recallmesh.platform import db
 from recallmesh.platform.config import GatewaySettings
 from recallmesh.platform.embedder_client import Embeddings
-from recallmesh.platform.errors import Unavailable
+from recallmesh.platform.errors import ResourceExhausted, Unavailable
 from recallmesh.policy import GRAPH_LEG, RecallPolicy
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,8 @@ tracer = trace.get_tracer("recallmesh.gateway")
 # The least time the reads after fusion get, even when the legs used up the budget: a recall
 # answers within its budget plus this much, or fails UNAVAILABLE.
 DB_FLOOR_S = 0.025
+# The least time worth giving the legs: a recall that would leave them less is refused as late.
+LATE_LEG_S = 0.025
 
 
 @dataclass(frozen=True)
@@ -137,10 +139,28 @@ class Recaller:
                 QUERY_EMBED_SECONDS.labels(state).observe(time.perf_counter() - start)
 
     def budget_s(self, budget_ms: int | None, client_remaining_s: float | None) -> float:
+        """How long this recall may take from now: its budget, or less when the caller's
+        deadline comes first, then ending one reserve before that deadline (the answer must
+        still be sent and read before the caller gives up; an answer that arrives just after
+        the deadline is work thrown away)."""
         budget_s = (budget_ms or self.settings.default_budget_ms) / 1000
         if client_remaining_s is not None:
-            budget_s = min(budget_s, client_remaining_s)
+            budget_s = min(budget_s, client_remaining_s - self.settings.reserve_ms / 1000)
         return budget_s
+
+    def refuse_late(self, client_remaining_s: float | None) -> None:
+        """A call that arrives with less of its deadline left than a recall needs (the legs'
+        least time plus the reserve, twice: once for fusion and hydration, once for the
+        answer) waited too long in a busy server: refused at once as load (RESOURCE_EXHAUSTED,
+        reason `late`), not started and answered late or as 'no leg answered'."""
+        if client_remaining_s is None:
+            return
+        need_s = 2 * self.settings.reserve_ms / 1000 + LATE_LEG_S
+        if client_remaining_s < need_s:
+            raise ResourceExhausted(
+                f"server busy: the call arrived with {client_remaining_s * 1000:.0f} ms of its "
+                f"deadline left, a recall needs at least {need_s * 1000:.0f} ms, retry",
+                reason="late")
 
     def leg_timeout_s(self, budget_ms: int | None, client_remaining_s: float | None) -> float:
         budget_s = self.budget_s(budget_ms, client_remaining_s)
@@ -163,6 +183,7 @@ class Recaller:
         self, q: RecallQuery, client_remaining_s: float | None = None
     ) -> RecallOutcome:
         started = time.perf_counter()
+        self.refuse_late(client_remaining_s)
         policy, routed = self.policy_for(q)
         with tracer.start_as_current_span("recall") as span:
             if routed is not None:

@@ -45,7 +45,9 @@ class ResourceExhausted(RequestError):
     """Refused for load, at once, before doing the work: the caller may retry after a pause
     (the server sends a `grpc-retry-pushback-ms` hint with it). `reason` names what was full
     (the recallmesh_shed_total label): `concurrency` (the server's limit of RPCs in
-    progress), `db_pool` (callers waiting for a database connection), `embedding_queue`."""
+    progress), `db_pool` (callers waiting for a database connection), `embedding_queue` and
+    `embedding_deadline` (the embedding lanes), `late` (a recall that arrived with too little of
+    its deadline left)."""
 
     code = "RESOURCE_EXHAUSTED"
 

@@ -21,7 +21,7 @@ from recallmesh.gateway.fanout import LegAnswer, LegError, LegQuery
 from recallmesh.gateway.recall import Recaller
 from recallmesh.gateway.store import StoredMemory
 from recallmesh.platform.config import GatewaySettings, LegTarget
-from recallmesh.platform.errors import InvalidArgument
+from recallmesh.platform.errors import InvalidArgument, ResourceExhausted
 from recallmesh.policy import Overrides, RecallPolicy
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -255,3 +255,23 @@ async def test_context_propagation_off_by_request_for_importance_order_and_on_fa
     store.fail_next = False
     lexical_only = await r.recall(query(skip_legs=("vector", "graph")))
     assert [h.memory.id for h in lexical_only.hits] == [mid(1), mid(2), mid(3)]  # its own order
+
+
+def test_the_callers_deadline_ends_the_recall_one_reserve_early():
+    r, _, _ = recaller(ListLeg("graph", []), budget_ms=800)  # reserve 20 ms
+    assert r.budget_s(None, None) == pytest.approx(0.8)
+    assert r.budget_s(None, 5.0) == pytest.approx(0.8)  # a far deadline: the budget
+    assert r.budget_s(None, 0.5) == pytest.approx(0.48)  # a near one: answered before it
+    assert r.leg_timeout_s(None, 0.5) == pytest.approx(0.46)  # legs: one more reserve back
+    assert r.budget_s(200, 5.0) == pytest.approx(0.2)
+
+
+async def test_a_call_arriving_with_too_little_deadline_left_is_refused_as_load():
+    graph = ListLeg("graph", [9])
+    r, lexical, _ = recaller(graph)
+    with pytest.raises(ResourceExhausted) as refused:  # needs 2 x 20 + 25 ms
+        await r.recall(query(), client_remaining_s=0.06)
+    assert refused.value.reason == "late" and "60 ms of its deadline left" in str(refused.value)
+    assert lexical.calls == []  # refused before any work
+    outcome = await r.recall(query(), client_remaining_s=0.07)
+    assert outcome.hits and len(lexical.calls) == 1
