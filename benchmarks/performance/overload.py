@@ -25,8 +25,11 @@ the share of answered recalls that were degraded, the benchmark's own CPU use an
 lag (when the client is saturated, its latencies include that lag), and each service's CPU.
 After the last step every acknowledged Store is read back with Get (refusals retried): zero
 lost writes. Required, reported pass/fail: zero INTERNAL (or UNKNOWN), zero lost writes, every
-recall answered within budget + margin (no DEADLINE_EXCEEDED recall), and goodput that
-plateaus (every step after the peak at least --plateau-fraction of it) instead of collapsing.
+answered recall within budget + margin, at most --max-late-share of each step's recalls
+DEADLINE_EXCEEDED (an error budget: calls whose deadline passed before the gateway's answer
+reached the client, e.g. while they waited for the gateway's event loop on the cores the
+clients share), and goodput that plateaus (every step after the peak at least
+--plateau-fraction of it) instead of collapsing.
 --report writes the markdown report and a PNG beside it (goodput, shed rate and latency against
 offered load; matplotlib, Agg).
 """
@@ -89,6 +92,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--margin-ms", type=float, default=250.0,
                         help="a recall's deadline is the gateway's recall budget plus this")
     parser.add_argument("--store-deadline-ms", type=float, default=2000.0)
+    parser.add_argument("--max-late-share", type=float, default=0.01,
+                        help="most recalls of a step that may end DEADLINE_EXCEEDED (share)")
     parser.add_argument("--pushback", choices=("honor", "ignore"), default="honor",
                         help="whether a refused client waits the server's retry hint")
     parser.add_argument("--shed-backoff-ms", type=float, default=100.0,
@@ -203,6 +208,8 @@ def checks(steps: list[dict], writes: dict, args: argparse.Namespace,
     evidence)."""
     faults = {code: sum(r["codes"].get(code, 0) for r in steps) for code in SERVER_FAULTS}
     late = sum(r["codes_by_op"].get("recall", {}).get("DEADLINE_EXCEEDED", 0) for r in steps)
+    shares = [(late_share(r), r["clients"]) for r in steps]
+    worst, worst_at = max(shares, default=(0.0, 0))
     slowest = max((r["recall_max_ms"] for r in steps), default=0.0)
     goodput = [r["goodput_per_s"] for r in steps]
     peak = max(range(len(goodput)), key=goodput.__getitem__) if goodput else 0
@@ -217,8 +224,11 @@ def checks(steps: list[dict], writes: dict, args: argparse.Namespace,
          f"({codes_text(writes['unverified_codes'])}); {writes['stores_unknown_outcome']} "
          "stores with an unknown outcome (not acknowledged, not checked)"),
         (f"answered recalls within budget + margin ({recall_deadline_ms:.0f} ms)",
-         late == 0 and slowest <= recall_deadline_ms,
-         f"slowest answered recall {slowest:.0f} ms; {late} recalls DEADLINE_EXCEEDED"),
+         slowest <= recall_deadline_ms, f"slowest answered recall {slowest:.0f} ms"),
+        (f"recalls past their deadline (DEADLINE_EXCEEDED) at most {args.max_late_share:.1%} "
+         "of each step's recalls", worst <= args.max_late_share,
+         f"{late} in all; the most in one step: {worst:.2%} of the recalls at {worst_at} "
+         "clients"),
         (f"goodput plateaus (each step after the peak >= {args.plateau_fraction:.0%} of it)",
          lowest is None or lowest >= floor,
          f"peak {goodput[peak] if goodput else 0:.1f}/s at {args.steps[peak]} clients; "
@@ -227,6 +237,12 @@ def checks(steps: list[dict], writes: dict, args: argparse.Namespace,
         ("no service process exited", not supervisor["events"],
          supervisor_text(supervisor) or "none exited"),
     ]
+
+
+def late_share(step: dict) -> float:
+    """The share of a step's completed recalls that ended DEADLINE_EXCEEDED."""
+    codes = step["codes_by_op"].get("recall", {})
+    return codes.get("DEADLINE_EXCEEDED", 0) / max(sum(codes.values()), 1)
 
 
 def busiest(shares: dict[str, float], top: int = 2) -> str:
@@ -361,7 +377,8 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
         f"step, the first {args.warmup_s:.0f} s not counted; {1 - args.store_share:.0%} "
         f"Recall (k=10, default budget {budget_ms} ms), {args.store_share:.0%} Store (no "
         "index wait).",
-        f"- Deadlines: recall {deadline_ms:.0f} ms (budget + {args.margin_ms:.0f} ms margin), "
+        f"- Deadlines: recall {deadline_ms:.0f} ms (budget + {args.margin_ms:.0f} ms margin; "
+        f"at most {args.max_late_share:.1%} of a step's recalls may miss it), "
         f"store {args.store_deadline_ms:.0f} ms. On RESOURCE_EXHAUSTED a client "
         + ("waits the `grpc-retry-pushback-ms` hint (" f"{args.shed_backoff_ms:.0f} ms without "
            "one)" if args.pushback == "honor" else "ignores the hint and calls again at once")

@@ -184,7 +184,9 @@ async def serve(
         # Admission (config.max_concurrent_rpcs) is ServerInterceptor's, not gRPC's own
         # maximum_concurrent_rpcs: that one also refuses health checks (a busy pod would turn
         # unready and drop out) and sends no retry pushback.
-        interceptors=[aio_server_interceptor(), ServerInterceptor(config.max_concurrent_rpcs),
+        # ServerInterceptor outermost: a call refused for load is refused before a span is
+        # started for it (under overload most calls are refusals).
+        interceptors=[ServerInterceptor(config.max_concurrent_rpcs), aio_server_interceptor(),
                       *walls],
         # No SO_REUSEPORT: a second copy of a service must fail to bind, not
         # silently share the port with the first.
