@@ -161,10 +161,10 @@ class Pushback:
     one handling time only to be refused again: the refusals alone then take the CPU the
     admitted calls need, and goodput falls as the load rises. So the factor is a small
     controller, adjusted once a window (1 s): while refusals outnumber a quarter of the
-    answered calls it doubles (up to PUSHBACK_MAX_MS in all), under a twentieth it halves
-    (down to 1). Clients that honour the hint then spread themselves over time instead of
-    queueing at the door. The hint is jittered (x0.5..1.5) so the refused do not all come
-    back at once.
+    answered calls it doubles (the hint's base at most PUSHBACK_MAX_MS), under a twentieth it
+    halves (down to 1). Clients that honour the hint then spread themselves over time instead
+    of queueing at the door. The base (PUSHBACK_MIN_MS..PUSHBACK_MAX_MS) is jittered x0.5..1.5
+    so the refused do not all come back at once, also at the cap.
 
     `clock` is injectable for tests; the counts are plain integers on the service's event loop.
     """
@@ -203,8 +203,11 @@ class Pushback:
         """Count one refusal and return its hint in milliseconds."""
         self._roll()
         self._refused += 1
-        jittered = round(self.mean_s * self.factor * 1000 * random.uniform(0.5, 1.5))
-        return min(max(jittered, PUSHBACK_MIN_MS), PUSHBACK_MAX_MS)
+        base = min(max(self.mean_s * self.factor * 1000, PUSHBACK_MIN_MS), PUSHBACK_MAX_MS)
+        # Jittered after the bounds, so that at the cap the hints still spread (2.5 to 7.5 s):
+        # clamped after the jitter, every client refused under a flood was told the same
+        # 5,000 ms and came back in one wave.
+        return round(base * random.uniform(0.5, 1.5))
 
 
 class ServerInterceptor(grpc.aio.ServerInterceptor):

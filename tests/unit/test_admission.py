@@ -242,8 +242,10 @@ def test_the_pushback_hint_stays_within_its_bounds():
     pushback.mean_s = 2.0
     for _ in range(20):
         hints = run_window(pushback, clock, answered=1, refused=50)
-        assert all(PUSHBACK_MIN_MS <= h <= PUSHBACK_MAX_MS for h in hints)
-    assert max(hints) == PUSHBACK_MAX_MS
+        assert all(PUSHBACK_MIN_MS / 2 <= h <= PUSHBACK_MAX_MS * 1.5 for h in hints)
+    # at the cap the hints still spread: the refused do not all come back in one wave
+    assert min(hints) < PUSHBACK_MAX_MS * 0.8 and max(hints) > PUSHBACK_MAX_MS * 1.2
     fast = Pushback(clock=clock)
     fast.mean_s = 0.0
-    assert fast.refused() == PUSHBACK_MIN_MS
+    assert all(PUSHBACK_MIN_MS / 2 <= fast.refused() <= PUSHBACK_MIN_MS * 1.5
+               for _ in range(20))
