@@ -123,14 +123,16 @@ def compare(out: Path, baseline: str, metric: str = HEADLINE) -> str:
     same_load: dict[str, list[str]] = {}
     for name in names:
         commit = results[name]["git_commit"][:10]
-        if commit != base["git_commit"][:10]:
+        if commit != base["git_commit"][:10] or "renamed_from" in results[name]:
             # --target --skip-ingest: another harness process, the same stored memories
             skipped = results[name].get("ingest", {}).get("skipped")
             (same_load if skipped else elsewhere).setdefault(commit, []).append(name)
     if elsewhere:
-        lines += ["", "Run separately, over a fresh load of the same dataset files, at another "
-                  "commit (latency from that run): " + "; ".join(
-                      f"commit {c}: {', '.join(n)}" for c, n in elsewhere.items()) + "."]
+        lines += ["", "Run separately, over a fresh load of the same dataset files (latency "
+                  "from that run, not comparable with this one's): " + "; ".join(
+                      f"commit {c}: " + ", ".join(
+                          f"{x} (model {results[x]['model_id']})" for x in n)
+                      for c, n in elsewhere.items()) + "."]
     if same_load:
         lines += ["", "Run by a second harness process against the same stack and load "
                   "(`--target --skip-ingest`), at another commit: "
