@@ -204,3 +204,13 @@ def test_a_source_that_does_not_match_the_other_entry_is_an_error(catalogue, tmp
     (folder / "tiny-int8.json").write_text(json.dumps(entry))
     with pytest.raises(FetchError, match="in a cycle: tiny-int8 -> tiny-int8"):
         fetch("tiny-int8", tmp_path / "cache")
+
+
+def test_excluded_matmuls_stay_fp32(fp32, tmp_path):
+    report = quantize(fp32, tmp_path / "some.onnx", Options(exclude=r"/ffn_down"))
+    assert len(report["excluded"]) == 2 and all("ffn_down" in n for n in report["excluded"])
+    assert report["ops"]["MatMulInteger"] == 3 * 2
+    assert report["ops"]["MatMul"] == 2 * 2 + 2
+    assert (pooled(fp32) * pooled(tmp_path / "some.onnx")).sum(1).min() > 0.999
+    with pytest.raises(QuantizeError, match="no MatMul node name matches 'nothing'"):
+        quantize(fp32, tmp_path / "none.onnx", Options(exclude="nothing"))

@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import onnx
@@ -64,7 +65,7 @@ class Options:
     optimizer: bool = False  # onnxruntime.transformers.optimizer (model_type "bert")
     num_heads: int = 0  # for the optimizer; 0: let it detect
     hidden_size: int = 0
-    nodes_to_exclude: tuple[str, ...] = field(default_factory=tuple)
+    exclude: str = ""  # regex: MatMul nodes whose name it matches (re.search) stay fp32
 
     def describe(self) -> str:
         return ",".join(f"{k}={v}" for k, v in asdict(self).items())
@@ -114,18 +115,31 @@ def _optimize(model_path: Path, out: Path, options: Options) -> dict[str, int]:
     return {k: v for k, v in optimized.get_fused_operator_statistics().items() if v}
 
 
-def _quantize(model_path: Path, out: Path, options: Options) -> None:
+def _excluded(model_path: Path, pattern: str) -> list[str]:
+    if not pattern:
+        return []
+    model = onnx.load(str(model_path), load_external_data=False)
+    names = [n.name for n in model.graph.node
+             if n.op_type == "MatMul" and re.search(pattern, n.name)]
+    if not names:
+        raise QuantizeError(f"no MatMul node name matches {pattern!r}")
+    return names
+
+
+def _quantize(model_path: Path, out: Path, options: Options) -> list[str]:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    excluded = _excluded(model_path, options.exclude)
     quantize_dynamic(
         str(model_path), str(out),
         op_types_to_quantize=list(options.op_types) or None,
         per_channel=options.per_channel,
         reduce_range=options.reduce_range,
         weight_type=QuantType.QInt8,
-        nodes_to_exclude=list(options.nodes_to_exclude) or None,
+        nodes_to_exclude=excluded or None,
         extra_options={"MatMulConstBOnly": True},
     )
+    return excluded
 
 
 def quantize(fp32_path: Path, out_path: Path, options: Options | None = None) -> dict:
@@ -144,7 +158,7 @@ def quantize(fp32_path: Path, out_path: Path, options: Options | None = None) ->
             report["fused"] = _optimize(pre, optimized, options)
             pre = optimized
         quantized = tmp / "quantized.onnx"
-        _quantize(pre, quantized, options)
+        report["excluded"] = _quantize(pre, quantized, options)
         model = onnx.load(str(quantized))
     counts: dict[str, int] = {}
     for node in model.graph.node:
@@ -175,12 +189,14 @@ def main(argv: list[str] | None = None) -> int:
                         "onnxruntime can (default: %(default)s)")
     parser.add_argument("--optimizer", action="store_true",
                         help="run onnxruntime.transformers.optimizer (bert) first")
+    parser.add_argument("--exclude", default="",
+                        help="regex: MatMul nodes whose name it matches stay fp32")
     parser.add_argument("--num-heads", type=int, default=0)
     parser.add_argument("--hidden-size", type=int, default=0)
     args = parser.parse_args(argv)
     options = Options(per_channel=not args.per_tensor, reduce_range=args.reduce_range,
                       op_types=() if args.op_types == "all" else tuple(args.op_types.split(",")),
-                      optimizer=args.optimizer, num_heads=args.num_heads,
+                      optimizer=args.optimizer, exclude=args.exclude, num_heads=args.num_heads,
                       hidden_size=args.hidden_size)
     t0 = time.monotonic()
     report = quantize(args.fp32, args.out, options)
