@@ -17,15 +17,19 @@ What it does
        DynamicQuantizeMatMul when it loads the graph).
     The result is written byte-deterministically, with the producer set here and
     model properties naming the fp32 file's sha256, the options and the onnxruntime
-    version. Built twice with the same onnxruntime, the bytes are the same; the
+    version. Built twice with the same onnxruntime, the bytes are the same (checked on the
+    tiny test graph, tests/unit/test_int8_onnx.py); the
     quantizer and the pre-processing optimizer are onnxruntime's Python and C++ code,
     so another onnxruntime version may write other bytes: the catalogue entry records
     the version that produced its pinned sha256 (``built_with``).
 
-Why these options (measured on nomic-embed-text-v1.5, benchmarks/reports/embedding-int8.md):
-    per-channel, QInt8 weights, MatMul only (the token-embedding Gather left fp32: it
-    costs nothing at run time), reduce_range off (this is for CPUs with VNNI or
-    AVX-512/AVX2 u8s8 kernels; see the report for the measured alternatives).
+The default options (not yet measured on the real model: `make bench-int8` and the
+variants in --help are how to choose): per-channel, QInt8 weights, MatMul only (the
+token-embedding Gather stays fp32: a lookup, it costs nothing to speak of at run time),
+reduce_range off (7-bit weights are for CPUs without VNNI; this development machine has
+AVX-512 VNNI). onnxruntime's transformer optimizer is off: on the tiny test graph it fuses
+only SkipLayerNormalization (no attention: the rotary embedding does not match its patterns),
+which onnxruntime's own ORT_ENABLE_ALL session fuses in part anyway, and it needs sympy.
 
 Usage
     python -m recallmesh.models.build.int8_onnx --fp32 model.onnx --out model-int8.onnx
