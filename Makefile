@@ -10,7 +10,7 @@ ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint deploy-tools deploy-check \
-	bench-recall-latency bench-embedding bench-model bench-vector bench-gateway bench-graph-latency \
+	bench-recall-latency bench-embedding bench-int8 bench-model bench-vector bench-gateway bench-graph-latency \
 	bench-context-sweep bench-lever-replay bench-model-replay bench-concept-names bench-headline \
 	bench-bm25 bench-security bench-rls bench-overload soak bench bench-all clean
 
@@ -79,6 +79,17 @@ bench-recall-latency: models
 ## Embedding throughput at batch 1/8/32/128 and single-query latency through gRPC.
 bench-embedding: models
 	$(PY) -m benchmarks.performance.embedding_throughput
+
+## The default model against its int8 build (catalogue nomic-embed-text-v1.5-int8), in one process:
+## query latency, document throughput and cosine (-> benchmarks/reports/embedding-int8.md), and the
+## vector leg's rankings query by query on the dev splits (-> embedding-int8-vectors.md).
+bench-int8: models
+	$(PY) -m recallmesh.models.fetch nomic-embed-text-v1.5-int8
+	$(PY) -m benchmarks.performance.embedding_precision \
+		--report-to benchmarks/reports/embedding-int8.md --json benchmarks/reports/embedding-int8.json
+	$(PY) -m benchmarks.replay.vector_precision --datasets $(BENCH_DATASETS) \
+		--report-to benchmarks/reports/embedding-int8-vectors.md \
+		--json benchmarks/reports/embedding-int8-vectors.json
 
 ## The retrieval benchmark on dev LoCoMo, every configuration; regenerates benchmarks/reports/retrieval.md.
 BENCH_DATASETS ?= ../shared/datasets

