@@ -10,6 +10,7 @@ from prometheus_client import Gauge
 
 from recallmesh.embedding.batching import MicroBatcher
 from recallmesh.embedding.core import OnnxEmbedder, onnxruntime_distributions
+from recallmesh.embedding.query_cache import QueryVectorCache
 from recallmesh.models.manifest import ModelManifest
 from recallmesh.platform.config import ConfigError, EmbeddingSettings
 from recallmesh.platform.errors import InvalidArgument
@@ -37,11 +38,13 @@ KINDS = {
 
 class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
     def __init__(
-        self, embedder: OnnxEmbedder, batcher: MicroBatcher, max_texts_per_call: int
+        self, embedder: OnnxEmbedder, batcher: MicroBatcher, max_texts_per_call: int,
+        query_cache: QueryVectorCache | None = None,
     ) -> None:
         self.embedder = embedder
         self.batcher = batcher
         self.max_texts = max_texts_per_call
+        self.query_cache = query_cache or QueryVectorCache(0)
 
     async def Embed(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         n = len(request.texts)
@@ -52,7 +55,13 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         if request.kind not in KINDS:
             raise InvalidArgument(f"unknown kind {request.kind}")
         texts = [t[:MAX_TEXT_CHARS] for t in request.texts]
-        result = await self.batcher.embed(texts, KINDS[request.kind], context.time_remaining())
+        kind = KINDS[request.kind]
+        remaining = context.time_remaining()
+        if kind == "query" and self.query_cache.enabled:
+            result = await self.query_cache.embed(
+                texts, lambda missing: self.batcher.embed(missing, kind, remaining))
+        else:
+            result = await self.batcher.embed(texts, kind, remaining)
         cut = [
             len(original) > MAX_TEXT_CHARS or by_tokens
             for original, by_tokens in zip(request.texts, result.truncated, strict=True)
@@ -109,7 +118,8 @@ class EmbeddingApp:
         self.batcher = MicroBatcher(embedder.embed, settings.max_batch, settings.max_wait_ms / 1000,
                                     settings.max_queue_texts)
         self.batcher.start()
-        self.servicer = EmbedderServicer(embedder, self.batcher, settings.max_texts_per_call)
+        self.servicer = EmbedderServicer(embedder, self.batcher, settings.max_texts_per_call,
+                                         QueryVectorCache(settings.query_cache_mb * 2**20))
         PROVIDER_IN_USE.labels(embedder.provider, manifest.model_id).set(1)
         log.info(
             "model loaded",

@@ -384,6 +384,7 @@ class EmbeddingSettings:
     max_wait_ms: float  # how long a batch waits for more concurrent requests
     max_texts_per_call: int
     max_queue_texts: int = 256  # texts waiting for the model; more is RESOURCE_EXHAUSTED
+    query_cache_mb: int = 32  # query vectors kept by text (LRU); 0: no cache
 
     @classmethod
     def from_env(cls) -> EmbeddingSettings:
@@ -405,6 +406,7 @@ class EmbeddingSettings:
                 "RECALLMESH_EMBEDDING_MAX_TEXTS",
                 env_int("RECALLMESH_EMBEDDING_MAX_TEXTS", 256, minimum=1), 10_000),
             max_queue_texts=env_int("RECALLMESH_EMBEDDING_MAX_QUEUE", 256, minimum=1),
+            query_cache_mb=env_int("RECALLMESH_EMBEDDING_QUERY_CACHE_MB", 32, minimum=0),
         )
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import urllib.request
+import uuid
+
 import grpc
 import numpy as np
 import pytest
@@ -62,3 +65,25 @@ def test_grpc_truncation_is_reported(embedder_stub):
     response = embedder_stub.Embed(
         embedder_pb2.EmbedRequest(texts=["long " * 5000, "short"]), timeout=30)
     assert response.truncated == 1 and len(response.embeddings) == 2
+
+
+def _cache_hits(stack) -> float:
+    text = urllib.request.urlopen(
+        f"http://localhost:{stack.metrics['embedding']}/metrics", timeout=5).read().decode()
+    for line in text.splitlines():
+        if line.startswith('recallmesh_embedding_query_cache_total{result="hit"}'):
+            return float(line.split()[-1])
+    return 0.0
+
+
+@pytest.mark.integration
+def test_a_repeated_query_is_answered_from_the_query_cache(embedder_stub, stack):
+    text = f"what did I decide about the garden shed? {uuid.uuid4()}"
+    before = _cache_hits(stack)
+    first = embed(embedder_stub, [text])
+    assert _cache_hits(stack) == before  # a new text: computed
+    second = embed(embedder_stub, [text])
+    assert _cache_hits(stack) == before + 1
+    assert np.array_equal(first, second)
+    embed(embedder_stub, [text], embedder_pb2.EMBED_KIND_DOCUMENT)  # documents: never cached
+    assert _cache_hits(stack) == before + 1
