@@ -28,6 +28,7 @@ from typing import Any
 import grpc
 from prometheus_client.parser import text_string_to_metric_families
 
+from benchmarks.harness.script import BENCH_ENV
 from benchmarks.harness.stats import percentile
 from recallmesh.platform.supervisor import RestartWatcher, Stack, StackEvent, free_port_env
 from recallmesh.platform.tls import TlsSettings, dial
@@ -87,7 +88,7 @@ def loaded_stack(name: str, datasets: Path, memories: int) -> Iterator[LoadedSta
     loaded, store_texts = texts[:memories], texts[memories:]
     queries = read_queries(datasets, 2000)
     with tempfile.TemporaryDirectory(prefix=f"recallmesh-{name}-") as tmp:
-        stack = Stack(env={"RECALLMESH_DATA_DIR": tmp, **free_port_env()})
+        stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp, **free_port_env()})
         try:
             startup_s = start_stack(stack)
             watcher = supervise(stack)

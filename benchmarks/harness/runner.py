@@ -22,6 +22,7 @@ from benchmarks.harness.configs import CONFIGS, Config
 from benchmarks.harness.data import Dataset, load
 from benchmarks.harness.peers import PEERS, Doc, Peer, timed_search
 from benchmarks.harness.script import (
+    BENCH_ENV,
     dial_gateway,
     dial_internal,
     recallmesh_env,
@@ -223,8 +224,8 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
     try:
         tmp = tempfile.TemporaryDirectory(prefix="recallmesh-bench-")
         if target is None:
-            stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, "RECALLMESH_LEGS": ALL_LEGS,
-                               **free_port_env()})
+            stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp.name,
+                               "RECALLMESH_LEGS": ALL_LEGS, **free_port_env()})
             stack.start()
         docs = None
         with (stack.dial() if stack else dial_gateway(target, api_key)) as channel:

@@ -63,6 +63,14 @@ def positive_ints(raw: str) -> list[int]:
     return values
 
 
+# Settings every benchmark stack runs with. The embedding service's query-vector cache is off:
+# a benchmark cycles a fixed list of questions, and every configuration and peer of a run asks
+# the same ones, so with the cache on the second time a question is asked would time a cache
+# hit, not the model (the first configuration of a run would pay for the others). Real agents
+# do repeat themselves; what the cache saves is measured on its own.
+BENCH_ENV = {"RECALLMESH_EMBEDDING_QUERY_CACHE_MB": "0"}
+
+
 def start_stack(stack: Stack) -> float:
     """Start `stack` and return the seconds it took; a stack that does not start ends the
     script with its error."""

@@ -36,7 +36,13 @@ from typing import Any
 
 import grpc
 
-from benchmarks.harness.script import dial_internal, machine_info, positive_ints, start_stack
+from benchmarks.harness.script import (
+    BENCH_ENV,
+    dial_internal,
+    machine_info,
+    positive_ints,
+    start_stack,
+)
 from benchmarks.harness.stats import percentile
 from recallmesh.platform.supervisor import Stack, free_port_env
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
@@ -314,7 +320,7 @@ def main() -> None:
         target = args.target
         connect: Callable[[], grpc.Channel]
         if target is None:
-            stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, **free_port_env()},
+            stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp.name, **free_port_env()},
                           services=("embedding",))
             startup_s = start_stack(stack)
             target = stack.endpoints["embedding"]

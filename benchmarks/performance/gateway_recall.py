@@ -36,6 +36,7 @@ from pathlib import Path
 import grpc
 
 from benchmarks.harness.script import (
+    BENCH_ENV,
     names,
     positive_ints,
     recallmesh_env,
@@ -218,7 +219,7 @@ def main() -> None:
     tmp = tempfile.TemporaryDirectory(prefix="recallmesh-bench-")
     stack = hang_stack = None
     try:
-        env = {"RECALLMESH_DATA_DIR": tmp.name, "RECALLMESH_LEGS": legs,
+        env = {**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp.name, "RECALLMESH_LEGS": legs,
                **free_port_env()}
         stack = Stack(env=env)
         startup_s = start_stack(stack)

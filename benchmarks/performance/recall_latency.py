@@ -28,7 +28,7 @@ from pathlib import Path
 
 import grpc
 
-from benchmarks.harness.script import dial_gateway, names, start_stack
+from benchmarks.harness.script import BENCH_ENV, dial_gateway, names, start_stack
 from benchmarks.harness.stats import percentile
 from recallmesh.cli import DEMO_FILE, DEMO_NAMESPACE, import_memories, read_jsonl
 from recallmesh.platform.supervisor import Stack, free_port_env
@@ -86,8 +86,9 @@ def main() -> None:
             legs = args.legs
             # The lexical baseline alone runs only its leg and a gateway configured with it.
             services = None if "vector" in legs else ("lexical", "gateway")
-            stack = Stack(env={"RECALLMESH_DATA_DIR": tmp.name, "RECALLMESH_LEGS": ",".join(legs),
-                               **free_port_env()}, services=services)
+            stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp.name,
+                               "RECALLMESH_LEGS": ",".join(legs), **free_port_env()},
+                          services=services)
             startup_s = start_stack(stack)
             with stack.dial() as channel:
                 import_memories(memory_pb2_grpc.MemoryServiceStub(channel), args.namespace,

@@ -27,7 +27,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from benchmarks.harness.script import machine_info, positive_ints, start_stack
+from benchmarks.harness.script import BENCH_ENV, machine_info, positive_ints, start_stack
 from benchmarks.performance.gateway_recall import (
     DATASETS,
     NAMESPACE,
@@ -64,12 +64,12 @@ def main() -> None:
         stacks: dict[str, Stack] = {}
         try:
             open_env = {"RECALLMESH_AUTH": "off"}
-            stacks["open"] = Stack(env={"RECALLMESH_DATA_DIR": str(folder / "open"),
+            stacks["open"] = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": str(folder / "open"),
                                         **free_port_env(), **open_env})
             start_stack(stacks["open"])
             dsn = stacks["open"].dsn
             for name, extra in (("auth", {}), ("auth+tls", tls)):
-                stacks[name] = Stack(env={"RECALLMESH_DATA_DIR": str(folder / name),
+                stacks[name] = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": str(folder / name),
                                           "RECALLMESH_DSN": dsn, **free_port_env(), **extra})
                 start_stack(stacks[name])
             with stacks["open"].dial() as channel:

@@ -49,6 +49,7 @@ import grpc
 import psycopg
 
 from benchmarks.harness.script import (
+    BENCH_ENV,
     machine_info,
     names,
     positive_ints,
@@ -565,7 +566,7 @@ def main() -> None:
     if args.tmp_dir is not None:
         args.tmp_dir.mkdir(parents=True, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="recallmesh-bench-", dir=args.tmp_dir)
-    stack = Stack(env={"RECALLMESH_DATA_DIR": tmp, **free_port_env()})
+    stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp, **free_port_env()})
     results: list[dict[str, Any]] = []
     conn: psycopg.Connection | None = None
     try:

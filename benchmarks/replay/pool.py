@@ -36,7 +36,7 @@ from benchmarks.harness import metrics
 from benchmarks.harness.configs import CONFIGS
 from benchmarks.harness.data import load
 from benchmarks.harness.runner import gateway_legs, git_commit, ingest, settle
-from benchmarks.harness.script import dial_gateway
+from benchmarks.harness.script import BENCH_ENV, dial_gateway
 from benchmarks.harness.stats import paired_bootstrap
 from recallmesh.api.filters import Filters
 from recallmesh.api.validation import MAX_BUDGET_MS
@@ -152,7 +152,7 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
             lambda: dial_gateway(target, api_key), dsn or resolve_dsn(), not skip_ingest)
     else:
         with tempfile.TemporaryDirectory(prefix="recallmesh-context-") as tmp:
-            stack = Stack(env={"RECALLMESH_DATA_DIR": tmp, "RECALLMESH_LEGS": ALL_LEGS,
+            stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp, "RECALLMESH_LEGS": ALL_LEGS,
                                **free_port_env()})
             stack.start()
             try:

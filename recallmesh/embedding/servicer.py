@@ -44,7 +44,7 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         self.embedder = embedder
         self.batcher = batcher
         self.max_texts = max_texts_per_call
-        self.query_cache = query_cache or QueryVectorCache(0)
+        self.query_cache = query_cache if query_cache is not None else QueryVectorCache(0)
 
     async def Embed(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         n = len(request.texts)
