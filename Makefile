@@ -10,7 +10,7 @@ ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint deploy-tools deploy-check \
-	bench-recall-latency bench-embedding bench-int8 bench-int8-quality bench-model bench-vector bench-gateway bench-graph-latency \
+	bench-recall-latency bench-embedding bench-int8 bench-int8-quality bench-stages bench-model bench-vector bench-gateway bench-graph-latency \
 	bench-context-sweep bench-lever-replay bench-model-replay bench-concept-names bench-headline \
 	bench-bm25 bench-security bench-rls bench-overload soak bench bench-all clean
 
@@ -113,6 +113,16 @@ bench-int8-quality: models
 		$(PY) -m benchmarks compare benchmarks/results/int8/$$d/paired --baseline default --metric $$metric \
 			--append-to $(INT8_REPORT) --summary-to benchmarks/reports/embedding-int8-quality-$$d.json || exit 1; \
 	done
+
+## Where a recall's time goes: mean per stage (gateway, legs, embedding, fusion, hydration, hops)
+## through the real stack on STAGES_MEMORIES memories, fp32 and int8 side by side in one run
+## (-> benchmarks/reports/recall-stages.md).
+STAGES_MEMORIES ?= 5000
+bench-stages: models
+	$(PY) -m recallmesh.models.fetch nomic-embed-text-v1.5-int8
+	$(PY) -m benchmarks.performance.recall_stages --memories $(STAGES_MEMORIES) \
+		--models nomic-embed-text-v1.5,nomic-embed-text-v1.5-int8 \
+		--report-to benchmarks/reports/recall-stages.md --json benchmarks/results/recall_stages.json
 
 ## The retrieval benchmark on dev LoCoMo, every configuration; regenerates benchmarks/reports/retrieval.md.
 BENCH_DATASETS ?= ../shared/datasets

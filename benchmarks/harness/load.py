@@ -78,9 +78,11 @@ class LoadedStack:
 
 
 @contextlib.contextmanager
-def loaded_stack(name: str, datasets: Path, memories: int) -> Iterator[LoadedStack]:
-    """Start a stack of its own (restarted like `recallmesh up` restarts it), load
-    `memories` real texts, warm it up with 30 recalls; stopped on the way out."""
+def loaded_stack(name: str, datasets: Path, memories: int,
+                 env: dict[str, str] | None = None) -> Iterator[LoadedStack]:
+    """Start a stack of its own (restarted like `recallmesh up` restarts it; `env`: settings
+    of its own), load `memories` real texts, warm it up with 30 recalls; stopped on the way
+    out."""
     from benchmarks.harness.script import start_stack
     from benchmarks.performance.gateway_recall import NAMESPACE, load, read_queries, read_texts
 
@@ -88,7 +90,8 @@ def loaded_stack(name: str, datasets: Path, memories: int) -> Iterator[LoadedSta
     loaded, store_texts = texts[:memories], texts[memories:]
     queries = read_queries(datasets, 2000)
     with tempfile.TemporaryDirectory(prefix=f"recallmesh-{name}-") as tmp:
-        stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp, **free_port_env()})
+        stack = Stack(env={**BENCH_ENV, **(env or {}), "RECALLMESH_DATA_DIR": tmp,
+                           **free_port_env()})
         try:
             startup_s = start_stack(stack)
             watcher = supervise(stack)

@@ -52,3 +52,13 @@ RECALL_SECONDS = Histogram(
     ["degraded"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0),
 )
+RECALL_STAGE_SECONDS = Histogram(
+    "recallmesh_recall_stage_seconds",
+    "Time of each stage of a recall inside the gateway: fan_out (every leg, and the query "
+    "embedding they wait for, in parallel, until the last answer or the leg deadline), fusion "
+    "(the fusion service call, or in-process fusion), hydration (the database reads after "
+    "fusion: time window, the memories and their neighbours), context (context propagation).",
+    ["stage"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5,
+             1.0),
+)

@@ -57,6 +57,7 @@ from recallmesh.gateway.metrics import (
     INTENT_ROUTES,
     QUERY_EMBED_SECONDS,
     RECALL_SECONDS,
+    RECALL_STAGE_SECONDS,
     TIME_WINDOWS,
 )
 from recallmesh.gateway.query_intent import Route, route
@@ -245,7 +246,8 @@ class Recaller:
             bm25_k1=policy.bm25_k1,
             bm25_b=policy.bm25_b,
         )
-        ran = await self._fan_out(q, policy, leg_query, budget_s, timeout_s, started)
+        with RECALL_STAGE_SECONDS.labels("fan_out").time():
+            ran = await self._fan_out(q, policy, leg_query, budget_s, timeout_s, started)
         by_name = {o.leg: o for o in ran}
         outcomes = [
             by_name.get(leg.name)
@@ -273,16 +275,19 @@ class Recaller:
             return RecallOutcome(hits=hits, legs=outcomes, fusion="none (recency)")
 
         remaining_s = budget_s - (time.perf_counter() - started)
-        fused, how = await self.fusion(lists, settings, remaining_s)
+        with RECALL_STAGE_SECONDS.labels("fusion").time():
+            fused, how = await self.fusion(lists, settings, remaining_s)
         plan = stages.plan(policy, lists, q.sort_by, q.query, q.reference_time)
         boosted = 0
-        async with self._within_budget(budget_s, started):
-            if plan.window is not None:
-                fused, boosted = await self._boost_time_window(q, fused, plan)
-            top, memories, adjacent = await hydrate_top(self.store, q, fused, policy,
-                                                        plan.context_hits)
+        with RECALL_STAGE_SECONDS.labels("hydration").time():
+            async with self._within_budget(budget_s, started):
+                if plan.window is not None:
+                    fused, boosted = await self._boost_time_window(q, fused, plan)
+                top, memories, adjacent = await hydrate_top(self.store, q, fused, policy,
+                                                            plan.context_hits)
         if adjacent is not None and top:
-            top = self._propagate_context(q, fused, top, memories, adjacent, plan)
+            with RECALL_STAGE_SECONDS.labels("context").time():
+                top = self._propagate_context(q, fused, top, memories, adjacent, plan)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how, time_window=plan.window,
                              time_boosted=boosted)

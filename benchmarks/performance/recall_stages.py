@@ -1,0 +1,221 @@
+"""Where a recall's time goes: a per-stage breakdown through the real stack, per model.
+
+  python -m benchmarks.performance.recall_stages [--models nomic-embed-text-v1.5,...]
+      [--memories 5000] [--requests 500] [--report-to FILE.md] [--json FILE]
+
+For each model (a catalogue name: the embedding service serves it through
+RECALLMESH_EMBEDDING_MANIFEST; every other setting is the shipped default) a stack of its own is
+started and loaded with --memories real texts (LoCoMo turns, then LongMemEval turns, one
+namespace: benchmarks/performance/gateway_recall.py), then --requests real benchmark questions are
+sent as Recall (k=10, default budget) one after another from one client. Every service's
+Prometheus histograms are read before and after; the difference of their sums and counts gives
+the mean time per recall of each stage, as the gateway sees it and as the service that did the
+work sees it:
+
+  client                      the client's wall time per recall (p50 / p95 too)
+  gateway, whole RPC          grpc_server_handling_seconds{Recall}: authentication, validation,
+                              the recall, the response message
+  recall                      recallmesh_recall_seconds: fan-out, fusion, hydration, context
+  fan_out / fusion /          recallmesh_recall_stage_seconds{stage}
+  hydration / context
+  query embedding (gateway)   recallmesh_gateway_query_embedding_seconds: the Embed call
+  embedding service           its grpc_server_handling_seconds{Embed} and, inside, the
+                              batcher's queue + model time (recallmesh_embedding_request_seconds)
+  <leg> (gateway)             recallmesh_leg_latency_seconds{leg}: includes the wait for the
+                              query vector for legs that need one
+  <leg> service               the leg's own grpc_server_handling_seconds{Search}
+  fusion service              its grpc_server_handling_seconds{Fuse}
+
+What a hop costs (connection, serialization, the event loops) is the gateway's view minus the
+service's own. The models run one after the other in one run, on the same texts and questions,
+so their rows compare; means come from histogram sums, so they are exact, not bucket estimates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from benchmarks.harness.load import loaded_stack, scrape
+from benchmarks.harness.script import machine_info, names
+from benchmarks.harness.stats import percentile
+from benchmarks.performance.gateway_recall import NAMESPACE
+from recallmesh.models.manifest import DEFAULT_MODEL, model_cache_dir
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+
+DATASETS = Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets"
+SERVICES = ("gateway", "embedding", "lexical", "vector", "graph", "fusion")
+
+
+def sums(text: str | None) -> dict[tuple[str, tuple], tuple[float, float]]:
+    """(histogram name, sorted labels) -> (sum, count) of every histogram in an exposition."""
+    out: dict[tuple[str, tuple], list[float]] = {}
+    if text is None:
+        return {}
+    for family in text_string_to_metric_families(text):
+        if family.type != "histogram":
+            continue
+        for sample in family.samples:
+            if sample.name.endswith("_sum") or sample.name.endswith("_count"):
+                key = (family.name, tuple(sorted(sample.labels.items())))
+                slot = out.setdefault(key, [0.0, 0.0])
+                slot[0 if sample.name.endswith("_sum") else 1] = sample.value
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def snapshot(metrics: dict[str, int]) -> dict[str, dict]:
+    return {name: sums(scrape(port, timeout_s=5.0)) for name, port in metrics.items()
+            if name in SERVICES}
+
+
+def mean_ms(before: dict, after: dict, service: str, name: str, per: float,
+            **labels: str) -> float | None:
+    """Total seconds the histogram `name` (with `labels` among its labels) gained on `service`
+    between two snapshots, per recall (`per` recalls), in ms; None when nothing was observed."""
+    total, seen = 0.0, 0.0
+    for (hist, lbls), (s_after, c_after) in after.get(service, {}).items():
+        if hist != name or any(dict(lbls).get(k) != v for k, v in labels.items()):
+            continue
+        s_before, c_before = before.get(service, {}).get((hist, lbls), (0.0, 0.0))
+        total += s_after - s_before
+        seen += c_after - c_before
+    return total / per * 1000 if seen else None
+
+
+def stage_rows(before: dict, after: dict, recalls: int) -> list[tuple[str, float | None, str]]:
+    """(stage, mean ms per recall, what it is) in report order."""
+    def m(service: str, name: str, **labels: str) -> float | None:
+        return mean_ms(before, after, service, name, recalls, **labels)
+
+    handling = "grpc_server_handling_seconds"
+    rows = [
+        ("gateway: whole Recall RPC", m("gateway", handling, grpc_method="Recall",
+                                         grpc_code="OK"),
+         "authentication, validation, the recall, the response"),
+        ("gateway: recall", m("gateway", "recallmesh_recall_seconds"),
+         "fan-out + fusion + hydration + context"),
+    ]
+    for stage, what in (("fan_out", "the legs and the query embedding, in parallel"),
+                        ("fusion", "fusion service call (or in-process fusion)"),
+                        ("hydration", "the reads after fusion"),
+                        ("context", "context propagation")):
+        rows.append((f"  {stage}", m("gateway", "recallmesh_recall_stage_seconds", stage=stage),
+                     what))
+    rows += [
+        ("    query embedding (gateway's view)",
+         m("gateway", "recallmesh_gateway_query_embedding_seconds", state="OK"),
+         "the Embed call as the gateway waits for it"),
+        ("      embedding service: Embed", m("embedding", handling, grpc_method="Embed"),
+         "its own handling time"),
+        ("        batcher queue + model", m("embedding", "recallmesh_embedding_request_seconds",
+                                            kind="query"),
+         "tokenising, queueing, the model run, pooling"),
+    ]
+    for leg in ("lexical", "vector", "graph"):
+        seen = m("gateway", "recallmesh_leg_latency_seconds", leg=leg, state="OK")
+        if seen is None:
+            continue
+        rows.append((f"    {leg} leg (gateway's view)", seen,
+                     "includes the wait for the query vector" if leg == "vector" else
+                     "the Search call"))
+        rows.append((f"      {leg} service: Search", m(leg, handling, grpc_method="Search"),
+                     "its own handling time"))
+    rows.append(("    fusion service: Fuse", m("fusion", handling, grpc_method="Fuse"),
+                 "its own handling time"))
+    return rows
+
+
+def run_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
+    env = {}
+    if model != DEFAULT_MODEL:
+        env["RECALLMESH_EMBEDDING_MANIFEST"] = str(model_cache_dir() / model / "manifest.json")
+    print(f"{model}: starting a stack, loading {args.memories} memories ...", flush=True)
+    with loaded_stack("stages", args.datasets, args.memories, env) as loaded:
+        stack = loaded.stack
+        questions = loaded.queries[30:30 + args.requests]  # the first 30 warmed it up
+        latencies = []
+        with stack.dial() as channel:
+            stub = memory_pb2_grpc.MemoryServiceStub(channel)
+            before = snapshot(stack.metrics)
+            degraded = 0
+            for q in questions:
+                started = time.perf_counter()
+                response = stub.Recall(memory_pb2.RecallRequest(namespace=NAMESPACE, query=q,
+                                                                k=10), timeout=30)
+                latencies.append((time.perf_counter() - started) * 1000)
+                degraded += response.degraded
+            after = snapshot(stack.metrics)
+        rows = stage_rows(before, after, len(questions))
+        return {"model": model, "memories": loaded.memories, "load_s": loaded.load_s,
+                "recalls": len(questions), "degraded": degraded,
+                "client_ms": {"mean": statistics.fmean(latencies),
+                              "p50": percentile(latencies, 50),
+                              "p95": percentile(latencies, 95)},
+                "stages": [{"stage": s, "mean_ms": v, "what": w} for s, v, w in rows]}
+
+
+def report(results: list[dict], argv: list[str]) -> str:
+    models = [r["model"] for r in results]
+    lines = [
+        "# Where a recall's time goes (per-stage breakdown)",
+        "",
+        f"Generated by `python -m benchmarks.performance.recall_stages {' '.join(argv)}` "
+        f"({datetime.now(UTC):%Y-%m-%d %H:%M} UTC); how it is measured: the script's docstring.",
+        "",
+        f"- {results[0]['memories']} memories (LoCoMo then LongMemEval turns, one namespace), "
+        f"{results[0]['recalls']} real questions as Recall (k=10, default budget) one after "
+        "another from one client; a stack of its own per model, every other setting the "
+        "shipped default (authentication on, the query cache off: BENCH_ENV).",
+        f"- Machine: {machine_info()}",
+        "",
+        "Mean ms per recall (indented rows are inside the row above; legs run in parallel):",
+        "",
+        "| stage | " + " | ".join(models) + " | what |",
+        "|---|" + "---:|" * len(models) + "---|",
+        "| client: wall time per recall | "
+        + " | ".join(f"{r['client_ms']['mean']:.1f}" for r in results) + " | gRPC both ways |",
+    ]
+    for i, row in enumerate(results[0]["stages"]):
+        cells = []
+        for r in results:
+            value = r["stages"][i]["mean_ms"]
+            cells.append("—" if value is None else f"{value:.2f}")
+        label = row["stage"].lstrip()
+        indent = "&nbsp;" * (len(row["stage"]) - len(label))
+        lines.append(f"| {indent}{label} | " + " | ".join(cells) + f" | {row['what']} |")
+    lines += ["", "| model | client p50 ms | client p95 ms | degraded | load s |",
+              "|---|---:|---:|---:|---:|"]
+    lines += [f"| {r['model']} | {r['client_ms']['p50']:.1f} | {r['client_ms']['p95']:.1f} | "
+              f"{r['degraded']} | {r['load_s']:.0f} |" for r in results]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=names, default=DEFAULT_MODEL)
+    parser.add_argument("--memories", type=int, default=5000)
+    parser.add_argument("--requests", type=int, default=500)
+    parser.add_argument("--datasets", type=Path, default=DATASETS)
+    parser.add_argument("--report-to", type=Path)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    results = [run_model(model, args) for model in args.models]
+    text = report(results, argv)
+    print(text)
+    if args.report_to:
+        args.report_to.write_text(text)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
