@@ -18,9 +18,10 @@ The libraries come with the optional `bench` extra (`pip install -e '.[bench]'`)
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -40,6 +41,14 @@ class Index(Protocol):
     def search(self, query: str, vector: np.ndarray | None, k: int) -> list[str]: ...
 
 
+class Builder(Protocol):
+    """Builds a peer's index of one scope; `info` is recorded with the run's results."""
+
+    info: dict[str, Any]
+
+    def build(self, docs: Sequence[Doc]) -> Index: ...
+
+
 @dataclass(frozen=True)
 class Peer:
     name: str
@@ -52,9 +61,27 @@ class Peer:
         return asdict(self) | {"peer": True}
 
     def build(self, docs: Sequence[Doc], workdir: str) -> Index:
+        """An in-process peer's index of one scope."""
         if self.library == "bm25s":
             return _Bm25Index(docs, **self.settings_)
         return _LanceIndex(docs, workdir, **self.settings_)
+
+    @contextlib.contextmanager
+    def builder(self, workdir: str, dsn: str | None = None) -> Iterator[Builder]:
+        """What builds this peer's index of each scope of one run: what the indexes hold (a
+        connection, say) lasts until the block ends. `dsn` is the database the stack stored
+        into, for a peer that builds its index there."""
+        yield _InProcessBuilder(self, workdir)
+
+
+@dataclass
+class _InProcessBuilder:
+    peer: Peer
+    workdir: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def build(self, docs: Sequence[Doc]) -> Index:
+        return self.peer.build(docs, self.workdir)
 
 
 class _Bm25Index:
