@@ -169,6 +169,7 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
              ("lexical", "vector", "graph"), weights={"graph": w})
       for w in GRAPH_WEIGHTS),
 )}
-PEER_CONFIGS = ("peer_bm25", "peer_lancedb_fts", "peer_lancedb_vector", "peer_lancedb_hybrid")
+PEER_CONFIGS = ("peer_bm25", "peer_lancedb_fts", "peer_lancedb_vector", "peer_lancedb_hybrid",
+                "peer_pgvector_hybrid")
 # What `run` does without --configs: every configuration above, then the peers.
 DEFAULT_CONFIGS = (*CONFIGS, *PEER_CONFIGS)

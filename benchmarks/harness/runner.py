@@ -164,9 +164,10 @@ def stored_docs(dsn: str, ds: Dataset) -> dict[str, list[Doc]]:
 
 
 def run_peer(peer: Peer, ds: Dataset, docs: dict[str, list[Doc]], channel: grpc.Channel,
-             workdir: str) -> tuple[list[dict], list[float], dict]:
+             workdir: str, dsn: str | None = None) -> tuple[list[dict], list[float], dict]:
     """`peer` over the stored `docs`, queries embedded through `channel` (to the embedding
-    service; the caller closes it)."""
+    service; the caller closes it). `dsn`: the stack's Postgres, for a peer that builds its
+    index there (peer_pgvector_hybrid)."""
     session_of = {m.corpus_id: m.session_id for ms in ds.scopes.values() for m in ms}
     stub = embedder_pb2_grpc.EmbedderServiceStub(channel)
 
@@ -177,15 +178,17 @@ def run_peer(peer: Peer, ds: Dataset, docs: dict[str, list[Doc]], channel: grpc.
 
     rows, latencies, indexes = [], [], {}
     started = time.perf_counter()
-    for scope, scope_docs in docs.items():
-        indexes[scope] = peer.build(scope_docs, workdir)
-    build_s = time.perf_counter() - started
-    for q in ds.queries:
-        ranked, ms = timed_search(indexes[q.scope], q.text,
-                                  embed if peer.needs_vectors else None, K)
-        latencies.append(ms)
-        rows.append(result_row(q, ranked, [session_of.get(i, "") for i in ranked], False))
-    return rows, latencies, {"index_build_s": build_s, "namespaces": len(indexes)}
+    with peer.builder(workdir, dsn) as builder:
+        for scope, scope_docs in docs.items():
+            indexes[scope] = builder.build(scope_docs)
+        build_s = time.perf_counter() - started
+        for q in ds.queries:
+            ranked, ms = timed_search(indexes[q.scope], q.text,
+                                      embed if peer.needs_vectors else None, K)
+            latencies.append(ms)
+            rows.append(result_row(q, ranked, [session_of.get(i, "") for i in ranked], False))
+    return rows, latencies, {"index_build_s": build_s, "namespaces": len(indexes),
+                             **builder.info}
 
 
 @functools.cache
@@ -227,7 +230,7 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
             stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp.name,
                                "RECALLMESH_LEGS": ALL_LEGS, **free_port_env()})
             stack.start()
-        docs = None
+        docs = peer_dsn = None
         with (stack.dial() if stack else dial_gateway(target, api_key)) as channel:
             stub = memory_pb2_grpc.MemoryServiceStub(channel)
             legs = gateway_legs(stub)
@@ -245,13 +248,14 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
                     settings = CONFIGS[name].settings()
                     rows, latencies = run_config(stub, ds, CONFIGS[name], legs)
                 else:
-                    if docs is None:
-                        docs = stored_docs(stack.dsn if stack else dsn or resolve_dsn(), ds)
+                    if docs is None:  # the database peers read from (and build in)
+                        peer_dsn = stack.dsn if stack else dsn or resolve_dsn()
+                        docs = stored_docs(peer_dsn, ds)
                     settings = PEERS[name].settings()
                     with (stack.dial("embedding") if stack else dial_internal(
                             embedder or default_target("embedding"), internal_token)) as peer_ch:
                         rows, latencies, extra = run_peer(PEERS[name], ds, docs, peer_ch,
-                                                          tmp.name)
+                                                          tmp.name, peer_dsn)
                 path = out / f"{name}.json"
                 path.write_text(json.dumps(
                     result_file(name, settings, ds, limit, rows, latencies, ingest_info, extra),

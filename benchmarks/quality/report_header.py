@@ -23,10 +23,14 @@ Peers run side by side in the same run, over exactly the texts the stack stored 
 vectors) the very vectors the indexer wrote (the default model, nomic-embed-text-v1.5), read back
 from Postgres, with query vectors from the same embedding service: `peer_bm25` (bm25s, Lucene BM25
 k1=1.5 b=0.75, English stopwords, Snowball stemmer), `peer_lancedb_fts` (LanceDB's native full-text
-index), `peer_lancedb_vector` (LanceDB exact cosine search) and `peer_lancedb_hybrid` (LanceDB FTS
-+ vector fused by its RRFReranker, k=60, 20 per side, top 10 scored). Their latency is measured
-in-process (query embedding through gRPC included where they need a vector); recallmesh's is a full
-Recall RPC through the gateway. Settings of every configuration are in `python -m benchmarks
+index), `peer_lancedb_vector` (LanceDB exact cosine search), `peer_lancedb_hybrid` (LanceDB FTS
++ vector fused by its RRFReranker, k=60, 20 per side, top 10 scored) and `peer_pgvector_hybrid`
+(pgvector-python's single-SQL hybrid in the stack's own Postgres, one table per namespace:
+ts_rank_cd over plainto_tsquery('english') with a GIN index and cosine distance with an HNSW index,
+pgvector's defaults, 20 per side, fused by RRF k=60 in the same statement). Their latency is
+measured in-process (query embedding through gRPC included where they need a vector; for
+`peer_pgvector_hybrid` also the statement's round trip to Postgres); recallmesh's is a full Recall
+RPC through the gateway. Settings of every configuration are in `python -m benchmarks
 configs`.
 
 Tuning on these sets, said plainly: the RRF k and the graph settings were set before any run here
