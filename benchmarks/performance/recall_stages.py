@@ -174,7 +174,7 @@ def report(results: list[dict], argv: list[str]) -> str:
         f"{results[0]['recalls']} real questions as Recall (k=10, default budget) one after "
         "another from one client; a stack of its own per model, every other setting the "
         "shipped default (authentication on, the query cache off: BENCH_ENV).",
-        f"- Machine: {machine_info()}",
+        "- Machine: " + ", ".join(f"{k} {v}" for k, v in machine_info().items()),
         "",
         "Mean ms per recall (indented rows are inside the row above; legs run in parallel):",
         "",
