@@ -50,8 +50,8 @@ def test_run_and_compare_end_to_end(gateway, stack, tmp_path):
     # A configuration run at another commit is named as such in the report.
     hybrid["git_commit"] = "0123456789abcdef"
     (out / "hybrid_rrf.json").write_text(json.dumps(hybrid))
-    assert "at another commit (latency from that run): commit 0123456789: hybrid_rrf." in (
-        compare(out, "lexical"))
+    assert ("(latency from that run, not comparable with this one's): commit 0123456789: "
+            "hybrid_rrf (model nomic-embed-text-v1.5-onnx-fp32).") in compare(out, "lexical")
     # ... and one run by another process on the same load (--target --skip-ingest) as that.
     hybrid["ingest"] = {"skipped": True}
     (out / "hybrid_rrf.json").write_text(json.dumps(hybrid))
