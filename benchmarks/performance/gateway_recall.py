@@ -29,6 +29,7 @@ import statistics
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent import futures
 from pathlib import Path
@@ -112,6 +113,7 @@ def run_load(connect: Callable[[], grpc.Channel], queries: list[str], requests: 
     """Send `requests` recalls from `concurrency` threads (each its own channel to the gateway,
     made by `connect`, e.g. `stack.dial`); per-request measurements."""
     results: list[dict] = []
+    errors: Counter[str] = Counter()
     lock = threading.Lock()
     counter = iter(range(requests))
 
@@ -126,7 +128,12 @@ def run_load(connect: Callable[[], grpc.Channel], queries: list[str], requests: 
                 request = memory_pb2.RecallRequest(namespace=NAMESPACE, query=queries[i % len(
                     queries)], k=10)
                 start = time.perf_counter()
-                response = stub.Recall(request, timeout=30)
+                try:
+                    response = stub.Recall(request, timeout=30)
+                except grpc.RpcError as error:  # counted, not fatal: a refusal or a late read
+                    with lock:
+                        errors[error.code().name] += 1
+                    continue
                 client_ms = (time.perf_counter() - start) * 1000
                 legs = {leg.leg: leg for leg in response.legs}
                 slowest = max(leg.latency_ms for leg in response.legs)
@@ -152,7 +159,8 @@ def run_load(connect: Callable[[], grpc.Channel], queries: list[str], requests: 
     return {
         "concurrency": concurrency,
         "requests": len(results),
-        "recalls_per_s": len(results) / wall,
+        "errors": dict(errors),  # status code -> recalls that failed (not in any figure)
+        "recalls_per_s": len(results) / wall,  # answered OK
         "client_p50_ms": percentile(client, 50),
         "client_p95_ms": percentile(client, 95),
         "client_p99_ms": percentile(client, 99),
@@ -286,13 +294,14 @@ def main() -> None:
           "memories, "
           f"k=10, budget {budget_ms} ms; {result['machine']}")
     print("| concurrency | recalls/s | p50 ms | p95 ms | p99 ms | gateway p50 ms "
-          "| slowest leg p50 ms | overhead p50 / p95 ms | degraded |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| slowest leg p50 ms | overhead p50 / p95 ms | degraded | failed |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in runs:
         print(f"| {r['concurrency']} | {r['recalls_per_s']:.1f} | {r['client_p50_ms']:.2f} "
               f"| {r['client_p95_ms']:.2f} | {r['client_p99_ms']:.2f} | {r['gateway_p50_ms']:.2f} "
               f"| {r['slowest_leg_p50_ms']:.2f} | {r['overhead_p50_ms']:.2f} / "
-              f"{r['overhead_p95_ms']:.2f} | {r['degraded']} |")
+              f"{r['overhead_p95_ms']:.2f} | {r['degraded']} | "
+              f"{', '.join(f'{c} {n}' for c, n in sorted(r.get('errors', {}).items())) or 0} |")
     print("\nper-leg latency p50 / p95 ms (gateway-measured, query embedding included in the "
           "legs that need a vector): " + "; ".join(
               f"c={r['concurrency']}: " + ", ".join(
