@@ -12,6 +12,7 @@ internal token for the others); to a service given on the command line (`--targe
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import time
@@ -69,6 +70,17 @@ def positive_ints(raw: str) -> list[int]:
 # hit, not the model (the first configuration of a run would pay for the others). Real agents
 # do repeat themselves; what the cache saves is measured on its own.
 BENCH_ENV = {"RECALLMESH_EMBEDDING_QUERY_CACHE_MB": "0"}
+
+
+def publish(text: str, report_to: Path | None = None, json_to: Path | None = None,
+            data: Any = None, indent: int = 2, end: str = "\n") -> None:
+    """A benchmark's output: the markdown report printed, and written to `report_to`; `data`
+    written as JSON to `json_to` (each only when given)."""
+    print(text, end=end)
+    if report_to:
+        report_to.write_text(text)
+    if json_to:
+        json_to.write_text(json.dumps(data, indent=indent) + "\n")
 
 
 def start_stack(stack: Stack) -> float:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import statistics
 import sys
 import time
@@ -37,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.harness.script import machine_info, names, positive_ints
+from benchmarks.harness.script import machine_info, names, positive_ints, publish
 from benchmarks.harness.stats import percentile
 from benchmarks.performance.embedding_throughput import read_texts
 from recallmesh.embedding.core import OnnxEmbedder
@@ -279,12 +278,7 @@ def main(argv: list[str] | None = None) -> None:
         "throughput": result_throughput,
         "cosine": cosine,
     }
-    text = report(result)
-    print(text)
-    if args.report_to:
-        args.report_to.write_text(text)
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    publish(report(result), args.report_to, args.json, result)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ so their rows compare; means come from histogram sums, so they are exact, not bu
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -45,7 +44,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.harness.load import loaded_stack, scrape
-from benchmarks.harness.script import machine_info, names
+from benchmarks.harness.script import machine_info, names, publish
 from benchmarks.harness.stats import percentile
 from benchmarks.performance.gateway_recall import NAMESPACE
 from recallmesh.models.manifest import DEFAULT_MODEL, model_cache_dir
@@ -209,12 +208,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     results = [run_model(model, args) for model in args.models]
-    text = report(results, argv)
-    print(text)
-    if args.report_to:
-        args.report_to.write_text(text)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+    publish(report(results, argv), args.report_to, args.json, results, indent=1)
 
 
 if __name__ == "__main__":

@@ -14,10 +14,10 @@ each configuration's Recall p50 / p95 through the gateway in the same run.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from benchmarks.harness.report import fmt_interval, load_results
+from benchmarks.harness.script import publish
 from benchmarks.harness.stats import cluster_bootstrap, paired_bootstrap
 
 # Headline metric per dataset folder (others: recall@10), in report order.
@@ -171,12 +171,8 @@ def main(argv: list[str] | None = None) -> None:
     if not report["datasets"]:
         raise SystemExit(f"no dataset results with a `{TARGET}` configuration under "
                          f"{args.results} (run make bench-all first)")
-    text = markdown(report, args.source)
-    print(text, end="")
-    if args.report_to:
-        args.report_to.write_text(text)
-    if args.json_to:
-        args.json_to.write_text(json.dumps(report, indent=1) + "\n")
+    publish(markdown(report, args.source), args.report_to, args.json_to, report, indent=1,
+            end="")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ queries (and, for LoCoMo, over conversations), and how many queries' top 10 are 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from datetime import UTC, datetime
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness.metrics import per_query
-from benchmarks.harness.script import machine_info, names
+from benchmarks.harness.script import machine_info, names, publish
 from benchmarks.harness.stats import cluster_bootstrap, paired_bootstrap
 from benchmarks.replay.vectors import Vectors
 from recallmesh.models.manifest import model_cache_dir
@@ -126,12 +125,7 @@ def main(argv: list[str] | None = None) -> None:
                          + " ".join(sys.argv[1:] if argv is None else argv),
               "finished": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
               "machine": machine_info(), "sets": sets}
-    text = report(result)
-    print(text)
-    if args.report_to:
-        args.report_to.write_text(text)
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    publish(report(result), args.report_to, args.json, result)
 
 
 if __name__ == "__main__":
