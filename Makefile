@@ -10,7 +10,7 @@ ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint deploy-tools deploy-check \
-	bench-recall-latency bench-embedding bench-int8 bench-int8-quality bench-stages bench-model bench-vector bench-gateway bench-graph-latency \
+	bench-recall-latency bench-embedding bench-int8 bench-int8-quality bench-stages bench-speed bench-scale bench-model bench-vector bench-gateway bench-graph-latency \
 	bench-context-sweep bench-lever-replay bench-model-replay bench-concept-names bench-headline \
 	bench-bm25 bench-security bench-rls bench-overload soak bench bench-all clean
 
@@ -123,6 +123,18 @@ bench-stages: models
 	$(PY) -m benchmarks.performance.recall_stages --memories $(STAGES_MEMORIES) \
 		--models nomic-embed-text-v1.5,nomic-embed-text-v1.5-int8 \
 		--report-to benchmarks/reports/recall-stages.md --json benchmarks/results/recall_stages.json
+
+## Issue 26's speed tables in one run, per model (SPEED_MODELS; a stack of its own each, 5,000
+## memories): one-client latency of `default` against LanceDB hybrid and the single-SQL pgvector
+## hybrid on the same stored vectors, 8 and 32 clients, ingest through the stack against the
+## model in process, repeated questions with the query cache, the per-stage breakdown
+## (-> benchmarks/reports/speed.md; raw: benchmarks/results/speed.json).
+SPEED_MODELS ?= nomic-embed-text-v1.5,nomic-embed-text-v1.5-int8
+SPEED_ARGS ?=
+bench-speed: models
+	$(PY) -m recallmesh.models.fetch nomic-embed-text-v1.5-int8
+	$(PY) -m benchmarks.performance.speed --models $(SPEED_MODELS) \
+		--report-to benchmarks/reports/speed.md --json benchmarks/results/speed.json $(SPEED_ARGS)
 
 ## The retrieval benchmark on dev LoCoMo, every configuration; regenerates benchmarks/reports/retrieval.md.
 BENCH_DATASETS ?= ../shared/datasets

@@ -291,10 +291,10 @@ PEERS: dict[str, Peer] = {p.name: p for p in (
          {"k1": 1.5, "b": 0.75, "method": "lucene", "stopwords": "en", "stemmer": "english"}),
     Peer("peer_lancedb_fts", "LanceDB native full-text index alone", "lancedb", False,
          {"mode": "fts"}),
-    Peer("peer_lancedb_vector", "LanceDB exact cosine search over the same MiniLM vectors",
-         "lancedb", True, {"mode": "vector"}),
-    Peer("peer_lancedb_hybrid", "LanceDB hybrid: native FTS + the same MiniLM vectors, its "
-         "RRFReranker (k=60), 20 per side, top 10 scored", "lancedb", True,
+    Peer("peer_lancedb_vector", "LanceDB exact cosine search over the same stored vectors "
+         "(the served model's)", "lancedb", True, {"mode": "vector"}),
+    Peer("peer_lancedb_hybrid", "LanceDB hybrid: native FTS + the same stored vectors (the "
+         "served model's), its RRFReranker (k=60), 20 per side, top 10 scored", "lancedb", True,
          {"mode": "hybrid", "depth": 20}),
     Peer("peer_pgvector_hybrid", "pgvector-python's single-SQL hybrid in the stack's Postgres: "
          "ts_rank_cd over plainto_tsquery('english') (GIN) + the same stored vectors by cosine "
