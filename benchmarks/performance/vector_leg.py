@@ -78,6 +78,7 @@ STORE_TIMEOUT_S = INDEX_WAIT_MS / 1000 + 60
 EMBED_ALL_TIMEOUT_S = 600  # after the last StoreBatch, until every memory has its vector
 TIE_EPSILON = 1e-6
 MAX_QUERY_CHARS = 4000
+MAX_CHARS = 2000  # each corpus text cut to this (--max-chars)
 
 
 def latency_summary(latencies_ms: list[float]) -> dict[str, float]:
@@ -525,7 +526,7 @@ def main() -> None:
     parser.add_argument("--datasets", type=names, default=DEFAULT_DATASETS,
                         help="corpora concatenated in this order (default: %(default)s)")
     parser.add_argument("--datasets-root", type=Path, default=DATASETS_ROOT)
-    parser.add_argument("--max-chars", type=int, default=2000, help="cut each text to this")
+    parser.add_argument("--max-chars", type=int, default=MAX_CHARS, help="cut each text to this")
     parser.add_argument("--namespace", default="bench")
     parser.add_argument("--batch", type=int, default=500, help="memories per StoreBatch")
     parser.add_argument("--ks", type=positive_ints, default=[10, 50], help="k values for latency")

@@ -1,0 +1,409 @@
+"""A million memories (issue 26): load time, table and index sizes, recall latency, HNSW recall.
+
+  python -m benchmarks.performance.scale [--memories 1000000] [--base-texts 10000]
+      [--queries 200] [--recall-queries 100] [--ef-sweep 40,100,200,400]
+      [--report-to FILE.md] [--json FILE] [--keep-data DIR]
+
+How the memories are made. Embedding a million texts is not feasible on 2 CPU cores (the default
+model embeds about 15 chat turns a second here: 18 hours), so:
+  - base texts: the first --base-texts distinct LoCoMo, then LongMemEval turns (cut to
+    --max-chars), embedded for real as documents by the served model in this process, with the
+    embedding service's settings (cached under ~/.cache/recallmesh/bench, keyed by the model
+    file's sha256 and the texts);
+  - each memory joins two different base texts drawn at random (seeded; no pair twice): its
+    content is the two texts, one line each (real words and real term statistics for the lexical
+    leg), its vector the two base vectors averaged with their token counts as weights, then
+    normalised. For a mean-pooled model that is what embedding the joined text would give if
+    attention did not cross the line break; it is not the model's vector of the joined text.
+    No pair repeats, so no two memories share a vector, unless --corpus-duplicates: then the
+    duplicate structure of the real corpus of the same size (`make bench-vector`'s, whose 100k
+    run had queries with recall@10 0.00) is copied in: for every group of s identical texts
+    among its first --memories texts, s - 1 memories become copies (content and vector) of one
+    other; the report says how many groups and their largest size.
+Loading (each step timed): a stack of its own (migrations, the vector column, its HNSW index),
+then the memories table's and the BM25 postings' indexes are dropped, the memories are copied in
+(COPY, binary) with the write triggers off (session_replication_role = replica: no embedding
+jobs, the vectors are there already), the lexical leg's BM25 postings and statistics are built
+set-based (what the triggers write row by row), every dropped index is rebuilt from its own
+definition (maintenance_work_mem --maintenance-mem), then VACUUM (ANALYZE). No concepts are
+extracted (the graph leg is not among the default legs).
+Measured: table and index sizes; recall through the gateway at one client (k=10, default
+budget) for `default`, the lexical leg alone (BM25) and the vector leg alone, every question
+asked twice with the query cache on (the shipped default): the first pass includes the query
+embedding, the second finds every query vector cached, i.e. the recall without the query
+embedding; HNSW recall@10 against exact search, through the vector leg and with its own SQL at
+each --ef-sweep value (benchmarks/performance/vector_leg.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector import HalfVector
+from pgvector.psycopg import register_vector
+
+from benchmarks.harness.configs import CONFIGS
+from benchmarks.harness.runner import gateway_legs
+from benchmarks.harness.script import BENCH_ENV, machine_info, positive_ints, publish, start_stack
+from benchmarks.harness.stats import percentile
+from benchmarks.performance.vector_leg import (
+    DEFAULT_DATASETS,
+    MAX_CHARS,
+    embed_queries,
+    load_corpus,
+    load_queries,
+    measure_recall,
+    record_text,
+    server_info,
+)
+from recallmesh.embedding.core import OnnxEmbedder
+from recallmesh.models.manifest import ModelManifest, sha256_file
+from recallmesh.platform.config import EmbeddingSettings, VectorSettings
+from recallmesh.platform.supervisor import Stack, free_port_env
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2_grpc
+
+DATASETS = Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets"
+CACHE = Path.home() / ".cache" / "recallmesh" / "bench"
+NAMESPACE = "scale"
+SEED = 26
+FIRST_CREATED = datetime(2025, 1, 1, tzinfo=UTC)
+CREATED_STEP = timedelta(seconds=30)  # one memory every 30 s: about a year for a million
+QUERY_CACHE_ENV = "RECALLMESH_EMBEDDING_QUERY_CACHE_MB"
+CONFIG_NAMES = ("default", "lexical_bm25", "vector")
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def base_texts(root: Path, n: int, max_chars: int) -> list[str]:
+    """The first n distinct non-blank LoCoMo, then LongMemEval turns."""
+    seen: dict[str, None] = {}
+    for name in ("locomo", "longmemeval"):
+        with (root / name / "corpus.jsonl").open(encoding="utf-8") as f:
+            for line in f:
+                text = record_text(json.loads(line))[:max_chars].strip() if line.strip() else ""
+                if text:
+                    seen.setdefault(text)
+                if len(seen) >= n:
+                    return list(seen)
+    raise SystemExit(f"only {len(seen)} distinct texts under {root}; lower --base-texts")
+
+
+def base_vectors(texts: list[str], manifest: ModelManifest) -> tuple[np.ndarray, np.ndarray]:
+    """(unit vectors, token counts) of the base texts as documents, cached."""
+    key = hashlib.sha256("\n".join([sha256_file(manifest.onnx), *texts]).encode()).hexdigest()
+    path = CACHE / f"scale-base-{key[:16]}.npz"
+    if path.is_file():
+        saved = np.load(path, allow_pickle=False)
+        return saved["vectors"], saved["tokens"]
+    settings = EmbeddingSettings.from_env()
+    embedder = OnnxEmbedder(manifest, provider=settings.provider,
+                            intra_op_threads=settings.intra_op_threads,
+                            max_batch=settings.max_batch,
+                            max_batch_tokens=settings.max_batch_tokens)
+    tokens = np.array([len(e.ids) for e in embedder.tokenizer.encode_batch(texts)], np.float32)
+    vectors = np.empty((len(texts), manifest.dimension), np.float32)
+    started = time.perf_counter()
+    for i in range(0, len(texts), 1000):
+        vectors[i:i + 1000] = embedder.embed(texts[i:i + 1000], kind="document").vectors
+        log(f"embedded {min(i + 1000, len(texts))} of {len(texts)} base texts "
+            f"({(i + 1000) / (time.perf_counter() - started):.1f}/s)")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    np.savez(path, vectors=vectors, tokens=tokens)
+    return vectors, tokens
+
+
+def pairs(n_base: int, memories: int) -> np.ndarray:
+    """`memories` distinct ordered pairs (a, b), a != b, of base text indices, seeded."""
+    if memories > n_base * (n_base - 1):
+        raise SystemExit("more memories than distinct pairs of base texts: raise --base-texts")
+    rng = np.random.default_rng(SEED)
+    chosen = np.zeros(0, np.int64)
+    while len(chosen) < memories:
+        draw = rng.integers(0, n_base * n_base, size=memories - len(chosen) + memories // 50)
+        draw = draw[draw // n_base != draw % n_base]
+        chosen = np.concatenate([chosen, draw])
+        _, first = np.unique(chosen, return_index=True)
+        chosen = chosen[np.sort(first)]  # distinct, in draw order
+    chosen = chosen[:memories]
+    return np.stack([chosen // n_base, chosen % n_base], axis=1)
+
+
+def corpus_duplicate_groups(root: Path, memories: int) -> list[int]:
+    """Sizes of the groups of identical texts (size > 1) among the first `memories` texts of
+    the corpus `make bench-vector` loads."""
+    records = load_corpus(root, DEFAULT_DATASETS.split(","), memories, MAX_CHARS)
+    return sorted((s for s in Counter(r.text for r in records).values() if s > 1), reverse=True)
+
+
+def with_duplicates(chosen: np.ndarray, groups: list[int]) -> np.ndarray:
+    """`chosen` with, for each group size s, s - 1 further rows made copies of one row."""
+    if sum(groups) > len(chosen):
+        raise SystemExit("the duplicate groups need more memories than there are")
+    rng = np.random.default_rng(SEED + 1)
+    rows = rng.permutation(len(chosen))
+    out = chosen.copy()
+    start = 0
+    for size in groups:
+        block = rows[start:start + size]
+        out[block[1:]] = chosen[block[0]]
+        start += size
+    return out
+
+
+def memory_vectors(vectors: np.ndarray, tokens: np.ndarray, chunk: np.ndarray) -> np.ndarray:
+    """Token-count-weighted mean of each pair's two base vectors, normalised."""
+    a, b = chunk[:, 0], chunk[:, 1]
+    mixed = vectors[a] * tokens[a, None] + vectors[b] * tokens[b, None]
+    return mixed / np.linalg.norm(mixed, axis=1, keepdims=True)
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, float]] = []
+
+    def step(self, name: str, fn: Any, *args: Any) -> Any:
+        log(f"{name} ...")
+        started = time.perf_counter()
+        result = fn(*args)
+        self.steps.append((name, time.perf_counter() - started))
+        log(f"{name}: {self.steps[-1][1]:.0f} s")
+        return result
+
+
+def drop_indexes(conn: psycopg.Connection) -> list[tuple[str, str]]:
+    """Drop the indexes that slow a bulk load (memories' secondary ones, the postings' primary
+    key); returns how to recreate each: (name, SQL)."""
+    recreate: list[tuple[str, str]] = []
+    for name, definition in conn.execute(
+            "SELECT i.indexname, i.indexdef FROM pg_indexes i WHERE i.tablename = 'memories' "
+            "AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = "
+            "(quote_ident(i.schemaname) || '.' || quote_ident(i.indexname))::regclass)"
+            ).fetchall():
+        conn.execute(f'DROP INDEX "{name}"')
+        recreate.append((name, definition))
+    for name, definition in conn.execute(
+            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conrelid = 'memory_lexemes'::regclass AND contype = 'p'").fetchall():
+        conn.execute(f'ALTER TABLE memory_lexemes DROP CONSTRAINT "{name}"')
+        recreate.append((name, f'ALTER TABLE memory_lexemes ADD CONSTRAINT "{name}" {definition}'))
+    return recreate
+
+
+def copy_memories(conn: psycopg.Connection, texts: list[str], vectors: np.ndarray,
+                  tokens: np.ndarray, chosen: np.ndarray, model_id: str) -> None:
+    conn.execute("SET session_replication_role = replica")  # no write triggers: see docstring
+    with conn.cursor() as cur, cur.copy(
+            "COPY memories (namespace, content, created_at, updated_at, embedding, "
+            "embedding_model) FROM STDIN WITH (FORMAT BINARY)") as copy:
+        copy.set_types(["text", "text", "timestamptz", "timestamptz", "halfvec", "text"])
+        for start in range(0, len(chosen), 10_000):
+            chunk = chosen[start:start + 10_000]
+            for j, (a, b), vector in zip(range(start, start + len(chunk)), chunk,
+                                         memory_vectors(vectors, tokens, chunk), strict=True):
+                created = FIRST_CREATED + CREATED_STEP * j
+                copy.write_row((NAMESPACE, f"{texts[a]}\n{texts[b]}", created, created,
+                                HalfVector(vector), model_id))
+            if (start // 10_000) % 10 == 9:
+                log(f"copied {start + len(chunk)} memories")
+    conn.execute("SET session_replication_role = origin")
+
+
+def bm25_tables(conn: psycopg.Connection) -> None:
+    """The lexical leg's postings and statistics of the namespace, set-based (what the write
+    triggers of migrations 0004 and 0006 keep current row by row)."""
+    conn.execute(
+        "INSERT INTO memory_lexemes (namespace, lexeme, memory_id, tf, dl) "
+        "SELECT m.namespace, u.lexeme, m.id, coalesce(array_length(u.positions, 1), 1), "
+        "recallmesh_tsvector_length(m.search_vector) "
+        "FROM memories m, unnest(m.search_vector) u "
+        "WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL", {"ns": NAMESPACE})
+    conn.execute(
+        "INSERT INTO lexeme_stats (namespace, lexeme, df) SELECT namespace, lexeme, count(*) "
+        "FROM memory_lexemes WHERE namespace = %(ns)s GROUP BY namespace, lexeme",
+        {"ns": NAMESPACE})
+    conn.execute(
+        "INSERT INTO namespace_stats (namespace, docs, total_len) "
+        "SELECT namespace, count(*), sum(recallmesh_tsvector_length(search_vector)) "
+        "FROM memories WHERE namespace = %(ns)s AND deleted_at IS NULL GROUP BY namespace",
+        {"ns": NAMESPACE})
+
+
+def sizes(conn: psycopg.Connection) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT c.relname, c.relkind, pg_relation_size(c.oid), pg_total_relation_size(c.oid) "
+        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i') "
+        "AND pg_total_relation_size(c.oid) > 1048576 ORDER BY pg_total_relation_size(c.oid) DESC"
+    ).fetchall()
+    return [{"name": r[0], "kind": "table" if r[1] == "r" else "index", "bytes": r[2],
+             "total_bytes": r[3]} for r in rows]
+
+
+def recall_passes(stack: Stack, questions: list[str]) -> dict[str, dict[str, Any]]:
+    """Each configuration asked each question twice (the second time the query vector is in
+    the embedding service's cache); configurations interleaved per question."""
+    out: dict[str, dict[str, list[float]]] = {c: {"first": [], "second": []}
+                                             for c in CONFIG_NAMES}
+    degraded = dict.fromkeys(CONFIG_NAMES, 0)
+    with stack.dial() as channel:
+        stub = memory_pb2_grpc.MemoryServiceStub(channel)
+        legs = gateway_legs(stub)
+        overrides = {c: CONFIGS[c].overrides(legs) for c in CONFIG_NAMES}
+        for p in ("first", "second"):
+            for i, question in enumerate(questions):
+                order = CONFIG_NAMES[i % 3:] + CONFIG_NAMES[:i % 3]
+                for c in order:
+                    started = time.perf_counter()
+                    response = stub.Recall(memory_pb2.RecallRequest(
+                        namespace=NAMESPACE, query=question, k=10, fusion=overrides[c]),
+                        timeout=30)
+                    out[c][p].append((time.perf_counter() - started) * 1000)
+                    degraded[c] += response.degraded
+    return {c: {p: {"p50": percentile(v, 50), "p95": percentile(v, 95),
+                    "p99": percentile(v, 99)} for p, v in passes.items()}
+            | {"degraded": degraded[c], "n": len(questions)} for c, passes in out.items()}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    manifest = ModelManifest.load()
+    timer = Timer()
+    texts = base_texts(args.datasets, args.base_texts, args.max_chars)
+    vectors, tokens = timer.step(f"embed {len(texts)} base texts (or read the cache)",
+                                 base_vectors, texts, manifest)
+    chosen = pairs(len(texts), args.memories)
+    groups = corpus_duplicate_groups(args.datasets, args.memories) \
+        if args.corpus_duplicates else []
+    chosen = with_duplicates(chosen, groups)
+    result: dict[str, Any] = {"memories": args.memories, "base_texts": len(texts),
+                              "model_id": manifest.model_id,
+                              "duplicate_groups": len(groups),
+                              "duplicate_copies": sum(groups) - len(groups),
+                              "largest_group": max(groups, default=1)}
+    data_dir = Path(args.keep_data) if args.keep_data else None
+    with tempfile.TemporaryDirectory(prefix="recallmesh-scale-") as tmp:
+        env = {**BENCH_ENV, "RECALLMESH_DATA_DIR": str(data_dir or tmp), **free_port_env()}
+        env.pop(QUERY_CACHE_ENV)  # the shipped default: the second pass finds its vectors
+        stack = Stack(env=env)
+        try:
+            result["startup_s"] = start_stack(stack)
+            with psycopg.connect(stack.dsn, autocommit=True) as conn:
+                register_vector(conn)
+                result["server"] = server_info(conn)
+                recreate = timer.step("drop indexes", drop_indexes, conn)
+                timer.step(f"COPY {args.memories} memories", copy_memories, conn, texts,
+                           vectors, tokens, chosen, manifest.model_id)
+                timer.step("BM25 postings and statistics", bm25_tables, conn)
+                conn.execute(f"SET maintenance_work_mem = '{args.maintenance_mem}'")
+                for name, statement in recreate:
+                    timer.step(f"index {name}", conn.execute, statement)
+                timer.step("VACUUM (ANALYZE)", conn.execute, "VACUUM (ANALYZE)")
+                result["load_steps"] = [{"step": s, "seconds": t} for s, t in timer.steps]
+                result["sizes"] = sizes(conn)
+                questions = load_queries(args.datasets, ["locomo", "longmemeval"],
+                                         args.queries)
+                log("recall latency ...")
+                result["latency"] = recall_passes(stack, questions)
+                log("HNSW recall against exact search ...")
+                with stack.dial("embedding") as embedding, stack.dial("vector") as vector:
+                    asked = questions[:args.recall_queries]
+                    query_vectors, model = embed_queries(embedding, asked)
+                    settings = VectorSettings.from_env()
+                    result["hnsw_recall"] = measure_recall(
+                        retriever_pb2_grpc.RetrieverServiceStub(vector), conn, NAMESPACE, asked,
+                        query_vectors, model, 10, args.ef_sweep, settings.iterative_scan,
+                        settings.ef_search)
+        finally:
+            stack.stop()
+    return result
+
+
+def report(r: dict[str, Any], argv: list[str]) -> str:
+    mib = 2 ** 20
+    load_s = sum(s["seconds"] for s in r["load_steps"][1:])  # the first made the vectors
+    lines = [
+        f"# {r['memories']:,} memories: load, sizes, recall latency, HNSW recall",
+        "",
+        f"Generated by `python -m benchmarks.performance.scale {' '.join(argv)}` "
+        f"({datetime.now(UTC):%Y-%m-%d %H:%M} UTC). How the memories are made and how each "
+        "number is measured: the script's docstring. In short: real text, each memory two "
+        f"real LoCoMo/LongMemEval turns out of {r['base_texts']:,} embedded for real by "
+        f"{r['model_id']}; each memory's vector is its two turns' vectors averaged (token-"
+        "count weights) and normalised, not the model's vector of the joined text.",
+        "",
+        (f"- Duplicates: the real corpus's, copied in: {r['duplicate_groups']:,} groups of "
+         f"identical memories (content and vector), {r['duplicate_copies']:,} copies, the "
+         f"largest group {r['largest_group']} memories." if r["duplicate_groups"] else
+         "- No two memories share a text or a vector."),
+        "- Machine: " + ", ".join(f"{k} {v}" for k, v in machine_info().items()),
+        f"- Postgres {r['server']['postgres']}, pgvector {r['server']['pgvector']}, HNSW "
+        f"{', '.join(r['server']['hnsw_index_options'] or [])}; one namespace.",
+        "",
+        f"## Load: {r['memories']:,} memories in {load_s / 60:.1f} min (the steps after the "
+        "first)",
+        "",
+        "| step | s |",
+        "|---|---:|",
+    ]
+    lines += [f"| {s['step']} | {s['seconds']:.0f} |" for s in r["load_steps"]]
+    lines += ["", "## Sizes (relations over 1 MiB)", "", "| relation | kind | MiB | with its "
+              "indexes and TOAST, MiB |", "|---|---|---:|---:|"]
+    lines += [f"| {s['name']} | {s['kind']} | {s['bytes'] / mib:,.0f} | "
+              f"{s['total_bytes'] / mib:,.0f} |" for s in r["sizes"]]
+    n = next(iter(r["latency"].values()))["n"]
+    lines += ["", f"## Recall latency, one client ({n} questions, k=10; ms, client side)", "",
+              "| configuration | first pass (the query embedded) p50 / p95 / p99 | second pass "
+              "(the query vector cached) p50 / p95 / p99 | degraded |", "|---|---|---|---:|"]
+    for name, v in r["latency"].items():
+        f, s = v["first"], v["second"]
+        lines.append(f"| {name} | {f['p50']:.1f} / {f['p95']:.1f} / {f['p99']:.1f} | "
+                     f"{s['p50']:.1f} / {s['p95']:.1f} / {s['p99']:.1f} | {v['degraded']} of "
+                     f"{2 * v['n']} |")
+    h = r["hnsw_recall"]
+    lines += ["", f"## HNSW recall@{h['k']} against exact search ({h['queries']} questions)", "",
+              "| searched by | ef_search | recall@10 | tie-aware | worst query | mean ms | "
+              "p95 ms |", "|---|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {row['source']} | {row['ef_search']} | {row['recall_ids']:.4f} | "
+              f"{row['recall_ties']:.4f} | {row['min_recall_ties']:.2f} | {row['mean_ms']:.1f} | "
+              f"{row['p95_ms']:.1f} |" for row in h["rows"]]
+    e = h["exact_search"]
+    lines.append(f"| exact scan (no index) | - | 1 | 1 | 1 | {e['mean_ms']:.0f} | "
+                 f"{e['p95_ms']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=1_000_000)
+    parser.add_argument("--base-texts", type=int, default=10_000)
+    parser.add_argument("--max-chars", type=int, default=500)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--recall-queries", type=int, default=100)
+    parser.add_argument("--ef-sweep", type=positive_ints, default="40,100,200,400")
+    parser.add_argument("--maintenance-mem", default="8GB")
+    parser.add_argument("--corpus-duplicates", action="store_true",
+                        help="copy in the real corpus's duplicate groups (see the docstring)")
+    parser.add_argument("--datasets", type=Path, default=DATASETS)
+    parser.add_argument("--keep-data", help="a directory for the database, kept afterwards")
+    parser.add_argument("--report-to", type=Path)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    result = run(args)
+    publish(report(result, argv), args.report_to, args.json, result, indent=1)
+
+
+if __name__ == "__main__":
+    main()
