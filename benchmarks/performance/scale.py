@@ -48,6 +48,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import grpc
 import numpy as np
 import psycopg
 from pgvector import HalfVector
@@ -258,6 +259,8 @@ def recall_passes(stack: Stack, questions: list[str]) -> dict[str, dict[str, Any
     out: dict[str, dict[str, list[float]]] = {c: {"first": [], "second": []}
                                              for c in CONFIG_NAMES}
     degraded = dict.fromkeys(CONFIG_NAMES, 0)
+    failed: dict[str, Counter[str]] = {c: Counter() for c in CONFIG_NAMES}
+    slowest: dict[str, list[str]] = {c: [] for c in CONFIG_NAMES}
     with stack.dial() as channel:
         stub = memory_pb2_grpc.MemoryServiceStub(channel)
         legs = gateway_legs(stub)
@@ -267,14 +270,20 @@ def recall_passes(stack: Stack, questions: list[str]) -> dict[str, dict[str, Any
                 order = CONFIG_NAMES[i % 3:] + CONFIG_NAMES[:i % 3]
                 for c in order:
                     started = time.perf_counter()
-                    response = stub.Recall(memory_pb2.RecallRequest(
-                        namespace=NAMESPACE, query=question, k=10, fusion=overrides[c]),
-                        timeout=30)
+                    try:
+                        response = stub.Recall(memory_pb2.RecallRequest(
+                            namespace=NAMESPACE, query=question, k=10, fusion=overrides[c]),
+                            timeout=30)
+                        degraded[c] += response.degraded
+                    except grpc.RpcError as exc:  # counted by code, its time kept
+                        failed[c][exc.code().name] += 1
+                        if len(slowest[c]) < 5:
+                            slowest[c].append(question)
                     out[c][p].append((time.perf_counter() - started) * 1000)
-                    degraded[c] += response.degraded
     return {c: {p: {"p50": percentile(v, 50), "p95": percentile(v, 95),
                     "p99": percentile(v, 99)} for p, v in passes.items()}
-            | {"degraded": degraded[c], "n": len(questions)} for c, passes in out.items()}
+            | {"degraded": degraded[c], "failed": dict(failed[c]), "failed_questions": slowest[c],
+               "n": len(questions)} for c, passes in out.items()}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -365,12 +374,15 @@ def report(r: dict[str, Any], argv: list[str]) -> str:
     n = next(iter(r["latency"].values()))["n"]
     lines += ["", f"## Recall latency, one client ({n} questions, k=10; ms, client side)", "",
               "| configuration | first pass (the query embedded) p50 / p95 / p99 | second pass "
-              "(the query vector cached) p50 / p95 / p99 | degraded |", "|---|---|---|---:|"]
+              "(the query vector cached) p50 / p95 / p99 | degraded | failed |",
+              "|---|---|---|---:|---|"]
     for name, v in r["latency"].items():
         f, s = v["first"], v["second"]
         lines.append(f"| {name} | {f['p50']:.1f} / {f['p95']:.1f} / {f['p99']:.1f} | "
                      f"{s['p50']:.1f} / {s['p95']:.1f} / {s['p99']:.1f} | {v['degraded']} of "
-                     f"{2 * v['n']} |")
+                     f"{2 * v['n']} | "
+                     + (", ".join(f"{k} {n}" for k, n in sorted(v["failed"].items())) or "none")
+                     + " |")
     h = r["hnsw_recall"]
     lines += ["", f"## HNSW recall@{h['k']} against exact search ({h['queries']} questions)", "",
               "| searched by | ef_search | recall@10 | tie-aware | worst query | mean ms | "
