@@ -191,3 +191,21 @@ def test_postings_are_read_term_by_term_even_without_statistics(gateway, db, ns)
     for n in reads:  # the term is part of the scan's own condition, not a later join filter
         condition = n.get("Index Cond", "") + n.get("Filter", "") + n.get("Recheck Cond", "")
         assert "lexeme =" in condition, (n["Relation Name"], n["Node Type"], condition)
+
+
+def test_the_k_best_pass_the_filters_even_when_better_scores_do_not(stack, gateway, ns):
+    """Only memories scoring at least the k-th best filtered score are looked up: the best
+    scores here are all filtered out, ties sit on the cut, and fewer than k may pass."""
+    memories = [memory_pb2.Memory(content=" ".join(["harbour"] * 3 + ["x"] * 2),
+                                  tags=["old"], importance=0.5) for _ in range(6)]
+    memories += [memory_pb2.Memory(content=" ".join(["harbour"] * (1 + i % 2) + ["y"] * 4),
+                                   tags=["new"], importance=i / 10) for i in range(8)]
+    ids = gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=memories),
+                             timeout=10).ids
+    new = [(1 + i % 2, i / 10, ids[6 + i]) for i in range(8)]  # (tf, importance, id)
+    expected = [i for _, _, i in sorted(new, key=lambda t: (-t[0], -t[1], t[2]))]
+    for k in (3, 5, 8, 20):
+        got = search(stack, ns, "harbour", k=k, filters=memory_pb2.RecallFilters(tags=["new"]))
+        assert [c.memory_id for c in got.candidates] == expected[:k], k
+    unfiltered = search(stack, ns, "harbour", k=4)
+    assert {c.memory_id for c in unfiltered.candidates} <= set(ids[:6])
