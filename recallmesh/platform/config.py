@@ -410,6 +410,12 @@ class EmbeddingSettings:
         )
 
 
+# HNSW candidate list per vector search (hnsw.ef_search). 200, not pgvector's 40 or the 100 it
+# was: at 100,000 memories 100 left recall@10 at 0.93-0.96 with single queries at 0.00, 200
+# gives 0.98 for about 2 ms more (docs/performance.md, benchmarks/reports/scale*.md).
+DEFAULT_EF_SEARCH = 200
+
+
 @dataclass(frozen=True)
 class VectorSettings:
     ef_search: int  # HNSW candidate list size per search (raised to k when smaller)
@@ -424,7 +430,8 @@ class VectorSettings:
             )
         return cls(
             ef_search=_at_most("RECALLMESH_VECTOR_EF_SEARCH",  # pgvector allows 1..1000
-                               env_int("RECALLMESH_VECTOR_EF_SEARCH", 100, minimum=1), 1000),
+                               env_int("RECALLMESH_VECTOR_EF_SEARCH", DEFAULT_EF_SEARCH,
+                                       minimum=1), 1000),
             iterative_scan=scan,
         )
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from recallmesh.api.filters import Filters, filter_sql
+from recallmesh.platform.config import DEFAULT_EF_SEARCH
 from recallmesh.platform.errors import InvalidArgument
 from recallmesh.platform.vector_schema import vector_literal
 
@@ -82,7 +83,7 @@ def check_vector(values: Sequence[float], dimension: int) -> np.ndarray:
 class VectorRetriever:
     """Runs nearest-neighbour searches over a psycopg AsyncConnectionPool."""
 
-    def __init__(self, pool: Any, dimension: int, ef_search: int = 100,
+    def __init__(self, pool: Any, dimension: int, ef_search: int = DEFAULT_EF_SEARCH,
                  iterative_scan: str = "relaxed_order") -> None:
         self.pool = pool
         self.dimension = dimension
