@@ -56,7 +56,14 @@ from pgvector.psycopg import register_vector
 
 from benchmarks.harness.configs import CONFIGS
 from benchmarks.harness.runner import gateway_legs
-from benchmarks.harness.script import BENCH_ENV, machine_info, positive_ints, publish, start_stack
+from benchmarks.harness.script import (
+    BENCH_ENV,
+    machine_info,
+    positive_ints,
+    publish,
+    recallmesh_env,
+    start_stack,
+)
 from benchmarks.harness.stats import percentile
 from benchmarks.performance.vector_leg import (
     DEFAULT_DATASETS,
@@ -300,7 +307,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                               "model_id": manifest.model_id,
                               "duplicate_groups": len(groups),
                               "duplicate_copies": sum(groups) - len(groups),
-                              "largest_group": max(groups, default=1)}
+                              "largest_group": max(groups, default=1),
+                              "env": recallmesh_env()}
     data_dir = Path(args.keep_data) if args.keep_data else None
     with tempfile.TemporaryDirectory(prefix="recallmesh-scale-") as tmp:
         env = {**BENCH_ENV, "RECALLMESH_DATA_DIR": str(data_dir or tmp), **free_port_env()}
@@ -358,6 +366,8 @@ def report(r: dict[str, Any], argv: list[str]) -> str:
          f"largest group {r['largest_group']} memories." if r["duplicate_groups"] else
          "- No two memories share a text or a vector."),
         "- Machine: " + ", ".join(f"{k} {v}" for k, v in machine_info().items()),
+        "- Settings from the environment: " + (", ".join(
+            f"{k}={v}" for k, v in sorted(r.get("env", {}).items())) or "none (the defaults)"),
         f"- Postgres {r['server']['postgres']}, pgvector {r['server']['pgvector']}, HNSW "
         f"{', '.join(r['server']['hnsw_index_options'] or [])}; one namespace.",
         "",
