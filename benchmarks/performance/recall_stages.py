@@ -161,8 +161,22 @@ def run_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
                 "stages": [{"stage": s, "mean_ms": v, "what": w} for s, v, w in rows]}
 
 
+def stage_table(columns: list[tuple[str, float, list[dict]]]) -> list[str]:
+    """The per-stage table, one column per (model, client mean ms, stage rows of stage_rows)."""
+    lines = ["| stage | " + " | ".join(c[0] for c in columns) + " | what |",
+             "|---|" + "---:|" * len(columns) + "---|",
+             "| client: wall time per recall | "
+             + " | ".join(f"{c[1]:.1f}" for c in columns) + " | gRPC both ways |"]
+    for i, row in enumerate(columns[0][2]):
+        cells = ["—" if c[2][i]["mean_ms"] is None else f"{c[2][i]['mean_ms']:.2f}"
+                 for c in columns]
+        label = row["stage"].lstrip()
+        indent = "&nbsp;" * (len(row["stage"]) - len(label))
+        lines.append(f"| {indent}{label} | " + " | ".join(cells) + f" | {row['what']} |")
+    return lines
+
+
 def report(results: list[dict], argv: list[str]) -> str:
-    models = [r["model"] for r in results]
     lines = [
         "# Where a recall's time goes (per-stage breakdown)",
         "",
@@ -177,19 +191,8 @@ def report(results: list[dict], argv: list[str]) -> str:
         "",
         "Mean ms per recall (indented rows are inside the row above; legs run in parallel):",
         "",
-        "| stage | " + " | ".join(models) + " | what |",
-        "|---|" + "---:|" * len(models) + "---|",
-        "| client: wall time per recall | "
-        + " | ".join(f"{r['client_ms']['mean']:.1f}" for r in results) + " | gRPC both ways |",
     ]
-    for i, row in enumerate(results[0]["stages"]):
-        cells = []
-        for r in results:
-            value = r["stages"][i]["mean_ms"]
-            cells.append("—" if value is None else f"{value:.2f}")
-        label = row["stage"].lstrip()
-        indent = "&nbsp;" * (len(row["stage"]) - len(label))
-        lines.append(f"| {indent}{label} | " + " | ".join(cells) + f" | {row['what']} |")
+    lines += stage_table([(r["model"], r["client_ms"]["mean"], r["stages"]) for r in results])
     lines += ["", "| model | client p50 ms | client p95 ms | degraded | load s |",
               "|---|---:|---:|---:|---:|"]
     lines += [f"| {r['model']} | {r['client_ms']['p50']:.1f} | {r['client_ms']['p95']:.1f} | "

@@ -53,7 +53,7 @@ from benchmarks.harness.runner import gateway_legs
 from benchmarks.harness.script import machine_info, names, positive_ints, publish
 from benchmarks.harness.stats import percentile
 from benchmarks.performance.gateway_recall import NAMESPACE, read_texts, run_load
-from benchmarks.performance.recall_stages import snapshot, stage_rows
+from benchmarks.performance.recall_stages import snapshot, stage_rows, stage_table
 from recallmesh.embedding.core import OnnxEmbedder
 from recallmesh.models.manifest import DEFAULT_MODEL, ModelManifest, model_cache_dir
 from recallmesh.platform.config import EmbeddingSettings
@@ -269,18 +269,9 @@ def report(results: list[dict], args: argparse.Namespace, argv: list[str]) -> st
                      f"{p['second']['p95']:.1f} |")
     lines += ["", f"## Where a recall's time goes ({first['stages']['recalls']} recalls one "
               "after another; mean ms per recall; indented rows are inside the row above, legs "
-              "run in parallel)", "",
-              "| stage | " + " | ".join(r["model"] for r in results) + " | what |",
-              "|---|" + "---:|" * len(results) + "---|",
-              "| client: wall time per recall | " + " | ".join(
-                  f"{r['stages']['client_ms']['mean']:.1f}" for r in results) + " | gRPC both "
-              "ways |"]
-    for n, row in enumerate(first["stages"]["rows"]):
-        cells = ["—" if r["stages"]["rows"][n]["mean_ms"] is None
-                 else f"{r['stages']['rows'][n]['mean_ms']:.2f}" for r in results]
-        label = row["stage"].lstrip()
-        indent = "&nbsp;" * (len(row["stage"]) - len(label))
-        lines.append(f"| {indent}{label} | " + " | ".join(cells) + f" | {row['what']} |")
+              "run in parallel)", ""]
+    lines += stage_table([(r["model"], r["stages"]["client_ms"]["mean"], r["stages"]["rows"])
+                          for r in results])
     return "\n".join(lines) + "\n"
 
 
