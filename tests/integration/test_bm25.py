@@ -209,3 +209,91 @@ def test_the_k_best_pass_the_filters_even_when_better_scores_do_not(stack, gatew
         assert [c.memory_id for c in got.candidates] == expected[:k], k
     unfiltered = search(stack, ns, "harbour", k=4)
     assert {c.memory_id for c in unfiltered.candidates} <= set(ids[:6])
+
+
+# A skewed vocabulary, each word with the share of memories it appears in.
+SKEWED_WORDS = {"note": 1.0, "harbour": 0.5, "tide": 0.25, "crane": 0.08, "gull": 0.04,
+                "lighthouse": 0.02}
+
+
+@pytest.fixture(scope="module")
+def skewed_corpus(gateway) -> str:
+    """One namespace for every example: 150 memories of random lengths, term frequencies,
+    importances and tags (c on 1 in 20: fewer than k pass among the best scores), 5 of them
+    deleted."""
+    import random
+
+    rng = random.Random(26)
+    ns, memories = "bm25-skewed", []
+    for i in range(150):
+        words = [w for w, share in SKEWED_WORDS.items() if rng.random() < share
+                 for _ in range(rng.choice((1, 1, 2, 3)))]
+        words += [f"filler{rng.randrange(40)}" for _ in range(rng.randrange(1, 12))]
+        rng.shuffle(words)
+        memories.append(memory_pb2.Memory(content=" ".join(words) + f" item{i}",
+                                          importance=rng.choice((0.2, 0.5, 0.8)),
+                                          tags=rng.choices("abc", (60, 35, 5))))
+    ids = gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=memories),
+                             timeout=30).ids
+    for memory_id in ids[::30]:
+        gateway.Delete(memory_pb2.DeleteRequest(namespace=ns, id=memory_id), timeout=10)
+    return ns
+
+
+def reference_bm25(db, ns: str, query: str, k1: float, b: float, tag: str | None
+                   ) -> dict[str, tuple[float, float, int]]:
+    """Okapi BM25 by the module's formula, in Python, from the live memories' postings:
+    memory id -> (score, importance, terms matched) for the memories that may be returned."""
+    terms = [r[0] for r in db.execute(
+        "SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", (query,))]
+    df, (n, total) = stats(db, ns)
+    avgdl = max(total / max(n, 1), 1)
+    live = dict(db.execute(
+        "SELECT id::text, importance FROM memories WHERE namespace = %s AND deleted_at IS NULL"
+        " AND (%s::text IS NULL OR %s = ANY(tags))", (ns, tag, tag)).fetchall())
+    parts: dict[str, list[float]] = {}
+    for lexeme, memory_id, tf, dl in postings(db, ns):
+        if lexeme in terms and memory_id in live:
+            d = df.get(lexeme, 0)
+            idf = math.log(1 + (max(n, 1) - d + 0.5) / (d + 0.5))
+            parts.setdefault(memory_id, []).append(
+                idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))
+    return {m: (math.fsum(p), live[m], len(p)) for m, p in parts.items()}
+
+
+def test_bm25_statement_returns_the_reference_k_best(db, skewed_corpus):
+    """The statement's cut (only memories down to the k-th best passing score are looked up,
+    the best few first) returns exactly the k best of a plain Python scoring, for any query, k,
+    k1, b, sort and filter: scores, importances and tiers in order, every id a true match."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    ns = skewed_corpus
+
+    @settings(max_examples=120, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(words=st.lists(st.sampled_from([*SKEWED_WORDS, "filler3", "item7", "absent"]),
+                          min_size=1, max_size=6),
+           k=st.integers(1, 60), k1=st.sampled_from([0.0, 0.9, 1.2, 10.0]),
+           b=st.sampled_from([0.0, 0.4, 1.0]), sort_by=st.sampled_from(["relevance", "importance"]),
+           tag=st.sampled_from([None, "a", "c"]))
+    def check(words, k, k1, b, sort_by, tag):
+        query = " ".join(words)
+        sql, params = core.build_bm25_sql(Filters(tags=[tag] if tag else []), sort_by)
+        got = db.execute(sql, params | {"ns": ns, "query": query, "k": k, "k1": k1,
+                                        "b": b}).fetchall()
+        expected = reference_bm25(db, ns, query, k1, b, tag)
+        terms = len(set(db.execute("SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))",
+                                   (query,)).fetchall()))
+        # Memories whose scores differ in the last bits (idf * tf / tf is not always idf) may
+        # swap places at equal rounded scores, so the scores are compared as a multiset.
+        best = sorted(round(v[0], 9) for v in expected.values())[::-1][:k]
+        assert sorted((round(r[1], 9) for r in got), reverse=True) == best
+        for memory_id, score, _, tier, importance in got:
+            assert expected[memory_id][0] == pytest.approx(score, rel=1e-12)
+            assert (importance, tier) == (expected[memory_id][1],
+                                          0 if expected[memory_id][2] == terms else 1)
+        key = (lambda r: (-r[4], -r[1])) if sort_by == "importance" else (lambda r: (-r[1], -r[4]))
+        assert got == sorted(got, key=key)
+
+    check()
