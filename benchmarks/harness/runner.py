@@ -28,7 +28,7 @@ from benchmarks.harness.script import (
     recallmesh_env,
     store_batch_indexed,
 )
-from benchmarks.harness.stats import percentile
+from benchmarks.harness.stats import latency_summary, percentile
 from recallmesh.api.timestamps import to_proto_timestamp
 from recallmesh.api.validation import MAX_BUDGET_MS
 from recallmesh.models.manifest import ModelManifest
@@ -294,8 +294,7 @@ def result_file(name: str, settings: dict, ds: Dataset, limit: int | None, rows:
         "k": K,
         "overall": overall,
         "per_category": per_category,
-        "latency_ms": {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95),
-                       "p99": percentile(latencies, 99)},
+        "latency_ms": latency_summary(latencies),
         "degraded_queries": sum(r["degraded"] for r in rows),
         "failed_queries": sum("error" in r for r in rows),
         "ingest": ingest_info,

@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -31,6 +32,11 @@ from recallmesh.platform.tls import dial_blocking
 from recallmesh.v1 import memory_pb2
 
 T = TypeVar("T")
+
+
+def log(message: str) -> None:
+    """A timestamped progress line on stderr."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def comma_list(raw: str, item: Callable[[str], T] = str) -> list[T]:

@@ -1,5 +1,5 @@
 """Paired bootstrap confidence intervals of a metric difference between two configurations,
-and the nearest-rank percentile the latency figures use."""
+and the nearest-rank percentile and summary the latency figures use."""
 
 from __future__ import annotations
 
@@ -19,6 +19,13 @@ def percentile(values: Sequence[float], p: float) -> float:
         return 0.0
     index = min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))
     return ordered[index]
+
+
+def latency_summary(values: Sequence[float]) -> dict[str, float]:
+    """p50, p95, p99, mean and max of latencies (any order); zeros when empty."""
+    return {"p50": percentile(values, 50), "p95": percentile(values, 95),
+            "p99": percentile(values, 99), "mean": float(np.mean(values)) if len(values) else 0.0,
+            "max": max(values, default=0.0)}
 
 
 @dataclass(frozen=True)

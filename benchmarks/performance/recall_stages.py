@@ -34,7 +34,6 @@ so their rows compare; means come from histogram sums, so they are exact, not bu
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from datetime import UTC, datetime
@@ -45,7 +44,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.harness.load import loaded_stack, scrape
 from benchmarks.harness.script import machine_info, names, publish
-from benchmarks.harness.stats import percentile
+from benchmarks.harness.stats import latency_summary
 from benchmarks.performance.gateway_recall import NAMESPACE
 from recallmesh.models.manifest import DEFAULT_MODEL, model_cache_dir
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
@@ -155,9 +154,7 @@ def run_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
         rows = stage_rows(before, after, len(questions))
         return {"model": model, "memories": loaded.memories, "load_s": loaded.load_s,
                 "recalls": len(questions), "degraded": degraded,
-                "client_ms": {"mean": statistics.fmean(latencies),
-                              "p50": percentile(latencies, 50),
-                              "p95": percentile(latencies, 95)},
+                "client_ms": latency_summary(latencies),
                 "stages": [{"stage": s, "mean_ms": v, "what": w} for s, v, w in rows]}
 
 

@@ -64,7 +64,7 @@ import numpy as np
 import psycopg
 from psycopg import sql as pgsql
 
-from benchmarks.harness.script import machine_info
+from benchmarks.harness.script import log, machine_info
 from benchmarks.harness.stats import percentile
 from benchmarks.performance.gateway_recall import DATASETS, read_queries, read_texts
 from recallmesh.api.filters import Filters
@@ -111,10 +111,6 @@ SELECT %(ns)s, t.content, now() - make_interval(mins => (%(n)s - t.ord)::int),
        %(model)s
 FROM unnest(%(contents)s::text[]) WITH ORDINALITY AS t(content, ord)
 """
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def with_db(dsn: str, dbname: str, **overrides: str) -> str:

@@ -58,13 +58,14 @@ from benchmarks.harness.configs import CONFIGS
 from benchmarks.harness.runner import gateway_legs
 from benchmarks.harness.script import (
     BENCH_ENV,
+    log,
     machine_info,
     positive_ints,
     publish,
     recallmesh_env,
     start_stack,
 )
-from benchmarks.harness.stats import percentile
+from benchmarks.harness.stats import latency_summary
 from benchmarks.performance.vector_leg import (
     DEFAULT_DATASETS,
     MAX_CHARS,
@@ -89,10 +90,6 @@ FIRST_CREATED = datetime(2025, 1, 1, tzinfo=UTC)
 CREATED_STEP = timedelta(seconds=30)  # one memory every 30 s: about a year for a million
 QUERY_CACHE_ENV = "RECALLMESH_EMBEDDING_QUERY_CACHE_MB"
 CONFIG_NAMES = ("default", "lexical_bm25", "vector")
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def base_texts(root: Path, n: int, max_chars: int) -> list[str]:
@@ -287,8 +284,7 @@ def recall_passes(stack: Stack, questions: list[str]) -> dict[str, dict[str, Any
                         if len(slowest[c]) < 5:
                             slowest[c].append(question)
                     out[c][p].append((time.perf_counter() - started) * 1000)
-    return {c: {p: {"p50": percentile(v, 50), "p95": percentile(v, 95),
-                    "p99": percentile(v, 99)} for p, v in passes.items()}
+    return {c: {p: latency_summary(v) for p, v in passes.items()}
             | {"degraded": degraded[c], "failed": dict(failed[c]), "failed_questions": slowest[c],
                "n": len(questions)} for c, passes in out.items()}
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import statistics
 import sys
 import tempfile
 import time
@@ -51,7 +50,7 @@ from benchmarks.harness.load import loaded_stack
 from benchmarks.harness.peers import PEERS, Doc, K, timed_search
 from benchmarks.harness.runner import gateway_legs
 from benchmarks.harness.script import machine_info, names, positive_ints, publish
-from benchmarks.harness.stats import percentile
+from benchmarks.harness.stats import latency_summary
 from benchmarks.performance.gateway_recall import NAMESPACE, read_texts, run_load
 from benchmarks.performance.recall_stages import snapshot, stage_rows, stage_table
 from recallmesh.embedding.core import OnnxEmbedder
@@ -64,11 +63,6 @@ QUERY_CACHE_ENV = "RECALLMESH_EMBEDDING_QUERY_CACHE_MB"
 # Issue 26's reference points: the README's 32-client run before this work, and the targets.
 BASELINE_32_CLIENTS_PER_S = 55.0
 TARGET_P95_MS, TARGET_PEER_RATIO, TARGET_32_P95_MS, TARGET_INGEST_SHARE = 25.0, 1.2, 250.0, 0.8
-
-
-def summary(latencies: list[float]) -> dict[str, float]:
-    return {"p50": percentile(latencies, 50), "p95": percentile(latencies, 95),
-            "p99": percentile(latencies, 99), "mean": statistics.fmean(latencies)}
 
 
 def manifest_path(model: str) -> Path:
@@ -138,7 +132,7 @@ def latency_rounds(loaded: Any, questions: list[str], configs: list[str],
                 for name in order[r % len(order):] + order[:r % len(order)]:
                     latencies[name].append(run_one(name, question, stub, overrides, indexes,
                                                    embed))
-    return {name: {**summary(values), "n": len(values),
+    return {name: {**latency_summary(values), "n": len(values),
                    **({"index_build_s": builds[name]} if name in builds else {})}
             for name, values in latencies.items()}
 
@@ -158,7 +152,7 @@ def stages(loaded: Any, questions: list[str]) -> dict[str, Any]:
         before = snapshot(stack.metrics)
         client = [timed_recall(stub, q, None) for q in questions]
         after = snapshot(stack.metrics)
-    return {"recalls": len(questions), "client_ms": summary(client),
+    return {"recalls": len(questions), "client_ms": latency_summary(client),
             "rows": [{"stage": s, "mean_ms": v, "what": w}
                      for s, v, w in stage_rows(before, after, len(questions))]}
 
@@ -173,7 +167,7 @@ def repeated(loaded: Any, questions: list[str]) -> dict[str, Any]:
     with stack.dial() as channel:
         stub = memory_pb2_grpc.MemoryServiceStub(channel)
         for _ in range(2):
-            passes.append(summary([timed_recall(stub, q, None) for q in questions]))
+            passes.append(latency_summary([timed_recall(stub, q, None) for q in questions]))
     return {"questions": len(questions), "first": passes[0], "second": passes[1]}
 
 

@@ -38,7 +38,6 @@ import json
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -50,13 +49,14 @@ import psycopg
 
 from benchmarks.harness.script import (
     BENCH_ENV,
+    log,
     machine_info,
     names,
     positive_ints,
     recallmesh_env,
     start_stack,
 )
-from benchmarks.harness.stats import percentile
+from benchmarks.harness.stats import latency_summary, percentile
 from recallmesh.api.filters import Filters
 from recallmesh.api.validation import MAX_INDEX_WAIT_MS
 from recallmesh.legs.vector.core import build_search_sql
@@ -81,19 +81,8 @@ MAX_QUERY_CHARS = 4000
 MAX_CHARS = 2000  # each corpus text cut to this (--max-chars)
 
 
-def latency_summary(latencies_ms: list[float]) -> dict[str, float]:
-    values = sorted(latencies_ms)
-    return {
-        "p50_ms": percentile(values, 50),
-        "p95_ms": percentile(values, 95),
-        "p99_ms": percentile(values, 99),
-        "mean_ms": statistics.fmean(values),
-        "max_ms": values[-1],
-    }
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+def latency_summary_ms(latencies_ms: list[float]) -> dict[str, float]:
+    return {f"{k}_ms": v for k, v in latency_summary(latencies_ms).items()}
 
 
 # --------------------------------------------------------------------- inputs
@@ -313,7 +302,7 @@ def measure_latency(stub: Any, namespace: str, queries: list[str], vectors: list
         latencies.append((time.perf_counter() - t0) * 1000)
         if len(response.candidates) < min(k, expect):
             short += 1
-    return {"k": k, "n": n, "warmup": warmup, **latency_summary(latencies),
+    return {"k": k, "n": n, "warmup": warmup, **latency_summary_ms(latencies),
             "short_answers": short}
 
 
@@ -423,7 +412,7 @@ def measure_recall(stub: Any, conn: psycopg.Connection, namespace: str, queries:
     return {
         "k": k,
         "queries": len(queries),
-        "exact_search": {**latency_summary(exact_ms), "plan_uses_hnsw_index": exact_indexed},
+        "exact_search": {**latency_summary_ms(exact_ms), "plan_uses_hnsw_index": exact_indexed},
         "rows": rows,
     }
 
