@@ -1,0 +1,244 @@
+"""The behaviour suite's cases: what an agent's developer checks of a memory service (issue 27).
+
+Each case is a small namespace of its own. Its memories are stored one at a time, in order,
+between `FILLERS` unrelated one-line memories (the first half before them, the second half
+after), then one recall with the case's query; the case passes when its expected memory is
+at rank 1 or, where `within` says so, in the top 3. Written for this suite, none copied from a
+benchmark. `kind` groups the cases in the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Memory:
+    content: str
+    sensitive: bool = False
+    category: str = ""
+    tags: tuple[str, ...] = ()
+    importance: float | None = None
+    supersedes: int | None = None  # index of an earlier memory of the case this one replaces
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    kind: str
+    memories: tuple[Memory, ...]
+    query: str
+    expect: int = 0  # index into memories of the memory that must be found
+    within: int = 1  # its rank must be at most this
+    fillers: int = 20  # unrelated memories around the case's own (FILLERS, in order)
+    large: bool = False  # the namespace also holds LARGE_NAMESPACE unrelated memories
+
+
+def m(content: str, **kw) -> Memory:
+    return Memory(content, **kw)
+
+
+# Unrelated one-line memories an agent might keep about a user; none mentions any case's
+# subject. A case uses the first `fillers` of them.
+FILLERS = (
+    "Reads a chapter of a novel every night before sleeping.",
+    "Has a grey cat called Pixel who hates the vacuum cleaner.",
+    "Moved from the payments team to the search team in spring.",
+    "Is trying a vegetarian diet on weekdays.",
+    "Prefers window seats on long flights.",
+    "Plays five-a-side football on Thursday evenings.",
+    "Keeps a sourdough starter in the fridge and bakes on Sundays.",
+    "Uses a standing desk for half of the working day.",
+    "Learned to sail on a lake as a teenager.",
+    "Listens to jazz playlists while writing code.",
+    "Wants to run a half marathon before turning forty.",
+    "Grows tomatoes and basil on the balcony.",
+    "Drinks sparkling water instead of soda.",
+    "Visits their grandmother on the first Sunday of each month.",
+    "Collects old film cameras from flea markets.",
+    "Takes the train to work and reads on the way.",
+    "Is saving money for a kitchen renovation.",
+    "Volunteers at the animal shelter twice a month.",
+    "Likes strategy board games more than video games.",
+    "Writes meeting notes in plain text files.",
+    "Has a dentist appointment every six months.",
+    "Enjoys hiking in the mountains in autumn.",
+    "Bought a second-hand road bike last year.",
+    "Speaks a little Portuguese from a year abroad.",
+)
+
+CASES: tuple[Case, ...] = (
+    # --- a unique code word or name
+    Case("code word in a sensitive memory", "code word", (
+        m("Bank PIN is stored in the hardware wallet drawer, code word lighthouse.",
+          sensitive=True),), "lighthouse"),
+    Case("code word, not sensitive", "code word", (
+        m("The shared folder for the offsite is called project marigold."),), "marigold"),
+    Case("a rare person's name", "code word", (
+        m("Thorvald from procurement approves hardware orders above 2,000 euros."),),
+        "Who is Thorvald?"),
+    Case("a product codename in a question", "code word", (
+        m("Codename Bluefin is the internal name of the new mobile checkout."),
+        m("The mobile team ships a release every second Tuesday."),),
+        "what is bluefin"),
+    Case("a name among similar memories", "code word", (
+        m("Dr. Okonkwo is the user's cardiologist at the city hospital."),
+        m("The user's dermatologist works at a private clinic downtown."),
+        m("The user's dentist is on the second floor of the mall."),),
+        "When did I last talk about Okonkwo?"),
+    # --- an ID, number, date or URL
+    Case("a ticket id", "identifier", (
+        m("Incident INC-4821 was the database failover on the billing cluster."),
+        m("Incident reviews are held on Fridays at 15:00."),), "INC-4821"),
+    Case("an error code", "identifier", (
+        m("Error E1047 from the printer means the fuser unit needs replacing."),),
+        "printer shows E1047"),
+    Case("a version number", "identifier", (
+        m("The production cluster runs Kubernetes 1.29.4 since the last upgrade."),
+        m("The staging cluster is upgraded a week before production."),),
+        "which cluster is on 1.29.4"),
+    Case("a date", "identifier", (
+        m("The lease on the flat ends on 2027-03-31 and must be renewed a month before."),),
+        "2027-03-31"),
+    Case("a URL", "identifier", (
+        m("The on-call dashboard lives at https://grafana.example.internal/d/oncall-7f3."),),
+        "grafana.example.internal/d/oncall-7f3"),
+    Case("a phone number", "identifier", (
+        m("The plumber's number is +44 20 7946 0321, call before 8am."),),
+        "+44 20 7946 0321"),
+    Case("an amount of money", "identifier", (
+        m("The monthly cloud budget for the team is capped at 4,750 dollars."),
+        m("Travel expenses need a receipt for anything above 25 dollars."),),
+        "4,750 dollars"),
+    Case("an IP address", "identifier", (
+        m("The office VPN gateway is at 10.42.7.1; use it only from managed laptops."),),
+        "10.42.7.1"),
+    # --- a sensitive memory found by its keywords
+    Case("sensitive: where a secret is kept", "sensitive", (
+        m("The API token for the deploy bot is in the team vault under deploy-bot-prod.",
+          sensitive=True),), "deploy bot API token"),
+    Case("sensitive: a medical fact", "sensitive", (
+        m("User takes 50 mg sertraline every morning.", sensitive=True),), "sertraline dose"),
+    Case("sensitive: among related non-sensitive memories", "sensitive", (
+        m("The home alarm code is 7391, changed in January.", sensitive=True),
+        m("The alarm company visits once a year for maintenance."),
+        m("The home alarm beeps when the back door is left open."),),
+        "home alarm code"),
+    Case("sensitive: a password hint, query with other words around", "sensitive", (
+        m("Router admin password hint: grandmother's maiden name plus 1962.", sensitive=True),),
+        "what was the router admin password hint again?"),
+    # --- a paraphrase with no shared word
+    Case("paraphrase: locked out", "paraphrase", (
+        m("A spare house key is hidden under the blue flowerpot on the balcony."),),
+        "How can I get inside if I forget my keys?", within=3),
+    Case("paraphrase: food intolerance", "paraphrase", (
+        m("Cannot digest lactose; milk makes them ill."),),
+        "Which dairy products should the user avoid?", within=3),
+    Case("paraphrase: commute", "paraphrase", (
+        m("Cycles to the office along the river path every morning."),),
+        "How does the user travel to work?", within=3),
+    Case("paraphrase: pet", "paraphrase", (
+        m("Adopted a retired greyhound named Comet in March."),),
+        "Does the user own a dog?", within=3),
+    # --- a superseded fact: the newest first
+    Case("superseded by an explicit relation", "superseded", (
+        m("The team's CI runs on Jenkins."),
+        m("The team's CI moved from Jenkins to GitHub Actions.", supersedes=0),),
+        "Which CI does the team use?", expect=1),
+    Case("superseded, newer statement only", "superseded", (
+        m("The user's favourite editor is Vim."),
+        m("The user switched editors and now prefers VS Code over Vim."),),
+        "What is the user's favourite editor?", expect=1),
+    Case("superseded address", "superseded", (
+        m("Lives at Elm Street 12 in Leeds."),
+        m("Moved out of Elm Street; now lives at Harbour Road 3 in Bristol.", supersedes=0),),
+        "Where does the user live now?", expect=1),
+    # --- a negation or "not X"
+    Case("negation: no longer drinks", "negation", (
+        m("Does not drink coffee any more, only green tea."),
+        m("Orders a flat white at the airport café."),),
+        "Does the user still drink coffee?", within=3),
+    Case("negation: not available", "negation", (
+        m("Is not available for meetings on Friday afternoons."),),
+        "Can I book a meeting on Friday afternoon?"),
+    Case("negation: avoid", "negation", (
+        m("Never book the user on flights with a layover in Frankfurt."),),
+        "flights via Frankfurt"),
+    # --- a one-word query
+    Case("one word: allergies", "one word", (
+        m("Allergic to penicillin and to shellfish."),), "allergies", within=3),
+    Case("one word: birthday", "one word", (
+        m("The user's birthday is on the 9th of November."),), "birthday"),
+    Case("one word: wifi", "one word", (
+        m("The guest wifi network at home is called Nebula-Guest."),), "wifi"),
+    Case("one word: salary", "one word", (
+        m("Negotiated a salary of 68,000 a year in the new contract."),), "salary"),
+    # --- a typo
+    Case("typo in a name", "typo", (
+        m("Marguerite handles the visa paperwork for new hires."),),
+        "who handles visas, margerite?", within=3),
+    Case("typo in a common word", "typo", (
+        m("The quarterly report is due on the last Friday of the quarter."),),
+        "when is the quartrly reprot due", within=3),
+    Case("typo in a one-word query", "typo", (
+        m("Allergic to penicillin and to shellfish."),), "penicilin", within=3),
+    # --- a long question
+    Case("long question", "long question", (
+        m("The user's daughter Mia starts primary school in September at Greenfield."),),
+        "I am trying to plan the family calendar for the autumn and I keep forgetting the "
+        "details, so could you remind me what is happening with my daughter and school after "
+        "the summer holidays, and which school it was that we picked in the end?"),
+    Case("long question about a preference", "long question", (
+        m("Prefers aisle seats and vegetarian meals when flying."),),
+        "I'm booking flights to Lisbon for the conference next month and the form asks about "
+        "seating and meals, and I can never remember what I usually choose, what did I tell "
+        "you I prefer on planes?", within=3),
+    # --- a query in a namespace of 2,000 unrelated memories
+    Case("2,000 unrelated memories: a name", "large namespace", (
+        m("Ingrid Solberg is the user's contact at the Oslo architecture firm."),),
+        "Ingrid Solberg", large=True),
+    Case("2,000 unrelated memories: a paraphrase", "large namespace", (
+        m("Is learning to play the cello with a teacher on Wednesday evenings."),),
+        "What musical instrument is the user studying?", within=3, large=True),
+    Case("2,000 unrelated memories: an id", "large namespace", (
+        m("Order #A77-5120 is the replacement laptop battery, arriving next week."),),
+        "A77-5120", large=True),
+    # --- memories stored close together that are not one conversation
+    Case("neighbours in time do not outrank the match", "time neighbours", (
+        m("The garage door opener code is 4-2-4-2.", sensitive=True),
+        m("The garden hose is in the shed."),
+        m("The car needs new tyres before winter."),), "garage door opener"),
+    Case("importance does not bury the only match", "time neighbours", (
+        m("The boiler was serviced on 3 October by Kessler Heating.", importance=0.2),
+        m("Quarterly goals are due to the manager next week.", importance=0.9),
+        m("The performance review is scheduled for December.", importance=0.9),),
+        "Kessler Heating"),
+)
+
+# Multilingual cases: the same checks in other languages (issue 27 asks German, Chinese and
+# Japanese at least).
+MULTILINGUAL: tuple[Case, ...] = (
+    Case("German: a compound word", "multilingual", (
+        m("Der Hausarzt heißt Dr. Brandt und hat Sprechstunde am Dienstag."),),
+        "Wann hat der Hausarzt Sprechstunde?"),
+    Case("German: a one-word query", "multilingual", (
+        m("Die Steuererklärung muss bis Ende Juli abgegeben werden."),), "Steuererklärung"),
+    Case("Chinese: a name and a place", "multilingual", (
+        m("王伟是用户在上海办公室的同事。"),), "王伟"),
+    Case("Chinese: a question", "multilingual", (
+        m("用户对花生过敏。"),), "花生过敏"),
+    Case("Japanese: a one-word query", "multilingual", (
+        m("毎週金曜日にジムで水泳をしている。"),), "水泳"),
+    Case("Japanese: a question", "multilingual", (
+        m("田中さんは来月大阪に引っ越す予定です。"),), "田中さんはどこに引っ越しますか"),
+    # Sensitive memories are never embedded: only the lexical leg can find these.
+    Case("German: a sensitive memory", "multilingual", (
+        m("Die Kreditkarte liegt im Tresor hinter dem Bücherregal.", sensitive=True),),
+        "Wo liegt die Kreditkarte?"),
+    Case("Chinese: a sensitive memory", "multilingual", (
+        m("银行卡密码写在书房抽屉里的笔记本上。", sensitive=True),), "银行卡密码"),
+    Case("Japanese: a sensitive memory", "multilingual", (
+        m("マンションの暗証番号は金庫の中のメモに書いてある。", sensitive=True),), "暗証番号"),
+)
+
+ALL_CASES = CASES + MULTILINGUAL

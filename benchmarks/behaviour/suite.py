@@ -1,0 +1,247 @@
+"""The behaviour suite (issue 27): each case stored one memory at a time and recalled through a
+real stack; the test (tests/integration/test_behaviour.py) and this benchmark share it.
+
+  python -m benchmarks.behaviour.suite [--configs default,hybrid_cc_bounded,hybrid_rrf]
+      [--report-to benchmarks/reports/behaviour.md] [--json benchmarks/results/behaviour.json]
+
+A case's memories go into a namespace of its own between unrelated one-line memories
+(benchmarks/behaviour/cases.py), each written by its own StoreBatch of one memory, created
+WRITE_GAP_S apart (as an agent writes them during a conversation; the writes themselves go out
+back to back, then every one is waited for until indexed). The cases marked `large` share one
+namespace that first receives LARGE_NAMESPACE unrelated memories in batches, then each case's
+own memories (no fillers). Then each case's query is asked once per configuration (k=10) and
+the expected memory's rank is read from the hits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from benchmarks.behaviour.cases import ALL_CASES, FILLERS, Case, Memory
+from benchmarks.harness.configs import CONFIGS
+from benchmarks.harness.runner import gateway_legs
+from benchmarks.harness.script import (
+    BENCH_ENV,
+    log,
+    machine_info,
+    names,
+    publish,
+    start_stack,
+    store_batch_indexed,
+)
+from recallmesh.platform.supervisor import Stack, free_port_env
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+
+K = 10
+# Time between two writes of a case (created_at): memories an agent stores during one
+# conversation, well inside the context propagation's window.
+WRITE_GAP_S = 30
+LARGE_NAMESPACE = 2000
+_LARGE_BATCH = 250
+
+
+def large_namespace_texts(n: int = LARGE_NAMESPACE) -> list[str]:
+    """n distinct unrelated memories, made from templates (deterministic)."""
+    people = ("Priya", "Tomasz", "Leila", "Graham", "Chen", "Amara", "Rafael", "Sofia",
+              "Kwame", "Hana")
+    doing = ("reviewed the", "postponed the", "drafted the", "cancelled the", "approved the",
+             "asked about the", "presented the", "rescheduled the", "shared notes on the",
+             "finished the")
+    things = ("budget spreadsheet", "onboarding checklist", "garden plan", "holiday rota",
+              "server migration", "book club list", "recipe collection", "quarterly survey",
+              "office move", "training schedule", "newsletter draft", "supplier contract",
+              "team lunch", "photo album", "fitness plan", "parking permit", "design mockups",
+              "insurance renewal", "charity run", "reading list")
+    when = ("on Monday", "on Tuesday", "last week", "this morning", "after lunch",
+            "before the weekend", "in the evening", "yesterday", "at the standup", "today")
+    combos = itertools.product(people, doing, things, when)
+    return [f"{p} {d} {t} {w}." for p, d, t, w in itertools.islice(combos, n)]
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    name: str
+    kind: str
+    within: int
+    rank: int  # 1-based rank of the expected memory among the K hits; 0 = not among them
+    top: tuple[str, ...]  # the first three hits' contents
+
+    @property
+    def passed(self) -> bool:
+        return 0 < self.rank <= self.within
+
+
+def _message(memory: Memory, ids: list[str]) -> memory_pb2.Memory:
+    msg = memory_pb2.Memory(content=memory.content, sensitive=memory.sensitive,
+                            category=memory.category, tags=list(memory.tags))
+    if memory.importance is not None:
+        msg.importance = memory.importance
+    if memory.supersedes is not None:
+        msg.relations.append(memory_pb2.MemoryRelation(
+            type=memory_pb2.RELATION_TYPE_SUPERSEDES, target_id=ids[memory.supersedes]))
+    return msg
+
+
+def load_case(stub: Any, namespace: str, case: Case) -> tuple[list[str], list[memory_pb2.Memory]]:
+    """The case's memories, in order, between the first `case.fillers` fillers (half before,
+    half after), each a write of its own, created WRITE_GAP_S apart and ending now (as an agent
+    writes them during a conversation). Returns the case's memories' ids and the writes not yet
+    waited for (for `wait_indexed`)."""
+    fillers = [Memory(text) for text in FILLERS[:case.fillers]]
+    half = len(fillers) // 2
+    sequence = fillers[:half] + list(case.memories) + fillers[half:]
+    start = time.time() - WRITE_GAP_S * len(sequence)
+    ids: list[str] = []
+    writes = []
+    for i, memory in enumerate(sequence):
+        if memory.supersedes is not None:
+            # A superseding write changes its target, so a retry of the target's write would no
+            # longer match it: the writes so far are waited for now.
+            wait_indexed(stub, namespace, writes)
+            writes = []
+        msg = _message(memory, ids)
+        msg.id = str(uuid.uuid4())
+        msg.created_at.FromSeconds(int(start + i * WRITE_GAP_S))
+        stub.StoreBatch(memory_pb2.StoreBatchRequest(namespace=namespace, memories=[msg]),
+                        timeout=30)
+        writes.append(msg)
+        if half <= i < half + len(case.memories):
+            ids.append(msg.id)
+    return ids, writes
+
+
+def wait_indexed(stub: Any, namespace: str, writes: list[memory_pb2.Memory]) -> None:
+    """Each write sent again with an index wait (a retry of the same write stores nothing)."""
+    for msg in writes:
+        store_batch_indexed(stub, namespace, [msg])
+
+
+def load_large_namespace(stub: Any, namespace: str) -> None:
+    texts = large_namespace_texts()
+    for start in range(0, len(texts), _LARGE_BATCH):
+        store_batch_indexed(stub, namespace, [memory_pb2.Memory(content=t)
+                                              for t in texts[start:start + _LARGE_BATCH]])
+
+
+def ask(stub: Any, namespace: str, case: Case, ids: list[str],
+        fusion: memory_pb2.FusionOverrides | None = None) -> CaseResult:
+    response = stub.Recall(memory_pb2.RecallRequest(
+        namespace=namespace, query=case.query, k=K, fusion=fusion), timeout=30)
+    hit_ids = [h.memory.id for h in response.hits]
+    expected = ids[case.expect]
+    rank = hit_ids.index(expected) + 1 if expected in hit_ids else 0
+    return CaseResult(case.name, case.kind, case.within, rank,
+                      tuple(h.memory.content for h in response.hits[:3]))
+
+
+def load_cases(stub: Any, cases: tuple[Case, ...] | list[Case], prefix: str
+               ) -> list[tuple[Case, str, list[str]]]:
+    """Every case stored and indexed: (case, its namespace, its memories' ids), in the order
+    of `cases`."""
+    loaded: dict[str, tuple[Case, str, list[str]]] = {}
+    pending = []
+    large = [c for c in cases if c.large]
+    if large:
+        namespace = f"{prefix}-large"
+        log(f"{LARGE_NAMESPACE} unrelated memories ...")
+        load_large_namespace(stub, namespace)
+        log("the cases' memories ...")
+        for case in large:
+            ids, writes = load_case(stub, namespace, replace(case, fillers=0))
+            loaded[case.name] = (case, namespace, ids)
+            pending.append((namespace, writes))
+    for i, case in enumerate(c for c in cases if not c.large):
+        namespace = f"{prefix}-{i}"
+        ids, writes = load_case(stub, namespace, case)
+        loaded[case.name] = (case, namespace, ids)
+        pending.append((namespace, writes))
+    log(f"waiting for {sum(len(w) for _, w in pending)} memories to be indexed ...")
+    for namespace, writes in pending:
+        wait_indexed(stub, namespace, writes)
+    log("stored")
+    return [loaded[c.name] for c in cases]
+
+
+def run(stub: Any, configs: list[str], cases: tuple[Case, ...] = ALL_CASES
+        ) -> dict[str, list[CaseResult]]:
+    legs = gateway_legs(stub)
+    loaded = load_cases(stub, cases, f"behaviour-{uuid.uuid4().hex[:8]}")
+    return {name: [ask(stub, ns, case, ids, CONFIGS[name].overrides(legs))
+                   for case, ns, ids in loaded] for name in configs}
+
+
+def report(results: dict[str, list[CaseResult]], argv: list[str], seconds: float) -> str:
+    configs = list(results)
+    cases = results[configs[0]]
+    lines = [
+        "# Behaviour suite: does recall find the obvious memory?",
+        "",
+        f"Generated by `python -m benchmarks.behaviour.suite {' '.join(argv)}` "
+        f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {seconds:.0f} s); the cases "
+        "and how they are stored: benchmarks/behaviour/cases.py and the suite's docstring. "
+        "Rank of the expected memory among 10 hits (-: not among them); a case passes at rank 1, "
+        "or in the top 3 where it says so. Machine: "
+        + ", ".join(f"{k} {v}" for k, v in machine_info().items()) + ".",
+        "",
+        "| configuration | passed | " + " | ".join(sorted({c.kind for c in cases})) + " |",
+        "|---|---:|" + "---:|" * len({c.kind for c in cases}),
+    ]
+    for name in configs:
+        rows = results[name]
+        per_kind = {kind: [r for r in rows if r.kind == kind] for kind in sorted({c.kind
+                                                                                 for c in rows})}
+        lines.append(f"| {name} | {sum(r.passed for r in rows)} of {len(rows)} | " + " | ".join(
+            f"{sum(r.passed for r in rs)}/{len(rs)}" for rs in per_kind.values()) + " |")
+    lines += ["", "| kind | case | wanted | " + " | ".join(configs) + " |",
+              "|---|---|---|" + "---:|" * len(configs)]
+    for i, case in enumerate(cases):
+        ranks = []
+        for name in configs:
+            r = results[name][i]
+            ranks.append(f"{r.rank or '-'}{'' if r.passed else ' ✗'}")
+        wanted = "1" if case.within == 1 else f"≤{case.within}"
+        lines.append(f"| {case.kind} | {case.name} | {wanted} | " + " | ".join(ranks) + " |")
+    failed = [(name, r) for name in configs for r in results[name] if not r.passed]
+    if failed:
+        lines += ["", "## What came first where a case failed", ""]
+        for name, r in failed:
+            lines.append(f"- {name}, {r.name}: " + " / ".join(f"`{t[:70]}`" for t in r.top))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", type=names, default="default,hybrid_cc_bounded,hybrid_rrf")
+    parser.add_argument("--report-to", type=Path)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    unknown = [c for c in args.configs if c not in CONFIGS]
+    if unknown:
+        raise SystemExit(f"unknown configurations {unknown} (known: {', '.join(CONFIGS)})")
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="recallmesh-behaviour-") as tmp:
+        stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp, **free_port_env()})
+        start_stack(stack)
+        try:
+            with stack.dial() as channel:
+                log(f"storing {len(ALL_CASES)} cases and asking them ...")
+                results = run(memory_pb2_grpc.MemoryServiceStub(channel), args.configs)
+        finally:
+            stack.stop()
+    seconds = time.perf_counter() - started
+    publish(report(results, argv, seconds), args.report_to, args.json,
+            {name: [asdict(r) | {"passed": r.passed} for r in rows]
+             for name, rows in results.items()}, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""The behaviour suite (benchmarks/behaviour): every case stored one memory at a time into the
+session's stack and recalled with the deployment's defaults; the expected memory must come at
+rank 1, or in the top 3 where the case says so. `make bench-behaviour` runs the same cases on a
+stack of its own for several configurations and writes benchmarks/reports/behaviour.md."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from benchmarks.behaviour.cases import ALL_CASES
+from benchmarks.behaviour.suite import CaseResult, ask, load_cases
+
+pytestmark = pytest.mark.integration
+
+# Cases the shipped default fails today (issue 27 is building the fix; `make bench-behaviour`
+# shows where the memory came): strict, so a case that starts passing fails here until it is
+# taken off this list.
+_MIN_MAX = ("cc min-max: a leg's best noise scores as a perfect match, and a leg with one "
+            "candidate gives every memory its full weight")
+_SUPERSEDED = "nothing ranks a newer statement of the same fact above the older one"
+KNOWN_FAILURES: dict[str, str] = {
+    "code word in a sensitive memory": _MIN_MAX,
+    "sensitive: where a secret is kept": _MIN_MAX,
+    "sensitive: a medical fact": _MIN_MAX,
+    "sensitive: among related non-sensitive memories": _MIN_MAX,
+    "sensitive: a password hint, query with other words around": _MIN_MAX,
+    "superseded by an explicit relation": _SUPERSEDED,
+    "superseded, newer statement only": _SUPERSEDED,
+    "superseded address": _SUPERSEDED,
+    "neighbours in time do not outrank the match": _MIN_MAX,
+    "importance does not bury the only match": _MIN_MAX,
+    "German: a sensitive memory": _MIN_MAX,
+    "Chinese: a sensitive memory": "the english text search configuration keeps a run of CJK "
+                                   "characters as one token",
+    "Japanese: a sensitive memory": "the english text search configuration keeps a run of CJK "
+                                    "characters as one token",
+}
+
+
+@pytest.fixture(scope="module")
+def answers(gateway) -> dict[str, CaseResult]:
+    loaded = load_cases(gateway, ALL_CASES, f"behaviour-{uuid.uuid4().hex[:8]}")
+    return {case.name: ask(gateway, ns, case, ids) for case, ns, ids in loaded}
+
+
+@pytest.mark.timeout(900)  # the first case also stores every case (about 3,000 memories)
+@pytest.mark.parametrize("case", [
+    pytest.param(c, id=c.name, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[c.name])]
+                 if c.name in KNOWN_FAILURES else [])
+    for c in ALL_CASES])
+def test_the_expected_memory_is_found(case, answers):
+    result = answers[case.name]
+    assert result.passed, (f"{case.query!r}: the expected memory came "
+                           f"{result.rank or 'not among the hits'} (wanted within "
+                           f"{case.within}); first: {result.top}")
+
+
+def test_every_known_failure_names_a_case():
+    assert set(KNOWN_FAILURES) <= {c.name for c in ALL_CASES}
+    assert len(ALL_CASES) >= 40 and len({c.name for c in ALL_CASES}) == len(ALL_CASES)
