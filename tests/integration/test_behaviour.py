@@ -1,16 +1,20 @@
-"""The behaviour suite (benchmarks/behaviour): every case stored one memory at a time into the
-session's stack and recalled with the deployment's defaults; the expected memory must come at
+"""The behaviour suite (benchmarks/behaviour): every case stored one memory at a time into a
+stack of its own and recalled with the deployment's defaults; the expected memory must come at
 rank 1, or in the top 3 where the case says so. `make bench-behaviour` runs the same cases on a
 stack of its own for several configurations and writes benchmarks/reports/behaviour.md."""
 
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
 
 from benchmarks.behaviour.cases import ALL_CASES
 from benchmarks.behaviour.suite import CaseResult, ask, load_cases
+from recallmesh.platform.supervisor import Stack
+from recallmesh.v1 import memory_pb2_grpc
+from tests.conftest import scratch_database, stack_env
 
 pytestmark = pytest.mark.integration
 
@@ -40,9 +44,19 @@ KNOWN_FAILURES: dict[str, str] = {
 
 
 @pytest.fixture(scope="module")
-def answers(gateway) -> dict[str, CaseResult]:
-    loaded = load_cases(gateway, ALL_CASES, f"behaviour-{uuid.uuid4().hex[:8]}")
-    return {case.name: ask(gateway, ns, case, ids) for case, ns, ids in loaded}
+def answers(admin_dsn, pg_dir: Path) -> dict[str, CaseResult]:
+    """The cases on a stack and database of their own with the deployment's defaults: their
+    3,000 memories (and the indexer's concept work on them) never reach the session's stack."""
+    with scratch_database(admin_dsn) as dsn:
+        stack = Stack(env=stack_env(pg_dir / "behaviour", dsn))
+        stack.start(timeout_s=90)
+        try:
+            with stack.dial() as channel:
+                gateway = memory_pb2_grpc.MemoryServiceStub(channel)
+                loaded = load_cases(gateway, ALL_CASES, f"behaviour-{uuid.uuid4().hex[:8]}")
+                return {case.name: ask(gateway, ns, case, ids) for case, ns, ids in loaded}
+        finally:
+            stack.stop()
 
 
 @pytest.mark.timeout(900)  # the first case also stores every case (about 3,000 memories)
