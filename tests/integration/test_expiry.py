@@ -11,6 +11,7 @@ import urllib.request
 from datetime import UTC, datetime, timedelta
 
 import grpc
+import psycopg
 import pytest
 from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -18,8 +19,9 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from recallmesh.indexer.expiry import sweep_expired
 from recallmesh.platform.db import open_pool
 from recallmesh.platform.supervisor import Stack
+from recallmesh.platform.vector_schema import prepare_database
 from recallmesh.v1 import memory_pb2
-from tests.conftest import extra_gateway, stack_env
+from tests.conftest import extra_gateway, scratch_database, stack_env
 from tests.helpers import expect_status, recall
 from tests.integration.test_context import QUERY, TURNS, at, context_entries, overrides
 from tests.integration.test_purge import traces
@@ -125,32 +127,37 @@ def test_the_sweeper_purges_expired_memories_and_what_they_evidenced(gateway, db
     assert asyncio.run(sweep()) == 0 or not row_exists(db, gone)
 
 
-def test_the_indexer_runs_the_sweeper(gateway, db, ns, stack, pg_dir):
+def test_the_indexer_runs_the_sweeper(stack, admin_dsn, pg_dir):
     """An indexer with RECALLMESH_EXPIRY_SWEEP_S=1 purges an expired memory on its own and
-    counts it in recallmesh_expired_purged_total."""
-    env = stack_env(pg_dir / "sweeper", stack.dsn, RECALLMESH_EXPIRY_SWEEP_S="1",
-                    RECALLMESH_CONCEPT_EXTRACTOR="none",
-                    RECALLMESH_INDEXER_EMBEDDING_TARGET=stack.endpoints["embedding"],
-                    RECALLMESH_INTERNAL_TOKEN=stack.internal_token)
-    sweeper = Stack(env=env, services=("indexer",))
-    sweeper.start(timeout_s=60)
-    try:
-        expires = ts_in(1.5)
-        gone = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
-            content="A short-lived note.", expires_at=expires, sensitive=True)),
-            timeout=10).memory.id
-        wait_until(expires)
-        deadline = time.monotonic() + 15
-        while row_exists(db, gone) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not row_exists(db, gone)
-        text = urllib.request.urlopen(
-            f"http://localhost:{sweeper.metrics['indexer']}/metrics", timeout=5).read().decode()
-        purged = [line for line in text.splitlines()
-                  if line.startswith("recallmesh_expired_purged_total ")]
-        assert purged and float(purged[0].split()[1]) >= 1
-    finally:
-        sweeper.stop()
+    counts it in recallmesh_expired_purged_total. On a database of its own: the session
+    stack's indexer sweeps too (every 60 s), and purging the memory first it left this
+    indexer's count at 0 (seen in CI)."""
+    with scratch_database(admin_dsn) as dsn:
+        prepare_database(dsn)
+        env = stack_env(pg_dir / "sweeper", dsn, RECALLMESH_EXPIRY_SWEEP_S="1",
+                        RECALLMESH_CONCEPT_EXTRACTOR="none",
+                        RECALLMESH_INDEXER_EMBEDDING_TARGET=stack.endpoints["embedding"],
+                        RECALLMESH_INTERNAL_TOKEN=stack.internal_token)
+        sweeper = Stack(env=env, services=("indexer",))
+        sweeper.start(timeout_s=60)
+        try:
+            with psycopg.connect(dsn, autocommit=True) as db:
+                gone = str(db.execute(
+                    "INSERT INTO memories (namespace, content, is_sensitive, expires_at) "
+                    "VALUES ('sweeper', 'A short-lived note.', true, "
+                    "now() + interval '1.5 seconds') RETURNING id").fetchone()[0])
+                deadline = time.monotonic() + 20
+                while row_exists(db, gone) and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                assert not row_exists(db, gone)
+            text = urllib.request.urlopen(
+                f"http://localhost:{sweeper.metrics['indexer']}/metrics", timeout=5
+            ).read().decode()
+            purged = [line for line in text.splitlines()
+                      if line.startswith("recallmesh_expired_purged_total ")]
+            assert purged and float(purged[0].split()[1]) >= 1
+        finally:
+            sweeper.stop()
 
 
 def test_expires_at_is_validated(gateway, ns):
