@@ -112,6 +112,7 @@ LIMIT %(k)s
 
 RANKINGS = ("ts_rank", "bm25")
 
+_NO_CUTOFF = "'-Infinity'::float8"  # a cut-off every score passes
 # The best scores are looked up first among this many times k of them (a bounded top-N sort);
 # only when fewer than k of those may be returned are all scores sorted.
 _FIRST_LOOKUPS = 4
@@ -127,8 +128,8 @@ def _kth_passing(source: str, lookup: str) -> str:
               {lookup}
               LIMIT %(k)s) AS passing)"""
     # coalesce runs the second, full sort only when the first finds fewer than k passing.
-    return (f"coalesce({kth(f'LIMIT %(k)s * {_FIRST_LOOKUPS}', 'NULL')},"
-            f" {kth('', chr(39) + '-Infinity' + chr(39) + '::float8')})")
+    first = kth(f"LIMIT %(k)s * {_FIRST_LOOKUPS}", "NULL")
+    return f"coalesce({first}, {kth('', _NO_CUTOFF)})"
 
 
 def build_bm25_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]:
@@ -159,7 +160,7 @@ def build_bm25_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]
     # looks up scored memories best first, only until k pass (a common term matches tens of
     # thousands of memories; looking every one up cost 260 of 890 ms at 100,000 memories).
     # recency keeps the newest matches, whatever their score: every match is looked up.
-    cutoff = "'-Infinity'::float8" if sort_by == "recency" else _kth_passing("scored", lookup)
+    cutoff = _NO_CUTOFF if sort_by == "recency" else _kth_passing("scored", lookup)
     sql = f"""
 WITH terms AS (
     SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
