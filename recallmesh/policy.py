@@ -147,7 +147,8 @@ class RecallPolicy:
         "run", 0, None, proto=None))
     context_hits: int = setting(5, Spec(
         "RECALLMESH_CONTEXT_HITS", "context propagation: how many of the best hits pass a "
-        "share of their score to the memories stored right after / before them (0: off)",
+        "share of their score to the memories stored right after / before them in their "
+        "thread (Memory.thread; 0: off)",
         0, 50))
     context_next_weight: float = setting(0.3, Spec(
         "RECALLMESH_CONTEXT_NEXT_WEIGHT", "the share the memory stored next after a hit "
@@ -155,12 +156,6 @@ class RecallPolicy:
     context_prev_weight: float = setting(0.2, Spec(
         "RECALLMESH_CONTEXT_PREV_WEIGHT", "the share the memory stored just before a hit "
         "gains", 0.0, 1.0))
-    context_window_s: float = setting(600.0, Spec(
-        "RECALLMESH_CONTEXT_WINDOW_S", "how far apart in time a neighbour may be stored", 0.0,
-        None, proto=None))
-    context_min_gap_ms: int = setting(250, Spec(
-        "RECALLMESH_CONTEXT_MIN_GAP_MS", "a next memory stored sooner than this after the hit "
-        "belongs to the same write (a batch), not to a conversation", 0, None, proto=None))
     time_boost: float = setting(1.0, Spec(
         "RECALLMESH_TIME_BOOST", "memories created inside the time window a query names get "
         "their fused score x (1 + this) (0: off)", 0.0, 10.0))

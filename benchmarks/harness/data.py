@@ -16,8 +16,10 @@ What is stored, identically for every configuration (see benchmarks/reports/retr
     second per `turn` (the turns of a session share its time; this keeps their order).
   * a query's `timestamp` (LongMemEval's question date) is sent as the Recall's
     reference_time, which relative times in the query ("last Saturday") are read against.
-  * metadata: {"corpus_id": id} (and "session_id" when present), which maps
-    recalled memories back to corpus ids.
+  * metadata: {"corpus_id": id} (and "session_id" when the record has a session: LongMemEval's
+    session_id, LoCoMo's conversation and session number), which maps recalled memories back
+    to corpus ids; the session is also the memory's thread (Memory.thread), along which the
+    gateway propagates context.
 """
 
 from __future__ import annotations
@@ -172,5 +174,15 @@ def _memory(record: dict, session_time: str | None = None) -> Memory:
         corpus_id=str(record["id"]),
         content=content_of(record),
         created_at=created_at,
-        session_id=str(record.get("session_id") or ""),
+        session_id=session_of(record),
     )
+
+
+def session_of(record: dict) -> str:
+    """The session a record belongs to: its `session_id` (LongMemEval), else its conversation
+    and session number (LoCoMo: "conv-26:session 1"); '' when it has neither."""
+    if record.get("session_id"):
+        return str(record["session_id"])
+    if record.get("conversation_id") and record.get("session") is not None:
+        return f"{record['conversation_id']}:session {record['session']}"
+    return ""

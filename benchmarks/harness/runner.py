@@ -58,8 +58,9 @@ def ingest(stub, ds: Dataset, batch_size: int = BATCH) -> dict:
             batch = []
             for m in memories[i : i + batch_size]:
                 msg = memory_pb2.Memory(content=m.content, metadata={"corpus_id": m.corpus_id})
-                if m.session_id:
+                if m.session_id:  # a conversation's session: its thread
                     msg.metadata["session_id"] = m.session_id
+                    msg.thread = m.session_id
                 if m.created_at is not None:
                     to_proto_timestamp(m.created_at, msg.created_at)
                 batch.append(msg)

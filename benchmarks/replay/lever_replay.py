@@ -56,7 +56,7 @@ from benchmarks.replay.pool import (
     K,
     default_setting,
     fuse_and_propagate,
-    fuse_cc,
+    fuse_replayed,
     leg_lists,
     replay_table,
     scored,
@@ -103,7 +103,7 @@ def lever_rows(pool: dict, vec: Vectors) -> tuple[dict[str, list[dict]], dict[st
             return fuse_and_propagate(pool, routed + [vector], n, next_w, prev_w)
 
         add("exact default", q, fuse_and_propagate(pool, base, n, next_w, prev_w))
-        fused = fuse_cc(base)  # feedback and hop seeds: the fused top m, before context
+        fused = fuse_replayed(base)  # feedback and hop seeds: the fused top m, before context
         top_rows = [vec.row[c.memory_id] for c in fused[:max(m for m, _, _ in PRF)]]
         if has_speakers:
             text = vec.query[qid].text

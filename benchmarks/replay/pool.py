@@ -8,16 +8,17 @@ into a running one, called with `api_key`: default RECALLMESH_API_KEY or the loc
 file; `skip_ingest` when it is already loaded there), then asks the gateway for
 every query's whole candidate pool: k=100 with `explain`, lexical (BM25 k1 0.9, b 0.4) +
 vector, context off, so each leg's top 100 comes back with its native scores. It also records,
-per memory, the memories stored next after / just before it under the gateway's own rules
-(RECALLMESH_CONTEXT_WINDOW_S, _MIN_GAP_MS, no timestamp ties; no filters), and the top 10 the
+per memory, the memories stored next after / just before it in its thread under the gateway's
+own rule (MemoryStore.hydrate_adjacent; no filters), and the top 10 the
 gateway served for the baseline (`hybrid_cc_bm25t`), so a replay can be checked against it.
 
-The replay core the replays share (context_sweep, lever_replay, model_replay): `leg_lists`
-cuts a pool's leg lists to a depth, `fuse_and_propagate` serves them as the gateway does
-(`recallmesh.fusion.core.fuse`, convex combination without the importance prior and the
-exact-match bonus, which a pool does not record; then `recallmesh.gateway.stages`'
-`contributing_legs` and `propagate_context`), `scored` gives a replayed ranking its metrics,
-and `replay_table` the markdown table of replayed rows with paired bootstrap CIs.
+The replay core the replays share (context_sweep, lever_replay, model_replay,
+cross_validation): `leg_lists` cuts a pool's leg lists to a depth, `fuse_and_propagate` serves
+them as the gateway does (`recallmesh.fusion.core.fuse`, by default the convex combination,
+without the importance prior and the exact-match bonus, which a pool does not record; then
+`recallmesh.gateway.stages`' `contributing_legs` and `propagate_context`), `scored` gives a
+replayed ranking its metrics, and `replay_table` the markdown table of replayed rows with
+paired bootstrap CIs.
 """
 
 from __future__ import annotations
@@ -62,16 +63,15 @@ def default_setting() -> tuple[int, float, int, float, float]:
             policy.context_next_weight, policy.context_prev_weight)
 
 
-def stored_adjacency(dsn: str, namespaces: list[str], window_s: float,
-                     min_gap_s: float) -> tuple[dict[str, str], dict[str, str]]:
+def stored_adjacency(dsn: str, namespaces: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     """(next, prev) by corpus id for every live memory of `namespaces`: the memory stored next
     after / just before it, asked of the gateway's own MemoryStore.hydrate_adjacent (no
     filters), so a replay propagates context over exactly the neighbours the gateway finds."""
-    return asyncio.run(_stored_adjacency(dsn, namespaces, window_s, min_gap_s))
+    return asyncio.run(_stored_adjacency(dsn, namespaces))
 
 
-async def _stored_adjacency(dsn: str, namespaces: list[str], window_s: float,
-                            min_gap_s: float) -> tuple[dict[str, str], dict[str, str]]:
+async def _stored_adjacency(dsn: str, namespaces: list[str]
+                            ) -> tuple[dict[str, str], dict[str, str]]:
     pool = await open_pool(dsn, name="context-dump", query_class=ADMIN)  # an offline dump
     after: dict[str, str] = {}
     before: dict[str, str] = {}
@@ -86,8 +86,7 @@ async def _stored_adjacency(dsn: str, namespaces: list[str], window_s: float,
             ids = list(corpus)
             for i in range(0, len(ids), ADJACENCY_BATCH):
                 seeds = ids[i:i + ADJACENCY_BATCH]
-                _, nxt, prv = await store.hydrate_adjacent(ns, seeds[:1], seeds, window_s,
-                                                           Filters(), min_gap_s)
+                _, nxt, prv = await store.hydrate_adjacent(ns, seeds[:1], seeds, Filters())
                 after.update((corpus[seed], corpus[m.id]) for seed, m in nxt.items())
                 before.update((corpus[seed], corpus[m.id]) for seed, m in prv.items())
     finally:
@@ -104,7 +103,6 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
     and dump every pool."""
     ds = load(dataset_dir, limit)
     ds.namespace_tag = namespace_tag
-    policy = RecallPolicy.from_env()
 
     def pools(connect: Callable[[], grpc.Channel], database: str,
               load_first: bool) -> tuple[dict, list, list, tuple]:
@@ -135,7 +133,10 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
                     "relevant_sessions": sorted(q.relevant_sessions or []),
                     "legs": {leg: [[h.memory.metadata["corpus_id"], c.rank, c.score]
                                    for h in response.hits for c in h.legs if c.leg == leg]
-                             for leg in ("lexical", "vector")}})
+                             for leg in ("lexical", "vector")},
+                    # each leg's score of a full match, where it gave one (calibrated fusion)
+                    "scale": {s.leg: s.score_scale for s in response.legs
+                              if s.HasField("score_scale")}})
         with psycopg.connect(database) as conn:
             rows = conn.execute(
                 "SELECT namespace, metadata->>'corpus_id', "
@@ -143,8 +144,7 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
                 "FROM memories WHERE deleted_at IS NULL AND namespace = ANY(%s) "
                 "ORDER BY namespace, created_at, id",
                 ([ds.namespace(scope) for scope in ds.scopes],)).fetchall()
-        adjacent = stored_adjacency(database, [ds.namespace(scope) for scope in ds.scopes],
-                                    policy.context_window_s, policy.context_min_gap_ms / 1000)
+        adjacent = stored_adjacency(database, [ds.namespace(scope) for scope in ds.scopes])
         return ingest_info, queries, rows, adjacent
 
     if target is not None:
@@ -152,8 +152,10 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
             lambda: dial_gateway(target, api_key), dsn or resolve_dsn(), not skip_ingest)
     else:
         with tempfile.TemporaryDirectory(prefix="recallmesh-context-") as tmp:
+            # A pool holds the lexical and vector legs' lists only: no concept extraction
+            # (the indexer's slowest work on a load, for the graph leg alone).
             stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp, "RECALLMESH_LEGS": ALL_LEGS,
-                               **free_port_env()})
+                               "RECALLMESH_CONCEPT_EXTRACTOR": "none", **free_port_env()})
             stack.start()
             try:
                 ingest_info, queries, rows, (after, before) = pools(stack.dial, stack.dsn, True)
@@ -168,26 +170,35 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
     print(f"{ds.name}: {len(queries)} pools -> {out}", flush=True)
 
 
+COSINE = (-1.0, 1.0)  # the vector leg's theoretical range, as it reports it
+
+
 def leg_lists(query: dict, depth: int, lexical_weight: float) -> list[LegList]:
-    """The pool's leg lists cut to `depth`, lexical weighted by `lexical_weight` (vector 1)."""
+    """The pool's leg lists cut to `depth`, lexical weighted by `lexical_weight` (vector 1),
+    each with what its leg reports besides the scores: the vector leg its cosine range, the
+    lexical leg its score scale (pools dumped before legs reported one have none)."""
+    scale = query.get("scale", {})
     return [LegList(leg, lexical_weight if leg == "lexical" else 1.0,
                     [LegCandidate(i, score) for i, rank, score in sorted(
-                        entries, key=lambda e: e[1]) if rank <= depth])
+                        entries, key=lambda e: e[1]) if rank <= depth],
+                    COSINE if leg == "vector" else None, scale.get(leg))
             for leg, entries in query["legs"].items()]
 
 
-def fuse_cc(lists: list[LegList]) -> list[FusedCandidate]:
-    """The gateway's cc fusion as replayed: no importance prior, no exact-match bonus."""
-    return fuse(lists, FusionSettings(method="cc", importance_strength=0.0, exact_bonus=0.0))
+def fuse_replayed(lists: list[LegList], method: str = "cc") -> list[FusedCandidate]:
+    """The gateway's fusion as replayed: no importance prior, no exact-match bonus (a pool
+    records neither importance nor which memory matched every term)."""
+    return fuse(lists, FusionSettings(method=method, importance_strength=0.0, exact_bonus=0.0))
 
 
 def fuse_and_propagate(pool: dict, lists: list[LegList], n: int, next_w: float,
-                       prev_w: float, adjust: Callable | None = None) -> list[str]:
-    """What the gateway serves from these lists: cc fusion (no importance prior, no exact-match
-    bonus), then context propagation when more than one leg contributed (the gateway's own
-    rule, stages.contributing_legs: weight > 0 and a candidate). `adjust` (fused ->
-    fused, ranked) lets a replayed lever rescore the fused list before propagation."""
-    fused = fuse_cc(lists)
+                       prev_w: float, adjust: Callable | None = None,
+                       method: str = "cc") -> list[str]:
+    """What the gateway serves from these lists: fusion by `method` (no importance prior, no
+    exact-match bonus), then context propagation when more than one leg contributed (the
+    gateway's own rule, stages.contributing_legs: weight > 0 and a candidate). `adjust`
+    (fused -> fused, ranked) lets a replayed lever rescore the fused list before propagation."""
+    fused = fuse_replayed(lists, method)
     if adjust is not None:
         fused = adjust(fused)
     top = fused[:K]

@@ -27,6 +27,7 @@ MAX_TAGS = 32
 MAX_METADATA_ENTRIES = 64
 MAX_METADATA_KEY_CHARS = 128
 MAX_METADATA_VALUE_CHARS = 1024
+MAX_THREAD_CHARS = 128  # the column's CHECK (migration 0012)
 MAX_BATCH = 1000
 MAX_RELATIONS = 16
 RELATION_TYPES = {1: "supersedes", 2: "derived_from", 3: "references", 4: "about"}
@@ -70,6 +71,7 @@ class NewMemory:
     metadata: dict[str, str] = field(default_factory=dict)
     relations: tuple[tuple[str, str], ...] = ()  # (relation type, target memory id)
     expires_at: datetime | None = None  # None: the namespace's default TTL, if any
+    thread: str = ""  # the conversation / session it belongs to ('' = none)
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,9 @@ def new_memory(msg: Any, ns: str, where: str = "memory") -> NewMemory:
     category = _no_nul(msg.category.strip(), f"{where}.category")
     if len(category) > MAX_LABEL_CHARS:
         raise InvalidArgument(f"{where}.category must be at most {MAX_LABEL_CHARS} characters")
+    thread = _no_nul(msg.thread.strip(), f"{where}.thread")
+    if len(thread) > MAX_THREAD_CHARS:
+        raise InvalidArgument(f"{where}.thread must be at most {MAX_THREAD_CHARS} characters")
     if len(msg.tags) > MAX_TAGS:
         raise InvalidArgument(f"{where}.tags: at most {MAX_TAGS} tags")
     tags: list[str] = []
@@ -240,6 +245,7 @@ def new_memory(msg: Any, ns: str, where: str = "memory") -> NewMemory:
         metadata=metadata,
         relations=tuple(relations),
         expires_at=expires_at,
+        thread=thread,
     )
 
 
@@ -329,6 +335,7 @@ UPDATE_PATHS = {
     "valid_from": "valid_from",
     "valid_to": "valid_to",
     "expires_at": "expires_at",
+    "thread": "thread",
 }
 
 
@@ -374,6 +381,7 @@ def memory_update(msg: Any, paths: Any, ns: str) -> dict[str, Any]:
         "valid_from": checked.valid_from,
         "valid_to": checked.valid_to,
         "expires_at": checked.expires_at,  # named but unset: the memory no longer expires
+        "thread": checked.thread,
     }
     return {UPDATE_PATHS[n]: values[n] for n in dict.fromkeys(names)}
 

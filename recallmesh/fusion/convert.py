@@ -25,6 +25,7 @@ METHOD_VALUES = {
     "rrf": fusion_pb2.FUSION_METHOD_RRF,
     "cc": fusion_pb2.FUSION_METHOD_CC,
     "cc_bounded": fusion_pb2.FUSION_METHOD_CC_BOUNDED,
+    "calibrated": fusion_pb2.FUSION_METHOD_CALIBRATED,
 }
 METHOD_NAMES = {fusion_pb2.FUSION_METHOD_UNSPECIFIED: "rrf"} | {
     v: k for k, v in METHOD_VALUES.items()
@@ -66,6 +67,8 @@ def lists_to_proto(lists: Sequence[LegList], request: Any) -> None:
         msg = request.lists.add(leg=lst.leg, weight=lst.weight)
         if lst.score_range is not None:
             msg.score_min, msg.score_max = lst.score_range
+        if lst.score_scale is not None:
+            msg.score_scale = lst.score_scale
         for c in lst.candidates:
             msg.candidates.add(memory_id=c.memory_id, score=c.score, importance=c.importance,
                                exact_match=c.exact_match)
@@ -88,6 +91,9 @@ def lists_from_proto(msgs: Any) -> list[LegList]:
             bounds = (msg.score_min, msg.score_max)
             if not all(math.isfinite(b) for b in bounds) or bounds[1] <= bounds[0]:
                 raise InvalidArgument(f"lists[{i}]: score_min must be below score_max")
+        scale = msg.score_scale if msg.HasField("score_scale") else None
+        if scale is not None and not (math.isfinite(scale) and scale > 0):
+            raise InvalidArgument(f"lists[{i}].score_scale must be finite and > 0, got {scale}")
         candidates = []
         for j, c in enumerate(msg.candidates):
             if not c.memory_id:
@@ -95,7 +101,7 @@ def lists_from_proto(msgs: Any) -> list[LegList]:
             if not (math.isfinite(c.importance) and 0.0 <= c.importance <= 1.0):
                 raise InvalidArgument(f"lists[{i}].candidates[{j}].importance must be in [0, 1]")
             candidates.append(LegCandidate(c.memory_id, c.score, c.importance, c.exact_match))
-        lists.append(LegList(msg.leg, msg.weight, candidates, bounds))
+        lists.append(LegList(msg.leg, msg.weight, candidates, bounds, scale))
     return lists
 
 

@@ -8,6 +8,16 @@ Methods (score of candidate d; ranks 1-based; weights >= 0):
   cc_bounded  like cc, but a leg with a theoretical range (e.g. cosine
               -1..1) is normalised by that range; a leg without d adds w *
               the normalised minimum of what it returned.
+  calibrated  sum over legs of w * cal_leg(score), on a scale that means the
+              same in every query, never relative to the best of the list:
+              a leg with a score scale (lexical BM25: the sum of the query
+              terms' idf, what a memory holding every term once scores)
+              gives min(score / scale, 1), the share of the query's evidence
+              matched; a leg without one (vector: cosine) gives its margin
+              over the list's median, max(0, (s - m) / (top - m)) with m the
+              median and top the leg's theoretical maximum (1 for cosine),
+              so the best of a list of noise is not a perfect match; a leg
+              without d adds 0 (it found no evidence for d).
 Then, for sort_by=relevance:
   exact bonus  + exact_bonus * (best possible fused score) for candidates
                whose text contains every query term (a leg says so);
@@ -28,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 RRF_K = 60
-METHODS = ("rrf", "cc", "cc_bounded")
+METHODS = ("rrf", "cc", "cc_bounded", "calibrated")
 DEFAULT_IMPORTANCE_STRENGTH = 0.3
 DEFAULT_EXACT_BONUS = 0.05
 
@@ -47,6 +57,7 @@ class LegList:
     weight: float
     candidates: Sequence[LegCandidate]
     score_range: tuple[float, float] | None = None  # theoretical (min, max), if any
+    score_scale: float | None = None  # the score of a full match, if the leg can say
 
 
 @dataclass(frozen=True)
@@ -98,6 +109,21 @@ def _normaliser(scores: list[float], bounds: tuple[float, float] | None):
     return lambda s: min(max((s - low) / (high - low), 0.0), 1.0)
 
 
+def _calibrator(scores: list[float], lst: LegList):
+    """The calibrated method's scale for one leg's list (see the module's docstring)."""
+    if lst.score_scale is not None and lst.score_scale > 0:
+        scale = lst.score_scale
+        return lambda s: min(max(s / scale, 0.0), 1.0)
+    ordered = sorted(scores)
+    middle = len(ordered) // 2
+    median = (ordered[middle] if len(ordered) % 2
+              else (ordered[middle - 1] + ordered[middle]) / 2)
+    top = lst.score_range[1] if lst.score_range is not None else ordered[-1]
+    if top <= median:
+        return lambda s: 0.0
+    return lambda s: min(max((s - median) / (top - median), 0.0), 1.0)
+
+
 def _finite(x: float) -> float:
     return x if math.isfinite(x) else 0.0
 
@@ -133,8 +159,12 @@ def fuse(lists: Sequence[LegList], settings: FusionSettings | None = None) -> li
             best_possible += lst.weight / (settings.rrf_k + 1)
             continue
         scores = [score for _, score in ranks.values()]
-        norm = _normaliser(scores, lst.score_range if settings.method == "cc_bounded" else None)
-        floor = min(norm(x) for x in scores)  # what a candidate this leg missed gets
+        if settings.method == "calibrated":
+            norm, floor = _calibrator(scores, lst), 0.0
+        else:
+            norm = _normaliser(scores,
+                               lst.score_range if settings.method == "cc_bounded" else None)
+            floor = min(norm(x) for x in scores)  # what a candidate this leg missed gets
         for memory_id, candidate in fused.items():
             hit = ranks.get(memory_id)
             candidate.score += lst.weight * (norm(hit[1]) if hit else floor)

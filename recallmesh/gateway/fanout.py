@@ -67,6 +67,7 @@ class LegError(Exception):
 class LegAnswer:
     candidates: list[LegCandidate]
     score_range: tuple[float, float] | None = None  # the leg's theoretical score range
+    score_scale: float | None = None  # the leg's score of a full match for this query
     reasons: dict[str, str] = field(default_factory=dict)  # memory id -> why (explain)
 
 
@@ -93,7 +94,8 @@ class LegOutcome:
 def answered_lists(outcomes: Sequence[LegOutcome], weights: dict[str, float],
                    exclude: str = "") -> list[LegList]:
     """The answered legs' candidate lists, weighted, for fusion."""
-    return [LegList(o.leg, weights.get(o.leg, 1.0), o.answer.candidates, o.answer.score_range)
+    return [LegList(o.leg, weights.get(o.leg, 1.0), o.answer.candidates, o.answer.score_range,
+                    o.answer.score_scale)
             for o in outcomes
             if o.leg != exclude and o.state == "OK" and o.answer is not None]
 

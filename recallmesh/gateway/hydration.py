@@ -10,7 +10,6 @@ from recallmesh.api.validation import RecallQuery
 from recallmesh.fusion.core import FusedCandidate
 from recallmesh.gateway.metrics import CONTEXT_EXPANSIONS
 from recallmesh.gateway.store import MemoryStore, StoredMemory
-from recallmesh.policy import RecallPolicy
 
 log = logging.getLogger(__name__)
 
@@ -18,13 +17,12 @@ Adjacent = tuple[dict[str, StoredMemory], dict[str, StoredMemory]]
 
 
 async def hydrate_top(
-    store: MemoryStore, q: RecallQuery, fused: list[FusedCandidate], policy: RecallPolicy,
-    context_hits: int = 0,
+    store: MemoryStore, q: RecallQuery, fused: list[FusedCandidate], context_hits: int = 0,
 ) -> tuple[list[FusedCandidate], dict[str, StoredMemory], Adjacent | None]:
     """The first k live candidates, in fused order, and (with context_hits) the memories
     stored next after / just before each of the first context_hits candidates, read in the
     same round trip (None when not asked or the read failed: then the hits are hydrated alone
-    and keep their fused order; the policy gives the window and the minimum gap).
+    and keep their fused order). Neighbours are along the hit's thread only.
 
     A leg may return ids that were deleted since it looked (or never existed): hydration
     drops them, so it reads a window of 2k and, only in the rare case that leaves fewer than
@@ -41,8 +39,7 @@ async def hydrate_top(
         if start == 0 and context_hits > 0:
             try:
                 found, after, before = await store.hydrate_adjacent(
-                    q.namespace, ids, ids[:context_hits], policy.context_window_s,
-                    q.filters, policy.context_min_gap_ms / 1000)
+                    q.namespace, ids, ids[:context_hits], q.filters)
                 adjacent = (after, before)
             except Exception:  # an optional refinement must not fail the recall
                 log.exception("context lookup failed; hits returned in fused order")

@@ -9,6 +9,7 @@ budget.
 from __future__ import annotations
 
 import logging
+import math
 import uuid
 
 import grpc
@@ -100,8 +101,11 @@ class GrpcLeg:
         bounds = None
         if response.HasField("score_min") and response.HasField("score_max"):
             bounds = (response.score_min, response.score_max)
+        scale = response.score_scale if response.HasField("score_scale") else None
+        if scale is not None and not (math.isfinite(scale) and scale > 0):
+            scale = None  # a leg's malformed scale: fused as if it gave none
         reasons = {c.memory_id: c.reason for c in response.candidates if c.reason}
-        return LegAnswer(candidates, bounds, reasons)
+        return LegAnswer(candidates, bounds, scale, reasons)
 
     async def close(self) -> None:
         await self.channel.close()

@@ -1,7 +1,8 @@
 """The recall path, in order: the request's policy (recallmesh/policy.py: request > intent
 route > deployment), fan-out to every leg under the budget (fanout.py), fusion in the fusion
 service or in-process (fusion_call.py), the refinements after fusion (stages.py: time window,
-context propagation), hydration (hydration.py). Metrics in metrics.py.
+context propagation), hydration (hydration.py), then superseded memories after current ones
+(stages.current_first). Metrics in metrics.py.
 
 Each leg gets the request budget minus a reserve (for fusion + hydration), shortened further
 by the caller's own deadline. A leg that fails or misses its deadline is reported (TIMEOUT /
@@ -31,6 +32,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 from opentelemetry import trace
 
@@ -283,11 +285,14 @@ class Recaller:
             async with self._within_budget(budget_s, started):
                 if plan.window is not None:
                     fused, boosted = await self._boost_time_window(q, fused, plan)
-                top, memories, adjacent = await hydrate_top(self.store, q, fused, policy,
+                top, memories, adjacent = await hydrate_top(self.store, q, fused,
                                                             plan.context_hits)
         if adjacent is not None and top:
             with RECALL_STAGE_SECONDS.labels("context").time():
                 top = self._propagate_context(q, fused, top, memories, adjacent, plan)
+        if q.sort_by == "relevance":
+            top = stages.current_first(top, {c.memory_id: memories[c.memory_id].valid_to
+                                             for c in top}, datetime.now(UTC))
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how, time_window=plan.window,
                              time_boosted=boosted)

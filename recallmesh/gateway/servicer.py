@@ -47,6 +47,7 @@ def memory_to_proto(memory: StoredMemory) -> Any:
         importance=memory.importance,
         sensitive=memory.sensitive,
         metadata=memory.metadata,
+        thread=memory.thread,
     )
     to_proto_timestamp(memory.created_at, msg.created_at)
     to_proto_timestamp(memory.updated_at, msg.updated_at)
@@ -91,6 +92,7 @@ def recall_to_proto(outcome: RecallOutcome, explain: bool) -> Any:
             latency_ms=leg.latency_ms,
             candidates=len(leg.candidates),
             detail=leg.detail,
+            score_scale=leg.answer.score_scale if leg.answer is not None else None,
         )
     return response
 

@@ -4,10 +4,14 @@ recallmesh/gateway/time_window.py, the intent route in query_intent.py and its m
 recallmesh/policy.py. The gateway runs them around its database reads, and every benchmark
 replay imports them: there is no second implementation.
 
-The rule for both refinements: they apply to relevance order only (recency bypasses fusion;
-importance order is the prior's), and only when more than one leg contributed to fusion (a
-leg with weight > 0 and at least one candidate). A single contributing leg keeps its own
-order: the exact lexical fallback.
+Last, `current_first`: a memory whose validity has ended (valid_to passed: superseded by a
+SUPERSEDES relation, or a fact the client dated) ranks after every hit still valid, in relevance
+order, whatever the number of contributing legs: the newest fact first, the old one still shown.
+
+The rule for both refinements (time window, context): they apply to relevance order only
+(recency bypasses fusion; importance order is the prior's), and only when more than one leg
+contributed to fusion (a leg with weight > 0 and at least one candidate). A single contributing
+leg keeps its own order: the exact lexical fallback.
 """
 
 from __future__ import annotations
@@ -101,3 +105,12 @@ def propagate_context(
                                   contributions=[*base.contributions, *added])
     ranked = sorted(pool.values(), key=lambda c: (-c.score, c.best_rank, c.memory_id))
     return ranked[:k], len(shares)
+
+
+def current_first(top: Sequence[FusedCandidate], valid_to: dict[str, datetime | None],
+                  now: datetime) -> list[FusedCandidate]:
+    """`top` with the memories whose validity ended by `now` (valid_to <= now) moved after
+    the others, each group in its own order."""
+    ended = {i for i, t in valid_to.items() if t is not None and t <= now}
+    return ([c for c in top if c.memory_id not in ended]
+            + [c for c in top if c.memory_id in ended])

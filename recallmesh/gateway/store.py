@@ -19,13 +19,14 @@ from psycopg.types.json import Jsonb
 
 from recallmesh.api.filters import Filters, filter_sql
 from recallmesh.api.validation import NewMemory
+from recallmesh.legs.lexical.cjk import index_terms
 from recallmesh.platform.config import NamespaceTTL
 from recallmesh.platform.db import ADMIN, WRITE, transaction
 from recallmesh.platform.errors import AlreadyExists, InvalidArgument, NotFound
 
 COLUMNS = (
     "id::text, namespace, content, category, tags, importance, is_sensitive, created_at, "
-    "updated_at, valid_from, valid_to, metadata, expires_at"
+    "updated_at, valid_from, valid_to, metadata, expires_at, thread"
 )
 
 
@@ -54,6 +55,7 @@ class StoredMemory:
     valid_to: datetime | None
     metadata: dict[str, str]
     expires_at: datetime | None = None
+    thread: str = ""
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> StoredMemory:
@@ -71,6 +73,7 @@ class StoredMemory:
             valid_to=row[10],
             metadata=dict(row[11] or {}),
             expires_at=row[12],
+            thread=row[13],
         )
 
 
@@ -79,12 +82,14 @@ class StoredMemory:
 # created_at + the namespace's default TTL (%(ttl_s)s; NULL: none, and make_interval is NULL).
 _INSERT = f"""
 INSERT INTO memories (id, namespace, content, category, tags, importance, is_sensitive,
-                      created_at, valid_from, valid_to, metadata, expires_at)
+                      created_at, valid_from, valid_to, metadata, expires_at, thread,
+                      keywords)
 VALUES (coalesce(%(id)s::uuid, gen_random_uuid()), %(ns)s, %(content)s, %(category)s, %(tags)s,
         %(importance)s, %(sensitive)s, coalesce(%(created_at)s, clock_timestamp()),
         %(valid_from)s, %(valid_to)s, %(metadata)s,
         coalesce(%(expires_at)s, coalesce(%(created_at)s, clock_timestamp())
-                                 + make_interval(secs => %(ttl_s)s::float8)))
+                                 + make_interval(secs => %(ttl_s)s::float8)),
+        %(thread)s, %(keywords)s)
 ON CONFLICT (id) DO NOTHING
 RETURNING {COLUMNS}
 """
@@ -105,6 +110,8 @@ def _insert_params(ns: str, memory: NewMemory, ttl_s: int | None) -> dict[str, A
         "metadata": Jsonb(memory.metadata),
         "expires_at": memory.expires_at,
         "ttl_s": ttl_s,
+        "thread": memory.thread,
+        "keywords": index_terms(memory.content),
     }
 
 
@@ -153,6 +160,7 @@ def _same_write(stored: StoredMemory, memory: NewMemory, relations: set[tuple[st
         and stored.valid_to == memory.valid_to
         and (memory.created_at is None or stored.created_at == memory.created_at)
         and (memory.expires_at is None or stored.expires_at == memory.expires_at)
+        and stored.thread == memory.thread
         and relations == set(memory.relations)
     )
 
@@ -231,6 +239,8 @@ class MemoryStore:
         leaves the concept graph's evidence and the concepts only it evidenced go
         (recallmesh_forget_derived, migration 0007).
         """
+        if "content" in changes:  # the CJK tokens beside the text (legs/lexical/cjk.py)
+            changes = {**changes, "keywords": index_terms(changes["content"])}
         assignments = ", ".join(f"{column} = %({column})s" for column in changes)
         params = {
             column: Jsonb(value) if column == "metadata" else value
@@ -359,43 +369,35 @@ class MemoryStore:
         return {row[0]: row[1] for row in rows}
 
     async def hydrate_adjacent(
-        self, ns: str, memory_ids: list[str], seed_ids: list[str], window_s: float,
-        filters: Filters, min_gap_s: float = 0.0,
+        self, ns: str, memory_ids: list[str], seed_ids: list[str], filters: Filters,
     ) -> tuple[dict[str, StoredMemory], dict[str, StoredMemory], dict[str, StoredMemory]]:
         """hydrate(ns, memory_ids) and, in the same round trip, for each of seed_ids the live
-        memory of `ns` created next after it (strictly later, within window_s, passing
-        `filters`) and the one created just before it (strictly earlier, within window_s):
-        (memories, next by seed id, previous by seed id).
+        memory of its thread stored next after it and the one stored just before it (in
+        (created_at, id) order, passing `filters`): (memories, next by seed id, previous by
+        seed id).
 
-        Only where the two are steps of one sequence: when they were created less than
-        min_gap_s apart (rows of one StoreBatch, a bulk import), or either shares its
-        created_at with another memory, there is none. A sensitive memory is never a
-        neighbour: it is found by the lexical leg only (it may still be a hit, and pass a
-        share to its own neighbours).
+        Only along a thread (Memory.thread, set by the client): a memory without one has no
+        neighbours, however close in time other memories were stored. A sensitive memory is
+        never a neighbour: it is found by the lexical leg only (it may still be a hit, and
+        pass a share to its own neighbours).
         """
         if not memory_ids:
             return {}, {}, {}
         where_filters, params = filter_sql(filters, alias="m")
         columns = ", ".join(f"n.{c.strip()}" for c in COLUMNS.split(","))
-        tie = ("EXISTS (SELECT 1 FROM memories t WHERE t.namespace = %(ns)s "
-               f"AND {live('t')} AND t.created_at = {{0}}.created_at AND t.id <> {{0}}.id)")
 
         def side(direction: str, later: bool) -> str:
-            op, order, sign = (">", "", "+") if later else ("<", " DESC", "-")
+            op, order = (">", "") if later else ("<", " DESC")
             return (
                 f"SELECT '{direction}', s.id::text, {columns} "
                 "FROM memories s CROSS JOIN LATERAL ("
                 "  SELECT m.* FROM memories m"
-                f"  WHERE m.namespace = s.namespace AND {live('m')}"
-                f"    AND m.created_at {op} s.created_at"
-                f"    AND m.created_at {'<=' if later else '>='} "
-                f"s.created_at {sign} make_interval(secs => %(window)s)"
+                "  WHERE m.namespace = s.namespace AND m.thread = s.thread AND m.thread <> ''"
+                f"    AND {live('m')} AND (m.created_at, m.id) {op} (s.created_at, s.id)"
                 f"   {where_filters}"
                 f"  ORDER BY m.created_at{order}, m.id{order} LIMIT 1) n "
                 "WHERE s.namespace = %(ns)s AND s.id = ANY(%(seeds)s::uuid[]) "
-                f"AND n.created_at {'>=' if later else '<='} "
-                f"s.created_at {sign} make_interval(secs => %(min_gap)s) "
-                f"AND NOT {tie.format('s')} AND NOT {tie.format('n')}"
+                "AND s.thread <> ''"
                 # a sensitive memory is found by the lexical leg only, never as a neighbour
                 " AND NOT n.is_sensitive"
             )
@@ -406,8 +408,7 @@ class MemoryStore:
                 "WHERE n.namespace = %(ns)s AND n.id = ANY(%(ids)s::uuid[]) "
                 f"AND {live('n')} "
                 f"UNION ALL {side('next', True)} UNION ALL {side('prev', False)}",
-                params | {"ns": ns, "ids": memory_ids, "seeds": seed_ids, "window": window_s,
-                          "min_gap": min_gap_s},
+                params | {"ns": ns, "ids": memory_ids, "seeds": seed_ids},
             )
             rows = await cur.fetchall()
         found: dict[str, dict[str, StoredMemory]] = {"self": {}, "next": {}, "prev": {}}

@@ -14,10 +14,12 @@ class FusionMethod(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FUSION_METHOD_RRF: _ClassVar[FusionMethod]
     FUSION_METHOD_CC: _ClassVar[FusionMethod]
     FUSION_METHOD_CC_BOUNDED: _ClassVar[FusionMethod]
+    FUSION_METHOD_CALIBRATED: _ClassVar[FusionMethod]
 FUSION_METHOD_UNSPECIFIED: FusionMethod
 FUSION_METHOD_RRF: FusionMethod
 FUSION_METHOD_CC: FusionMethod
 FUSION_METHOD_CC_BOUNDED: FusionMethod
+FUSION_METHOD_CALIBRATED: FusionMethod
 
 class FusionCandidate(_message.Message):
     __slots__ = ("memory_id", "score", "importance", "exact_match")
@@ -32,18 +34,20 @@ class FusionCandidate(_message.Message):
     def __init__(self, memory_id: _Optional[str] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., exact_match: _Optional[bool] = ...) -> None: ...
 
 class RankedList(_message.Message):
-    __slots__ = ("leg", "weight", "candidates", "score_min", "score_max")
+    __slots__ = ("leg", "weight", "candidates", "score_min", "score_max", "score_scale")
     LEG_FIELD_NUMBER: _ClassVar[int]
     WEIGHT_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     SCORE_MIN_FIELD_NUMBER: _ClassVar[int]
     SCORE_MAX_FIELD_NUMBER: _ClassVar[int]
+    SCORE_SCALE_FIELD_NUMBER: _ClassVar[int]
     leg: str
     weight: float
     candidates: _containers.RepeatedCompositeFieldContainer[FusionCandidate]
     score_min: float
     score_max: float
-    def __init__(self, leg: _Optional[str] = ..., weight: _Optional[float] = ..., candidates: _Optional[_Iterable[_Union[FusionCandidate, _Mapping]]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ...) -> None: ...
+    score_scale: float
+    def __init__(self, leg: _Optional[str] = ..., weight: _Optional[float] = ..., candidates: _Optional[_Iterable[_Union[FusionCandidate, _Mapping]]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ..., score_scale: _Optional[float] = ...) -> None: ...
 
 class FusionSettings(_message.Message):
     __slots__ = ("method", "rrf_k", "importance_strength", "exact_bonus", "sort_by")

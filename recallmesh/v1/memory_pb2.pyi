@@ -49,7 +49,7 @@ LEG_STATE_ERROR: LegState
 LEG_STATE_SKIPPED: LegState
 
 class Memory(_message.Message):
-    __slots__ = ("id", "namespace", "content", "category", "tags", "importance", "sensitive", "created_at", "updated_at", "valid_from", "valid_to", "metadata", "relations", "expires_at")
+    __slots__ = ("id", "namespace", "content", "category", "tags", "importance", "sensitive", "created_at", "updated_at", "valid_from", "valid_to", "metadata", "relations", "expires_at", "thread")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -71,6 +71,7 @@ class Memory(_message.Message):
     METADATA_FIELD_NUMBER: _ClassVar[int]
     RELATIONS_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    THREAD_FIELD_NUMBER: _ClassVar[int]
     id: str
     namespace: str
     content: str
@@ -85,7 +86,8 @@ class Memory(_message.Message):
     metadata: _containers.ScalarMap[str, str]
     relations: _containers.RepeatedCompositeFieldContainer[MemoryRelation]
     expires_at: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., content: _Optional[str] = ..., category: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., importance: _Optional[float] = ..., sensitive: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., relations: _Optional[_Iterable[_Union[MemoryRelation, _Mapping]]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    thread: str
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., content: _Optional[str] = ..., category: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., importance: _Optional[float] = ..., sensitive: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., relations: _Optional[_Iterable[_Union[MemoryRelation, _Mapping]]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., thread: _Optional[str] = ...) -> None: ...
 
 class MemoryRelation(_message.Message):
     __slots__ = ("type", "target_id")
@@ -307,18 +309,20 @@ class RecallHit(_message.Message):
     def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., score: _Optional[float] = ..., legs: _Optional[_Iterable[_Union[LegContribution, _Mapping]]] = ...) -> None: ...
 
 class LegStatus(_message.Message):
-    __slots__ = ("leg", "state", "latency_ms", "candidates", "detail")
+    __slots__ = ("leg", "state", "latency_ms", "candidates", "detail", "score_scale")
     LEG_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
+    SCORE_SCALE_FIELD_NUMBER: _ClassVar[int]
     leg: str
     state: LegState
     latency_ms: float
     candidates: int
     detail: str
-    def __init__(self, leg: _Optional[str] = ..., state: _Optional[_Union[LegState, str]] = ..., latency_ms: _Optional[float] = ..., candidates: _Optional[int] = ..., detail: _Optional[str] = ...) -> None: ...
+    score_scale: float
+    def __init__(self, leg: _Optional[str] = ..., state: _Optional[_Union[LegState, str]] = ..., latency_ms: _Optional[float] = ..., candidates: _Optional[int] = ..., detail: _Optional[str] = ..., score_scale: _Optional[float] = ...) -> None: ...
 
 class RecallResponse(_message.Message):
     __slots__ = ("hits", "legs", "degraded", "fusion", "latency_ms", "time_window", "intent")

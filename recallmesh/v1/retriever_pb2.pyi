@@ -48,7 +48,7 @@ class Candidate(_message.Message):
     def __init__(self, memory_id: _Optional[str] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., exact_match: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
-    __slots__ = ("candidates", "diagnostics", "score_min", "score_max")
+    __slots__ = ("candidates", "diagnostics", "score_min", "score_max", "score_scale")
     class DiagnosticsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -60,8 +60,10 @@ class SearchResponse(_message.Message):
     DIAGNOSTICS_FIELD_NUMBER: _ClassVar[int]
     SCORE_MIN_FIELD_NUMBER: _ClassVar[int]
     SCORE_MAX_FIELD_NUMBER: _ClassVar[int]
+    SCORE_SCALE_FIELD_NUMBER: _ClassVar[int]
     candidates: _containers.RepeatedCompositeFieldContainer[Candidate]
     diagnostics: _containers.ScalarMap[str, str]
     score_min: float
     score_max: float
-    def __init__(self, candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., diagnostics: _Optional[_Mapping[str, str]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ...) -> None: ...
+    score_scale: float
+    def __init__(self, candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., diagnostics: _Optional[_Mapping[str, str]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ..., score_scale: _Optional[float] = ...) -> None: ...

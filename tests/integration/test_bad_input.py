@@ -45,6 +45,9 @@ BAD_STORES = {
     "validity inverted": (
         memory_pb2.StoreRequest(namespace="ns", memory=mem(
             valid_from=Timestamp(seconds=2000), valid_to=Timestamp(seconds=1000))), "valid_from"),
+    "thread too long": (
+        memory_pb2.StoreRequest(namespace="ns", memory=mem(thread="t" * 129)),
+        "memory.thread must be at most 128 characters"),
     "timestamp out of range": (
         memory_pb2.StoreRequest(namespace="ns", memory=mem(
             created_at=Timestamp(seconds=10**12))), "created_at"),

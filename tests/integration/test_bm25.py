@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 import psycopg
 import pytest
+from google.protobuf import field_mask_pb2
 
 from recallmesh.api.filters import Filters
 from recallmesh.legs.lexical import core
@@ -72,9 +73,29 @@ def test_scores_match_a_hand_computation(stack, gateway, db, ns):
     assert [c.memory_id for c in response.candidates] == sorted(expected,
                                                                 key=lambda i: -expected[i])
     assert not any(c.exact_match for c in response.candidates)  # no memory has both terms
+    # The score scale: the query terms' summed idf (what every term once at avgdl scores).
+    idf = {t: math.log(1 + (4 - d + 0.5) / (d + 0.5)) for t, d in (("appl", 2), ("plum", 1))}
+    assert response.score_scale == pytest.approx(sum(idf.values()))
+    assert bm25(1, 2, avgdl, 4, 2) == pytest.approx(idf["appl"])
     # The request's own k1 and b replace the leg's.
     flat = search(stack, ns, "apples", bm25_k1=0.0, bm25_b=0.0)
     assert [c.score for c in flat.candidates] == pytest.approx([math.log(1 + 2.5 / 2.5)] * 2)
+
+
+def test_chinese_and_japanese_words_are_found_inside_unspaced_text(stack, gateway, ns):
+    """Postgres keeps an unspaced CJK run as one token; the leg indexes and searches
+    character pairs (legs/lexical/cjk.py), also after an Update of the content."""
+    ids = gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
+        memory_pb2.Memory(content=t) for t in
+        ("我把护照放在书房的抽屉里", "パスワードは金庫の中にあります", "The passport is renewed")]),
+        timeout=10).ids
+    assert [c.memory_id for c in search(stack, ns, "护照在哪里").candidates][:1] == [ids[0]]
+    assert [c.memory_id for c in search(stack, ns, "金庫").candidates] == [ids[1]]
+    assert [c.memory_id for c in search(stack, ns, "书").candidates] == [ids[0]]  # one character
+    gateway.Update(memory_pb2.UpdateRequest(
+        namespace=ns, id=ids[2], memory=memory_pb2.Memory(content="钥匙在门口"),
+        update_mask=field_mask_pb2.FieldMask(paths=["content"])), timeout=10)
+    assert [c.memory_id for c in search(stack, ns, "钥匙").candidates] == [ids[2]]
 
 
 def test_statistics_follow_edits_and_deletes(gateway, db, ns):
@@ -289,7 +310,13 @@ def test_bm25_statement_returns_the_reference_k_best(db, skewed_corpus):
         # swap places at equal rounded scores, so the scores are compared as a multiset.
         best = sorted(round(v[0], 9) for v in expected.values())[::-1][:k]
         assert sorted((round(r[1], 9) for r in got), reverse=True) == best
-        for memory_id, score, _, tier, importance in got:
+        df, (n, _) = stats(db, ns)
+        lexemes = {r[0] for r in db.execute(
+            "SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", (query,))}
+        idf_sum = math.fsum(math.log(1 + (max(n, 1) - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))
+                            for t in lexemes)
+        for memory_id, score, _, tier, importance, scale in got:
+            assert scale == pytest.approx(idf_sum, rel=1e-12)  # the query's score scale
             assert expected[memory_id][0] == pytest.approx(score, rel=1e-12)
             assert (importance, tier) == (expected[memory_id][1],
                                           0 if expected[memory_id][2] == terms else 1)

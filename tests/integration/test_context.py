@@ -1,6 +1,7 @@
 """Integration: context propagation through the real gateway and Postgres: the memories
-stored right after / right before a top hit gain a share of its score, within the window,
-under the request's filters; explain names where the share came from."""
+stored right after / right before a top hit in its thread gain a share of its score, under
+the request's filters; explain names where the share came from. Memories without a thread,
+or of another one, gain nothing, however close in time they were stored."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from tests.helpers import expect_status, recall
 pytestmark = pytest.mark.integration
 
 T0 = datetime(2025, 3, 1, 18, 0, tzinfo=UTC)
-TURNS = [  # (seconds after T0, content, category)
-    (0, "Melanie: What have you been researching lately?", "chat"),
-    (1, "Caroline: Adoption agencies, I want to build a family of my own.", "aside"),
-    (2, "Melanie: That is wonderful news, I am so happy for you!", "chat"),
-    (3600, "Caroline: I ran a charity race for mental health on Saturday.", "chat"),
-    (7200, "Melanie: Pottery class was fun, I made a bowl.", "notes"),
+TURNS = [  # (seconds after T0, content, category, thread)
+    (0, "Melanie: What have you been researching lately?", "chat", "s1"),
+    (1, "Caroline: Adoption agencies, I want to build a family of my own.", "aside", "s1"),
+    (2, "Melanie: That is wonderful news, I am so happy for you!", "chat", "s1"),
+    (3, "Caroline: I ran a charity race for mental health on Saturday.", "chat", "s2"),
+    (4, "Melanie: Pottery class was fun, I made a bowl.", "notes", ""),
 ]
 QUERY = "what has Melanie been researching"
 
@@ -35,8 +36,9 @@ def at(seconds: int) -> Timestamp:
 @pytest.fixture
 def turns(gateway, ns) -> list[str]:
     return list(gateway.StoreBatch(memory_pb2.StoreBatchRequest(
-        namespace=ns, memories=[memory_pb2.Memory(content=c, category=cat, created_at=at(s))
-                                for s, c, cat in TURNS],
+        namespace=ns, memories=[memory_pb2.Memory(content=c, category=cat, created_at=at(s),
+                                                  thread=thread)
+                                for s, c, cat, thread in TURNS],
         index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=30000)), timeout=60).ids)
 
 
@@ -71,9 +73,9 @@ def test_the_reply_after_a_matched_question_gains_from_it(gateway, ns, turns):
                                                  "stored just before hit 1")]
 
 
-def test_neighbours_respect_the_window_and_the_filters(gateway, ns, turns):
-    # The race's neighbours (the pottery note after it, the happy reply before it) were
-    # stored an hour apart: outside the 600 s window, so nothing gains from it.
+def test_neighbours_are_along_the_thread_under_the_filters(gateway, ns, turns):
+    # The race's neighbours in time (the happy reply before it, the pottery note after it)
+    # belong to another thread and to none: nothing gains from it.
     race = recall(gateway, ns, "charity race for mental health", explain=True,
                   fusion=overrides(context_hits=1, context_prev_weight=0.2))
     assert race.hits[0].memory.id == turns[3]
@@ -84,6 +86,20 @@ def test_neighbours_respect_the_window_and_the_filters(gateway, ns, turns):
     entries = context_entries(chat)
     assert turns[1] not in entries
     assert entries[turns[2]] == [("context_next", 1, "stored next after hit 1")]
+
+
+def test_the_thread_is_stored_returned_and_updated(gateway, ns, turns):
+    got = gateway.Get(memory_pb2.GetRequest(namespace=ns, id=turns[0]), timeout=10)
+    assert got.memory.thread == "s1"
+    moved = gateway.Update(memory_pb2.UpdateRequest(
+        namespace=ns, id=turns[4], memory=memory_pb2.Memory(thread=" s2 "),
+        update_mask={"paths": ["thread"]}), timeout=10)
+    assert moved.memory.thread == "s2"  # trimmed, like category
+    # Now the pottery note is the race's next turn in s2.
+    race = recall(gateway, ns, "charity race for mental health", explain=True,
+                  fusion=overrides(context_hits=1, context_next_weight=0.5))
+    assert race.hits[0].memory.id == turns[3]
+    assert context_entries(race)[turns[4]] == [("context_next", 1, "stored next after hit 1")]
 
 
 def test_out_of_range_context_hits_is_invalid(gateway, ns):
@@ -98,13 +114,12 @@ def test_out_of_range_context_hits_is_invalid(gateway, ns):
         assert f"fusion.{field} must be within [0, 1], got 1.5" in detail
 
 
-def test_memories_stored_together_have_no_next(gateway, ns):
-    """The rows of one StoreBatch are created milliseconds apart: one write, not a sequence
-    (RECALLMESH_CONTEXT_MIN_GAP_MS), so none of them is another's context."""
+def test_memories_without_a_thread_have_no_neighbours(gateway, ns):
+    """Stored one after another, but with no thread: none is another's context."""
     ids = list(gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
-        memory_pb2.Memory(content=c) for c in (
+        memory_pb2.Memory(content=c, created_at=at(i)) for i, c in enumerate((
             "The kiln needs a new thermocouple", "Glaze recipes are in the blue binder",
-            "Invoices go out on Fridays")],
+            "Invoices go out on Fridays"))],
         index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=30000)), timeout=60).ids)
     response = recall(gateway, ns, "kiln thermocouple", explain=True,
                       fusion=overrides(context_hits=2))
@@ -118,9 +133,9 @@ def test_a_sensitive_memory_is_never_surfaced_as_a_neighbour(gateway, ns, sensit
     one that no leg found (the same turns without the flag show the neighbour would come)."""
     ids = list(gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
         memory_pb2.Memory(content="Melanie: What is the code for the storage unit?",
-                          created_at=at(0)),
+                          created_at=at(0), thread="s1"),
         memory_pb2.Memory(content="Caroline: 4471, and keep it to yourself.", created_at=at(5),
-                          sensitive=sensitive)],
+                          sensitive=sensitive, thread="s1")],
         index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=30000)), timeout=60).ids)
     response = recall(gateway, ns, "storage unit code", explain=True, fusion=overrides(
         context_hits=1, context_next_weight=0.5))

@@ -14,21 +14,25 @@ from tests.conftest import scratch_database
 
 
 def test_adjacency_is_the_gateways_rule(admin_dsn):
-    rows = [("a", "t1", 0.0), ("a", "t2", 1.0), ("a", "t3", 1000.0),  # t3: 999 s after t2
-            ("a", "t4", 1000.1),  # 100 ms after t3: the same write
-            ("a", "t5", 1005.0), ("a", "t6", 1010.0), ("a", "t7", 1010.0),  # t6/t7 tied
-            ("b", "u1", 1.5)]  # another namespace: never a neighbour of t2
+    """Neighbours along a thread only, in (created_at, id) order, however far apart in time;
+    memories without a thread, or of another thread or namespace, are never neighbours."""
+    rows = [("a", "t1", "s1", 0.0), ("a", "t2", "s1", 1.0),
+            ("a", "x1", "", 1.5),  # no thread, stored between them: nobody's neighbour
+            ("a", "o1", "s2", 1.2),  # another thread, also between them
+            ("a", "t3", "s1", 100000.0),  # a day later, still the thread's next turn
+            ("a", "n1", "", 2.0), ("a", "n2", "", 3.0),  # close in time, no thread
+            ("b", "u1", "s1", 1.5)]  # another namespace, same thread name
     with scratch_database(admin_dsn) as dsn:
         prepare_database(dsn)
         with psycopg.connect(dsn, autocommit=True) as conn:
-            for ns, corpus_id, t in rows:
+            for ns, corpus_id, thread, t in rows:
                 conn.execute(
-                    "INSERT INTO memories (namespace, content, metadata, created_at) VALUES "
-                    "(%s, 'x', jsonb_build_object('corpus_id', %s::text), "
-                    "to_timestamp(1700000000 + %s))", (ns, corpus_id, t))
-        after, before = stored_adjacency(dsn, ["a", "b"], window_s=600, min_gap_s=0.25)
-    assert after == {"t1": "t2", "t4": "t5"}
-    assert before == {"t2": "t1", "t5": "t4"}
+                    "INSERT INTO memories (namespace, content, metadata, thread, created_at) "
+                    "VALUES (%s, 'x', jsonb_build_object('corpus_id', %s::text), %s, "
+                    "to_timestamp(1700000000 + %s))", (ns, corpus_id, thread, t))
+        after, before = stored_adjacency(dsn, ["a", "b"])
+    assert after == {"t1": "t2", "t2": "t3"}
+    assert before == {"t2": "t1", "t3": "t2"}
 
 
 def pool() -> dict:

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recallmesh.fusion.core import RRF_K, FusionSettings, LegCandidate, LegList, fuse
+from recallmesh.fusion.core import METHODS, RRF_K, FusionSettings, LegCandidate, LegList, fuse
 
 IDS = [f"m{i:02d}" for i in range(30)]
 orders = st.lists(st.sampled_from(IDS), unique=True, max_size=20)
 importances = st.dictionaries(st.sampled_from(IDS), st.floats(0, 1), max_size=30)
-methods = st.sampled_from(["rrf", "cc", "cc_bounded"])
+methods = st.sampled_from(METHODS)
 settings_st = st.builds(
     FusionSettings,
     method=methods,
@@ -132,6 +132,47 @@ def test_convex_combination_minmax_and_bounded():
         FusionSettings(method="cc_bounded", importance_strength=0, exact_bonus=0))}
     # cosine normalised by its range: c=(0.9+1)/2=.95, d=.75; a, b get vector's minimum .75.
     assert bounded == pytest.approx({"a": 1.75, "b": 1.25, "c": 0.95, "d": 0.75})
+
+
+def calibrated(lists):
+    return {c.memory_id: c.score for c in fuse(
+        lists, FusionSettings(method="calibrated", importance_strength=0, exact_bonus=0))}
+
+
+def test_calibrated_scores_mean_the_same_in_every_query():
+    # lexical with a scale (BM25: the query's summed idf): score / scale, at most 1
+    lexical = LegList("lexical", 1.0, [LegCandidate("a", 6.0), LegCandidate("b", 1.5)],
+                      score_scale=3.0)
+    # cosine: the margin over the list's median (0.5), on the way to its maximum 1
+    vector = LegList("vector", 1.0, [LegCandidate("c", 0.8), LegCandidate("b", 0.5),
+                                     LegCandidate("d", 0.2)], (-1.0, 1.0))
+    # a leg that did not return a candidate adds 0 for it
+    assert calibrated([lexical, vector]) == pytest.approx(
+        {"a": 1.0, "b": 0.5, "c": 0.6, "d": 0.0})
+
+
+def test_the_only_lexical_match_beats_the_best_of_vector_noise():
+    """The case of issue 27: one memory holds the code word (sensitive: no vector); the
+    vector leg returns twenty memories of cosine 0.36..0.50 (noise). min-max (cc) makes the
+    best noise a perfect match and gives the lone lexical hit's floor (1.0) to everyone;
+    calibrated fusion does neither."""
+    noise = [LegCandidate(f"n{i:02d}", 0.50 - i * 0.007) for i in range(20)]
+    lexical = LegList("lexical", 0.7, [LegCandidate("secret", 4.1, exact_match=True)],
+                      score_scale=4.3)
+    vector = LegList("vector", 1.0, noise, (-1.0, 1.0))
+    cc = fuse([lexical, vector], FusionSettings(method="cc"))
+    assert ids(cc)[0] != "secret"
+    assert ids(fuse([lexical, vector], FusionSettings(method="calibrated")))[0] == "secret"
+
+
+def test_calibrated_without_a_scale_or_range_uses_the_list_top():
+    graph = LegList("graph", 1.0, [LegCandidate("a", 0.3), LegCandidate("b", 0.2),
+                                   LegCandidate("c", 0.1)])
+    lexical = LegList("lexical", 1.0, [LegCandidate("c", 1.0)], score_scale=1.0)
+    # median 0.2, top 0.3: a 1, b 0; one candidate or a flat list gives nothing
+    assert calibrated([graph, lexical]) == pytest.approx({"a": 1.0, "b": 0.0, "c": 1.0})
+    flat = LegList("graph", 1.0, [LegCandidate("a", 0.3), LegCandidate("b", 0.3)])
+    assert calibrated([flat, lexical]) == pytest.approx({"a": 0.0, "b": 0.0, "c": 1.0})
 
 
 @pytest.mark.parametrize("bad", [

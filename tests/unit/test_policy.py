@@ -52,13 +52,13 @@ def test_built_in_defaults_and_the_environment():
 
 
 @pytest.mark.parametrize("env, value, message", [
-    ("RECALLMESH_FUSION_METHOD", "borda", "must be one of rrf, cc, cc_bounded"),
+    ("RECALLMESH_FUSION_METHOD", "borda", "must be one of rrf, cc, cc_bounded, calibrated"),
     ("RECALLMESH_RRF_K", "0", "must be >= 1"),
     ("RECALLMESH_RRF_K", "x", "must be an integer"),
     ("RECALLMESH_LEG_DEPTH", "1001", "must be <= 1000"),
     ("RECALLMESH_CONTEXT_NEXT_WEIGHT", "1.5", r"must be within \[0, 1\]"),
     ("RECALLMESH_TIME_BOOST", "nan", "must be a finite number"),
-    ("RECALLMESH_CONTEXT_WINDOW_S", "-1", "must be >= 0"),
+    ("RECALLMESH_GRAPH_SECOND_STAGE_MIN_MS", "-1", "must be >= 0"),
     ("RECALLMESH_INTENT_ROUTING", "maybe", "must be true or false"),
     ("RECALLMESH_LEG_WEIGHTS", "mystery=1", "not a configured leg"),
     ("RECALLMESH_LEG_WEIGHTS", "lexical=-1", "must be >= 0"),
@@ -105,7 +105,7 @@ def test_requests_naming_legs_the_gateway_lacks_or_asking_nothing_are_refused():
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("method", "borda", "fusion.method must be one of rrf, cc, cc_bounded"),
+    ("method", "borda", "fusion.method must be one of rrf, cc, cc_bounded, calibrated"),
     ("rrf_k", 1001, r"fusion.rrf_k must be within 1..1000 \(0 = default\)"),
     ("leg_depth", 5000, r"fusion.leg_depth must be within 1..1000 \(0 = default\)"),
     ("context_hits", 51, "fusion.context_hits must be within 0..50"),
@@ -126,7 +126,7 @@ def test_unset_proto_fields_stay_unset():
 
 
 settings_strategy = st.fixed_dictionaries({}, optional={
-    "method": st.sampled_from(["rrf", "cc", "cc_bounded"]),
+    "method": st.sampled_from(["rrf", "cc", "cc_bounded", "calibrated"]),
     "rrf_k": st.integers(1, 1000),
     "importance_strength": st.floats(0, 1),
     "exact_bonus": st.floats(0, 1),
@@ -183,7 +183,7 @@ def test_non_finite_values_are_refused_for_every_numeric_setting(value):
     ("intent_routing=maybe", "not true or false"),
     ("context_hits=three", "not an integer"),
     ("weights.vector=heavy", "a weight is a number"),
-    ("context_window_s=10", "unknown setting 'context_window_s'"),  # deployment only
+    ("graph_second_stage_seeds=3", "unknown setting 'graph_second_stage_seeds'"),  # deployment
     ("rrf_k", "expected name=value"),
 ])
 def test_bad_command_line_settings_say_what_is_wrong(assignment, message):

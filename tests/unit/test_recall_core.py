@@ -68,8 +68,7 @@ class HydratingStore:
     async def hydrate(self, ns: str, memory_ids: list[str]) -> dict[str, StoredMemory]:
         return {i: stored(i, ns) for i in memory_ids}
 
-    async def hydrate_adjacent(self, ns, memory_ids, seed_ids, window_s, filters,
-                               min_gap_s=0.0):
+    async def hydrate_adjacent(self, ns, memory_ids, seed_ids, filters):
         self.next_calls.append(list(seed_ids))
         if self.fail_next:
             raise RuntimeError("connection lost")

@@ -21,7 +21,10 @@ the memory's token count. The terms' postings (memory, tf, dl per lexeme,
 recallmesh/platform/migrations/0006_bm25_postings.sql) are read instead of the memories' whole
 vectors. Hits are ordered by that score (no AND tier), then importance, then
 id (sort_by importance: the top k by score, most important first; recency: the
-newest matches); `exact_match` still says whether every term matched.
+newest matches); `exact_match` still says whether every term matched. Each BM25
+answer also gives the query's score scale, sum over its lexemes of idf(t): what a
+memory holding every term once at average length scores (calibrated fusion).
+Chinese, Japanese and Korean runs are searched as character pairs (cjk.py).
 The user's text only ever reaches Postgres as a bound parameter to
 plainto_tsquery, which cannot fail on any input (operators, quotes,
 backslashes, emoji, over-long tokens); the OR query is derived from the
@@ -34,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recallmesh.api.filters import Filters, filter_sql
+from recallmesh.legs.lexical.cjk import query_terms
 
 # (ts_rank weight, importance weight) of the blended score per sort mode.
 BLEND = {"relevance": (0.7, 0.3), "importance": (0.4, 0.6), "recency": (0.7, 0.3)}
@@ -57,6 +61,9 @@ class LexicalHit:
 @dataclass(frozen=True)
 class LexicalResult:
     hits: list[LexicalHit]
+    # BM25: the query terms' summed idf, the score of a memory holding every term once at
+    # average length (what calibrated fusion divides by); None for ts_rank or no hits.
+    score_scale: float | None = None
 
     @property
     def and_hits(self) -> int:
@@ -205,7 +212,7 @@ WITH terms AS (
       AND sc.score >= {cutoff}
 )
 SELECT id::text, score, score AS rank, CASE WHEN all_terms THEN 0 ELSE 1 END AS tier,
-       importance
+       importance, (SELECT sum(idf) FROM idf) AS scale
 FROM (SELECT * FROM hits ORDER BY {order} LIMIT %(k)s) top
 ORDER BY {final_order}
 """
@@ -241,13 +248,16 @@ class LexicalRetriever:
             params.update(k1=self.k1 if k1 is None else k1, b=self.b if b is None else b)
         else:
             sql, params = build_search_sql(filters or Filters(), sort_by)
-        params.update(ns=namespace, query=query, k=k, or_min_rank=self.or_min_rank)
+        params.update(ns=namespace, query=query_terms(query), k=k,
+                      or_min_rank=self.or_min_rank)
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)
             rows = await cur.fetchall()
+        scale = float(rows[0][5]) if ranking == "bm25" and rows and rows[0][5] else None
         return LexicalResult(
             hits=[
                 LexicalHit(str(r[0]), float(r[1]), float(r[2]), int(r[3]), float(r[4]))
                 for r in rows
-            ]
+            ],
+            score_scale=scale,
         )

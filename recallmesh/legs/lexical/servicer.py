@@ -34,6 +34,7 @@ class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):
                 for h in result.hits
             ],
             diagnostics={"and_hits": str(result.and_hits), "or_hits": str(result.or_hits)},
+            score_scale=result.score_scale,
         )
 
 
