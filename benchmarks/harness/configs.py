@@ -93,6 +93,15 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
     preset("default", "what a deployment serves with no settings: legs "
            f"{DEFAULT_LEGS}, default fusion (see docs/configuration.md)",
            tuple(DEFAULT_LEGS.split(","))),
+    preset("default_previous", "the default before issue 27: convex combination of min-max "
+           "normalised scores (cc), lexical weight 0.7 (context propagation now along threads "
+           "only, as every configuration's)", tuple(DEFAULT_LEGS.split(",")), method="cc",
+           weights={"lexical": 0.7, "vector": 1.0}),
+    *(preset(f"calibrated_lw{w:g}", f"default with calibrated fusion at lexical weight {w:g} "
+             "(vector 1): the candidates issue 27's cross-validation and behaviour suite chose "
+             "among", tuple(DEFAULT_LEGS.split(",")), method="calibrated",
+             weights={"lexical": w, "vector": 1.0})
+      for w in (0.2, 0.3, 0.5, 0.7)),
     preset("default_no_time", "default without the time-window boost (time_boost 0): what "
            "reading relative times in the query adds", tuple(DEFAULT_LEGS.split(",")),
            time_boost=0.0),

@@ -69,9 +69,10 @@ def lists_to_proto(lists: Sequence[LegList], request: Any) -> None:
             msg.score_min, msg.score_max = lst.score_range
         if lst.score_scale is not None:
             msg.score_scale = lst.score_scale
+        msg.blind_to_sensitive = lst.blind_to_sensitive
         for c in lst.candidates:
             msg.candidates.add(memory_id=c.memory_id, score=c.score, importance=c.importance,
-                               exact_match=c.exact_match)
+                               exact_match=c.exact_match, sensitive=c.sensitive)
 
 
 def lists_from_proto(msgs: Any) -> list[LegList]:
@@ -100,8 +101,10 @@ def lists_from_proto(msgs: Any) -> list[LegList]:
                 raise InvalidArgument(f"lists[{i}].candidates[{j}].memory_id is empty")
             if not (math.isfinite(c.importance) and 0.0 <= c.importance <= 1.0):
                 raise InvalidArgument(f"lists[{i}].candidates[{j}].importance must be in [0, 1]")
-            candidates.append(LegCandidate(c.memory_id, c.score, c.importance, c.exact_match))
-        lists.append(LegList(msg.leg, msg.weight, candidates, bounds, scale))
+            candidates.append(LegCandidate(c.memory_id, c.score, c.importance, c.exact_match,
+                                           c.sensitive))
+        lists.append(LegList(msg.leg, msg.weight, candidates, bounds, scale,
+                             msg.blind_to_sensitive))
     return lists
 
 

@@ -17,7 +17,10 @@ Methods (score of candidate d; ranks 1-based; weights >= 0):
               over the list's median, max(0, (s - m) / (top - m)) with m the
               median and top the leg's theoretical maximum (1 for cosine),
               so the best of a list of noise is not a perfect match; a leg
-              without d adds 0 (it found no evidence for d).
+              without d adds 0 (it found no evidence for d). A sensitive
+              candidate (never embedded: only legs not blind_to_sensitive,
+              the lexical leg, can return it) is scored over the weights of
+              the legs that can see it: its sum x (all weights / theirs).
 Then, for sort_by=relevance:
   exact bonus  + exact_bonus * (best possible fused score) for candidates
                whose text contains every query term (a leg says so);
@@ -49,6 +52,7 @@ class LegCandidate:
     score: float  # the leg's native score, higher is better
     importance: float = 0.5
     exact_match: bool = False
+    sensitive: bool = False  # only legs not blind_to_sensitive can return it
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class LegList:
     candidates: Sequence[LegCandidate]
     score_range: tuple[float, float] | None = None  # theoretical (min, max), if any
     score_scale: float | None = None  # the score of a full match, if the leg can say
+    blind_to_sensitive: bool = False  # the leg cannot return sensitive memories
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,7 @@ class FusedCandidate:
     score: float = 0.0
     importance: float = 0.5
     exact_match: bool = False
+    sensitive: bool = False
     contributions: list[Contribution] = field(default_factory=list)
 
     @property
@@ -149,6 +155,7 @@ def fuse(lists: Sequence[LegList], settings: FusionSettings | None = None) -> li
             candidate.contributions.append(Contribution(lst.leg, rank, c.score))
             candidate.importance = c.importance
             candidate.exact_match = candidate.exact_match or c.exact_match
+            candidate.sensitive = candidate.sensitive or c.sensitive
         per_leg.append((lst, ranks))
 
     best_possible = 0.0
@@ -170,6 +177,14 @@ def fuse(lists: Sequence[LegList], settings: FusionSettings | None = None) -> li
             candidate.score += lst.weight * (norm(hit[1]) if hit else floor)
         best_possible += lst.weight
 
+    if settings.method == "calibrated":
+        # A leg blind to sensitive memories found no evidence against one: a sensitive
+        # candidate is scored over the weights of the legs that can see it.
+        seeing = sum(lst.weight for lst, _ in per_leg if not lst.blind_to_sensitive)
+        if 0 < seeing < best_possible:
+            for c in fused.values():
+                if c.sensitive:
+                    c.score *= best_possible / seeing
     ranked = list(fused.values())
     if settings.sort_by == "importance":
         ranked.sort(key=lambda c: (-c.importance, -c.score, c.best_rank, c.memory_id))

@@ -94,7 +94,8 @@ class GrpcLeg:
             raise leg_failure(exc, f"{self.name} leg", named=False) from None
         # A leg is a separate process: never let a malformed id reach the hydration query.
         candidates = [
-            LegCandidate(c.memory_id, c.score, min(max(c.importance, 0.0), 1.0), c.exact_match)
+            LegCandidate(c.memory_id, c.score, min(max(c.importance, 0.0), 1.0), c.exact_match,
+                         c.sensitive)
             for c in response.candidates
             if _is_uuid(c.memory_id)
         ]

@@ -22,32 +22,36 @@ FUSION_METHOD_CC_BOUNDED: FusionMethod
 FUSION_METHOD_CALIBRATED: FusionMethod
 
 class FusionCandidate(_message.Message):
-    __slots__ = ("memory_id", "score", "importance", "exact_match")
+    __slots__ = ("memory_id", "score", "importance", "exact_match", "sensitive")
     MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
     EXACT_MATCH_FIELD_NUMBER: _ClassVar[int]
+    SENSITIVE_FIELD_NUMBER: _ClassVar[int]
     memory_id: str
     score: float
     importance: float
     exact_match: bool
-    def __init__(self, memory_id: _Optional[str] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., exact_match: _Optional[bool] = ...) -> None: ...
+    sensitive: bool
+    def __init__(self, memory_id: _Optional[str] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., exact_match: _Optional[bool] = ..., sensitive: _Optional[bool] = ...) -> None: ...
 
 class RankedList(_message.Message):
-    __slots__ = ("leg", "weight", "candidates", "score_min", "score_max", "score_scale")
+    __slots__ = ("leg", "weight", "candidates", "score_min", "score_max", "score_scale", "blind_to_sensitive")
     LEG_FIELD_NUMBER: _ClassVar[int]
     WEIGHT_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     SCORE_MIN_FIELD_NUMBER: _ClassVar[int]
     SCORE_MAX_FIELD_NUMBER: _ClassVar[int]
     SCORE_SCALE_FIELD_NUMBER: _ClassVar[int]
+    BLIND_TO_SENSITIVE_FIELD_NUMBER: _ClassVar[int]
     leg: str
     weight: float
     candidates: _containers.RepeatedCompositeFieldContainer[FusionCandidate]
     score_min: float
     score_max: float
     score_scale: float
-    def __init__(self, leg: _Optional[str] = ..., weight: _Optional[float] = ..., candidates: _Optional[_Iterable[_Union[FusionCandidate, _Mapping]]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ..., score_scale: _Optional[float] = ...) -> None: ...
+    blind_to_sensitive: bool
+    def __init__(self, leg: _Optional[str] = ..., weight: _Optional[float] = ..., candidates: _Optional[_Iterable[_Union[FusionCandidate, _Mapping]]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ..., score_scale: _Optional[float] = ..., blind_to_sensitive: _Optional[bool] = ...) -> None: ...
 
 class FusionSettings(_message.Message):
     __slots__ = ("method", "rrf_k", "importance_strength", "exact_bonus", "sort_by")

@@ -34,18 +34,20 @@ class SearchRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., query_vector: _Optional[_Iterable[float]] = ..., k: _Optional[int] = ..., filters: _Optional[_Union[_memory_pb2.RecallFilters, _Mapping]] = ..., sort_by: _Optional[_Union[_memory_pb2.SortBy, str]] = ..., vector_model: _Optional[str] = ..., ranking: _Optional[str] = ..., bm25_k1: _Optional[float] = ..., bm25_b: _Optional[float] = ..., seed_memory_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Candidate(_message.Message):
-    __slots__ = ("memory_id", "score", "importance", "exact_match", "reason")
+    __slots__ = ("memory_id", "score", "importance", "exact_match", "reason", "sensitive")
     MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     IMPORTANCE_FIELD_NUMBER: _ClassVar[int]
     EXACT_MATCH_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    SENSITIVE_FIELD_NUMBER: _ClassVar[int]
     memory_id: str
     score: float
     importance: float
     exact_match: bool
     reason: str
-    def __init__(self, memory_id: _Optional[str] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., exact_match: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+    sensitive: bool
+    def __init__(self, memory_id: _Optional[str] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., exact_match: _Optional[bool] = ..., reason: _Optional[str] = ..., sensitive: _Optional[bool] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("candidates", "diagnostics", "score_min", "score_max", "score_scale")

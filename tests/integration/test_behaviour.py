@@ -18,28 +18,13 @@ from tests.conftest import scratch_database, stack_env
 
 pytestmark = pytest.mark.integration
 
-# Cases the shipped default fails today (issue 27 is building the fix; `make bench-behaviour`
-# shows where the memory came): strict, so a case that starts passing fails here until it is
-# taken off this list.
-_MIN_MAX = ("cc min-max: a leg's best noise scores as a perfect match, and a leg with one "
-            "candidate gives every memory its full weight")
-_SUPERSEDED = "nothing ranks a newer statement of the same fact above the older one"
+# Cases the shipped default fails (`make bench-behaviour` shows where the memory came): strict,
+# so a case that starts passing fails here until it is taken off this list.
 KNOWN_FAILURES: dict[str, str] = {
-    "code word in a sensitive memory": _MIN_MAX,
-    "sensitive: where a secret is kept": _MIN_MAX,
-    "sensitive: a medical fact": _MIN_MAX,
-    "sensitive: among related non-sensitive memories": _MIN_MAX,
-    "sensitive: a password hint, query with other words around": _MIN_MAX,
-    "superseded by an explicit relation": _SUPERSEDED,
-    "superseded, newer statement only": _SUPERSEDED,
-    "superseded address": _SUPERSEDED,
-    "neighbours in time do not outrank the match": _MIN_MAX,
-    "importance does not bury the only match": _MIN_MAX,
-    "German: a sensitive memory": _MIN_MAX,
-    "Chinese: a sensitive memory": "the english text search configuration keeps a run of CJK "
-                                   "characters as one token",
-    "Japanese: a sensitive memory": "the english text search configuration keeps a run of CJK "
-                                    "characters as one token",
+    "superseded, newer statement only": (
+        "no relation or validity says the older statement ended, and recall does not infer "
+        "supersession from the text: the older one matches the query's words better (the "
+        "same fact with SUPERSEDES, or valid_to set, passes)"),
 }
 
 

@@ -315,7 +315,7 @@ def test_bm25_statement_returns_the_reference_k_best(db, skewed_corpus):
             "SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", (query,))}
         idf_sum = math.fsum(math.log(1 + (max(n, 1) - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5))
                             for t in lexemes)
-        for memory_id, score, _, tier, importance, scale in got:
+        for memory_id, score, _, tier, importance, scale, _sensitive in got:
             assert scale == pytest.approx(idf_sum, rel=1e-12)  # the query's score scale
             assert expected[memory_id][0] == pytest.approx(score, rel=1e-12)
             assert (importance, tier) == (expected[memory_id][1],

@@ -165,6 +165,23 @@ def test_the_only_lexical_match_beats_the_best_of_vector_noise():
     assert ids(fuse([lexical, vector], FusionSettings(method="calibrated")))[0] == "secret"
 
 
+def test_a_sensitive_memory_is_scored_over_the_legs_that_can_see_it():
+    """Sensitive memories are never embedded: the vector leg is blind to them, and its
+    silence is no evidence against one. Full lexical evidence (1.0 at weight 0.7) counts as
+    1.0 of the total weight 1.7; a related memory with half the terms and a vector margin
+    of 0.5 scores 0.35 + 0.5."""
+    lexical = LegList("lexical", 0.7, [LegCandidate("code", 4.0, sensitive=True),
+                                       LegCandidate("beeps", 2.0)], score_scale=4.0)
+    vector = LegList("vector", 1.0, [LegCandidate("beeps", 0.75), LegCandidate("x", 0.5),
+                                     LegCandidate("y", 0.4)], (-1.0, 1.0),
+                     blind_to_sensitive=True)
+    scores = calibrated([lexical, vector])
+    assert scores == pytest.approx({"code": 1.7, "beeps": 0.35 + 0.5, "x": 0.0, "y": 0.0})
+    # a leg list that does not say it is blind counts as seeing: no rescaling
+    seeing = LegList("vector", 1.0, vector.candidates, (-1.0, 1.0))
+    assert calibrated([lexical, seeing])["code"] == pytest.approx(0.7)
+
+
 def test_calibrated_without_a_scale_or_range_uses_the_list_top():
     graph = LegList("graph", 1.0, [LegCandidate("a", 0.3), LegCandidate("b", 0.2),
                                    LegCandidate("c", 0.1)])

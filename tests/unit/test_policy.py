@@ -47,8 +47,8 @@ def test_built_in_defaults_and_the_environment():
         "rrf", 3, 0.0, False)
     assert policy.weights == {**DEFAULT_LEG_WEIGHTS, "lexical": 1.5}
     # legs not in DEFAULT_LEG_WEIGHTS weigh 1; weights are listed for the configured legs
-    assert RecallPolicy.from_env(("lexical", "extra"), {}).weights == {"lexical": 0.7,
-                                                                       "extra": 1.0}
+    assert RecallPolicy.from_env(("lexical", "extra"), {}).weights == {
+        "lexical": DEFAULT_LEG_WEIGHTS["lexical"], "extra": 1.0}
 
 
 @pytest.mark.parametrize("env, value, message", [

@@ -56,6 +56,7 @@ class LexicalHit:
     ts_rank: float
     tier: int  # 0 = AND match (every query term), 1 = OR-broadened
     importance: float = 0.5
+    sensitive: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def build_search_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any
     sql = f"""
 {_QUERY_TIERS}, and_hits AS (
     SELECT m.id, ts_rank(m.search_vector, qq.and_q) AS rank, m.importance, m.created_at,
-           0 AS tier
+           0 AS tier, m.is_sensitive
     FROM memories m, qq
     WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
       AND (m.expires_at IS NULL OR m.expires_at > now())
@@ -98,7 +99,7 @@ def build_search_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any
 ), or_top AS (
     SELECT * FROM (
         SELECT m.id, ts_rank(m.search_vector, qq.or_q) AS rank, m.importance, m.created_at,
-               1 AS tier
+               1 AS tier, m.is_sensitive
         FROM memories m, qq
         WHERE (SELECT count(*) FROM and_top) < %(k)s
           AND m.namespace = %(ns)s AND m.deleted_at IS NULL
@@ -109,7 +110,7 @@ def build_search_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any
     WHERE rank >= %(or_min_rank)s
     ORDER BY {order} LIMIT %(k)s
 )
-SELECT id::text, {score} AS score, rank, tier, importance
+SELECT id::text, {score} AS score, rank, tier, importance, NULL::float8 AS scale, is_sensitive
 FROM (SELECT * FROM and_top UNION ALL SELECT * FROM or_top) hits
 ORDER BY tier, {order}
 LIMIT %(k)s
@@ -205,14 +206,14 @@ WITH terms AS (
     ) p
     GROUP BY p.memory_id
 ), hits AS (
-    SELECT m.id, m.importance, m.created_at, sc.score,
+    SELECT m.id, m.importance, m.created_at, sc.score, m.is_sensitive,
            sc.matched = (SELECT count(*) FROM terms) AS all_terms
     FROM scored sc
     {lookup}
       AND sc.score >= {cutoff}
 )
 SELECT id::text, score, score AS rank, CASE WHEN all_terms THEN 0 ELSE 1 END AS tier,
-       importance, (SELECT sum(idf) FROM idf) AS scale
+       importance, (SELECT sum(idf) FROM idf) AS scale, is_sensitive
 FROM (SELECT * FROM hits ORDER BY {order} LIMIT %(k)s) top
 ORDER BY {final_order}
 """
@@ -253,10 +254,11 @@ class LexicalRetriever:
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)
             rows = await cur.fetchall()
-        scale = float(rows[0][5]) if ranking == "bm25" and rows and rows[0][5] else None
+        scale = float(rows[0][5]) if rows and rows[0][5] else None  # BM25 only
         return LexicalResult(
             hits=[
-                LexicalHit(str(r[0]), float(r[1]), float(r[2]), int(r[3]), float(r[4]))
+                LexicalHit(str(r[0]), float(r[1]), float(r[2]), int(r[3]), float(r[4]),
+                           bool(r[6]))
                 for r in rows
             ],
             score_scale=scale,

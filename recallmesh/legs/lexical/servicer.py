@@ -30,7 +30,8 @@ class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         return retriever_pb2.SearchResponse(
             candidates=[
                 retriever_pb2.Candidate(memory_id=h.memory_id, score=h.score,
-                                        importance=h.importance, exact_match=h.tier == 0)
+                                        importance=h.importance, exact_match=h.tier == 0,
+                                        sensitive=h.sensitive)
                 for h in result.hits
             ],
             diagnostics={"and_hits": str(result.and_hits), "or_hits": str(result.or_hits)},
