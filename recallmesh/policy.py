@@ -148,7 +148,7 @@ class RecallPolicy:
     graph_second_stage_min_ms: int = setting(50, Spec(
         "RECALLMESH_GRAPH_SECOND_STAGE_MIN_MS", "budget left that the second stage needs to "
         "run", 0, None, proto=None))
-    context_hits: int = setting(5, Spec(
+    context_hits: int = setting(3, Spec(
         "RECALLMESH_CONTEXT_HITS", "context propagation: how many of the best hits pass a "
         "share of their score to the memories stored right after / before them in their "
         "thread (Memory.thread; 0: off)",
@@ -156,10 +156,10 @@ class RecallPolicy:
     context_next_weight: float = setting(0.3, Spec(
         "RECALLMESH_CONTEXT_NEXT_WEIGHT", "the share the memory stored next after a hit "
         "gains", 0.0, 1.0))
-    context_prev_weight: float = setting(0.2, Spec(
+    context_prev_weight: float = setting(0.0, Spec(
         "RECALLMESH_CONTEXT_PREV_WEIGHT", "the share the memory stored just before a hit "
         "gains", 0.0, 1.0))
-    time_boost: float = setting(1.0, Spec(
+    time_boost: float = setting(0.0, Spec(
         "RECALLMESH_TIME_BOOST", "memories created inside the time window a query names get "
         "their fused score x (1 + this) (0: off)", 0.0, 10.0))
     intent_routing: bool = setting(True, Spec(
