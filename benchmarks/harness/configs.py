@@ -94,9 +94,11 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
            f"{DEFAULT_LEGS}, default fusion (see docs/configuration.md)",
            tuple(DEFAULT_LEGS.split(","))),
     preset("default_previous", "the default before issue 27: convex combination of min-max "
-           "normalised scores (cc), lexical weight 0.7 (context propagation now along threads "
-           "only, as every configuration's)", tuple(DEFAULT_LEGS.split(",")), method="cc",
-           weights={"lexical": 0.7, "vector": 1.0}),
+           "normalised scores (cc), lexical weight 0.7, context from the best 5 hits (next 0.3, "
+           "previous 0.2; now along threads only, as every configuration's), time-window boost "
+           "1", tuple(DEFAULT_LEGS.split(",")), method="cc",
+           weights={"lexical": 0.7, "vector": 1.0}, context_hits=5, context_next_weight=0.3,
+           context_prev_weight=0.2, time_boost=1.0),
     *(preset(f"calibrated_lw{w:g}", f"default with calibrated fusion at lexical weight {w:g} "
              "(vector 1): the candidates issue 27's cross-validation and behaviour suite chose "
              "among", tuple(DEFAULT_LEGS.split(",")), method="calibrated",
