@@ -95,7 +95,7 @@ def memory_from_json(obj: Any, where: str) -> Any:
     if not isinstance(obj, dict):
         raise InputError(f"{where}: expected a JSON object")
     unknown = set(obj) - {"content", "category", "tags", "importance", "sensitive", "metadata",
-                          "created_at", "valid_from", "valid_to", "expires_at"}
+                          "created_at", "valid_from", "valid_to", "expires_at", "thread"}
     if unknown:
         raise InputError(f"{where}: unknown field(s) {sorted(unknown)}")
 
@@ -121,6 +121,7 @@ def memory_from_json(obj: Any, where: str) -> Any:
         tags=tags,
         sensitive=typed("sensitive", bool, False),
         metadata=metadata,
+        thread=typed("thread", str, ""),
     )
     importance = typed("importance", (int, float), None)
     if importance is not None:
@@ -239,6 +240,8 @@ def print_memory(memory: Any) -> None:
         "sensitive": str(memory.sensitive).lower(),
         "created_at": memory.created_at.ToDatetime().isoformat() + "Z",
     }
+    if memory.thread:
+        fields["thread"] = memory.thread
     if memory.HasField("expires_at"):
         fields["expires_at"] = memory.expires_at.ToDatetime().isoformat() + "Z"
     if memory.metadata:
@@ -275,7 +278,7 @@ def cmd_store(args: argparse.Namespace) -> int:
         record = {"content": args.content, "category": args.category,
                   "tags": [t for t in args.tags.split(",") if t] if args.tags else [],
                   "importance": args.importance, "sensitive": args.sensitive,
-                  "expires_at": expires_at(args.expires_in)}
+                  "expires_at": expires_at(args.expires_in), "thread": args.thread}
         memory = memory_from_json(record, "arguments")
         response = stub.Store(memory_pb2.StoreRequest(namespace=args.namespace, memory=memory))
     console.print(response.memory.id)
@@ -822,6 +825,8 @@ def build_parser() -> argparse.ArgumentParser:
     store.add_argument("--tags", default="", help="comma-separated")
     store.add_argument("--importance", type=float, default=None)
     store.add_argument("--sensitive", action="store_true")
+    store.add_argument("--thread", default="",
+                       help="the conversation / session it belongs to (context propagation)")
     store.add_argument("--expires-in", metavar="DURATION|ISO",
                        help="expire the memory after a duration (3600, 90s, 15m, 12h, 30d) or "
                             "at an ISO 8601 time; default: the namespace's default TTL, if any")

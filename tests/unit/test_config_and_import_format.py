@@ -78,8 +78,10 @@ def test_import_record_full():
     memory = memory_from_json({
         "content": "c", "category": "fact", "tags": ["a", "b"], "importance": 1,
         "sensitive": True, "metadata": {"k": "v"}, "created_at": "2024-05-01T10:00:00+02:00",
+        "thread": "chat-42",
     }, "f:1")
     assert list(memory.tags) == ["a", "b"] and memory.importance == 1.0 and memory.sensitive
+    assert memory.thread == "chat-42"
     assert memory.created_at.ToJsonString() == "2024-05-01T08:00:00Z"
 
 
@@ -94,6 +96,7 @@ def test_import_record_full():
     ({"content": "c", "importance": True}, "importance"),
     ({"content": "c", "created_at": 1700000000}, "created_at"),
     ({"content": "c", "created_at": "2024-05-01T10:00:00"}, "timezone"),
+    ({"content": "c", "thread": 7}, "thread"),
     ({"content": "c", "colour": "red"}, "unknown field"),
     (["not", "an", "object"], "JSON object"),
 ])
