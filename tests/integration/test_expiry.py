@@ -62,9 +62,9 @@ def test_an_expired_memory_is_never_read(gateway, db, ns):
         content="The front gate code is 1234."), index_wait=WAIT), timeout=40).memory.id
     # context: the reply after the matched question expires with the memory above
     turns = list(gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
-        memory_pb2.Memory(content=c, category=cat, created_at=at(s),
+        memory_pb2.Memory(content=c, category=cat, created_at=at(s), thread=thread,
                           expires_at=expires if i == 1 else None)
-        for i, (s, c, cat) in enumerate(TURNS)], index_wait=WAIT), timeout=60).ids)
+        for i, (s, c, cat, thread) in enumerate(TURNS)], index_wait=WAIT), timeout=60).ids)
     assert gateway.Get(memory_pb2.GetRequest(namespace=ns, id=gone),
                        timeout=10).memory.expires_at == expires
     assert gone in [h.memory.id for h in recall(gateway, ns, f"{WORD} gate code").hits]

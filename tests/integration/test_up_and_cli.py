@@ -96,7 +96,7 @@ def test_up_demo_cli_and_restart_keeps_data(tmp_path: Path):
             + json.dumps({"content": "imported two", "tags": ["x"], "importance": 0.2}) + "\n")
         assert "imported 2 memories" in cli(env, "import", "-n", "cli", str(jsonl))
         asked = cli(env, "recall", "-n", "cli", "imported a week ago", "--reference-time",
-                    "2024-01-08T00:00:00Z")
+                    "2024-01-08T00:00:00Z", "--set", "time_boost=1")  # off by default
         assert "time window: 'a week ago' 2023-12-30T12:00:00Z .. 2024-01-02T12:00:00Z (1 raised)" \
             in asked
         assert "--reference-time needs a timezone" in cli(
@@ -317,11 +317,11 @@ def test_setup_errors_are_one_clear_line_not_a_traceback(tmp_path: Path, manifes
 
 
 def test_settings_lists_each_recall_setting_with_this_environment_s_value(tmp_path: Path):
-    env = up_env(tmp_path / "data") | {"RECALLMESH_CONTEXT_HITS": "3", "COLUMNS": "250"}
+    env = up_env(tmp_path / "data") | {"RECALLMESH_CONTEXT_HITS": "7", "COLUMNS": "250"}
     out = cli(env, "settings")
     row = next(line for line in out.splitlines() if " context_hits " in line)
     assert [cell.strip() for cell in row.split("│")[1:-1]] == [
-        "context_hits", "5", "3", "RECALLMESH_CONTEXT_HITS", "fusion.context_hits"]
+        "context_hits", "3", "7", "RECALLMESH_CONTEXT_HITS", "fusion.context_hits"]
     env["RECALLMESH_CONTEXT_HITS"] = "99"
     out = cli(env, "settings", expect_rc=2)
     assert "RECALLMESH_CONTEXT_HITS must be <= 50, got 99" in out and "Traceback" not in out
