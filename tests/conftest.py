@@ -61,8 +61,10 @@ def admin_dsn(dsn: str) -> str:
 
 @pytest.fixture(scope="session")
 def stack_and_recorder(dsn: str, pg_dir: Path) -> Iterator[tuple[Stack, RecordingEmbedder]]:
-    """Every service as its own process; the indexer embeds through a recording proxy."""
-    env = stack_env(pg_dir / "stack", dsn)
+    """Every service as its own process; the indexer embeds through a recording proxy. Its
+    expiry sweeper is off: test_expiry checks what the reads do before a sweep (a sweep at a
+    random moment purged the memory first, seen in CI) and runs the sweeper itself."""
+    env = stack_env(pg_dir / "stack", dsn, RECALLMESH_EXPIRY_SWEEP_S="0")
     recorder, server, address = start_recording_embedder(
         f"localhost:{env['RECALLMESH_EMBEDDING_PORT']}", dsn
     )

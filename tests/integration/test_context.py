@@ -11,6 +11,7 @@ import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from recallmesh.api.validation import MAX_INDEX_WAIT_MS
 from recallmesh.v1 import memory_pb2
 from tests.helpers import expect_status, recall
 
@@ -35,11 +36,15 @@ def at(seconds: int) -> Timestamp:
 
 @pytest.fixture
 def turns(gateway, ns) -> list[str]:
-    return list(gateway.StoreBatch(memory_pb2.StoreBatchRequest(
+    # Context propagation needs two contributing legs: the turns must have their vectors
+    # (the session's indexer may still be working through earlier tests' writes).
+    response = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
         namespace=ns, memories=[memory_pb2.Memory(content=c, category=cat, created_at=at(s),
                                                   thread=thread)
                                 for s, c, cat, thread in TURNS],
-        index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=30000)), timeout=60).ids)
+        index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=MAX_INDEX_WAIT_MS)), timeout=90)
+    assert response.indexed, "the turns were not embedded within the longest index wait"
+    return list(response.ids)
 
 
 def overrides(**fields) -> memory_pb2.FusionOverrides:

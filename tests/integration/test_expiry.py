@@ -16,6 +16,7 @@ import pytest
 from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from recallmesh.api.validation import MAX_INDEX_WAIT_MS
 from recallmesh.indexer.expiry import sweep_expired
 from recallmesh.platform.db import open_pool
 from recallmesh.platform.supervisor import Stack
@@ -28,7 +29,7 @@ from tests.integration.test_purge import traces
 
 pytestmark = pytest.mark.integration
 
-WAIT = memory_pb2.IndexWait(wait=True, timeout_ms=30000)
+WAIT = memory_pb2.IndexWait(wait=True, timeout_ms=MAX_INDEX_WAIT_MS)
 WORD = "Xylocarpine"  # only in the memory that expires
 
 
@@ -52,19 +53,25 @@ def candidates(gateway, ns: str, query: str) -> dict[str, int]:
 
 
 def test_an_expired_memory_is_never_read(gateway, db, ns):
-    expires = ts_in(3)
+    # Everything that must outlive it is stored (and embedded) first, so that the memory's
+    # few seconds of life are not spent waiting for the indexer.
+    kept = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
+        content="The front gate code is 1234."), index_wait=WAIT), timeout=90).memory.id
+    # context: the reply after the matched question expires with the memory below
+    stored_turns = gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
+        memory_pb2.Memory(content=c, category=cat, created_at=at(s), thread=thread)
+        for s, c, cat, thread in TURNS], index_wait=WAIT), timeout=90)
+    assert stored_turns.indexed
+    turns = list(stored_turns.ids)
+    expires = ts_in(6)
     stored = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
         content=f"The {WORD} garden gate code is 4711.", expires_at=expires),
-        index_wait=WAIT), timeout=40)
+        index_wait=WAIT), timeout=90)
     gone = stored.memory.id
     assert stored.memory.expires_at == expires
-    kept = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
-        content="The front gate code is 1234."), index_wait=WAIT), timeout=40).memory.id
-    # context: the reply after the matched question expires with the memory above
-    turns = list(gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
-        memory_pb2.Memory(content=c, category=cat, created_at=at(s), thread=thread,
-                          expires_at=expires if i == 1 else None)
-        for i, (s, c, cat, thread) in enumerate(TURNS)], index_wait=WAIT), timeout=60).ids)
+    gateway.Update(memory_pb2.UpdateRequest(
+        namespace=ns, id=turns[1], memory=memory_pb2.Memory(expires_at=expires),
+        update_mask=FieldMask(paths=["expires_at"])), timeout=10)
     assert gateway.Get(memory_pb2.GetRequest(namespace=ns, id=gone),
                        timeout=10).memory.expires_at == expires
     assert gone in [h.memory.id for h in recall(gateway, ns, f"{WORD} gate code").hits]
@@ -106,10 +113,10 @@ def test_the_sweeper_purges_expired_memories_and_what_they_evidenced(gateway, db
     expires = ts_in(2)
     gone = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
         content=f"Quillon Vexmoor planted the {WORD} orchard in Lisbon.", expires_at=expires),
-        index_wait=WAIT), timeout=40).memory.id
+        index_wait=WAIT), timeout=90).memory.id
     later = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
         content="Quillon Vexmoor drinks green tea.", expires_at=ts_in(3600)),
-        index_wait=WAIT), timeout=40).memory.id
+        index_wait=WAIT), timeout=90).memory.id
     assert traces(db, WORD, gone)
     wait_until(expires)
 
@@ -246,7 +253,7 @@ def test_a_namespace_default_ttl_applies_to_memories_stored_without_one(ttl_gate
 def test_the_graph_leg_drops_an_expired_memory_from_its_cached_graph(graph_gateway, ns):
     """The graph leg caches a namespace's graph until its version changes; the cached graph
     also expires when one of its memories does, so the leg itself stops returning it."""
-    expires = ts_in(4)
+    expires = ts_in(6)
     gone = gateway_store_wait(graph_gateway, ns, "Arjun's favourite editor is Emacs.",
                               expires_at=expires)
     kept = gateway_store_wait(graph_gateway, ns, "Arjun's laptop runs Debian.")
@@ -265,4 +272,4 @@ def test_the_graph_leg_drops_an_expired_memory_from_its_cached_graph(graph_gatew
 
 def gateway_store_wait(gateway, ns: str, text: str, **fields) -> str:
     return gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
-        content=text, **fields), index_wait=WAIT), timeout=40).memory.id
+        content=text, **fields), index_wait=WAIT), timeout=90).memory.id
