@@ -11,7 +11,7 @@ STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint deploy-tools deploy-check \
 	bench-recall-latency bench-embedding bench-int8 bench-int8-levers bench-int8-quality bench-ef-search bench-stages bench-speed bench-behaviour bench-scale bench-model bench-vector bench-gateway bench-graph-latency \
-	bench-context-sweep bench-cross-validation bench-default bench-default-longmemeval bench-lever-replay bench-model-replay bench-concept-names bench-headline \
+	bench-context-sweep bench-cross-validation bench-default bench-lever-replay bench-model-replay bench-concept-names bench-headline \
 	bench-bm25 bench-security bench-rls bench-overload soak bench bench-all clean
 
 $(STAMP): pyproject.toml
@@ -238,7 +238,7 @@ bench-headline: $(STAMP)
 ## over a grid with the gateway's own code -> benchmarks/reports/context.md.
 CONTEXT_SETS = locomo longmemeval scifact
 ## POOL_LIMIT_<set>=N dumps only the set's first N queries (their namespaces), e.g.
-## POOL_LIMIT_longmemeval=50: a full LongMemEval load embeds ~100,000 turns (hours on 2 cores).
+## POOL_LIMIT_longmemeval=50: a full LongMemEval load embeds ~60,000 turns (hours on 2 cores).
 benchmarks/results/%/context_pool.json:
 	$(PY) -m benchmarks.replay.context_sweep dump --dataset $(BENCH_DATASETS)/$* --out $@ \
 		$(if $(POOL_LIMIT_$*),--limit $(POOL_LIMIT_$*))
@@ -263,17 +263,6 @@ bench-default: models
 		$(PY) -m benchmarks compare benchmarks/results/$$d --baseline default --metric $$metric \
 			--append-to benchmarks/reports/default.md --summary-to benchmarks/reports/default-$$d.json || exit 1; \
 	done
-
-## LongMemEval's first DEFAULT_LME_QUESTIONS dev questions served the same way (their haystacks:
-## 12,129 turns at 50, ~25 min of embedding here; the whole split is hours), appended to
-## benchmarks/reports/default.md (run after bench-default, which rewrites it).
-DEFAULT_LME_QUESTIONS ?= 50
-DEFAULT_LME_CONFIGS = default,default_previous,hybrid_rrf,lexical,vector,peer_bm25,peer_lancedb_hybrid,peer_pgvector_hybrid
-bench-default-longmemeval: models
-	$(PY) -m benchmarks run --dataset $(BENCH_DATASETS)/longmemeval --limit $(DEFAULT_LME_QUESTIONS) \
-		--out benchmarks/results/longmemeval --configs $(DEFAULT_LME_CONFIGS)
-	$(PY) -m benchmarks compare benchmarks/results/longmemeval --baseline default \
-		--append-to benchmarks/reports/default.md --summary-to benchmarks/reports/default-longmemeval.json
 
 ## Levers by cross-validation on the dumped pools (fusion method, lexical weight, context along
 ## threads, time window, intent routing): in-sample and out-of-fold effects, the default's
