@@ -37,6 +37,7 @@ bonus would only reorder what that leg already ranked by its own blend.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -120,11 +121,8 @@ def _calibrator(scores: list[float], lst: LegList):
     if lst.score_scale is not None and lst.score_scale > 0:
         scale = lst.score_scale
         return lambda s: min(max(s / scale, 0.0), 1.0)
-    ordered = sorted(scores)
-    middle = len(ordered) // 2
-    median = (ordered[middle] if len(ordered) % 2
-              else (ordered[middle - 1] + ordered[middle]) / 2)
-    top = lst.score_range[1] if lst.score_range is not None else ordered[-1]
+    median = statistics.median(scores)
+    top = lst.score_range[1] if lst.score_range is not None else max(scores)
     if top <= median:
         return lambda s: 0.0
     return lambda s: min(max((s - median) / (top - median), 0.0), 1.0)
