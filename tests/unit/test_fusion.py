@@ -204,3 +204,21 @@ def test_negative_or_infinite_weights_are_rejected():
     for weight in (-1.0, math.inf, math.nan):
         with pytest.raises(ValueError):
             fuse([LegList("lexical", weight, [LegCandidate("a", 1.0)])])
+
+
+def test_the_fusion_contract_carries_scale_and_sensitivity_and_refuses_a_bad_scale():
+    from recallmesh.fusion.convert import lists_from_proto, lists_to_proto
+    from recallmesh.platform.errors import InvalidArgument
+    from recallmesh.v1 import fusion_pb2
+
+    lists = [LegList("lexical", 0.3, [LegCandidate("a", 2.0, 0.5, True, sensitive=True)],
+                     score_scale=4.0),
+             LegList("vector", 1.0, [LegCandidate("b", 0.7)], (-1.0, 1.0),
+                     blind_to_sensitive=True)]
+    request = fusion_pb2.FuseRequest()
+    lists_to_proto(lists, request)
+    assert lists_from_proto(request.lists) == lists
+    for bad in (0.0, -1.0, math.inf, math.nan):
+        request.lists[0].score_scale = bad
+        with pytest.raises(InvalidArgument, match=r"lists\[0\].score_scale must be finite"):
+            lists_from_proto(request.lists)
