@@ -303,6 +303,45 @@ def recall_query(msg: Any) -> RecallQuery:
     )
 
 
+# Context (a recall packed into a token budget): its limits.
+DEFAULT_CONTEXT_TOKENS = 1000
+MIN_CONTEXT_TOKENS = 16  # the heading line always fits
+MAX_CONTEXT_TOKENS = 32_768
+DEFAULT_CONTEXT_K = 20
+
+
+@dataclass(frozen=True)
+class ContextQuery:
+    recall: RecallQuery
+    max_tokens: int = DEFAULT_CONTEXT_TOKENS
+    include_sensitive: bool = False
+
+
+def context_query(msg: Any) -> ContextQuery:
+    """Validate a recallmesh.v1.ContextRequest."""
+    ns = namespace(msg.namespace)
+    query = query_text(msg.query)
+    k = msg.k or DEFAULT_CONTEXT_K
+    if not 1 <= k <= MAX_K:
+        raise InvalidArgument(f"k must be within 1..{MAX_K}, got {msg.k}")
+    max_tokens = msg.max_tokens or DEFAULT_CONTEXT_TOKENS
+    if not MIN_CONTEXT_TOKENS <= max_tokens <= MAX_CONTEXT_TOKENS:
+        raise InvalidArgument(f"max_tokens must be within {MIN_CONTEXT_TOKENS}.."
+                              f"{MAX_CONTEXT_TOKENS}, got {msg.max_tokens}")
+    if not 0 <= msg.budget_ms <= MAX_BUDGET_MS:
+        raise InvalidArgument(f"budget_ms must be within 0..{MAX_BUDGET_MS}, got {msg.budget_ms}")
+    recall = RecallQuery(
+        namespace=ns,
+        query=query,
+        k=k,
+        filters=filters_from_proto(msg.filters if msg.HasField("filters") else None),
+        budget_ms=msg.budget_ms or None,
+        reference_time=(from_proto_timestamp(msg.reference_time, "reference_time")
+                        if msg.HasField("reference_time") else None),
+    )
+    return ContextQuery(recall, max_tokens, msg.include_sensitive)
+
+
 def search_request(request: Any) -> tuple[str, str, int, Filters, str]:
     """Validate a leg's SearchRequest: (namespace, query, k, filters, sort_by)."""
     ns = namespace(request.namespace)

@@ -37,6 +37,7 @@ METHOD_SCOPES: dict[str, Scope] = {
     f"/{MEMORY_SERVICE}/Delete": Scope.WRITE,
     f"/{MEMORY_SERVICE}/Get": Scope.READ,
     f"/{MEMORY_SERVICE}/Recall": Scope.READ,
+    f"/{MEMORY_SERVICE}/Context": Scope.READ,
     f"/{MEMORY_SERVICE}/DeleteNamespace": Scope.ADMIN,
     f"/{KEY_SERVICE}/CreateApiKey": Scope.ADMIN,
     f"/{KEY_SERVICE}/ListApiKeys": Scope.ADMIN,

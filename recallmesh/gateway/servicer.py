@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,6 +15,7 @@ from recallmesh.api.timestamps import to_proto_timestamp
 from recallmesh.auth.authenticator import Authenticator
 from recallmesh.auth.interceptors import GatewayAuth
 from recallmesh.auth.keys import KeyStore
+from recallmesh.gateway.context import TokenCounter, is_temporal, pack
 from recallmesh.gateway.keys import KeyServicer
 from recallmesh.gateway.legs import FusionClient, GrpcLeg, leg_failure
 from recallmesh.gateway.recall import Recaller, RecallOutcome
@@ -98,10 +100,12 @@ def recall_to_proto(outcome: RecallOutcome, explain: bool) -> Any:
 
 
 class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
-    def __init__(self, store: MemoryStore, recaller: Recaller, index_wait_ms: int = 30000) -> None:
+    def __init__(self, store: MemoryStore, recaller: Recaller, index_wait_ms: int = 30000,
+                 token_counter: TokenCounter | None = None) -> None:
         self.store = store
         self.recaller = recaller
         self.index_wait_ms = index_wait_ms
+        self.token_counter = token_counter or TokenCounter.approximate()
 
     async def _indexed(
         self,
@@ -181,6 +185,27 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         outcome = await self.recaller.recall(query, context.time_remaining())
         return recall_to_proto(outcome, query.explain)
 
+    async def Context(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        started = time.perf_counter()
+        query = validation.context_query(request)
+        outcome = await self.recaller.recall(query.recall, context.time_remaining())
+        now = datetime.now(UTC)
+        packed = pack([(hit.memory, hit.score) for hit in outcome.hits], query.max_tokens,
+                      self.token_counter, now,
+                      dated=is_temporal(query.recall.query, query.recall.reference_time or now),
+                      include_sensitive=query.include_sensitive)
+        response = memory_pb2.ContextResponse(
+            text=packed.text, tokens=packed.tokens, tokenizer=self.token_counter.name,
+            superseded_omitted=packed.superseded_omitted,
+            sensitive_omitted=packed.sensitive_omitted,
+            over_budget_omitted=packed.over_budget_omitted,
+            degraded=outcome.degraded, dated=packed.dated)
+        for item in packed.items:
+            msg = response.items.add(id=item.memory.id, score=item.score, tokens=item.tokens)
+            to_proto_timestamp(item.memory.created_at, msg.created_at)
+        response.latency_ms = (time.perf_counter() - started) * 1000
+        return response
+
 
 def _query_embedder(client: EmbedderClient):
     async def embed_query(text: str, timeout_s: float) -> Embeddings:
@@ -230,7 +255,8 @@ class GatewayApp:
         if settings.fusion_target:
             self.fusion = FusionClient(settings.fusion_target)
         recaller = Recaller(store, self.legs, settings, embed_query, self.fusion)
-        self.servicer = MemoryServicer(store, recaller, settings.index_wait_ms)
+        self.servicer = MemoryServicer(store, recaller, settings.index_wait_ms,
+                                       await asyncio.to_thread(TokenCounter.load))
         jwt = None
         if auth.required and auth.jwt_jwks:
             from recallmesh.auth.jwt_tokens import JwtVerifier

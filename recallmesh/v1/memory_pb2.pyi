@@ -361,3 +361,59 @@ class TimeWindow(_message.Message):
     end: _timestamp_pb2.Timestamp
     boosted: int
     def __init__(self, phrase: _Optional[str] = ..., start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., boosted: _Optional[int] = ...) -> None: ...
+
+class ContextRequest(_message.Message):
+    __slots__ = ("namespace", "query", "max_tokens", "k", "filters", "budget_ms", "reference_time", "include_sensitive")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    K_FIELD_NUMBER: _ClassVar[int]
+    FILTERS_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_MS_FIELD_NUMBER: _ClassVar[int]
+    REFERENCE_TIME_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_SENSITIVE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    query: str
+    max_tokens: int
+    k: int
+    filters: RecallFilters
+    budget_ms: int
+    reference_time: _timestamp_pb2.Timestamp
+    include_sensitive: bool
+    def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., max_tokens: _Optional[int] = ..., k: _Optional[int] = ..., filters: _Optional[_Union[RecallFilters, _Mapping]] = ..., budget_ms: _Optional[int] = ..., reference_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., include_sensitive: _Optional[bool] = ...) -> None: ...
+
+class ContextItem(_message.Message):
+    __slots__ = ("id", "score", "tokens", "created_at")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    score: float
+    tokens: int
+    created_at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., score: _Optional[float] = ..., tokens: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ContextResponse(_message.Message):
+    __slots__ = ("text", "items", "tokens", "tokenizer", "superseded_omitted", "sensitive_omitted", "over_budget_omitted", "degraded", "latency_ms", "dated")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    TOKENIZER_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDED_OMITTED_FIELD_NUMBER: _ClassVar[int]
+    SENSITIVE_OMITTED_FIELD_NUMBER: _ClassVar[int]
+    OVER_BUDGET_OMITTED_FIELD_NUMBER: _ClassVar[int]
+    DEGRADED_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
+    DATED_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    items: _containers.RepeatedCompositeFieldContainer[ContextItem]
+    tokens: int
+    tokenizer: str
+    superseded_omitted: int
+    sensitive_omitted: int
+    over_budget_omitted: int
+    degraded: bool
+    latency_ms: float
+    dated: bool
+    def __init__(self, text: _Optional[str] = ..., items: _Optional[_Iterable[_Union[ContextItem, _Mapping]]] = ..., tokens: _Optional[int] = ..., tokenizer: _Optional[str] = ..., superseded_omitted: _Optional[int] = ..., sensitive_omitted: _Optional[int] = ..., over_budget_omitted: _Optional[int] = ..., degraded: _Optional[bool] = ..., latency_ms: _Optional[float] = ..., dated: _Optional[bool] = ...) -> None: ...

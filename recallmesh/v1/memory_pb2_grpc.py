@@ -70,6 +70,11 @@ class MemoryServiceStub:
                 request_serializer=recallmesh_dot_v1_dot_memory__pb2.RecallRequest.SerializeToString,
                 response_deserializer=recallmesh_dot_v1_dot_memory__pb2.RecallResponse.FromString,
                 _registered_method=True)
+        self.Context = channel.unary_unary(
+                '/recallmesh.v1.MemoryService/Context',
+                request_serializer=recallmesh_dot_v1_dot_memory__pb2.ContextRequest.SerializeToString,
+                response_deserializer=recallmesh_dot_v1_dot_memory__pb2.ContextResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -126,6 +131,14 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Context(self, request, context):
+        """Recall, then pack the best memories into a token budget as a block of text to put
+        before a prompt (current facts only, dates shown for questions about time).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -163,6 +176,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Recall,
                     request_deserializer=recallmesh_dot_v1_dot_memory__pb2.RecallRequest.FromString,
                     response_serializer=recallmesh_dot_v1_dot_memory__pb2.RecallResponse.SerializeToString,
+            ),
+            'Context': grpc.unary_unary_rpc_method_handler(
+                    servicer.Context,
+                    request_deserializer=recallmesh_dot_v1_dot_memory__pb2.ContextRequest.FromString,
+                    response_serializer=recallmesh_dot_v1_dot_memory__pb2.ContextResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -355,6 +373,33 @@ class MemoryService:
             '/recallmesh.v1.MemoryService/Recall',
             recallmesh_dot_v1_dot_memory__pb2.RecallRequest.SerializeToString,
             recallmesh_dot_v1_dot_memory__pb2.RecallResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Context(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/recallmesh.v1.MemoryService/Context',
+            recallmesh_dot_v1_dot_memory__pb2.ContextRequest.SerializeToString,
+            recallmesh_dot_v1_dot_memory__pb2.ContextResponse.FromString,
             options,
             channel_credentials,
             insecure,

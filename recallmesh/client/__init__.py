@@ -1,0 +1,50 @@
+"""recallmesh's Python client: typed, blocking (`Client`) and asyncio (`AsyncClient`).
+
+    from recallmesh.client import Client
+
+    with Client("localhost:50051", namespace="my-agent") as memory:
+        memory.store("Maya prefers Svelte over React", category="preference")
+        for hit in memory.recall("which frontend framework does Maya like?").hits:
+            print(hit.score, hit.memory.content)
+
+docs/client.md has the whole guide (credentials, TLS, retries, several gateways, errors).
+"""
+
+from recallmesh.client._channel import DEFAULT_TARGET, NO_RETRIES, RetryPolicy
+from recallmesh.client.aio import AsyncClient
+from recallmesh.client.errors import (
+    AlreadyExistsError,
+    DeadlineExceededError,
+    InvalidArgumentError,
+    NotFoundError,
+    PermissionDeniedError,
+    RecallmeshError,
+    ResourceExhaustedError,
+    UnauthenticatedError,
+    UnavailableError,
+)
+from recallmesh.client.sync import Client
+from recallmesh.client.types import (
+    BatchResult,
+    ContextItem,
+    ContextResult,
+    Deleted,
+    Hit,
+    LegContribution,
+    LegReport,
+    Memory,
+    NewMemory,
+    RecallResult,
+    Relation,
+    StoreResult,
+)
+from recallmesh.platform.tls import TlsSettings
+
+__all__ = [
+    "DEFAULT_TARGET", "NO_RETRIES", "AlreadyExistsError", "AsyncClient", "BatchResult", "Client",
+    "ContextItem", "ContextResult", "DeadlineExceededError", "Deleted", "Hit",
+    "InvalidArgumentError", "LegContribution", "LegReport", "Memory", "NewMemory",
+    "NotFoundError", "PermissionDeniedError", "RecallResult", "RecallmeshError", "Relation",
+    "ResourceExhaustedError", "RetryPolicy", "StoreResult", "TlsSettings",
+    "UnauthenticatedError", "UnavailableError",
+]

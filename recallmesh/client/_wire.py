@@ -1,0 +1,261 @@
+"""Requests from the client's arguments, results from the gateway's replies (shared by the
+blocking and the asyncio client)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypedDict
+
+from google.protobuf import json_format
+
+from recallmesh.client.types import (
+    BatchResult,
+    ContextItem,
+    ContextResult,
+    Deleted,
+    Hit,
+    LegContribution,
+    LegReport,
+    Memory,
+    NewMemory,
+    RecallResult,
+    Relation,
+    StoreResult,
+)
+from recallmesh.v1 import memory_pb2
+
+RELATION_TYPES = {
+    "supersedes": memory_pb2.RELATION_TYPE_SUPERSEDES,
+    "derived_from": memory_pb2.RELATION_TYPE_DERIVED_FROM,
+    "references": memory_pb2.RELATION_TYPE_REFERENCES,
+    "about": memory_pb2.RELATION_TYPE_ABOUT,
+}
+SORT_BY = {
+    "relevance": memory_pb2.SORT_BY_RELEVANCE,
+    "importance": memory_pb2.SORT_BY_IMPORTANCE,
+    "recency": memory_pb2.SORT_BY_RECENCY,
+}
+LEG_STATES = {v: k.removeprefix("LEG_STATE_") for k, v in memory_pb2.LegState.items()}
+
+
+class MemoryFields(TypedDict, total=False):
+    """The optional fields of a memory on `store` (docs/api.md has their limits)."""
+
+    category: str
+    tags: Sequence[str]
+    importance: float
+    sensitive: bool
+    thread: str
+    metadata: Mapping[str, str]
+    created_at: datetime
+    valid_from: datetime
+    valid_to: datetime
+    expires_at: datetime
+    supersedes: Sequence[str]  # ids this memory replaces (their validity ends now)
+    relations: Sequence[Relation]
+    id: str  # a client-chosen UUID; default: a new one
+
+
+class UpdateFields(TypedDict, total=False):
+    """The fields `update` changes: only those given. expires_at=None: never expires."""
+
+    content: str
+    category: str
+    tags: Sequence[str]
+    importance: float
+    sensitive: bool
+    thread: str
+    metadata: Mapping[str, str]
+    valid_from: datetime
+    valid_to: datetime
+    expires_at: datetime | None
+
+
+class RecallOptions(TypedDict, total=False):
+    k: int  # 1..100 (default 10)
+    sort_by: str  # relevance, importance, recency
+    categories: Sequence[str]
+    tags: Sequence[str]
+    created_after: datetime
+    created_before: datetime
+    budget_ms: int
+    explain: bool
+    reference_time: datetime
+    fusion: Mapping[str, Any]  # FusionOverrides as JSON names, e.g. {"method": "rrf"}
+
+
+class ContextOptions(TypedDict, total=False):
+    max_tokens: int  # 16..32768 (default 1000)
+    k: int  # memories recalled before packing, 1..100 (default 20)
+    categories: Sequence[str]
+    tags: Sequence[str]
+    created_after: datetime
+    created_before: datetime
+    budget_ms: int
+    reference_time: datetime
+    include_sensitive: bool
+
+
+def _ts(value: datetime, target: Any) -> None:
+    if value.tzinfo is None:
+        raise ValueError(f"{value!r} needs a timezone (e.g. datetime.now(UTC))")
+    target.FromDatetime(value.astimezone(UTC))
+
+
+def _dt(msg: Any, name: str) -> datetime | None:
+    return getattr(msg, name).ToDatetime(tzinfo=UTC) if msg.HasField(name) else None
+
+
+def memory_message(content: str, fields: MemoryFields) -> Any:
+    memory = memory_pb2.Memory(
+        id=fields.get("id") or str(uuid.uuid4()),
+        content=content,
+        category=fields.get("category", ""),
+        tags=list(fields.get("tags", ())),
+        sensitive=fields.get("sensitive", False),
+        thread=fields.get("thread", ""),
+        metadata=dict(fields.get("metadata", {})),
+    )
+    if (importance := fields.get("importance")) is not None:
+        memory.importance = importance
+    for name in ("created_at", "valid_from", "valid_to", "expires_at"):
+        if (value := fields.get(name)) is not None:
+            _ts(value, getattr(memory, name))
+    relations = [Relation("supersedes", i) for i in fields.get("supersedes", ())]
+    for relation in [*relations, *fields.get("relations", ())]:
+        if relation.type not in RELATION_TYPES:
+            raise ValueError(f"relation type must be one of {', '.join(RELATION_TYPES)}, "
+                             f"got {relation.type!r}")
+        memory.relations.add(type=RELATION_TYPES[relation.type], target_id=relation.target_id)
+    return memory
+
+
+def new_memory_message(new: NewMemory) -> Any:
+    fields: dict[str, Any] = {k: getattr(new, k) for k in MemoryFields.__annotations__
+                              if k != "supersedes" and getattr(new, k) not in (None, "", ())}
+    return memory_message(new.content, fields)  # type: ignore[arg-type]
+
+
+def _index_wait(wait_indexed: bool | float) -> Any:
+    if wait_indexed is False:
+        return None
+    timeout_ms = 0 if wait_indexed is True else int(float(wait_indexed) * 1000)
+    return memory_pb2.IndexWait(wait=True, timeout_ms=timeout_ms)
+
+
+def store_request(namespace: str, content: str, fields: MemoryFields,
+                  wait_indexed: bool | float) -> Any:
+    return memory_pb2.StoreRequest(namespace=namespace, memory=memory_message(content, fields),
+                                   index_wait=_index_wait(wait_indexed))
+
+
+def store_batch_request(namespace: str, memories: Iterable[NewMemory | str],
+                        wait_indexed: bool | float) -> Any:
+    messages = [new_memory_message(NewMemory(m) if isinstance(m, str) else m) for m in memories]
+    return memory_pb2.StoreBatchRequest(namespace=namespace, memories=messages,
+                                        index_wait=_index_wait(wait_indexed))
+
+
+def update_request(namespace: str, memory_id: str, fields: UpdateFields,
+                   wait_indexed: bool | float) -> Any:
+    if not fields:
+        raise ValueError("update needs at least one field to change")
+    memory = memory_pb2.Memory()
+    for name, value in fields.items():
+        if name not in UpdateFields.__annotations__:
+            raise ValueError(f"update cannot change {name!r}")
+        if name in ("valid_from", "valid_to", "expires_at"):
+            if value is not None:
+                _ts(value, getattr(memory, name))  # type: ignore[arg-type]
+        elif name == "tags":
+            memory.tags.extend(value)  # type: ignore[arg-type]
+        elif name == "metadata":
+            memory.metadata.update(value)  # type: ignore[arg-type]
+        else:
+            setattr(memory, name, value)
+    request = memory_pb2.UpdateRequest(namespace=namespace, id=memory_id, memory=memory,
+                                       index_wait=_index_wait(wait_indexed))
+    request.update_mask.paths.extend(fields)
+    return request
+
+
+def _filters(options: RecallOptions | ContextOptions) -> Any:
+    filters = memory_pb2.RecallFilters(categories=list(options.get("categories", ())),
+                                       tags=list(options.get("tags", ())))
+    for name in ("created_after", "created_before"):
+        if (value := options.get(name)) is not None:
+            _ts(value, getattr(filters, name))
+    return filters
+
+
+def recall_request(namespace: str, query: str, options: RecallOptions) -> Any:
+    sort_by = options.get("sort_by", "relevance")
+    if sort_by not in SORT_BY:
+        raise ValueError(f"sort_by must be one of {', '.join(SORT_BY)}, got {sort_by!r}")
+    request = memory_pb2.RecallRequest(
+        namespace=namespace, query=query, k=options.get("k", 0), sort_by=SORT_BY[sort_by],
+        filters=_filters(options), budget_ms=options.get("budget_ms", 0),
+        explain=options.get("explain", False))
+    if (reference := options.get("reference_time")) is not None:
+        _ts(reference, request.reference_time)
+    if (fusion := options.get("fusion")) is not None:
+        json_format.ParseDict(dict(fusion), request.fusion)
+    return request
+
+
+def context_request(namespace: str, query: str, options: ContextOptions) -> Any:
+    request = memory_pb2.ContextRequest(
+        namespace=namespace, query=query, max_tokens=options.get("max_tokens", 0),
+        k=options.get("k", 0), filters=_filters(options), budget_ms=options.get("budget_ms", 0),
+        include_sensitive=options.get("include_sensitive", False))
+    if (reference := options.get("reference_time")) is not None:
+        _ts(reference, request.reference_time)
+    return request
+
+
+def memory_from(msg: Any) -> Memory:
+    return Memory(
+        id=msg.id, namespace=msg.namespace, content=msg.content, category=msg.category,
+        tags=tuple(msg.tags), importance=msg.importance if msg.HasField("importance") else 0.5,
+        sensitive=msg.sensitive, thread=msg.thread, metadata=dict(msg.metadata),
+        created_at=_dt(msg, "created_at"), updated_at=_dt(msg, "updated_at"),
+        valid_from=_dt(msg, "valid_from"), valid_to=_dt(msg, "valid_to"),
+        expires_at=_dt(msg, "expires_at"))
+
+
+def store_result(reply: Any) -> StoreResult:
+    return StoreResult(memory_from(reply.memory), reply.indexed)
+
+
+def batch_result(reply: Any) -> BatchResult:
+    return BatchResult(tuple(reply.ids), reply.indexed)
+
+
+def get_result(reply: Any) -> Memory:
+    return memory_from(reply.memory)
+
+
+def deleted_result(reply: Any) -> Deleted:
+    return Deleted(reply.id, _dt(reply, "deleted_at"), reply.purged)
+
+
+def recall_result(reply: Any) -> RecallResult:
+    hits = tuple(
+        Hit(memory_from(h.memory), h.score,
+            tuple(LegContribution(c.leg, c.rank, c.score, c.reason) for c in h.legs))
+        for h in reply.hits)
+    legs = tuple(LegReport(leg.leg, LEG_STATES.get(leg.state, "UNSPECIFIED"), leg.latency_ms,
+                           leg.candidates, leg.detail) for leg in reply.legs)
+    return RecallResult(hits, legs, reply.degraded, reply.fusion, reply.latency_ms)
+
+
+def context_result(reply: Any) -> ContextResult:
+    items = tuple(ContextItem(i.id, i.score, i.tokens, _dt(i, "created_at"))
+                  for i in reply.items)
+    return ContextResult(
+        text=reply.text, items=items, tokens=reply.tokens, tokenizer=reply.tokenizer,
+        dated=reply.dated, degraded=reply.degraded, latency_ms=reply.latency_ms,
+        superseded_omitted=reply.superseded_omitted, sensitive_omitted=reply.sensitive_omitted,
+        over_budget_omitted=reply.over_budget_omitted)
