@@ -10,7 +10,7 @@ ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint deploy-tools deploy-check \
-	bench-recall-latency bench-embedding bench-int8 bench-int8-levers bench-int8-quality bench-ef-search bench-stages bench-speed bench-behaviour bench-scale bench-model bench-vector bench-gateway bench-graph-latency \
+	bench-recall-latency bench-context-latency bench-embedding bench-int8 bench-int8-levers bench-int8-quality bench-ef-search bench-stages bench-speed bench-behaviour bench-scale bench-model bench-vector bench-gateway bench-graph-latency \
 	bench-context-sweep bench-cross-validation bench-default bench-lever-replay bench-model-replay bench-concept-names bench-headline \
 	bench-bm25 bench-security bench-rls bench-overload soak bench bench-all clean
 
@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q --upgrade pip
 	@# never both onnxruntime wheels in one environment: drop the other build first
 	@$(PIP) uninstall -q -y $(if $(filter gpu,$(ORT)),onnxruntime,onnxruntime-gpu) 2>/dev/null || true
-	$(PIP) install -q -e '.[dev,bench,build,embedded,$(ORT)]'
+	$(PIP) install -q -e '.[dev,bench,build,embedded,mcp,$(ORT)]'
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
@@ -75,6 +75,11 @@ test: models deploy-tools
 bench-recall-latency: models
 	$(PY) -m benchmarks.performance.recall_latency --legs lexical
 	$(PY) -m benchmarks.performance.recall_latency --legs lexical,vector
+
+## Context (recall packed into a token budget) next to plain Recall, same questions, one run
+## (benchmarks/reports/context-latency.md).
+bench-context-latency: models
+	$(PY) -m benchmarks.performance.context_latency
 
 ## Embedding throughput at batch 1/8/32/128 and single-query latency through gRPC.
 bench-embedding: models

@@ -5,7 +5,8 @@
   recallmesh fetch-model [NAME]     fetch an embedding model into the model cache
   recallmesh reembed --manifest M [--switch]   change the embedding model (docs/operations.md)
   recallmesh jobs list|retry|drop   embedding jobs parked after repeated failures of their text
-  recallmesh store / recall / get / delete / import   client commands against the gateway
+  recallmesh store / recall / context / get / delete / import   client commands (gateway)
+  recallmesh mcp [--transport stdio|http]   the MCP server for agents (docs/mcp.md)
 
 Client commands use --target (env RECALLMESH_TARGET, default localhost:50051).
 """
@@ -32,6 +33,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from recallmesh.api.validation import MAX_INDEX_WAIT_MS, MAX_REQUEST_BYTES, SORT_BY_VALUES
+from recallmesh.client.errors import RecallmeshError
 from recallmesh.models.manifest import DEFAULT_MODEL
 from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
 
@@ -315,6 +317,44 @@ def cmd_recall(args: argparse.Namespace) -> int:
     else:
         print_recall(response, args.explain)
     return 0
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    """The context block for a prompt (recallmesh.client), printed as is: the auto-recall
+    hook of docs/mcp.md pipes it before the user's prompt."""
+    from recallmesh.client import Client
+
+    options: dict[str, Any] = {"max_tokens": args.max_tokens, "k": args.k,
+                               "include_sensitive": args.include_sensitive}
+    if args.category:
+        options["categories"] = args.category
+    if args.tag:
+        options["tags"] = args.tag
+    query = args.query if args.query != "-" else sys.stdin.read()
+    with Client(args.target, namespace=args.namespace, tls=None) as client:
+        result = client.context(query, timeout=args.timeout, **options)
+    if args.json:
+        print(json.dumps({"text": result.text, "ids": result.ids, "tokens": result.tokens,
+                          "tokenizer": result.tokenizer, "dated": result.dated,
+                          "degraded": result.degraded,
+                          "omitted": {"superseded": result.superseded_omitted,
+                                      "sensitive": result.sensitive_omitted,
+                                      "over_budget": result.over_budget_omitted},
+                          "latency_ms": round(result.latency_ms, 2)}, indent=2))
+    elif result.text:
+        print(result.text)
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from recallmesh.mcp_server import run
+    except ModuleNotFoundError as exc:
+        if exc.name == "mcp" or (exc.name or "").startswith("mcp."):
+            raise InputError("the MCP server needs the mcp extra: pip install "
+                             "'recallmesh[mcp]'") from None
+        raise
+    return run(args)
 
 
 def cmd_settings(args: argparse.Namespace) -> int:
@@ -850,6 +890,35 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--timeout", type=float, default=10.0)
     recall.set_defaults(func=cmd_recall)
 
+    context = client("context", "print the block of memories to put before a prompt "
+                     "(recall packed into a token budget)")
+    context.add_argument("query", help="the prompt (- reads it from standard input)")
+    context.add_argument("--max-tokens", type=int, default=1000)
+    context.add_argument("-k", type=int, default=20, help="memories recalled before packing")
+    context.add_argument("--category", action="append", help="filter (repeatable)")
+    context.add_argument("--tag", action="append", help="filter (repeatable)")
+    context.add_argument("--include-sensitive", action="store_true",
+                         help="also pack sensitive memories (left out by default)")
+    context.add_argument("--json", action="store_true",
+                         help="the text with its ids, token count and what was left out")
+    context.add_argument("--timeout", type=float, default=10.0)
+    context.set_defaults(func=cmd_context)
+
+    mcp = sub.add_parser("mcp", help="serve the MCP server (tools for agents) over stdio or "
+                         "streamable HTTP (docs/mcp.md)")
+    mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    mcp.add_argument("--namespace", "-n",
+                     default=os.environ.get("RECALLMESH_MCP_NAMESPACE", ""),
+                     help="the namespace every tool works in (env RECALLMESH_MCP_NAMESPACE); "
+                          "the model cannot choose another")
+    mcp.add_argument("--target", default=target, help=f"gateway address (default {target})")
+    mcp.add_argument("--host", default=os.environ.get("RECALLMESH_MCP_HOST", "127.0.0.1"),
+                     help="http: the address to listen on (env RECALLMESH_MCP_HOST)")
+    mcp.add_argument("--port", type=int, default=int(os.environ.get("RECALLMESH_MCP_PORT",
+                                                                    "8765")),
+                     help="http: the port (env RECALLMESH_MCP_PORT, default 8765)")
+    mcp.set_defaults(func=cmd_mcp)
+
     get = client("get", "fetch one memory by id")
     get.add_argument("id")
     get.set_defaults(func=cmd_get)
@@ -916,6 +985,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except grpc.RpcError as exc:
         err_console.print(f"[red]{exc.code().name}:[/] {exc.details()}")
+        return 1
+    except RecallmeshError as exc:
+        err_console.print(f"[red]{exc.code.name}:[/] {exc.details}")
         return 1
 
 

@@ -1,4 +1,4 @@
-"""The Context core: packing recalled memories into a token budget (recallmesh/gateway/context.py)."""
+"""The Context core: recalled memories packed into a token budget (gateway/context.py)."""
 
 from __future__ import annotations
 
