@@ -132,3 +132,22 @@ async def test_async_client_round_trip(stack, ns):
         await c.delete(stored.memory.id)
         with pytest.raises(NotFoundError):
             await c.get(stored.memory.id)
+
+
+def test_context_command_prints_the_block(client, stack, ns, monkeypatch, capsys):
+    import json
+
+    from recallmesh.cli import main
+
+    client.store("The user's dog is called Biscuit", namespace=ns, wait_indexed=30)
+    monkeypatch.setenv("RECALLMESH_API_KEY", stack.api_key)
+    target = stack.endpoints["gateway"]
+    assert main(["context", "what is my dog's name?", "-n", ns, "--target", target]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("Relevant memories") and "Biscuit" in printed
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO("name of the dog"))
+    assert main(["context", "-", "-n", ns, "--target", target, "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert "Biscuit" in answer["text"] and len(answer["ids"]) == 1
+    assert main(["context", "dog", "-n", ns, "--target", target, "--max-tokens", "3"]) == 1
+    assert "INVALID_ARGUMENT" in capsys.readouterr().err

@@ -9,7 +9,8 @@ import pytest
 
 pytestmark = pytest.mark.integration
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "client.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "client.md"
 
 
 def python_blocks(text: str) -> list[str]:
@@ -31,3 +32,12 @@ def test_client_guide_examples_run(stack, monkeypatch, capsys, tmp_path):
     printed = capsys.readouterr().out
     assert "Relevant memories (most relevant first):" in printed
     assert "NOT_FOUND" in printed and "INVALID_ARGUMENT" in printed
+
+
+def test_readme_python_example_runs(stack, monkeypatch, capsys):
+    monkeypatch.setenv("RECALLMESH_TARGET", stack.endpoints["gateway"])
+    monkeypatch.setenv("RECALLMESH_API_KEY", stack.api_key)
+    (block,) = [b for b in python_blocks((ROOT / "README.md").read_text())
+                if "recallmesh.client" in b]
+    exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
+    assert "Helix" in capsys.readouterr().out
