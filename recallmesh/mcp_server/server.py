@@ -1,0 +1,365 @@
+"""The MCP server: recallmesh's memory as six tools for an agent, over stdio or streamable
+HTTP (docs/mcp.md).
+
+Every tool works in the one namespace the server was started with (--namespace or
+RECALLMESH_MCP_NAMESPACE); no tool takes a namespace, so a model cannot reach another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal, Protocol
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from recallmesh.api import validation
+from recallmesh.client import AsyncClient, RecallmeshError
+from recallmesh.mcp_server import results
+from recallmesh.mcp_server.auth import ClientPool, GatewayTokenVerifier
+from recallmesh.platform.errors import InvalidArgument
+
+log = logging.getLogger("recallmesh.mcp")
+
+STORE_WAIT_S = 10.0  # at most: a stored memory is searchable by meaning when store_memory returns
+MAX_K = 50
+
+INSTRUCTIONS = """\
+recallmesh is your long-term memory of this user and their work: facts, preferences and \
+decisions that outlive the conversation. Everything you store or find lives in one \
+namespace fixed by the server's configuration.
+
+Recall before you answer. When a question may depend on the past (the user's preferences, \
+people, projects, earlier decisions, "what did we decide", "do you remember", advice that \
+should fit the user), call `recall` (ranked memories with ids) or `context` (a ready-to-read \
+block within a token budget) first. Ask in natural language; search is by meaning and by \
+words.
+
+Store what lasts. When the user states a durable fact about themselves or their project, a \
+preference, or a decision, call `store_memory`: one self-contained fact per memory, written \
+to make sense on its own later (name people and things: "Maya prefers Svelte over React", \
+not "she likes it"). Do not store chit-chat, greetings, one-off task state, your own \
+reasoning, or something already stored (recall first when unsure).
+
+Keep it current. When a fact changes, store the new one with `supersedes` set to the old \
+memory's id, so recall ranks the new one first and the old one is kept as history. Use \
+`update_memory` to fix a memory's wording or labels, and `forget` when the user asks you to \
+forget something or a memory is wrong (it removes it for good).
+
+Mark secrets, credentials, health and financial details `sensitive`: they are found only by \
+their exact words, never embedded, and left out of `context` unless asked for."""
+
+Category = Literal["fact", "preference", "decision", "note"]
+
+MemoryId = Annotated[str, Field(
+    description="The memory's id: the UUID shown in [brackets] by recall and store_memory",
+    min_length=1, max_length=64)]
+Content = Annotated[str, Field(
+    description="One self-contained fact, preference or decision, written to make sense "
+                "on its own later: name the people and things it is about (\"Maya's team "
+                "deploys on Fridays\", not \"they deploy then\"). One fact per memory.",
+    min_length=1, max_length=16000)]
+CategoryArg = Annotated[Category, Field(
+    description="fact: something true about the user, a person or a project; preference: "
+                "what the user likes, dislikes or wants done a certain way; decision: "
+                "something agreed or chosen (and why); note: anything else worth keeping")]
+Tags = Annotated[list[str], Field(
+    description="A few short lowercase topic words, e.g. [\"frontend\", \"maya\"] (at most "
+                "32); recall can filter by them", max_length=32)]
+Importance = Annotated[float, Field(
+    description="0..1: 0.5 for ordinary memories, 0.8 or more for what must not be "
+                "forgotten (allergies, hard constraints, deadlines), 0.2 for trivia",
+    ge=0.0, le=1.0)]
+Sensitive = Annotated[bool, Field(
+    description="True for secrets, credentials, health, finances or anything private: "
+                "never embedded, found only by its exact words, left out of context unless "
+                "asked for")]
+Thread = Annotated[str, Field(
+    description="Optional: the conversation or session it came from", max_length=256)]
+Supersedes = Annotated[list[str], Field(
+    description="Ids of memories this one replaces, when a fact changed (\"Maya moved from "
+                "Berlin to Lisbon\": pass the Berlin memory's id). They stay as history; "
+                "recall ranks this one first", max_length=32)]
+Query = Annotated[str, Field(
+    description="What you want to know, in natural language (the user's question works "
+                "well); matched by meaning and by words", min_length=1, max_length=4096)]
+
+
+class ClientSource(Protocol):
+    async def __call__(self) -> AsyncClient: ...
+
+
+def _tool_error(exc: Exception) -> ToolError:
+    if isinstance(exc, RecallmeshError):
+        return ToolError(f"{exc.code.name}: {exc.details}")
+    return ToolError(f"INVALID_ARGUMENT: {exc}")
+
+
+async def _call(source: ClientSource, call: Callable[[AsyncClient], Awaitable[Any]]) -> Any:
+    """Run one gateway call; a refusal becomes the tool's error (status name and message)."""
+    try:
+        return await call(await source())
+    except (RecallmeshError, ValueError) as exc:
+        raise _tool_error(exc) from None
+
+
+def build_server(namespace: str, source: ClientSource, *,
+                 token_verifier: Any = None, auth: AuthSettings | None = None) -> MCPServer:
+    """The MCPServer with its six tools, each calling the gateway through `source` in
+    `namespace`."""
+    server: MCPServer = MCPServer(
+        name="recallmesh", title="recallmesh memory", instructions=INSTRUCTIONS,
+        version=_version(), token_verifier=token_verifier, auth=auth)
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(
+        name="store_memory", title="Store a memory",
+        description=(
+            "Save one durable fact, preference or decision about the user or their work to "
+            "long-term memory, so you can recall it in later conversations. Store when the "
+            "user tells you something that will still matter later; not chit-chat, one-off "
+            "task details, or what is already stored. One fact per memory. When it replaces "
+            "an earlier memory (the fact changed), pass that memory's id in supersedes. "
+            "Returns the new memory's id."),
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                    idempotent_hint=False, open_world_hint=False))
+    async def store_memory(
+        content: Content,
+        category: CategoryArg = "fact",
+        *,
+        tags: Annotated[Tags, Field(default_factory=list)],
+        importance: Importance = 0.5,
+        sensitive: Sensitive = False,
+        thread: Thread = "",
+        supersedes: Annotated[Supersedes, Field(default_factory=list)],
+    ) -> Annotated[CallToolResult, results.StoredOut]:
+        result = await _call(source, lambda c: c.store(
+            content, category=category, tags=tags, importance=importance, sensitive=sensitive,
+            thread=thread, supersedes=supersedes, wait_indexed=STORE_WAIT_S,
+            timeout=STORE_WAIT_S + 10))
+        return results.stored(result)
+
+    @server.tool(
+        name="recall", title="Recall memories",
+        description=(
+            "Search long-term memory for what is relevant to a question, best first. Call it "
+            "before answering anything that may depend on the user's past, preferences, "
+            "people, projects or earlier decisions, and before storing something that may "
+            "already be there. Returns one line per memory: [id] content (category, score); "
+            "a superseded memory is marked so (a newer one replaced it)."),
+        annotations=read_only)
+    async def recall(
+        query: Query,
+        k: Annotated[int, Field(description=f"How many memories at most (1..{MAX_K})",
+                                ge=1, le=MAX_K)] = 8,
+        categories: Annotated[list[str] | None, Field(
+            description="Only these categories (fact, preference, decision, note)")] = None,
+        tags: Annotated[list[str] | None, Field(
+            description="Only memories with at least one of these tags")] = None,
+    ) -> Annotated[CallToolResult, results.RecallOut]:
+        options: dict[str, Any] = {"k": k}
+        if categories:
+            options["categories"] = categories
+        if tags:
+            options["tags"] = tags
+        result = await _call(source, lambda c: c.recall(query, **options))
+        return results.recalled(result, query)
+
+    @server.tool(
+        name="context", title="Memory context for a prompt",
+        description=(
+            "The memories most relevant to a question as one compact block of text, packed "
+            "into a token budget: read it before answering questions about the user's past, "
+            "preferences or decisions. Like recall, but ready to read (no scores); use "
+            "recall instead when you need memory ids."),
+        annotations=read_only)
+    async def context(
+        query: Query,
+        max_tokens: Annotated[int, Field(description="Token budget of the block (16..32768)",
+                                         ge=16, le=32768)] = 1000,
+        include_sensitive: Annotated[bool, Field(
+            description="Also include sensitive memories; only when the user asked for "
+                        "that information")] = False,
+    ) -> Annotated[CallToolResult, results.ContextOut]:
+        result = await _call(source, lambda c: c.context(
+            query, max_tokens=max_tokens, include_sensitive=include_sensitive))
+        return results.context_block(result)
+
+    @server.tool(
+        name="get_memory", title="Get a memory",
+        description="Fetch one memory by id, with all its fields.", annotations=read_only)
+    async def get_memory(id: MemoryId) -> Annotated[CallToolResult, results.MemoryOut]:
+        return results.got(await _call(source, lambda c: c.get(id)))
+
+    @server.tool(
+        name="update_memory", title="Update a memory",
+        description=(
+            "Correct a memory in place: give its id and only the fields to change. Use it to "
+            "fix wording, labels, importance or sensitivity. When a fact itself changed "
+            "(the user moved, changed their mind), store a new memory with supersedes "
+            "instead, which keeps the history."),
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
+                                    idempotent_hint=True, open_world_hint=False))
+    async def update_memory(
+        id: MemoryId,
+        content: Annotated[Content | None, Field(description="New text")] = None,
+        category: Annotated[Category | None, Field(description="New category")] = None,
+        tags: Annotated[list[str] | None, Field(
+            description="New tags (replace the old ones)", max_length=32)] = None,
+        importance: Annotated[float | None, Field(description="New importance, 0..1",
+                                                  ge=0.0, le=1.0)] = None,
+        sensitive: Annotated[bool | None, Field(description="New sensitivity")] = None,
+    ) -> Annotated[CallToolResult, results.StoredOut]:
+        given = {"content": content, "category": category, "tags": tags,
+                 "importance": importance, "sensitive": sensitive}
+        fields = {name: value for name, value in given.items() if value is not None}
+        if not fields:
+            raise ToolError("INVALID_ARGUMENT: give at least one field to change")
+        wait = STORE_WAIT_S if "content" in fields or "sensitive" in fields else False
+        result = await _call(source, lambda c: c.update(
+            id, wait_indexed=wait, timeout=STORE_WAIT_S + 10, **fields))
+        return results.stored(result, verb="Updated")
+
+    @server.tool(
+        name="forget", title="Forget a memory",
+        description=(
+            "Remove a memory for good (with everything derived from it): when the user asks "
+            "you to forget something, or a memory is wrong and should not be corrected. "
+            "It cannot be undone."),
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
+                                    idempotent_hint=True, open_world_hint=False))
+    async def forget(id: MemoryId) -> Annotated[CallToolResult, results.ForgottenOut]:
+        return results.forgotten(await _call(source, lambda c: c.forget(id)))
+
+    return server
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("recallmesh")
+    except PackageNotFoundError:  # pragma: no cover - a source tree without metadata
+        return "0"
+
+
+# --------------------------------------------------------------------------- transports
+
+
+class _ConfiguredClient:
+    """stdio: one client with this process's credential (RECALLMESH_API_KEY, else the local
+    admin key file), made on first use inside the server's event loop."""
+
+    def __init__(self, target: str, namespace: str) -> None:
+        self.target = target
+        self.namespace = namespace
+        self.client: AsyncClient | None = None
+
+    async def __call__(self) -> AsyncClient:
+        if self.client is None:
+            self.client = AsyncClient(self.target, namespace=self.namespace, tls=None)
+        return self.client
+
+    async def aclose(self) -> None:
+        if self.client is not None:
+            await self.client.close()
+
+
+class _CallerClient:
+    """http: the client carrying the calling request's own bearer token."""
+
+    def __init__(self, pool: ClientPool) -> None:
+        self.pool = pool
+
+    async def __call__(self) -> AsyncClient:
+        access = get_access_token()
+        if access is None:  # the SDK's RequireAuthMiddleware lets no such request through
+            raise ToolError("UNAUTHENTICATED: this request carried no bearer token")
+        return self.pool.get(access.token)
+
+
+async def serve_stdio(namespace: str, target: str | None) -> None:
+    source = _ConfiguredClient(target or _default_target(), namespace)
+    server = build_server(namespace, source)
+    log.info("serving MCP over stdio (namespace %r, gateway %s)", namespace, source.target)
+    from recallmesh.auth.credentials import client_api_key
+
+    if not client_api_key():
+        log.warning("no credential: set RECALLMESH_API_KEY (or run `recallmesh up`, which "
+                    "writes the local admin key); the gateway will refuse every call")
+    try:
+        await server.run_stdio_async()
+    finally:
+        await source.aclose()
+
+
+async def serve_http(namespace: str, target: str | None, host: str, port: int) -> bool:
+    """Serve streamable HTTP at http://host:port/mcp until stopped; False when it could not
+    start (e.g. the port is taken)."""
+    import uvicorn
+
+    pool = ClientPool(target or _default_target(), namespace)
+    url = f"http://{_url_host(host)}:{port}"
+    auth = AuthSettings(issuer_url=url, resource_server_url=None, validate_token_resource=False)
+    server = build_server(namespace, _CallerClient(pool),
+                          token_verifier=GatewayTokenVerifier(pool), auth=auth)
+    app = server.streamable_http_app(host=host)
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, lifespan="on",
+                            loop="asyncio")
+    http = uvicorn.Server(config)
+    log.info("serving MCP over streamable HTTP at %s/mcp (namespace %r, gateway %s)", url,
+             namespace, pool.target)
+    try:
+        await http.serve()
+    finally:
+        await pool.aclose()
+    return http.started
+
+
+def _default_target() -> str:
+    from recallmesh.client import DEFAULT_TARGET
+    from recallmesh.platform.config import env_str
+
+    return env_str("RECALLMESH_TARGET", DEFAULT_TARGET)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def run(args: argparse.Namespace) -> int:
+    """`recallmesh mcp`: serve until the client goes (stdio) or Ctrl-C (http)."""
+    try:
+        namespace = validation.namespace(args.namespace or "")
+    except InvalidArgument as exc:
+        print(f"recallmesh mcp: {exc.message}: give --namespace NS or set "
+              "RECALLMESH_MCP_NAMESPACE", file=sys.stderr)
+        return 2
+    from recallmesh.platform.logs import configure_logging
+
+    configure_logging("mcp")  # stderr only: on stdio, stdout is the protocol
+    try:
+        if args.transport == "http":
+            # uvicorn stops on SIGINT / SIGTERM, then raises the signal again once it has
+            # stopped: ignored here, so the clients are closed and the exit status is 0.
+            previous = signal.signal(signal.SIGTERM, lambda *_: None)
+            try:
+                started = asyncio.run(serve_http(namespace, args.target, args.host, args.port))
+            finally:
+                signal.signal(signal.SIGTERM, previous)
+            return 0 if started else 1
+        asyncio.run(serve_stdio(namespace, args.target))
+    except KeyboardInterrupt:
+        pass
+    except SystemExit as exc:  # uvicorn's exit when it cannot start (e.g. the port is taken)
+        return exc.code if isinstance(exc.code, int) else 1
+    return 0

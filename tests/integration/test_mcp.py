@@ -1,0 +1,408 @@
+"""Integration: `recallmesh mcp` (docs/mcp.md) driven by the MCP SDK's own client, over stdio
+and over streamable HTTP, against the session's real stack.
+
+Each server process starts once per module; each client session lives on a thread of its
+own with its own event loop (ClientThread), so the tests are plain functions."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult
+
+from recallmesh.mcp_server.auth import ClientPool, GatewayTokenVerifier
+from recallmesh.platform.supervisor import Stack
+from tests.helpers import api_key, store
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+ROOT = Path(__file__).resolve().parents[2]
+RECALLMESH = (sys.executable, "-m", "recallmesh.cli")
+TOOLS = {"store_memory", "recall", "get_memory", "update_memory", "forget", "context"}
+MAYA = "Maya's favourite frontend framework is Svelte; she finds React verbose"
+PARAPHRASE = "which UI library does Maya like?"
+# Each mentions Maya too: the paraphrase's one shared word does not pick the answer.
+DISTRACTORS = (
+    "Maya drinks a flat white every morning before standup",
+    "Maya's team deploys the billing service on Fridays",
+    "Maya moved from Berlin to Lisbon last spring",
+)
+CALL_TIMEOUT_S = 90.0
+
+
+class ClientThread:
+    """An MCP client session held open on a thread with its own event loop."""
+
+    def __init__(self, open_client: Callable[[], contextlib.AbstractAsyncContextManager[Client]],
+                 timeout: float = CALL_TIMEOUT_S) -> None:
+        self.timeout = timeout
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self._ready: concurrent.futures.Future[Client] = concurrent.futures.Future()
+        self._stop: asyncio.Event | None = None
+        self._main = asyncio.run_coroutine_threadsafe(self._hold(open_client), self.loop)
+        try:
+            self.client = self._ready.result(timeout)
+        except BaseException:
+            self._shutdown_loop()
+            raise
+
+    async def _hold(self, open_client: Callable[[], Any]) -> None:
+        self._stop = asyncio.Event()
+        try:
+            async with open_client() as client:
+                self._ready.set_result(client)
+                await self._stop.wait()
+        except BaseException as exc:
+            if not self._ready.done():
+                self._ready.set_exception(exc)
+            raise
+
+    def run(self, make: Callable[[Client], Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(make(self.client), self.loop).result(self.timeout)
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        return self.run(lambda c: c.call_tool(tool, arguments))
+
+    def ok(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        result = self.call(tool, arguments)
+        assert not result.is_error, text(result)
+        return result
+
+    def tools(self) -> dict[str, Any]:
+        return {t.name: t for t in self.run(lambda c: c.list_tools()).tools}
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self.loop.call_soon_threadsafe(self._stop.set)
+        with contextlib.suppress(Exception):
+            self._main.result(30)
+        self._shutdown_loop()
+
+    def _shutdown_loop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def text(result: CallToolResult) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+def server_env(stack: Stack, data_dir: Path, **extra: str) -> dict[str, str]:
+    """The MCP server's environment: the stack's gateway, no credential of its own (an
+    empty data directory: no local key file) unless `extra` gives one."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RECALLMESH_API_KEY", "RECALLMESH_MCP_NAMESPACE", "RECALLMESH_DSN")}
+    data_dir.mkdir(parents=True, exist_ok=True)
+    env.update(RECALLMESH_TARGET=stack.endpoints["gateway"], RECALLMESH_DATA_DIR=str(data_dir),
+               RECALLMESH_LOG_FORMAT="text", **extra)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def hit_ids(result: CallToolResult) -> list[str]:
+    return [hit["memory"]["id"] for hit in result.structured_content["hits"]]
+
+
+def remember_recall_forget(session: ClientThread) -> None:
+    """The whole life of one memory through the tools: store, recall by a paraphrase,
+    context, forget, gone."""
+    for distractor in DISTRACTORS:
+        session.ok("store_memory", {"content": distractor, "category": "fact"})
+    stored = session.ok("store_memory", {"content": MAYA, "category": "preference",
+                                         "tags": ["frontend", "maya"], "importance": 0.6})
+    memory = stored.structured_content["memory"]
+    memory_id = memory["id"]
+    assert (memory["content"], memory["category"], memory["tags"]) == (
+        MAYA, "preference", ["frontend", "maya"])
+    assert stored.structured_content["indexed"] is True  # the tool waits for the index
+    assert f"[{memory_id}]" in text(stored)
+
+    recalled = session.ok("recall", {"query": PARAPHRASE, "k": 5})
+    ids = hit_ids(recalled)
+    assert ids and ids[0] == memory_id, text(recalled)
+    scores = [hit["score"] for hit in recalled.structured_content["hits"]]
+    assert len(scores) > 1 and scores[0] > 2 * scores[1], text(recalled)  # by a good margin
+    first_line = text(recalled).splitlines()[0]
+    assert first_line.startswith(f"1. [{memory_id}] {MAYA} (preference, score "), first_line
+
+    context = session.ok("context", {"query": PARAPHRASE, "max_tokens": 200})
+    assert MAYA in text(context)
+    assert context.structured_content["ids"][0] == memory_id
+
+    got = session.ok("get_memory", {"id": memory_id})
+    assert got.structured_content["content"] == MAYA
+
+    forgotten = session.ok("forget", {"id": memory_id})
+    assert forgotten.structured_content == {
+        "id": memory_id, "purged": True, "deleted_at": forgotten.structured_content["deleted_at"]}
+    assert memory_id not in hit_ids(session.ok("recall", {"query": PARAPHRASE}))
+    gone = session.call("get_memory", {"id": memory_id})
+    assert gone.is_error and "NOT_FOUND" in text(gone), text(gone)
+
+
+def check_tools(session: ClientThread) -> dict[str, Any]:
+    tools = session.tools()
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert len(tool.description or "") > 40, tool.name
+        assert tool.output_schema, tool.name
+        assert "namespace" not in tool.input_schema.get("properties", {}), tool.name
+    return tools
+
+
+# --------------------------------------------------------------------------- stdio
+
+
+@pytest.fixture(scope="module")
+def stdio_ns() -> str:
+    return f"mcp-stdio-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="module")
+def stdio(stack: Stack, stdio_ns: str, tmp_path_factory: pytest.TempPathFactory
+          ) -> Iterator[ClientThread]:
+    folder = tmp_path_factory.mktemp("mcp-stdio")
+    params = StdioServerParameters(
+        command=RECALLMESH[0], args=[*RECALLMESH[1:], "mcp", "--namespace", stdio_ns],
+        env=server_env(stack, folder / "data", RECALLMESH_API_KEY=stack.api_key), cwd=str(ROOT))
+    with open(folder / "server.log", "w") as errlog:
+        session = ClientThread(lambda: Client(stdio_client(params, errlog=errlog),
+                                              read_timeout_seconds=CALL_TIMEOUT_S))
+        yield session
+        session.close()
+
+
+def test_stdio_tools_and_instructions(stdio: ClientThread) -> None:
+    tools = check_tools(stdio)
+    assert "recall" in (stdio.client.instructions or "")
+    store_schema = tools["store_memory"].input_schema
+    assert store_schema["required"] == ["content"]
+    assert store_schema["properties"]["category"]["enum"] == [
+        "fact", "preference", "decision", "note"]
+    assert tools["recall"].input_schema["properties"]["k"]["maximum"] == 50
+
+
+def test_stdio_store_recall_context_forget(stdio: ClientThread) -> None:
+    remember_recall_forget(stdio)
+
+
+def test_stdio_sees_only_its_namespace(stdio: ClientThread, stdio_ns: str, gateway: Any) -> None:
+    other = f"{stdio_ns}-other"
+    secret = "Maya's favourite frontend framework in the other namespace is Angular"
+    other_id = store(gateway, other, secret)
+    mine = stdio.ok("store_memory", {"content": "Maya's favourite editor is Neovim",
+                                     "category": "preference"})
+    recalled = stdio.ok("recall", {"query": "Maya favourite frontend framework", "k": 50})
+    assert other_id not in hit_ids(recalled) and "Angular" not in text(recalled)
+    assert mine.structured_content["memory"]["id"] in hit_ids(recalled)
+    context = stdio.ok("context", {"query": "Maya favourite frontend framework"})
+    assert "Angular" not in text(context)
+    got = stdio.call("get_memory", {"id": other_id})
+    assert got.is_error and "NOT_FOUND" in text(got)
+    # a namespace argument is not one of the tool's: refused or ignored, never obeyed
+    sneaky = stdio.call("recall", {"query": "Maya favourite frontend framework",
+                                   "namespace": other})
+    assert sneaky.is_error or other_id not in hit_ids(sneaky)
+
+
+def test_stdio_errors_are_tool_errors(stdio: ClientThread) -> None:
+    bad = stdio.call("get_memory", {"id": "not-a-uuid"})
+    assert bad.is_error and "INVALID_ARGUMENT" in text(bad) and "Traceback" not in text(bad)
+    nothing = stdio.call("update_memory", {"id": str(uuid.uuid4())})
+    assert nothing.is_error and "at least one field" in text(nothing)
+    missing = stdio.call("forget", {"id": str(uuid.uuid4())})
+    assert missing.is_error and "NOT_FOUND" in text(missing)
+
+
+def test_stdio_supersedes_and_update(stdio: ClientThread) -> None:
+    old = stdio.ok("store_memory", {"content": "Maya's team ships with Webpack",
+                                    "category": "fact"}).structured_content["memory"]["id"]
+    new = stdio.ok("store_memory", {"content": "Maya's team switched its bundler to Vite",
+                                    "category": "decision", "supersedes": [old]})
+    new_id = new.structured_content["memory"]["id"]
+    recalled = stdio.ok("recall", {"query": "which bundler does Maya's team use?"})
+    ids = hit_ids(recalled)
+    assert ids.index(new_id) < ids.index(old), text(recalled)
+    assert stdio.ok("get_memory", {"id": old}).structured_content["superseded"] is True
+    updated = stdio.ok("update_memory", {"id": new_id, "importance": 0.9, "tags": ["build"]})
+    assert updated.structured_content["memory"]["importance"] == pytest.approx(0.9)
+    assert updated.structured_content["memory"]["tags"] == ["build"]
+
+
+def test_auto_recall_hook(stdio: ClientThread, stdio_ns: str, stack: Stack,
+                          tmp_path: Path) -> None:
+    """examples/mcp/auto_recall_hook.py: the hook's JSON in, the context block out."""
+    content = "Maya's cat is called Pixel and hates the vacuum cleaner"
+    stdio.ok("store_memory", {"content": content, "category": "fact"})
+    event = {"session_id": "s1", "hook_event_name": "UserPromptSubmit",
+             "prompt": "what is the name of Maya's pet?"}
+    env = server_env(stack, tmp_path / "data", RECALLMESH_API_KEY=stack.api_key,
+                     RECALLMESH_MCP_NAMESPACE=stdio_ns)
+    done = subprocess.run([sys.executable, str(ROOT / "examples/mcp/auto_recall_hook.py")],
+                          input=json.dumps(event), capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Relevant memories"), done.stdout + done.stderr
+    assert content in done.stdout
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+@pytest.fixture(scope="module")
+def http_ns() -> str:
+    return f"mcp-http-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="module")
+def http_url(stack: Stack, http_ns: str, tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[str]:
+    """`recallmesh mcp --transport http`, holding no credential of its own."""
+    folder = tmp_path_factory.mktemp("mcp-http")
+    port = free_port()
+    log_path = folder / "server.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [*RECALLMESH, "mcp", "--transport", "http", "--namespace", http_ns,
+             "--port", str(port)],
+            env=server_env(stack, folder / "data"), cwd=ROOT, stdout=log,
+            stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert process.poll() is None, log_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+            try:
+                if httpx2.post(url, json={}, timeout=5).status_code == 401:
+                    break
+            except httpx2.TransportError:
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            code = process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+    assert code == 0, log_path.read_text()[-3000:]
+
+
+def http_session(url: str, token: str) -> ClientThread:
+    def open_client() -> contextlib.AbstractAsyncContextManager[Client]:
+        @contextlib.asynccontextmanager
+        async def session():
+            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                                          timeout=httpx2.Timeout(CALL_TIMEOUT_S)) as http:
+                async with Client(streamable_http_client(url, http_client=http),
+                                  read_timeout_seconds=CALL_TIMEOUT_S) as client:
+                    yield client
+
+        return session()
+
+    return ClientThread(open_client)
+
+
+@pytest.fixture(scope="module")
+def http(http_url: str, stack: Stack) -> Iterator[ClientThread]:
+    session = http_session(http_url, stack.api_key)
+    yield session
+    session.close()
+
+
+def test_http_tools(http: ClientThread) -> None:
+    check_tools(http)
+
+
+def test_http_store_recall_context_forget(http: ClientThread) -> None:
+    remember_recall_forget(http)
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "test", "version": "1"}}}
+
+
+def post(url: str, token: str | None) -> httpx2.Response:
+    headers = {"Accept": "application/json, text/event-stream"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return httpx2.post(url, json=INITIALIZE, headers=headers, timeout=30)
+
+
+def test_http_needs_a_credential_the_gateway_accepts(http_url: str, stack: Stack,
+                                                     http_ns: str) -> None:
+    assert post(url=http_url, token=None).status_code == 401
+    assert post(http_url, "rmk_notakey_0123456789").status_code == 401
+    elsewhere = api_key(stack.dsn, grants=(f"{http_ns}-other",), scopes=("read", "write"))
+    assert post(http_url, elsewhere).status_code == 401
+    assert post(http_url, stack.api_key).status_code == 200
+
+
+def test_http_verifier_never_lends_its_own_credential() -> None:
+    """An empty or malformed token is refused before any client exists: AsyncClient would
+    take an empty one as "use this process's credential"."""
+    pool = ClientPool("localhost:1", "ns")
+    verifier = GatewayTokenVerifier(pool)
+    for token in ("", " ", "rmk key", "tok\n"):
+        assert asyncio.run(verifier.verify_token(token)) is None
+    assert len(pool) == 0
+
+
+def test_http_read_only_key_recalls_but_cannot_store(http_url: str, http: ClientThread,
+                                                     stack: Stack, http_ns: str) -> None:
+    content = "Maya reviews pull requests every afternoon"
+    memory_id = http.ok("store_memory", {"content": content}).structured_content["memory"]["id"]
+    reader = http_session(http_url, api_key(stack.dsn, grants=(http_ns,), scopes=("read",)))
+    try:
+        assert memory_id in hit_ids(reader.ok("recall", {"query": "when does Maya review code?"}))
+        refused = reader.call("store_memory", {"content": "Maya likes tea"})
+        assert refused.is_error and "PERMISSION_DENIED" in text(refused), text(refused)
+        refused = reader.call("forget", {"id": memory_id})
+        assert refused.is_error and "PERMISSION_DENIED" in text(refused), text(refused)
+    finally:
+        reader.close()
+    assert http.ok("get_memory", {"id": memory_id}).structured_content["content"] == content
+
+
+def test_example_mcp_json_matches_the_cli() -> None:
+    """examples/mcp/mcp.json (docs/mcp.md): its stdio entry is a valid `recallmesh mcp`
+    command line, its HTTP entry the default endpoint with a bearer header."""
+    from recallmesh.cli import build_parser
+
+    servers = json.loads((ROOT / "examples/mcp/mcp.json").read_text())["mcpServers"]
+    stdio_entry = servers["recallmesh"]
+    assert Path(stdio_entry["command"]).name == "recallmesh"
+    args = build_parser().parse_args(stdio_entry["args"])
+    assert (args.command, args.transport, args.namespace) == ("mcp", "stdio", "my-agent")
+    assert set(stdio_entry["env"]) == {"RECALLMESH_TARGET", "RECALLMESH_API_KEY"}
+    http_entry = servers["recallmesh-http"]
+    defaults = build_parser().parse_args(["mcp", "--transport", "http"])
+    assert http_entry["url"] == f"http://{defaults.host}:{defaults.port}/mcp"
+    assert http_entry["headers"]["Authorization"].startswith("Bearer rmk_")
