@@ -1,7 +1,8 @@
 """The image's HEALTHCHECK: gRPC readiness (health service "") of the service this container runs.
 
 The service is read from PID 1's command line (`recallmesh serve <service>`), its port from the
-same settings the service reads (RECALLMESH_<SERVICE>_PORT, else the default port). A container
+same settings the service reads (RECALLMESH_<SERVICE>_PORT, else the default port). The MCP
+server (`recallmesh mcp --transport http`) is checked on its HTTP /readyz instead. A container
 that runs something else (`recallmesh migrate`, a one-shot) is reported healthy. Exit 0 = SERVING,
 1 = anything else.
 
@@ -27,6 +28,8 @@ def main(args: list[str] | None = None) -> int:
         except OSError:
             return 0
         args = [a.decode() for a in argv if a]
+    if "mcp" in args and "http" in args:
+        return mcp_ready(args)
     if "serve" not in args or args.index("serve") + 1 >= len(args):
         return 0
     service = args[args.index("serve") + 1]
@@ -60,6 +63,26 @@ def main(args: list[str] | None = None) -> int:
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     print(f"{service}: {status}")
     return 0 if status == "SERVING" else 1
+
+
+def mcp_ready(args: list[str]) -> int:
+    """`recallmesh mcp --transport http`: its /readyz (the gateway it calls is SERVING), on
+    the port of --port, else RECALLMESH_MCP_PORT, else 8765."""
+    import os
+    import urllib.error
+    import urllib.request
+
+    port = (args[args.index("--port") + 1] if "--port" in args[:-1]
+            else os.environ.get("RECALLMESH_MCP_PORT", "8765"))
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=3) as reply:
+            print(f"mcp: {reply.read().decode().strip()}")
+            return 0
+    except urllib.error.HTTPError as exc:
+        print(f"mcp: {exc.code} {exc.read().decode().strip()}")
+    except OSError as exc:
+        print(f"mcp: {exc}")
+    return 1
 
 
 if __name__ == "__main__":

@@ -26,6 +26,10 @@
 6. every container's gRPC health ("" readiness and "liveness") SERVING without a credential
    (health stays open), and Docker's own HEALTHCHECK (docker/healthcheck.py inside the
    container) healthy;
+6b. the MCP server (k8s/components/mcp) as a container of the same image, no credential of its
+   own: a request without a bearer is 401; the MCP SDK's client, with the application key over
+   streamable HTTP, lists the tools, stores a memory, recalls it by a paraphrase (first), forgets
+   it; its Docker HEALTHCHECK (its /readyz) healthy;
 7. prints the containers it ran (name, image, command, status), then stops them with SIGTERM
    (the image's STOPSIGNAL): each must exit 0 within the grace period; removes everything.
 
@@ -98,8 +102,9 @@ class Spec:
     ports: dict[str, int] = field(default_factory=dict)   # containerPort by name: grpc, metrics
 
 
-def service_specs() -> tuple[Spec, list[Spec]]:
-    """(the migrate Job, the services' Deployments in start order), as the dev overlay has them.
+def service_specs() -> tuple[Spec, list[Spec], Spec]:
+    """(the migrate Job, the services' Deployments in start order, the MCP server of
+    k8s/components/mcp), as the dev overlay has them.
 
     Read from `kubectl kustomize k8s/overlays/dev` through the k8s checks' helper
     (tests/deploy/rendered.py: ConfigMaps resolved, Secret references named), not written here a
@@ -109,14 +114,15 @@ def service_specs() -> tuple[Spec, list[Spec]]:
     from tests.deploy.rendered import service_specs as rendered_specs
 
     specs = rendered_specs("dev")
-    missing = {"migrate", *SERVICES} - set(specs)
+    missing = {"migrate", "mcp", *SERVICES} - set(specs)
     if missing:
         raise Failed(f"the dev overlay has no {sorted(missing)}")
 
     def convert(r) -> Spec:
         return Spec(r.name, list(r.command), dict(r.env), sorted(r.secret_env), dict(r.ports))
 
-    return convert(specs["migrate"]), [convert(specs[name]) for name in SERVICES]
+    return (convert(specs["migrate"]), [convert(specs[name]) for name in SERVICES],
+            convert(specs["mcp"]))
 
 
 # --------------------------------------------------------------------------- helpers
@@ -258,7 +264,7 @@ class ImageTest:
         docker("image", "inspect", self.image)
         size = docker("image", "ls", self.image, "--format", "{{.ID}} {{.Size}}")
         say(f"image {self.image}: {size}")
-        migrate, services = service_specs()
+        migrate, services, mcp = service_specs()
         say("what each container runs: the rendered dev overlay (k8s/overlays/dev)")
         dsn, mounts = self.start_postgres()
 
@@ -345,6 +351,16 @@ class ImageTest:
                 return None if status == "healthy" else status
             wait_for(f"{name} docker HEALTHCHECK", docker_health, 60)
         say("docker HEALTHCHECK: every service container healthy")
+
+        # 6b. the MCP server (k8s/components/mcp) as its own container, driven by the MCP
+        # SDK's own client over streamable HTTP with the application key
+        self.mcp_session(mcp, namespace, app_key)
+        for name in self.service_containers():
+            def docker_health(name: str = name) -> str | None:
+                status = state(name).get("Health", {}).get("Status", "none")
+                return None if status == "healthy" else status
+            wait_for(f"{name} docker HEALTHCHECK", docker_health, 60)
+        say("docker HEALTHCHECK: the MCP container healthy (its /readyz)")
 
         # 7. what ran
         self.print_containers()
@@ -434,6 +450,51 @@ class ImageTest:
                 wait_for(f"recall {query!r}", recalled, RECALL_TIMEOUT_S)
                 say(f"recall {query!r} -> {last[0]!r} (not degraded)")
 
+    def mcp_session(self, spec: Spec, namespace: str, api_key: str) -> None:
+        """`recallmesh mcp --transport http` in a container of the image (its command and
+        settings from the overlay, on 127.0.0.1 and a free port here, its memory namespace the
+        application key's); no credential of its own. Through the SDK's client: no bearer is
+        401; with the key: the tools, a store, a paraphrase recall, a forget."""
+        import asyncio
+        import urllib.error
+        import urllib.request
+
+        port = free_port()
+        env = {**spec.env, "RECALLMESH_MCP_HOST": "127.0.0.1", "RECALLMESH_MCP_PORT": str(port),
+               "RECALLMESH_TARGET": self.addresses["gateway"],
+               "RECALLMESH_MCP_NAMESPACE": namespace}
+        if spec.secret_env:
+            raise Failed(f"mcp: the overlay gives it secrets {spec.secret_env}")
+        name = self.run_container(spec, env, [])
+        base = f"http://127.0.0.1:{port}"
+
+        def ready() -> str | None:
+            try:
+                with urllib.request.urlopen(f"{base}/readyz", timeout=3):
+                    return None
+            except urllib.error.HTTPError as exc:
+                return f"{exc.code}"
+            except OSError as exc:
+                return str(exc)
+
+        def alive() -> None:
+            st = state(name)
+            if not st["Running"]:
+                raise Failed(f"{name} exited {st['ExitCode']}:\n{logs(name)}")
+
+        wait_for("mcp /readyz", ready, READY_TIMEOUT_S, alive)
+        say(f"mcp: ready on {base}/mcp ({' '.join(spec.command)})")
+        request = urllib.request.Request(f"{base}/mcp", data=b"{}", method="POST",
+                                         headers={"Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(request, timeout=10)
+            raise Failed("mcp: a request without a bearer token was answered")
+        except urllib.error.HTTPError as exc:
+            if exc.code != 401:
+                raise Failed(f"mcp: a request without a bearer token got {exc.code}") from None
+        for line in asyncio.run(mcp_calls(f"{base}/mcp", api_key)):
+            say(f"mcp: {line}")
+
     def print_containers(self) -> None:
         out = docker("ps", "-a", "--filter", f"label={TEST_LABEL}={self.run_id}", "--no-trunc",
                      "--format", "{{.Names}}\t{{.Image}}\t{{.Command}}\t{{.Status}}")
@@ -455,6 +516,48 @@ class ImageTest:
             self.pg.cleanup()
             self.pg = None
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+MCP_MEMORY = "Ravi's daughter plays the cello in the school orchestra."
+MCP_PARAPHRASE = "which instrument does Ravi's child play?"
+
+
+async def mcp_calls(url: str, api_key: str) -> list[str]:
+    """One MCP session with the SDK's client; what happened, a line each. Failed when a tool
+    is missing, a call fails or the paraphrase does not find the stored memory first."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    said: list[str] = []
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {api_key}"},
+                                  timeout=httpx2.Timeout(60)) as http, \
+            Client(streamable_http_client(url, http_client=http),
+                   read_timeout_seconds=60) as client:
+        tools = sorted(t.name for t in (await client.list_tools()).tools)
+        wanted = ["context", "forget", "get_memory", "recall", "store_memory", "update_memory"]
+        if tools != wanted:
+            raise Failed(f"mcp: tools {tools}, wanted {wanted}")
+        said.append(f"tools {', '.join(tools)}")
+
+        async def call(tool: str, arguments: dict) -> tuple[str, dict]:
+            result = await client.call_tool(tool, arguments)
+            text = "\n".join(getattr(c, "text", "") for c in result.content)
+            if result.is_error:
+                raise Failed(f"mcp: {tool} failed: {text}")
+            said.append(f"{tool} {json.dumps(arguments)} -> {text.splitlines()[0]}")
+            return text, result.structured_content or {}
+
+        _, stored = await call("store_memory", {"content": MCP_MEMORY, "category": "fact"})
+        memory_id = stored["memory"]["id"]
+        text, _ = await call("recall", {"query": MCP_PARAPHRASE, "k": 3})
+        if memory_id not in text.splitlines()[0]:
+            raise Failed(f"mcp: the paraphrase did not recall the memory first:\n{text}")
+        await call("forget", {"id": memory_id})
+        text, _ = await call("recall", {"query": MCP_PARAPHRASE, "k": 3})
+        if memory_id in text:
+            raise Failed(f"mcp: a forgotten memory was recalled:\n{text}")
+    return said
 
 
 def main() -> int:

@@ -26,6 +26,7 @@ from recallmesh.api import validation
 from recallmesh.client import AsyncClient, RecallmeshError
 from recallmesh.mcp_server import results
 from recallmesh.mcp_server.auth import ClientPool, GatewayTokenVerifier
+from recallmesh.mcp_server.health import GatewayHealth
 from recallmesh.platform.errors import InvalidArgument
 
 log = logging.getLogger("recallmesh.mcp")
@@ -312,6 +313,9 @@ async def serve_http(namespace: str, target: str | None, host: str, port: int) -
     auth = AuthSettings(issuer_url=url, resource_server_url=None, validate_token_resource=False)
     server = build_server(namespace, _CallerClient(pool),
                           token_verifier=GatewayTokenVerifier(pool), auth=auth)
+    health = GatewayHealth(pool.target)
+    server.custom_route("/healthz", methods=["GET"], include_in_schema=False)(health.healthz)
+    server.custom_route("/readyz", methods=["GET"], include_in_schema=False)(health.readyz)
     app = server.streamable_http_app(host=host)
     config = uvicorn.Config(app, host=host, port=port, log_config=None, lifespan="on",
                             loop="asyncio")
@@ -322,6 +326,7 @@ async def serve_http(namespace: str, target: str | None, host: str, port: int) -
         await http.serve()
     finally:
         await pool.aclose()
+        await health.aclose()
     return http.started
 
 

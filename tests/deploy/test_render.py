@@ -32,6 +32,8 @@ DIGEST = re.compile(r"^[a-z0-9.\-/]+:[\w.\-]+@sha256:[0-9a-f]{64}$")
 # operator creates (k8s/components/internal-token; never in Git)
 TOKEN_OVERLAYS = ("dev",)
 INTERNAL_TOKEN = ("recallmesh-internal-token", "token")
+# overlays with k8s/components/mcp (the MCP server for agents in the cluster)
+MCP_OVERLAYS = {"dev": {"recallmesh-mcp"}}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -53,7 +55,8 @@ def test_renders(target):
     kinds = {o["kind"] for o in objs}
     assert {"Deployment", "Service", "ConfigMap", "Job", "NetworkPolicy", "Cluster", "Database",
             "PodMonitor", "PrometheusRule", "ServiceAccount"} <= kinds
-    assert set(by_kind(objs, "Deployment")) == {f"recallmesh-{s}" for s in SERVICES}
+    extra = MCP_OVERLAYS.get(target.removeprefix("overlays/"), set())
+    assert set(by_kind(objs, "Deployment")) == {f"recallmesh-{s}" for s in SERVICES} | extra
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -331,6 +334,8 @@ def test_no_overlay_turns_authentication_off():
             assert value == "required", f"{path}: RECALLMESH_AUTH {value}"
     for overlay in OVERLAYS:
         for name, spec in rendered.service_specs(overlay).items():
+            if name == "mcp":  # no off switch: every HTTP request needs a bearer the gateway
+                continue       # accepts (recallmesh/mcp_server/auth.py)
             assert spec.env.get("RECALLMESH_AUTH") == "required", (overlay, name)
 
 
@@ -346,7 +351,7 @@ def test_every_internal_service_has_a_wall(overlay):
 
     placeholder = "x" * 44  # stands for the Secret's value: `openssl rand -base64 32`
     for name, spec in rendered.service_specs(overlay).items():
-        if name == "migrate":  # a one-shot that serves nothing
+        if name in ("migrate", "mcp"):  # a one-shot; a client of the gateway (no gRPC server)
             assert "RECALLMESH_INTERNAL_TOKEN" not in spec.secret_env
             continue
         env = dict(spec.env)
@@ -398,3 +403,25 @@ def test_operations_md_says_how_to_create_the_internal_token():
             in text)
     assert f"--from-literal={INTERNAL_TOKEN[1]}=" in text
     assert "recallmesh keys create --database" in text
+
+
+def test_mcp_component_serves_http_with_probes_and_no_secrets():
+    objs = objects("overlays/dev")
+    spec = rendered.service_specs("dev")["mcp"]
+    assert spec.command == ["recallmesh", "mcp", "--transport", "http"]
+    assert spec.ports == {"http": 8765}
+    assert spec.secret_env == {}  # no credential: each request carries the agent's own
+    assert spec.env["RECALLMESH_MCP_HOST"] == "0.0.0.0"
+    assert spec.env["RECALLMESH_MCP_PORT"] == "8765"
+    assert spec.env["RECALLMESH_MCP_NAMESPACE"]
+    assert _target_host(spec.env["RECALLMESH_TARGET"]) in by_kind(objs, "Service")
+    pod = by_kind(objs, "Deployment")["recallmesh-mcp"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    policy = by_kind(objs, "NetworkPolicy")["recallmesh-mcp"]["spec"]
+    assert policy["egress"] == [{
+        "to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "recallmesh-gateway"}}}],
+        "ports": [{"protocol": "TCP", "port": 50051}],
+    }]
+    assert policy["ingress"][0]["ports"] == [{"protocol": "TCP", "port": 8765}]

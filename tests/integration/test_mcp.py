@@ -406,3 +406,34 @@ def test_example_mcp_json_matches_the_cli() -> None:
     defaults = build_parser().parse_args(["mcp", "--transport", "http"])
     assert http_entry["url"] == f"http://{defaults.host}:{defaults.port}/mcp"
     assert http_entry["headers"]["Authorization"].startswith("Bearer rmk_")
+
+
+def test_http_probes_need_no_credential_and_tell_the_truth(http_url: str, stack: Stack,
+                                                            tmp_path) -> None:
+    base = http_url.removesuffix("/mcp")
+    assert httpx2.get(f"{base}/healthz", timeout=10).status_code == 200
+    ready = httpx2.get(f"{base}/readyz", timeout=10)
+    assert (ready.status_code, ready.text) == (200, "ready\n")
+    # a server whose gateway is not there is alive but not ready
+    port = free_port()
+    with open(tmp_path / "log", "w") as log:
+        process = subprocess.Popen(
+            [*RECALLMESH, "mcp", "--transport", "http", "--namespace", "ns", "--port",
+             str(port), "--target", f"127.0.0.1:{free_port()}"],
+            env=server_env(stack, tmp_path / "data"), cwd=ROOT, stdout=log,
+            stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None and time.monotonic() < deadline
+            try:
+                alive = httpx2.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+                break
+            except httpx2.TransportError:
+                time.sleep(0.1)
+        assert alive.status_code == 200
+        unready = httpx2.get(f"http://127.0.0.1:{port}/readyz", timeout=10)
+        assert unready.status_code == 503 and "UNAVAILABLE" in unready.text
+    finally:
+        process.terminate()
+        process.wait(30)
