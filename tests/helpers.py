@@ -49,3 +49,16 @@ def api_key(dsn: str, grants: tuple[str, ...] = ("*",),
     with psycopg.connect(dsn, autocommit=True) as conn:
         token, _ = insert_key(conn, name, grants, parse_scopes(scopes), "tests", expires_at)
     return token
+
+
+def image_healthcheck() -> Any:
+    """docker/healthcheck.py (the image's HEALTHCHECK, the TLS pods' exec probe), imported."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docker" / "healthcheck.py"
+    spec = importlib.util.spec_from_file_location("recallmesh_image_healthcheck", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -30,7 +30,7 @@ from mcp.types import CallToolResult
 
 from recallmesh.mcp_server.auth import ClientPool, GatewayTokenVerifier
 from recallmesh.platform.supervisor import Stack
-from tests.helpers import api_key, store
+from tests.helpers import api_key, image_healthcheck, store
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -414,6 +414,10 @@ def test_http_probes_need_no_credential_and_tell_the_truth(http_url: str, stack:
     assert httpx2.get(f"{base}/healthz", timeout=10).status_code == 200
     ready = httpx2.get(f"{base}/readyz", timeout=10)
     assert (ready.status_code, ready.text) == (200, "ready\n")
+    # the image's HEALTHCHECK (docker/healthcheck.py) reads the same /readyz
+    healthcheck = image_healthcheck().main
+    ready_port = base.rsplit(":", 1)[-1]
+    assert healthcheck(["recallmesh", "mcp", "--transport", "http", "--port", ready_port]) == 0
     # a server whose gateway is not there is alive but not ready
     port = free_port()
     with open(tmp_path / "log", "w") as log:
@@ -434,6 +438,9 @@ def test_http_probes_need_no_credential_and_tell_the_truth(http_url: str, stack:
         assert alive.status_code == 200
         unready = httpx2.get(f"http://127.0.0.1:{port}/readyz", timeout=10)
         assert unready.status_code == 503 and "UNAVAILABLE" in unready.text
+        assert healthcheck(["recallmesh", "mcp", "--transport", "http", "--port",
+                            str(port)]) == 1
     finally:
         process.terminate()
         process.wait(30)
+

@@ -20,7 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from recallmesh.platform.devcerts import make_ca, make_cert
 from recallmesh.platform.supervisor import free_port
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
-from tests.helpers import api_key
+from tests.helpers import api_key, image_healthcheck
 
 pytestmark = pytest.mark.integration
 
@@ -154,21 +154,9 @@ def test_gateway_dials_its_leg_over_mutual_tls_and_serves_verified_clients(
         gateway.stop()
 
 
-def _image_healthcheck():
-    """docker/healthcheck.py (the image's HEALTHCHECK, the TLS pods' exec probe), imported."""
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "docker" / "healthcheck.py"
-    spec = importlib.util.spec_from_file_location("recallmesh_image_healthcheck", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_image_healthcheck_probes_a_mutual_tls_leg(tls_leg, pki, monkeypatch):
     # what the exec probe of k8s/components/tls runs: the pod's own settings, over mutual TLS
-    check = _image_healthcheck().main
+    check = image_healthcheck().main
     command = ["recallmesh", "serve", "lexical"]
     for name in [k for k in os.environ if k.startswith("RECALLMESH_")]:
         monkeypatch.delenv(name)
