@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from recallmesh.api.validation import MAX_INDEX_WAIT_MS
 from recallmesh.client._channel import (
     DEFAULT_TARGET,
     DEFAULT_TIMEOUT_S,
@@ -14,6 +15,9 @@ from recallmesh.client._channel import (
 )
 from recallmesh.platform.config import env_str
 from recallmesh.platform.tls import TlsSettings
+
+# a write that waits for indexing gets this much longer than its wait: the answer's way back
+INDEX_WAIT_MARGIN_S = 5.0
 
 
 class ClientBase:
@@ -34,8 +38,16 @@ class ClientBase:
             raise ValueError("no namespace: give namespace= to the client or to the call")
         return ns
 
-    def _timeout(self, timeout: float | None) -> float:
-        return self.timeout if timeout is None else timeout
+    def _timeout(self, timeout: float | None, wait_indexed: bool | float = False) -> float:
+        """The call's deadline: `timeout` when given; for a write that waits for indexing, long
+        enough for the wait (the server answers when its wait ends, at the latest);
+        else the client's default."""
+        if timeout is not None:
+            return timeout
+        if wait_indexed is False:
+            return self.timeout
+        wait_s = MAX_INDEX_WAIT_MS / 1000 if wait_indexed is True else float(wait_indexed)
+        return max(self.timeout, wait_s + INDEX_WAIT_MARGIN_S)
 
     def _dial(self, grpc_module: Any, interceptors: list[Any] | None = None) -> Any:
         """A channel of `grpc_module` (grpc, or grpc.aio with its interceptors) to the target."""

@@ -38,9 +38,9 @@ class AsyncClient(ClientBase):
         self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
 
     async def _call(self, method: str, request: Any, parse: Callable[[Any], T],
-                    timeout: float | None) -> T:
+                    timeout: float) -> T:
         try:
-            reply = await getattr(self._stub, method)(request, timeout=self._timeout(timeout))
+            reply = await getattr(self._stub, method)(request, timeout=timeout)
         except grpc.RpcError as exc:
             raise from_rpc_error(exc) from None
         return parse(reply)
@@ -51,26 +51,29 @@ class AsyncClient(ClientBase):
         """Store one memory. wait_indexed: True waits (server default, 30 s) or a number of
         seconds waits at most that long until the vector leg can find it."""
         request = _wire.store_request(self._ns(namespace), content, fields, wait_indexed)
-        return await self._call("Store", request, _wire.store_result, timeout)
+        deadline = self._timeout(timeout, wait_indexed)
+        return await self._call("Store", request, _wire.store_result, deadline)
 
     async def store_batch(self, memories: Iterable[NewMemory | str], *,
                           namespace: str | None = None, wait_indexed: bool | float = False,
                           timeout: float | None = None) -> BatchResult:
         """Store up to 1,000 memories atomically (all or none)."""
         request = _wire.store_batch_request(self._ns(namespace), memories, wait_indexed)
-        return await self._call("StoreBatch", request, _wire.batch_result, timeout)
+        deadline = self._timeout(timeout, wait_indexed)
+        return await self._call("StoreBatch", request, _wire.batch_result, deadline)
 
     async def update(self, memory_id: str, *, namespace: str | None = None,
                      wait_indexed: bool | float = False, timeout: float | None = None,
                      **fields: Unpack[_wire.UpdateFields]) -> StoreResult:
         """Change the given fields of a memory (a content change re-embeds it)."""
         request = _wire.update_request(self._ns(namespace), memory_id, fields, wait_indexed)
-        return await self._call("Update", request, _wire.store_result, timeout)
+        deadline = self._timeout(timeout, wait_indexed)
+        return await self._call("Update", request, _wire.store_result, deadline)
 
     async def get(self, memory_id: str, *, namespace: str | None = None,
                   timeout: float | None = None) -> Memory:
         request = _wire.memory_pb2.GetRequest(namespace=self._ns(namespace), id=memory_id)
-        return await self._call("Get", request, _wire.get_result, timeout)
+        return await self._call("Get", request, _wire.get_result, self._timeout(timeout))
 
     async def delete(self, memory_id: str, *, purge: bool = False, namespace: str | None = None,
                      timeout: float | None = None) -> Deleted:
@@ -78,7 +81,7 @@ class AsyncClient(ClientBase):
         was derived from it (see `forget`)."""
         request = _wire.memory_pb2.DeleteRequest(namespace=self._ns(namespace), id=memory_id,
                                                  purge=purge)
-        return await self._call("Delete", request, _wire.deleted_result, timeout)
+        return await self._call("Delete", request, _wire.deleted_result, self._timeout(timeout))
 
     async def forget(self, memory_id: str, *, namespace: str | None = None,
                      timeout: float | None = None) -> Deleted:
@@ -90,7 +93,7 @@ class AsyncClient(ClientBase):
                      **options: Unpack[_wire.RecallOptions]) -> RecallResult:
         """The memories most relevant to `query`, best first."""
         request = _wire.recall_request(self._ns(namespace), query, options)
-        return await self._call("Recall", request, _wire.recall_result, timeout)
+        return await self._call("Recall", request, _wire.recall_result, self._timeout(timeout))
 
     async def context(self, query: str, *, namespace: str | None = None,
                       timeout: float | None = None,
@@ -98,7 +101,7 @@ class AsyncClient(ClientBase):
         """The best memories for `query` as a block of text within max_tokens, to put before
         a prompt."""
         request = _wire.context_request(self._ns(namespace), query, options)
-        return await self._call("Context", request, _wire.context_result, timeout)
+        return await self._call("Context", request, _wire.context_result, self._timeout(timeout))
 
     async def close(self) -> None:
         await self._channel.close()

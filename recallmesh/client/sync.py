@@ -40,9 +40,9 @@ class Client(ClientBase):
         self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
 
     def _call(self, method: str, request: Any, parse: Callable[[Any], T],
-              timeout: float | None) -> T:
+              timeout: float) -> T:
         try:
-            reply = getattr(self._stub, method)(request, timeout=self._timeout(timeout))
+            reply = getattr(self._stub, method)(request, timeout=timeout)
         except grpc.RpcError as exc:
             raise from_rpc_error(exc) from None
         return parse(reply)
@@ -53,26 +53,29 @@ class Client(ClientBase):
         """Store one memory. wait_indexed: True waits (server default, 30 s) or a number of
         seconds waits at most that long until the vector leg can find it."""
         request = _wire.store_request(self._ns(namespace), content, fields, wait_indexed)
-        return self._call("Store", request, _wire.store_result, timeout)
+        deadline = self._timeout(timeout, wait_indexed)
+        return self._call("Store", request, _wire.store_result, deadline)
 
     def store_batch(self, memories: Iterable[NewMemory | str], *, namespace: str | None = None,
                     wait_indexed: bool | float = False,
                     timeout: float | None = None) -> BatchResult:
         """Store up to 1,000 memories atomically (all or none)."""
         request = _wire.store_batch_request(self._ns(namespace), memories, wait_indexed)
-        return self._call("StoreBatch", request, _wire.batch_result, timeout)
+        deadline = self._timeout(timeout, wait_indexed)
+        return self._call("StoreBatch", request, _wire.batch_result, deadline)
 
     def update(self, memory_id: str, *, namespace: str | None = None,
                wait_indexed: bool | float = False, timeout: float | None = None,
                **fields: Unpack[_wire.UpdateFields]) -> StoreResult:
         """Change the given fields of a memory (a content change re-embeds it)."""
         request = _wire.update_request(self._ns(namespace), memory_id, fields, wait_indexed)
-        return self._call("Update", request, _wire.store_result, timeout)
+        deadline = self._timeout(timeout, wait_indexed)
+        return self._call("Update", request, _wire.store_result, deadline)
 
     def get(self, memory_id: str, *, namespace: str | None = None,
             timeout: float | None = None) -> Memory:
         request = _wire.memory_pb2.GetRequest(namespace=self._ns(namespace), id=memory_id)
-        return self._call("Get", request, _wire.get_result, timeout)
+        return self._call("Get", request, _wire.get_result, self._timeout(timeout))
 
     def delete(self, memory_id: str, *, purge: bool = False, namespace: str | None = None,
                timeout: float | None = None) -> Deleted:
@@ -80,7 +83,7 @@ class Client(ClientBase):
         was derived from it (see `forget`)."""
         request = _wire.memory_pb2.DeleteRequest(namespace=self._ns(namespace), id=memory_id,
                                                  purge=purge)
-        return self._call("Delete", request, _wire.deleted_result, timeout)
+        return self._call("Delete", request, _wire.deleted_result, self._timeout(timeout))
 
     def forget(self, memory_id: str, *, namespace: str | None = None,
                timeout: float | None = None) -> Deleted:
@@ -91,14 +94,14 @@ class Client(ClientBase):
                **options: Unpack[_wire.RecallOptions]) -> RecallResult:
         """The memories most relevant to `query`, best first."""
         request = _wire.recall_request(self._ns(namespace), query, options)
-        return self._call("Recall", request, _wire.recall_result, timeout)
+        return self._call("Recall", request, _wire.recall_result, self._timeout(timeout))
 
     def context(self, query: str, *, namespace: str | None = None, timeout: float | None = None,
                 **options: Unpack[_wire.ContextOptions]) -> ContextResult:
         """The best memories for `query` as a block of text within max_tokens, to put before
         a prompt."""
         request = _wire.context_request(self._ns(namespace), query, options)
-        return self._call("Context", request, _wire.context_result, timeout)
+        return self._call("Context", request, _wire.context_result, self._timeout(timeout))
 
     def close(self) -> None:
         self._channel.close()

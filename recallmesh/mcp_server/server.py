@@ -31,7 +31,7 @@ from recallmesh.platform.errors import InvalidArgument
 
 log = logging.getLogger("recallmesh.mcp")
 
-STORE_WAIT_S = 10.0  # at most: a stored memory is searchable by meaning when store_memory returns
+STORE_WAIT_S = 20.0  # at most: a stored memory is searchable by meaning when store_memory returns
 MAX_K = 50
 
 INSTRUCTIONS = """\
@@ -145,8 +145,7 @@ def build_server(namespace: str, source: ClientSource, *,
     ) -> Annotated[CallToolResult, results.StoredOut]:
         result = await _call(source, lambda c: c.store(
             content, category=category, tags=tags, importance=importance, sensitive=sensitive,
-            thread=thread, supersedes=supersedes, wait_indexed=STORE_WAIT_S,
-            timeout=STORE_WAIT_S + 10))
+            thread=thread, supersedes=supersedes, wait_indexed=STORE_WAIT_S))
         return results.stored(result)
 
     @server.tool(
@@ -227,7 +226,7 @@ def build_server(namespace: str, source: ClientSource, *,
             raise ToolError("INVALID_ARGUMENT: give at least one field to change")
         wait = STORE_WAIT_S if "content" in fields or "sensitive" in fields else False
         result = await _call(source, lambda c: c.update(
-            id, wait_indexed=wait, timeout=STORE_WAIT_S + 10, **fields))
+            id, wait_indexed=wait, **fields))
         return results.stored(result, verb="Updated")
 
     @server.tool(

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import grpc
 import pytest
 
+from recallmesh.api.validation import MAX_INDEX_WAIT_MS
 from recallmesh.client import (
     AlreadyExistsError,
     AsyncClient,
@@ -24,6 +25,10 @@ from tests.helpers import api_key
 
 pytestmark = pytest.mark.integration
 
+# the longest index wait the gateway allows: the indexer may still be busy with earlier tests'
+# memories (the client's deadline grows with the wait)
+INDEX_WAIT_S = MAX_INDEX_WAIT_MS / 1000
+
 
 @pytest.fixture(scope="module")
 def client(stack):
@@ -35,9 +40,10 @@ def test_store_get_update_recall_forget(client, ns):
     stored = client.store("Maya's favourite frontend framework is Svelte; she finds React "
                           "verbose", namespace=ns, category="preference",
                           tags=["frontend", "maya"], importance=0.8, thread="chat-1",
-                          metadata={"source": "chat"}, wait_indexed=30)
+                          metadata={"source": "chat"}, wait_indexed=INDEX_WAIT_S)
     memory = stored.memory
-    assert stored.indexed and uuid.UUID(memory.id)
+    assert stored.indexed, f"not embedded within {INDEX_WAIT_S:.0f} s"
+    assert uuid.UUID(memory.id)
     assert (memory.namespace, memory.category, memory.tags, memory.thread) == (
         ns, "preference", ("frontend", "maya"), "chat-1")
     assert memory.importance == pytest.approx(0.8) and memory.metadata == {"source": "chat"}
@@ -92,9 +98,9 @@ def test_context_packs_current_facts_within_the_budget(client, ns):
     old = client.store("The user's favourite editor is Vim", namespace=ns,
                        category="preference").memory
     new = client.store("The user switched editors and now prefers VS Code", namespace=ns,
-                       category="preference", supersedes=[old.id], wait_indexed=30).memory
+                       category="preference", supersedes=[old.id], wait_indexed=INDEX_WAIT_S).memory
     client.store("Bank PIN hint: the code word is lighthouse", namespace=ns, sensitive=True)
-    client.store("The user moved to Berlin in March", namespace=ns, wait_indexed=30)
+    client.store("The user moved to Berlin in March", namespace=ns, wait_indexed=INDEX_WAIT_S)
 
     result = client.context("Which editor does the user prefer?", namespace=ns)
     assert result.text.splitlines()[0] == "Relevant memories (most relevant first):"
@@ -122,7 +128,7 @@ async def test_async_client_round_trip(stack, ns):
                            tls=False) as c:
         stored = await c.store("Ravi is allergic to peanuts", category="fact",
                                expires_at=datetime.now(UTC) + timedelta(days=1),
-                               wait_indexed=30)
+                               wait_indexed=INDEX_WAIT_S)
         results = await asyncio.gather(c.recall("food allergies of Ravi"),
                                        c.context("what can't Ravi eat?"),
                                        c.get(stored.memory.id))
@@ -139,7 +145,7 @@ def test_context_command_prints_the_block(client, stack, ns, monkeypatch, capsys
 
     from recallmesh.cli import main
 
-    client.store("The user's dog is called Biscuit", namespace=ns, wait_indexed=30)
+    client.store("The user's dog is called Biscuit", namespace=ns, wait_indexed=INDEX_WAIT_S)
     monkeypatch.setenv("RECALLMESH_API_KEY", stack.api_key)
     target = stack.endpoints["gateway"]
     assert main(["context", "what is my dog's name?", "-n", ns, "--target", target]) == 0

@@ -151,3 +151,12 @@ def test_arguments_checked_before_any_call():
             c.recall("q", namespace="ns", sort_by="best")
     with pytest.raises(ValueError, match="not both"):
         Client("127.0.0.1:1", api_key="k", token="t", tls=False)
+
+
+def test_a_write_that_waits_for_indexing_gets_a_deadline_longer_than_its_wait():
+    with Client("127.0.0.1:1", api_key="k", tls=False, timeout=10) as c:
+        assert c._timeout(None) == 10
+        assert c._timeout(3) == 3  # the caller's own deadline wins
+        assert c._timeout(None, wait_indexed=30) == 35
+        assert c._timeout(None, wait_indexed=2) == 10
+        assert c._timeout(None, wait_indexed=True) == 65  # the server's longest wait + margin
