@@ -157,3 +157,15 @@ def test_context_command_prints_the_block(client, stack, ns, monkeypatch, capsys
     assert "Biscuit" in answer["text"] and len(answer["ids"]) == 1
     assert main(["context", "dog", "-n", ns, "--target", target, "--max-tokens", "3"]) == 1
     assert "INVALID_ARGUMENT" in capsys.readouterr().err
+
+
+def test_context_calls_are_timed_like_every_rpc(client, stack, ns):
+    import urllib.request
+
+    client.context("anything at all", namespace=ns)
+    with pytest.raises(InvalidArgumentError):
+        client.context("   ", namespace=ns)
+    text = urllib.request.urlopen(f"http://localhost:{stack.metrics['gateway']}/metrics",
+                                  timeout=5).read().decode()
+    assert 'grpc_server_handling_seconds_bucket{grpc_code="OK",grpc_method="Context"' in text
+    assert 'grpc_code="INVALID_ARGUMENT",grpc_method="Context"' in text
