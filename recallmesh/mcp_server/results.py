@@ -140,6 +140,8 @@ def context_block(result: ContextResult) -> CallToolResult:
                      over_budget_omitted=result.over_budget_omitted)
     text = result.text or "No relevant memories."
     if result.sensitive_omitted:
-        text += (f"\n({result.sensitive_omitted} sensitive memories left out; "
-                 "pass include_sensitive=true if the user asked for them)")
+        n = result.sensitive_omitted
+        text += (f"\n({n} sensitive {'memory' if n == 1 else 'memories'} left out; "
+                 "pass include_sensitive=true if the user asked for "
+                 f"{'it' if n == 1 else 'them'})")
     return _result(text, out)
