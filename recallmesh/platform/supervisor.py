@@ -14,6 +14,7 @@ RestartWatcher does it, and logs each exit and restart to
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -74,11 +75,20 @@ def free_port() -> int:
 
 
 def free_port_env() -> dict[str, str]:
-    """gRPC and metrics ports for every service of the stack, all free (tests, benchmarks)."""
+    """gRPC and metrics ports for every service of the stack, all free and all different
+    (tests, benchmarks): every socket stays bound until all are chosen, so the kernel cannot
+    hand the same port out twice (seen in CI: a gateway's metrics port was the graph leg's
+    gRPC port)."""
     env = {}
-    for name, _ in SERVICES:
-        env[f"RECALLMESH_{name.upper()}_PORT"] = str(free_port())
-        env[f"RECALLMESH_{name.upper()}_METRICS_PORT"] = str(free_port())
+    with contextlib.ExitStack() as held:
+        def port() -> str:
+            s = held.enter_context(socket.socket())
+            s.bind(("localhost", 0))
+            return str(s.getsockname()[1])
+
+        for name, _ in SERVICES:
+            env[f"RECALLMESH_{name.upper()}_PORT"] = port()
+            env[f"RECALLMESH_{name.upper()}_METRICS_PORT"] = port()
     return env
 
 
