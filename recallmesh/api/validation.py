@@ -280,26 +280,40 @@ def sort_by(value: int) -> str:
         raise InvalidArgument(f"unknown sort_by value {value}") from None
 
 
-def recall_query(msg: Any) -> RecallQuery:
-    """Validate a recallmesh.v1.RecallRequest."""
+def _recall_basics(msg: Any, default_k: int) -> tuple[str, str, int, int | None]:
+    """A RecallRequest's or ContextRequest's namespace, query, k and budget_ms (None: the
+    server's), validated in this order."""
     ns = namespace(msg.namespace)
     query = query_text(msg.query)
-    k = msg.k or DEFAULT_K
+    k = msg.k or default_k
     if not 1 <= k <= MAX_K:
         raise InvalidArgument(f"k must be within 1..{MAX_K}, got {msg.k}")
     if not 0 <= msg.budget_ms <= MAX_BUDGET_MS:
         raise InvalidArgument(f"budget_ms must be within 0..{MAX_BUDGET_MS}, got {msg.budget_ms}")
+    return ns, query, k, msg.budget_ms or None
+
+
+def _filters_and_reference_time(msg: Any) -> tuple[Filters, datetime | None]:
+    return (filters_from_proto(msg.filters if msg.HasField("filters") else None),
+            from_proto_timestamp(msg.reference_time, "reference_time")
+            if msg.HasField("reference_time") else None)
+
+
+def recall_query(msg: Any) -> RecallQuery:
+    """Validate a recallmesh.v1.RecallRequest."""
+    ns, query, k, budget_ms = _recall_basics(msg, DEFAULT_K)
+    order = sort_by(msg.sort_by)
+    filters, reference_time = _filters_and_reference_time(msg)
     return RecallQuery(
         namespace=ns,
         query=query,
         k=k,
-        sort_by=sort_by(msg.sort_by),
-        filters=filters_from_proto(msg.filters if msg.HasField("filters") else None),
-        budget_ms=msg.budget_ms or None,
+        sort_by=order,
+        filters=filters,
+        budget_ms=budget_ms,
         explain=msg.explain,
         fusion=Overrides.from_proto(msg.fusion) if msg.HasField("fusion") else Overrides(),
-        reference_time=(from_proto_timestamp(msg.reference_time, "reference_time")
-                        if msg.HasField("reference_time") else None),
+        reference_time=reference_time,
     )
 
 
@@ -319,26 +333,14 @@ class ContextQuery:
 
 def context_query(msg: Any) -> ContextQuery:
     """Validate a recallmesh.v1.ContextRequest."""
-    ns = namespace(msg.namespace)
-    query = query_text(msg.query)
-    k = msg.k or DEFAULT_CONTEXT_K
-    if not 1 <= k <= MAX_K:
-        raise InvalidArgument(f"k must be within 1..{MAX_K}, got {msg.k}")
+    ns, query, k, budget_ms = _recall_basics(msg, DEFAULT_CONTEXT_K)
     max_tokens = msg.max_tokens or DEFAULT_CONTEXT_TOKENS
     if not MIN_CONTEXT_TOKENS <= max_tokens <= MAX_CONTEXT_TOKENS:
         raise InvalidArgument(f"max_tokens must be within {MIN_CONTEXT_TOKENS}.."
                               f"{MAX_CONTEXT_TOKENS}, got {msg.max_tokens}")
-    if not 0 <= msg.budget_ms <= MAX_BUDGET_MS:
-        raise InvalidArgument(f"budget_ms must be within 0..{MAX_BUDGET_MS}, got {msg.budget_ms}")
-    recall = RecallQuery(
-        namespace=ns,
-        query=query,
-        k=k,
-        filters=filters_from_proto(msg.filters if msg.HasField("filters") else None),
-        budget_ms=msg.budget_ms or None,
-        reference_time=(from_proto_timestamp(msg.reference_time, "reference_time")
-                        if msg.HasField("reference_time") else None),
-    )
+    filters, reference_time = _filters_and_reference_time(msg)
+    recall = RecallQuery(namespace=ns, query=query, k=k, filters=filters, budget_ms=budget_ms,
+                         reference_time=reference_time)
     return ContextQuery(recall, max_tokens, msg.include_sensitive)
 
 

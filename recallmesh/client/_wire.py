@@ -10,6 +10,7 @@ from typing import Any, TypedDict
 
 from google.protobuf import json_format
 
+from recallmesh.api.validation import SORT_BY_VALUES
 from recallmesh.client.types import (
     BatchResult,
     ContextItem,
@@ -31,11 +32,6 @@ RELATION_TYPES = {
     "derived_from": memory_pb2.RELATION_TYPE_DERIVED_FROM,
     "references": memory_pb2.RELATION_TYPE_REFERENCES,
     "about": memory_pb2.RELATION_TYPE_ABOUT,
-}
-SORT_BY = {
-    "relevance": memory_pb2.SORT_BY_RELEVANCE,
-    "importance": memory_pb2.SORT_BY_IMPORTANCE,
-    "recency": memory_pb2.SORT_BY_RECENCY,
 }
 LEG_STATES = {v: k.removeprefix("LEG_STATE_") for k, v in memory_pb2.LegState.items()}
 
@@ -192,10 +188,11 @@ def _filters(options: RecallOptions | ContextOptions) -> Any:
 
 def recall_request(namespace: str, query: str, options: RecallOptions) -> Any:
     sort_by = options.get("sort_by", "relevance")
-    if sort_by not in SORT_BY:
-        raise ValueError(f"sort_by must be one of {', '.join(SORT_BY)}, got {sort_by!r}")
+    if sort_by not in SORT_BY_VALUES:
+        raise ValueError(f"sort_by must be one of {', '.join(SORT_BY_VALUES)}, "
+                         f"got {sort_by!r}")
     request = memory_pb2.RecallRequest(
-        namespace=namespace, query=query, k=options.get("k", 0), sort_by=SORT_BY[sort_by],
+        namespace=namespace, query=query, k=options.get("k", 0), sort_by=SORT_BY_VALUES[sort_by],
         filters=_filters(options), budget_ms=options.get("budget_ms", 0),
         explain=options.get("explain", False))
     if (reference := options.get("reference_time")) is not None:
