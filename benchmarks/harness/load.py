@@ -37,6 +37,20 @@ from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 PUSHBACK_KEY = "grpc-retry-pushback-ms"
 SHED = "RESOURCE_EXHAUSTED"
 OK = "OK"
+# Why a recall was UNAVAILABLE, read from the start of its status details (the gateway's
+# messages, recallmesh/gateway/recall.py and recallmesh/platform/errors.py).
+UNAVAILABLE_CAUSES = (
+    ("database did not answer", "database late"),  # the reads after the legs ran out of time
+    ("no retrieval leg answered", "no leg answered"),
+    ("database unavailable", "database unavailable"),  # a refused or lost connection
+)
+
+
+def unavailable_cause(detail: str) -> str:
+    """The cause of a recall's UNAVAILABLE, by its details: one of UNAVAILABLE_CAUSES, or
+    "other"."""
+    return next((cause for prefix, cause in UNAVAILABLE_CAUSES if detail.startswith(prefix)),
+                "other")
 # Codes that say "the server failed" rather than "the server refused or was unreachable".
 SERVER_FAULTS = ("INTERNAL", "UNKNOWN")
 
@@ -363,6 +377,8 @@ def summarize(outcomes: Iterable[Outcome], seconds: float) -> dict[str, Any]:
         if o.code != OK:
             details.setdefault(f"{o.op} {o.code}", Counter())[o.detail] += 1
     totals = Counter(o.code for o in outcomes)
+    unavailable = Counter(unavailable_cause(o.detail) for o in outcomes
+                          if o.op == "recall" and o.code == "UNAVAILABLE")
     return {
         "seconds": seconds,
         "completed": len(outcomes),
@@ -385,6 +401,8 @@ def summarize(outcomes: Iterable[Outcome], seconds: float) -> dict[str, Any]:
         "pushback_p50_ms": percentile(hints, 50) if hints else None,
         # the three commonest details of each failing (operation, code)
         "error_details": {k: dict(c.most_common(3)) for k, c in sorted(details.items())},
+        # recalls failed UNAVAILABLE, by cause (unavailable_cause)
+        "recall_unavailable": dict(sorted(unavailable.items())),
     }
 
 

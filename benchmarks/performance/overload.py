@@ -49,6 +49,7 @@ from typing import Any
 
 from benchmarks.harness.load import (
     SERVER_FAULTS,
+    UNAVAILABLE_CAUSES,
     Gateway,
     LoopLag,
     Outcome,
@@ -223,6 +224,11 @@ def checks(steps: list[dict], writes: dict, args: argparse.Namespace,
     after = goodput[peak + 1:]
     floor = args.plateau_fraction * (goodput[peak] if goodput else 0.0)
     lowest = min(after, default=None)
+    unavailable: dict[str, int] = {}
+    for r in steps:
+        for cause, n in r.get("recall_unavailable", {}).items():
+            unavailable[cause] = unavailable.get(cause, 0) + n
+    database_late = unavailable.get("database late", 0)
     return [
         ("zero INTERNAL (and UNKNOWN)", not any(faults.values()), codes_text(faults)),
         ("zero lost writes", writes_ok(writes),
@@ -248,6 +254,10 @@ def checks(steps: list[dict], writes: dict, args: argparse.Namespace,
          f"peak {goodput[peak] if goodput else 0:.1f}/s at {args.steps[peak]} clients; "
          + (f"lowest after it {lowest:.1f}/s (floor {floor:.1f}/s)" if lowest is not None
             else "the peak is the last step: no step after it")),
+        ("no recall UNAVAILABLE as 'database did not answer' (the database is up throughout)",
+         not database_late,
+         f"{database_late} in all; recall UNAVAILABLE by cause: "
+         + (codes_text(unavailable) if unavailable else "none")),
         ("no service process exited", not supervisor["events"],
          supervisor_text(supervisor) or "none exited"),
     ]
@@ -280,13 +290,22 @@ def server_slower(r: dict) -> str:
     return "—" if not server.get("answered") else f"{server['slower']:.0f}"
 
 
+def unavailable_text(r: dict) -> str:
+    """A step's recalls failed UNAVAILABLE by cause: "database late / no leg / other"."""
+    by_cause = r.get("recall_unavailable", {})
+    named = [cause for _, cause in UNAVAILABLE_CAUSES if cause != "database unavailable"]
+    other = sum(n for cause, n in by_cause.items() if cause not in named)
+    return " / ".join(str(n) for n in (*(by_cause.get(c, 0) for c in named), other))
+
+
 def table(steps: list[dict]) -> list[str]:
     lines = [
         "| clients | goodput OK/s | recalls OK/s | shed/s | other errors | recall p50 ms "
         "| p95 ms | p99 ms | gateway's own p99 ms (bucket) | gateway's own over 1 s "
-        "| degraded | pushback hint p50 ms | client CPU | loop lag p99 ms "
+        "| degraded | recall UNAVAILABLE: database late / no leg / other "
+        "| pushback hint p50 ms | client CPU | loop lag p99 ms "
         "| busiest services' CPU | status codes |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for r in steps:
         hint = "—" if r["pushback_p50_ms"] is None else f"{r['pushback_p50_ms']}"
@@ -296,7 +315,7 @@ def table(steps: list[dict]) -> list[str]:
             f"| {r['clients']} | {r['goodput_per_s']:.1f} | {r['recalls_ok_per_s']:.1f} "
             f"| {r['shed_per_s']:.1f} | {r['errors']} | {r['recall_p50_ms']:.1f} "
             f"| {r['recall_p95_ms']:.1f} | {r['recall_p99_ms']:.1f} | {server_p99(r)} "
-            f"| {server_slower(r)} | {r['degraded_share']:.1%} "
+            f"| {server_slower(r)} | {r['degraded_share']:.1%} | {unavailable_text(r)} "
             f"| {hint} | {r['client_cpu_share']:.0%} | {r['loop_lag']['p99_ms']:.1f} "
             f"| {busiest(r['service_cpu_share'])} | {codes_text(r['codes'])} |")
     return lines
@@ -412,7 +431,9 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> None:
         "own: its handling time of the answered recalls (grpc_server_handling_seconds, "
         "scraped before and after the step: the bucket bound the p99 lies under, and how "
         "many took over 1 s); degraded: "
-        "share of answered recalls missing a leg; busiest services' CPU: the two service "
+        "share of answered recalls missing a leg; recall UNAVAILABLE: recalls that failed "
+        "UNAVAILABLE, by cause (the status details: 'database did not answer' after the legs, "
+        "'no retrieval leg answered', anything else); busiest services' CPU: the two service "
         "processes with the most CPU time over the step (100% = one core); status codes: "
         "every call completed in the counted part of the step.",
         "",

@@ -3,7 +3,7 @@ recallmesh.platform.telemetry, shared with the legs' own servers)."""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 QUERY_EMBED_SECONDS = Histogram(
     "recallmesh_gateway_query_embedding_seconds",
@@ -61,4 +61,11 @@ RECALL_STAGE_SECONDS = Histogram(
     ["stage"],
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5,
              1.0),
+)
+AFTER_LEGS_PLANNED_SECONDS = Gauge(
+    "recallmesh_recall_after_legs_planned_seconds",
+    "Time the latest recall's plan kept for the work after the legs (fusion, time window, "
+    "hydration, context): the 99th percentile of that work's recent duration in this "
+    "gateway, at least RECALLMESH_RECALL_RESERVE_MS, at most half the time to the answer. "
+    "The legs end that long before the answer is due (recallmesh/gateway/budget.py).",
 )

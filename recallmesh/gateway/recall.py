@@ -4,10 +4,12 @@ service or in-process (fusion_call.py), the refinements after fusion (stages.py:
 context propagation), hydration (hydration.py), then superseded memories after current ones
 (stages.current_first). Metrics in metrics.py.
 
-Each leg gets the request budget minus a reserve (for fusion + hydration), shortened further
-by the caller's own deadline. A leg that fails or misses its deadline is reported (TIMEOUT /
-ERROR) and the response is `degraded`; the answer is built from the legs that did arrive.
-Nothing arrived at all is UNAVAILABLE, naming the failed legs.
+The time plan is budget.py's: the legs end early enough for the work after them (fusion,
+time window, hydration, context), as long as that work has recently taken here (its 99th
+percentile, at least the reserve), and the caller's own deadline shortens it all. A leg that
+fails or misses its deadline is reported (TIMEOUT / ERROR) and the response is `degraded`;
+the answer is built from the legs that did arrive. Nothing arrived at all is UNAVAILABLE,
+naming the failed legs.
 
 Time windows (time_window.py): when the query names a time relative to the request's
 reference time ("last Saturday", "two weeks ago"), the fused candidates created inside it are
@@ -19,9 +21,10 @@ Query-intent routing (query_intent.py): when a rule reads an intent in the query
 tips?": advice), its route sets the lexical weight, context and time boost that the request
 leaves unset; the response names the intent.
 
-The database reads after fusion (time window, hydration) run inside the budget too: what is
-left of it, at least DB_FLOOR_S. Past that the recall is UNAVAILABLE (the database is too slow
-or away: retry), never an answer that arrives long after the budget.
+The database reads after fusion (time window, hydration) run to the plan's hard end: past the
+budget when they must (a late leg or a busy moment costs latency, not the answer), but never
+past the caller's deadline less the reserve, nor more than budget.DB_GRACE_S past the budget.
+Reads not done by then mean the database is not answering: UNAVAILABLE (retry).
 """
 
 from __future__ import annotations
@@ -38,9 +41,8 @@ from opentelemetry import trace
 
 from recallmesh.api.validation import RecallQuery
 from recallmesh.fusion.core import FusedCandidate, fuse
-from recallmesh.gateway import stages
+from recallmesh.gateway import budget, stages
 from recallmesh.gateway.fanout import (
-    MIN_LEG_TIMEOUT_S,
     EmbedQuery,
     Leg,
     LegError,
@@ -54,6 +56,7 @@ from recallmesh.gateway.fanout import (
 from recallmesh.gateway.fusion_call import Fuser, FusionCall
 from recallmesh.gateway.hydration import Adjacent, hydrate_top
 from recallmesh.gateway.metrics import (
+    AFTER_LEGS_PLANNED_SECONDS,
     CONTEXT_EXPANSIONS,
     FALLBACKS,
     INTENT_ROUTES,
@@ -74,9 +77,6 @@ from recallmesh.policy import GRAPH_LEG, RecallPolicy
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("recallmesh.gateway")
 
-# The least time the reads after fusion get, even when the legs used up the budget: a recall
-# answers within its budget plus this much, or fails UNAVAILABLE.
-DB_FLOOR_S = 0.025
 # The least time worth giving the legs: a recall that would leave them less is refused as late.
 LATE_LEG_S = 0.025
 
@@ -118,6 +118,7 @@ class Recaller:
         self.settings = settings
         self.embed_query = embed_query
         self.fusion = FusionCall(fuser, settings.fusion_timeout_ms)
+        self.after_legs = budget.AfterLegsTimes()  # the work after the fan-out, measured
 
     async def _embed(self, text: str, timeout_s: float) -> Embeddings:
         assert self.embed_query is not None
@@ -141,15 +142,16 @@ class Recaller:
             finally:
                 QUERY_EMBED_SECONDS.labels(state).observe(time.perf_counter() - start)
 
-    def budget_s(self, budget_ms: int | None, client_remaining_s: float | None) -> float:
-        """How long this recall may take from now: its budget, or less when the caller's
-        deadline comes first, then ending one reserve before that deadline (the answer must
-        still be sent and read before the caller gives up; an answer that arrives just after
-        the deadline is work thrown away)."""
-        budget_s = (budget_ms or self.settings.default_budget_ms) / 1000
-        if client_remaining_s is not None:
-            budget_s = min(budget_s, client_remaining_s - self.settings.reserve_ms / 1000)
-        return budget_s
+    def plan(self, budget_ms: int | None, client_remaining_s: float | None
+             ) -> budget.RecallPlan:
+        """This recall's time plan (budget.plan): its budget (the request's, else the
+        deployment's), the reserve, what the work after the legs has recently taken here,
+        and the caller's deadline."""
+        planned = budget.plan((budget_ms or self.settings.default_budget_ms) / 1000,
+                              self.settings.reserve_ms / 1000, self.after_legs.quantile(),
+                              client_remaining_s)
+        AFTER_LEGS_PLANNED_SECONDS.set(planned.after_s)
+        return planned
 
     def refuse_late(self, client_remaining_s: float | None) -> None:
         """A call that arrives with less of its deadline left than a recall needs (the legs'
@@ -164,10 +166,6 @@ class Recaller:
                 f"server busy: the call arrived with {client_remaining_s * 1000:.0f} ms of its "
                 f"deadline left, a recall needs at least {need_s * 1000:.0f} ms, retry",
                 reason="late")
-
-    def leg_timeout_s(self, budget_ms: int | None, client_remaining_s: float | None) -> float:
-        budget_s = self.budget_s(budget_ms, client_remaining_s)
-        return max(budget_s - self.settings.reserve_ms / 1000, MIN_LEG_TIMEOUT_S)
 
     def policy_for(self, q: RecallQuery) -> tuple[RecallPolicy, Route | None]:
         """The policy this request runs with, and the query intent it was routed by: when
@@ -204,7 +202,7 @@ class Recaller:
         return replace(outcome, latency_ms=elapsed * 1000, route=routed)
 
     async def _fan_out(self, q: RecallQuery, policy: RecallPolicy, leg_query: LegQuery,
-                       budget_s: float, timeout_s: float, started: float) -> list[LegOutcome]:
+                       timeout_s: float, started: float) -> list[LegOutcome]:
         """Every asked leg in parallel (and the graph second stage when the policy asks)."""
         asked = [leg for leg in self.legs if leg.name not in q.fusion.skip_legs]
         embedding: asyncio.Future | None = None
@@ -217,8 +215,7 @@ class Recaller:
                 *(run_leg(leg, leg_query, timeout_s, embedding) for leg in asked)
             )
             if policy.graph_second_stage and policy.weight(GRAPH_LEG) > 0:
-                left_s = budget_s - (time.perf_counter() - started) \
-                    - self.settings.reserve_ms / 1000
+                left_s = timeout_s - (time.perf_counter() - started)  # ends with the legs
                 await graph_second_stage(
                     ran, next((leg for leg in self.legs if leg.name == GRAPH_LEG), None),
                     leg_query, policy.fusion_settings(q.sort_by), dict(policy.weights),
@@ -236,8 +233,7 @@ class Recaller:
         self, q: RecallQuery, policy: RecallPolicy, client_remaining_s: float | None,
         started: float,
     ) -> RecallOutcome:
-        budget_s = self.budget_s(q.budget_ms, client_remaining_s)
-        timeout_s = self.leg_timeout_s(q.budget_ms, client_remaining_s)
+        planned = self.plan(q.budget_ms, client_remaining_s)
         leg_query = LegQuery(
             namespace=q.namespace,
             query=q.query,
@@ -249,7 +245,8 @@ class Recaller:
             bm25_b=policy.bm25_b,
         )
         with RECALL_STAGE_SECONDS.labels("fan_out").time():
-            ran = await self._fan_out(q, policy, leg_query, budget_s, timeout_s, started)
+            ran = await self._fan_out(q, policy, leg_query, planned.legs_s, started)
+        legs_done = time.perf_counter()
         by_name = {o.leg: o for o in ran}
         outcomes = [
             by_name.get(leg.name)
@@ -268,7 +265,7 @@ class Recaller:
         settings = policy.fusion_settings(q.sort_by)
         if q.sort_by == "recency":  # bypasses fusion: newest of the pooled candidates
             fused = fuse(lists, settings)
-            async with self._within_budget(budget_s, started):
+            async with self._after_legs(planned, started, legs_done):
                 memories = await self.store.hydrate(q.namespace, [c.memory_id for c in fused])
             live = [c for c in fused if c.memory_id in memories]
             live.sort(key=lambda c: c.memory_id)  # stable sorts: the id is the last tie-break
@@ -276,40 +273,45 @@ class Recaller:
             hits = [RecallHit(memories[c.memory_id], c.score, c) for c in live[: q.k]]
             return RecallOutcome(hits=hits, legs=outcomes, fusion="none (recency)")
 
-        remaining_s = budget_s - (time.perf_counter() - started)
-        with RECALL_STAGE_SECONDS.labels("fusion").time():
-            fused, how = await self.fusion(lists, settings, remaining_s)
-        plan = stages.plan(policy, lists, q.sort_by, q.query, q.reference_time)
-        boosted = 0
-        with RECALL_STAGE_SECONDS.labels("hydration").time():
-            async with self._within_budget(budget_s, started):
+        async with self._after_legs(planned, started, legs_done):
+            remaining_s = planned.answer_s - (time.perf_counter() - started)
+            with RECALL_STAGE_SECONDS.labels("fusion").time():
+                fused, how = await self.fusion(lists, settings, remaining_s)
+            plan = stages.plan(policy, lists, q.sort_by, q.query, q.reference_time)
+            boosted = 0
+            with RECALL_STAGE_SECONDS.labels("hydration").time():
                 if plan.window is not None:
                     fused, boosted = await self._boost_time_window(q, fused, plan)
                 top, memories, adjacent = await hydrate_top(self.store, q, fused,
                                                             plan.context_hits)
-        if adjacent is not None and top:
-            with RECALL_STAGE_SECONDS.labels("context").time():
-                top = self._propagate_context(q, fused, top, memories, adjacent, plan)
-        if q.sort_by == "relevance":
-            top = stages.current_first(top, {c.memory_id: memories[c.memory_id].valid_to
-                                             for c in top}, datetime.now(UTC))
+            if adjacent is not None and top:
+                with RECALL_STAGE_SECONDS.labels("context").time():
+                    top = self._propagate_context(q, fused, top, memories, adjacent, plan)
+            if q.sort_by == "relevance":
+                top = stages.current_first(top, {c.memory_id: memories[c.memory_id].valid_to
+                                                 for c in top}, datetime.now(UTC))
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how, time_window=plan.window,
                              time_boosted=boosted)
 
     @contextlib.asynccontextmanager
-    async def _within_budget(self, budget_s: float, started: float) -> AsyncIterator[None]:
-        """The block's database work ends with the budget (at least DB_FLOOR_S from now):
-        its waits for a connection (db.deadline) and its statements (cancelled, and so
-        cancelled on the server). Late: Unavailable."""
-        left_s = max(budget_s - (time.perf_counter() - started), DB_FLOOR_S)
+    async def _after_legs(self, planned: budget.RecallPlan, started: float, legs_done: float
+                          ) -> AsyncIterator[None]:
+        """The work after the legs: its database waits (db.deadline) and statements (cancelled,
+        and so cancelled on the server) end at the plan's hard end (budget.time_left). Not done
+        by then: the database is not answering, Unavailable. Its duration, finished or cut,
+        is what the next recalls plan for (self.after_legs)."""
+        left_s = budget.time_left(planned, time.perf_counter() - started)
         try:
             with db.deadline(left_s):
                 async with asyncio.timeout(left_s):
                     yield
         except TimeoutError:
-            raise Unavailable("database did not answer within the recall's budget, retry"
-                              ) from None
+            raise Unavailable(
+                f"database did not answer within {left_s * 1000:.0f} ms after the retrieval "
+                "legs, retry") from None
+        finally:
+            self.after_legs.observe(time.perf_counter() - legs_done)
 
     async def _boost_time_window(
         self, q: RecallQuery, fused: list[FusedCandidate], plan: stages.Stages

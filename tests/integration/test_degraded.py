@@ -17,8 +17,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from recallmesh.platform.supervisor import Stack, free_port
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2, retriever_pb2_grpc
-from tests.conftest import stack_env
+from tests.conftest import extra_gateway, stack_env
 from tests.helpers import expect_status, recall, store
+from tests.latency_proxy import distant_dsn
 
 pytestmark = pytest.mark.integration
 
@@ -90,6 +91,22 @@ def degraded_gateway(dsn, pg_dir: Path, slow_leg, junk_leg):
     with stack.dial("gateway") as channel:
         yield memory_pb2_grpc.MemoryServiceStub(channel)
     stack.stop()
+
+
+@pytest.fixture(scope="module")
+def distant_db_gateway(stack: Stack, pg_dir: Path, slow_leg):
+    """A gateway over the session's lexical leg and the slow leg whose database is 25 ms away
+    (every round trip through a LatencyProxy): its reads after the legs take longer than the
+    50 ms reserve, every time, whatever else the machine does. The lexical leg reads the
+    database directly and answers in time."""
+    _, slow_target = slow_leg
+    with distant_dsn(stack.dsn, delay_s=0.025) as far, extra_gateway(
+        pg_dir / "distant-db", stack, RECALLMESH_DSN=far, RECALLMESH_LEGS="lexical,slow",
+        RECALLMESH_LEXICAL_TARGET=stack.endpoints["lexical"],
+        RECALLMESH_SLOW_TARGET=slow_target, RECALLMESH_RECALL_BUDGET_MS="300",
+        RECALLMESH_FUSION_TARGET="local",
+    ) as stub:
+        yield stub
 
 
 def states(response) -> dict[str, str]:
@@ -170,16 +187,43 @@ def test_no_leg_answering_is_unavailable_naming_the_legs(dsn, pg_dir: Path, ns):
         stack.stop()
 
 
-def test_concurrent_recalls_during_leg_failure_all_answer(degraded_gateway, gateway, ns):
+def test_concurrent_recalls_during_leg_failure_all_answer(distant_db_gateway, gateway, ns):
+    """A leg that always outlasts its deadline costs only its own candidates: 16 recalls
+    released together reach the reads after the legs together, and those take longer than
+    the reserve (a database 25 ms away, the connections shared). Every one is answered,
+    degraded; none fails UNAVAILABLE ("database did not answer")."""
     store(gateway, ns, "concurrency probe memory")
-    results: list[int] = []
+    concurrency = 16
+    start = threading.Barrier(concurrency)
+    results: list[object] = []
 
     def one() -> None:
-        results.append(len(recall(degraded_gateway, ns, "concurrency probe").hits))
+        start.wait(timeout=10)
+        try:
+            response = recall(distant_db_gateway, ns, "concurrency probe")
+            results.append((len(response.hits), response.degraded, states(response)["slow"]))
+        except grpc.RpcError as exc:
+            results.append((exc.code().name, exc.details()))
 
-    threads = [threading.Thread(target=one) for _ in range(8)]
+    threads = [threading.Thread(target=one) for _ in range(concurrency)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=10)
-    assert results == [1] * 8
+        t.join(timeout=20)
+    assert results == [(1, True, "LEG_STATE_TIMEOUT")] * concurrency
+
+
+def test_the_legs_end_early_enough_for_a_slow_database(distant_db_gateway, gateway, ns):
+    """Once the gateway has seen how long its reads after the legs take, a recall with a leg
+    that never answers is cut early enough to be answered within its budget (300 ms)."""
+    store(gateway, ns, "planned budget probe")
+    recall(distant_db_gateway, ns, "planned budget probe")  # measured at least once
+    for _ in range(3):
+        started = time.monotonic()
+        response = recall(distant_db_gateway, ns, "planned budget probe")
+        elapsed = time.monotonic() - started
+        assert [h.memory.content for h in response.hits] == ["planned budget probe"]
+        assert states(response)["slow"] == "LEG_STATE_TIMEOUT"
+        slow = next(leg for leg in response.legs if leg.leg == "slow")
+        assert slow.latency_ms < 300 - 75  # the reads after the legs: 3 round trips or more
+        assert elapsed <= 0.300 + 0.025

@@ -42,3 +42,28 @@ def test_a_late_answer_and_a_collapse_fail():
     assert not ok["answered recalls within budget + margin"]
     assert not ok["goodput plateaus"]
     assert ok["zero INTERNAL"] and ok["zero lost writes"]
+
+
+def test_a_recall_failed_as_database_late_fails_with_the_database_up():
+    from benchmarks.harness.load import Outcome, summarize, unavailable_cause
+
+    assert unavailable_cause("database did not answer within 60 ms after the retrieval legs, "
+                             "retry") == "database late"
+    assert unavailable_cause("no retrieval leg answered: lexical (TIMEOUT: x)") == \
+        "no leg answered"
+    assert unavailable_cause("database unavailable, retry (PoolTimeout)") == \
+        "database unavailable"
+    assert unavailable_cause("something else") == "other"
+    failed = summarize([Outcome("recall", "UNAVAILABLE", 0.0, 0.1,
+                                detail="database did not answer within the recall's budget, "
+                                       "retry"),
+                        Outcome("recall", "UNAVAILABLE", 0.0, 0.1,
+                                detail="no retrieval leg answered: lexical (TIMEOUT: x)"),
+                        Outcome("store", "UNAVAILABLE", 0.0, 0.1,
+                                detail="database did not answer")], 1.0)
+    assert failed["recall_unavailable"] == {"database late": 1, "no leg answered": 1}
+    name = "no recall UNAVAILABLE as 'database did not answer'"
+    late = {**step(10, 90, 1000), "recall_unavailable": failed["recall_unavailable"]}
+    assert not verdicts([late])[name]
+    no_leg = {**step(10, 90, 1000), "recall_unavailable": {"no leg answered": 3}}
+    assert verdicts([no_leg, step(50, 95, 1000)])[name]

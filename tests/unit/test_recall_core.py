@@ -21,7 +21,7 @@ from recallmesh.gateway.fanout import LegAnswer, LegError, LegQuery
 from recallmesh.gateway.recall import Recaller
 from recallmesh.gateway.store import StoredMemory
 from recallmesh.platform.config import GatewaySettings, LegTarget
-from recallmesh.platform.errors import InvalidArgument, ResourceExhausted
+from recallmesh.platform.errors import InvalidArgument, ResourceExhausted, Unavailable
 from recallmesh.policy import Overrides, RecallPolicy
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -258,11 +258,93 @@ async def test_context_propagation_off_by_request_for_importance_order_and_on_fa
 
 def test_the_callers_deadline_ends_the_recall_one_reserve_early():
     r, _, _ = recaller(ListLeg("graph", []), budget_ms=800)  # reserve 20 ms
-    assert r.budget_s(None, None) == pytest.approx(0.8)
-    assert r.budget_s(None, 5.0) == pytest.approx(0.8)  # a far deadline: the budget
-    assert r.budget_s(None, 0.5) == pytest.approx(0.48)  # a near one: answered before it
-    assert r.leg_timeout_s(None, 0.5) == pytest.approx(0.46)  # legs: one more reserve back
-    assert r.budget_s(200, 5.0) == pytest.approx(0.2)
+    assert r.plan(None, None).answer_s == pytest.approx(0.8)
+    assert r.plan(None, 5.0).answer_s == pytest.approx(0.8)  # a far deadline: the budget
+    assert r.plan(None, 0.5).answer_s == pytest.approx(0.48)  # a near one: answered before it
+    assert r.plan(None, 0.5).legs_s == pytest.approx(0.46)  # legs: one more reserve back
+    assert r.plan(200, 5.0).answer_s == pytest.approx(0.2)
+
+
+@dataclass
+class SlowStore(HydratingStore):
+    """Hydrates after `delay_s` (a busy or distant database): longer than the reserve."""
+
+    delay_s: float = 0.06
+
+    async def hydrate(self, ns: str, memory_ids: list[str]) -> dict[str, StoredMemory]:
+        await asyncio.sleep(self.delay_s)
+        return await super().hydrate(ns, memory_ids)
+
+
+def late_leg_recaller(store: HydratingStore, budget_ms: int = 200) -> tuple[Recaller, ListLeg]:
+    """lexical answers at once; vector always outlasts its deadline."""
+    lexical = ListLeg("lexical", [1, 2, 3])
+    late = ListLeg("vector", [4], delay_s=30.0)
+    settings = GatewaySettings(
+        legs=(LegTarget("lexical", "", False), LegTarget("vector", "", False)),
+        default_budget_ms=budget_ms, reserve_ms=20,
+        policy=RecallPolicy(leg_depth=10, context_hits=0,
+                            weights={"lexical": 1.0, "vector": 1.0}))
+    return Recaller(store, [lexical, late], settings), late
+
+
+async def test_a_late_leg_costs_its_candidates_not_the_recall():
+    """The reads after the legs take 60 ms, more than the 20 ms reserve and the 25 ms floor:
+    the recall is answered from the leg that did answer (degraded), a little past its
+    budget, not failed UNAVAILABLE as 'database did not answer'."""
+    r, _ = late_leg_recaller(SlowStore(delay_s=0.06))
+    started = asyncio.get_running_loop().time()
+    outcome = await r.recall(query())
+    elapsed = asyncio.get_running_loop().time() - started
+    assert [h.memory.id for h in outcome.hits] == [mid(1), mid(2), mid(3)]
+    assert outcome.degraded and leg_states(outcome) == {"lexical": "OK",
+                                                               "vector": "TIMEOUT"}
+    assert 0.2 + 0.04 <= elapsed < 0.2 + 0.2  # the legs had 180 ms, the reads 60 ms more
+
+
+async def test_the_plan_learns_how_long_the_reads_after_the_legs_take():
+    """Once the 60 ms reads were seen, the legs end that much before the answer is due, and
+    the next recall with a late leg is answered within its budget."""
+    r, late = late_leg_recaller(SlowStore(delay_s=0.06))
+    await r.recall(query())
+    planned = r.plan(None, None)
+    assert 0.06 <= planned.after_s < 0.09 and planned.legs_s == pytest.approx(
+        0.2 - planned.after_s)
+    started = asyncio.get_running_loop().time()
+    outcome = await r.recall(query())
+    elapsed = asyncio.get_running_loop().time() - started
+    assert outcome.degraded and outcome.hits
+    assert elapsed <= 0.2 + 0.015
+    vector = next(o for o in outcome.legs if o.leg == "vector")
+    assert vector.latency_ms < 0.2 * 1000 - 55  # cut at the planned leg deadline
+
+
+async def test_the_legs_keep_at_least_half_the_time_however_slow_the_reads():
+    r, _ = late_leg_recaller(SlowStore(delay_s=0.15))
+    await r.recall(query())
+    assert r.plan(None, None).legs_s == pytest.approx(0.1)  # of 200 ms
+
+
+async def test_a_database_that_does_not_answer_is_unavailable_at_the_callers_deadline():
+    """Only a database that does not answer fails the recall: UNAVAILABLE, before the
+    caller's deadline (less the reserve), saying so."""
+    r, _ = late_leg_recaller(SlowStore(delay_s=30.0))
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(Unavailable) as failed:
+        await r.recall(query(), client_remaining_s=0.5)
+    elapsed = asyncio.get_running_loop().time() - started
+    assert "database did not answer" in str(failed.value)
+    assert 0.45 <= elapsed < 0.5  # the hard end: 0.5 s - the 20 ms reserve
+    # no caller deadline: the budget plus budget.DB_GRACE_S
+    r2, _ = late_leg_recaller(SlowStore(delay_s=30.0), budget_ms=50)
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(Unavailable):
+        await r2.recall(query())
+    assert 1.0 <= asyncio.get_running_loop().time() - started < 1.2
+
+
+def leg_states(outcome) -> dict[str, str]:
+    return {o.leg: o.state for o in outcome.legs}
 
 
 async def test_a_call_arriving_with_too_little_deadline_left_is_refused_as_load():
