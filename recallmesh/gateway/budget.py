@@ -16,7 +16,12 @@ A leg that is late is cut at legs_s and costs only its own candidates. The reads
 legs run to hard_s when they must: past the budget rather than fail a recall whose legs
 answered. A read that is not done by then means the database is not answering (down, or far
 too slow), and only then does the recall fail UNAVAILABLE. With the caller's deadline closer
-than the budget, hard_s is where the answer must leave to arrive in time; no later read helps.
+than the budget, hard_s is where the answer must leave to arrive in time; no later read helps:
+then the recall fails DEADLINE_EXCEEDED (`by_caller`), the caller's deadline, not the database.
+
+A call that arrives with less time left than a recall needs (need_s: the answer's way back, the
+work after the legs as planned, LATE_LEG_S for the legs) is refused at once as load: under
+overload a call can wait in the server so long that nothing useful fits in what is left.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ DB_GRACE_S = 1.0
 DB_FLOOR_S = 0.025
 # The share of the answer's time the legs always keep, however slow the work after them is.
 LEGS_SHARE_MIN = 0.5
+# The least time worth giving the legs: a call that would leave them less is refused as late.
+LATE_LEG_S = 0.025
 # The measured work after the legs: the last WINDOW recalls, none older than MAX_AGE_S (an
 # old spike does not shorten the legs of a quiet service for long).
 WINDOW = 256
@@ -49,7 +56,8 @@ class RecallPlan:
 
     answer_s: float  # the answer is due: the budget, or earlier for a near caller deadline
     legs_s: float  # the fan-out (legs, query embedding, graph second stage) ends
-    hard_s: float  # the reads after the legs end at the latest; then UNAVAILABLE
+    hard_s: float  # the reads after the legs end at the latest; then the recall fails
+    by_caller: bool = False  # hard_s is the caller's deadline (less the reserve)
 
     @property
     def after_s(self) -> float:
@@ -64,14 +72,24 @@ def plan(budget_s: float, reserve_s: float, after_legs_s: float | None = None,
     time left (None: no deadline)."""
     answer_s = budget_s
     hard_s = budget_s + DB_GRACE_S
+    by_caller = False
     if client_remaining_s is not None:
         answer_s = min(answer_s, client_remaining_s - reserve_s)
+        by_caller = client_remaining_s - reserve_s < hard_s
         hard_s = min(hard_s, client_remaining_s - reserve_s)
     answer_s = max(answer_s, MIN_LEG_TIMEOUT_S)
-    after_s = max(reserve_s, after_legs_s or 0.0)
-    after_s = min(after_s, answer_s * (1 - LEGS_SHARE_MIN))
+    after_s = min(max(reserve_s, after_legs_s or 0.0), answer_s * (1 - LEGS_SHARE_MIN))
     legs_s = max(answer_s - after_s, MIN_LEG_TIMEOUT_S)
-    return RecallPlan(answer_s=answer_s, legs_s=legs_s, hard_s=max(hard_s, answer_s))
+    return RecallPlan(answer_s=answer_s, legs_s=legs_s, hard_s=max(hard_s, answer_s),
+                      by_caller=by_caller)
+
+
+def need_s(budget_s: float, reserve_s: float, after_legs_s: float | None = None) -> float:
+    """The least of its deadline a call must have left when it starts: the answer's way back
+    (the reserve), the work after the legs as planned (at least the reserve, at most half the
+    budget) and LATE_LEG_S for the legs."""
+    after_s = min(max(reserve_s, after_legs_s or 0.0), budget_s * (1 - LEGS_SHARE_MIN))
+    return reserve_s + after_s + LATE_LEG_S
 
 
 def time_left(plan_: RecallPlan, elapsed_s: float) -> float:

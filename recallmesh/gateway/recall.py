@@ -71,14 +71,11 @@ from recallmesh.gateway.time_window import TimeWindow, boost
 from recallmesh.platform import db
 from recallmesh.platform.config import GatewaySettings
 from recallmesh.platform.embedder_client import Embeddings
-from recallmesh.platform.errors import ResourceExhausted, Unavailable
+from recallmesh.platform.errors import DeadlineExceeded, ResourceExhausted, Unavailable
 from recallmesh.policy import GRAPH_LEG, RecallPolicy
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("recallmesh.gateway")
-
-# The least time worth giving the legs: a recall that would leave them less is refused as late.
-LATE_LEG_S = 0.025
 
 
 @dataclass(frozen=True)
@@ -153,14 +150,15 @@ class Recaller:
         AFTER_LEGS_PLANNED_SECONDS.set(planned.after_s)
         return planned
 
-    def refuse_late(self, client_remaining_s: float | None) -> None:
-        """A call that arrives with less of its deadline left than a recall needs (the legs'
-        least time plus the reserve, twice: once for fusion and hydration, once for the
-        answer) waited too long in a busy server: refused at once as load (RESOURCE_EXHAUSTED,
-        reason `late`), not started and answered late or as 'no leg answered'."""
+    def refuse_late(self, budget_ms: int | None, client_remaining_s: float | None) -> None:
+        """A call that arrives with less of its deadline left than a recall needs
+        (budget.need_s: the legs' least time, the work after them as planned, the answer's
+        way back) waited too long in a busy server: refused at once as load
+        (RESOURCE_EXHAUSTED, reason `late`), not started and failed or answered late."""
         if client_remaining_s is None:
             return
-        need_s = 2 * self.settings.reserve_ms / 1000 + LATE_LEG_S
+        need_s = budget.need_s((budget_ms or self.settings.default_budget_ms) / 1000,
+                               self.settings.reserve_ms / 1000, self.after_legs.quantile())
         if client_remaining_s < need_s:
             raise ResourceExhausted(
                 f"server busy: the call arrived with {client_remaining_s * 1000:.0f} ms of its "
@@ -184,7 +182,7 @@ class Recaller:
         self, q: RecallQuery, client_remaining_s: float | None = None
     ) -> RecallOutcome:
         started = time.perf_counter()
-        self.refuse_late(client_remaining_s)
+        self.refuse_late(q.budget_ms, client_remaining_s)
         policy, routed = self.policy_for(q)
         with tracer.start_as_current_span("recall") as span:
             if routed is not None:
@@ -192,7 +190,7 @@ class Recaller:
                 span.set_attribute("recallmesh.intent", routed.intent)
             try:
                 outcome = await self._recall(q, policy, client_remaining_s, started)
-            except Unavailable:
+            except (Unavailable, DeadlineExceeded):
                 RECALL_SECONDS.labels("failed").observe(time.perf_counter() - started)
                 raise
             span.set_attribute("recallmesh.degraded", outcome.degraded)
@@ -307,6 +305,11 @@ class Recaller:
                 async with asyncio.timeout(left_s):
                     yield
         except TimeoutError:
+            if planned.by_caller:
+                raise DeadlineExceeded(
+                    f"the call's deadline left {left_s * 1000:.0f} ms to read the memories "
+                    "after the retrieval legs, not enough: retry with a longer deadline"
+                ) from None
             raise Unavailable(
                 f"database did not answer within {left_s * 1000:.0f} ms after the retrieval "
                 "legs, retry") from None

@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from recallmesh.gateway.budget import (
     DB_FLOOR_S,
     DB_GRACE_S,
+    LATE_LEG_S,
     AfterLegsTimes,
+    need_s,
     plan,
     time_left,
 )
@@ -30,10 +32,17 @@ def test_measured_work_after_the_legs_ends_the_legs_earlier():
 def test_a_near_caller_deadline_shortens_everything_and_is_the_hard_end():
     p = plan(0.8, 0.05, after_legs_s=0.1, client_remaining_s=0.5)
     assert (p.answer_s, p.legs_s, p.hard_s) == pytest.approx((0.45, 0.35, 0.45))
+    assert p.by_caller
     far = plan(0.3, 0.05, client_remaining_s=10.0)
-    assert far.hard_s == pytest.approx(0.3 + DB_GRACE_S)
+    assert far.hard_s == pytest.approx(0.3 + DB_GRACE_S) and not far.by_caller
     mid = plan(0.8, 0.05, client_remaining_s=1.05)  # bench-overload's recall deadline
-    assert (mid.answer_s, mid.hard_s) == pytest.approx((0.8, 1.0))
+    assert (mid.answer_s, mid.hard_s) == pytest.approx((0.8, 1.0)) and mid.by_caller
+
+
+def test_a_call_needs_the_answers_way_back_the_work_after_the_legs_and_some_leg_time():
+    assert need_s(0.8, 0.05) == pytest.approx(0.05 + 0.05 + LATE_LEG_S)
+    assert need_s(0.8, 0.05, 0.2) == pytest.approx(0.05 + 0.2 + LATE_LEG_S)
+    assert need_s(0.8, 0.05, 5.0) == pytest.approx(0.05 + 0.4 + LATE_LEG_S)  # half at most
 
 
 def test_the_reads_get_at_least_the_floor():

@@ -21,7 +21,12 @@ from recallmesh.gateway.fanout import LegAnswer, LegError, LegQuery
 from recallmesh.gateway.recall import Recaller
 from recallmesh.gateway.store import StoredMemory
 from recallmesh.platform.config import GatewaySettings, LegTarget
-from recallmesh.platform.errors import InvalidArgument, ResourceExhausted, Unavailable
+from recallmesh.platform.errors import (
+    DeadlineExceeded,
+    InvalidArgument,
+    ResourceExhausted,
+    Unavailable,
+)
 from recallmesh.policy import Overrides, RecallPolicy
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
@@ -325,22 +330,34 @@ async def test_the_legs_keep_at_least_half_the_time_however_slow_the_reads():
     assert r.plan(None, None).legs_s == pytest.approx(0.1)  # of 200 ms
 
 
-async def test_a_database_that_does_not_answer_is_unavailable_at_the_callers_deadline():
-    """Only a database that does not answer fails the recall: UNAVAILABLE, before the
-    caller's deadline (less the reserve), saying so."""
-    r, _ = late_leg_recaller(SlowStore(delay_s=30.0))
+async def test_a_database_that_does_not_answer_is_unavailable():
+    """Only a database that does not answer fails a recall whose legs answered: UNAVAILABLE
+    a second (budget.DB_GRACE_S) past the budget, saying so; and when the caller's deadline
+    comes first, DEADLINE_EXCEEDED just before it (the reserve), saying that."""
+    r, _ = late_leg_recaller(SlowStore(delay_s=30.0), budget_ms=50)
     started = asyncio.get_running_loop().time()
     with pytest.raises(Unavailable) as failed:
-        await r.recall(query(), client_remaining_s=0.5)
-    elapsed = asyncio.get_running_loop().time() - started
+        await r.recall(query())
     assert "database did not answer" in str(failed.value)
-    assert 0.45 <= elapsed < 0.5  # the hard end: 0.5 s - the 20 ms reserve
-    # no caller deadline: the budget plus budget.DB_GRACE_S
-    r2, _ = late_leg_recaller(SlowStore(delay_s=30.0), budget_ms=50)
-    started = asyncio.get_running_loop().time()
-    with pytest.raises(Unavailable):
-        await r2.recall(query())
     assert 1.0 <= asyncio.get_running_loop().time() - started < 1.2
+    r2, _ = late_leg_recaller(SlowStore(delay_s=30.0))
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(DeadlineExceeded) as late:
+        await r2.recall(query(), client_remaining_s=0.5)
+    elapsed = asyncio.get_running_loop().time() - started
+    assert "deadline" in str(late.value)
+    assert 0.45 <= elapsed < 0.5  # the hard end: 0.5 s - the 20 ms reserve
+
+
+async def test_a_call_is_refused_as_late_by_what_the_plan_needs():
+    """The least time a call must have left grows with the measured work after the legs."""
+    r, _ = late_leg_recaller(SlowStore(delay_s=0.06))
+    with pytest.raises(ResourceExhausted):  # 20 + 20 + 25 ms needed
+        await r.recall(query(), client_remaining_s=0.06)
+    await r.recall(query())  # measures 60 ms after the legs
+    with pytest.raises(ResourceExhausted) as refused:  # now 20 + 60 + 25 ms
+        await r.recall(query(), client_remaining_s=0.1)
+    assert refused.value.reason == "late"
 
 
 def leg_states(outcome) -> dict[str, str]:
