@@ -210,6 +210,31 @@ class Pushback:
         return round(base * random.uniform(0.5, 1.5))
 
 
+class Malformed:
+    """A request body that did not decode as the method's message (corrupt protobuf, invalid
+    UTF-8 in a string field): what `tolerant()` hands the call instead of raising."""
+
+    def __init__(self, message_type: str) -> None:
+        self.message_type = message_type
+
+
+def tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    """`deserializer`, returning Malformed instead of raising: gRPC itself would answer
+    UNKNOWN with the exception's class name and log a traceback for every such request."""
+    if deserializer is None:
+        return None
+    owner = getattr(deserializer, "__self__", None)
+    message_type = getattr(owner, "__name__", "") or "request"
+
+    def decode(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except Exception:
+            return Malformed(message_type)
+
+    return decode
+
+
 class ServerInterceptor(grpc.aio.ServerInterceptor):
     """Admits, times and counts every unary RPC and maps domain errors to statuses.
 
@@ -222,6 +247,8 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
       while refusals dominate, 10 to 5,000 ms) and counts in recallmesh_shed_total.
     - Database failures are UNAVAILABLE or RESOURCE_EXHAUSTED (errors.domain_error), never
       INTERNAL.
+    - A request body that does not decode (Malformed) is INVALID_ARGUMENT with a short
+      message and one WARNING line, before anything else (authentication included).
     - Any other exception is logged with its traceback and answered as
       INTERNAL with an opaque reference id: callers never see a stack trace.
     """
@@ -260,6 +287,15 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             code = "OK"
             admitted = False
             try:
+                if isinstance(request, Malformed):
+                    code = "INVALID_ARGUMENT"
+                    log.warning("malformed request to %s/%s from %s: not a valid %s",
+                                service, method, context.peer(), request.message_type,
+                                extra={"error": "malformed"})
+                    await context.abort(
+                        grpc.StatusCode.INVALID_ARGUMENT,
+                        f"malformed request: not a valid {request.message_type} (corrupt "
+                        "protobuf or invalid UTF-8 in a string field)")
                 if limited:
                     if self.in_flight >= self.max_concurrent:
                         raise ResourceExhausted(
@@ -307,6 +343,6 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
 
         return grpc.unary_unary_rpc_method_handler(
             wrapped,
-            request_deserializer=handler.request_deserializer,
+            request_deserializer=tolerant(handler.request_deserializer),
             response_serializer=handler.response_serializer,
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import urllib.request
+
 import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -190,3 +192,46 @@ def test_any_namespace_is_served_or_invalid_argument(gateway, namespace):
 def _hypothesis_corpus(gateway):
     for text in ["alpha beta gamma", "C++ & Rust <-> tsquery", "emoji 😀 party", "O'Neil's \\"]:
         store(gateway, "hypothesis-queries", text)
+
+
+MALFORMED = {
+    # field 1 (namespace), a string, holding bytes that are not UTF-8
+    "invalid UTF-8": ("Store", b"\x0a\x02\xff\xfe"),
+    # a length-delimited field that claims more bytes than follow
+    "truncated protobuf": ("Recall", b"\x0a\x7fns"),
+    # a tag of wire type 7, which does not exist
+    "corrupt protobuf": ("Get", b"\x0f\x01\x02\x03"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_request_is_invalid_argument_counted_and_logged_once(stack, db, case):
+    """Without a key even: INVALID_ARGUMENT with a short message (not UNKNOWN with an
+    exception's class name), counted in the RPC metrics, one WARNING line and no traceback
+    in the gateway's log; nothing written."""
+    method, body = MALFORMED[case]
+    log_path = stack.log_path("gateway")
+    log_before = log_path.read_text(errors="replace")
+    before = row_count(db)
+
+    def handled() -> float:
+        text = urllib.request.urlopen(f"http://localhost:{stack.metrics['gateway']}/metrics",
+                                      timeout=5).read().decode()
+        wanted = (f'grpc_method="{method}"', 'grpc_code="INVALID_ARGUMENT"')
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("grpc_server_handled_total{")
+                   and all(w in line for w in wanted))
+
+    counted = handled()
+    with grpc.insecure_channel(stack.endpoints["gateway"]) as channel:
+        call = channel.unary_unary(f"/recallmesh.v1.MemoryService/{method}")  # raw bytes
+        with pytest.raises(grpc.RpcError) as failed:
+            call(body, timeout=10)
+    assert failed.value.code() == INVALID, (failed.value.code(), failed.value.details())
+    assert failed.value.details().startswith(f"malformed request: not a valid {method}Request")
+    assert handled() == counted + 1
+    assert row_count(db) == before
+    new = log_path.read_text(errors="replace")[len(log_before):]
+    assert "Traceback" not in new
+    assert [line for line in new.splitlines() if "malformed request" in line][0:1] and sum(
+        "malformed request" in line for line in new.splitlines()) == 1
