@@ -342,6 +342,12 @@ class Recaller:
         / just before each of the best hits (the reply after a matched question, the question
         before a matched answer), read with the hydration. `memories` gains the neighbours."""
         after, before = adjacent
+        now = datetime.now(UTC)
+        gone = stages.ended({m.id: m.valid_to for m in (*memories.values(), *after.values(),
+                                                       *before.values())}, now)
+        # an ended memory neither seeds nor receives a share
+        after = {k: v for k, v in after.items() if k not in gone and v.id not in gone}
+        before = {k: v for k, v in before.items() if k not in gone and v.id not in gone}
         with tracer.start_as_current_span("context"):
             ranked, raised = stages.propagate_context(
                 fused, top, {k: v.id for k, v in after.items()},

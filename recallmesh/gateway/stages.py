@@ -6,7 +6,10 @@ replay imports them: there is no second implementation.
 
 Last, `current_first`: a memory whose validity has ended (valid_to passed: superseded by a
 SUPERSEDES relation, or a fact the client dated) ranks after every hit still valid, in relevance
-order, whatever the number of contributing legs: the newest fact first, the old one still shown.
+order, whatever the number of contributing legs: the newest fact first, the old one still shown,
+and it scores below every current hit (the ended ones scaled together to at most ENDED_SHARE of
+the lowest current score), so a score read alone never puts an ended fact above its
+replacement. An ended memory neither seeds nor receives context propagation (`ended`).
 
 The rule for both refinements (time window, context): they apply to relevance order only
 (recency bypasses fusion; importance order is the prior's), and only when more than one leg
@@ -107,10 +110,29 @@ def propagate_context(
     return ranked[:k], len(shares)
 
 
+# The best ended memory's score is at most this share of the lowest current hit's score.
+ENDED_SHARE = 0.5
+
+
+def ended(valid_to: dict[str, datetime | None], now: datetime) -> set[str]:
+    """The memories whose validity ended by `now` (valid_to <= now)."""
+    return {i for i, t in valid_to.items() if t is not None and t <= now}
+
+
 def current_first(top: Sequence[FusedCandidate], valid_to: dict[str, datetime | None],
                   now: datetime) -> list[FusedCandidate]:
-    """`top` with the memories whose validity ended by `now` (valid_to <= now) moved after
-    the others, each group in its own order."""
-    ended = {i for i, t in valid_to.items() if t is not None and t <= now}
-    return ([c for c in top if c.memory_id not in ended]
-            + [c for c in top if c.memory_id in ended])
+    """`top` with the memories whose validity ended by `now` moved after the others, each
+    group in its own order, the ended ones' scores scaled (all by one factor, their order and
+    ratios kept) so that the best of them is at most ENDED_SHARE of the lowest current score
+    (of its own score when no current hit is left)."""
+    gone = ended(valid_to, now)
+    current = [c for c in top if c.memory_id not in gone]
+    old = [c for c in top if c.memory_id in gone]
+    if not old:
+        return current
+    best_old = max(c.score for c in old)
+    ceiling = ENDED_SHARE * (min(c.score for c in current) if current else best_old)
+    factor = min(1.0, ceiling / best_old) if best_old > 0 else 1.0
+    if not current:
+        factor = ENDED_SHARE
+    return current + [replace(c, score=c.score * factor) for c in old]
