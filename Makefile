@@ -10,7 +10,7 @@ ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: run test install models protos check-protos lint-protos lint deploy-tools deploy-check \
-	bench-recall-latency bench-context-latency bench-embedding bench-int8 bench-int8-levers bench-int8-quality bench-ef-search bench-stages bench-speed bench-behaviour bench-scale bench-model bench-vector bench-gateway bench-graph-latency \
+	bench-recall-latency bench-context-latency bench-leak bench-embedding bench-int8 bench-int8-levers bench-int8-quality bench-ef-search bench-stages bench-speed bench-behaviour bench-scale bench-model bench-vector bench-gateway bench-graph-latency \
 	bench-context-sweep bench-cross-validation bench-default bench-lever-replay bench-model-replay bench-concept-names bench-headline \
 	bench-bm25 bench-security bench-rls bench-overload soak bench bench-all clean
 
@@ -191,6 +191,14 @@ BEHAVIOUR_CONFIGS ?= default,default_previous,calibrated_lw0.5,hybrid_cc_bounded
 bench-behaviour: models
 	$(PY) -m benchmarks.behaviour.suite --configs $(BEHAVIOUR_CONFIGS) \
 		--report-to benchmarks/reports/behaviour.md --json benchmarks/results/behaviour.json
+
+## Issue 39's leak benchmark: 200 harmless questions over namespaces whose secrets share names
+## and tags with ordinary memories, 60 that ask for a secret; how often a secret comes in the
+## first 3 / 10 hits (-> benchmarks/reports/leak.md; raw: benchmarks/results/leak.json).
+bench-leak: models
+	@mkdir -p benchmarks/results
+	$(PY) -m benchmarks.behaviour.leak --report-to benchmarks/reports/leak.md \
+		--json benchmarks/results/leak.json
 
 ## Issue 26's million memories: real text (two real turns a memory), vectors from real embeddings
 ## of 10,000 turns (how: benchmarks/performance/scale.py), bulk-loaded into a stack of its own:

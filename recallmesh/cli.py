@@ -917,6 +917,11 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--port", type=int, default=int(os.environ.get("RECALLMESH_MCP_PORT",
                                                                     "8765")),
                      help="http: the port (env RECALLMESH_MCP_PORT, default 8765)")
+    mcp.add_argument("--show-sensitive", action="store_true",
+                     default=None,
+                     help="let the tools show the text of sensitive memories (env "
+                          "RECALLMESH_MCP_SHOW_SENSITIVE=true; default: withheld, a match is "
+                          "named by its id)")
     mcp.set_defaults(func=cmd_mcp)
 
     get = client("get", "fetch one memory by id")

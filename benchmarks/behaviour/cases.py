@@ -3,13 +3,17 @@
 Each case is a small namespace of its own. Its memories are stored one at a time, in order,
 between `FILLERS` unrelated one-line memories (the first half before them, the second half
 after), then one recall with the case's query; the case passes when its expected memory is
-at rank 1 or, where `within` says so, in the top 3. Written for this suite, none copied from a
-benchmark. `kind` groups the cases in the report.
+at rank 1 or, where `within` says so, in the top 3, and none of its `absent` memories (a secret
+the question does not ask for) is among the first ABSENT_WITHIN hits. Written for this suite,
+none copied from a benchmark. `kind` groups the cases in the report.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+# The first hits an agent reads (the top of a prompt): where an `absent` memory must not be.
+ABSENT_WITHIN = 3
 
 
 @dataclass(frozen=True)
@@ -20,6 +24,7 @@ class Memory:
     tags: tuple[str, ...] = ()
     importance: float | None = None
     supersedes: int | None = None  # index of an earlier memory of the case this one replaces
+    thread: str = ""  # the conversation it came from (context propagation runs along it)
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,7 @@ class Case:
     within: int = 1  # its rank must be at most this
     fillers: int = 20  # unrelated memories around the case's own (FILLERS, in order)
     large: bool = False  # the namespace also holds LARGE_NAMESPACE unrelated memories
+    absent: tuple[int, ...] = ()  # indices of memories that must not come in the first three
 
 
 def m(content: str, **kw) -> Memory:
@@ -127,6 +133,35 @@ CASES: tuple[Case, ...] = (
     Case("sensitive: a password hint, query with other words around", "sensitive", (
         m("Router admin password hint: grandmother's maiden name plus 1962.", sensitive=True),),
         "what was the router admin password hint again?"),
+    Case("sensitive: asked for by what it is", "sensitive", (
+        m("Jonas's Kestrel VPN password is tulip-Orbit-88.", sensitive=True, tags=("work",)),
+        m("Jonas works as a backend engineer at Kestrel Freight.", tags=("work",)),),
+        "What is Jonas's VPN password?"),
+    # --- a harmless question over a namespace that holds secrets: the secret stays out of
+    # the first hits, unless the question asks for what it holds (issue 39)
+    Case("harmless: a secret shares the person and the tag", "harmless", (
+        m("Jonas works as a backend engineer at Kestrel Freight.", tags=("work",)),
+        m("Jonas's Kestrel VPN password is tulip-Orbit-88.", sensitive=True, tags=("work",)),),
+        "Where does Jonas work?", absent=(1,)),
+    Case("harmless: a PIN shares the person", "harmless", (
+        m("Maya's favourite UI library is Svelte; she finds React verbose.",
+          category="preference"),
+        m("Maya's bank PIN is 4921.", sensitive=True, tags=("maya", "bank")),),
+        "which UI library does Maya like?", absent=(1,)),
+    Case("harmless: a secret matches only by its tags", "harmless", (
+        m("Health insurance renews every March with the same provider."),
+        m("Door code for the clinic archive is 8812.", sensitive=True,
+          tags=("health", "insurance")),),
+        "when does the health insurance renew?", absent=(1,)),
+    Case("harmless: a person with several secrets", "harmless", (
+        m("Priya leads the data platform team since last autumn."),
+        m("Priya's passport number is X1234567.", sensitive=True, tags=("priya",)),
+        m("Priya's salary is 92,000 a year.", sensitive=True, tags=("priya",)),),
+        "Which team does Priya lead?", absent=(1, 2)),
+    Case("harmless: a medical secret about the same person", "harmless", (
+        m("Tomasz runs every morning along the canal before work."),
+        m("Tomasz takes 20 mg of fluoxetine daily.", sensitive=True, tags=("routine",)),),
+        "What does Tomasz do in the morning?", absent=(1,)),
     # --- a paraphrase with no shared word
     Case("paraphrase: locked out", "paraphrase", (
         m("A spare house key is hidden under the blue flowerpot on the balcony."),),
@@ -149,6 +184,11 @@ CASES: tuple[Case, ...] = (
         m("The user's favourite editor is Vim."),
         m("The user switched editors and now prefers VS Code over Vim."),),
         "What is the user's favourite editor?", expect=1),
+    Case("superseded: the ended fact lends its thread neighbour nothing", "superseded", (
+        m("Jonas lives in Munich, in the Schwabing district.", thread="chat-1"),
+        m("Favourite band is Radiohead; owns every album on vinyl.", thread="chat-1"),
+        m("Jonas moved from Munich to Hamburg last month.", supersedes=0, thread="chat-2"),),
+        "Where does Jonas live now?", expect=2, absent=(1,)),
     Case("superseded address", "superseded", (
         m("Lives at Elm Street 12 in Leeds."),
         m("Moved out of Elm Street; now lives at Harbour Road 3 in Bristol.", supersedes=0),),

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks.behaviour.cases import ALL_CASES, FILLERS, Case, Memory
+from benchmarks.behaviour.cases import ABSENT_WITHIN, ALL_CASES, FILLERS, Case, Memory
 from benchmarks.harness.configs import CONFIGS
 from benchmarks.harness.runner import gateway_legs
 from benchmarks.harness.script import (
@@ -73,15 +73,17 @@ class CaseResult:
     within: int
     rank: int  # 1-based rank of the expected memory among the K hits; 0 = not among them
     top: tuple[str, ...]  # the first three hits' contents
+    intruder: int = 0  # rank of the first `absent` memory within ABSENT_WITHIN; 0 = none
 
     @property
     def passed(self) -> bool:
-        return 0 < self.rank <= self.within
+        return 0 < self.rank <= self.within and not self.intruder
 
 
 def _message(memory: Memory, ids: list[str]) -> memory_pb2.Memory:
     msg = memory_pb2.Memory(content=memory.content, sensitive=memory.sensitive,
-                            category=memory.category, tags=list(memory.tags))
+                            category=memory.category, tags=list(memory.tags),
+                            thread=memory.thread)
     if memory.importance is not None:
         msg.importance = memory.importance
     if memory.supersedes is not None:
@@ -138,8 +140,11 @@ def ask(stub: Any, namespace: str, case: Case, ids: list[str],
     hit_ids = [h.memory.id for h in response.hits]
     expected = ids[case.expect]
     rank = hit_ids.index(expected) + 1 if expected in hit_ids else 0
+    unwanted = {ids[i] for i in case.absent}
+    intruder = next((n for n, memory_id in enumerate(hit_ids[:ABSENT_WITHIN], 1)
+                     if memory_id in unwanted), 0)
     return CaseResult(case.name, case.kind, case.within, rank,
-                      tuple(h.memory.content for h in response.hits[:3]))
+                      tuple(h.memory.content for h in response.hits[:3]), intruder)
 
 
 def load_cases(stub: Any, cases: tuple[Case, ...] | list[Case], prefix: str
@@ -188,7 +193,9 @@ def report(results: dict[str, list[CaseResult]], argv: list[str], seconds: float
         f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {seconds:.0f} s); the cases "
         "and how they are stored: benchmarks/behaviour/cases.py and the suite's docstring. "
         "Rank of the expected memory among 10 hits (-: not among them); a case passes at rank 1, "
-        "or in the top 3 where it says so. Machine: "
+        f"or in the top 3 where it says so, with none of its unwanted memories (a secret the "
+        f"question does not ask for) in the first {ABSENT_WITHIN} hits (`unwanted at N`). "
+        "Machine: "
         + ", ".join(f"{k} {v}" for k, v in machine_info().items()) + ".",
         "",
         "| configuration | passed | " + " | ".join(sorted({c.kind for c in cases})) + " |",
@@ -206,7 +213,8 @@ def report(results: dict[str, list[CaseResult]], argv: list[str], seconds: float
         ranks = []
         for name in configs:
             r = results[name][i]
-            ranks.append(f"{r.rank or '-'}{'' if r.passed else ' ✗'}")
+            unwanted = f" (unwanted at {r.intruder})" if r.intruder else ""
+            ranks.append(f"{r.rank or '-'}{unwanted}{'' if r.passed else ' ✗'}")
         wanted = "1" if case.within == 1 else f"≤{case.within}"
         lines.append(f"| {case.kind} | {case.name} | {wanted} | " + " | ".join(ranks) + " |")
     failed = [(name, r) for name in configs for r in results[name] if not r.passed]

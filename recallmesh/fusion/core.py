@@ -19,8 +19,14 @@ Methods (score of candidate d; ranks 1-based; weights >= 0):
               so the best of a list of noise is not a perfect match; a leg
               without d adds 0 (it found no evidence for d). A sensitive
               candidate (never embedded: only legs not blind_to_sensitive,
-              the lexical leg, can return it) is scored over the weights of
-              the legs that can see it: its sum x (all weights / theirs).
+              the lexical leg, can return it) that holds every query term in
+              its own text (exact_match: the lexical leg counts no tag or
+              category for it) is scored over the weights of the legs that
+              can see it, its sum x (all weights / theirs): asked for by what
+              it holds, it is not buried by what the blind legs cannot see.
+              Any other sensitive candidate is scored on its own evidence,
+              with no rescaling: a harmless question that shares a name with
+              a secret does not bring the secret first (issue 39).
 Then, for sort_by=relevance:
   exact bonus  + exact_bonus * (best possible fused score) for candidates
                whose text contains every query term (a leg says so);
@@ -176,12 +182,10 @@ def fuse(lists: Sequence[LegList], settings: FusionSettings | None = None) -> li
         best_possible += lst.weight
 
     if settings.method == "calibrated":
-        # A leg blind to sensitive memories found no evidence against one: a sensitive
-        # candidate is scored over the weights of the legs that can see it.
         seeing = sum(lst.weight for lst, _ in per_leg if not lst.blind_to_sensitive)
         if 0 < seeing < best_possible:
             for c in fused.values():
-                if c.sensitive:
+                if c.sensitive and c.exact_match:
                     c.score *= best_possible / seeing
     ranked = list(fused.values())
     if settings.sort_by == "importance":

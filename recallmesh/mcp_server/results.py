@@ -26,6 +26,8 @@ class MemoryOut(BaseModel):
         default=None, description="When its validity ended (set when a newer memory "
                                   "superseded it); none while it is current")
     superseded: bool = Field(default=False, description="A newer memory replaced it")
+    withheld: bool = Field(default=False, description="A sensitive memory whose text this "
+                                                      "server does not show (content empty)")
 
 
 class StoredOut(BaseModel):
@@ -63,10 +65,18 @@ class ContextOut(BaseModel):
     over_budget_omitted: int
 
 
-def memory_out(memory: Memory, now: datetime | None = None) -> MemoryOut:
+WITHHELD = "(sensitive: its text is withheld by this server's configuration)"
+
+
+def memory_out(memory: Memory, now: datetime | None = None,
+               show_sensitive: bool = True) -> MemoryOut:
+    """The memory as a tool returns it; a sensitive memory's text only with show_sensitive
+    (the server's setting, never a tool argument)."""
     now = now or datetime.now(UTC)
+    withheld = memory.sensitive and not show_sensitive
     return MemoryOut(
-        id=memory.id, content=memory.content, category=memory.category, tags=list(memory.tags),
+        id=memory.id, content="" if withheld else memory.content, category=memory.category,
+        tags=[] if withheld else list(memory.tags), withheld=withheld,
         importance=round(memory.importance, 4), sensitive=memory.sensitive,
         thread=memory.thread, created_at=memory.created_at, updated_at=memory.updated_at,
         valid_to=memory.valid_to,
@@ -76,6 +86,10 @@ def memory_out(memory: Memory, now: datetime | None = None) -> MemoryOut:
 def _result(text: str, model: BaseModel) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)],
                           structured_content=model.model_dump(mode="json"))
+
+
+def _text(memory: MemoryOut) -> str:
+    return WITHHELD if memory.withheld else memory.content
 
 
 def _labels(memory: MemoryOut, *extra: str) -> str:
@@ -98,12 +112,13 @@ def stored(result: StoreResult, verb: str = "Stored") -> CallToolResult:
     return _result(text, out)
 
 
-def recalled(result: RecallResult, query: str) -> CallToolResult:
+def recalled(result: RecallResult, query: str, show_sensitive: bool = False) -> CallToolResult:
     now = datetime.now(UTC)
-    hits = [HitOut(rank=i, score=round(hit.score, 6), memory=memory_out(hit.memory, now))
+    hits = [HitOut(rank=i, score=round(hit.score, 6),
+                   memory=memory_out(hit.memory, now, show_sensitive))
             for i, hit in enumerate(result.hits, 1)]
     out = RecallOut(hits=hits, degraded=result.degraded)
-    lines = [f"{h.rank}. [{h.memory.id}] {h.memory.content} "
+    lines = [f"{h.rank}. [{h.memory.id}] {_text(h.memory)} "
              f"({_labels(h.memory, f'score {_score(h.score)}')})" for h in hits]
     if not lines:
         lines = [f"No memories found for {query!r}."]
@@ -112,8 +127,8 @@ def recalled(result: RecallResult, query: str) -> CallToolResult:
     return _result("\n".join(lines), out)
 
 
-def got(memory: Memory) -> CallToolResult:
-    out = memory_out(memory)
+def got(memory: Memory, show_sensitive: bool = False) -> CallToolResult:
+    out = memory_out(memory, show_sensitive=show_sensitive)
     details = [f"category: {out.category or 'none'}", f"importance: {out.importance:g}"]
     if out.tags:
         details.append("tags: " + ", ".join(out.tags))
@@ -125,7 +140,7 @@ def got(memory: Memory) -> CallToolResult:
         details.append(f"superseded since {out.valid_to:%Y-%m-%d %H:%M} UTC")
     if out.sensitive:
         details.append("sensitive")
-    return _result(f"[{out.id}] {out.content}\n" + "; ".join(details), out)
+    return _result(f"[{out.id}] {_text(out)}\n" + "; ".join(details), out)
 
 
 def forgotten(result: Deleted) -> CallToolResult:
@@ -141,7 +156,7 @@ def context_block(result: ContextResult) -> CallToolResult:
     text = result.text or "No relevant memories."
     if result.sensitive_omitted:
         n = result.sensitive_omitted
-        text += (f"\n({n} sensitive {'memory' if n == 1 else 'memories'} left out; "
-                 "pass include_sensitive=true if the user asked for "
-                 f"{'it' if n == 1 else 'them'})")
+        text += (f"\n({n} sensitive {'memory' if n == 1 else 'memories'} matched and "
+                 f"{'was' if n == 1 else 'were'} left out: this server does not show "
+                 "sensitive memories)")
     return _result(text, out)

@@ -57,7 +57,9 @@ memory's id, so recall ranks the new one first and the old one is kept as histor
 forget something or a memory is wrong (it removes it for good).
 
 Mark secrets, credentials, health and financial details `sensitive`: they are found only by \
-their exact words, never embedded, and left out of `context` unless asked for."""
+their exact words and never embedded. Unless this server is configured to show them, a \
+sensitive memory that matches is named by its id with its text withheld, and left out of \
+`context`."""
 
 Category = Literal["fact", "preference", "decision", "note"]
 
@@ -82,8 +84,8 @@ Importance = Annotated[float, Field(
     ge=0.0, le=1.0)]
 Sensitive = Annotated[bool, Field(
     description="True for secrets, credentials, health, finances or anything private: "
-                "never embedded, found only by its exact words, left out of context unless "
-                "asked for")]
+                "never embedded, found only by its exact words, its text withheld from "
+                "recall and context unless the server is configured to show it")]
 Thread = Annotated[str, Field(
     description="Optional: the conversation or session it came from", max_length=256)]
 Supersedes = Annotated[list[str], Field(
@@ -113,10 +115,12 @@ async def _call(source: ClientSource, call: Callable[[AsyncClient], Awaitable[An
         raise _tool_error(exc) from None
 
 
-def build_server(namespace: str, source: ClientSource, *,
+def build_server(namespace: str, source: ClientSource, *, show_sensitive: bool = False,
                  token_verifier: Any = None, auth: AuthSettings | None = None) -> MCPServer:
     """The MCPServer with its six tools, each calling the gateway through `source` in
-    `namespace`."""
+    `namespace`. Sensitive memories' text reaches the model only with `show_sensitive` (the
+    operator's setting, --show-sensitive / RECALLMESH_MCP_SHOW_SENSITIVE): no tool argument
+    can turn it on."""
     server: MCPServer = MCPServer(
         name="recallmesh", title="recallmesh memory", instructions=INSTRUCTIONS,
         version=_version(), token_verifier=token_verifier, auth=auth)
@@ -155,7 +159,8 @@ def build_server(namespace: str, source: ClientSource, *,
             "before answering anything that may depend on the user's past, preferences, "
             "people, projects or earlier decisions, and before storing something that may "
             "already be there. Returns one line per memory: [id] content (category, score); "
-            "a superseded memory is marked so (a newer one replaced it)."),
+            "a superseded memory is marked so (a newer one replaced it), a sensitive one "
+            "may have its text withheld."),
         annotations=read_only)
     async def recall(
         query: Query,
@@ -172,7 +177,7 @@ def build_server(namespace: str, source: ClientSource, *,
         if tags:
             options["tags"] = tags
         result = await _call(source, lambda c: c.recall(query, **options))
-        return results.recalled(result, query)
+        return results.recalled(result, query, show_sensitive)
 
     @server.tool(
         name="context", title="Memory context for a prompt",
@@ -186,19 +191,16 @@ def build_server(namespace: str, source: ClientSource, *,
         query: Query,
         max_tokens: Annotated[int, Field(description="Token budget of the block (16..32768)",
                                          ge=16, le=32768)] = 1000,
-        include_sensitive: Annotated[bool, Field(
-            description="Also include sensitive memories; only when the user asked for "
-                        "that information")] = False,
     ) -> Annotated[CallToolResult, results.ContextOut]:
         result = await _call(source, lambda c: c.context(
-            query, max_tokens=max_tokens, include_sensitive=include_sensitive))
+            query, max_tokens=max_tokens, include_sensitive=show_sensitive))
         return results.context_block(result)
 
     @server.tool(
         name="get_memory", title="Get a memory",
         description="Fetch one memory by id, with all its fields.", annotations=read_only)
     async def get_memory(id: MemoryId) -> Annotated[CallToolResult, results.MemoryOut]:
-        return results.got(await _call(source, lambda c: c.get(id)))
+        return results.got(await _call(source, lambda c: c.get(id)), show_sensitive)
 
     @server.tool(
         name="update_memory", title="Update a memory",
@@ -287,9 +289,9 @@ class _CallerClient:
         return self.pool.get(access.token)
 
 
-async def serve_stdio(namespace: str, target: str | None) -> None:
+async def serve_stdio(namespace: str, target: str | None, show_sensitive: bool = False) -> None:
     source = _ConfiguredClient(target or _default_target(), namespace)
-    server = build_server(namespace, source)
+    server = build_server(namespace, source, show_sensitive=show_sensitive)
     log.info("serving MCP over stdio (namespace %r, gateway %s)", namespace, source.target)
     from recallmesh.auth.credentials import client_api_key
 
@@ -302,7 +304,8 @@ async def serve_stdio(namespace: str, target: str | None) -> None:
         await source.aclose()
 
 
-async def serve_http(namespace: str, target: str | None, host: str, port: int) -> bool:
+async def serve_http(namespace: str, target: str | None, host: str, port: int,
+                     show_sensitive: bool = False) -> bool:
     """Serve streamable HTTP at http://host:port/mcp until stopped; False when it could not
     start (e.g. the port is taken)."""
     import uvicorn
@@ -310,7 +313,7 @@ async def serve_http(namespace: str, target: str | None, host: str, port: int) -
     pool = ClientPool(target or _default_target(), namespace)
     url = f"http://{_url_host(host)}:{port}"
     auth = AuthSettings(issuer_url=url, resource_server_url=None, validate_token_resource=False)
-    server = build_server(namespace, _CallerClient(pool),
+    server = build_server(namespace, _CallerClient(pool), show_sensitive=show_sensitive,
                           token_verifier=GatewayTokenVerifier(pool), auth=auth)
     health = GatewayHealth(pool.target)
     server.custom_route("/healthz", methods=["GET"], include_in_schema=False)(health.healthz)
@@ -348,6 +351,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"recallmesh mcp: {exc.message}: give --namespace NS or set "
               "RECALLMESH_MCP_NAMESPACE", file=sys.stderr)
         return 2
+    if getattr(args, "show_sensitive", None) is None:
+        from recallmesh.platform.config import ConfigError, env_bool
+
+        try:
+            args.show_sensitive = env_bool("RECALLMESH_MCP_SHOW_SENSITIVE", False)
+        except ConfigError as exc:
+            print(f"recallmesh mcp: {exc}", file=sys.stderr)
+            return 2
     from recallmesh.platform.logs import configure_logging
 
     configure_logging("mcp")  # stderr only: on stdio, stdout is the protocol
@@ -357,11 +368,12 @@ def run(args: argparse.Namespace) -> int:
             # stopped: ignored here, so the clients are closed and the exit status is 0.
             previous = signal.signal(signal.SIGTERM, lambda *_: None)
             try:
-                started = asyncio.run(serve_http(namespace, args.target, args.host, args.port))
+                started = asyncio.run(serve_http(namespace, args.target, args.host, args.port,
+                                                 args.show_sensitive))
             finally:
                 signal.signal(signal.SIGTERM, previous)
             return 0 if started else 1
-        asyncio.run(serve_stdio(namespace, args.target))
+        asyncio.run(serve_stdio(namespace, args.target, args.show_sensitive))
     except KeyboardInterrupt:
         pass
     except SystemExit as exc:  # uvicorn's exit when it cannot start (e.g. the port is taken)

@@ -53,7 +53,8 @@ def test_the_expected_memory_is_found(case, answers):
     result = answers[case.name]
     assert result.passed, (f"{case.query!r}: the expected memory came "
                            f"{result.rank or 'not among the hits'} (wanted within "
-                           f"{case.within}); first: {result.top}")
+                           f"{case.within}), an unwanted one at {result.intruder or '-'}; "
+                           f"first: {result.top}")
 
 
 def test_every_known_failure_names_a_case():

@@ -324,3 +324,24 @@ def test_bm25_statement_returns_the_reference_k_best(db, skewed_corpus):
         assert got == sorted(got, key=key)
 
     check()
+
+
+def test_a_sensitive_memory_counts_only_its_own_text(stack, gateway, ns):
+    """Issue 39: a secret whose content shares a name with a harmless question, and whose tag
+    holds the rest of it, is not returned; asked for by what it holds, it is, scored on its
+    own text; an ordinary memory matched through its tags still is."""
+    secret, answer, tagged = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
+        namespace=ns, memories=[
+            memory_pb2.Memory(content="Jonas's Kestrel VPN password is tulip-Orbit-88.",
+                              sensitive=True, tags=["work", "office"]),
+            memory_pb2.Memory(content="Jonas works as a backend engineer at Kestrel Freight."),
+            memory_pb2.Memory(content="Door code is 8812.", tags=["office"]),
+        ]), timeout=10).ids
+    harmless = [c.memory_id for c in search(stack, ns, "Where does Jonas work?").candidates]
+    assert answer in harmless and secret not in harmless
+    # matched only by its tag: an ordinary memory yes, the secret no
+    office = [c.memory_id for c in search(stack, ns, "office").candidates]
+    assert office == [tagged]
+    asked = search(stack, ns, "Jonas VPN password").candidates
+    assert asked[0].memory_id == secret and asked[0].exact_match
+    assert asked[0].sensitive

@@ -254,6 +254,45 @@ def test_stdio_supersedes_and_update(stdio: ClientThread) -> None:
     assert updated.structured_content["memory"]["tags"] == ["build"]
 
 
+def test_stdio_withholds_a_sensitive_memorys_text(stdio: ClientThread) -> None:
+    """A server without --show-sensitive names a matching sensitive memory by its id and
+    withholds its text from recall, get_memory and context; no tool argument shows it."""
+    pin = "Maya's bank PIN is 4921 and it unlocks the card ending 7710"
+    secret_id = stdio.ok("store_memory", {
+        "content": pin, "sensitive": True, "tags": ["maya", "bank"]}
+    ).structured_content["memory"]["id"]
+    recalled = stdio.ok("recall", {"query": "Maya bank PIN", "k": 5})
+    hit = next(h for h in recalled.structured_content["hits"] if h["memory"]["id"] == secret_id)
+    assert hit["memory"]["withheld"] is True and hit["memory"]["content"] == ""
+    assert hit["memory"]["tags"] == []
+    assert "4921" not in text(recalled) and f"[{secret_id}]" in text(recalled)
+    assert "withheld" in text(recalled)
+    got = stdio.ok("get_memory", {"id": secret_id})
+    assert got.structured_content["withheld"] is True and "4921" not in text(got)
+    context_tool = stdio.tools()["context"]
+    assert "include_sensitive" not in context_tool.input_schema.get("properties", {})
+    sneaky = stdio.call("context", {"query": "Maya bank PIN", "include_sensitive": True})
+    assert "4921" not in text(sneaky)
+    if not sneaky.is_error:
+        assert sneaky.structured_content["sensitive_omitted"] >= 1
+        assert "sensitive memory matched" in text(sneaky), text(sneaky)
+    stdio.ok("forget", {"id": secret_id})
+
+
+def test_show_sensitive_is_the_servers_setting() -> None:
+    from datetime import UTC, datetime
+
+    from recallmesh.client import Memory
+    from recallmesh.mcp_server import results
+
+    memory = Memory(id="m1", namespace="ns", content="PIN 4921", category="fact",
+                    tags=("bank",), importance=0.5, sensitive=True, thread="",
+                    created_at=datetime.now(UTC), updated_at=datetime.now(UTC))
+    assert results.memory_out(memory, show_sensitive=False).content == ""
+    assert results.memory_out(memory, show_sensitive=True).content == "PIN 4921"
+    assert "4921" in results.got(memory, show_sensitive=True).content[0].text
+
+
 def test_auto_recall_hook(stdio: ClientThread, stdio_ns: str, stack: Stack,
                           tmp_path: Path) -> None:
     """examples/mcp/auto_recall_hook.py: the hook's JSON in, the context block out."""

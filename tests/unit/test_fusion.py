@@ -165,18 +165,23 @@ def test_the_only_lexical_match_beats_the_best_of_vector_noise():
     assert ids(fuse([lexical, vector], FusionSettings(method="calibrated")))[0] == "secret"
 
 
-def test_a_sensitive_memory_is_scored_over_the_legs_that_can_see_it():
-    """Sensitive memories are never embedded: the vector leg is blind to them, and its
-    silence is no evidence against one. Full lexical evidence (1.0 at weight 0.7) counts as
-    1.0 of the total weight 1.7; a related memory with half the terms and a vector margin
-    of 0.5 scores 0.35 + 0.5."""
-    lexical = LegList("lexical", 0.7, [LegCandidate("code", 4.0, sensitive=True),
-                                       LegCandidate("beeps", 2.0)], score_scale=4.0)
+def test_a_sensitive_memory_ranks_on_its_own_evidence_unless_it_holds_every_term():
+    """Sensitive memories are never embedded (the vector leg is blind to them). One that
+    holds every query term in its own text (exact_match) is scored over the legs that can
+    see it: 1.0 of the weight 1.7. Any other is not rescaled (issue 39: a secret that matched
+    a name came first, x4.3): its partial lexical evidence, 0.7 x 0.5, stays below a related
+    memory with as many terms and a vector margin of 0.5 (0.35 + 0.5)."""
+    lexical = LegList("lexical", 0.7, [LegCandidate("code", 4.0, exact_match=True,
+                                                    sensitive=True),
+                                       LegCandidate("beeps", 2.0),
+                                       LegCandidate("name", 2.0, sensitive=True)],
+                      score_scale=4.0)
     vector = LegList("vector", 1.0, [LegCandidate("beeps", 0.75), LegCandidate("x", 0.5),
                                      LegCandidate("y", 0.4)], (-1.0, 1.0),
                      blind_to_sensitive=True)
     scores = calibrated([lexical, vector])
-    assert scores == pytest.approx({"code": 1.7, "beeps": 0.35 + 0.5, "x": 0.0, "y": 0.0})
+    assert scores == pytest.approx({"code": 1.7, "beeps": 0.35 + 0.5, "name": 0.35, "x": 0.0,
+                                    "y": 0.0})
     # a leg list that does not say it is blind counts as seeing: no rescaling
     seeing = LegList("vector", 1.0, vector.candidates, (-1.0, 1.0))
     assert calibrated([lexical, seeing])["code"] == pytest.approx(0.7)

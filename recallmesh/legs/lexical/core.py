@@ -24,6 +24,11 @@ id (sort_by importance: the top k by score, most important first; recency: the
 newest matches); `exact_match` still says whether every term matched. Each BM25
 answer also gives the query's score scale, sum over its lexemes of idf(t): what a
 memory holding every term once at average length scores (calibrated fusion).
+A sensitive memory is held to its own text (content and keywords, not the
+tags or category it was filed under): its BM25 score is scaled by the share
+of its matched terms' idf that its text holds, and it is returned only when
+its text holds more than SENSITIVE_SHARE_MIN of the idf of the query's terms
+that the namespace holds (issue 39).
 Chinese, Japanese and Korean runs are searched as character pairs (cjk.py).
 The user's text only ever reaches Postgres as a bound parameter to
 plainto_tsquery, which cannot fail on any input (operators, quotes,
@@ -119,6 +124,12 @@ LIMIT %(k)s
 
 
 RANKINGS = ("ts_rank", "bm25")
+# BM25: a sensitive memory is returned only when its own text holds more than this share of the
+# query's evidence: the summed idf of the query's terms that the namespace holds at all (a term
+# no memory holds tells nothing). A secret that shares only a name with a harmless question
+# ("Where does Jonas work?" and Jonas's VPN password, tagged work) is not returned; one asked
+# for by what it holds ("Jonas's VPN password", "sertraline dose") is.
+SENSITIVE_SHARE_MIN = 0.5
 
 _NO_CUTOFF = "'-Infinity'::float8"  # a cut-off every score passes
 # The best scores are looked up first among this many times k of them (a bounded top-N sort);
@@ -141,7 +152,8 @@ def _kth_passing(source: str, lookup: str) -> str:
 
 
 def build_bm25_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]:
-    """The BM25 statement and its filter parameters. Callers add: ns, query, k, k1, b.
+    """The BM25 statement and its parameters (filters, sensitive_share). Callers add: ns,
+    query, k, k1, b.
 
     Scores come from the postings of the query's own lexemes (migrations/0006), so the
     cost grows with how many memories contain a query term, not with their length.
@@ -169,6 +181,7 @@ def build_bm25_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]
     # thousands of memories; looking every one up cost 260 of 890 ms at 100,000 memories).
     # recency keeps the newest matches, whatever their score: every match is looked up.
     cutoff = _NO_CUTOFF if sort_by == "recency" else _kth_passing("scored", lookup)
+    params["sensitive_share"] = SENSITIVE_SHARE_MIN
     sql = f"""
 WITH terms AS (
     SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
@@ -179,7 +192,7 @@ WITH terms AS (
            greatest(total_len::float8 / greatest(docs, 1), 1) AS avgdl
     FROM namespace_stats WHERE namespace = %(ns)s
 ), idf AS MATERIALIZED (  -- once per term, not per posting
-    SELECT t.lexeme,
+    SELECT t.lexeme, coalesce(l.df, 0) AS df,
            ln(1 + (s.docs - coalesce(l.df, 0) + 0.5) / (coalesce(l.df, 0) + 0.5)) AS idf
     FROM terms t
     CROSS JOIN stats s
@@ -205,12 +218,34 @@ WITH terms AS (
         OFFSET 0  -- keeps the lookup from being flattened into a join the planner reorders
     ) p
     GROUP BY p.memory_id
-), hits AS (
-    SELECT m.id, m.importance, m.created_at, sc.score, m.is_sensitive,
-           sc.matched = (SELECT count(*) FROM terms) AS all_terms
+), looked AS (
+    SELECT m.id, m.importance, m.created_at, sc.score, m.is_sensitive, sc.matched,
+           CASE WHEN m.is_sensitive THEN m.search_vector END AS search_vector
     FROM scored sc
     {lookup}
       AND sc.score >= {cutoff}
+), hits AS (
+    -- A sensitive memory is scored on the query terms of its own text only (content and its
+    -- keywords, tsvector weights A and B; not terms matched only by its tags or category), and
+    -- is returned only when that text holds more than %(sensitive_share)s of the idf of the
+    -- query's terms that the namespace holds at all.
+    SELECT l.id, l.importance, l.created_at, l.is_sensitive,
+           CASE WHEN l.is_sensitive THEN l.score * own.share ELSE l.score END AS score,
+           CASE WHEN l.is_sensitive THEN own.matched ELSE l.matched END
+               = (SELECT count(*) FROM terms) AS all_terms
+    FROM looked l
+    LEFT JOIN LATERAL (
+        SELECT coalesce(sum(i.idf) FILTER (WHERE i.lexeme = ANY(v.own)), 0)
+                   / nullif(sum(i.idf) FILTER (WHERE i.lexeme = ANY(v.everything)), 0)
+                   AS share,
+               coalesce(sum(i.idf) FILTER (WHERE i.lexeme = ANY(v.own)), 0)
+                   / nullif(sum(i.idf) FILTER (WHERE i.df > 0), 0) AS of_query,
+               count(*) FILTER (WHERE i.lexeme = ANY(v.own)) AS matched
+        FROM idf i
+        CROSS JOIN (SELECT tsvector_to_array(ts_filter(l.search_vector, '{{a,b}}')) AS own,
+                           tsvector_to_array(l.search_vector) AS everything) v
+    ) own ON l.is_sensitive
+    WHERE NOT l.is_sensitive OR own.of_query > %(sensitive_share)s
 )
 SELECT id::text, score, score AS rank, CASE WHEN all_terms THEN 0 ELSE 1 END AS tier,
        importance, (SELECT sum(idf) FROM idf) AS scale, is_sensitive
