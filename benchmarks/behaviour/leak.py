@@ -23,22 +23,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmarks.harness.script import (
-    BENCH_ENV,
+    gateway_of_own_stack,
     log,
     machine_info,
     publish,
-    start_stack,
     store_batch_indexed,
 )
-from recallmesh.platform.supervisor import Stack, free_port_env
-from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from recallmesh.v1 import memory_pb2
 
 K = 10
 TOP = 3
@@ -291,16 +288,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="recallmesh-leak-") as tmp:
-        stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp, **free_port_env()})
-        start_stack(stack)
-        try:
-            with stack.dial() as channel:
-                log(f"storing {len(PEOPLE) * (len(FACTS) + len(SECRETS))} memories and asking "
-                    "them ...")
-                results = run(memory_pb2_grpc.MemoryServiceStub(channel), "leak")
-        finally:
-            stack.stop()
+    with gateway_of_own_stack("recallmesh-leak-") as gateway:
+        log(f"storing {len(PEOPLE) * (len(FACTS) + len(SECRETS))} memories and asking them ...")
+        results = run(gateway, "leak")
     seconds = time.perf_counter() - started
     publish(report(results, argv, seconds), args.report_to, args.json,
             [asdict(r) for r in results], indent=1)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
-import tempfile
 import time
 import uuid
 from dataclasses import asdict, dataclass, replace
@@ -29,16 +28,14 @@ from benchmarks.behaviour.cases import ABSENT_WITHIN, ALL_CASES, FILLERS, Case, 
 from benchmarks.harness.configs import CONFIGS
 from benchmarks.harness.runner import gateway_legs
 from benchmarks.harness.script import (
-    BENCH_ENV,
+    gateway_of_own_stack,
     log,
     machine_info,
     names,
     publish,
-    start_stack,
     store_batch_indexed,
 )
-from recallmesh.platform.supervisor import Stack, free_port_env
-from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from recallmesh.v1 import memory_pb2
 
 K = 10
 # Time between two writes of a case (created_at): memories an agent stores during one
@@ -236,15 +233,9 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         raise SystemExit(f"unknown configurations {unknown} (known: {', '.join(CONFIGS)})")
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="recallmesh-behaviour-") as tmp:
-        stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp, **free_port_env()})
-        start_stack(stack)
-        try:
-            with stack.dial() as channel:
-                log(f"storing {len(ALL_CASES)} cases and asking them ...")
-                results = run(memory_pb2_grpc.MemoryServiceStub(channel), args.configs)
-        finally:
-            stack.stop()
+    with gateway_of_own_stack("recallmesh-behaviour-") as gateway:
+        log(f"storing {len(ALL_CASES)} cases and asking them ...")
+        results = run(gateway, args.configs)
     seconds = time.perf_counter() - started
     publish(report(results, argv, seconds), args.report_to, args.json,
             {name: [asdict(r) | {"passed": r.passed} for r in rows]

@@ -12,13 +12,15 @@ internal token for the others); to a service given on the command line (`--targe
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import sys
+import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,9 +29,9 @@ import grpc
 
 from recallmesh.api.validation import MAX_INDEX_WAIT_MS
 from recallmesh.auth.credentials import client_api_key, internal_token
-from recallmesh.platform.supervisor import Stack, StackError
+from recallmesh.platform.supervisor import Stack, StackError, free_port_env
 from recallmesh.platform.tls import dial_blocking
-from recallmesh.v1 import memory_pb2
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 
 T = TypeVar("T")
 
@@ -98,6 +100,20 @@ def start_stack(stack: Stack) -> float:
     except StackError as exc:
         raise SystemExit(f"error: the stack did not start: {exc}") from None
     return time.perf_counter() - started
+
+
+@contextlib.contextmanager
+def gateway_of_own_stack(prefix: str) -> Iterator[memory_pb2_grpc.MemoryServiceStub]:
+    """A whole stack of its own (the deployment's defaults, BENCH_ENV, free ports, data in a
+    temporary folder), started, and its gateway's stub; stopped at the end."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp, **free_port_env()})
+        start_stack(stack)
+        try:
+            with stack.dial() as channel:
+                yield memory_pb2_grpc.MemoryServiceStub(channel)
+        finally:
+            stack.stop()
 
 
 def store_batch_indexed(stub: Any, namespace: str, memories: list[Any],

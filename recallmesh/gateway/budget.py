@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from recallmesh.gateway.fanout import MIN_LEG_TIMEOUT_S
@@ -78,7 +79,7 @@ def plan(budget_s: float, reserve_s: float, after_legs_s: float | None = None,
         by_caller = client_remaining_s - reserve_s < hard_s
         hard_s = min(hard_s, client_remaining_s - reserve_s)
     answer_s = max(answer_s, MIN_LEG_TIMEOUT_S)
-    after_s = min(max(reserve_s, after_legs_s or 0.0), answer_s * (1 - LEGS_SHARE_MIN))
+    after_s = planned_after_s(answer_s, reserve_s, after_legs_s)
     legs_s = max(answer_s - after_s, MIN_LEG_TIMEOUT_S)
     return RecallPlan(answer_s=answer_s, legs_s=legs_s, hard_s=max(hard_s, answer_s),
                       by_caller=by_caller)
@@ -88,8 +89,13 @@ def need_s(budget_s: float, reserve_s: float, after_legs_s: float | None = None)
     """The least of its deadline a call must have left when it starts: the answer's way back
     (the reserve), the work after the legs as planned (at least the reserve, at most half the
     budget) and LATE_LEG_S for the legs."""
-    after_s = min(max(reserve_s, after_legs_s or 0.0), budget_s * (1 - LEGS_SHARE_MIN))
-    return reserve_s + after_s + LATE_LEG_S
+    return reserve_s + planned_after_s(budget_s, reserve_s, after_legs_s) + LATE_LEG_S
+
+
+def planned_after_s(time_s: float, reserve_s: float, after_legs_s: float | None) -> float:
+    """The time kept for the work after the legs out of `time_s`: what it has recently taken
+    (None: not measured yet), at least the reserve, at most what the legs can spare."""
+    return min(max(reserve_s, after_legs_s or 0.0), time_s * (1 - LEGS_SHARE_MIN))
 
 
 def time_left(plan_: RecallPlan, elapsed_s: float) -> float:
@@ -102,7 +108,7 @@ class AfterLegsTimes:
     rank: with fewer than 100 samples, their maximum). Not thread-safe: one event loop."""
 
     def __init__(self, window: int = WINDOW, max_age_s: float = MAX_AGE_S,
-                 clock=time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._samples: deque[tuple[float, float]] = deque(maxlen=window)
         self._max_age_s = max_age_s
         self._clock = clock

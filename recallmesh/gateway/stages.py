@@ -133,6 +133,4 @@ def current_first(top: Sequence[FusedCandidate], valid_to: dict[str, datetime | 
     best_old = max(c.score for c in old)
     ceiling = ENDED_SHARE * (min(c.score for c in current) if current else best_old)
     factor = min(1.0, ceiling / best_old) if best_old > 0 else 1.0
-    if not current:
-        factor = ENDED_SHARE
     return current + [replace(c, score=c.score * factor) for c in old]

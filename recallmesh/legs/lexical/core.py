@@ -225,16 +225,18 @@ WITH terms AS (
     {lookup}
       AND sc.score >= {cutoff}
 ), hits AS (
+    SELECT id, importance, created_at, is_sensitive, score,
+           matched = (SELECT count(*) FROM terms) AS all_terms
+    FROM looked WHERE NOT is_sensitive
+    UNION ALL
     -- A sensitive memory is scored on the query terms of its own text only (content and its
     -- keywords, tsvector weights A and B; not terms matched only by its tags or category), and
     -- is returned only when that text holds more than %(sensitive_share)s of the idf of the
-    -- query's terms that the namespace holds at all.
-    SELECT l.id, l.importance, l.created_at, l.is_sensitive,
-           CASE WHEN l.is_sensitive THEN l.score * own.share ELSE l.score END AS score,
-           CASE WHEN l.is_sensitive THEN own.matched ELSE l.matched END
-               = (SELECT count(*) FROM terms) AS all_terms
+    -- query's terms that the namespace holds at all. Only these rows pay for the check.
+    SELECT l.id, l.importance, l.created_at, l.is_sensitive, l.score * own.share,
+           own.matched = (SELECT count(*) FROM terms)
     FROM looked l
-    LEFT JOIN LATERAL (
+    CROSS JOIN LATERAL (
         SELECT coalesce(sum(i.idf) FILTER (WHERE i.lexeme = ANY(v.own)), 0)
                    / nullif(sum(i.idf) FILTER (WHERE i.lexeme = ANY(v.everything)), 0)
                    AS share,
@@ -244,8 +246,8 @@ WITH terms AS (
         FROM idf i
         CROSS JOIN (SELECT tsvector_to_array(ts_filter(l.search_vector, '{{a,b}}')) AS own,
                            tsvector_to_array(l.search_vector) AS everything) v
-    ) own ON l.is_sensitive
-    WHERE NOT l.is_sensitive OR own.of_query > %(sensitive_share)s
+    ) own
+    WHERE l.is_sensitive AND own.of_query > %(sensitive_share)s
 )
 SELECT id::text, score, score AS rank, CASE WHEN all_terms THEN 0 ELSE 1 END AS tier,
        importance, (SELECT sum(idf) FROM idf) AS scale, is_sensitive
