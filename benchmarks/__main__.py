@@ -55,6 +55,12 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--ingest-batch", type=int, default=BATCH,
                    help=f"memories per StoreBatch while loading, each waiting until indexed "
                    f"(default {BATCH}; smaller for a slow model on a CPU)")
+    r.add_argument("--unanswerable", action="store_true",
+                   help="also ask the questions nothing answers (LoCoMo adversarial, "
+                   "LongMemEval abstention): their answers and scores go in each result file")
+    r.add_argument("--corpus-sample", type=int, default=None,
+                   help="a one-namespace corpus (SciFact) cut to N documents: the kept queries' "
+                   "relevant ones, then others in a fixed hash order")
     c = sub.add_parser("compare", help="report OUTDIR's configurations against a baseline")
     c.add_argument("out", type=Path)
     c.add_argument("--baseline", default="lexical")
@@ -79,7 +85,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.ingest_batch < 1:
             parser.error("--ingest-batch must be at least 1")
         run(args.dataset, args.configs, args.out, args.limit, args.target, args.skip_ingest,
-            args.dsn, args.embedder, args.namespace_tag, args.ingest_batch)
+            args.dsn, args.embedder, args.namespace_tag, args.ingest_batch,
+            unanswerable=args.unanswerable, corpus_sample=args.corpus_sample)
     elif args.command == "compare":
         text = compare(args.out, args.baseline, args.metric)
         (args.out / "report.md").write_text(text)

@@ -167,10 +167,12 @@ def batches(records: list[Any], batch_size: int,
 
 
 def import_memories(stub: Any, namespace: str, records: list[Any], batch_size: int,
-                    show_progress: bool = True, wait_index: bool = False) -> list[str]:
-    """Store records in batches; with wait_index each batch returns once it is embedded."""
+                    show_progress: bool = True, wait_index: bool = False
+                    ) -> tuple[list[str], int]:
+    """Store records in batches; with wait_index each batch returns once it is embedded.
+    The ids, and how many of them were already stored (the same memory: nothing written)."""
     ids: list[str] = []
-    not_indexed = 0
+    existing = not_indexed = 0
     columns = (TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err_console, disable=not show_progress) as progress:
         task = progress.add_task("import", total=len(records))
@@ -188,6 +190,7 @@ def import_memories(stub: Any, namespace: str, records: list[Any], batch_size: i
                     f"{exc.details()}; {len(ids)} memories were imported before it"
                 ) from None
             ids.extend(response.ids)
+            existing += sum(response.existing)
             if wait_index and not response.indexed:
                 not_indexed += sum(1 for _, m in chunk if not m.sensitive)
             progress.advance(task, len(chunk))
@@ -196,7 +199,7 @@ def import_memories(stub: Any, namespace: str, records: list[Any], batch_size: i
             f"[yellow]warning:[/] {not_indexed} memories are stored but not yet embedded "
             "(is the embedding service up?); they are found lexically meanwhile"
         )
-    return ids
+    return ids, existing
 
 
 def print_recall(response: Any, explain: bool) -> None:
@@ -209,7 +212,8 @@ def print_recall(response: Any, explain: bool) -> None:
     if explain:
         table.add_column("legs (rank/score)")
     for i, hit in enumerate(response.hits, start=1):
-        row = [str(i), f"{hit.score:.4f}", hit.memory.category, hit.memory.content, hit.memory.id]
+        row = [str(i), f"{hit.score:.4f}", hit.memory.category,
+               hit.memory.content + ended_mark(hit.memory), hit.memory.id]
         if explain:
             row.append(", ".join(f"{c.leg}#{c.rank} {c.score:.3f}" for c in hit.legs))
         table.add_row(*row)
@@ -231,6 +235,16 @@ def print_recall(response: Any, explain: bool) -> None:
                       markup=False)
 
 
+def ended_mark(memory: Any, now: datetime | None = None) -> str:
+    """" [superseded by <id>]" / " [ended <time>]" for a memory whose validity ended."""
+    if memory.superseded_by:
+        return f" [superseded by {memory.superseded_by}]"
+    if memory.HasField("valid_to") and memory.valid_to.ToDatetime(tzinfo=UTC) <= (
+            now or datetime.now(UTC)):
+        return f" [ended {memory.valid_to.ToDatetime().isoformat()}Z]"
+    return ""
+
+
 def print_memory(memory: Any) -> None:
     fields = {
         "id": memory.id,
@@ -244,6 +258,10 @@ def print_memory(memory: Any) -> None:
     }
     if memory.thread:
         fields["thread"] = memory.thread
+    if memory.HasField("valid_to"):
+        fields["valid_to"] = memory.valid_to.ToDatetime().isoformat() + "Z"
+    if memory.superseded_by:
+        fields["superseded_by"] = memory.superseded_by
     if memory.HasField("expires_at"):
         fields["expires_at"] = memory.expires_at.ToDatetime().isoformat() + "Z"
     if memory.metadata:
@@ -421,9 +439,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     records = read_jsonl(Path(args.file))
     channel, stub = stub_for(args.target)
     with channel:
-        ids = import_memories(stub, args.namespace, records, args.batch_size,
-                              wait_index=args.wait_index)
-    console.print(f"imported {len(ids)} memories into namespace {args.namespace!r}")
+        ids, existing = import_memories(stub, args.namespace, records, args.batch_size,
+                                        wait_index=args.wait_index)
+    already = f" ({existing} already stored: unchanged)" if existing else ""
+    console.print(f"imported {len(ids) - existing} memories into namespace "
+                  f"{args.namespace!r}{already}", markup=False)
     return 0
 
 
@@ -606,8 +626,8 @@ def _load_demo(stack: Any) -> None:
         if present:
             console.print(f"demo namespace already holds {present} memories; not loading again")
         else:
-            ids = import_memories(stub, DEMO_NAMESPACE, read_jsonl(DEMO_FILE), 100,
-                                  wait_index=True)
+            ids, _ = import_memories(stub, DEMO_NAMESPACE, read_jsonl(DEMO_FILE), 100,
+                                     wait_index=True)
             console.print(f"loaded {len(ids)} demo memories into namespace {DEMO_NAMESPACE!r}")
         console.print(f"\nexample: recallmesh recall --namespace demo {DEMO_QUERY!r}")
         response = stub.Recall(

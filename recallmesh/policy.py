@@ -45,6 +45,9 @@ from recallmesh.platform.config import (
 from recallmesh.platform.errors import InvalidArgument
 
 LEXICAL_RANKINGS = ("ts_rank", "bm25")
+# The relevance floor a deployment serves with (RECALLMESH_MIN_SCORE overrides): chosen on the
+# dev splits' floor curve (benchmarks/reports/floor.md).
+DEFAULT_MIN_SCORE = 0.0
 MAX_LEG_DEPTH = 1000  # candidates one leg may be asked for (SearchRequest.k)
 # Default fusion weight per leg (RECALLMESH_LEG_WEIGHTS overrides); others get 1.0.
 # lexical 0.3 under calibrated fusion (a full lexical match scores 1, a vector hit its margin
@@ -162,6 +165,15 @@ class RecallPolicy:
     time_boost: float = setting(0.0, Spec(
         "RECALLMESH_TIME_BOOST", "memories created inside the time window a query names get "
         "their fused score x (1 + this) (0: off)", 0.0, 10.0))
+    restated_similarity: float = setting(0.8, Spec(
+        "RECALLMESH_RESTATED_SIMILARITY", "newest first among restatements: of two current "
+        "hits whose vectors are at least this similar (cosine) and that share two content "
+        "words, the newer ranks just above the older (0: off)", 0.0, 1.0))
+    min_score: float = setting(DEFAULT_MIN_SCORE, Spec(
+        "RECALLMESH_MIN_SCORE", "the relevance floor: hits scoring below it are left out of "
+        "Recall and Context (0: none). Under calibrated fusion a score estimates the "
+        "probability that the memory is relevant (recallmesh/models/calibration.py)",
+        0.0, 1.0))
     intent_routing: bool = setting(True, Spec(
         "RECALLMESH_INTENT_ROUTING", "query-intent routing: an intent read from the query "
         "(advice) sets the settings the request leaves unset"))

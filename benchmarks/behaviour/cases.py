@@ -4,7 +4,11 @@ Each case is a small namespace of its own. Its memories are stored one at a time
 between `FILLERS` unrelated one-line memories (the first half before them, the second half
 after), then one recall with the case's query; the case passes when its expected memory is
 at rank 1 or, where `within` says so, in the top 3, and none of its `absent` memories (a secret
-the question does not ask for) is among the first ABSENT_WITHIN hits. Written for this suite,
+the question does not ask for) is among the first ABSENT_WITHIN hits, and no content comes
+twice among them. A case whose `expect` is None asks what nothing stored answers: it passes
+when the answer is empty (nothing clears the deployment's relevance floor). Cases of one
+`stability` group are one memory and one question in namespaces of different sizes: each must
+pass, and their scores lie within STABLE_WITHIN of each other. Written for this suite,
 none copied from a benchmark. `kind` groups the cases in the report.
 """
 
@@ -14,6 +18,9 @@ from dataclasses import dataclass
 
 # The first hits an agent reads (the top of a prompt): where an `absent` memory must not be.
 ABSENT_WITHIN = 3
+# The most the score of one memory for one question may differ between namespaces of 1, about
+# 25 and about 3,000 memories (a `stability` group).
+STABLE_WITHIN = 0.15
 
 
 @dataclass(frozen=True)
@@ -33,11 +40,12 @@ class Case:
     kind: str
     memories: tuple[Memory, ...]
     query: str
-    expect: int = 0  # index into memories of the memory that must be found
+    expect: int | None = 0  # index of the memory that must be found; None: nothing may be
     within: int = 1  # its rank must be at most this
     fillers: int = 20  # unrelated memories around the case's own (FILLERS, in order)
     large: bool = False  # the namespace also holds LARGE_NAMESPACE unrelated memories
     absent: tuple[int, ...] = ()  # indices of memories that must not come in the first three
+    stability: str = ""  # cases of one group: one memory and question, namespaces of 3 sizes
 
 
 def m(content: str, **kw) -> Memory:
@@ -253,6 +261,47 @@ CASES: tuple[Case, ...] = (
         m("Quarterly goals are due to the manager next week.", importance=0.9),
         m("The performance review is scheduled for December.", importance=0.9),),
         "Kessler Heating"),
+    # --- a question nothing stored answers: the answer is empty (issue 39)
+    Case("unanswerable: the weather", "unanswerable", (
+        m("The user's flat is on the fourth floor, no lift."),),
+        "What is the weather like today?", expect=None),
+    Case("unanswerable: general knowledge", "unanswerable", (
+        m("Jonas works as a backend engineer at Kestrel Freight."),),
+        "Who won the last football world cup?", expect=None, fillers=5),
+    Case("unanswerable: a fact never told", "unanswerable", (
+        m("Allergic to penicillin and to shellfish."),
+        m("Has a dentist appointment every six months."),),
+        "What is the user's blood type?", expect=None),
+    Case("unanswerable: a name that is known, a fact that is not", "unanswerable", (
+        m("Jonas works as a backend engineer at Kestrel Freight."),
+        m("Favourite band is Radiohead; owns every album on vinyl."),),
+        "What is Jonas's favourite football club?", expect=None, fillers=5),
+    # --- one memory and question in namespaces of 1, about 25 and about 3,000 memories:
+    # found each time, with scores within STABLE_WITHIN of each other
+    Case("score stability: alone", "score stability", (
+        m("The user's passport expires in March 2027."),),
+        "When does my passport expire?", fillers=0, stability="passport"),
+    Case("score stability: among 24", "score stability", (
+        m("The user's passport expires in March 2027."),),
+        "When does my passport expire?", fillers=24, stability="passport"),
+    Case("score stability: among 3,000", "score stability", (
+        m("The user's passport expires in March 2027."),),
+        "When does my passport expire?", large=True, stability="passport"),
+    # --- the same memory written twice is stored once (and so comes once)
+    Case("duplicates: written twice, found once", "duplicates", (
+        m("Prefers tea over coffee in the morning."),
+        m("Prefers tea over coffee in the morning."),
+        m("Drinks coffee only after lunch."),),
+        "Does the user prefer tea or coffee in the morning?"),
+    Case("duplicates: case and spacing do not make a new memory", "duplicates", (
+        m("The spare key is with the neighbour at number 14."),
+        m("the spare key is with the  neighbour at number 14."),),
+        "Where is the spare key?"),
+    # --- a newer restatement without a relation: the newest first
+    Case("superseded, restated without a relation", "superseded", (
+        m("Lives at Harbour Road 3."),
+        m("Moved out of Harbour Road; now lives in a house on Mill Lane."),),
+        "Where does the user live now?", expect=1),
 )
 
 # Multilingual cases: the same checks in other languages (issue 27 asks German, Chinese and

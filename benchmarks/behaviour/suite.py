@@ -71,10 +71,16 @@ class CaseResult:
     rank: int  # 1-based rank of the expected memory among the K hits; 0 = not among them
     top: tuple[str, ...]  # the first three hits' contents
     intruder: int = 0  # rank of the first `absent` memory within ABSENT_WITHIN; 0 = none
+    hits: int = 0  # how many hits came back
+    score: float = 0.0  # the expected memory's score (0 when not among the hits)
+    repeated: bool = False  # one content twice among the first ABSENT_WITHIN hits
+    empty_wanted: bool = False  # the case asks what nothing stored answers
 
     @property
     def passed(self) -> bool:
-        return 0 < self.rank <= self.within and not self.intruder
+        if self.empty_wanted:
+            return self.hits == 0
+        return 0 < self.rank <= self.within and not self.intruder and not self.repeated
 
 
 def _message(memory: Memory, ids: list[str]) -> memory_pb2.Memory:
@@ -109,11 +115,12 @@ def load_case(stub: Any, namespace: str, case: Case) -> tuple[list[str], list[me
         msg = _message(memory, ids)
         msg.id = str(uuid.uuid4())
         msg.created_at.FromSeconds(int(start + i * WRITE_GAP_S))
-        stub.StoreBatch(memory_pb2.StoreBatchRequest(namespace=namespace, memories=[msg]),
-                        timeout=30)
-        writes.append(msg)
+        stored = stub.StoreBatch(memory_pb2.StoreBatchRequest(namespace=namespace,
+                                                              memories=[msg]), timeout=30)
+        if not stored.existing[0]:  # a repeat of a stored memory answers that one's id
+            writes.append(msg)
         if half <= i < half + len(case.memories):
-            ids.append(msg.id)
+            ids.append(stored.ids[0])
     return ids, writes
 
 
@@ -135,13 +142,16 @@ def ask(stub: Any, namespace: str, case: Case, ids: list[str],
     response = stub.Recall(memory_pb2.RecallRequest(
         namespace=namespace, query=case.query, k=K, fusion=fusion), timeout=30)
     hit_ids = [h.memory.id for h in response.hits]
-    expected = ids[case.expect]
+    expected = ids[case.expect] if case.expect is not None else None
     rank = hit_ids.index(expected) + 1 if expected in hit_ids else 0
     unwanted = {ids[i] for i in case.absent}
     intruder = next((n for n, memory_id in enumerate(hit_ids[:ABSENT_WITHIN], 1)
                      if memory_id in unwanted), 0)
+    first = [h.memory.content for h in response.hits[:ABSENT_WITHIN]]
     return CaseResult(case.name, case.kind, case.within, rank,
-                      tuple(h.memory.content for h in response.hits[:3]), intruder)
+                      tuple(h.memory.content for h in response.hits[:3]), intruder,
+                      len(response.hits), response.hits[rank - 1].score if rank else 0.0,
+                      len(set(first)) < len(first), case.expect is None)
 
 
 def load_cases(stub: Any, cases: tuple[Case, ...] | list[Case], prefix: str
@@ -211,8 +221,11 @@ def report(results: dict[str, list[CaseResult]], argv: list[str], seconds: float
         for name in configs:
             r = results[name][i]
             unwanted = f" (unwanted at {r.intruder})" if r.intruder else ""
-            ranks.append(f"{r.rank or '-'}{unwanted}{'' if r.passed else ' ✗'}")
-        wanted = "1" if case.within == 1 else f"≤{case.within}"
+            got = (f"{r.hits} hits" if r.empty_wanted else f"{r.rank or '-'}"
+                   + (f" ({r.score:.2f})" if r.rank else ""))
+            ranks.append(f"{got}{unwanted}{'' if r.passed else ' ✗'}")
+        wanted = ("nothing" if case.expect is None else "1" if case.within == 1
+                  else f"≤{case.within}")
         lines.append(f"| {case.kind} | {case.name} | {wanted} | " + " | ".join(ranks) + " |")
     failed = [(name, r) for name in configs for r in results[name] if not r.passed]
     if failed:

@@ -16,6 +16,13 @@ What is stored, identically for every configuration (see benchmarks/reports/retr
     second per `turn` (the turns of a session share its time; this keeps their order).
   * a query's `timestamp` (LongMemEval's question date) is sent as the Recall's
     reference_time, which relative times in the query ("last Saturday") are read against.
+  * unanswerable questions (`load(..., unanswerable=True)`): the excluded queries whose
+    reason says nothing can answer them (LoCoMo's adversarial category, LongMemEval's
+    abstention questions), ranked in their own scope like the others, with no relevant id:
+    what a relevance floor should leave empty (Dataset.unanswerable; never scored as recall).
+  * a corpus sample (`load(..., corpus_sample=N)`, one-namespace folders such as SciFact): the
+    kept queries' relevant documents plus the first others in a fixed hash order, N in all, so
+    a subset loads in minutes and is the same subset on every machine.
   * metadata: {"corpus_id": id} (and "session_id" when the record has a session: LongMemEval's
     session_id, LoCoMo's conversation and session number), which maps recalled memories back
     to corpus ids; the session is also the memory's thread (Memory.thread), along which the
@@ -61,6 +68,7 @@ class Dataset:
     files_sha256: str
     queries: list[Query]
     scopes: dict[str, list[Memory]] = field(default_factory=dict)  # scope -> memories
+    unanswerable: list[Query] = field(default_factory=list)  # nothing relevant is stored
     namespace_tag: str = ""  # keeps two loads of one folder apart on one stack
 
     def namespace(self, scope: str) -> str:
@@ -110,8 +118,18 @@ def files_hash(path: Path) -> str:
     return digest.hexdigest()
 
 
-def load(path: Path, limit: int | None = None) -> Dataset:
-    """Read a benchmark folder; `limit` keeps the first N scored queries (quick mode)."""
+UNANSWERABLE_REASONS = ("adversarial", "abstention")  # excluded_queries.jsonl reasons
+
+
+def _hash_order(corpus_id: str) -> str:
+    return hashlib.sha256(corpus_id.encode()).hexdigest()
+
+
+def load(path: Path, limit: int | None = None, unanswerable: bool = False,
+         corpus_sample: int | None = None) -> Dataset:
+    """Read a benchmark folder; `limit` keeps the first N scored queries (quick mode);
+    `unanswerable` adds the questions nothing answers; `corpus_sample` cuts a one-namespace
+    corpus to N documents (the module's docstring says how)."""
     path = path.resolve()
     for required in ("corpus.jsonl", "queries.jsonl", "qrels.jsonl"):
         if not (path / required).is_file():
@@ -127,15 +145,26 @@ def load(path: Path, limit: int | None = None) -> Dataset:
     if (path / "haystacks.jsonl").is_file():
         haystacks = {str(h["query_id"]): h for h in _read(path / "haystacks.jsonl")}
 
+    excluded = []
+    if unanswerable and (path / "excluded_queries.jsonl").is_file():
+        excluded = [q for q in _read(path / "excluded_queries.jsonl")
+                    if any(r in str(q.get("reason", "")) for r in UNANSWERABLE_REASONS)]
+    if corpus_sample and "conversation_id" not in (raw_queries or [{}])[0]:
+        keep = {str(i) for q in raw_queries for i in qrels[str(q["query_id"])]["relevant_ids"]}
+        others = sorted((i for i in corpus if i not in keep), key=_hash_order)
+        keep.update(others[:max(0, corpus_sample - len(keep))])
+        corpus = {i: r for i, r in corpus.items() if i in keep}
+
     scopes: dict[str, list[Memory]] = {}
     queries: list[Query] = []
+    unanswered: list[Query] = []
     by_session: dict[str, list[dict]] = defaultdict(list)
     if haystacks:
         for record in corpus.values():
             by_session[str(record.get("session_id", ""))].append(record)
-    for q in raw_queries:
+    for q, answerable in [*((q, True) for q in raw_queries), *((q, False) for q in excluded)]:
         qid = str(q["query_id"])
-        rel = qrels[qid]
+        rel = qrels[qid] if answerable else {}
         if "conversation_id" in q:
             scope, cluster = str(q["conversation_id"]), str(q["conversation_id"])
             if scope not in scopes:
@@ -144,6 +173,8 @@ def load(path: Path, limit: int | None = None) -> Dataset:
                     if str(r.get("conversation_id")) == scope
                 ]
         elif haystacks:
+            if qid not in haystacks:
+                continue
             scope, cluster = f"haystack-{qid}", qid
             hay = haystacks[qid]
             times = dict(zip(hay["session_ids"], hay.get("timestamps", []), strict=False))
@@ -156,12 +187,13 @@ def load(path: Path, limit: int | None = None) -> Dataset:
             if scope not in scopes:
                 scopes[scope] = [_memory(r) for r in corpus.values()]
         category = str(q.get("category_name") or q.get("category") or "all")
-        queries.append(Query(
-            qid, str(q["text"]), category, scope, frozenset(map(str, rel["relevant_ids"])),
+        query = Query(
+            qid, str(q["text"]), category, scope, frozenset(map(str, rel.get("relevant_ids", []))),
             frozenset(map(str, rel.get("relevant_sessions", []))), cluster,
             _timestamp(q.get("timestamp")),
-        ))
-    return Dataset(path, path.name, files_hash(path), queries, scopes)
+        )
+        (queries if query.relevant else unanswered).append(query)
+    return Dataset(path, path.name, files_hash(path), queries, scopes, unanswered)
 
 
 def _memory(record: dict, session_time: str | None = None) -> Memory:

@@ -70,12 +70,14 @@ def ingest(stub, ds: Dataset, batch_size: int = BATCH) -> dict:
             "memories_per_s": ds.memories_stored / seconds if seconds else 0.0}
 
 
-def result_row(q, ranked: list[str], sessions: list[str], degraded: bool) -> dict:
+def result_row(q, ranked: list[str], sessions: list[str], degraded: bool,
+               scores: list[float] | None = None) -> dict:
     row = {
         "query_id": q.query_id,
         "category": q.category,
         "cluster": q.cluster,
         "ranked_ids": ranked,
+        "scores": [round(s, 4) for s in scores or []],
         "relevant_ids": sorted(q.relevant),
         "metrics": metrics.per_query(ranked, q.relevant),
         "degraded": degraded,
@@ -94,6 +96,29 @@ def gateway_legs(stub) -> list[str]:
     response = stub.Recall(memory_pb2.RecallRequest(
         namespace="bench-probe", query="-", k=1), timeout=30)
     return [leg.leg for leg in response.legs]
+
+
+def unanswered_rows(stub, ds: Dataset, config: Config, legs: list[str]) -> list[dict]:
+    """Every unanswerable query (Dataset.unanswerable) through Recall: what came back, with
+    its scores (a relevance floor should leave these empty). Not timed, never scored as
+    recall."""
+    overrides = config.overrides(legs)
+    rows = []
+    for q in ds.unanswerable:
+        request = memory_pb2.RecallRequest(namespace=ds.namespace(q.scope), query=q.text, k=K,
+                                           fusion=overrides)
+        if q.reference_time is not None:
+            to_proto_timestamp(q.reference_time, request.reference_time)
+        try:
+            response = stub.Recall(request, timeout=30)
+        except grpc.RpcError as exc:
+            rows.append({"query_id": q.query_id, "category": q.category,
+                         "error": exc.code().name})
+            continue
+        rows.append({"query_id": q.query_id, "category": q.category,
+                     "ranked_ids": [h.memory.metadata.get("corpus_id", "") for h in response.hits],
+                     "scores": [round(h.score, 4) for h in response.hits]})
+    return rows
 
 
 def run_config(stub, ds: Dataset, config: Config,
@@ -128,7 +153,8 @@ def run_config(stub, ds: Dataset, config: Config,
         latencies.append((time.perf_counter() - start) * 1000)
         ranked = [h.memory.metadata.get("corpus_id", "") for h in response.hits]
         sessions = [h.memory.metadata.get("session_id", "") for h in response.hits]
-        rows.append(result_row(q, ranked, sessions, response.degraded))
+        rows.append(result_row(q, ranked, sessions, response.degraded,
+                               [h.score for h in response.hits]))
     return rows, latencies
 
 
@@ -207,7 +233,8 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
         target: str | None, skip_ingest: bool = False, dsn: str | None = None,
         embedder: str | None = None, namespace_tag: str = "",
         ingest_batch: int = BATCH, api_key: str | None = None,
-        internal_token: str | None = None) -> list[Path]:
+        internal_token: str | None = None, unanswerable: bool = False,
+        corpus_sample: int | None = None) -> list[Path]:
     """Run configurations (recallmesh through the gateway) and peers (side by side, on what
     the stack stored) over one benchmark folder; write OUTDIR/<name>.json for each.
 
@@ -220,7 +247,7 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
     if unknown:
         raise SystemExit(f"unknown configs {unknown}; known: {', '.join([*CONFIGS, *PEERS])}")
     git_commit()  # pinned before any configuration runs
-    ds = load(dataset_dir, limit)
+    ds = load(dataset_dir, limit, unanswerable, corpus_sample)
     ds.namespace_tag = namespace_tag
     out.mkdir(parents=True, exist_ok=True)
     tmp = stack = None
@@ -244,10 +271,12 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
             if not skip_ingest and settle_dsn:
                 ingest_info["settle_s"] = settle(settle_dsn)
             for name in config_names:
-                extra = {}
+                extra, unanswered = {}, None
                 if name in CONFIGS:
                     settings = CONFIGS[name].settings()
                     rows, latencies = run_config(stub, ds, CONFIGS[name], legs)
+                    if ds.unanswerable:
+                        unanswered = unanswered_rows(stub, ds, CONFIGS[name], legs)
                 else:
                     if docs is None:  # the database peers read from (and build in)
                         peer_dsn = stack.dsn if stack else dsn or resolve_dsn()
@@ -258,9 +287,11 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
                         rows, latencies, extra = run_peer(PEERS[name], ds, docs, peer_ch,
                                                           tmp.name, peer_dsn)
                 path = out / f"{name}.json"
-                path.write_text(json.dumps(
-                    result_file(name, settings, ds, limit, rows, latencies, ingest_info, extra),
-                    indent=1))
+                result = result_file(name, settings, ds, limit, rows, latencies, ingest_info,
+                                     extra)
+                if unanswered is not None:
+                    result["unanswerable"] = unanswered
+                path.write_text(json.dumps(result, indent=1))
                 written.append(path)
                 overall = metrics.summarise(rows, metrics.METRICS)[0]
                 print(f"{ds.name} {name}: recall@10 {overall['recall@10']:.3f} "
@@ -286,7 +317,9 @@ def result_file(name: str, settings: dict, ds: Dataset, limit: int | None, rows:
         "gateway_env": {k: redact(v) if k == "RECALLMESH_DSN" else v
                         for k, v in recallmesh_env().items()},
         "dataset": {"path": str(ds.path), "name": ds.name, "files_sha256": ds.files_sha256,
-                    "queries": len(ds.queries), "limit": limit},
+                    "queries": len(ds.queries), "limit": limit,
+                    "unanswerable": len(ds.unanswerable),
+                    "memories": ds.memories_stored},
         "model_id": ModelManifest.load().model_id,
         "git_commit": git_commit(),
         "timestamp": datetime.now(UTC).isoformat(),

@@ -167,6 +167,9 @@ def main() -> None:
     d.add_argument("--skip-ingest", action="store_true",
                    help="with --target: the dataset's namespaces are already loaded")
     d.add_argument("--namespace-tag", default="", help="the harness's --namespace-tag of the load")
+    d.add_argument("--unanswerable", action="store_true",
+                   help="also dump the questions nothing answers (kept apart in the pool)")
+    d.add_argument("--corpus-sample", type=int, help="the harness's --corpus-sample")
     s = sub.add_parser("sweep")
     s.add_argument("--pools", type=paths, required=True, help="comma-separated pool files")
     s.add_argument("--json-to", type=Path)
@@ -174,7 +177,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "dump":
         dump(args.dataset, args.out, args.limit, args.target, args.dsn, args.skip_ingest,
-             args.namespace_tag)
+             args.namespace_tag, unanswerable=args.unanswerable,
+             corpus_sample=args.corpus_sample)
     else:
         sweep(args.pools, args.json_to, args.report_to)
 

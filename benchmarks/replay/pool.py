@@ -96,12 +96,14 @@ async def _stored_adjacency(dsn: str, namespaces: list[str]
 
 def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = None,
          dsn: str | None = None, skip_ingest: bool = False, namespace_tag: str = "",
-         api_key: str | None = None) -> None:
+         api_key: str | None = None, unanswerable: bool = False,
+         corpus_sample: int | None = None) -> None:
     """Load the dataset into an own stack (or, with `target`, a running gateway whose Postgres
     is `dsn`, called with `api_key` (default: RECALLMESH_API_KEY or the local admin key file);
     `skip_ingest` when its namespaces are already loaded, `namespace_tag` as the harness's)
-    and dump every pool."""
-    ds = load(dataset_dir, limit)
+    and dump every pool. With `unanswerable`, the questions nothing answers are asked too and
+    their pools kept apart (the pool's "unanswerable"); `corpus_sample` as the harness's."""
+    ds = load(dataset_dir, limit, unanswerable, corpus_sample)
     ds.namespace_tag = namespace_tag
 
     def pools(connect: Callable[[], grpc.Channel], database: str,
@@ -113,8 +115,8 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
             if load_first:
                 ingest_info = ingest(stub, ds)
                 ingest_info["settle_s"] = settle(database)
-            queries = []
-            for q in ds.queries:
+            queries, unanswered = [], []
+            for q in [*ds.queries, *ds.unanswerable]:
                 # A pool is about ranking, not speed: the largest budget, and no answer
                 # that lost a leg (a busy CPU would otherwise leave lexical-only pools).
                 response = stub.Recall(memory_pb2.RecallRequest(
@@ -126,8 +128,9 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
                 if response.degraded or served.degraded:
                     raise SystemExit(f"query {q.query_id}: degraded answer (a leg failed or "
                                      "timed out); no pool written")
-                queries.append({
+                (queries if q.relevant else unanswered).append({
                     "served_top": [h.memory.metadata["corpus_id"] for h in served.hits],
+                    "served_scores": [round(h.score, 4) for h in served.hits],
                     "query_id": q.query_id, "category": q.category, "cluster": q.cluster,
                     "relevant_ids": sorted(q.relevant),
                     "relevant_sessions": sorted(q.relevant_sessions or []),
@@ -145,10 +148,10 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
                 "ORDER BY namespace, created_at, id",
                 ([ds.namespace(scope) for scope in ds.scopes],)).fetchall()
         adjacent = stored_adjacency(database, [ds.namespace(scope) for scope in ds.scopes])
-        return ingest_info, queries, rows, adjacent
+        return ingest_info, (queries, unanswered), rows, adjacent
 
     if target is not None:
-        ingest_info, queries, rows, (after, before) = pools(
+        ingest_info, (queries, unanswered), rows, (after, before) = pools(
             lambda: dial_gateway(target, api_key), dsn or resolve_dsn(), not skip_ingest)
     else:
         with tempfile.TemporaryDirectory(prefix="recallmesh-context-") as tmp:
@@ -158,14 +161,15 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
                                "RECALLMESH_CONCEPT_EXTRACTOR": "none", **free_port_env()})
             stack.start()
             try:
-                ingest_info, queries, rows, (after, before) = pools(stack.dial, stack.dsn, True)
+                ingest_info, (queries, unanswered), rows, (after, before) = pools(
+                    stack.dial, stack.dsn, True)
             finally:
                 stack.stop()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "dataset": ds.name, "git_commit": git_commit(), "ingest": ingest_info,
         "timestamp": datetime.now(UTC).isoformat(), "pool_k": POOL_K,
-        "queries": queries, "next": after, "prev": before,
+        "queries": queries, "unanswerable": unanswered, "next": after, "prev": before,
         "sessions": {r[1]: r[3] for r in rows if r[3]}}))
     print(f"{ds.name}: {len(queries)} pools -> {out}", flush=True)
 

@@ -17,7 +17,7 @@ from recallmesh.api.filters import MAX_LABEL_CHARS, Filters, filters_from_proto
 from recallmesh.api.timestamps import from_proto_timestamp
 from recallmesh.platform.config import MAX_SEED_MEMORIES
 from recallmesh.platform.errors import InvalidArgument
-from recallmesh.policy import MAX_LEG_DEPTH, Overrides
+from recallmesh.policy import MAX_LEG_DEPTH, Overrides, checked
 from recallmesh.v1 import memory_pb2
 
 MAX_NAMESPACE_CHARS = 128
@@ -339,8 +339,11 @@ def context_query(msg: Any) -> ContextQuery:
         raise InvalidArgument(f"max_tokens must be within {MIN_CONTEXT_TOKENS}.."
                               f"{MAX_CONTEXT_TOKENS}, got {msg.max_tokens}")
     filters, reference_time = _filters_and_reference_time(msg)
+    fusion = Overrides()
+    if msg.HasField("min_score"):
+        fusion = Overrides({"min_score": checked("min_score", msg.min_score, "min_score")})
     recall = RecallQuery(namespace=ns, query=query, k=k, filters=filters, budget_ms=budget_ms,
-                         reference_time=reference_time)
+                         reference_time=reference_time, fusion=fusion)
     return ContextQuery(recall, max_tokens, msg.include_sensitive)
 
 

@@ -80,6 +80,7 @@ class RecallOptions(TypedDict, total=False):
     explain: bool
     reference_time: datetime
     fusion: Mapping[str, Any]  # FusionOverrides as JSON names, e.g. {"method": "rrf"}
+    min_score: float  # the relevance floor, 0..1 (default: the deployment's)
 
 
 class ContextOptions(TypedDict, total=False):
@@ -92,6 +93,7 @@ class ContextOptions(TypedDict, total=False):
     budget_ms: int
     reference_time: datetime
     include_sensitive: bool
+    min_score: float  # the relevance floor, 0..1 (default: the deployment's); none above: empty
 
 
 def _ts(value: datetime, target: Any) -> None:
@@ -199,6 +201,8 @@ def recall_request(namespace: str, query: str, options: RecallOptions) -> Any:
         _ts(reference, request.reference_time)
     if (fusion := options.get("fusion")) is not None:
         json_format.ParseDict(dict(fusion), request.fusion)
+    if (floor := options.get("min_score")) is not None:
+        request.fusion.min_score = floor
     return request
 
 
@@ -209,6 +213,8 @@ def context_request(namespace: str, query: str, options: ContextOptions) -> Any:
         include_sensitive=options.get("include_sensitive", False))
     if (reference := options.get("reference_time")) is not None:
         _ts(reference, request.reference_time)
+    if (floor := options.get("min_score")) is not None:
+        request.min_score = floor
     return request
 
 
@@ -219,15 +225,15 @@ def memory_from(msg: Any) -> Memory:
         sensitive=msg.sensitive, thread=msg.thread, metadata=dict(msg.metadata),
         created_at=_dt(msg, "created_at"), updated_at=_dt(msg, "updated_at"),
         valid_from=_dt(msg, "valid_from"), valid_to=_dt(msg, "valid_to"),
-        expires_at=_dt(msg, "expires_at"))
+        expires_at=_dt(msg, "expires_at"), superseded_by=msg.superseded_by)
 
 
 def store_result(reply: Any) -> StoreResult:
-    return StoreResult(memory_from(reply.memory), reply.indexed)
+    return StoreResult(memory_from(reply.memory), reply.indexed, reply.existing)
 
 
 def batch_result(reply: Any) -> BatchResult:
-    return BatchResult(tuple(reply.ids), reply.indexed)
+    return BatchResult(tuple(reply.ids), reply.indexed, tuple(reply.existing))
 
 
 def get_result(reply: Any) -> Memory:

@@ -24,6 +24,7 @@ class Memory:
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     expires_at: datetime | None = None
+    superseded_by: str = ""  # the memory that replaced this one (an ended fact); "" if none
 
 
 @dataclass(frozen=True)
@@ -58,12 +59,14 @@ class NewMemory:
 class StoreResult:
     memory: Memory
     indexed: bool  # embedded and searchable by the vector leg (always True when sensitive)
+    existing: bool = False  # a live memory already said this: nothing new was stored
 
 
 @dataclass(frozen=True)
 class BatchResult:
     ids: tuple[str, ...]
     indexed: bool
+    existing: tuple[bool, ...] = ()  # per id: already stored, nothing new written
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,8 @@ def lists_to_proto(lists: Sequence[LegList], request: Any) -> None:
             msg.score_min, msg.score_max = lst.score_range
         if lst.score_scale is not None:
             msg.score_scale = lst.score_scale
+        if lst.score_floor is not None:
+            msg.score_floor = lst.score_floor
         msg.blind_to_sensitive = lst.blind_to_sensitive
         for c in lst.candidates:
             msg.candidates.add(memory_id=c.memory_id, score=c.score, importance=c.importance,
@@ -95,6 +97,9 @@ def lists_from_proto(msgs: Any) -> list[LegList]:
         scale = msg.score_scale if msg.HasField("score_scale") else None
         if scale is not None and not (math.isfinite(scale) and scale > 0):
             raise InvalidArgument(f"lists[{i}].score_scale must be finite and > 0, got {scale}")
+        floor = msg.score_floor if msg.HasField("score_floor") else None
+        if floor is not None and not math.isfinite(floor):
+            raise InvalidArgument(f"lists[{i}].score_floor must be finite, got {floor}")
         candidates = []
         for j, c in enumerate(msg.candidates):
             if not c.memory_id:
@@ -104,7 +109,7 @@ def lists_from_proto(msgs: Any) -> list[LegList]:
             candidates.append(LegCandidate(c.memory_id, c.score, c.importance, c.exact_match,
                                            c.sensitive))
         lists.append(LegList(msg.leg, msg.weight, candidates, bounds, scale,
-                             msg.blind_to_sensitive))
+                             msg.blind_to_sensitive, floor))
     return lists
 
 

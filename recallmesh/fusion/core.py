@@ -13,11 +13,15 @@ Methods (score of candidate d; ranks 1-based; weights >= 0):
               a leg with a score scale (lexical BM25: the sum of the query
               terms' idf, what a memory holding every term once scores)
               gives min(score / scale, 1), the share of the query's evidence
-              matched; a leg without one (vector: cosine) gives its margin
-              over the list's median, max(0, (s - m) / (top - m)) with m the
-              median and top the leg's theoretical maximum (1 for cosine),
-              so the best of a list of noise is not a perfect match; a leg
-              without d adds 0 (it found no evidence for d). A sensitive
+              matched; a leg with a score floor (vector: the embedding model's
+              calibrated cosine of an unrelated memory, recallmesh/models/
+              calibration.py) gives max(0, (s - floor) / (top - floor)), top
+              the leg's theoretical maximum (1 for cosine): the same for a
+              memory whatever else its namespace holds; a leg with neither
+              (the graph leg, a model without a calibration) gives its margin
+              over the list's median, max(0, (s - m) / (top - m)), so the best
+              of a list of noise is not a perfect match; a leg without d adds
+              0 (it found no evidence for d). A sensitive
               candidate (never embedded: only legs not blind_to_sensitive,
               the lexical leg, can return it) that holds every query term in
               its own text (exact_match: the lexical leg counts no tag or
@@ -70,6 +74,7 @@ class LegList:
     score_range: tuple[float, float] | None = None  # theoretical (min, max), if any
     score_scale: float | None = None  # the score of a full match, if the leg can say
     blind_to_sensitive: bool = False  # the leg cannot return sensitive memories
+    score_floor: float | None = None  # an unrelated candidate's typical score, if known
 
 
 @dataclass(frozen=True)
@@ -127,8 +132,8 @@ def _calibrator(scores: list[float], lst: LegList):
     if lst.score_scale is not None and lst.score_scale > 0:
         scale = lst.score_scale
         return lambda s: min(max(s / scale, 0.0), 1.0)
-    median = statistics.median(scores)
     top = lst.score_range[1] if lst.score_range is not None else max(scores)
+    median = statistics.median(scores) if lst.score_floor is None else lst.score_floor
     if top <= median:
         return lambda s: 0.0
     return lambda s: min(max((s - median) / (top - median), 0.0), 1.0)

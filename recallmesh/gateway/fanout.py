@@ -69,6 +69,7 @@ class LegAnswer:
     candidates: list[LegCandidate]
     score_range: tuple[float, float] | None = None  # the leg's theoretical score range
     score_scale: float | None = None  # the leg's score of a full match for this query
+    score_floor: float | None = None  # an unrelated memory's typical score (vector: model's)
     reasons: dict[str, str] = field(default_factory=dict)  # memory id -> why (explain)
 
 
@@ -96,7 +97,7 @@ def answered_lists(outcomes: Sequence[LegOutcome], weights: dict[str, float],
                    exclude: str = "") -> list[LegList]:
     """The answered legs' candidate lists, weighted, for fusion."""
     return [LegList(o.leg, weights.get(o.leg, 1.0), o.answer.candidates, o.answer.score_range,
-                    o.answer.score_scale, o.leg not in SENSITIVE_LEGS)
+                    o.answer.score_scale, o.leg not in SENSITIVE_LEGS, o.answer.score_floor)
             for o in outcomes
             if o.leg != exclude and o.state == "OK" and o.answer is not None]
 

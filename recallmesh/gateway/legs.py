@@ -105,8 +105,11 @@ class GrpcLeg:
         scale = response.score_scale if response.HasField("score_scale") else None
         if scale is not None and not (math.isfinite(scale) and scale > 0):
             scale = None  # a leg's malformed scale: fused as if it gave none
+        floor = response.score_floor if response.HasField("score_floor") else None
+        if floor is not None and not math.isfinite(floor):
+            floor = None  # a leg's malformed floor: measured from the list's median
         reasons = {c.memory_id: c.reason for c in response.candidates if c.reason}
-        return LegAnswer(candidates, bounds, scale, reasons)
+        return LegAnswer(candidates, bounds, scale, floor, reasons)
 
     async def close(self) -> None:
         await self.channel.close()

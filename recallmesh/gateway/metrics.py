@@ -34,6 +34,12 @@ CONTEXT_EXPANSIONS = Counter(
     "(the lookup failed: hits returned in fused order).",
     ["outcome"],
 )
+RESTATEMENTS = Counter(
+    "recallmesh_restatements_total",
+    "Relevance recalls with near-duplicate hits looked up: reordered (a newer restatement "
+    "was moved above an older one), none, failed (the lookup failed: order kept).",
+    ["outcome"],
+)
 TIME_WINDOWS = Counter(
     "recallmesh_time_windows_total",
     "Recalls whose query named a time window: boosted (some fused candidate was created "

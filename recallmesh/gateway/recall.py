@@ -63,11 +63,13 @@ from recallmesh.gateway.metrics import (
     QUERY_EMBED_SECONDS,
     RECALL_SECONDS,
     RECALL_STAGE_SECONDS,
+    RESTATEMENTS,
     TIME_WINDOWS,
 )
 from recallmesh.gateway.query_intent import Route, route
 from recallmesh.gateway.store import MemoryStore, StoredMemory
 from recallmesh.gateway.time_window import TimeWindow, boost
+from recallmesh.models.calibration import ScoreCalibration, calibration_for
 from recallmesh.platform import db
 from recallmesh.platform.config import GatewaySettings
 from recallmesh.platform.embedder_client import Embeddings
@@ -116,6 +118,9 @@ class Recaller:
         self.embed_query = embed_query
         self.fusion = FusionCall(fuser, settings.fusion_timeout_ms)
         self.after_legs = budget.AfterLegsTimes()  # the work after the fan-out, measured
+        # The query model's score calibration (recallmesh/models/calibration.py), from the
+        # last query embedding: a lexical-only recall (the embedding failed) keeps using it.
+        self.calibration: ScoreCalibration | None = None
 
     async def _embed(self, text: str, timeout_s: float) -> Embeddings:
         assert self.embed_query is not None
@@ -223,8 +228,8 @@ class Recaller:
             if embedding is not None:
                 if not embedding.done():
                     embedding.cancel()
-                elif not embedding.cancelled():
-                    embedding.exception()  # retrieved: no "never retrieved" warning
+                elif not embedding.cancelled() and embedding.exception() is None:
+                    self.calibration = calibration_for(embedding.result().model_id)
         return ran
 
     async def _recall(
@@ -268,6 +273,8 @@ class Recaller:
             live = [c for c in fused if c.memory_id in memories]
             live.sort(key=lambda c: c.memory_id)  # stable sorts: the id is the last tie-break
             live.sort(key=lambda c: memories[c.memory_id].created_at, reverse=True)
+            live = stages.above_floor(stages.relevance_scores(live, lists, policy.method,
+                                                              self.calibration), policy.min_score)
             hits = [RecallHit(memories[c.memory_id], c.score, c) for c in live[: q.k]]
             return RecallOutcome(hits=hits, legs=outcomes, fusion="none (recency)")
 
@@ -285,9 +292,13 @@ class Recaller:
             if adjacent is not None and top:
                 with RECALL_STAGE_SECONDS.labels("context").time():
                     top = self._propagate_context(q, fused, top, memories, adjacent, plan)
+            if q.sort_by == "relevance" and policy.restated_similarity > 0 and len(top) > 1:
+                top = await self._newer_first(q, top, memories, policy.restated_similarity)
             if q.sort_by == "relevance":
                 top = stages.current_first(top, {c.memory_id: memories[c.memory_id].valid_to
                                                  for c in top}, datetime.now(UTC))
+        top = stages.above_floor(stages.relevance_scores(top, lists, policy.method,
+                                                         self.calibration), policy.min_score)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how, time_window=plan.window,
                              time_boosted=boosted)
@@ -315,6 +326,27 @@ class Recaller:
                 "legs, retry") from None
         finally:
             self.after_legs.observe(time.perf_counter() - legs_done)
+
+    async def _newer_first(self, q: RecallQuery, top: list[FusedCandidate],
+                           memories: dict[str, StoredMemory], min_similarity: float
+                           ) -> list[FusedCandidate]:
+        """Restatements newest first (stages.newer_first), over the near-duplicate pairs
+        among the hits, read in one query; when it fails the hits keep their order."""
+        with tracer.start_as_current_span("restated"):
+            try:
+                similar = await self.store.similar_pairs(
+                    q.namespace, [c.memory_id for c in top], min_similarity)
+            except (TimeoutError, asyncio.CancelledError):
+                raise  # the recall's own deadline: _after_legs answers it
+            except Exception:  # an optional refinement must not fail the recall
+                log.exception("restatement lookup failed; hits kept in their order")
+                RESTATEMENTS.labels("failed").inc()
+                return top
+            ranked, moved = stages.newer_first(
+                top, {i: m.created_at for i, m in memories.items()},
+                {i: m.content for i, m in memories.items()}, similar)
+        RESTATEMENTS.labels("reordered" if moved else "none").inc()
+        return ranked
 
     async def _boost_time_window(
         self, q: RecallQuery, fused: list[FusedCandidate], plan: stages.Stages

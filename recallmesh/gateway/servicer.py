@@ -59,6 +59,7 @@ def memory_to_proto(memory: StoredMemory) -> Any:
         to_proto_timestamp(memory.valid_to, msg.valid_to)
     if memory.expires_at is not None:
         to_proto_timestamp(memory.expires_at, msg.expires_at)
+    msg.superseded_by = memory.superseded_by
     return msg
 
 
@@ -95,6 +96,7 @@ def recall_to_proto(outcome: RecallOutcome, explain: bool) -> Any:
             candidates=len(leg.candidates),
             detail=leg.detail,
             score_scale=leg.answer.score_scale if leg.answer is not None else None,
+            score_floor=leg.answer.score_floor if leg.answer is not None else None,
         )
     return response
 
@@ -133,18 +135,20 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
             raise InvalidArgument("memory is required")
         memory = validation.new_memory(request.memory, ns)
         wait_ms = validation.index_wait(request.index_wait, request.HasField("index_wait"))
-        stored = await self.store.store(ns, memory)
+        stored, existing = await self.store.store(ns, memory)
         indexed = await self._indexed(wait_ms, context, [stored.id], not stored.sensitive)
-        return memory_pb2.StoreResponse(memory=memory_to_proto(stored), indexed=indexed)
+        return memory_pb2.StoreResponse(memory=memory_to_proto(stored), indexed=indexed,
+                                        existing=existing)
 
     async def StoreBatch(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         ns = validation.namespace(request.namespace)
         memories = validation.new_memories(request.memories, ns)
         wait_ms = validation.index_wait(request.index_wait, request.HasField("index_wait"))
-        ids = await self.store.store_batch(ns, memories)
-        needs = [i for i, m in zip(ids, memories, strict=True) if not m.sensitive]
+        ids, existing = await self.store.store_batch(ns, memories)
+        needs = list(dict.fromkeys(i for i, m in zip(ids, memories, strict=True)
+                                   if not m.sensitive))
         indexed = await self._indexed(wait_ms, context, needs, bool(needs))
-        return memory_pb2.StoreBatchResponse(ids=ids, indexed=indexed)
+        return memory_pb2.StoreBatchResponse(ids=ids, indexed=indexed, existing=existing)
 
     async def Update(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         ns = validation.namespace(request.namespace)

@@ -11,6 +11,19 @@ and it scores below every current hit (the ended ones scaled together to at most
 the lowest current score), so a score read alone never puts an ended fact above its
 replacement. An ended memory neither seeds nor receives context propagation (`ended`).
 
+Before it, `newer_first`: of two current hits that restate one thing (their vectors nearly
+the same, RESTATED_SIMILARITY or what the policy sets, and at least MIN_SHARED_TERMS content
+words in common), the newer ranks just above the older, with at least its score: a changed
+preference or address stated again without a SUPERSEDES relation reads newest first. Nothing
+is removed, and no other hit moves.
+
+Then `relevance_scores`: under calibrated fusion a hit's score becomes what it means on one
+scale for every query, namespace and set of answering legs: its fused share (the fused score
+over the summed weights of the legs that answered) mapped by the embedding model's fitted
+calibration (recallmesh/models/calibration.py) to the estimated probability that it is
+relevant; the share itself (at most 1) for a model without one. A monotone map: the order is
+kept. And `above_floor` leaves out the hits below the request's min_score.
+
 The rule for both refinements (time window, context): they apply to relevance order only
 (recency bypasses fusion; importance order is the prior's), and only when more than one leg
 contributed to fusion (a leg with weight > 0 and at least one candidate). A single contributing
@@ -19,12 +32,14 @@ leg keeps its own order: the exact lexical fallback.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from recallmesh.fusion.core import Contribution, FusedCandidate, LegList
 from recallmesh.gateway.time_window import TimeWindow, resolve
+from recallmesh.models.calibration import ScoreCalibration
 from recallmesh.policy import RecallPolicy
 
 # The pseudo-legs named in explain for what context propagation added to a memory stored
@@ -134,3 +149,71 @@ def current_first(top: Sequence[FusedCandidate], valid_to: dict[str, datetime | 
     ceiling = ENDED_SHARE * (min(c.score for c in current) if current else best_old)
     factor = min(1.0, ceiling / best_old) if best_old > 0 else 1.0
     return current + [replace(c, score=c.score * factor) for c in old]
+
+
+def relevance_scores(top: Sequence[FusedCandidate], lists: Sequence[LegList], method: str,
+                     calibration: ScoreCalibration | None) -> list[FusedCandidate]:
+    """`top` with each score on the absolute scale (see the module's docstring): only under
+    calibrated fusion, the one method whose legs' scores mean the same in every query."""
+    total = sum(lst.weight for lst in lists if lst.weight > 0)
+    if method != "calibrated" or total <= 0:
+        return list(top)
+    if calibration is None:
+        return [replace(c, score=min(c.score / total, 1.0)) for c in top]
+    return [replace(c, score=calibration.relevance(c.score / total)) for c in top]
+
+
+def above_floor(top: Sequence[FusedCandidate], min_score: float) -> list[FusedCandidate]:
+    """The hits scoring at least `min_score` (every hit when it is 0)."""
+    if min_score <= 0:
+        return list(top)
+    return [c for c in top if c.score >= min_score]
+
+
+# Two memories restate one thing when they share at least this many content words
+# (content_words: casefolded, stopwords dropped, cut to their first STEM_CHARS characters).
+MIN_SHARED_TERMS = 2
+STEM_CHARS = 5
+_STOPWORDS = frozenset(
+    "the and for with that this from have has had was were are been but not now you your "
+    "she her his him they them their our out about into over than then also just very what "
+    "when where which who how all any can will would could should does did doing there here "
+    "more most some such only own same other each few both its it's i'm".split())
+_WORD = re.compile(r"\w+")
+
+
+def content_words(text: str) -> set[str]:
+    """The words of `text` that say something: casefolded, stopwords and words under three
+    characters dropped, each cut to its first STEM_CHARS characters (a crude, language-blind
+    stem: "editors" and "editor", "painted" and "painting" meet)."""
+    return {w[:STEM_CHARS] for w in _WORD.findall(text.casefold())
+            if len(w) >= 3 and w not in _STOPWORDS}
+
+
+def newer_first(top: Sequence[FusedCandidate], created: dict[str, datetime],
+                content: dict[str, str], similar: Sequence[tuple[str, str, float]]
+                ) -> tuple[list[FusedCandidate], int]:
+    """`top` with the newer of each restating pair (`similar`: pairs whose vectors are
+    near-duplicates, from MemoryStore.similar_pairs; restating: MIN_SHARED_TERMS content
+    words in common) moved from below the older one to just above it, its score raised to
+    the older one's. Returns the order and how many moves were made."""
+    pairs = []
+    for a, b, _ in similar:
+        if a not in created or b not in created or created[a] == created[b]:
+            continue
+        old, new = (a, b) if created[a] < created[b] else (b, a)
+        if len(content_words(content[old]) & content_words(content[new])) >= MIN_SHARED_TERMS:
+            pairs.append((old, new))
+    order = list(top)
+    moves = 0
+    for _ in range(len(order) * len(order)):  # a bound; each move undoes one inversion
+        at = {c.memory_id: i for i, c in enumerate(order)}
+        inverted = next(((o, n) for o, n in pairs
+                         if o in at and n in at and at[o] < at[n]), None)
+        if inverted is None:
+            break
+        old_at = at[inverted[0]]
+        newer = order.pop(at[inverted[1]])
+        order.insert(old_at, replace(newer, score=max(newer.score, order[old_at].score)))
+        moves += 1
+    return order, moves

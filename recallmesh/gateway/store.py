@@ -1,5 +1,11 @@
 """Memory persistence: store, batch store, get, soft delete, hydrate.
 
+A write that says what a live, current memory of the namespace already says (the same
+`content_key`: content after normalising case and white space, thread, category, tags,
+metadata, sensitivity and validity) stores nothing and answers that memory, marked existing;
+so does a repeat inside one batch. A write with relations is always stored (its relations are
+new). A read fills `superseded_by`: the memory that superseded an ended one.
+
 Plain async psycopg over a pool; no gRPC here. Every statement is scoped to a
 namespace, so an id from another namespace behaves exactly like an unknown id. Reads run
 under the pool's READ timeouts, writes under WRITE's and purges under ADMIN's
@@ -9,9 +15,12 @@ under the pool's READ timeouts, writes under WRITE's and purges under ADMIN's
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import struct
 import time
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -56,6 +65,7 @@ class StoredMemory:
     metadata: dict[str, str]
     expires_at: datetime | None = None
     thread: str = ""
+    superseded_by: str = ""  # the memory that superseded this one (read with it)
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> StoredMemory:
@@ -83,13 +93,13 @@ class StoredMemory:
 _INSERT = f"""
 INSERT INTO memories (id, namespace, content, category, tags, importance, is_sensitive,
                       created_at, valid_from, valid_to, metadata, expires_at, thread,
-                      keywords)
+                      keywords, content_key)
 VALUES (coalesce(%(id)s::uuid, gen_random_uuid()), %(ns)s, %(content)s, %(category)s, %(tags)s,
         %(importance)s, %(sensitive)s, coalesce(%(created_at)s, clock_timestamp()),
         %(valid_from)s, %(valid_to)s, %(metadata)s,
         coalesce(%(expires_at)s, coalesce(%(created_at)s, clock_timestamp())
                                  + make_interval(secs => %(ttl_s)s::float8)),
-        %(thread)s, %(keywords)s)
+        %(thread)s, %(keywords)s, %(content_key)s)
 ON CONFLICT (id) DO NOTHING
 RETURNING {COLUMNS}
 """
@@ -112,7 +122,54 @@ def _insert_params(ns: str, memory: NewMemory, ttl_s: int | None) -> dict[str, A
         "ttl_s": ttl_s,
         "thread": memory.thread,
         "keywords": index_terms(memory.content),
+        "content_key": content_key(memory),
     }
+
+
+def content_key(memory: Any) -> str:
+    """What a write says, as a digest (a NewMemory or a StoredMemory): its content with case
+    and white space normalised (NFKC, casefold, runs of space as one), thread, category, tags,
+    metadata, sensitivity and validity window. Equal keys: the same memory."""
+    text = " ".join(unicodedata.normalize("NFKC", memory.content).casefold().split())
+    said = [text, memory.thread, memory.category, sorted(memory.tags),
+            sorted(memory.metadata.items()), bool(memory.sensitive),
+            memory.valid_from.isoformat() if memory.valid_from else None,
+            memory.valid_to.isoformat() if memory.valid_to else None]
+    return hashlib.sha256(json.dumps(said, ensure_ascii=False).encode()).hexdigest()
+
+
+# The live, current memories (validity not ended) of a namespace holding these keys: the
+# oldest one per key.
+_SAME_KEYS = f"""
+SELECT DISTINCT ON (content_key) content_key, {COLUMNS} FROM memories
+WHERE namespace = %s AND content_key = ANY(%s) AND {LIVE}
+  AND (valid_to IS NULL OR valid_to > clock_timestamp())
+ORDER BY content_key, created_at, id
+"""
+
+
+async def _successors(conn: Any, ns: str, stored: list[StoredMemory]) -> list[StoredMemory]:
+    """`stored` with superseded_by filled (the newest SUPERSEDES relation naming each; only a
+    memory whose validity is set can have one)."""
+    dated = [m.id for m in stored if m.valid_to is not None]
+    if not dated:
+        return stored
+    cur = await conn.execute(
+        "SELECT DISTINCT ON (dst) dst::text, src::text FROM memory_edges "
+        "WHERE namespace = %s AND dst = ANY(%s::uuid[]) AND rel_type = 'supersedes' "
+        "ORDER BY dst, created_at DESC, src", (ns, dated))
+    by = dict(await cur.fetchall())
+    return [replace(m, superseded_by=by[m.id]) if m.id in by else m for m in stored]
+
+
+async def _same_said(conn: Any, ns: str, memories: list[NewMemory]) -> dict[str, StoredMemory]:
+    """content_key -> the live, current memory of `ns` that already says it, for the writes
+    without relations (a write with relations is always new)."""
+    keys = [content_key(m) for m in memories if not m.relations]
+    if not keys:
+        return {}
+    cur = await conn.execute(_SAME_KEYS, (ns, keys))
+    return {row[0]: StoredMemory.from_row(row[1:]) for row in await cur.fetchall()}
 
 
 async def _relate(conn: Any, ns: str, source: str, memory: NewMemory, where: str) -> None:
@@ -195,39 +252,66 @@ class MemoryStore:
         self.pool = pool
         self.namespace_ttl = namespace_ttl or NamespaceTTL()
 
-    async def store(self, ns: str, memory: NewMemory) -> StoredMemory:
+    async def store(self, ns: str, memory: NewMemory) -> tuple[StoredMemory, bool]:
+        """The stored memory, and whether it already existed: a live, current memory said the
+        same (nothing new is written; a retry of this very write is not that)."""
         async with transaction(self.pool, WRITE) as conn:
             await _lock_namespace(conn, ns)
+            same = (await _same_said(conn, ns, [memory])).get(content_key(memory))
+            if same is not None and same.id != memory.id:
+                return same, True
             cur = await conn.execute(
                 _INSERT, _insert_params(ns, memory, self.namespace_ttl.ttl_s(ns)))
             row = await cur.fetchone()
             if row is None:  # the client's id is taken: a retry (nothing written) or a conflict
-                return await _existing(conn, ns, memory)
+                return await _existing(conn, ns, memory), False
             await _relate(conn, ns, str(row[0]), memory, "memory")
-        return StoredMemory.from_row(row)
+        return StoredMemory.from_row(row), False
 
-    async def store_batch(self, ns: str, memories: list[NewMemory]) -> list[str]:
-        """All-or-nothing: one transaction; ids in input order. A memory whose client-supplied
-        id is already stored, as the same write, is a retry: nothing is written for it."""
-        rows: list[Any] = []
+    async def store_batch(self, ns: str, memories: list[NewMemory]
+                          ) -> tuple[list[str], list[bool]]:
+        """All-or-nothing: one transaction; ids in input order, and per id whether it already
+        existed (a live, current memory, or an earlier one of the batch, said the same:
+        nothing new written). A memory whose client-supplied id is already stored, as the
+        same write, is a retry: nothing is written for it, and it is not marked existing."""
         ttl_s = self.namespace_ttl.ttl_s(ns)
         async with transaction(self.pool, WRITE) as conn:
             await _lock_namespace(conn, ns)
-            cur = conn.cursor()
-            await cur.executemany(
-                _INSERT, [_insert_params(ns, m, ttl_s) for m in memories], returning=True
-            )
-            while True:
-                rows.append(await cur.fetchone())
-                if not cur.nextset():
-                    break
-            ids: list[str] = []
-            for row, memory in zip(rows, memories, strict=True):
-                ids.append(row[0] if row is not None else (await _existing(conn, ns, memory)).id)
-            for i, (row, memory) in enumerate(zip(rows, memories, strict=True)):
+            said = await _same_said(conn, ns, memories)
+            ids: list[str | None] = [None] * len(memories)
+            existing = [False] * len(memories)
+            first: dict[str, int] = {}  # key -> the batch's first new memory saying it
+            repeats: dict[int, int] = {}
+            new: list[int] = []
+            for i, memory in enumerate(memories):
+                key = None if memory.relations else content_key(memory)
+                if key is not None and key in said and said[key].id != memory.id:
+                    ids[i], existing[i] = said[key].id, True
+                elif key is not None and key in first:
+                    repeats[i] = first[key]
+                else:
+                    if key is not None:
+                        first[key] = i
+                    new.append(i)
+            rows: list[Any] = []
+            if new:
+                cur = conn.cursor()
+                await cur.executemany(
+                    _INSERT, [_insert_params(ns, memories[i], ttl_s) for i in new],
+                    returning=True)
+                while True:
+                    rows.append(await cur.fetchone())
+                    if not cur.nextset():
+                        break
+            for i, row in zip(new, rows, strict=True):
+                ids[i] = (row[0] if row is not None
+                          else (await _existing(conn, ns, memories[i])).id)
+            for i, row in zip(new, rows, strict=True):
                 if row is not None:
-                    await _relate(conn, ns, str(row[0]), memory, f"memories[{i}]")
-        return ids
+                    await _relate(conn, ns, str(row[0]), memories[i], f"memories[{i}]")
+            for i, j in repeats.items():
+                ids[i], existing[i] = ids[j], True
+        return [str(i) for i in ids], existing
 
     async def update(self, ns: str, memory_id: str, changes: dict[str, Any]) -> StoredMemory:
         """Apply validated column changes (recallmesh.api.validation.memory_update) in one
@@ -258,6 +342,9 @@ class MemoryStore:
             if row is None:
                 raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
             stored = StoredMemory.from_row(row)
+            await conn.execute("UPDATE memories SET content_key = %s WHERE id = %s",
+                               (content_key(stored), memory_id))
+            stored = (await _successors(conn, ns, [stored]))[0]
             if changes.get("is_sensitive"):  # made sensitive: what the graph derived goes too
                 await conn.execute("SELECT recallmesh_forget_derived(%s, %s)", (ns, memory_id))
             if (
@@ -309,9 +396,9 @@ class MemoryStore:
                 (ns, memory_id),
             )
             row = await cur.fetchone()
-        if row is None:
-            raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
-        return StoredMemory.from_row(row)
+            if row is None:
+                raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
+            return (await _successors(conn, ns, [StoredMemory.from_row(row)]))[0]
 
     async def delete(self, ns: str, memory_id: str) -> datetime:
         async with transaction(self.pool, WRITE) as conn:
@@ -352,8 +439,9 @@ class MemoryStore:
                 f"WHERE namespace = %s AND id = ANY(%s::uuid[]) AND {LIVE}",
                 (ns, memory_ids),
             )
-            rows = await cur.fetchall()
-        return {row[0]: StoredMemory.from_row(row) for row in rows}
+            found = await _successors(conn, ns, [StoredMemory.from_row(r)
+                                                 for r in await cur.fetchall()])
+        return {m.id: m for m in found}
 
     async def created_times(self, ns: str, memory_ids: list[str]) -> dict[str, datetime]:
         """created_at of the live memories of `ns` among memory_ids, in one query."""
@@ -367,6 +455,25 @@ class MemoryStore:
             )
             rows = await cur.fetchall()
         return {row[0]: row[1] for row in rows}
+
+    async def similar_pairs(self, ns: str, memory_ids: list[str], min_similarity: float
+                            ) -> list[tuple[str, str, float]]:
+        """The pairs among memory_ids (live, embedded by one model) whose vectors' cosine
+        similarity is at least min_similarity: (id, id, similarity), in one query."""
+        if len(memory_ids) < 2:
+            return []
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT a.id::text, b.id::text, 1 - (a.embedding <=> b.embedding) "
+                "FROM memories a JOIN memories b ON a.id < b.id "
+                "AND b.namespace = a.namespace AND b.embedding_model = a.embedding_model "
+                "WHERE a.namespace = %(ns)s AND a.id = ANY(%(ids)s::uuid[]) "
+                "AND b.id = ANY(%(ids)s::uuid[]) "
+                "AND a.embedding IS NOT NULL AND b.embedding IS NOT NULL "
+                "AND 1 - (a.embedding <=> b.embedding) >= %(min)s",
+                {"ns": ns, "ids": memory_ids, "min": min_similarity},
+            )
+            return [(r[0], r[1], float(r[2])) for r in await cur.fetchall()]
 
     async def hydrate_adjacent(
         self, ns: str, memory_ids: list[str], seed_ids: list[str], filters: Filters,

@@ -26,6 +26,8 @@ class MemoryOut(BaseModel):
         default=None, description="When its validity ended (set when a newer memory "
                                   "superseded it); none while it is current")
     superseded: bool = Field(default=False, description="A newer memory replaced it")
+    superseded_by: str = Field(default="", description="The id of the memory that replaced "
+                                                       "it, when one did")
     withheld: bool = Field(default=False, description="A sensitive memory whose text this "
                                                       "server does not show (content empty)")
 
@@ -34,6 +36,8 @@ class StoredOut(BaseModel):
     memory: MemoryOut
     indexed: bool = Field(description="Searchable by meaning already (false: only by its "
                                       "words until indexing finishes, usually seconds)")
+    existing: bool = Field(default=False, description="The same memory was already stored: "
+                                                      "nothing new was written")
 
 
 class HitOut(BaseModel):
@@ -79,7 +83,7 @@ def memory_out(memory: Memory, now: datetime | None = None,
         tags=[] if withheld else list(memory.tags), withheld=withheld,
         importance=round(memory.importance, 4), sensitive=memory.sensitive,
         thread=memory.thread, created_at=memory.created_at, updated_at=memory.updated_at,
-        valid_to=memory.valid_to,
+        valid_to=memory.valid_to, superseded_by=memory.superseded_by,
         superseded=memory.valid_to is not None and memory.valid_to <= now)
 
 
@@ -95,7 +99,8 @@ def _text(memory: MemoryOut) -> str:
 def _labels(memory: MemoryOut, *extra: str) -> str:
     parts = [memory.category or "uncategorised", *extra]
     if memory.superseded:
-        parts.append("superseded")
+        parts.append(f"superseded by [{memory.superseded_by}]" if memory.superseded_by
+                     else "superseded")
     if memory.sensitive:
         parts.append("sensitive")
     return ", ".join(parts)
@@ -106,7 +111,10 @@ def _score(score: float) -> str:
 
 
 def stored(result: StoreResult, verb: str = "Stored") -> CallToolResult:
-    out = StoredOut(memory=memory_out(result.memory), indexed=result.indexed)
+    out = StoredOut(memory=memory_out(result.memory), indexed=result.indexed,
+                    existing=result.existing)
+    if result.existing:
+        verb = "Already stored"
     note = "" if result.indexed else "; searchable by its words now, by meaning in a moment"
     text = f"{verb} [{out.memory.id}] {out.memory.content} ({_labels(out.memory)}{note})"
     return _result(text, out)
@@ -137,7 +145,8 @@ def got(memory: Memory, show_sensitive: bool = False) -> CallToolResult:
     if out.created_at:
         details.append(f"created: {out.created_at:%Y-%m-%d %H:%M} UTC")
     if out.superseded and out.valid_to:
-        details.append(f"superseded since {out.valid_to:%Y-%m-%d %H:%M} UTC")
+        by = f" by [{out.superseded_by}]" if out.superseded_by else ""
+        details.append(f"superseded{by} since {out.valid_to:%Y-%m-%d %H:%M} UTC")
     if out.sensitive:
         details.append("sensitive")
     return _result(f"[{out.id}] {_text(out)}\n" + "; ".join(details), out)

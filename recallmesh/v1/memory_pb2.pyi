@@ -49,7 +49,7 @@ LEG_STATE_ERROR: LegState
 LEG_STATE_SKIPPED: LegState
 
 class Memory(_message.Message):
-    __slots__ = ("id", "namespace", "content", "category", "tags", "importance", "sensitive", "created_at", "updated_at", "valid_from", "valid_to", "metadata", "relations", "expires_at", "thread")
+    __slots__ = ("id", "namespace", "content", "category", "tags", "importance", "sensitive", "created_at", "updated_at", "valid_from", "valid_to", "metadata", "relations", "expires_at", "thread", "superseded_by")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -72,6 +72,7 @@ class Memory(_message.Message):
     RELATIONS_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     THREAD_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDED_BY_FIELD_NUMBER: _ClassVar[int]
     id: str
     namespace: str
     content: str
@@ -87,7 +88,8 @@ class Memory(_message.Message):
     relations: _containers.RepeatedCompositeFieldContainer[MemoryRelation]
     expires_at: _timestamp_pb2.Timestamp
     thread: str
-    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., content: _Optional[str] = ..., category: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., importance: _Optional[float] = ..., sensitive: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., relations: _Optional[_Iterable[_Union[MemoryRelation, _Mapping]]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., thread: _Optional[str] = ...) -> None: ...
+    superseded_by: str
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., content: _Optional[str] = ..., category: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., importance: _Optional[float] = ..., sensitive: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., relations: _Optional[_Iterable[_Union[MemoryRelation, _Mapping]]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., thread: _Optional[str] = ..., superseded_by: _Optional[str] = ...) -> None: ...
 
 class MemoryRelation(_message.Message):
     __slots__ = ("type", "target_id")
@@ -128,12 +130,14 @@ class StoreRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., memory: _Optional[_Union[Memory, _Mapping]] = ..., index_wait: _Optional[_Union[IndexWait, _Mapping]] = ...) -> None: ...
 
 class StoreResponse(_message.Message):
-    __slots__ = ("memory", "indexed")
+    __slots__ = ("memory", "indexed", "existing")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     INDEXED_FIELD_NUMBER: _ClassVar[int]
+    EXISTING_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     indexed: bool
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., indexed: _Optional[bool] = ...) -> None: ...
+    existing: bool
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., indexed: _Optional[bool] = ..., existing: _Optional[bool] = ...) -> None: ...
 
 class StoreBatchRequest(_message.Message):
     __slots__ = ("namespace", "memories", "index_wait")
@@ -146,12 +150,14 @@ class StoreBatchRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., memories: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., index_wait: _Optional[_Union[IndexWait, _Mapping]] = ...) -> None: ...
 
 class StoreBatchResponse(_message.Message):
-    __slots__ = ("ids", "indexed")
+    __slots__ = ("ids", "indexed", "existing")
     IDS_FIELD_NUMBER: _ClassVar[int]
     INDEXED_FIELD_NUMBER: _ClassVar[int]
+    EXISTING_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[str]
     indexed: bool
-    def __init__(self, ids: _Optional[_Iterable[str]] = ..., indexed: _Optional[bool] = ...) -> None: ...
+    existing: _containers.RepeatedScalarFieldContainer[bool]
+    def __init__(self, ids: _Optional[_Iterable[str]] = ..., indexed: _Optional[bool] = ..., existing: _Optional[_Iterable[bool]] = ...) -> None: ...
 
 class UpdateRequest(_message.Message):
     __slots__ = ("namespace", "id", "memory", "update_mask", "index_wait")
@@ -244,7 +250,7 @@ class RecallRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., k: _Optional[int] = ..., sort_by: _Optional[_Union[SortBy, str]] = ..., filters: _Optional[_Union[RecallFilters, _Mapping]] = ..., budget_ms: _Optional[int] = ..., explain: _Optional[bool] = ..., fusion: _Optional[_Union[FusionOverrides, _Mapping]] = ..., reference_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class FusionOverrides(_message.Message):
-    __slots__ = ("method", "rrf_k", "weights", "importance_strength", "exact_bonus", "skip_legs", "leg_depth", "lexical_ranking", "bm25_k1", "bm25_b", "graph_second_stage", "context_hits", "context_next_weight", "context_prev_weight", "time_boost", "intent_routing")
+    __slots__ = ("method", "rrf_k", "weights", "importance_strength", "exact_bonus", "skip_legs", "leg_depth", "lexical_ranking", "bm25_k1", "bm25_b", "graph_second_stage", "context_hits", "context_next_weight", "context_prev_weight", "time_boost", "intent_routing", "min_score", "restated_similarity")
     class WeightsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -268,6 +274,8 @@ class FusionOverrides(_message.Message):
     CONTEXT_PREV_WEIGHT_FIELD_NUMBER: _ClassVar[int]
     TIME_BOOST_FIELD_NUMBER: _ClassVar[int]
     INTENT_ROUTING_FIELD_NUMBER: _ClassVar[int]
+    MIN_SCORE_FIELD_NUMBER: _ClassVar[int]
+    RESTATED_SIMILARITY_FIELD_NUMBER: _ClassVar[int]
     method: str
     rrf_k: int
     weights: _containers.ScalarMap[str, float]
@@ -284,7 +292,9 @@ class FusionOverrides(_message.Message):
     context_prev_weight: float
     time_boost: float
     intent_routing: bool
-    def __init__(self, method: _Optional[str] = ..., rrf_k: _Optional[int] = ..., weights: _Optional[_Mapping[str, float]] = ..., importance_strength: _Optional[float] = ..., exact_bonus: _Optional[float] = ..., skip_legs: _Optional[_Iterable[str]] = ..., leg_depth: _Optional[int] = ..., lexical_ranking: _Optional[str] = ..., bm25_k1: _Optional[float] = ..., bm25_b: _Optional[float] = ..., graph_second_stage: _Optional[bool] = ..., context_hits: _Optional[int] = ..., context_next_weight: _Optional[float] = ..., context_prev_weight: _Optional[float] = ..., time_boost: _Optional[float] = ..., intent_routing: _Optional[bool] = ...) -> None: ...
+    min_score: float
+    restated_similarity: float
+    def __init__(self, method: _Optional[str] = ..., rrf_k: _Optional[int] = ..., weights: _Optional[_Mapping[str, float]] = ..., importance_strength: _Optional[float] = ..., exact_bonus: _Optional[float] = ..., skip_legs: _Optional[_Iterable[str]] = ..., leg_depth: _Optional[int] = ..., lexical_ranking: _Optional[str] = ..., bm25_k1: _Optional[float] = ..., bm25_b: _Optional[float] = ..., graph_second_stage: _Optional[bool] = ..., context_hits: _Optional[int] = ..., context_next_weight: _Optional[float] = ..., context_prev_weight: _Optional[float] = ..., time_boost: _Optional[float] = ..., intent_routing: _Optional[bool] = ..., min_score: _Optional[float] = ..., restated_similarity: _Optional[float] = ...) -> None: ...
 
 class LegContribution(_message.Message):
     __slots__ = ("leg", "rank", "score", "reason")
@@ -309,20 +319,22 @@ class RecallHit(_message.Message):
     def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., score: _Optional[float] = ..., legs: _Optional[_Iterable[_Union[LegContribution, _Mapping]]] = ...) -> None: ...
 
 class LegStatus(_message.Message):
-    __slots__ = ("leg", "state", "latency_ms", "candidates", "detail", "score_scale")
+    __slots__ = ("leg", "state", "latency_ms", "candidates", "detail", "score_scale", "score_floor")
     LEG_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     SCORE_SCALE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FLOOR_FIELD_NUMBER: _ClassVar[int]
     leg: str
     state: LegState
     latency_ms: float
     candidates: int
     detail: str
     score_scale: float
-    def __init__(self, leg: _Optional[str] = ..., state: _Optional[_Union[LegState, str]] = ..., latency_ms: _Optional[float] = ..., candidates: _Optional[int] = ..., detail: _Optional[str] = ..., score_scale: _Optional[float] = ...) -> None: ...
+    score_floor: float
+    def __init__(self, leg: _Optional[str] = ..., state: _Optional[_Union[LegState, str]] = ..., latency_ms: _Optional[float] = ..., candidates: _Optional[int] = ..., detail: _Optional[str] = ..., score_scale: _Optional[float] = ..., score_floor: _Optional[float] = ...) -> None: ...
 
 class RecallResponse(_message.Message):
     __slots__ = ("hits", "legs", "degraded", "fusion", "latency_ms", "time_window", "intent")
@@ -363,7 +375,7 @@ class TimeWindow(_message.Message):
     def __init__(self, phrase: _Optional[str] = ..., start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., boosted: _Optional[int] = ...) -> None: ...
 
 class ContextRequest(_message.Message):
-    __slots__ = ("namespace", "query", "max_tokens", "k", "filters", "budget_ms", "reference_time", "include_sensitive")
+    __slots__ = ("namespace", "query", "max_tokens", "k", "filters", "budget_ms", "reference_time", "include_sensitive", "min_score")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -372,6 +384,7 @@ class ContextRequest(_message.Message):
     BUDGET_MS_FIELD_NUMBER: _ClassVar[int]
     REFERENCE_TIME_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_SENSITIVE_FIELD_NUMBER: _ClassVar[int]
+    MIN_SCORE_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     query: str
     max_tokens: int
@@ -380,7 +393,8 @@ class ContextRequest(_message.Message):
     budget_ms: int
     reference_time: _timestamp_pb2.Timestamp
     include_sensitive: bool
-    def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., max_tokens: _Optional[int] = ..., k: _Optional[int] = ..., filters: _Optional[_Union[RecallFilters, _Mapping]] = ..., budget_ms: _Optional[int] = ..., reference_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., include_sensitive: _Optional[bool] = ...) -> None: ...
+    min_score: float
+    def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., max_tokens: _Optional[int] = ..., k: _Optional[int] = ..., filters: _Optional[_Union[RecallFilters, _Mapping]] = ..., budget_ms: _Optional[int] = ..., reference_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., include_sensitive: _Optional[bool] = ..., min_score: _Optional[float] = ...) -> None: ...
 
 class ContextItem(_message.Message):
     __slots__ = ("id", "score", "tokens", "created_at")

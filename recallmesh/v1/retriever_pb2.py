@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from recallmesh.v1 import memory_pb2 as recallmesh_dot_v1_dot_memory__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1drecallmesh/v1/retriever.proto\x12\rrecallmesh.v1\x1a\x1arecallmesh/v1/memory.proto\"\xab\x02\n\rSearchRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\x14\n\x0cquery_vector\x18\x03 \x03(\x02\x12\t\n\x01k\x18\x04 \x01(\x05\x12-\n\x07\x66ilters\x18\x05 \x01(\x0b\x32\x1c.recallmesh.v1.RecallFilters\x12&\n\x07sort_by\x18\x06 \x01(\x0e\x32\x15.recallmesh.v1.SortBy\x12\x14\n\x0cvector_model\x18\x07 \x01(\t\x12\x0f\n\x07ranking\x18\x08 \x01(\t\x12\x14\n\x07\x62m25_k1\x18\t \x01(\x01H\x00\x88\x01\x01\x12\x13\n\x06\x62m25_b\x18\n \x01(\x01H\x01\x88\x01\x01\x12\x17\n\x0fseed_memory_ids\x18\x0b \x03(\tB\n\n\x08_bm25_k1B\t\n\x07_bm25_b\"y\n\tCandidate\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x12\n\nimportance\x18\x03 \x01(\x01\x12\x13\n\x0b\x65xact_match\x18\x04 \x01(\x08\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x11\n\tsensitive\x18\x06 \x01(\x08\"\xad\x02\n\x0eSearchResponse\x12,\n\ncandidates\x18\x01 \x03(\x0b\x32\x18.recallmesh.v1.Candidate\x12\x43\n\x0b\x64iagnostics\x18\x02 \x03(\x0b\x32..recallmesh.v1.SearchResponse.DiagnosticsEntry\x12\x16\n\tscore_min\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x16\n\tscore_max\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x18\n\x0bscore_scale\x18\x05 \x01(\x01H\x02\x88\x01\x01\x1a\x32\n\x10\x44iagnosticsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0c\n\n_score_minB\x0c\n\n_score_maxB\x0e\n\x0c_score_scale2Y\n\x10RetrieverService\x12\x45\n\x06Search\x12\x1c.recallmesh.v1.SearchRequest\x1a\x1d.recallmesh.v1.SearchResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1drecallmesh/v1/retriever.proto\x12\rrecallmesh.v1\x1a\x1arecallmesh/v1/memory.proto\"\xab\x02\n\rSearchRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\x14\n\x0cquery_vector\x18\x03 \x03(\x02\x12\t\n\x01k\x18\x04 \x01(\x05\x12-\n\x07\x66ilters\x18\x05 \x01(\x0b\x32\x1c.recallmesh.v1.RecallFilters\x12&\n\x07sort_by\x18\x06 \x01(\x0e\x32\x15.recallmesh.v1.SortBy\x12\x14\n\x0cvector_model\x18\x07 \x01(\t\x12\x0f\n\x07ranking\x18\x08 \x01(\t\x12\x14\n\x07\x62m25_k1\x18\t \x01(\x01H\x00\x88\x01\x01\x12\x13\n\x06\x62m25_b\x18\n \x01(\x01H\x01\x88\x01\x01\x12\x17\n\x0fseed_memory_ids\x18\x0b \x03(\tB\n\n\x08_bm25_k1B\t\n\x07_bm25_b\"y\n\tCandidate\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x12\n\nimportance\x18\x03 \x01(\x01\x12\x13\n\x0b\x65xact_match\x18\x04 \x01(\x08\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x11\n\tsensitive\x18\x06 \x01(\x08\"\xd7\x02\n\x0eSearchResponse\x12,\n\ncandidates\x18\x01 \x03(\x0b\x32\x18.recallmesh.v1.Candidate\x12\x43\n\x0b\x64iagnostics\x18\x02 \x03(\x0b\x32..recallmesh.v1.SearchResponse.DiagnosticsEntry\x12\x16\n\tscore_min\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x16\n\tscore_max\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12\x18\n\x0bscore_scale\x18\x05 \x01(\x01H\x02\x88\x01\x01\x12\x18\n\x0bscore_floor\x18\x06 \x01(\x01H\x03\x88\x01\x01\x1a\x32\n\x10\x44iagnosticsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0c\n\n_score_minB\x0c\n\n_score_maxB\x0e\n\x0c_score_scaleB\x0e\n\x0c_score_floor2Y\n\x10RetrieverService\x12\x45\n\x06Search\x12\x1c.recallmesh.v1.SearchRequest\x1a\x1d.recallmesh.v1.SearchResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,9 +39,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CANDIDATE']._serialized_start=378
   _globals['_CANDIDATE']._serialized_end=499
   _globals['_SEARCHRESPONSE']._serialized_start=502
-  _globals['_SEARCHRESPONSE']._serialized_end=803
-  _globals['_SEARCHRESPONSE_DIAGNOSTICSENTRY']._serialized_start=709
-  _globals['_SEARCHRESPONSE_DIAGNOSTICSENTRY']._serialized_end=759
-  _globals['_RETRIEVERSERVICE']._serialized_start=805
-  _globals['_RETRIEVERSERVICE']._serialized_end=894
+  _globals['_SEARCHRESPONSE']._serialized_end=845
+  _globals['_SEARCHRESPONSE_DIAGNOSTICSENTRY']._serialized_start=735
+  _globals['_SEARCHRESPONSE_DIAGNOSTICSENTRY']._serialized_end=785
+  _globals['_RETRIEVERSERVICE']._serialized_start=847
+  _globals['_RETRIEVERSERVICE']._serialized_end=936
 # @@protoc_insertion_point(module_scope)

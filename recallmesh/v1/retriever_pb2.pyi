@@ -50,7 +50,7 @@ class Candidate(_message.Message):
     def __init__(self, memory_id: _Optional[str] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., exact_match: _Optional[bool] = ..., reason: _Optional[str] = ..., sensitive: _Optional[bool] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
-    __slots__ = ("candidates", "diagnostics", "score_min", "score_max", "score_scale")
+    __slots__ = ("candidates", "diagnostics", "score_min", "score_max", "score_scale", "score_floor")
     class DiagnosticsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -63,9 +63,11 @@ class SearchResponse(_message.Message):
     SCORE_MIN_FIELD_NUMBER: _ClassVar[int]
     SCORE_MAX_FIELD_NUMBER: _ClassVar[int]
     SCORE_SCALE_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FLOOR_FIELD_NUMBER: _ClassVar[int]
     candidates: _containers.RepeatedCompositeFieldContainer[Candidate]
     diagnostics: _containers.ScalarMap[str, str]
     score_min: float
     score_max: float
     score_scale: float
-    def __init__(self, candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., diagnostics: _Optional[_Mapping[str, str]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ..., score_scale: _Optional[float] = ...) -> None: ...
+    score_floor: float
+    def __init__(self, candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., diagnostics: _Optional[_Mapping[str, str]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ..., score_scale: _Optional[float] = ..., score_floor: _Optional[float] = ...) -> None: ...

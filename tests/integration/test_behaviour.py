@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.behaviour.cases import ALL_CASES
+from benchmarks.behaviour.cases import ALL_CASES, STABLE_WITHIN
 from benchmarks.behaviour.suite import CaseResult, ask, load_cases
 from recallmesh.platform.supervisor import Stack
 from recallmesh.v1 import memory_pb2_grpc
@@ -20,12 +20,7 @@ pytestmark = pytest.mark.integration
 
 # Cases the shipped default fails (`make bench-behaviour` shows where the memory came): strict,
 # so a case that starts passing fails here until it is taken off this list.
-KNOWN_FAILURES: dict[str, str] = {
-    "superseded, newer statement only": (
-        "no relation or validity says the older statement ended, and recall does not infer "
-        "supersession from the text: the older one matches the query's words better (the "
-        "same fact with SUPERSEDES, or valid_to set, passes)"),
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
@@ -60,3 +55,14 @@ def test_the_expected_memory_is_found(case, answers):
 def test_every_known_failure_names_a_case():
     assert set(KNOWN_FAILURES) <= {c.name for c in ALL_CASES}
     assert len(ALL_CASES) >= 40 and len({c.name for c in ALL_CASES}) == len(ALL_CASES)
+
+
+def test_one_memory_scores_alike_in_namespaces_of_every_size(answers):
+    """A score means the same whatever else the namespace holds (1, ~25 or ~3,000 memories)."""
+    groups: dict[str, list[float]] = {}
+    for case in ALL_CASES:
+        if case.stability:
+            groups.setdefault(case.stability, []).append(answers[case.name].score)
+    assert groups and all(len(scores) == 3 for scores in groups.values())
+    for group, scores in groups.items():
+        assert min(scores) > 0 and max(scores) - min(scores) <= STABLE_WITHIN, (group, scores)

@@ -54,10 +54,12 @@ def test_store_retried_after_a_lost_reply_stores_once_and_answers_the_original(g
     assert [h.memory.id for h in hits] == [uid]
 
 
-def test_store_without_id_is_not_deduplicated(gateway, ns):
+def test_store_without_id_of_what_is_stored_answers_the_stored_memory(gateway, ns):
+    """Not a retry but a duplicate (issue 39): nothing new, the stored memory, marked."""
     request = memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(content="twice"))
-    assert gateway.Store(request, timeout=10).memory.id != gateway.Store(request,
-                                                                          timeout=10).memory.id
+    first, second = gateway.Store(request, timeout=10), gateway.Store(request, timeout=10)
+    assert second.memory.id == first.memory.id
+    assert (first.existing, second.existing) == (False, True)
 
 
 def test_concurrent_retries_store_once(gateway, db, ns):

@@ -9,6 +9,7 @@ import grpc
 
 from recallmesh.api.validation import search_request
 from recallmesh.legs.vector.core import VectorRetriever
+from recallmesh.models.calibration import calibration_for
 from recallmesh.platform.config import VectorSettings
 from recallmesh.platform.errors import InvalidArgument
 from recallmesh.platform.retriever_app import RetrieverApp
@@ -32,10 +33,11 @@ class VectorServicer(retriever_pb2_grpc.RetrieverServiceServicer):
             raise InvalidArgument("the vector leg needs query_vector")
         if not request.vector_model.strip():
             raise InvalidArgument("the vector leg needs vector_model (the query vector's model)")
+        calibration = calibration_for(request.vector_model)
         hits = await self.retriever.search(
             ns, request.query_vector, request.vector_model, k, filters
         )
-        return retriever_pb2.SearchResponse(
+        response = retriever_pb2.SearchResponse(
             candidates=[
                 retriever_pb2.Candidate(memory_id=h.memory_id, score=h.similarity,
                                         importance=h.importance)
@@ -44,6 +46,9 @@ class VectorServicer(retriever_pb2_grpc.RetrieverServiceServicer):
             score_min=-1.0,  # cosine similarity
             score_max=1.0,
         )
+        if calibration is not None:  # the model's typical cosine of an unrelated memory
+            response.score_floor = calibration.cosine_floor
+        return response
 
 
 class VectorApp(RetrieverApp):

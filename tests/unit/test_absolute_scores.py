@@ -1,0 +1,172 @@
+"""Issue 39's pure rules: absolute scores (the model's cosine floor, the fitted relevance
+map), the relevance floor, restatements newest first, and the write key of a memory."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from recallmesh.api.validation import NewMemory
+from recallmesh.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList, fuse
+from recallmesh.gateway.stages import (
+    above_floor,
+    content_words,
+    newer_first,
+    relevance_scores,
+)
+from recallmesh.gateway.store import content_key
+from recallmesh.models.calibration import ScoreCalibration, calibration_for
+from recallmesh.models.fetch import catalogue_entry, catalogue_names
+
+CAL = FusionSettings(method="calibrated", importance_strength=0.0, exact_bonus=0.0)
+
+
+def vector_list(scores: dict[str, float], floor: float | None) -> LegList:
+    ranked = sorted(scores.items(), key=lambda kv: -kv[1])
+    return LegList("vector", 1.0, [LegCandidate(i, s) for i, s in ranked], (-1.0, 1.0),
+                   score_floor=floor)
+
+
+@given(st.lists(st.floats(-1.0, 1.0, allow_nan=False), max_size=60))
+def test_with_a_floor_a_score_does_not_depend_on_the_rest_of_the_list(others):
+    """The same memory and cosine score the same whatever else the leg returned."""
+    alone = fuse([vector_list({"m": 0.8}, 0.55)], CAL)[0].score
+    crowd = {"m": 0.8} | {f"o{i}": s for i, s in enumerate(others)}
+    among = next(c.score for c in fuse([vector_list(crowd, 0.55)], CAL) if c.memory_id == "m")
+    assert among == pytest.approx(alone) == pytest.approx((0.8 - 0.55) / (1 - 0.55))
+
+
+def test_without_a_floor_the_median_still_measures():
+    """A leg that gives no floor (the graph leg, an uncalibrated model): as before."""
+    fused = fuse([vector_list({"a": 0.9, "b": 0.5, "c": 0.1}, None)], CAL)
+    assert [round(c.score, 6) for c in fused] == [round(0.4 / 0.5, 6), 0.0, 0.0]
+
+
+def test_a_cosine_at_or_below_the_floor_adds_nothing():
+    fused = fuse([vector_list({"a": 0.5, "b": 0.3}, 0.55)], CAL)
+    assert all(c.score == 0.0 for c in fused)
+
+
+def candidates(*scores: float) -> list[FusedCandidate]:
+    return [FusedCandidate(f"m{i}", s) for i, s in enumerate(scores)]
+
+
+LISTS = [LegList("lexical", 0.3, []), LegList("vector", 1.0, []), LegList("graph", 0.0, [])]
+
+
+def test_relevance_is_the_share_mapped_by_the_calibration_and_keeps_the_order():
+    calibration = ScoreCalibration(cosine_floor=0.5, intercept=-3.0, slope=8.0)
+    top = candidates(1.3, 0.65, 0.13)
+    scored = relevance_scores(top, LISTS, "calibrated", calibration)
+    assert [c.score for c in scored] == pytest.approx(
+        [calibration.relevance(s / 1.3) for s in (1.3, 0.65, 0.13)])
+    assert scored[0].score > scored[1].score > scored[2].score
+    assert 0 < scored[2].score < scored[0].score < 1
+
+
+def test_without_a_calibration_the_score_is_the_share_and_other_methods_keep_theirs():
+    top = candidates(1.3, 0.65)
+    assert [c.score for c in relevance_scores(top, LISTS, "calibrated", None)] == \
+        pytest.approx([1.0, 0.5])
+    assert relevance_scores(top, LISTS, "rrf", None) == top
+
+
+@given(st.floats(-50, 50), st.floats(0, 50), st.floats(0, 1.5), st.floats(0, 1.5))
+def test_the_relevance_map_is_a_probability_and_monotone(intercept, slope, a, b):
+    calibration = ScoreCalibration(0.5, intercept, slope)
+    low, high = sorted((a, b))
+    assert 0.0 <= calibration.relevance(low) <= calibration.relevance(high) <= 1.0
+
+
+def test_the_floor_leaves_out_what_scores_below_it():
+    top = candidates(0.9, 0.5, 0.2)
+    assert [c.memory_id for c in above_floor(top, 0.5)] == ["m0", "m1"]
+    assert above_floor(top, 0.95) == []
+    assert above_floor(top, 0.0) == top
+
+
+def test_every_shipped_calibration_names_a_catalogue_model_and_is_found_by_its_id():
+    found = 0
+    for name in catalogue_names():
+        entry = catalogue_entry(name)
+        if "calibration" in entry:
+            found += 1
+            calibration = calibration_for(entry["manifest"]["model_id"])
+            assert calibration == ScoreCalibration.from_dict(entry["calibration"])
+            assert calibration.fitted_on
+    assert found >= 1
+    assert calibration_for("a-model-nobody-fitted") is None
+
+
+@pytest.mark.parametrize("raw", [
+    {"cosine_floor": 1.0, "intercept": 0, "slope": 1},
+    {"cosine_floor": 0.5, "intercept": float("nan"), "slope": 1},
+    {"intercept": 0, "slope": 1},
+])
+def test_a_malformed_calibration_is_refused(raw):
+    with pytest.raises((ValueError, KeyError)):
+        ScoreCalibration.from_dict(raw)
+
+
+NOW = datetime(2026, 11, 27, tzinfo=UTC)
+
+
+def test_a_newer_restatement_moves_just_above_the_older_one():
+    top = candidates(0.9, 0.7, 0.6, 0.5)  # m0 old, m2 its newer restatement
+    created = {f"m{i}": NOW - timedelta(days=10 - i) for i in range(4)}
+    content = {"m0": "The user's favourite editor is Vim.",
+               "m1": "Reads a chapter of a novel every night.",
+               "m2": "The user switched editors and now prefers VS Code over Vim.",
+               "m3": "Drinks sparkling water."}
+    ranked, moves = newer_first(top, created, content, [("m0", "m2", 0.88)])
+    assert moves == 1
+    assert [c.memory_id for c in ranked] == ["m2", "m0", "m1", "m3"]
+    assert [c.score for c in ranked] == [0.9, 0.9, 0.7, 0.5]  # still best first
+
+
+def test_a_near_duplicate_without_shared_words_or_already_newer_first_stays():
+    top = candidates(0.9, 0.7)
+    created = {"m0": NOW - timedelta(days=2), "m1": NOW - timedelta(days=1)}
+    unrelated = {"m0": "Jonas works at Kestrel Freight.", "m1": "Maya likes Svelte."}
+    assert newer_first(top, created, unrelated, [("m0", "m1", 0.9)]) == (top, 0)
+    newer_on_top = {"m0": NOW, "m1": NOW - timedelta(days=1)}
+    same = {"m0": "Lives at Harbour Road 3.", "m1": "Lives at Harbour Road 5."}
+    assert newer_first(top, newer_on_top, same, [("m0", "m1", 0.9)]) == (top, 0)
+
+
+@given(st.permutations(range(5)))
+def test_restatements_end_newest_first_whatever_the_order(order):
+    """Five restatements of one thing: whatever order fusion gave, newest first after."""
+    ids = [f"m{i}" for i in order]
+    top = [FusedCandidate(i, 1.0 - n / 10) for n, i in enumerate(ids)]
+    created = {f"m{i}": NOW - timedelta(days=i) for i in range(5)}  # m0 newest
+    content = {f"m{i}": f"Lives at Harbour Road {i}." for i in range(5)}
+    pairs = [(f"m{a}", f"m{b}", 0.9) for a in range(5) for b in range(a + 1, 5)]
+    ranked, _ = newer_first(top, created, content, pairs)
+    assert [c.memory_id for c in ranked] == ["m0", "m1", "m2", "m3", "m4"]
+    assert all(a.score >= b.score for a, b in zip(ranked, ranked[1:], strict=False))
+
+
+def test_content_words_meet_across_inflections_and_skip_stopwords():
+    assert content_words("The user's favourite editors") & content_words("an editor") == {
+        "edito"}
+    assert not content_words("and the it is to")
+
+
+def test_one_key_for_what_says_the_same_and_apart_otherwise():
+    base = NewMemory("Prefers tea over coffee.", thread="chat-1", metadata={"source": "a"})
+    same = NewMemory("  prefers TEA over\tcoffee. ", thread="chat-1", metadata={"source": "a"},
+                     importance=0.9, id="4a7c1f0e-5b8d-4b1e-9d7a-2f3c4b5a6d7e")
+    assert content_key(base) == content_key(same)
+    for other in (NewMemory("Prefers tea over coffee.", thread="chat-2",
+                            metadata={"source": "a"}),
+                  NewMemory("Prefers tea over coffee.", thread="chat-1",
+                            metadata={"source": "b"}),
+                  NewMemory("Prefers tea over coffee.", thread="chat-1",
+                            metadata={"source": "a"}, sensitive=True),
+                  NewMemory("Prefers coffee over tea.", thread="chat-1",
+                            metadata={"source": "a"})):
+        assert content_key(other) != content_key(base)
