@@ -348,6 +348,8 @@ def cmd_context(args: argparse.Namespace) -> int:
         options["categories"] = args.category
     if args.tag:
         options["tags"] = args.tag
+    if args.min_score is not None:
+        options["min_score"] = args.min_score
     query = args.query if args.query != "-" else sys.stdin.read()
     with Client(args.target, namespace=args.namespace, tls=None) as client:
         result = client.context(query, timeout=args.timeout, **options)
@@ -917,6 +919,9 @@ def build_parser() -> argparse.ArgumentParser:
     context.add_argument("-k", type=int, default=20, help="memories recalled before packing")
     context.add_argument("--category", action="append", help="filter (repeatable)")
     context.add_argument("--tag", action="append", help="filter (repeatable)")
+    context.add_argument("--min-score", type=float, default=None, metavar="0..1",
+                         help="the relevance floor (default: the server's); nothing above it "
+                         "prints nothing")
     context.add_argument("--include-sensitive", action="store_true",
                          help="also pack sensitive memories (left out by default)")
     context.add_argument("--json", action="store_true",

@@ -167,8 +167,9 @@ class RecallPolicy:
         "their fused score x (1 + this) (0: off)", 0.0, 10.0))
     restated_similarity: float = setting(0.8, Spec(
         "RECALLMESH_RESTATED_SIMILARITY", "newest first among restatements: of two current "
-        "hits whose vectors are at least this similar (cosine) and that share two content "
-        "words, the newer ranks just above the older (0: off)", 0.0, 1.0))
+        "hits that are facts (no thread), whose vectors are at least this similar (cosine), "
+        "share two content words and where the newer says it changed, the newer ranks just "
+        "above the older (0: off)", 0.0, 1.0))
     min_score: float = setting(DEFAULT_MIN_SCORE, Spec(
         "RECALLMESH_MIN_SCORE", "the relevance floor: hits scoring below it are left out of "
         "Recall and Context (0: none). Under calibrated fusion a score estimates the "

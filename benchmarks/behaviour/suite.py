@@ -75,6 +75,7 @@ class CaseResult:
     score: float = 0.0  # the expected memory's score (0 when not among the hits)
     repeated: bool = False  # one content twice among the first ABSENT_WITHIN hits
     empty_wanted: bool = False  # the case asks what nothing stored answers
+    top_score: float = 0.0  # the first hit's score (0 when nothing came back)
 
     @property
     def passed(self) -> bool:
@@ -151,7 +152,8 @@ def ask(stub: Any, namespace: str, case: Case, ids: list[str],
     return CaseResult(case.name, case.kind, case.within, rank,
                       tuple(h.memory.content for h in response.hits[:3]), intruder,
                       len(response.hits), response.hits[rank - 1].score if rank else 0.0,
-                      len(set(first)) < len(first), case.expect is None)
+                      len(set(first)) < len(first), case.expect is None,
+                      response.hits[0].score if response.hits else 0.0)
 
 
 def load_cases(stub: Any, cases: tuple[Case, ...] | list[Case], prefix: str
@@ -221,8 +223,9 @@ def report(results: dict[str, list[CaseResult]], argv: list[str], seconds: float
         for name in configs:
             r = results[name][i]
             unwanted = f" (unwanted at {r.intruder})" if r.intruder else ""
-            got = (f"{r.hits} hits" if r.empty_wanted else f"{r.rank or '-'}"
-                   + (f" ({r.score:.2f})" if r.rank else ""))
+            got = (f"{r.hits} hits" + (f" (first {r.top_score:.3f})" if r.hits else "")
+                   if r.empty_wanted else f"{r.rank or '-'}"
+                   + (f" ({r.score:.3f})" if r.rank else ""))
             ranks.append(f"{got}{unwanted}{'' if r.passed else ' ✗'}")
         wanted = ("nothing" if case.expect is None else "1" if case.within == 1
                   else f"≤{case.within}")

@@ -104,6 +104,12 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
              "among", tuple(DEFAULT_LEGS.split(",")), method="calibrated",
              weights={"lexical": w, "vector": 1.0})
       for w in (0.2, 0.3, 0.5, 0.7)),
+    preset("default_no_floor", "default without the relevance floor (min_score 0): every "
+           "hit with its score, for the floor curve (benchmarks/quality/floor.py)",
+           tuple(DEFAULT_LEGS.split(",")), min_score=0.0),
+    preset("default_no_restated", "default without newest-first restatements "
+           "(restated_similarity 0): what reordering near-duplicate hits does",
+           tuple(DEFAULT_LEGS.split(",")), restated_similarity=0.0),
     preset("default_no_time", "default without the time-window boost (time_boost 0): what "
            "reading relative times in the query adds", tuple(DEFAULT_LEGS.split(",")),
            time_boost=0.0),

@@ -64,7 +64,15 @@ def ingest(stub, ds: Dataset, batch_size: int = BATCH) -> dict:
                 if m.created_at is not None:
                     to_proto_timestamp(m.created_at, msg.created_at)
                 batch.append(msg)
-            store_batch_indexed(stub, ds.namespace(scope), batch)
+            stored = store_batch_indexed(stub, ds.namespace(scope), batch)
+            # Every memory carries its corpus id in its metadata, so the gateway's duplicate
+            # rule (a write saying what a stored memory says) never merges two corpus items;
+            # if it ever did, recalled memories would map to one corpus id for two: refuse.
+            merged = [m.metadata["corpus_id"] for m, same in zip(batch, stored.existing,
+                                                                 strict=False) if same]
+            if merged:
+                raise SystemExit(f"{len(merged)} corpus items were answered by memories already "
+                                 f"holding them (first: {merged[0]}): the counts would be wrong")
     seconds = time.perf_counter() - started
     return {"memories": ds.memories_stored, "namespaces": len(ds.scopes), "seconds": seconds,
             "memories_per_s": ds.memories_stored / seconds if seconds else 0.0}

@@ -331,11 +331,14 @@ class Recaller:
                            memories: dict[str, StoredMemory], min_similarity: float
                            ) -> list[FusedCandidate]:
         """Restatements newest first (stages.newer_first), over the near-duplicate pairs
-        among the hits, read in one query; when it fails the hits keep their order."""
+        among the hits that are not conversation turns, read in one query; when it fails the
+        hits keep their order."""
+        facts = [c.memory_id for c in top if not memories[c.memory_id].thread]
+        if len(facts) < 2:
+            return top
         with tracer.start_as_current_span("restated"):
             try:
-                similar = await self.store.similar_pairs(
-                    q.namespace, [c.memory_id for c in top], min_similarity)
+                similar = await self.store.similar_pairs(q.namespace, facts, min_similarity)
             except (TimeoutError, asyncio.CancelledError):
                 raise  # the recall's own deadline: _after_legs answers it
             except Exception:  # an optional refinement must not fail the recall
@@ -344,7 +347,8 @@ class Recaller:
                 return top
             ranked, moved = stages.newer_first(
                 top, {i: m.created_at for i, m in memories.items()},
-                {i: m.content for i, m in memories.items()}, similar)
+                {i: m.content for i, m in memories.items()}, similar,
+                {i for i, m in memories.items() if m.thread})
         RESTATEMENTS.labels("reordered" if moved else "none").inc()
         return ranked
 

@@ -115,7 +115,7 @@ NOW = datetime(2026, 11, 27, tzinfo=UTC)
 
 
 def test_a_newer_restatement_moves_just_above_the_older_one():
-    top = candidates(0.9, 0.7, 0.6, 0.5)  # m0 old, m2 its newer restatement
+    top = candidates(0.9, 0.7, 0.6, 0.5)  # m0 old, m2 its newer restatement (a change)
     created = {f"m{i}": NOW - timedelta(days=10 - i) for i in range(4)}
     content = {"m0": "The user's favourite editor is Vim.",
                "m1": "Reads a chapter of a novel every night.",
@@ -133,8 +133,14 @@ def test_a_near_duplicate_without_shared_words_or_already_newer_first_stays():
     unrelated = {"m0": "Jonas works at Kestrel Freight.", "m1": "Maya likes Svelte."}
     assert newer_first(top, created, unrelated, [("m0", "m1", 0.9)]) == (top, 0)
     newer_on_top = {"m0": NOW, "m1": NOW - timedelta(days=1)}
-    same = {"m0": "Lives at Harbour Road 3.", "m1": "Lives at Harbour Road 5."}
+    same = {"m0": "Now lives at Harbour Road 3.", "m1": "Lives at Harbour Road 5."}
     assert newer_first(top, newer_on_top, same, [("m0", "m1", 0.9)]) == (top, 0)
+    no_change = {"m0": "Caroline: the support group was great.",
+                 "m1": "Caroline: I went to the support group again."}
+    assert newer_first(top, created, no_change, [("m0", "m1", 0.9)]) == (top, 0)
+    change = {"m0": "Lives at Harbour Road 3.", "m1": "Now lives at Harbour Road 5."}
+    assert newer_first(top, created, change, [("m0", "m1", 0.9)])[1] == 1
+    assert newer_first(top, created, change, [("m0", "m1", 0.9)], {"m1"}) == (top, 0)
 
 
 @given(st.permutations(range(5)))
@@ -143,7 +149,7 @@ def test_restatements_end_newest_first_whatever_the_order(order):
     ids = [f"m{i}" for i in order]
     top = [FusedCandidate(i, 1.0 - n / 10) for n, i in enumerate(ids)]
     created = {f"m{i}": NOW - timedelta(days=i) for i in range(5)}  # m0 newest
-    content = {f"m{i}": f"Lives at Harbour Road {i}." for i in range(5)}
+    content = {f"m{i}": f"Now lives at Harbour Road {i}." for i in range(5)}
     pairs = [(f"m{a}", f"m{b}", 0.9) for a in range(5) for b in range(a + 1, 5)]
     ranked, _ = newer_first(top, created, content, pairs)
     assert [c.memory_id for c in ranked] == ["m0", "m1", "m2", "m3", "m4"]
