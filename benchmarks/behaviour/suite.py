@@ -227,7 +227,7 @@ def report(results: dict[str, list[CaseResult]], argv: list[str], seconds: float
                    if r.empty_wanted else f"{r.rank or '-'}"
                    + (f" ({r.score:.3f})" if r.rank else ""))
             ranks.append(f"{got}{unwanted}{'' if r.passed else ' ✗'}")
-        wanted = ("nothing" if case.expect is None else "1" if case.within == 1
+        wanted = ("nothing" if case.empty_wanted else "1" if case.within == 1
                   else f"≤{case.within}")
         lines.append(f"| {case.kind} | {case.name} | {wanted} | " + " | ".join(ranks) + " |")
     failed = [(name, r) for name in configs for r in results[name] if not r.passed]

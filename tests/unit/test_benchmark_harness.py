@@ -204,3 +204,37 @@ def test_reports_record_settings_but_never_credentials(monkeypatch):
     env = recallmesh_env()
     assert env["RECALLMESH_API_KEY"] == env["RECALLMESH_INTERNAL_TOKEN"] == "***"
     assert env["RECALLMESH_LEGS"] == "lexical" and "OTHER" not in env
+
+
+def test_loader_adds_only_the_unanswerable_questions_when_asked():
+    assert load(FIXTURE).unanswerable == []
+    ds = load(FIXTURE, unanswerable=True)
+    assert [q.query_id for q in ds.unanswerable] == ["q6"]  # q7's reason is not "nothing"
+    assert ds.unanswerable[0].scope == "c1" and not ds.unanswerable[0].relevant
+    assert [q.query_id for q in ds.queries] == ["q1", "q2", "q3", "q4"]
+
+
+def test_a_corpus_sample_keeps_the_relevant_documents_and_is_the_same_every_time(tmp_path):
+    import json
+
+    docs = [{"id": f"d{i}", "text": f"document {i}"} for i in range(50)]
+    (tmp_path / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in docs))
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"query_id": "q", "text": "x"}))
+    (tmp_path / "qrels.jsonl").write_text(json.dumps({"query_id": "q",
+                                                      "relevant_ids": ["d7", "d42"]}))
+    first = load(tmp_path, corpus_sample=10)
+    kept = {m.corpus_id for m in first.scopes["all"]}
+    assert len(kept) == 10 and {"d7", "d42"} <= kept
+    assert kept == {m.corpus_id for m in load(tmp_path, corpus_sample=10).scopes["all"]}
+
+
+def test_the_relevance_map_fit_recovers_a_known_curve():
+    import numpy as np
+
+    from benchmarks.quality.floor import logistic
+
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0, 1, 20000)
+    y = (rng.uniform(0, 1, x.size) < 1 / (1 + np.exp(-(-4.0 + 7.0 * x)))).astype(float)
+    a, b = logistic(x, y, np.ones_like(x))
+    assert a == pytest.approx(-4.0, abs=0.3) and b == pytest.approx(7.0, abs=0.5)
