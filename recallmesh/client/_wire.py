@@ -229,7 +229,9 @@ def memory_from(msg: Any) -> Memory:
 
 
 def store_result(reply: Any) -> StoreResult:
-    return StoreResult(memory_from(reply.memory), reply.indexed, reply.existing)
+    """A StoreResponse or an UpdateResponse (which never answers an existing memory)."""
+    existing = reply.existing if isinstance(reply, memory_pb2.StoreResponse) else False
+    return StoreResult(memory_from(reply.memory), reply.indexed, existing)
 
 
 def batch_result(reply: Any) -> BatchResult:

@@ -57,11 +57,14 @@ def context_entries(response) -> dict[str, list[tuple[str, int, str]]]:
 
 
 def test_the_reply_after_a_matched_question_gains_from_it(gateway, ns, turns):
-    without = recall(gateway, ns, QUERY, fusion=overrides(context_hits=0), explain=True)
+    # cc: its scores are the fused ones, to which propagation adds (under the default,
+    # calibrated, a hit's score is its relevance estimate, mapped after propagation).
+    without = recall(gateway, ns, QUERY, fusion=overrides(context_hits=0, method="cc"),
+                     explain=True)
     assert without.hits[0].memory.id == turns[0]
     plain = {h.memory.id: h.score for h in without.hits}
     response = recall(gateway, ns, QUERY, explain=True, fusion=overrides(
-        context_hits=1, context_next_weight=0.5, context_prev_weight=0.2))
+        context_hits=1, context_next_weight=0.5, context_prev_weight=0.2, method="cc"))
     entries = context_entries(response)
     assert entries[turns[1]] == [("context_next", 1, "stored next after hit 1")]
     assert not [e for i, e in entries.items() if e and i != turns[1]]  # nothing before hit 1

@@ -94,9 +94,11 @@ def test_or_broaden_ranks_below_and_even_with_higher_importance(lexical_gateway,
 
 def test_importance_blend_orders_equal_text_matches(lexical_gateway, ns):
     gateway = lexical_gateway
-    low = store(gateway, ns, "Quarterly report about budget", importance=0.1)
-    high = store(gateway, ns, "Quarterly report about budget", importance=0.9)
-    mid = store(gateway, ns, "Quarterly report about budget", importance=0.5)
+    # Equal text, kept apart by their metadata (the same write would be one memory).
+    low = store(gateway, ns, "Quarterly report about budget", importance=0.1, metadata={"n": "1"})
+    high = store(gateway, ns, "Quarterly report about budget", importance=0.9,
+                 metadata={"n": "2"})
+    mid = store(gateway, ns, "Quarterly report about budget", importance=0.5, metadata={"n": "3"})
     ids = [h.memory.id for h in recall(gateway, ns, "quarterly budget report").hits]
     assert ids == [high, mid, low]
     scores = [h.score for h in recall(gateway, ns, "quarterly budget report").hits]

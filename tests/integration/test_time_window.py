@@ -38,12 +38,14 @@ def concerts(gateway, ns) -> list[str]:
 
 @pytest.mark.integration
 def test_a_memory_from_the_named_day_is_raised_and_explained(gateway, ns, concerts):
+    # cc: its scores are the fused ones, which the explained boost multiplies (under the
+    # default, calibrated, a hit's score is its relevance estimate, mapped after the boost).
     plain = recall(gateway, ns, QUESTION, reference_time=stamp(ASKED),
-                   fusion=memory_pb2.FusionOverrides(time_boost=0.0))
+                   fusion=memory_pb2.FusionOverrides(time_boost=0.0, method="cc"))
     assert plain.hits[0].memory.id == concerts[0]  # the better wording wins without a window
     assert not plain.HasField("time_window")
     response = recall(gateway, ns, QUESTION, reference_time=stamp(ASKED), explain=True,
-                      fusion=memory_pb2.FusionOverrides(time_boost=5.0))
+                      fusion=memory_pb2.FusionOverrides(time_boost=5.0, method="cc"))
     assert response.hits[0].memory.id == concerts[1]
     window = response.time_window
     assert (window.phrase, window.boosted) == ("last saturday", 1)
