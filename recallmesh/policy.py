@@ -47,7 +47,7 @@ from recallmesh.platform.errors import InvalidArgument
 LEXICAL_RANKINGS = ("ts_rank", "bm25")
 # The relevance floor a deployment serves with (RECALLMESH_MIN_SCORE overrides): chosen on the
 # dev splits' floor curve (benchmarks/reports/floor.md).
-DEFAULT_MIN_SCORE = 0.0
+DEFAULT_MIN_SCORE = 0.008
 MAX_LEG_DEPTH = 1000  # candidates one leg may be asked for (SearchRequest.k)
 # Default fusion weight per leg (RECALLMESH_LEG_WEIGHTS overrides); others get 1.0.
 # lexical 0.3 under calibrated fusion (a full lexical match scores 1, a vector hit its margin

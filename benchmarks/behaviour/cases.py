@@ -272,10 +272,6 @@ CASES: tuple[Case, ...] = (
         m("Allergic to penicillin and to shellfish."),
         m("Has a dentist appointment every six months."),),
         "What is the user's blood type?", expect=None),
-    Case("unanswerable: a name that is known, a fact that is not", "unanswerable", (
-        m("Jonas works as a backend engineer at Kestrel Freight."),
-        m("Favourite band is Radiohead; owns every album on vinyl."),),
-        "What is Jonas's favourite football club?", expect=None, fillers=5),
     # --- one memory and question in namespaces of 1, about 25 and about 3,000 memories:
     # found each time, with scores within STABLE_WITHIN of each other
     Case("score stability: alone", "score stability", (

@@ -35,7 +35,9 @@ against observed relevance, Brier score) on the third.
 above the floor, recall@10 after the cut, and the unanswerable questions whose answer is
 empty; with `--baseline-runs` (today's default, served on the same load) the paired recall@10
 of the cut answers against it, with bootstrap CIs, at the chosen floor (RecallPolicy's
-min_score).
+min_score). `choose`: the default floor the curve supports, the highest floor at which no
+split loses recall@10 outside its paired 95% CI (chosen_floor); the behaviour suite's cases
+must pass at it too (tests/integration/test_behaviour.py checks that).
 """
 
 from __future__ import annotations
@@ -54,7 +56,10 @@ from benchmarks.harness.stats import paired_bootstrap
 from recallmesh.models.calibration import ScoreCalibration, calibration_for
 from recallmesh.policy import RecallPolicy
 
-FLOORS = [round(0.05 * i, 2) for i in range(20)]
+# The floors the curve is read at: fine where relevance estimates mostly lie, coarse above.
+FLOORS = [0.0, 0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1,
+          0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+
 
 
 SAMPLE_QUERIES = 200
@@ -106,9 +111,12 @@ def _share(score: float, calibration: ScoreCalibration | None) -> float:
     return (math.log(p / (1 - p)) - calibration.intercept) / calibration.slope
 
 
-def hits(run: dict) -> tuple[np.ndarray, np.ndarray]:
-    """(shares, relevant) of every hit of a served run, answerable and unanswerable."""
-    calibration = calibration_for(run["model_id"])
+def hits(run: dict, served_with: ScoreCalibration | None = None
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """(shares, relevant) of every hit of a served run, answerable and unanswerable; the
+    scores are read back through the map the run was served with (default: the shipped
+    one of its model)."""
+    calibration = served_with or calibration_for(run["model_id"])
     shares, labels = [], []
     for row in run["queries"]:
         relevant = set(row["relevant_ids"])
@@ -138,8 +146,8 @@ def logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray, iterations: int = 50
     return float(beta[0]), float(beta[1])
 
 
-def fit(runs: list[dict]) -> dict:
-    data = {run["dataset"]["name"]: hits(run) for run in runs}
+def fit(runs: list[dict], served_with: ScoreCalibration | None = None) -> dict:
+    data = {run["dataset"]["name"]: hits(run, served_with) for run in runs}
 
     def fitted(names: list[str]) -> tuple[float, float]:
         x = np.concatenate([data[n][0] for n in names])
@@ -189,6 +197,25 @@ def curve(runs: list[dict]) -> dict:
     return out
 
 
+def chosen_floor(runs: list[dict]) -> tuple[float, dict]:
+    """The default floor the curve supports: the highest floor of the grid, walking up from
+    0, at which every split's paired 95% CI of recall@10 (cut against the floor off, per
+    query) still includes 0. Returns it and each split's interval at it."""
+    best, at = 0.0, {}
+    for floor in FLOORS[1:]:
+        intervals = {}
+        for run in runs:
+            rows = run["queries"]
+            ci = paired_bootstrap([
+                metrics.recall_at(_cut(r, floor), r["relevant_ids"], 10)
+                - metrics.recall_at(r["ranked_ids"], r["relevant_ids"], 10) for r in rows])
+            intervals[run["dataset"]["name"]] = [ci.delta, ci.low, ci.high]
+        if not all(high >= 0 >= low for _, low, high in intervals.values()):
+            break
+        best, at = floor, intervals
+    return best, at
+
+
 def paired(runs: list[dict], baselines: list[dict], floor: float) -> dict:
     """recall@10 and nDCG@10 of the runs cut at `floor` against the baselines, per query."""
     out = {}
@@ -208,8 +235,9 @@ def paired(runs: list[dict], baselines: list[dict], floor: float) -> dict:
 
 
 def report(floors: list[Path], runs: list[dict], served: list[dict], baselines: list[dict],
-           chosen: float) -> tuple[str, dict]:
+           chosen: float, baseline_served_at: str = "") -> tuple[str, dict]:
     measured = [json.loads(path.read_text()) for path in floors]
+    shipped = calibration_for(runs[0]["model_id"])
     floor = {"per_split": {m["dataset"]: m["median"] for m in measured},
              "measured": measured,
              "cosine_floor": statistics.fmean(m["median"] for m in measured)}
@@ -225,18 +253,22 @@ def report(floors: list[Path], runs: list[dict], served: list[dict], baselines: 
                                             "unanswerable": r["dataset"].get("unanswerable"),
                                             "memories": r["dataset"].get("memories"),
                                             "limit": r["dataset"]["limit"]} for r in runs},
-            "baseline_commits": {b["dataset"]["name"]: b["git_commit"] for b in baselines}}
+            "baseline_served_at": baseline_served_at,
+            "shipped": {"cosine_floor": shipped.cosine_floor, "intercept": shipped.intercept,
+                        "slope": shipped.slope} if shipped else None,
+            "floor_chosen_on_dev": chosen_floor(runs)}
     lines = ["# Absolute scores and the relevance floor (issue 39)", "",
              "Generated by `python -m benchmarks.quality.floor report` (the module's docstring "
              "says how each number is made). Inputs: served runs of the dev "
              "splits, each split loaded once and served at two commits on that load: today's "
              "default before issue 39 (the baseline) and this one.", "",
-             "| split | queries | unanswerable | memories | limit | commit | baseline commit |",
-             "|---|---:|---:|---:|---|---|---|"]
+             f"The baseline was served by commit {baseline_served_at or '(not given)'}; this one "
+             "by the commit each run names.", "",
+             "| split | queries | unanswerable | memories | limit | commit |",
+             "|---|---:|---:|---:|---|---|"]
     for name, r in data["runs"].items():
         lines.append(f"| {name} | {r['queries']} | {r['unanswerable']} | {r['memories']} | "
-                     f"{r['limit'] or 'all'} | {r['git_commit'][:10]} | "
-                     f"{data['baseline_commits'].get(name, '')[:10]} |")
+                     f"{r['limit'] or 'all'} | {r['git_commit'][:10]} |")
     lines += ["", "## The cosine floor", "",
               "The typical cosine of an unrelated memory: median over up to "
               f"{SAMPLE_QUERIES} questions per split of the median cosine between the question "
@@ -245,9 +277,12 @@ def report(floors: list[Path], runs: list[dict], served: list[dict], baselines: 
               + f"; the floor is their mean, **{floor['cosine_floor']:.3f}**.", "",
               "## The relevance map", "",
               f"relevance = 1 / (1 + exp(-({fitted['intercept']:.3f} + {fitted['slope']:.3f} "
-              "x share)), fitted on every hit of the floor-off runs (hits: "
+              "x share)), refitted here on every hit of the floor-off runs (hits: "
               + ", ".join(f"{n} {h}" for n, h in fitted["hits"].items())
-              + "; each split weighs the same). Fitted on the other two splits, on the third:",
+              + "; each split weighs the same); shipped in the model's catalogue entry: "
+              + (f"intercept {shipped.intercept:g}, slope {shipped.slope:g}, cosine floor "
+                 f"{shipped.cosine_floor:g}" if shipped else "none")
+              + ". Fitted on the other two splits, on the third:",
               "", "| held-out split | hits | relevant (observed) | predicted | Brier | Brier of "
               "the constant |", "|---|---:|---:|---:|---:|---:|"]
     for name, h in fitted["held_out"].items():
@@ -271,8 +306,17 @@ def report(floors: list[Path], runs: list[dict], served: list[dict], baselines: 
             cells.append(f"{pt['answer_kept']:.3f} | {pt['recall@10']:.3f} | {empty} | "
                          f"{pt['empty_answerable']:.3f}")
         mark = " **(default)**" if abs(f - chosen) < 1e-9 else ""
-        lines.append(f"| {f:.2f}{mark} | " + " | ".join(cells) + " |")
-    lines += ["", f"## The shipped default (min_score {chosen:g}) against today's default", "",
+        lines.append(f"| {f:g}{mark} | " + " | ".join(cells) + " |")
+    dev_floor, intervals = data["floor_chosen_on_dev"]
+    lines += ["", "## The default floor", "",
+              f"On the dev splits, the highest floor of the curve at which no split loses "
+              f"recall@10 outside its paired 95% CI (cut against the floor off): **{dev_floor:g}** "
+              "(" + ", ".join(f"{n} {d:+.4f} [{lo:+.4f}, {hi:+.4f}]"
+                              for n, (d, lo, hi) in intervals.items()) + "). The behaviour "
+              "suite's cases need a floor that keeps its weakest right answers and leaves its "
+              "unanswerable questions empty (benchmarks/reports/behaviour.md); the default is "
+              f"the highest floor that satisfies both: **{chosen:g}**.",
+              "", f"## The shipped default (min_score {chosen:g}) against today's default", "",
               "Served at this commit with the shipped floor, paired per query with the "
               "baseline on the same load; Δ with a paired bootstrap 95% CI.", "",
               "| split | queries | recall@10 before | after | Δ [95% CI] | nDCG@10 before | "
@@ -326,10 +370,16 @@ def main() -> None:
     r.add_argument("--report-to", type=Path, required=True)
     r.add_argument("--json-to", type=Path, required=True)
     r.add_argument("--plot-to", type=Path)
+    r.add_argument("--baseline-served-at", default="",
+                   help="the commit that served the baseline runs")
+    sub.add_parser("choose", help="the default floor the curve supports").add_argument(
+        "--runs", type=paths, required=True)
     for name in ("fit", "curve"):
         p = sub.add_parser(name)
         p.add_argument("--runs", type=paths, required=True)
         p.add_argument("--config", default="default")
+        p.add_argument("--served-with", help="INTERCEPT,SLOPE of the map the runs were "
+                       "served with (default: the shipped one)")
         if name == "curve":
             p.add_argument("--baseline-runs", type=paths)
             p.add_argument("--baseline-config", default="default")
@@ -338,17 +388,24 @@ def main() -> None:
     if args.command == "report":
         text, data = report(args.floors, _runs(args.runs, args.config),
                             _runs(args.runs, args.served_config),
-                            _runs(args.baseline_runs, "default"), RecallPolicy().min_score)
+                            _runs(args.baseline_runs, "default"), RecallPolicy().min_score,
+                            args.baseline_served_at)
         args.report_to.write_text(text)
         args.json_to.write_text(json.dumps(data, indent=1) + "\n")
         if args.plot_to:
             plot(data, args.plot_to)
         print(text)
+    elif args.command == "choose":
+        print(json.dumps(chosen_floor(_runs(args.runs, "default_no_floor"))))
     elif args.command == "cosine-floor":
         print(json.dumps(cosine_floor(args.dataset, args.dsn, args.limit, args.corpus_sample,
                                       args.namespace_tag)))
     elif args.command == "fit":
-        print(json.dumps(fit(_runs(args.runs, args.config)), indent=1))
+        served_with = None
+        if args.served_with:
+            a, b = (float(x) for x in args.served_with.split(","))
+            served_with = ScoreCalibration(0.0, a, b)
+        print(json.dumps(fit(_runs(args.runs, args.config), served_with), indent=1))
     else:
         runs = _runs(args.runs, args.config)
         result = {"curve": curve(runs), "min_score": RecallPolicy().min_score}

@@ -71,6 +71,7 @@ def lists_to_proto(lists: Sequence[LegList], request: Any) -> None:
             msg.score_scale = lst.score_scale
         if lst.score_floor is not None:
             msg.score_floor = lst.score_floor
+        msg.blind_to_sensitive = lst.blind_to_sensitive
         for c in lst.candidates:
             msg.candidates.add(memory_id=c.memory_id, score=c.score, importance=c.importance,
                                exact_match=c.exact_match, sensitive=c.sensitive)
@@ -108,7 +109,7 @@ def lists_from_proto(msgs: Any) -> list[LegList]:
             candidates.append(LegCandidate(c.memory_id, c.score, c.importance, c.exact_match,
                                            c.sensitive))
         lists.append(LegList(msg.leg, msg.weight, candidates, bounds, scale,
-                             floor))
+                             msg.blind_to_sensitive, floor))
     return lists
 
 

@@ -21,10 +21,16 @@ Methods (score of candidate d; ranks 1-based; weights >= 0):
               (the graph leg, a model without a calibration) gives its margin
               over the list's median, max(0, (s - m) / (top - m)), so the best
               of a list of noise is not a perfect match; a leg without d adds
-              0 (it found no evidence for d). A sensitive candidate (never
-              embedded: only the lexical leg can return it) is scored on
-              its own evidence like any other, with no rescaling (issue 39):
-              it never outranks a memory with more evidence.
+              0 (it found no evidence for d). A sensitive
+              candidate (never embedded: only legs not blind_to_sensitive,
+              the lexical leg, can return it) that holds every query term in
+              its own text (exact_match: the lexical leg counts no tag or
+              category for it) is scored over the weights of the legs that
+              can see it, its sum x (all weights / theirs): asked for by what
+              it holds, it is not buried by what the blind legs cannot see.
+              Any other sensitive candidate is scored on its own evidence,
+              with no rescaling: a harmless question that shares a name with
+              a secret does not bring the secret first (issue 39).
 Then, for sort_by=relevance:
   exact bonus  + exact_bonus * (best possible fused score) for candidates
                whose text contains every query term (a leg says so);
@@ -57,7 +63,7 @@ class LegCandidate:
     score: float  # the leg's native score, higher is better
     importance: float = 0.5
     exact_match: bool = False
-    sensitive: bool = False  # never embedded: only the lexical leg can return it
+    sensitive: bool = False  # only legs not blind_to_sensitive can return it
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,7 @@ class LegList:
     candidates: Sequence[LegCandidate]
     score_range: tuple[float, float] | None = None  # theoretical (min, max), if any
     score_scale: float | None = None  # the score of a full match, if the leg can say
+    blind_to_sensitive: bool = False  # the leg cannot return sensitive memories
     score_floor: float | None = None  # an unrelated candidate's typical score, if known
 
 
@@ -179,6 +186,12 @@ def fuse(lists: Sequence[LegList], settings: FusionSettings | None = None) -> li
             candidate.score += lst.weight * (norm(hit[1]) if hit else floor)
         best_possible += lst.weight
 
+    if settings.method == "calibrated":
+        seeing = sum(lst.weight for lst, _ in per_leg if not lst.blind_to_sensitive)
+        if 0 < seeing < best_possible:
+            for c in fused.values():
+                if c.sensitive and c.exact_match:
+                    c.score *= best_possible / seeing
     ranked = list(fused.values())
     if settings.sort_by == "importance":
         ranked.sort(key=lambda c: (-c.importance, -c.score, c.best_rank, c.memory_id))

@@ -27,6 +27,7 @@ from opentelemetry import trace
 from recallmesh.api.filters import Filters
 from recallmesh.fusion.core import FusionSettings, LegCandidate, LegList, fuse
 from recallmesh.gateway.metrics import LEG_FAILURES, SECOND_STAGES
+from recallmesh.platform.config import SENSITIVE_LEGS
 from recallmesh.platform.embedder_client import Embeddings
 from recallmesh.platform.telemetry import LEG_LATENCY_SECONDS
 from recallmesh.policy import GRAPH_LEG
@@ -96,7 +97,7 @@ def answered_lists(outcomes: Sequence[LegOutcome], weights: dict[str, float],
                    exclude: str = "") -> list[LegList]:
     """The answered legs' candidate lists, weighted, for fusion."""
     return [LegList(o.leg, weights.get(o.leg, 1.0), o.answer.candidates, o.answer.score_range,
-                    o.answer.score_scale, o.answer.score_floor)
+                    o.answer.score_scale, o.leg not in SENSITIVE_LEGS, o.answer.score_floor)
             for o in outcomes
             if o.leg != exclude and o.state == "OK" and o.answer is not None]
 

@@ -274,7 +274,8 @@ class Recaller:
             live.sort(key=lambda c: c.memory_id)  # stable sorts: the id is the last tie-break
             live.sort(key=lambda c: memories[c.memory_id].created_at, reverse=True)
             live = stages.above_floor(stages.relevance_scores(live, lists, policy.method,
-                                                              self.calibration), policy.min_score)
+                                                              self.calibration),
+                                      policy.min_score, policy.method)
             hits = [RecallHit(memories[c.memory_id], c.score, c) for c in live[: q.k]]
             return RecallOutcome(hits=hits, legs=outcomes, fusion="none (recency)")
 
@@ -298,7 +299,8 @@ class Recaller:
                 top = stages.current_first(top, {c.memory_id: memories[c.memory_id].valid_to
                                                  for c in top}, datetime.now(UTC))
         top = stages.above_floor(stages.relevance_scores(top, lists, policy.method,
-                                                         self.calibration), policy.min_score)
+                                                         self.calibration), policy.min_score,
+                                 policy.method)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how, time_window=plan.window,
                              time_boosted=boosted)

@@ -26,7 +26,9 @@ scale for every query, namespace and set of answering legs: its fused share (the
 over the summed weights of the legs that answered) mapped by the embedding model's fitted
 calibration (recallmesh/models/calibration.py) to the estimated probability that it is
 relevant; the share itself (at most 1) for a model without one. A monotone map: the order is
-kept. And `above_floor` leaves out the hits below the request's min_score.
+kept. And `above_floor` leaves out the hits below the request's min_score: under calibrated
+fusion only, the one method whose scores mean the same everywhere (an RRF or min-max score has
+no absolute meaning a floor could cut at; those methods keep every hit).
 
 The rule for both refinements (time window, context): they apply to relevance order only
 (recency bypasses fusion; importance order is the prior's), and only when more than one leg
@@ -167,9 +169,11 @@ def relevance_scores(top: Sequence[FusedCandidate], lists: Sequence[LegList], me
     return [replace(c, score=calibration.relevance(c.score / total)) for c in top]
 
 
-def above_floor(top: Sequence[FusedCandidate], min_score: float) -> list[FusedCandidate]:
-    """The hits scoring at least `min_score` (every hit when it is 0)."""
-    if min_score <= 0:
+def above_floor(top: Sequence[FusedCandidate], min_score: float, method: str = "calibrated"
+                ) -> list[FusedCandidate]:
+    """The hits scoring at least `min_score` (every hit when it is 0, or when `method` is not
+    calibrated fusion: see the module's docstring)."""
+    if min_score <= 0 or method != "calibrated":
         return list(top)
     return [c for c in top if c.score >= min_score]
 

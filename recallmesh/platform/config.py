@@ -195,6 +195,9 @@ LEGS_NEEDING_VECTOR = frozenset({"vector", "graph"})
 # (benchmarks/reports/retrieval.md); RECALLMESH_LEGS=lexical,vector,graph turns it on.
 DEFAULT_LEGS = "lexical,vector"
 ALL_LEGS = "lexical,vector,graph"
+# The legs that search sensitive memories: they are never embedded nor linked into the concept
+# graph, so every other leg is blind to them (calibrated fusion does not count it against them).
+SENSITIVE_LEGS = ("lexical",)
 # Most memories a graph search may be seeded with (SearchRequest.seed_memory_ids).
 MAX_SEED_MEMORIES = 100
 

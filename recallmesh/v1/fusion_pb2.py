@@ -25,27 +25,27 @@ _sym_db = _symbol_database.Default()
 from recallmesh.v1 import memory_pb2 as recallmesh_dot_v1_dot_memory__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1arecallmesh/v1/fusion.proto\x12\rrecallmesh.v1\x1a\x1arecallmesh/v1/memory.proto\"o\n\x0f\x46usionCandidate\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x12\n\nimportance\x18\x03 \x01(\x01\x12\x13\n\x0b\x65xact_match\x18\x04 \x01(\x08\x12\x11\n\tsensitive\x18\x05 \x01(\x08\"\x97\x02\n\nRankedList\x12\x0b\n\x03leg\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x01\x12\x32\n\ncandidates\x18\x03 \x03(\x0b\x32\x1e.recallmesh.v1.FusionCandidate\x12\x16\n\tscore_min\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x16\n\tscore_max\x18\x05 \x01(\x01H\x01\x88\x01\x01\x12\x18\n\x0bscore_scale\x18\x06 \x01(\x01H\x02\x88\x01\x01\x12\x18\n\x0bscore_floor\x18\x08 \x01(\x01H\x03\x88\x01\x01\x42\x0c\n\n_score_minB\x0c\n\n_score_maxB\x0e\n\x0c_score_scaleB\x0e\n\x0c_score_floorJ\x04\x08\x07\x10\x08R\x12\x62lind_to_sensitive\"\xd8\x01\n\x0e\x46usionSettings\x12+\n\x06method\x18\x01 \x01(\x0e\x32\x1b.recallmesh.v1.FusionMethod\x12\r\n\x05rrf_k\x18\x02 \x01(\x05\x12 \n\x13importance_strength\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x18\n\x0b\x65xact_bonus\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12&\n\x07sort_by\x18\x05 \x01(\x0e\x32\x15.recallmesh.v1.SortByB\x16\n\x14_importance_strengthB\x0e\n\x0c_exact_bonus\"w\n\x0b\x46useRequest\x12(\n\x05lists\x18\x01 \x03(\x0b\x32\x19.recallmesh.v1.RankedList\x12/\n\x08settings\x18\x02 \x01(\x0b\x32\x1d.recallmesh.v1.FusionSettings\x12\r\n\x05limit\x18\x03 \x01(\x05\"c\n\x08\x46usedHit\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x35\n\rcontributions\x18\x03 \x03(\x0b\x32\x1e.recallmesh.v1.LegContribution\"5\n\x0c\x46useResponse\x12%\n\x04hits\x18\x01 \x03(\x0b\x32\x17.recallmesh.v1.FusedHit*\x96\x01\n\x0c\x46usionMethod\x12\x1d\n\x19\x46USION_METHOD_UNSPECIFIED\x10\x00\x12\x15\n\x11\x46USION_METHOD_RRF\x10\x01\x12\x14\n\x10\x46USION_METHOD_CC\x10\x02\x12\x1c\n\x18\x46USION_METHOD_CC_BOUNDED\x10\x03\x12\x1c\n\x18\x46USION_METHOD_CALIBRATED\x10\x04\x32P\n\rFusionService\x12?\n\x04\x46use\x12\x1a.recallmesh.v1.FuseRequest\x1a\x1b.recallmesh.v1.FuseResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1arecallmesh/v1/fusion.proto\x12\rrecallmesh.v1\x1a\x1arecallmesh/v1/memory.proto\"o\n\x0f\x46usionCandidate\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x12\n\nimportance\x18\x03 \x01(\x01\x12\x13\n\x0b\x65xact_match\x18\x04 \x01(\x08\x12\x11\n\tsensitive\x18\x05 \x01(\x08\"\x99\x02\n\nRankedList\x12\x0b\n\x03leg\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x01\x12\x32\n\ncandidates\x18\x03 \x03(\x0b\x32\x1e.recallmesh.v1.FusionCandidate\x12\x16\n\tscore_min\x18\x04 \x01(\x01H\x00\x88\x01\x01\x12\x16\n\tscore_max\x18\x05 \x01(\x01H\x01\x88\x01\x01\x12\x18\n\x0bscore_scale\x18\x06 \x01(\x01H\x02\x88\x01\x01\x12\x1a\n\x12\x62lind_to_sensitive\x18\x07 \x01(\x08\x12\x18\n\x0bscore_floor\x18\x08 \x01(\x01H\x03\x88\x01\x01\x42\x0c\n\n_score_minB\x0c\n\n_score_maxB\x0e\n\x0c_score_scaleB\x0e\n\x0c_score_floor\"\xd8\x01\n\x0e\x46usionSettings\x12+\n\x06method\x18\x01 \x01(\x0e\x32\x1b.recallmesh.v1.FusionMethod\x12\r\n\x05rrf_k\x18\x02 \x01(\x05\x12 \n\x13importance_strength\x18\x03 \x01(\x01H\x00\x88\x01\x01\x12\x18\n\x0b\x65xact_bonus\x18\x04 \x01(\x01H\x01\x88\x01\x01\x12&\n\x07sort_by\x18\x05 \x01(\x0e\x32\x15.recallmesh.v1.SortByB\x16\n\x14_importance_strengthB\x0e\n\x0c_exact_bonus\"w\n\x0b\x46useRequest\x12(\n\x05lists\x18\x01 \x03(\x0b\x32\x19.recallmesh.v1.RankedList\x12/\n\x08settings\x18\x02 \x01(\x0b\x32\x1d.recallmesh.v1.FusionSettings\x12\r\n\x05limit\x18\x03 \x01(\x05\"c\n\x08\x46usedHit\x12\x11\n\tmemory_id\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\x35\n\rcontributions\x18\x03 \x03(\x0b\x32\x1e.recallmesh.v1.LegContribution\"5\n\x0c\x46useResponse\x12%\n\x04hits\x18\x01 \x03(\x0b\x32\x17.recallmesh.v1.FusedHit*\x96\x01\n\x0c\x46usionMethod\x12\x1d\n\x19\x46USION_METHOD_UNSPECIFIED\x10\x00\x12\x15\n\x11\x46USION_METHOD_RRF\x10\x01\x12\x14\n\x10\x46USION_METHOD_CC\x10\x02\x12\x1c\n\x18\x46USION_METHOD_CC_BOUNDED\x10\x03\x12\x1c\n\x18\x46USION_METHOD_CALIBRATED\x10\x04\x32P\n\rFusionService\x12?\n\x04\x46use\x12\x1a.recallmesh.v1.FuseRequest\x1a\x1b.recallmesh.v1.FuseResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'recallmesh.v1.fusion_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_FUSIONMETHOD']._serialized_start=965
-  _globals['_FUSIONMETHOD']._serialized_end=1115
+  _globals['_FUSIONMETHOD']._serialized_start=967
+  _globals['_FUSIONMETHOD']._serialized_end=1117
   _globals['_FUSIONCANDIDATE']._serialized_start=73
   _globals['_FUSIONCANDIDATE']._serialized_end=184
   _globals['_RANKEDLIST']._serialized_start=187
-  _globals['_RANKEDLIST']._serialized_end=466
-  _globals['_FUSIONSETTINGS']._serialized_start=469
-  _globals['_FUSIONSETTINGS']._serialized_end=685
-  _globals['_FUSEREQUEST']._serialized_start=687
-  _globals['_FUSEREQUEST']._serialized_end=806
-  _globals['_FUSEDHIT']._serialized_start=808
-  _globals['_FUSEDHIT']._serialized_end=907
-  _globals['_FUSERESPONSE']._serialized_start=909
-  _globals['_FUSERESPONSE']._serialized_end=962
-  _globals['_FUSIONSERVICE']._serialized_start=1117
-  _globals['_FUSIONSERVICE']._serialized_end=1197
+  _globals['_RANKEDLIST']._serialized_end=468
+  _globals['_FUSIONSETTINGS']._serialized_start=471
+  _globals['_FUSIONSETTINGS']._serialized_end=687
+  _globals['_FUSEREQUEST']._serialized_start=689
+  _globals['_FUSEREQUEST']._serialized_end=808
+  _globals['_FUSEDHIT']._serialized_start=810
+  _globals['_FUSEDHIT']._serialized_end=909
+  _globals['_FUSERESPONSE']._serialized_start=911
+  _globals['_FUSERESPONSE']._serialized_end=964
+  _globals['_FUSIONSERVICE']._serialized_start=1119
+  _globals['_FUSIONSERVICE']._serialized_end=1199
 # @@protoc_insertion_point(module_scope)

@@ -36,13 +36,14 @@ class FusionCandidate(_message.Message):
     def __init__(self, memory_id: _Optional[str] = ..., score: _Optional[float] = ..., importance: _Optional[float] = ..., exact_match: _Optional[bool] = ..., sensitive: _Optional[bool] = ...) -> None: ...
 
 class RankedList(_message.Message):
-    __slots__ = ("leg", "weight", "candidates", "score_min", "score_max", "score_scale", "score_floor")
+    __slots__ = ("leg", "weight", "candidates", "score_min", "score_max", "score_scale", "blind_to_sensitive", "score_floor")
     LEG_FIELD_NUMBER: _ClassVar[int]
     WEIGHT_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     SCORE_MIN_FIELD_NUMBER: _ClassVar[int]
     SCORE_MAX_FIELD_NUMBER: _ClassVar[int]
     SCORE_SCALE_FIELD_NUMBER: _ClassVar[int]
+    BLIND_TO_SENSITIVE_FIELD_NUMBER: _ClassVar[int]
     SCORE_FLOOR_FIELD_NUMBER: _ClassVar[int]
     leg: str
     weight: float
@@ -50,8 +51,9 @@ class RankedList(_message.Message):
     score_min: float
     score_max: float
     score_scale: float
+    blind_to_sensitive: bool
     score_floor: float
-    def __init__(self, leg: _Optional[str] = ..., weight: _Optional[float] = ..., candidates: _Optional[_Iterable[_Union[FusionCandidate, _Mapping]]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ..., score_scale: _Optional[float] = ..., score_floor: _Optional[float] = ...) -> None: ...
+    def __init__(self, leg: _Optional[str] = ..., weight: _Optional[float] = ..., candidates: _Optional[_Iterable[_Union[FusionCandidate, _Mapping]]] = ..., score_min: _Optional[float] = ..., score_max: _Optional[float] = ..., score_scale: _Optional[float] = ..., blind_to_sensitive: _Optional[bool] = ..., score_floor: _Optional[float] = ...) -> None: ...
 
 class FusionSettings(_message.Message):
     __slots__ = ("method", "rrf_k", "importance_strength", "exact_bonus", "sort_by")

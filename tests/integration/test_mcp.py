@@ -146,7 +146,8 @@ def remember_recall_forget(session: ClientThread) -> None:
     ids = hit_ids(recalled)
     assert ids and ids[0] == memory_id, text(recalled)
     scores = [hit["score"] for hit in recalled.structured_content["hits"]]
-    assert len(scores) > 1 and scores[0] > 2 * scores[1], text(recalled)  # by a good margin
+    # by a good margin (or alone: the others fell below the relevance floor)
+    assert len(scores) == 1 or scores[0] > 2 * scores[1], text(recalled)
     first_line = text(recalled).splitlines()[0]
     assert first_line.startswith(f"1. [{memory_id}] {MAYA} (preference, score "), first_line
 
@@ -247,8 +248,11 @@ def test_stdio_supersedes_and_update(stdio: ClientThread) -> None:
     new_id = new.structured_content["memory"]["id"]
     recalled = stdio.ok("recall", {"query": "which bundler does Maya's team use?"})
     ids = hit_ids(recalled)
-    assert ids.index(new_id) < ids.index(old), text(recalled)
-    assert stdio.ok("get_memory", {"id": old}).structured_content["superseded"] is True
+    # the ended fact comes after its replacement, marked, or not at all (below the floor)
+    assert ids[0] == new_id and (old not in ids or f"superseded by [{new_id}]" in text(recalled))
+    got = stdio.ok("get_memory", {"id": old})
+    assert got.structured_content["superseded"] is True
+    assert got.structured_content["superseded_by"] == new_id and f"by [{new_id}]" in text(got)
     updated = stdio.ok("update_memory", {"id": new_id, "importance": 0.9, "tags": ["build"]})
     assert updated.structured_content["memory"]["importance"] == pytest.approx(0.9)
     assert updated.structured_content["memory"]["tags"] == ["build"]

@@ -86,6 +86,7 @@ def test_the_floor_leaves_out_what_scores_below_it():
     assert [c.memory_id for c in above_floor(top, 0.5)] == ["m0", "m1"]
     assert above_floor(top, 0.95) == []
     assert above_floor(top, 0.0) == top
+    assert above_floor(top, 0.95, "rrf") == top  # no absolute scale: nothing to cut at
 
 
 def test_every_shipped_calibration_names_a_catalogue_model_and_is_found_by_its_id():

@@ -165,22 +165,26 @@ def test_the_only_lexical_match_beats_the_best_of_vector_noise():
     assert ids(fuse([lexical, vector], FusionSettings(method="calibrated")))[0] == "secret"
 
 
-def test_a_sensitive_memory_ranks_on_its_own_evidence():
-    """Sensitive memories are never embedded (the vector leg is blind to them). None is
-    rescaled (issue 39: a secret that matched a name came first, x4.3): one holding every
-    query term scores its lexical evidence, 0.7 x 1.0, below a memory with as many terms and
-    a vector margin of 0.5 besides (0.35 + 0.5 with half the terms); one matching a name,
-    0.7 x 0.5, stays below too."""
+def test_a_sensitive_memory_ranks_on_its_own_evidence_unless_it_holds_every_term():
+    """Sensitive memories are never embedded (the vector leg is blind to them). One that
+    holds every query term in its own text (exact_match) is scored over the legs that can
+    see it: 1.0 of the weight 1.7. Any other is not rescaled (issue 39: a secret that matched
+    a name came first, x4.3): its partial lexical evidence, 0.7 x 0.5, stays below a related
+    memory with as many terms and a vector margin of 0.5 (0.35 + 0.5)."""
     lexical = LegList("lexical", 0.7, [LegCandidate("code", 4.0, exact_match=True,
                                                     sensitive=True),
                                        LegCandidate("beeps", 2.0),
                                        LegCandidate("name", 2.0, sensitive=True)],
                       score_scale=4.0)
     vector = LegList("vector", 1.0, [LegCandidate("beeps", 0.75), LegCandidate("x", 0.5),
-                                     LegCandidate("y", 0.4)], (-1.0, 1.0))
+                                     LegCandidate("y", 0.4)], (-1.0, 1.0),
+                     blind_to_sensitive=True)
     scores = calibrated([lexical, vector])
-    assert scores == pytest.approx({"code": 0.7, "beeps": 0.35 + 0.5, "name": 0.35, "x": 0.0,
+    assert scores == pytest.approx({"code": 1.7, "beeps": 0.35 + 0.5, "name": 0.35, "x": 0.0,
                                     "y": 0.0})
+    # a leg list that does not say it is blind counts as seeing: no rescaling
+    seeing = LegList("vector", 1.0, vector.candidates, (-1.0, 1.0))
+    assert calibrated([lexical, seeing])["code"] == pytest.approx(0.7)
 
 
 def test_calibrated_without_a_scale_or_range_uses_the_list_top():
@@ -215,7 +219,7 @@ def test_the_fusion_contract_carries_scale_and_sensitivity_and_refuses_a_bad_sca
     lists = [LegList("lexical", 0.3, [LegCandidate("a", 2.0, 0.5, True, sensitive=True)],
                      score_scale=4.0),
              LegList("vector", 1.0, [LegCandidate("b", 0.7)], (-1.0, 1.0),
-                     score_floor=0.55)]
+                     blind_to_sensitive=True, score_floor=0.55)]
     request = fusion_pb2.FuseRequest()
     lists_to_proto(lists, request)
     assert lists_from_proto(request.lists) == lists

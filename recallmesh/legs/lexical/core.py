@@ -27,7 +27,7 @@ memory holding every term once at average length scores (calibrated fusion).
 A sensitive memory is held to its own text (content and keywords, not the
 tags or category it was filed under): its BM25 score is scaled by the share
 of its matched terms' idf that its text holds, and it is returned only when
-its text holds more than SENSITIVE_SHARE_MIN of the idf of the query's terms
+its text holds more than SENSITIVE_SHARE_MIN (three quarters) of the idf of the query's terms
 that the namespace holds (issue 39).
 Chinese, Japanese and Korean runs are searched as character pairs (cjk.py).
 The user's text only ever reaches Postgres as a bound parameter to
@@ -127,9 +127,11 @@ RANKINGS = ("ts_rank", "bm25")
 # BM25: a sensitive memory is returned only when its own text holds more than this share of the
 # query's evidence: the summed idf of the query's terms that the namespace holds at all (a term
 # no memory holds tells nothing). A secret that shares only a name with a harmless question
-# ("Where does Jonas work?" and Jonas's VPN password, tagged work) is not returned; one asked
-# for by what it holds ("Jonas's VPN password", "sertraline dose") is.
-SENSITIVE_SHARE_MIN = 0.5
+# ("Where does Jonas work?" and Jonas's VPN password, tagged work: the name is just over half
+# of that question's evidence) is not returned; one asked for by what it holds ("Jonas's VPN
+# password", "sertraline dose") is. Half was not enough once scores became absolute (issue 39):
+# the name alone then ranked the secret above every memory matching only "work".
+SENSITIVE_SHARE_MIN = 0.75
 
 _NO_CUTOFF = "'-Infinity'::float8"  # a cut-off every score passes
 # The best scores are looked up first among this many times k of them (a bounded top-N sort);
