@@ -345,5 +345,7 @@ def test_importance_sort_orders_the_fused_pool_by_importance(gateway, ns):
         memory_pb2.Memory(content="Uses React at the day job", importance=0.9),
         memory_pb2.Memory(content="Tried Vue once for a side project", importance=0.5),
     ])
-    response = recall(gateway, ns, "frontend framework", sort_by=memory_pb2.SORT_BY_IMPORTANCE)
+    # every candidate, the relevance floor off: the order, not the floor, is under test
+    response = recall(gateway, ns, "frontend framework", sort_by=memory_pb2.SORT_BY_IMPORTANCE,
+                      fusion=memory_pb2.FusionOverrides(min_score=0.0))
     assert [h.memory.id for h in response.hits] == [high, mid, low]
