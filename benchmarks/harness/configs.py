@@ -61,7 +61,10 @@ def preset(name: str, description: str, legs: tuple[str, ...] = ("lexical", "vec
 
 # The default's refinements after fusion, off: every configuration but the default pins them,
 # so a baseline stays what it was whatever the deployment defaults become.
-NO_REFINEMENTS = {"context_hits": 0, "time_boost": 0.0, "intent_routing": False}
+# The plain baselines' settings: no refinement after fusion (context, time window, intent
+# routing, restatements) and no relevance floor (issue 39): they measure ranking alone.
+NO_REFINEMENTS = {"context_hits": 0, "time_boost": 0.0, "intent_routing": False,
+                  "restated_similarity": 0.0, "min_score": 0.0}
 
 
 def _plain(name: str, description: str, legs: tuple[str, ...], **fusion) -> Config:

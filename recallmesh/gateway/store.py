@@ -3,8 +3,8 @@
 A write that says what a live, current memory of the namespace already says (the same
 `content_key`: content after normalising case and white space, thread, category, tags,
 metadata, sensitivity and validity) stores nothing and answers that memory, marked existing;
-so does a repeat inside one batch. A write with relations is always stored (its relations are
-new). A read fills `superseded_by`: the memory that superseded an ended one.
+so does a repeat inside one batch. A write with relations, or with an expiry of its own, is
+always stored (its relations are new; it asks for its own lifetime). A read fills `superseded_by`: the memory that superseded an ended one.
 
 Plain async psycopg over a pool; no gRPC here. Every statement is scoped to a
 namespace, so an id from another namespace behaves exactly like an unknown id. Reads run
@@ -129,7 +129,8 @@ def _insert_params(ns: str, memory: NewMemory, ttl_s: int | None) -> dict[str, A
 def content_key(memory: Any) -> str:
     """What a write says, as a digest (a NewMemory or a StoredMemory): its content with case
     and white space normalised (NFKC, casefold, runs of space as one), thread, category, tags,
-    metadata, sensitivity and validity window. Equal keys: the same memory."""
+    metadata, sensitivity and validity window; not when it was recorded (a fact said again
+    later is the same fact). Equal keys: the same memory."""
     text = " ".join(unicodedata.normalize("NFKC", memory.content).casefold().split())
     said = [text, memory.thread, memory.category, sorted(memory.tags),
             sorted(memory.metadata.items()), bool(memory.sensitive),
@@ -162,10 +163,16 @@ async def _successors(conn: Any, ns: str, stored: list[StoredMemory]) -> list[St
     return [replace(m, superseded_by=by[m.id]) if m.id in by else m for m in stored]
 
 
+def _keyed(memory: NewMemory) -> bool:
+    """Whether a write may be answered by a memory that already says the same: not when it
+    brings relations or an expiry of its own (see the module's docstring)."""
+    return not memory.relations and memory.expires_at is None
+
+
 async def _same_said(conn: Any, ns: str, memories: list[NewMemory]) -> dict[str, StoredMemory]:
     """content_key -> the live, current memory of `ns` that already says it, for the writes
     without relations (a write with relations is always new)."""
-    keys = [content_key(m) for m in memories if not m.relations]
+    keys = [content_key(m) for m in memories if _keyed(m)]
     if not keys:
         return {}
     cur = await conn.execute(_SAME_KEYS, (ns, keys))
@@ -284,7 +291,7 @@ class MemoryStore:
             repeats: dict[int, int] = {}
             new: list[int] = []
             for i, memory in enumerate(memories):
-                key = None if memory.relations else content_key(memory)
+                key = content_key(memory) if _keyed(memory) else None
                 if key is not None and key in said and said[key].id != memory.id:
                     ids[i], existing[i] = said[key].id, True
                 elif key is not None and key in first:

@@ -144,13 +144,17 @@ def test_concurrent_writers_in_one_namespace_keep_exact_statistics(gateway, db, 
     equal a recount from the stored vectors."""
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
 
-    def batch(seed: int) -> list[memory_pb2.Memory]:  # one word each, rotated per writer
-        return [memory_pb2.Memory(content=f"{words[(seed + i) % 8]} note{seed}")
+    def batch(seed: int, round_: int) -> list[memory_pb2.Memory]:  # rotated per writer
+        # the round in the metadata: the same text written again is a new memory here, not
+        # a duplicate (issue 39)
+        return [memory_pb2.Memory(content=f"{words[(seed + i) % 8]} note{seed}",
+                                  metadata={"round": str(round_)})
                 for i in range(8)]
 
     def store(seed: int) -> int:
-        for _ in range(3):
-            gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=batch(seed)),
+        for round_ in range(3):
+            gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns,
+                                                            memories=batch(seed, round_)),
                                timeout=30)
         return seed
 
@@ -171,8 +175,8 @@ def test_importance_orders_equal_scores_and_the_importance_sort(stack, gateway, 
     """BM25 ties go to the more important memory; sort_by importance keeps the best-scoring
     matches and puts the most important first."""
     ids = gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
-        memory_pb2.Memory(content="harbour crane", importance=0.2),
-        memory_pb2.Memory(content="harbour crane", importance=0.9),
+        memory_pb2.Memory(content="harbour crane", importance=0.2, metadata={"n": "1"}),
+        memory_pb2.Memory(content="harbour crane", importance=0.9, metadata={"n": "2"}),
         memory_pb2.Memory(content="harbour crane harbour crane", importance=0.5),
         memory_pb2.Memory(content="harbour", importance=1.0)]), timeout=10).ids
     by_score = search(stack, ns, "harbour crane")
@@ -217,10 +221,13 @@ def test_postings_are_read_term_by_term_even_without_statistics(gateway, db, ns)
 def test_the_k_best_pass_the_filters_even_when_better_scores_do_not(stack, gateway, ns):
     """Only memories scoring at least the k-th best filtered score are looked up: the best
     scores here are all filtered out, ties sit on the cut, and fewer than k may pass."""
+    # equal texts kept apart by their metadata (the same write would be one memory)
     memories = [memory_pb2.Memory(content=" ".join(["harbour"] * 3 + ["x"] * 2),
-                                  tags=["old"], importance=0.5) for _ in range(6)]
+                                  tags=["old"], importance=0.5, metadata={"n": str(n)})
+                for n in range(6)]
     memories += [memory_pb2.Memory(content=" ".join(["harbour"] * (1 + i % 2) + ["y"] * 4),
-                                   tags=["new"], importance=i / 10) for i in range(8)]
+                                   tags=["new"], importance=i / 10, metadata={"n": str(i)})
+                 for i in range(8)]
     ids = gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=memories),
                              timeout=10).ids
     new = [(1 + i % 2, i / 10, ids[6 + i]) for i in range(8)]  # (tf, importance, id)

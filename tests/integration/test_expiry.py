@@ -240,7 +240,9 @@ def test_a_namespace_default_ttl_applies_to_memories_stored_without_one(ttl_gate
     # an import older than the TTL is stored already expired: never read
     old = Timestamp()
     old.FromDatetime(datetime.now(UTC) - timedelta(hours=2))
-    imported = store(f"ttl-{ns}", created_at=old)
+    imported = ttl_gateway.Store(memory_pb2.StoreRequest(  # another text: not a duplicate
+        namespace=f"ttl-{ns}", memory=memory_pb2.Memory(content="An old note.",
+                                                        created_at=old)), timeout=10).memory
     expect_status(grpc.StatusCode.NOT_FOUND, ttl_gateway.Get,
                   memory_pb2.GetRequest(namespace=f"ttl-{ns}", id=imported.id))
     # a short default TTL: recalled now, not after
@@ -257,7 +259,8 @@ def test_the_graph_leg_drops_an_expired_memory_from_its_cached_graph(graph_gatew
     gone = gateway_store_wait(graph_gateway, ns, "Arjun's favourite editor is Emacs.",
                               expires_at=expires)
     kept = gateway_store_wait(graph_gateway, ns, "Arjun's laptop runs Debian.")
-    only_graph = overrides(skip_legs=["lexical", "vector"])
+    # the graph leg alone, every candidate (its list-relative scores, cut by no floor)
+    only_graph = overrides(skip_legs=["lexical", "vector"], min_score=0.0)
 
     def graph_leg(query: str) -> tuple[int, set[str]]:
         response = recall(graph_gateway, ns, query, fusion=only_graph)
