@@ -4,7 +4,8 @@ A write that says what a live, current memory of the namespace already says (the
 `content_key`: content after normalising case and white space, thread, category, tags,
 metadata, sensitivity and validity) stores nothing and answers that memory, marked existing;
 so does a repeat inside one batch. A write with relations, or with an expiry of its own, is
-always stored (its relations are new; it asks for its own lifetime). A read fills `superseded_by`: the memory that superseded an ended one.
+always stored (its relations are new; it asks for its own lifetime). A read fills
+`superseded_by`: the memory that superseded an ended one.
 
 Plain async psycopg over a pool; no gRPC here. Every statement is scoped to a
 namespace, so an id from another namespace behaves exactly like an unknown id. Reads run
