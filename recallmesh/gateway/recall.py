@@ -273,9 +273,8 @@ class Recaller:
             live = [c for c in fused if c.memory_id in memories]
             live.sort(key=lambda c: c.memory_id)  # stable sorts: the id is the last tie-break
             live.sort(key=lambda c: memories[c.memory_id].created_at, reverse=True)
-            live = stages.above_floor(stages.relevance_scores(live, lists, policy.method,
-                                                              self.calibration),
-                                      policy.min_score, policy.method)
+            live = stages.absolute(live, lists, policy.method, self.calibration,
+                                   policy.min_score)
             hits = [RecallHit(memories[c.memory_id], c.score, c) for c in live[: q.k]]
             return RecallOutcome(hits=hits, legs=outcomes, fusion="none (recency)")
 
@@ -298,9 +297,7 @@ class Recaller:
             if q.sort_by == "relevance":
                 top = stages.current_first(top, {c.memory_id: memories[c.memory_id].valid_to
                                                  for c in top}, datetime.now(UTC))
-        top = stages.above_floor(stages.relevance_scores(top, lists, policy.method,
-                                                         self.calibration), policy.min_score,
-                                 policy.method)
+        top = stages.absolute(top, lists, policy.method, self.calibration, policy.min_score)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how, time_window=plan.window,
                              time_boosted=boosted)
@@ -333,10 +330,12 @@ class Recaller:
                            memories: dict[str, StoredMemory], min_similarity: float
                            ) -> list[FusedCandidate]:
         """Restatements newest first (stages.newer_first), over the near-duplicate pairs
-        among the hits that are not conversation turns, read in one query; when it fails the
-        hits keep their order."""
-        facts = [c.memory_id for c in top if not memories[c.memory_id].thread]
-        if len(facts) < 2:
+        among the hits that are not conversation turns, read in one query, and only when one
+        of them says it changed (stages.restatable); when it fails the hits keep their order."""
+        content = {i: m.content for i, m in memories.items()}
+        threaded = {i for i, m in memories.items() if m.thread}
+        facts = stages.restatable(top, content, threaded)
+        if not facts:
             return top
         with tracer.start_as_current_span("restated"):
             try:
@@ -348,9 +347,8 @@ class Recaller:
                 RESTATEMENTS.labels("failed").inc()
                 return top
             ranked, moved = stages.newer_first(
-                top, {i: m.created_at for i, m in memories.items()},
-                {i: m.content for i, m in memories.items()}, similar,
-                {i for i, m in memories.items() if m.thread})
+                top, {i: m.created_at for i, m in memories.items()}, content, similar,
+                threaded)
         RESTATEMENTS.labels("reordered" if moved else "none").inc()
         return ranked
 

@@ -157,6 +157,13 @@ def current_first(top: Sequence[FusedCandidate], valid_to: dict[str, datetime | 
     return current + [replace(c, score=c.score * factor) for c in old]
 
 
+def absolute(top: Sequence[FusedCandidate], lists: Sequence[LegList], method: str,
+             calibration: ScoreCalibration | None, min_score: float) -> list[FusedCandidate]:
+    """`top` scored on the absolute scale (relevance_scores), then cut at the floor
+    (above_floor): what every recall answers with."""
+    return above_floor(relevance_scores(top, lists, method, calibration), min_score, method)
+
+
 def relevance_scores(top: Sequence[FusedCandidate], lists: Sequence[LegList], method: str,
                      calibration: ScoreCalibration | None) -> list[FusedCandidate]:
     """`top` with each score on the absolute scale (see the module's docstring): only under
@@ -202,6 +209,21 @@ def content_words(text: str) -> set[str]:
             if len(w) >= 3 and w not in _STOPWORDS}
 
 
+def says_change(text: str) -> bool:
+    """Whether `text` says something changed (one of CHANGE_WORDS)."""
+    return bool(CHANGE_WORDS.intersection(_WORD.findall(text.casefold())))
+
+
+def restatable(top: Sequence[FusedCandidate], content: dict[str, str],
+               threaded: frozenset[str] | set[str]) -> list[str]:
+    """The hits `newer_first` could move, whose near-duplicate pairs are worth reading: the
+    facts (not in `threaded`), when there are two and one of them says it changed; else []."""
+    facts = [c.memory_id for c in top if c.memory_id not in threaded]
+    if len(facts) < 2 or not any(says_change(content[i]) for i in facts):
+        return []
+    return facts
+
+
 def newer_first(top: Sequence[FusedCandidate], created: dict[str, datetime],
                 content: dict[str, str], similar: Sequence[tuple[str, str, float]],
                 threaded: frozenset[str] | set[str] = frozenset(),
@@ -218,7 +240,7 @@ def newer_first(top: Sequence[FusedCandidate], created: dict[str, datetime],
             continue
         old, new = (a, b) if created[a] < created[b] else (b, a)
         if (len(content_words(content[old]) & content_words(content[new])) >= MIN_SHARED_TERMS
-                and CHANGE_WORDS.intersection(_WORD.findall(content[new].casefold()))):
+                and says_change(content[new])):
             pairs.append((old, new))
     order = list(top)
     moves = 0

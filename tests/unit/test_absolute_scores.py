@@ -16,6 +16,7 @@ from recallmesh.gateway.stages import (
     content_words,
     newer_first,
     relevance_scores,
+    restatable,
 )
 from recallmesh.gateway.store import content_key
 from recallmesh.models.calibration import ScoreCalibration, calibration_for
@@ -177,3 +178,12 @@ def test_one_key_for_what_says_the_same_and_apart_otherwise():
                   NewMemory("Prefers coffee over tea.", thread="chat-1",
                             metadata={"source": "a"})):
         assert content_key(other) != content_key(base)
+
+
+def test_only_facts_of_which_one_says_it_changed_are_looked_up():
+    top = candidates(0.9, 0.7, 0.6)
+    content = {"m0": "Lives at Harbour Road 3.", "m1": "Now lives on Mill Lane.",
+               "m2": "Caroline: we now meet on Fridays."}
+    assert restatable(top, content, {"m2"}) == ["m0", "m1"]
+    assert restatable(top, content, {"m1", "m2"}) == []  # one fact left
+    assert restatable(top, content | {"m1": "Lives on Mill Lane."}, {"m2"}) == []  # no change
