@@ -6,7 +6,7 @@ server (`recallmesh mcp --transport http`) is checked on its HTTP /readyz instea
 that runs something else (`recallmesh migrate`, a one-shot) is reported healthy. Exit 0 = SERVING,
 1 = anything else.
 
-TLS: with RECALLMESH_TLS_CERT / _KEY / _CA set (recallmesh/platform/tls.py) it dials over TLS,
+TLS: with RECALLMESH_TLS_CERT / _KEY / _CA set (recallmesh/shared/tls.py) it dials over TLS,
 presenting the process's own certificate (the services but the gateway require one), and checks
 the server's certificate for the name RECALLMESH_HEALTHCHECK_SERVER_NAME (default `localhost`:
 the k8s/components/tls certificates carry it for this check). Kubernetes' native gRPC probes
@@ -40,8 +40,8 @@ def main(args: list[str] | None = None) -> int:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    from recallmesh.platform.config import ConfigError, ServerConfig
-    from recallmesh.platform.tls import TlsSettings, dial_blocking
+    from recallmesh.shared.settings import ConfigError, ServerConfig
+    from recallmesh.shared.tls import TlsSettings, dial_blocking
 
     config = ServerConfig.from_env(service)
     host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host

@@ -59,8 +59,8 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from recallmesh.platform.supervisor import free_port
-from recallmesh.platform.tls import TlsSettings, dial_blocking
+from recallmesh.shared.tls import TlsSettings, dial_blocking
+from recallmesh.stack.supervisor import free_port
 from recallmesh.v1 import (
     embedder_pb2,
     embedder_pb2_grpc,
@@ -218,7 +218,7 @@ class ImageTest:
 
     def start_postgres(self) -> tuple[str, list[str]]:
         """The embedded Postgres on the host; (DSN for the containers, docker mount flags)."""
-        from recallmesh.platform.db import embedded_dsn, start_embedded
+        from recallmesh.shared.db import embedded_dsn, start_embedded
 
         pg_root = self.tmp / "pg"
         self.pg = start_embedded(pg_root, cleanup_mode="delete")

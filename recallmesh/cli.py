@@ -32,10 +32,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from recallmesh.api.validation import MAX_INDEX_WAIT_MS, MAX_REQUEST_BYTES, SORT_BY_VALUES
 from recallmesh.client.errors import RecallmeshError
-from recallmesh.models.manifest import DEFAULT_MODEL
+from recallmesh.embedding_models.manifest import DEFAULT_MODEL
 from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
+from recallmesh.wire.validation import MAX_INDEX_WAIT_MS, MAX_REQUEST_BYTES, SORT_BY_VALUES
 
 DEFAULT_TARGET = "localhost:50051"
 DEMO_FILE: Traversable = resources.files("recallmesh.demo") / "memories.jsonl"  # package data
@@ -57,10 +57,10 @@ class InputError(ValueError):
 def gateway_channel(target: str, api_key: str | None = None) -> grpc.Channel:
     """A channel to the gateway carrying the API key (`api_key`, else RECALLMESH_API_KEY, else
     the local key `recallmesh up` wrote under .data/); TLS when RECALLMESH_TLS_CA (and, for
-    mutual TLS, a certificate) is set (recallmesh.platform.tls)."""
-    from recallmesh.auth.credentials import client_api_key
-    from recallmesh.platform.config import ConfigError
-    from recallmesh.platform.tls import dial_blocking
+    mutual TLS, a certificate) is set (recallmesh.shared.tls)."""
+    from recallmesh.shared.credentials import client_api_key
+    from recallmesh.shared.settings import ConfigError
+    from recallmesh.shared.tls import dial_blocking
 
     try:
         return dial_blocking(target, token=api_key or client_api_key())
@@ -280,7 +280,7 @@ def expires_at(value: str | None, now: datetime | None = None) -> str | None:
     the ISO time it means (None when not given)."""
     if not value:
         return None
-    from recallmesh.platform.config import ConfigError, parse_duration_s
+    from recallmesh.shared.settings import ConfigError, parse_duration_s
 
     if value.strip()[:1].isdigit() and not any(c in value for c in "-:T"):
         try:
@@ -319,8 +319,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
         request.reference_time.CopyFrom(
             _timestamp(args.reference_time, "--reference-time", "recall"))
     if args.set:
-        from recallmesh.platform.errors import InvalidArgument
-        from recallmesh.policy import Overrides
+        from recallmesh.shared.errors import InvalidArgument
+        from recallmesh.wire.policy import Overrides
 
         try:
             Overrides.parse(args.set).to_proto(request.fusion)
@@ -378,10 +378,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_settings(args: argparse.Namespace) -> int:
-    """Every recall setting (recallmesh/policy.py): its built-in default, the value this
+    """Every recall setting (recallmesh/wire/policy.py): its built-in default, the value this
     environment gives it, its variable and whether a request may override it."""
-    from recallmesh.platform.config import ConfigError, LexicalSettings
-    from recallmesh.policy import LEG_WEIGHTS_ENV, RecallPolicy
+    from recallmesh.shared.settings import ConfigError, LexicalSettings
+    from recallmesh.wire.policy import LEG_WEIGHTS_ENV, RecallPolicy
 
     try:
         deployment, lexical = RecallPolicy.from_env(), LexicalSettings.from_env()
@@ -454,14 +454,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     `python -m <its module>`; SIGTERM drains it and exits 0."""
     import runpy
 
-    from recallmesh.platform.supervisor import MODULES
+    from recallmesh.stack.supervisor import MODULES
 
     runpy.run_module(MODULES[args.service], run_name="__main__", alter_sys=True)
     return 0
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from recallmesh.platform.supervisor import Stack, StackError
+    from recallmesh.stack.supervisor import Stack, StackError
 
     stack = Stack()
     try:
@@ -476,8 +476,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 def _database_dsn() -> tuple[str, Any]:
     """A DSN for an admin command: RECALLMESH_DSN, the running embedded server, or a started one."""
-    from recallmesh.platform.db import NoDatabase, resolve_dsn
-    from recallmesh.platform.supervisor import Stack, StackError
+    from recallmesh.shared.db import NoDatabase, resolve_dsn
+    from recallmesh.stack.supervisor import Stack, StackError
 
     try:
         return resolve_dsn(), None
@@ -492,7 +492,7 @@ def _database_dsn() -> tuple[str, Any]:
 
 
 def cmd_fetch_model(args: argparse.Namespace) -> int:
-    from recallmesh.models.fetch import FetchError, fetch
+    from recallmesh.embedding_models.fetch import FetchError, fetch
 
     try:
         path = fetch(args.name)
@@ -505,9 +505,9 @@ def cmd_fetch_model(args: argparse.Namespace) -> int:
 def cmd_reembed(args: argparse.Namespace) -> int:
     import psycopg
 
-    from recallmesh.models.manifest import ModelManifest
-    from recallmesh.models.reembed import SwitchError, reembed, switch
-    from recallmesh.platform.config import ConfigError
+    from recallmesh.embedding_models.manifest import ModelManifest
+    from recallmesh.services.embedding.reembed import SwitchError, reembed, switch
+    from recallmesh.shared.settings import ConfigError
 
     try:
         manifest = ModelManifest.load(Path(args.manifest))
@@ -569,7 +569,7 @@ def _jobs_targets(args: argparse.Namespace) -> list[str] | None:
 def cmd_jobs(args: argparse.Namespace) -> int:
     import psycopg
 
-    from recallmesh.indexer import jobs
+    from recallmesh.services.indexer import jobs
 
     targets = None if args.jobs_command == "list" else _jobs_targets(args)
     dsn, stack = _database_dsn()
@@ -639,7 +639,7 @@ def _load_demo(stack: Any) -> None:
 
 
 def _print_local_key(stack: Any) -> None:
-    from recallmesh.platform.config import LOCAL_KEY_FILE
+    from recallmesh.shared.settings import LOCAL_KEY_FILE
 
     if not stack.api_key:
         console.print("[yellow]authentication is OFF (RECALLMESH_AUTH=off): any local "
@@ -655,7 +655,7 @@ def _print_local_key(stack: Any) -> None:
 
 def cmd_keys_create(args: argparse.Namespace) -> int:
     from recallmesh.auth.principal import parse_grant, parse_scopes
-    from recallmesh.platform.errors import InvalidArgument
+    from recallmesh.shared.errors import InvalidArgument
 
     scopes = [s for raw in args.scope or ["read,write"] for s in raw.split(",")]
     when = expires_at(args.expires_in)
@@ -753,8 +753,8 @@ def _print_stack_event(event: Any) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from recallmesh.platform.config import ConfigError
-    from recallmesh.platform.supervisor import RestartPolicy, Stack, StackError
+    from recallmesh.shared.settings import ConfigError
+    from recallmesh.stack.supervisor import RestartPolicy, Stack, StackError
 
     started = time.monotonic()
     try:
@@ -834,7 +834,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "this environment's value, its variable")
     settings.set_defaults(func=cmd_settings)
 
-    from recallmesh.platform.supervisor import MODULES
+    from recallmesh.stack.supervisor import MODULES
 
     serve = sub.add_parser("serve", help="run one service in the foreground (containers: one "
                            "service per container)")
@@ -845,7 +845,7 @@ def build_parser() -> argparse.ArgumentParser:
     migrate.set_defaults(func=cmd_migrate)
 
     fetch_model = sub.add_parser(
-        "fetch-model", help="fetch an embedding model (recallmesh/models/catalogue/*.json)")
+        "fetch-model", help="fetch an embedding model (recallmesh/embedding_models/catalogue/*.json)")
     fetch_model.add_argument("name", nargs="?", default=DEFAULT_MODEL)
     fetch_model.set_defaults(func=cmd_fetch_model)
 

@@ -12,10 +12,10 @@ import grpc
 import psycopg
 import pytest
 
-from recallmesh.models.manifest import ModelManifest
-from recallmesh.platform.db import embedded_dsn, start_embedded
-from recallmesh.platform.supervisor import Stack, free_port_env
-from recallmesh.platform.vector_schema import prepare_database
+from recallmesh.embedding_models.manifest import ModelManifest
+from recallmesh.migrations.vector_schema import prepare_database
+from recallmesh.shared.db import embedded_dsn, start_embedded
+from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2_grpc
 from tests.recording_embedder import RecordingEmbedder, start_recording_embedder
 

@@ -2,7 +2,7 @@
 on the same running stack, so every configuration sees identical stored memories.
 
 A configuration names the legs it uses; the harness's own stack runs a gateway with every
-leg (recallmesh.platform.config.ALL_LEGS) and each request skips the others. `default` is
+leg (recallmesh.shared.settings.ALL_LEGS) and each request skips the others. `default` is
 exactly what a deployment serves with no settings: the default legs and the default fusion settings.
 
 Add a configuration (a new leg, query expansion, ...) by adding an entry here; the harness
@@ -15,15 +15,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from recallmesh.platform.config import DEFAULT_LEGS
-from recallmesh.policy import Overrides
+from recallmesh.shared.settings import DEFAULT_LEGS
 from recallmesh.v1 import memory_pb2
+from recallmesh.wire.policy import Overrides
 
 
 @dataclass(frozen=True)
 class Config:
     """A named preset: the legs it asks and the recall settings it sets per request
-    (recallmesh.policy.Overrides; whatever it leaves unset is the deployment's)."""
+    (recallmesh.wire.policy.Overrides; whatever it leaves unset is the deployment's)."""
 
     name: str
     description: str
@@ -54,7 +54,7 @@ class Config:
 
 def preset(name: str, description: str, legs: tuple[str, ...] = ("lexical", "vector"),
            weights: dict[str, float] | None = None, **settings: Any) -> Config:
-    """A configuration from recall settings named as in recallmesh.policy.RecallPolicy
+    """A configuration from recall settings named as in recallmesh.wire.policy.RecallPolicy
     (checked like a request's)."""
     return Config(name, description, tuple(legs), Overrides.of(weights=weights, **settings))
 

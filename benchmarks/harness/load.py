@@ -30,15 +30,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.harness.script import BENCH_ENV
 from benchmarks.harness.stats import percentile
-from recallmesh.platform.supervisor import RestartWatcher, Stack, StackEvent, free_port_env
-from recallmesh.platform.tls import TlsSettings, dial
+from recallmesh.shared.tls import TlsSettings, dial
+from recallmesh.stack.supervisor import RestartWatcher, Stack, StackEvent, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 
 PUSHBACK_KEY = "grpc-retry-pushback-ms"
 SHED = "RESOURCE_EXHAUSTED"
 OK = "OK"
 # Why a recall was UNAVAILABLE, read from the start of its status details (the gateway's
-# messages, recallmesh/gateway/recall.py and recallmesh/platform/errors.py).
+# messages, recallmesh/gateway/recall.py and recallmesh/shared/errors.py).
 UNAVAILABLE_CAUSES = (
     ("database did not answer", "database late"),  # the reads after the legs ran out of time
     ("no retrieval leg answered", "no leg answered"),

@@ -29,13 +29,13 @@ from benchmarks.harness.script import (
     store_batch_indexed,
 )
 from benchmarks.harness.stats import latency_summary, percentile
-from recallmesh.api.timestamps import to_proto_timestamp
-from recallmesh.api.validation import MAX_BUDGET_MS
-from recallmesh.models.manifest import ModelManifest
-from recallmesh.platform.config import ALL_LEGS, default_target
-from recallmesh.platform.db import redact, resolve_dsn
-from recallmesh.platform.supervisor import Stack, free_port_env
+from recallmesh.embedding_models.manifest import ModelManifest
+from recallmesh.shared.db import redact, resolve_dsn
+from recallmesh.shared.settings import ALL_LEGS, default_target
+from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc, memory_pb2, memory_pb2_grpc
+from recallmesh.wire.timestamps import to_proto_timestamp
+from recallmesh.wire.validation import MAX_BUDGET_MS
 
 K = 10
 BATCH = 500

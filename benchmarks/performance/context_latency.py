@@ -37,7 +37,7 @@ from benchmarks.performance.recall_latency import QUERIES
 from recallmesh.cli import DEMO_FILE, DEMO_NAMESPACE, import_memories, read_jsonl
 from recallmesh.client import Client
 from recallmesh.client._channel import bearer_token
-from recallmesh.platform.supervisor import Stack, free_port_env
+from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 
 REPORTS = Path(__file__).resolve().parents[1] / "reports"

@@ -1,4 +1,4 @@
-"""CUDA against CPU for recallmesh.embedding.core.OnnxEmbedder on one model: the providers each
+"""CUDA against CPU for recallmesh.services.embedding.core.OnnxEmbedder on one model: the providers each
 `provider=` setting ends up with, the differences between their vectors (also with TF32 off and
 one text at a time), and embed() timings at 1 / 8 / 32 / 128 texts.
 
@@ -15,9 +15,9 @@ import traceback
 import numpy as np
 import onnxruntime as ort
 
-from recallmesh.embedding import core
-from recallmesh.embedding.core import CPU, CUDA, OnnxEmbedder
-from recallmesh.models.manifest import ModelManifest
+from recallmesh.embedding_models.manifest import ModelManifest
+from recallmesh.services.embedding import core
+from recallmesh.services.embedding.core import CPU, CUDA, OnnxEmbedder
 
 manifest = ModelManifest.load(sys.argv[1])
 REPS = int(sys.argv[2]) if len(sys.argv) > 2 else 20

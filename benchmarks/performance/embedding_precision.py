@@ -39,9 +39,9 @@ import numpy as np
 from benchmarks.harness.script import machine_info, names, positive_ints, publish
 from benchmarks.harness.stats import percentile
 from benchmarks.performance.embedding_throughput import read_texts
-from recallmesh.embedding.core import OnnxEmbedder
-from recallmesh.models.manifest import ModelManifest, model_cache_dir, sha256_file
-from recallmesh.platform.config import EmbeddingSettings
+from recallmesh.embedding_models.manifest import ModelManifest, model_cache_dir, sha256_file
+from recallmesh.services.embedding.core import OnnxEmbedder
+from recallmesh.shared.settings import EmbeddingSettings
 
 DATASETS = Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets"
 DEFAULT_MODELS = ["nomic-embed-text-v1.5", "nomic-embed-text-v1.5-int8"]

@@ -44,7 +44,7 @@ from benchmarks.harness.script import (
     start_stack,
 )
 from benchmarks.harness.stats import percentile
-from recallmesh.platform.supervisor import Stack, free_port_env
+from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
 
 DEFAULT_DATASET = Path("/work/shared/datasets/locomo/corpus.jsonl")

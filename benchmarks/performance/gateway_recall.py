@@ -45,8 +45,7 @@ from benchmarks.harness.script import (
     store_batch_indexed,
 )
 from benchmarks.harness.stats import percentile
-from recallmesh.platform.supervisor import Stack, free_port_env
-from recallmesh.policy import RecallPolicy
+from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import (
     embedder_pb2,
     embedder_pb2_grpc,
@@ -55,6 +54,7 @@ from recallmesh.v1 import (
     retriever_pb2,
     retriever_pb2_grpc,
 )
+from recallmesh.wire.policy import RecallPolicy
 
 DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"  # beside the checkout
 NAMESPACE = "bench"

@@ -77,8 +77,8 @@ from benchmarks.performance.gateway_recall import (
     DATASETS,
     NAMESPACE,
 )
-from recallmesh.platform.config import GatewaySettings
-from recallmesh.platform.supervisor import Stack
+from recallmesh.shared.settings import GatewaySettings
+from recallmesh.stack.supervisor import Stack
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

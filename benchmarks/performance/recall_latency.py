@@ -31,7 +31,7 @@ import grpc
 from benchmarks.harness.script import BENCH_ENV, dial_gateway, names, start_stack
 from benchmarks.harness.stats import percentile
 from recallmesh.cli import DEMO_FILE, DEMO_NAMESPACE, import_memories, read_jsonl
-from recallmesh.platform.supervisor import Stack, free_port_env
+from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 
 QUERIES = [

@@ -46,7 +46,7 @@ from benchmarks.harness.load import loaded_stack, scrape
 from benchmarks.harness.script import machine_info, names, publish
 from benchmarks.harness.stats import latency_summary
 from benchmarks.performance.gateway_recall import NAMESPACE
-from recallmesh.models.manifest import DEFAULT_MODEL, model_cache_dir
+from recallmesh.embedding_models.manifest import DEFAULT_MODEL, model_cache_dir
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 
 DATASETS = Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets"

@@ -67,18 +67,18 @@ from psycopg import sql as pgsql
 from benchmarks.harness.script import log, machine_info
 from benchmarks.harness.stats import percentile
 from benchmarks.performance.gateway_recall import DATASETS, read_queries, read_texts
-from recallmesh.api.filters import Filters
-from recallmesh.legs.lexical import core as lexical
-from recallmesh.legs.vector import core as vector
-from recallmesh.models.manifest import ModelManifest
-from recallmesh.platform.config import HnswSettings, LexicalSettings, VectorSettings
-from recallmesh.platform.db import embedded_dsn, start_embedded
-from recallmesh.platform.vector_schema import (
+from recallmesh.embedding_models.manifest import ModelManifest
+from recallmesh.migrations.vector_schema import (
     INDEX_NAME,
     create_hnsw_index,
     prepare_database,
     vector_literal,
 )
+from recallmesh.services.lexical import core as lexical
+from recallmesh.services.vector import core as vector
+from recallmesh.shared.db import embedded_dsn, start_embedded
+from recallmesh.shared.settings import HnswSettings, LexicalSettings, VectorSettings
+from recallmesh.wire.filters import Filters
 
 DB = "rls_bench"
 # config's connection -> (role, BYPASSRLS)
@@ -237,7 +237,7 @@ def statement(kind: str, search: Search, k: int, model: str) -> tuple[str, dict[
 def prelude(kind: str, config: str, namespace: str) -> tuple[str, tuple[Any, ...]] | None:
     """The set_config statement sent before the search in its transaction, if any.
 
-    The vector leg already sends one for its HNSW settings (recallmesh/legs/vector/core.py);
+    The vector leg already sends one for its HNSW settings (recallmesh/services/vector/core.py);
     with RLS the namespace joins it. The lexical leg sends none today (one autocommit
     statement); with RLS it needs a transaction and one.
     """

@@ -76,10 +76,10 @@ from benchmarks.performance.vector_leg import (
     record_text,
     server_info,
 )
-from recallmesh.embedding.core import OnnxEmbedder
-from recallmesh.models.manifest import ModelManifest, sha256_file
-from recallmesh.platform.config import EmbeddingSettings, VectorSettings
-from recallmesh.platform.supervisor import Stack, free_port_env
+from recallmesh.embedding_models.manifest import ModelManifest, sha256_file
+from recallmesh.services.embedding.core import OnnxEmbedder
+from recallmesh.shared.settings import EmbeddingSettings, VectorSettings
+from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2_grpc
 
 DATASETS = Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets"

@@ -12,7 +12,7 @@ three stacks in one run:
                                                      [--json PATH]
 
 The stacks serve one embedded Postgres (the first stack's), so they rank the same rows; the
-memories are loaded once. Certificates come from recallmesh.platform.devcerts (a throwaway CA;
+memories are loaded once. Certificates come from recallmesh.stack.devcerts (a throwaway CA;
 ECDSA P-256). The stacks are measured in turn, `--rounds` times per concurrency level (the order
 rotates each round), and each configuration's percentiles are the mean of its rounds', so drift
 on a shared machine falls on all three; every round's p95 is printed too. Client-side latency,
@@ -36,8 +36,8 @@ from benchmarks.performance.gateway_recall import (
     read_texts,
     run_load,
 )
-from recallmesh.platform.devcerts import make_ca, make_cert
-from recallmesh.platform.supervisor import Stack, free_port_env
+from recallmesh.stack.devcerts import make_ca, make_cert
+from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 
 

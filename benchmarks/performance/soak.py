@@ -80,8 +80,8 @@ from benchmarks.performance.gateway_recall import (
     DATASETS,
     NAMESPACE,
 )
-from recallmesh.platform.config import GatewaySettings
-from recallmesh.platform.supervisor import Stack
+from recallmesh.shared.settings import GatewaySettings
+from recallmesh.stack.supervisor import Stack
 
 OVERLOAD_JSON = Path("benchmarks/results/overload.json")  # what `make bench-overload` writes
 FALLBACK_RATE = 20.0

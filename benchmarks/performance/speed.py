@@ -53,9 +53,9 @@ from benchmarks.harness.script import machine_info, names, positive_ints, publis
 from benchmarks.harness.stats import latency_summary
 from benchmarks.performance.gateway_recall import NAMESPACE, read_texts, run_load
 from benchmarks.performance.recall_stages import snapshot, stage_rows, stage_table
-from recallmesh.embedding.core import OnnxEmbedder
-from recallmesh.models.manifest import DEFAULT_MODEL, ModelManifest, model_cache_dir
-from recallmesh.platform.config import EmbeddingSettings
+from recallmesh.embedding_models.manifest import DEFAULT_MODEL, ModelManifest, model_cache_dir
+from recallmesh.services.embedding.core import OnnxEmbedder
+from recallmesh.shared.settings import EmbeddingSettings
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc, memory_pb2, memory_pb2_grpc
 
 DATASETS = Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets"

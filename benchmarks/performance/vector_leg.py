@@ -57,11 +57,9 @@ from benchmarks.harness.script import (
     start_stack,
 )
 from benchmarks.harness.stats import latency_summary, percentile
-from recallmesh.api.filters import Filters
-from recallmesh.api.validation import MAX_INDEX_WAIT_MS
-from recallmesh.legs.vector.core import build_search_sql
-from recallmesh.platform.supervisor import Stack, free_port_env
-from recallmesh.platform.vector_schema import INDEX_NAME, vector_literal
+from recallmesh.migrations.vector_schema import INDEX_NAME, vector_literal
+from recallmesh.services.vector.core import build_search_sql
+from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import (
     embedder_pb2,
     embedder_pb2_grpc,
@@ -70,6 +68,8 @@ from recallmesh.v1 import (
     retriever_pb2,
     retriever_pb2_grpc,
 )
+from recallmesh.wire.filters import Filters
+from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
 
 DATASETS_ROOT = Path("/work/shared/datasets")
 DEFAULT_DATASETS = "longmemeval,locomo,scifact"

@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.harness.script import names
-from recallmesh.embedding.core import OnnxEmbedder
-from recallmesh.models.fetch import catalogue_names
-from recallmesh.models.manifest import ModelManifest, model_cache_dir
-from recallmesh.platform.config import DEFAULT_CONCEPT_MERGE_THRESHOLD
+from recallmesh.embedding_models.fetch import catalogue_names
+from recallmesh.embedding_models.manifest import ModelManifest, model_cache_dir
+from recallmesh.services.embedding.core import OnnxEmbedder
+from recallmesh.shared.settings import DEFAULT_CONCEPT_MERGE_THRESHOLD
 
 SAME = [("svelte", "svelte framework"), ("react", "react.js"), ("postgres", "postgresql"),
         ("new york", "new york city"), ("the beatles", "beatles"),

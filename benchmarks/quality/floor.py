@@ -14,7 +14,7 @@
 leave-one-split-out check, the curve (from `--config`, served with the floor off), and the
 paired numbers of `--served-config` (served with the shipped floor) against the baselines.
 
-`cosine-floor`: an embedding model's cosine floor (recallmesh/models/calibration.py), the
+`cosine-floor`: an embedding model's cosine floor (recallmesh/embedding_models/calibration.py), the
 typical cosine of an unrelated memory: for up to SAMPLE_QUERIES of a split's questions
 (answerable and unanswerable, evenly spaced), the query embedded by the model in process and
 compared with every stored vector of its namespace (read from the loaded stack's Postgres);
@@ -53,8 +53,8 @@ import numpy as np
 from benchmarks.harness import metrics
 from benchmarks.harness.script import paths
 from benchmarks.harness.stats import paired_bootstrap
-from recallmesh.models.calibration import ScoreCalibration, calibration_for
-from recallmesh.policy import RecallPolicy
+from recallmesh.embedding_models.calibration import ScoreCalibration, calibration_for
+from recallmesh.wire.policy import RecallPolicy
 
 # The floors the curve is read at: fine where relevance estimates mostly lie, coarse above.
 FLOORS = [0.0, 0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1,
@@ -71,8 +71,8 @@ def cosine_floor(dataset: Path, dsn: str, limit: int | None = None,
     import psycopg
 
     from benchmarks.harness.data import load
-    from recallmesh.embedding.core import OnnxEmbedder
-    from recallmesh.models.manifest import ModelManifest
+    from recallmesh.embedding_models.manifest import ModelManifest
+    from recallmesh.services.embedding.core import OnnxEmbedder
 
     ds = load(dataset, limit, True, corpus_sample)
     ds.namespace_tag = namespace_tag

@@ -8,7 +8,7 @@
 
 `dump` writes a dataset's candidate pools (benchmarks/replay/pool.py says what a pool holds).
 `sweep` replays each pool under every setting of the grid with the gateway's own code
-(pool.fuse_and_propagate: `recallmesh.fusion.core.fuse`, convex combination over each leg's
+(pool.fuse_and_propagate: `recallmesh.services.fusion.core.fuse`, convex combination over each leg's
 top `depth`, lexical weight `w`, vector 1; `recallmesh.gateway.stages.contributing_legs`, the
 rule for when refinements apply, and `recallmesh.gateway.stages.propagate_context`, n hits,
 next / prev weights), without the exact-match bonus (a pool does not record it). The report

@@ -7,8 +7,8 @@
 
 Each dev split's candidate pools (benchmarks/replay/pool.py: dumped once through the real
 stack) are replayed under every recall setting of a grid with the gateway's own code: the
-deployment policy (`recallmesh.policy.RecallPolicy`) with the query's intent route merged as
-the gateway merges it (`resolve`), `recallmesh.fusion.core.fuse` by the setting's method,
+deployment policy (`recallmesh.wire.policy.RecallPolicy`) with the query's intent route merged as
+the gateway merges it (`resolve`), `recallmesh.services.fusion.core.fuse` by the setting's method,
 `recallmesh.gateway.stages.plan` (which refinements apply), the time-window boost
 (`time_window.boost`, against the query's reference time as the harness sends it) and context
 propagation (`stages.propagate_context`, along the pool's threads). Not replayed: the
@@ -58,11 +58,11 @@ from benchmarks.harness.runner import git_commit
 from benchmarks.harness.script import paths
 from benchmarks.harness.stats import paired_bootstrap
 from benchmarks.replay.pool import PRIMARY, K, leg_lists, rounded, scored, write_reports
-from recallmesh.fusion.core import FusionSettings, fuse
 from recallmesh.gateway import stages
 from recallmesh.gateway.query_intent import route
 from recallmesh.gateway.time_window import boost
-from recallmesh.policy import Overrides, RecallPolicy
+from recallmesh.services.fusion.core import FusionSettings, fuse
+from recallmesh.wire.policy import Overrides, RecallPolicy
 
 FOLDS = 5
 METHODS = ("calibrated", "cc", "cc_bounded", "rrf")

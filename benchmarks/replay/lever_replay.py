@@ -63,9 +63,9 @@ from benchmarks.replay.pool import (
     write_reports,
 )
 from benchmarks.replay.vectors import Vectors
-from recallmesh.fusion.core import LegCandidate, LegList
+from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.gateway.time_window import boost, resolve
-from recallmesh.models.manifest import ModelManifest
+from recallmesh.services.fusion.core import LegCandidate, LegList
 
 SPEAKER_BETAS = (0.1, 0.2, 0.5)
 PRF = [(m, a, w) for m in (3, 5) for a in (0.5, 1.0) for w in (0.3, 0.6)]

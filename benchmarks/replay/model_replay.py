@@ -36,8 +36,8 @@ from benchmarks.replay.pool import (
     write_reports,
 )
 from benchmarks.replay.vectors import Vectors
-from recallmesh.fusion.core import LegList
-from recallmesh.models.manifest import DEFAULT_MODEL, model_cache_dir
+from recallmesh.embedding_models.manifest import DEFAULT_MODEL, model_cache_dir
+from recallmesh.services.fusion.core import LegList
 
 LEXICAL_WEIGHTS = (0.5, 0.7, 0.85, 1.0, 1.4, 1.7)
 PAIR_WEIGHTS = (1.0, 0.5)  # served model's vector list, the other model's, at lexical 1

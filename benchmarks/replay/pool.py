@@ -14,7 +14,7 @@ gateway served for the baseline (`hybrid_cc_bm25t`), so a replay can be checked 
 
 The replay core the replays share (context_sweep, lever_replay, model_replay,
 cross_validation): `leg_lists` cuts a pool's leg lists to a depth, `fuse_and_propagate` serves
-them as the gateway does (`recallmesh.fusion.core.fuse`, by default the convex combination,
+them as the gateway does (`recallmesh.services.fusion.core.fuse`, by default the convex combination,
 without the importance prior and the exact-match bonus, which a pool does not record; then
 `recallmesh.gateway.stages`' `contributing_legs` and `propagate_context`), `scored` gives a
 replayed ranking its metrics, and `replay_table` the markdown table of replayed rows with
@@ -39,16 +39,22 @@ from benchmarks.harness.data import load
 from benchmarks.harness.runner import gateway_legs, git_commit, ingest, settle
 from benchmarks.harness.script import BENCH_ENV, dial_gateway
 from benchmarks.harness.stats import paired_bootstrap
-from recallmesh.api.filters import Filters
-from recallmesh.api.validation import MAX_BUDGET_MS
-from recallmesh.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList, fuse
 from recallmesh.gateway.stages import contributing_legs, propagate_context
 from recallmesh.gateway.store import MemoryStore
-from recallmesh.platform.config import ALL_LEGS
-from recallmesh.platform.db import ADMIN, open_pool, resolve_dsn
-from recallmesh.platform.supervisor import Stack, free_port_env
-from recallmesh.policy import RecallPolicy
+from recallmesh.services.fusion.core import (
+    FusedCandidate,
+    FusionSettings,
+    LegCandidate,
+    LegList,
+    fuse,
+)
+from recallmesh.shared.db import ADMIN, open_pool, resolve_dsn
+from recallmesh.shared.settings import ALL_LEGS
+from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from recallmesh.wire.filters import Filters
+from recallmesh.wire.policy import RecallPolicy
+from recallmesh.wire.validation import MAX_BUDGET_MS
 
 K = 10
 POOL_K = 100

@@ -27,7 +27,7 @@ from benchmarks.harness.metrics import per_query
 from benchmarks.harness.script import machine_info, names, publish
 from benchmarks.harness.stats import cluster_bootstrap, paired_bootstrap
 from benchmarks.replay.vectors import Vectors
-from recallmesh.models.manifest import model_cache_dir
+from recallmesh.embedding_models.manifest import model_cache_dir
 
 DATASETS = Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets"
 DEFAULT_MODELS = ["nomic-embed-text-v1.5", "nomic-embed-text-v1.5-int8"]

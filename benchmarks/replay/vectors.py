@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.harness.data import load
-from recallmesh.embedding.core import OnnxEmbedder
-from recallmesh.fusion.core import LegCandidate, LegList
-from recallmesh.models.manifest import ModelManifest, sha256_file
+from recallmesh.embedding_models.manifest import ModelManifest, sha256_file
+from recallmesh.services.embedding.core import OnnxEmbedder
+from recallmesh.services.fusion.core import LegCandidate, LegList
 
 CHUNK_WORDS, CHUNK_STRIDE = 120, 80
 

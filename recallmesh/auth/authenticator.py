@@ -13,8 +13,8 @@ from typing import Any
 
 from recallmesh.auth.keys import KEY_PREFIX, ApiKey, KeyStore, secret_matches, split_key
 from recallmesh.auth.principal import UNAUTHENTICATED_LOCAL, Principal
-from recallmesh.platform.config import AuthSettings
-from recallmesh.platform.errors import Unauthenticated
+from recallmesh.shared.errors import Unauthenticated
+from recallmesh.shared.settings import AuthSettings
 
 log = logging.getLogger(__name__)
 

@@ -19,12 +19,12 @@ from typing import Any
 
 import grpc
 
-from recallmesh.api import validation
 from recallmesh.auth.authenticator import Authenticator, bearer_token
 from recallmesh.auth.principal import Principal, Scope
-from recallmesh.platform.config import AuthSettings, ConfigError
-from recallmesh.platform.errors import PermissionDenied, RequestError, Unauthenticated
-from recallmesh.platform.tls import PUBLIC_SERVICE, TlsSettings
+from recallmesh.shared.errors import PermissionDenied, RequestError, Unauthenticated
+from recallmesh.shared.settings import AuthSettings, ConfigError
+from recallmesh.shared.tls import PUBLIC_SERVICE, TlsSettings
+from recallmesh.wire import validation
 
 log = logging.getLogger(__name__)
 

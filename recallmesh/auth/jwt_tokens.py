@@ -61,8 +61,8 @@ import jwt
 from jwt.exceptions import InvalidJTIError, InvalidSubjectError
 
 from recallmesh.auth.principal import Principal, Scope, parse_grant
-from recallmesh.platform.config import AuthSettings
-from recallmesh.platform.errors import InvalidArgument, Unauthenticated, Unavailable
+from recallmesh.shared.errors import InvalidArgument, Unauthenticated, Unavailable
+from recallmesh.shared.settings import AuthSettings
 
 log = logging.getLogger(__name__)
 

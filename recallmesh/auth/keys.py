@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 
 from recallmesh.auth.principal import ALL_SCOPES, WILDCARD, Principal, Scope
-from recallmesh.platform.errors import Unauthenticated
+from recallmesh.shared.errors import Unauthenticated
 
 KEY_PREFIX = "rmk_"
 _KEY_RE = re.compile(r"^rmk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from recallmesh.api import validation
-from recallmesh.platform.errors import InvalidArgument, PermissionDenied
+from recallmesh.shared.errors import InvalidArgument, PermissionDenied
+from recallmesh.wire import validation
 
 
 class Scope(StrEnum):

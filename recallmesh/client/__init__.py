@@ -38,7 +38,7 @@ from recallmesh.client.types import (
     Relation,
     StoreResult,
 )
-from recallmesh.platform.tls import TlsSettings
+from recallmesh.shared.tls import TlsSettings
 
 __all__ = [
     "DEFAULT_TARGET", "NO_RETRIES", "AlreadyExistsError", "AsyncClient", "BatchResult", "Client",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from recallmesh.api.validation import MAX_INDEX_WAIT_MS
 from recallmesh.client._channel import (
     DEFAULT_TARGET,
     DEFAULT_TIMEOUT_S,
@@ -13,8 +12,9 @@ from recallmesh.client._channel import (
     channel_options,
     credentials,
 )
-from recallmesh.platform.config import env_str
-from recallmesh.platform.tls import TlsSettings
+from recallmesh.shared.settings import env_str
+from recallmesh.shared.tls import TlsSettings
+from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
 
 # a write that waits for indexing gets this much longer than its wait: the answer's way back
 INDEX_WAIT_MARGIN_S = 5.0

@@ -9,8 +9,8 @@ from typing import Any
 
 import grpc
 
-from recallmesh.api.validation import MAX_REQUEST_BYTES
-from recallmesh.platform.tls import TlsSettings, channel_credentials
+from recallmesh.shared.tls import TlsSettings, channel_credentials
+from recallmesh.wire.validation import MAX_REQUEST_BYTES
 
 SERVICE = "recallmesh.v1.MemoryService"
 DEFAULT_TARGET = "localhost:50051"
@@ -90,6 +90,6 @@ def bearer_token(api_key: str | None, token: str | None) -> str:
         raise ValueError("give api_key or token, not both")
     if api_key or token:
         return str(api_key or token)
-    from recallmesh.auth.credentials import client_api_key
+    from recallmesh.shared.credentials import client_api_key
 
     return client_api_key()

@@ -10,7 +10,6 @@ from typing import Any, TypedDict
 
 from google.protobuf import json_format
 
-from recallmesh.api.validation import SORT_BY_VALUES
 from recallmesh.client.types import (
     BatchResult,
     ContextItem,
@@ -26,6 +25,7 @@ from recallmesh.client.types import (
     StoreResult,
 )
 from recallmesh.v1 import memory_pb2
+from recallmesh.wire.validation import SORT_BY_VALUES
 
 RELATION_TYPES = {
     "supersedes": memory_pb2.RELATION_TYPE_SUPERSEDES,

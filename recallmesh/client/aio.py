@@ -8,7 +8,6 @@ from typing import Any, TypeVar
 import grpc
 from typing_extensions import Unpack
 
-from recallmesh.auth.credentials import AioBearer
 from recallmesh.client import _wire
 from recallmesh.client._base import ClientBase
 from recallmesh.client.errors import from_rpc_error
@@ -21,6 +20,7 @@ from recallmesh.client.types import (
     RecallResult,
     StoreResult,
 )
+from recallmesh.shared.credentials import AioBearer
 from recallmesh.v1 import memory_pb2_grpc
 
 T = TypeVar("T")

@@ -1,7 +1,7 @@
 """python -m recallmesh.gateway: serve the public MemoryService."""
 
 from recallmesh.gateway.servicer import GatewayApp
-from recallmesh.platform.server import run
+from recallmesh.shared.server import run
 
 if __name__ == "__main__":
     run("gateway", GatewayApp())

@@ -63,7 +63,7 @@ class TokenCounter:
         try:
             from tokenizers import Tokenizer
 
-            from recallmesh.models.manifest import ModelManifest
+            from recallmesh.embedding_models.manifest import ModelManifest
 
             manifest = ModelManifest.load()
             tokenizer = Tokenizer.from_file(str(manifest.tokenizer))

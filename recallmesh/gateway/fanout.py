@@ -24,13 +24,13 @@ from typing import Protocol
 
 from opentelemetry import trace
 
-from recallmesh.api.filters import Filters
-from recallmesh.fusion.core import FusionSettings, LegCandidate, LegList, fuse
 from recallmesh.gateway.metrics import LEG_FAILURES, SECOND_STAGES
-from recallmesh.platform.config import SENSITIVE_LEGS
-from recallmesh.platform.embedder_client import Embeddings
-from recallmesh.platform.telemetry import LEG_LATENCY_SECONDS
-from recallmesh.policy import GRAPH_LEG
+from recallmesh.services.embedding.client import Embeddings
+from recallmesh.services.fusion.core import FusionSettings, LegCandidate, LegList, fuse
+from recallmesh.shared.settings import SENSITIVE_LEGS
+from recallmesh.shared.telemetry import LEG_LATENCY_SECONDS
+from recallmesh.wire.filters import Filters
+from recallmesh.wire.policy import GRAPH_LEG
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("recallmesh.gateway")

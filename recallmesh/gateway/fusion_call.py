@@ -1,6 +1,6 @@
 """The fusion service call, with the in-process fallback and its circuit breaker: fusion runs
 in the fusion service when it answers in time, else here with the same code
-(recallmesh.fusion.core.fuse) and the same ranking. After a failure the gateway fuses
+(recallmesh.services.fusion.core.fuse) and the same ranking. After a failure the gateway fuses
 in-process for FUSION_RETRY_AFTER_S instead of paying the timeout on every recall, then tries
 the service again."""
 
@@ -13,9 +13,9 @@ from typing import Protocol
 
 from opentelemetry import trace
 
-from recallmesh.fusion.core import FusedCandidate, FusionSettings, LegList, fuse
 from recallmesh.gateway.fanout import LegError, LegTimeout
 from recallmesh.gateway.metrics import FALLBACKS
+from recallmesh.services.fusion.core import FusedCandidate, FusionSettings, LegList, fuse
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("recallmesh.gateway")

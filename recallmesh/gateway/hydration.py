@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import logging
 
-from recallmesh.api.validation import RecallQuery
-from recallmesh.fusion.core import FusedCandidate
 from recallmesh.gateway.metrics import CONTEXT_EXPANSIONS
 from recallmesh.gateway.store import MemoryStore, StoredMemory
+from recallmesh.services.fusion.core import FusedCandidate
+from recallmesh.wire.validation import RecallQuery
 
 log = logging.getLogger(__name__)
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import grpc
 
-from recallmesh.api.timestamps import from_proto_timestamp, to_proto_timestamp
 from recallmesh.auth.authenticator import Authenticator
 from recallmesh.auth.interceptors import CALLER
 from recallmesh.auth.keys import ApiKey, KeyStore
 from recallmesh.auth.principal import parse_grant, parse_scopes
-from recallmesh.platform.errors import InvalidArgument, NotFound, PermissionDenied
+from recallmesh.shared.errors import InvalidArgument, NotFound, PermissionDenied
 from recallmesh.v1 import keys_pb2, keys_pb2_grpc
+from recallmesh.wire.timestamps import from_proto_timestamp, to_proto_timestamp
 
 log = logging.getLogger(__name__)
 

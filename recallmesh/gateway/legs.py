@@ -1,7 +1,7 @@
 """gRPC clients of the retrieval legs (RetrieverService) and of the fusion service.
 
 Channels are long-lived (one per target), with keepalive and a retry policy
-for UNAVAILABLE on these idempotent calls (recallmesh.platform.server.client_options);
+for UNAVAILABLE on these idempotent calls (recallmesh.shared.server.client_options);
 a retry never outlives the call's deadline, so recall never retries past its
 budget.
 """
@@ -16,14 +16,14 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
-from recallmesh.api.filters import filters_to_proto
-from recallmesh.api.validation import SORT_BY_VALUES
-from recallmesh.fusion.convert import hits_from_proto, lists_to_proto, settings_to_proto
-from recallmesh.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList
 from recallmesh.gateway.fanout import LegAnswer, LegError, LegQuery, LegTimeout
-from recallmesh.platform.server import client_options
-from recallmesh.platform.tls import dial
+from recallmesh.services.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList
+from recallmesh.shared.server import client_options
+from recallmesh.shared.tls import dial
 from recallmesh.v1 import fusion_pb2, fusion_pb2_grpc, retriever_pb2, retriever_pb2_grpc
+from recallmesh.wire.filters import filters_to_proto
+from recallmesh.wire.fusion import hits_from_proto, lists_to_proto, settings_to_proto
+from recallmesh.wire.validation import SORT_BY_VALUES
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class GrpcLeg:
 
 
 class FusionClient:
-    """The fusion service (recallmesh/fusion); the gateway falls back to in-process fusion."""
+    """The fusion service (recallmesh/services/fusion); the gateway falls back to in-process fusion."""
 
     def __init__(self, target: str) -> None:
         self.target = target

@@ -1,5 +1,5 @@
 """The recall path's Prometheus metrics (the per-leg latency histogram is in
-recallmesh.platform.telemetry, shared with the legs' own servers)."""
+recallmesh.shared.telemetry, shared with the legs' own servers)."""
 
 from __future__ import annotations
 

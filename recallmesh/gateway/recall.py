@@ -1,4 +1,4 @@
-"""The recall path, in order: the request's policy (recallmesh/policy.py: request > intent
+"""The recall path, in order: the request's policy (recallmesh/wire/policy.py: request > intent
 route > deployment), fan-out to every leg under the budget (fanout.py), fusion in the fusion
 service or in-process (fusion_call.py), the refinements after fusion (stages.py: time window,
 context propagation), hydration (hydration.py), then superseded memories after current ones
@@ -39,8 +39,7 @@ from datetime import UTC, datetime
 
 from opentelemetry import trace
 
-from recallmesh.api.validation import RecallQuery
-from recallmesh.fusion.core import FusedCandidate, fuse
+from recallmesh.embedding_models.calibration import ScoreCalibration, calibration_for
 from recallmesh.gateway import budget, stages
 from recallmesh.gateway.fanout import (
     EmbedQuery,
@@ -69,12 +68,13 @@ from recallmesh.gateway.metrics import (
 from recallmesh.gateway.query_intent import Route, route
 from recallmesh.gateway.store import MemoryStore, StoredMemory
 from recallmesh.gateway.time_window import TimeWindow, boost
-from recallmesh.models.calibration import ScoreCalibration, calibration_for
-from recallmesh.platform import db
-from recallmesh.platform.config import GatewaySettings
-from recallmesh.platform.embedder_client import Embeddings
-from recallmesh.platform.errors import DeadlineExceeded, ResourceExhausted, Unavailable
-from recallmesh.policy import GRAPH_LEG, RecallPolicy
+from recallmesh.services.embedding.client import Embeddings
+from recallmesh.services.fusion.core import FusedCandidate, fuse
+from recallmesh.shared import db
+from recallmesh.shared.errors import DeadlineExceeded, ResourceExhausted, Unavailable
+from recallmesh.shared.settings import GatewaySettings
+from recallmesh.wire.policy import GRAPH_LEG, RecallPolicy
+from recallmesh.wire.validation import RecallQuery
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("recallmesh.gateway")
@@ -118,7 +118,7 @@ class Recaller:
         self.embed_query = embed_query
         self.fusion = FusionCall(fuser, settings.fusion_timeout_ms)
         self.after_legs = budget.AfterLegsTimes()  # the work after the fan-out, measured
-        # The query model's score calibration (recallmesh/models/calibration.py), from the
+        # The query model's score calibration (recallmesh/embedding_models/calibration.py), from the
         # last query embedding: a lexical-only recall (the embedding failed) keeps using it.
         self.calibration: ScoreCalibration | None = None
 

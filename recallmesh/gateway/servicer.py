@@ -10,8 +10,6 @@ from typing import Any
 
 import grpc
 
-from recallmesh.api import validation
-from recallmesh.api.timestamps import to_proto_timestamp
 from recallmesh.auth.authenticator import Authenticator
 from recallmesh.auth.interceptors import GatewayAuth
 from recallmesh.auth.keys import KeyStore
@@ -22,12 +20,14 @@ from recallmesh.gateway.recall import Recaller, RecallOutcome
 from recallmesh.gateway.stages import CONTEXT_NEXT, CONTEXT_PREV
 from recallmesh.gateway.store import MemoryStore, StoredMemory
 from recallmesh.gateway.time_window import TIME_WINDOW_LEG
-from recallmesh.platform.config import AuthSettings, GatewaySettings
-from recallmesh.platform.db import open_pool, resolve_dsn, unreachable
-from recallmesh.platform.embedder_client import EmbedderClient, Embeddings
-from recallmesh.platform.errors import InvalidArgument
-from recallmesh.platform.migrations import latest_version
+from recallmesh.migrations import latest_version
+from recallmesh.services.embedding.client import EmbedderClient, Embeddings
+from recallmesh.shared.db import open_pool, resolve_dsn, unreachable
+from recallmesh.shared.errors import InvalidArgument
+from recallmesh.shared.settings import AuthSettings, GatewaySettings
 from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
+from recallmesh.wire import validation
+from recallmesh.wire.timestamps import to_proto_timestamp
 
 log = logging.getLogger(__name__)
 

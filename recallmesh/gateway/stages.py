@@ -1,7 +1,7 @@
 """The pure stages after fusion, without I/O: which ones a recall runs (`plan`), and context
 propagation's scoring (`propagate_context`); the time window's parser and boost are in
 recallmesh/gateway/time_window.py, the intent route in query_intent.py and its merge in
-recallmesh/policy.py. The gateway runs them around its database reads, and every benchmark
+recallmesh/wire/policy.py. The gateway runs them around its database reads, and every benchmark
 replay imports them: there is no second implementation.
 
 Last, `current_first`: a memory whose validity has ended (valid_to passed: superseded by a
@@ -24,7 +24,7 @@ top ten are that alike and share names and words, and reordering them newest fir
 Then `relevance_scores`: under calibrated fusion a hit's score becomes what it means on one
 scale for every query, namespace and set of answering legs: its fused share (the fused score
 over the summed weights of the legs that answered) mapped by the embedding model's fitted
-calibration (recallmesh/models/calibration.py) to the estimated probability that it is
+calibration (recallmesh/embedding_models/calibration.py) to the estimated probability that it is
 relevant; the share itself (at most 1) for a model without one. A monotone map: the order is
 kept. And `above_floor` leaves out the hits below the request's min_score: under calibrated
 fusion only, the one method whose scores mean the same everywhere (an RRF or min-max score has
@@ -43,10 +43,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from recallmesh.fusion.core import Contribution, FusedCandidate, LegList
+from recallmesh.embedding_models.calibration import ScoreCalibration
 from recallmesh.gateway.time_window import TimeWindow, resolve
-from recallmesh.models.calibration import ScoreCalibration
-from recallmesh.policy import RecallPolicy
+from recallmesh.services.fusion.core import Contribution, FusedCandidate, LegList
+from recallmesh.wire.policy import RecallPolicy
 
 # The pseudo-legs named in explain for what context propagation added to a memory stored
 # right after / right before a hit (rank: that hit's rank in the fused list).

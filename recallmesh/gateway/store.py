@@ -10,7 +10,7 @@ always stored (its relations are new; it asks for its own lifetime). A read fill
 Plain async psycopg over a pool; no gRPC here. Every statement is scoped to a
 namespace, so an id from another namespace behaves exactly like an unknown id. Reads run
 under the pool's READ timeouts, writes under WRITE's and purges under ADMIN's
-(recallmesh/platform/db.py).
+(recallmesh/shared/db.py).
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from recallmesh.api.filters import Filters, filter_sql
-from recallmesh.api.validation import NewMemory
-from recallmesh.legs.lexical.cjk import index_terms
-from recallmesh.platform.config import NamespaceTTL
-from recallmesh.platform.db import ADMIN, WRITE, transaction
-from recallmesh.platform.errors import AlreadyExists, InvalidArgument, NotFound
+from recallmesh.services.lexical.cjk import index_terms
+from recallmesh.shared.db import ADMIN, WRITE, transaction
+from recallmesh.shared.errors import AlreadyExists, InvalidArgument, NotFound
+from recallmesh.shared.settings import NamespaceTTL
+from recallmesh.wire.filters import Filters, filter_sql
+from recallmesh.wire.validation import NewMemory
 
 COLUMNS = (
     "id::text, namespace, content, category, tags, importance, is_sensitive, created_at, "
@@ -322,7 +322,7 @@ class MemoryStore:
         return [str(i) for i in ids], existing
 
     async def update(self, ns: str, memory_id: str, changes: dict[str, Any]) -> StoredMemory:
-        """Apply validated column changes (recallmesh.api.validation.memory_update) in one
+        """Apply validated column changes (recallmesh.wire.validation.memory_update) in one
         transaction.
 
         The schema's triggers keep the vector consistent in the same

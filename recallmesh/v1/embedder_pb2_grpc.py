@@ -26,7 +26,7 @@ if _version_not_supported:
 
 
 class EmbedderServiceStub:
-    """The text-embedding model server (recallmesh/embedding).
+    """The text-embedding model server (recallmesh/services/embedding).
     """
 
     def __init__(self, channel):
@@ -48,7 +48,7 @@ class EmbedderServiceStub:
 
 
 class EmbedderServiceServicer:
-    """The text-embedding model server (recallmesh/embedding).
+    """The text-embedding model server (recallmesh/services/embedding).
     """
 
     def Embed(self, request, context):
@@ -85,7 +85,7 @@ def add_EmbedderServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class EmbedderService:
-    """The text-embedding model server (recallmesh/embedding).
+    """The text-embedding model server (recallmesh/services/embedding).
     """
 
     @staticmethod

@@ -26,7 +26,7 @@ if _version_not_supported:
 
 
 class FusionServiceStub:
-    """Merges ranked leg lists (recallmesh/fusion). The gateway falls back to the
+    """Merges ranked leg lists (recallmesh/services/fusion). The gateway falls back to the
     same code in-process when this service is down or late.
     """
 
@@ -44,7 +44,7 @@ class FusionServiceStub:
 
 
 class FusionServiceServicer:
-    """Merges ranked leg lists (recallmesh/fusion). The gateway falls back to the
+    """Merges ranked leg lists (recallmesh/services/fusion). The gateway falls back to the
     same code in-process when this service is down or late.
     """
 
@@ -71,7 +71,7 @@ def add_FusionServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class FusionService:
-    """Merges ranked leg lists (recallmesh/fusion). The gateway falls back to the
+    """Merges ranked leg lists (recallmesh/services/fusion). The gateway falls back to the
     same code in-process when this service is down or late.
     """
 

@@ -346,8 +346,8 @@ def test_every_internal_service_has_a_wall(overlay):
     every other service accepts internal callers only, by mutual TLS in the TLS overlays and by
     the internal token otherwise. A service without either refuses to start (ConfigError)."""
     from recallmesh.auth.interceptors import InternalOnly, internal_guard
-    from recallmesh.platform.config import AuthSettings
-    from recallmesh.platform.tls import TlsSettings
+    from recallmesh.shared.settings import AuthSettings
+    from recallmesh.shared.tls import TlsSettings
 
     placeholder = "x" * 44  # stands for the Secret's value: `openssl rand -base64 32`
     for name, spec in rendered.service_specs(overlay).items():

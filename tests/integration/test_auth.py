@@ -15,8 +15,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from recallmesh.auth.keys import new_key
-from recallmesh.platform.supervisor import Stack, free_port
-from recallmesh.platform.tls import dial_blocking
+from recallmesh.shared.tls import dial_blocking
+from recallmesh.stack.supervisor import Stack, free_port
 from recallmesh.v1 import (
     keys_pb2,
     keys_pb2_grpc,

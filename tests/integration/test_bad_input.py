@@ -10,8 +10,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recallmesh.api.validation import MAX_CONTENT_BYTES
 from recallmesh.v1 import memory_pb2, retriever_pb2, retriever_pb2_grpc
+from recallmesh.wire.validation import MAX_CONTENT_BYTES
 from tests.helpers import expect_status, row_count, store
 
 pytestmark = pytest.mark.integration

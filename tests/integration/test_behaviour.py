@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks.behaviour.cases import ALL_CASES, STABLE_WITHIN
 from benchmarks.behaviour.suite import CaseResult, ask, load_cases
-from recallmesh.platform.supervisor import Stack
+from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2_grpc
 from tests.conftest import scratch_database, stack_env
 

@@ -11,14 +11,14 @@ import psycopg
 import pytest
 from google.protobuf import field_mask_pb2
 
-from recallmesh.api.filters import Filters
-from recallmesh.legs.lexical import core
+from recallmesh.services.lexical import core
 from recallmesh.v1 import memory_pb2, retriever_pb2, retriever_pb2_grpc
+from recallmesh.wire.filters import Filters
 from tests.helpers import expect_status, recall
 
 pytestmark = pytest.mark.integration
 
-K1, B = 0.9, 0.4  # the lexical leg's defaults (recallmesh.platform.config.LexicalSettings)
+K1, B = 0.9, 0.4  # the lexical leg's defaults (recallmesh.shared.settings.LexicalSettings)
 
 
 def bm25(tf: int, dl: int, avgdl: float, n: int, df: int) -> float:

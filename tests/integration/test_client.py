@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 import grpc
 import pytest
 
-from recallmesh.api.validation import MAX_INDEX_WAIT_MS
 from recallmesh.client import (
     AlreadyExistsError,
     AsyncClient,
@@ -21,6 +20,7 @@ from recallmesh.client import (
     PermissionDeniedError,
     UnauthenticatedError,
 )
+from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
 from tests.helpers import api_key
 
 pytestmark = pytest.mark.integration

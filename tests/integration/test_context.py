@@ -11,8 +11,8 @@ import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from recallmesh.api.validation import MAX_INDEX_WAIT_MS
 from recallmesh.v1 import memory_pb2
+from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
 from tests.helpers import expect_status, recall
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ import psycopg
 
 from benchmarks.replay.context_sweep import BASELINE, replay, sweep
 from benchmarks.replay.pool import stored_adjacency
-from recallmesh.platform.vector_schema import prepare_database
+from recallmesh.migrations.vector_schema import prepare_database
 from tests.conftest import scratch_database
 
 

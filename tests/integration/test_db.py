@@ -10,8 +10,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from recallmesh.platform.db import NoDatabase, redact, resolve_dsn, running_embedded_dsn
-from recallmesh.platform.supervisor import free_port
+from recallmesh.shared.db import NoDatabase, redact, resolve_dsn, running_embedded_dsn
+from recallmesh.stack.supervisor import free_port
 from tests.helpers import INTERNAL_TOKEN
 
 pytestmark = pytest.mark.integration
@@ -44,7 +44,7 @@ def test_service_without_database_exits_with_a_clear_message(tmp_path: Path):
     env.update(RECALLMESH_DATA_DIR=str(tmp_path), RECALLMESH_INTERNAL_TOKEN=INTERNAL_TOKEN,
                RECALLMESH_LEXICAL_PORT=str(free_port()),
                RECALLMESH_LEXICAL_METRICS_PORT="0")
-    result = subprocess.run([sys.executable, "-m", "recallmesh.legs.lexical"], env=env,
+    result = subprocess.run([sys.executable, "-m", "recallmesh.services.lexical"], env=env,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert "no database" in result.stderr and "Traceback" not in result.stderr

@@ -9,7 +9,7 @@ import grpc
 import numpy as np
 import pytest
 
-from recallmesh.embedding import core
+from recallmesh.services.embedding import core
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
 from tests.helpers import expect_status
 

@@ -16,12 +16,12 @@ import pytest
 from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from recallmesh.api.validation import MAX_INDEX_WAIT_MS
-from recallmesh.indexer.expiry import sweep_expired
-from recallmesh.platform.db import open_pool
-from recallmesh.platform.supervisor import Stack
-from recallmesh.platform.vector_schema import prepare_database
+from recallmesh.migrations.vector_schema import prepare_database
+from recallmesh.services.indexer.expiry import sweep_expired
+from recallmesh.shared.db import open_pool
+from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2
+from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
 from tests.conftest import extra_gateway, scratch_database, stack_env
 from tests.helpers import expect_status, recall
 from tests.integration.test_context import QUERY, TURNS, at, context_entries, overrides

@@ -27,7 +27,7 @@ import psycopg
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from recallmesh.platform.supervisor import Stack
+from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from tests.conftest import stack_env
 
@@ -54,7 +54,7 @@ class Own:
 PG_CTL = """
 import sys
 from pathlib import Path
-from recallmesh.platform.db import embedded_dsn, start_embedded
+from recallmesh.shared.db import embedded_dsn, start_embedded
 pg_dir, action = Path(sys.argv[1]), sys.argv[2]
 server = start_embedded(pg_dir, cleanup_mode="stop" if action == "stop" else None)
 if action == "stop":

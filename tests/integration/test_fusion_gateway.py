@@ -9,8 +9,8 @@ import urllib.request
 import grpc
 import pytest
 
-from recallmesh.policy import RecallPolicy
 from recallmesh.v1 import memory_pb2
+from recallmesh.wire.policy import RecallPolicy
 from tests.helpers import expect_status, recall
 from tests.integration.test_degraded import lexical_ranking
 
@@ -97,7 +97,7 @@ def test_dead_vector_leg_falls_back_to_lexical_then_recovers(stack, gateway, ns)
     finally:
         stack.start_service("vector")
     # The gateway's channel retries a dead peer at most every 500 ms
-    # (recallmesh/platform/server.py):
+    # (recallmesh/shared/server.py):
     # once that has passed, the next recall reaches the restarted leg.
     time.sleep(0.6)
     response = recall(gateway, ns, EXACT_QUERY)

@@ -9,7 +9,7 @@ import grpc
 import numpy as np
 import pytest
 
-from recallmesh.legs.graph.core import (
+from recallmesh.services.graph.core import (
     float4_arrays,
 )
 from recallmesh.v1 import memory_pb2, retriever_pb2, retriever_pb2_grpc

@@ -11,10 +11,10 @@ import pytest
 from prometheus_client import REGISTRY
 from psycopg_pool import AsyncConnectionPool
 
-from recallmesh.indexer.core import Indexer
-from recallmesh.models.manifest import ModelManifest
-from recallmesh.platform.embedder_client import Embeddings
-from recallmesh.platform.vector_schema import prepare_database
+from recallmesh.embedding_models.manifest import ModelManifest
+from recallmesh.migrations.vector_schema import prepare_database
+from recallmesh.services.embedding.client import Embeddings
+from recallmesh.services.indexer.core import Indexer
 from tests.conftest import scratch_database
 
 pytestmark = pytest.mark.integration
@@ -297,7 +297,7 @@ async def test_a_service_that_fails_every_text_parks_nothing(pool, db, ns):
 
 
 async def test_parked_jobs_list_retry_and_drop(pool, db, ns, own_dsn):
-    from recallmesh.indexer import jobs
+    from recallmesh.services.indexer import jobs
 
     a = insert(db, ns, "POISON alpha")
     b = insert(db, ns, "POISON beta")

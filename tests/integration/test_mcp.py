@@ -29,7 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 from recallmesh.mcp_server.auth import ClientPool, GatewayTokenVerifier
-from recallmesh.platform.supervisor import Stack
+from recallmesh.stack.supervisor import Stack
 from tests.helpers import api_key, image_healthcheck, store
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

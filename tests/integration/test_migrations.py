@@ -7,7 +7,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from recallmesh.platform.migrations import (
+from recallmesh.migrations import (
     MIGRATIONS_DIR,
     MigrationError,
     apply_migrations,
@@ -15,7 +15,7 @@ from recallmesh.platform.migrations import (
     discover,
     latest_version,
 )
-from recallmesh.platform.vector_schema import (
+from recallmesh.migrations.vector_schema import (
     VectorSchemaError,
     ensure_embedding_column,
     prepare_database,

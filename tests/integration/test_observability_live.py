@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from recallmesh.platform.supervisor import Stack, free_port
+from recallmesh.stack.supervisor import Stack, free_port
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from tests.conftest import stack_env
 from tests.deploy.metric_names import (

@@ -1,4 +1,4 @@
-"""The services' database pool bounds every wait (recallmesh/platform/db.py): a caller waits
+"""The services' database pool bounds every wait (recallmesh/shared/db.py): a caller waits
 for a connection until its deadline at most, beyond max_waiting it is refused at once,
 connections are checked before they are handed out, and statements run under the statement
 and lock timeouts of their query class. Real Postgres."""
@@ -12,8 +12,8 @@ import psycopg
 import psycopg_pool
 import pytest
 
-from recallmesh.platform.config import PoolSettings
-from recallmesh.platform.db import ADMIN, WRITE, deadline, open_pool, transaction
+from recallmesh.shared.db import ADMIN, WRITE, deadline, open_pool, transaction
+from recallmesh.shared.settings import PoolSettings
 
 pytestmark = pytest.mark.integration
 

@@ -7,10 +7,10 @@ import json
 import psycopg
 import pytest
 
-from recallmesh.embedding.core import OnnxEmbedder
-from recallmesh.models.manifest import ModelManifest
-from recallmesh.models.reembed import reembed, switch
-from recallmesh.platform.vector_schema import prepare_database
+from recallmesh.embedding_models.manifest import ModelManifest
+from recallmesh.migrations.vector_schema import prepare_database
+from recallmesh.services.embedding.core import OnnxEmbedder
+from recallmesh.services.embedding.reembed import reembed, switch
 from tests.conftest import scratch_database
 
 pytestmark = pytest.mark.integration

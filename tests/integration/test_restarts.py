@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from recallmesh.platform.supervisor import RestartPolicy, Stack
+from recallmesh.stack.supervisor import RestartPolicy, Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from tests.conftest import stack_env
 from tests.helpers import recall, store

@@ -13,8 +13,8 @@ import pytest
 from pgvector.psycopg import register_vector
 
 from benchmarks.performance import scale
-from recallmesh.models.manifest import ModelManifest
-from recallmesh.platform.vector_schema import prepare_database
+from recallmesh.embedding_models.manifest import ModelManifest
+from recallmesh.migrations.vector_schema import prepare_database
 
 pytestmark = pytest.mark.integration
 

@@ -29,8 +29,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from recallmesh.api.validation import MAX_BUDGET_MS
 from recallmesh.v1 import memory_pb2
+from recallmesh.wire.validation import MAX_BUDGET_MS
 from tests.integration.test_purge import columns, traces
 from tests.unit.test_graph import WAIT
 

@@ -1,4 +1,4 @@
-"""TLS on every hop (recallmesh.platform.tls), with real processes: a leg that requires mutual
+"""TLS on every hop (recallmesh.shared.tls), with real processes: a leg that requires mutual
 TLS refuses plaintext, an unknown CA and a client without a certificate; the gateway dials its
 leg over mutual TLS and serves clients that verify it; a rotated certificate is served without
 a restart. Certificates are made per test run with `cryptography`."""
@@ -17,8 +17,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from recallmesh.platform.devcerts import make_ca, make_cert
-from recallmesh.platform.supervisor import free_port
+from recallmesh.stack.devcerts import make_ca, make_cert
+from recallmesh.stack.supervisor import free_port
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from tests.helpers import api_key, image_healthcheck
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from recallmesh.models.manifest import default_manifest_path
-from recallmesh.platform.supervisor import MODULES, StackError, free_port_env, wait_serving
-from recallmesh.platform.tls import dial_blocking
+from recallmesh.embedding_models.manifest import default_manifest_path
+from recallmesh.shared.tls import dial_blocking
+from recallmesh.stack.supervisor import MODULES, StackError, free_port_env, wait_serving
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 
 pytestmark = pytest.mark.integration

@@ -54,8 +54,8 @@ def test_the_wheel_holds_only_the_recallmesh_package_and_its_data(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/")[0] for name in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"recallmesh"}
-    for data in ("recallmesh/platform/migrations/0001_memories.sql",
-                 "recallmesh/models/catalogue/nomic-embed-text-v1.5.json",
+    for data in ("recallmesh/migrations/0001_memories.sql",
+                 "recallmesh/embedding_models/catalogue/nomic-embed-text-v1.5.json",
                  "recallmesh/demo/memories.jsonl", "recallmesh/v1/memory_pb2.pyi",
                  "recallmesh/client/py.typed"):
         assert data in names
@@ -72,7 +72,7 @@ def test_the_wheel_holds_only_the_recallmesh_package_and_its_data(tmp_path):
 def test_installed_outside_the_checkout_up_demo_serves_a_recall(installed, tmp_path):
     venv, env = installed
     where = run(str(venv / "bin" / "python"), "-c",
-                "import recallmesh.platform.migrations as m, recallmesh; "
+                "import recallmesh.migrations as m, recallmesh; "
                 "print(recallmesh.__file__)", cwd=tmp_path, env=env)
     assert where.startswith(str(venv)), where
     env = up_env(tmp_path / "data") | {k: v for k, v in env.items() if k == "PATH"}

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recallmesh.api.validation import NewMemory
-from recallmesh.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList, fuse
+from recallmesh.embedding_models.calibration import ScoreCalibration, calibration_for
+from recallmesh.embedding_models.fetch import catalogue_entry, catalogue_names
 from recallmesh.gateway.stages import (
     above_floor,
     content_words,
@@ -19,8 +19,14 @@ from recallmesh.gateway.stages import (
     restatable,
 )
 from recallmesh.gateway.store import content_key
-from recallmesh.models.calibration import ScoreCalibration, calibration_for
-from recallmesh.models.fetch import catalogue_entry, catalogue_names
+from recallmesh.services.fusion.core import (
+    FusedCandidate,
+    FusionSettings,
+    LegCandidate,
+    LegList,
+    fuse,
+)
+from recallmesh.wire.validation import NewMemory
 
 CAL = FusionSettings(method="calibrated", importance_strength=0.0, exact_bonus=0.0)
 

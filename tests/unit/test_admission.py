@@ -17,9 +17,9 @@ import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import REGISTRY
 
-from recallmesh.platform.db import time_left
-from recallmesh.platform.errors import Unavailable
-from recallmesh.platform.telemetry import (
+from recallmesh.shared.db import time_left
+from recallmesh.shared.errors import Unavailable
+from recallmesh.shared.telemetry import (
     PUSHBACK_KEY,
     PUSHBACK_MAX_MS,
     PUSHBACK_MIN_MS,

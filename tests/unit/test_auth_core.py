@@ -23,9 +23,9 @@ from recallmesh.auth.principal import (
     parse_grant,
     parse_scopes,
 )
-from recallmesh.platform.config import AuthSettings, ConfigError
-from recallmesh.platform.errors import InvalidArgument, PermissionDenied, Unauthenticated
-from recallmesh.platform.tls import TlsSettings
+from recallmesh.shared.errors import InvalidArgument, PermissionDenied, Unauthenticated
+from recallmesh.shared.settings import AuthSettings, ConfigError
+from recallmesh.shared.tls import TlsSettings
 from recallmesh.v1 import keys_pb2, memory_pb2
 
 names = st.text(alphabet=string.ascii_lowercase + "-", min_size=1, max_size=8)

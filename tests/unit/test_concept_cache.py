@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from prometheus_client import REGISTRY
 
-from recallmesh.indexer.concepts import ConceptWriter
+from recallmesh.services.indexer.concepts import ConceptWriter
 
 DIM = 4
 ROW_BYTES = DIM * 4

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from recallmesh.cli import InputError, memory_from_json
-from recallmesh.platform.config import ConfigError, GatewaySettings, ServerConfig
+from recallmesh.shared.settings import ConfigError, GatewaySettings, ServerConfig
 
 
 def test_server_config_defaults_and_overrides():
@@ -109,7 +109,7 @@ def test_import_record_type_errors_name_the_line(record, message):
 def test_bad_log_level_falls_back_to_info(monkeypatch, capsys):
     import logging
 
-    from recallmesh.platform.logs import configure_logging
+    from recallmesh.shared.logs import configure_logging
 
     monkeypatch.setenv("RECALLMESH_LOG_LEVEL", "chatty")
     root = logging.getLogger()

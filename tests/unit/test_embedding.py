@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recallmesh.embedding import core
-from recallmesh.embedding.batching import MicroBatcher
-from recallmesh.embedding.core import Embedded, OnnxEmbedder
-from recallmesh.models.manifest import ModelManifest
-from recallmesh.platform.config import ConfigError
+from recallmesh.embedding_models.manifest import ModelManifest
+from recallmesh.services.embedding import core
+from recallmesh.services.embedding.batching import MicroBatcher
+from recallmesh.services.embedding.core import Embedded, OnnxEmbedder
+from recallmesh.shared.settings import ConfigError
 
 PARAPHRASE_QUERY = "what UI library do they like?"
 PARAPHRASE_MEMORY = "Prefers Svelte for frontend work"
@@ -249,7 +249,7 @@ async def test_a_failing_text_fails_its_own_caller_only():
 
 async def test_stopping_is_unavailable():
     """A caller refused because the service stops gets UNAVAILABLE (retry), not INTERNAL."""
-    from recallmesh.platform.errors import Unavailable
+    from recallmesh.shared.errors import Unavailable
 
     batcher = MicroBatcher(CountingModel(), max_batch=1, max_wait_s=0.0)
     batcher.start()

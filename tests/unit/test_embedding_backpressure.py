@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from prometheus_client import REGISTRY
 
-from recallmesh.embedding.batching import MicroBatcher
-from recallmesh.embedding.core import Embedded
-from recallmesh.platform.errors import DeadlineExceeded, ResourceExhausted
+from recallmesh.services.embedding.batching import MicroBatcher
+from recallmesh.services.embedding.core import Embedded
+from recallmesh.shared.errors import DeadlineExceeded, ResourceExhausted
 
 
 def expired() -> float:

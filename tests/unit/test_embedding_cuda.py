@@ -26,7 +26,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from recallmesh.embedding.core import CPU, CUDA, OnnxEmbedder
+from recallmesh.services.embedding.core import CPU, CUDA, OnnxEmbedder
 
 MAX_ABS_DIFF = 2e-3
 MIN_COSINE = 0.99995

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from benchmarks.performance import embedding_precision
 from benchmarks.replay import vector_precision
-from recallmesh.models.build.int8_onnx import quantize
-from recallmesh.models.build.nomic_onnx import build, build_tokenizer
+from recallmesh.embedding_models.build.int8_onnx import quantize
+from recallmesh.embedding_models.build.nomic_onnx import build, build_tokenizer
 from tests.unit.test_nomic_onnx import tiny_model
 
 

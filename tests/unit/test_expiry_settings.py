@@ -9,9 +9,9 @@ import pytest
 from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from recallmesh.api import validation
 from recallmesh.cli import InputError, expires_at, memory_from_json
-from recallmesh.platform.config import (
+from recallmesh.shared.errors import InvalidArgument
+from recallmesh.shared.settings import (
     ConfigError,
     GatewaySettings,
     IndexerSettings,
@@ -19,8 +19,8 @@ from recallmesh.platform.config import (
     parse_duration_s,
     parse_namespace_ttl,
 )
-from recallmesh.platform.errors import InvalidArgument
 from recallmesh.v1 import memory_pb2
+from recallmesh.wire import validation
 
 
 @pytest.mark.parametrize("text, seconds", [

@@ -1,4 +1,4 @@
-"""The fusion core (recallmesh/fusion/core.py): formulas and properties (hypothesis)."""
+"""The fusion core (recallmesh/services/fusion/core.py): formulas and properties (hypothesis)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recallmesh.fusion.core import METHODS, RRF_K, FusionSettings, LegCandidate, LegList, fuse
+from recallmesh.services.fusion.core import (
+    METHODS,
+    RRF_K,
+    FusionSettings,
+    LegCandidate,
+    LegList,
+    fuse,
+)
 
 IDS = [f"m{i:02d}" for i in range(30)]
 orders = st.lists(st.sampled_from(IDS), unique=True, max_size=20)
@@ -212,9 +219,9 @@ def test_negative_or_infinite_weights_are_rejected():
 
 
 def test_the_fusion_contract_carries_scale_and_sensitivity_and_refuses_a_bad_scale():
-    from recallmesh.fusion.convert import lists_from_proto, lists_to_proto
-    from recallmesh.platform.errors import InvalidArgument
+    from recallmesh.shared.errors import InvalidArgument
     from recallmesh.v1 import fusion_pb2
+    from recallmesh.wire.fusion import lists_from_proto, lists_to_proto
 
     lists = [LegList("lexical", 0.3, [LegCandidate("a", 2.0, 0.5, True, sensitive=True)],
                      score_scale=4.0),

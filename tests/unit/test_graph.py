@@ -7,8 +7,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from recallmesh.api.filters import Filters
-from recallmesh.legs.graph.core import (
+from recallmesh.services.graph.core import (
     GraphRetriever,
     GraphSettings,
     bfs,
@@ -16,8 +15,9 @@ from recallmesh.legs.graph.core import (
     personalized_pagerank,
     rank,
 )
-from recallmesh.legs.graph.extraction import SpacyExtractor, normalise
+from recallmesh.services.graph.extraction import SpacyExtractor, normalise
 from recallmesh.v1 import memory_pb2
+from recallmesh.wire.filters import Filters
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 WAIT = memory_pb2.IndexWait(wait=True, timeout_ms=30000)

@@ -1,4 +1,4 @@
-"""The int8 builder (recallmesh/models/build/int8_onnx.py: onnxruntime's quant_pre_process, then
+"""The int8 builder (recallmesh/embedding_models/build/int8_onnx.py: onnxruntime's quant_pre_process, then
 quantize_dynamic) on the tiny nomic-bert graph of test_nomic_onnx: the quantized graph runs and
 stays close to fp32, its bytes are the same on every build, it says where it came from, and a
 graph with nothing to quantize is an error; then through the catalogue, an int8 entry built
@@ -18,11 +18,11 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
-from recallmesh.models import fetch as fetch_module
-from recallmesh.models.build.int8_onnx import Options, QuantizeError, quantize
-from recallmesh.models.build.nomic_onnx import build
-from recallmesh.models.fetch import FetchError, fetch
-from recallmesh.models.manifest import sha256_file
+from recallmesh.embedding_models import fetch as fetch_module
+from recallmesh.embedding_models.build.int8_onnx import Options, QuantizeError, quantize
+from recallmesh.embedding_models.build.nomic_onnx import build
+from recallmesh.embedding_models.fetch import FetchError, fetch
+from recallmesh.embedding_models.manifest import sha256_file
 from tests.unit.test_nomic_onnx import tiny_model
 
 ROWS = [[2, 5, 6, 7, 8, 9, 3], [2, 6, 12, 3], [2] + [5, 6, 7, 8] * 12 + [3]]
@@ -78,7 +78,7 @@ def test_build_is_byte_identical_and_says_where_it_came_from(fp32, tmp_path):
     assert props["quantized_from_sha256"] == sha256_file(fp32)
     assert props["quantized_with"] == f"onnxruntime {ort.__version__}"
     assert "per_channel=True" in props["quantization"]
-    assert model.producer_name == "recallmesh.models.build.int8_onnx"
+    assert model.producer_name == "recallmesh.embedding_models.build.int8_onnx"
 
 
 def test_other_options_are_other_bytes(fp32, tmp_path):

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from recallmesh.auth import jwt_tokens
 from recallmesh.auth.jwt_tokens import JwtVerifier
 from recallmesh.auth.principal import Scope
-from recallmesh.platform.config import AuthSettings
-from recallmesh.platform.errors import Unauthenticated, Unavailable
+from recallmesh.shared.errors import Unauthenticated, Unavailable
+from recallmesh.shared.settings import AuthSettings
 from tests.jwt_issuer import AUDIENCE, ISSUER, TestIssuer, rsa_key
 
 NS = "recallmesh_namespaces"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from recallmesh.api.filters import Filters
-from recallmesh.legs.lexical.core import BLEND, build_search_sql
+from recallmesh.services.lexical.core import BLEND, build_search_sql
+from recallmesh.wire.filters import Filters
 
 
 def test_relevance_and_importance_blends():

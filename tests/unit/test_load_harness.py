@@ -136,7 +136,7 @@ def test_declared_cache_bytes_sums_the_cache_gauges_of_a_metrics_endpoint():
     from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
     from benchmarks.harness.load import declared_cache_bytes
-    from recallmesh.platform.supervisor import free_port
+    from recallmesh.stack.supervisor import free_port
 
     registry = CollectorRegistry()
     Gauge("recallmesh_graph_cache_bytes", "x", registry=registry).set(1000)

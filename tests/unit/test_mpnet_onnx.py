@@ -1,4 +1,4 @@
-"""The torch-free MPNet exporter (recallmesh/models/build/mpnet_onnx.py) on a tiny random
+"""The torch-free MPNet exporter (recallmesh/embedding_models/build/mpnet_onnx.py) on a tiny random
 checkpoint:
 the ONNX graph against a plain numpy forward pass of the same weights (written from the
 Hugging Face MPNet definition), padding that does not change real tokens, and byte-identical
@@ -14,7 +14,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from recallmesh.models.build.mpnet_onnx import build
+from recallmesh.embedding_models.build.mpnet_onnx import build
 
 HIDDEN, HEADS, INTER, LAYERS, VOCAB, POSITIONS, BUCKETS, PAD = 8, 2, 16, 2, 50, 40, 32, 1
 

@@ -1,4 +1,4 @@
-"""The torch-free nomic-bert exporter (recallmesh/models/build/nomic_onnx.py) on a tiny random GGUF
+"""The torch-free nomic-bert exporter (recallmesh/embedding_models/build/nomic_onnx.py) on a tiny random GGUF
 file written here: the ONNX graph against a plain numpy forward pass (rotary NeoX style,
 SwiGLU, post-LN), padding that does not change real tokens, byte-identical builds, the
 tokenizer restored to BERT spelling, and clear errors on files it cannot read."""
@@ -13,7 +13,7 @@ import onnxruntime as ort
 import pytest
 from tokenizers import Tokenizer
 
-from recallmesh.models.build.nomic_onnx import GGUFError, build, build_tokenizer
+from recallmesh.embedding_models.build.nomic_onnx import GGUFError, build, build_tokenizer
 
 HIDDEN, HEADS, FFN, LAYERS, TYPES, BASE, EPS = 8, 2, 12, 2, 2, 1000.0, 1e-12
 WORDS = ["the", "cat", "sat", "on", "mat", "s", "ing"]

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recallmesh.api.validation import UPDATE_PATHS, index_wait, memory_update
-from recallmesh.models.manifest import ModelManifest
-from recallmesh.platform.config import ConfigError
-from recallmesh.platform.errors import InvalidArgument
+from recallmesh.embedding_models.manifest import ModelManifest
+from recallmesh.shared.errors import InvalidArgument
+from recallmesh.shared.settings import ConfigError
 from recallmesh.v1 import memory_pb2
+from recallmesh.wire.validation import UPDATE_PATHS, index_wait, memory_update
 
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
 json_values = st.recursive(

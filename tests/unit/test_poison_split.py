@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from recallmesh.indexer.core import PROBE_TEXT, Indexer, _Round
-from recallmesh.platform.config import ConfigError, IndexerSettings
-from recallmesh.platform.embedder_client import Embeddings
+from recallmesh.services.embedding.client import Embeddings
+from recallmesh.services.indexer.core import PROBE_TEXT, Indexer, _Round
+from recallmesh.shared.settings import ConfigError, IndexerSettings
 
 
 class Code:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recallmesh.embedding.core import Embedded
-from recallmesh.embedding.query_cache import QueryVectorCache, entry_bytes
+from recallmesh.services.embedding.core import Embedded
+from recallmesh.services.embedding.query_cache import QueryVectorCache, entry_bytes
 
 DIM = 8
 

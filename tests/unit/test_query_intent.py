@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recallmesh.api.validation import RecallQuery
 from recallmesh.gateway.query_intent import ADVICE, ADVICE_LEXICAL_WEIGHT, Route, route
-from recallmesh.policy import Overrides
+from recallmesh.wire.policy import Overrides
+from recallmesh.wire.validation import RecallQuery
 from tests.unit.test_recall_core import context_recaller, mid
 
 

@@ -15,19 +15,19 @@ from datetime import UTC, datetime
 import pytest
 from prometheus_client import REGISTRY
 
-from recallmesh.api.validation import RecallQuery
-from recallmesh.fusion.core import LegCandidate
 from recallmesh.gateway.fanout import LegAnswer, LegError, LegQuery
 from recallmesh.gateway.recall import Recaller
 from recallmesh.gateway.store import StoredMemory
-from recallmesh.platform.config import GatewaySettings, LegTarget
-from recallmesh.platform.errors import (
+from recallmesh.services.fusion.core import LegCandidate
+from recallmesh.shared.errors import (
     DeadlineExceeded,
     InvalidArgument,
     ResourceExhausted,
     Unavailable,
 )
-from recallmesh.policy import Overrides, RecallPolicy
+from recallmesh.shared.settings import GatewaySettings, LegTarget
+from recallmesh.wire.policy import Overrides, RecallPolicy
+from recallmesh.wire.validation import RecallQuery
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""The restart policy of `recallmesh up` (recallmesh/platform/supervisor.py): backoff, the
+"""The restart policy of `recallmesh up` (recallmesh/stack/supervisor.py): backoff, the
 crash-loop limit, its settings, and the watcher's decisions on fake processes and a fake clock."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from recallmesh.platform.config import ConfigError
-from recallmesh.platform.supervisor import (
+from recallmesh.shared.settings import ConfigError
+from recallmesh.stack.supervisor import (
     ExitHistory,
     RestartPolicy,
     RestartWatcher,

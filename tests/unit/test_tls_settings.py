@@ -1,12 +1,12 @@
-"""TLS settings from the environment (recallmesh.platform.tls): off unless a certificate is
+"""TLS settings from the environment (recallmesh.shared.tls): off unless a certificate is
 given, clear errors for half a configuration, and which services require client certificates."""
 
 from __future__ import annotations
 
 import pytest
 
-from recallmesh.platform.config import ConfigError
-from recallmesh.platform.tls import TlsSettings
+from recallmesh.shared.settings import ConfigError
+from recallmesh.shared.tls import TlsSettings
 
 
 @pytest.fixture

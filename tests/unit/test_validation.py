@@ -7,10 +7,10 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recallmesh.api import validation
-from recallmesh.api.filters import Filters, filter_sql, filters_from_proto
-from recallmesh.platform.errors import InvalidArgument
+from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import memory_pb2
+from recallmesh.wire import validation
+from recallmesh.wire.filters import Filters, filter_sql, filters_from_proto
 
 
 def test_new_memory_defaults_and_normalisation():

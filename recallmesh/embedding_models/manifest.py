@@ -1,0 +1,145 @@
+"""The embedding model manifest: everything needed to run an ONNX sentence-embedding model.
+
+A manifest is a small JSON file next to the model files (paths are relative to
+it). Any ONNX sentence-embedding model can be served by writing one; no code
+changes. Read by the embedding service (to run the model) and by the stack /
+migrations (to size the `memories.embedding` column), so it lives here and has
+no onnxruntime dependency.
+
+    {
+      "model_id": "all-MiniLM-L6-v2-onnx-int8",   stored beside every vector
+      "onnx": "model.onnx",                       ONNX graph
+      "tokenizer": "tokenizer.json",              Hugging Face fast-tokenizer file
+      "output": "last_hidden_state",              token states (batch, seq, dim)
+      "pooling": "mean" | "cls",                  mean is over the attention mask
+      "normalize": true,                          L2-normalise the pooled vector
+      "dimension": 384,
+      "max_length": 256,                          tokens; longer inputs are truncated
+      "query_prefix": "", "document_prefix": "",  e.g. "query: " / "passage: " for e5
+      "precision": "int8",                        informational (ModelInfo)
+      "sha256": {"model.onnx": "...", ...}        optional; checked before use
+    }
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from recallmesh.shared.settings import ConfigError
+
+POOLINGS = ("mean", "cls")
+DEFAULT_MODEL = "nomic-embed-text-v1.5"
+
+
+def model_cache_dir() -> Path:
+    """Where fetched models live: RECALLMESH_MODEL_CACHE, else ~/.cache/recallmesh/models."""
+    raw = os.environ.get("RECALLMESH_MODEL_CACHE", "").strip()
+    if raw:
+        return Path(raw).expanduser().resolve()
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    return Path(base).expanduser().resolve() / "recallmesh" / "models"
+
+
+def default_manifest_path() -> Path:
+    """RECALLMESH_EMBEDDING_MANIFEST, else the default model in the cache."""
+    raw = os.environ.get("RECALLMESH_EMBEDDING_MANIFEST", "").strip()
+    if raw:
+        return Path(raw).expanduser().resolve()
+    return model_cache_dir() / DEFAULT_MODEL / "manifest.json"
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class ModelManifest:
+    path: Path
+    model_id: str
+    onnx: Path
+    tokenizer: Path
+    dimension: int
+    max_length: int
+    pooling: str = "mean"
+    normalize: bool = True
+    output: str = "last_hidden_state"
+    query_prefix: str = ""
+    document_prefix: str = ""
+    precision: str = "fp32"
+    sha256: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path | str | None = None) -> ModelManifest:
+        path = Path(path) if path is not None else default_manifest_path()
+        try:
+            raw = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(
+                f"no embedding model manifest at {path}: run `make models` "
+                "(or set RECALLMESH_EMBEDDING_MANIFEST)"
+            ) from None
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot read model manifest {path}: {exc}") from None
+        return cls.from_dict(raw, path)
+
+    @classmethod
+    def from_dict(cls, raw: object, path: Path) -> ModelManifest:
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: manifest must be a JSON object")
+        missing = [k for k in ("model_id", "onnx", "tokenizer", "dimension", "max_length")
+                   if k not in raw]
+        if missing:
+            raise ConfigError(f"{path}: manifest lacks {', '.join(missing)}")
+        unknown = set(raw) - {f for f in cls.__dataclass_fields__ if f != "path"}
+        if unknown:
+            raise ConfigError(f"{path}: unknown manifest keys {sorted(unknown)}")
+        base = path.parent
+        try:
+            manifest = cls(
+                path=path,
+                model_id=str(raw["model_id"]),
+                onnx=(base / str(raw["onnx"])).resolve(),
+                tokenizer=(base / str(raw["tokenizer"])).resolve(),
+                dimension=int(raw["dimension"]),
+                max_length=int(raw["max_length"]),
+                pooling=str(raw.get("pooling", "mean")),
+                normalize=bool(raw.get("normalize", True)),
+                output=str(raw.get("output", "last_hidden_state")),
+                query_prefix=str(raw.get("query_prefix", "")),
+                document_prefix=str(raw.get("document_prefix", "")),
+                precision=str(raw.get("precision", "fp32")),
+                sha256={str(k): str(v) for k, v in dict(raw.get("sha256", {})).items()},
+            )
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{path}: bad manifest value: {exc}") from None
+        if not manifest.model_id.strip():
+            raise ConfigError(f"{path}: model_id is empty")
+        if manifest.pooling not in POOLINGS:
+            raise ConfigError(f"{path}: pooling must be one of {POOLINGS}")
+        # pgvector's halfvec holds at most 16,000 dimensions; HNSW indexes 4,000.
+        if not 1 <= manifest.dimension <= 4000:
+            raise ConfigError(f"{path}: dimension must be within 1..4000")
+        if not 2 <= manifest.max_length <= 1_000_000:
+            raise ConfigError(f"{path}: max_length must be within 2..1000000")
+        return manifest
+
+    def verify(self) -> None:
+        """Check every listed file's sha256; raise ConfigError on a mismatch."""
+        for name, path in (("onnx", self.onnx), ("tokenizer", self.tokenizer)):
+            if not path.is_file():
+                raise ConfigError(f"{self.path}: {name} file {path} is missing")
+        for rel, want in self.sha256.items():
+            got = sha256_file((self.path.parent / rel).resolve())
+            if got != want:
+                raise ConfigError(
+                    f"{self.path}: {rel} has sha256 {got}, expected {want}; "
+                    "delete the model folder and run `make models` again"
+                )

@@ -1,0 +1,7 @@
+"""python -m recallmesh.services.embedding: serve the text-embedding model."""
+
+from recallmesh.services.embedding.servicer import EmbeddingApp
+from recallmesh.shared.server import run
+
+if __name__ == "__main__":
+    run("embedding", EmbeddingApp())

@@ -1,0 +1,140 @@
+"""gRPC adapter of the embedding service: EmbedderService over OnnxEmbedder + MicroBatcher."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import grpc
+from prometheus_client import Gauge
+
+from recallmesh.embedding_models.manifest import ModelManifest
+from recallmesh.services.embedding.batching import MicroBatcher
+from recallmesh.services.embedding.core import OnnxEmbedder, onnxruntime_distributions
+from recallmesh.services.embedding.query_cache import QueryVectorCache
+from recallmesh.shared.errors import InvalidArgument
+from recallmesh.shared.settings import ConfigError, EmbeddingSettings
+from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+# Characters kept of one text before tokenising. Far above what max_length
+# tokens can use, so it only bounds tokenizer work on giant inputs; the text
+# is then truncated to max_length tokens like any other long text.
+MAX_TEXT_CHARS = 64 * 1024
+
+PROVIDER_IN_USE = Gauge(
+    "recallmesh_embedding_provider_info",
+    "1 for the onnxruntime execution provider the embedding session runs on.",
+    ["provider", "model_id"],
+)
+
+KINDS = {
+    embedder_pb2.EMBED_KIND_UNSPECIFIED: "query",
+    embedder_pb2.EMBED_KIND_QUERY: "query",
+    embedder_pb2.EMBED_KIND_DOCUMENT: "document",
+}
+
+
+class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
+    def __init__(
+        self, embedder: OnnxEmbedder, batcher: MicroBatcher, max_texts_per_call: int,
+        query_cache: QueryVectorCache | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.batcher = batcher
+        self.max_texts = max_texts_per_call
+        self.query_cache = query_cache if query_cache is not None else QueryVectorCache(0)
+
+    async def Embed(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        n = len(request.texts)
+        if n == 0:
+            raise InvalidArgument("texts must not be empty")
+        if n > self.max_texts:
+            raise InvalidArgument(f"at most {self.max_texts} texts per call, got {n}")
+        if request.kind not in KINDS:
+            raise InvalidArgument(f"unknown kind {request.kind}")
+        texts = [t[:MAX_TEXT_CHARS] for t in request.texts]
+        kind = KINDS[request.kind]
+        remaining = context.time_remaining()
+        if kind == "query" and self.query_cache.enabled:
+            result = await self.query_cache.embed(
+                texts, lambda missing: self.batcher.embed(missing, kind, remaining))
+        else:
+            result = await self.batcher.embed(texts, kind, remaining)
+        cut = [
+            len(original) > MAX_TEXT_CHARS or by_tokens
+            for original, by_tokens in zip(request.texts, result.truncated, strict=True)
+        ]
+        manifest = self.embedder.manifest
+        response = embedder_pb2.EmbedResponse(
+            model_id=manifest.model_id,
+            dimension=manifest.dimension,
+            truncated=sum(cut),
+        )
+        for vector in result.vectors:
+            response.embeddings.add().values.extend(vector.tolist())
+        return response
+
+    async def ModelInfo(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        m = self.embedder.manifest
+        return embedder_pb2.ModelInfoResponse(
+            model_id=m.model_id,
+            dimension=m.dimension,
+            max_tokens=m.max_length,
+            provider=self.embedder.provider,
+            precision=m.precision,
+            pooling=m.pooling,
+            max_texts_per_call=self.max_texts,
+            provider_note=self.embedder.provider_note,
+        )
+
+
+class EmbeddingApp:
+    service_names = (embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"].full_name,)
+
+    def __init__(self) -> None:
+        self.batcher: MicroBatcher | None = None
+        self.servicer: EmbedderServicer | None = None
+
+    async def start(self) -> None:
+        installed = onnxruntime_distributions()
+        if len(installed) > 1:
+            raise ConfigError(
+                f"both {' and '.join(installed)} are installed in this environment; "
+                "they overwrite each other's files. Keep exactly one (see docs/configuration.md)"
+            )
+        settings = EmbeddingSettings.from_env()
+        manifest = ModelManifest.load()
+        manifest.verify()
+        embedder = OnnxEmbedder(
+            manifest,
+            provider=settings.provider,
+            intra_op_threads=settings.intra_op_threads,
+            max_batch=settings.max_batch,
+            max_batch_tokens=settings.max_batch_tokens,
+        )
+        embedder.warm_up()
+        self.batcher = MicroBatcher(embedder.embed, settings.max_batch, settings.max_wait_ms / 1000,
+                                    settings.max_queue_texts)
+        self.batcher.start()
+        self.servicer = EmbedderServicer(embedder, self.batcher, settings.max_texts_per_call,
+                                         QueryVectorCache(settings.query_cache_mb * 2**20))
+        PROVIDER_IN_USE.labels(embedder.provider, manifest.model_id).set(1)
+        log.info(
+            "model loaded",
+            extra={
+                "model_id": manifest.model_id,
+                "dimension": manifest.dimension,
+                "provider": embedder.provider,
+                "provider_note": embedder.provider_note,
+            },
+        )
+
+    def register(self, server: grpc.aio.Server) -> None:
+        assert self.servicer is not None
+        embedder_pb2_grpc.add_EmbedderServiceServicer_to_server(self.servicer, server)
+
+    async def stop(self) -> None:
+        if self.batcher is not None:
+            await self.batcher.close()

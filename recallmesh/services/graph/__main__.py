@@ -1,0 +1,7 @@
+"""python -m recallmesh.services.graph: serve the graph leg."""
+
+from recallmesh.services.graph.servicer import GraphApp
+from recallmesh.shared.server import run
+
+if __name__ == "__main__":
+    run("graph", GraphApp())

@@ -1,0 +1,7 @@
+"""python -m recallmesh.services.indexer: run the embedding indexer."""
+
+from recallmesh.services.indexer.servicer import IndexerApp
+from recallmesh.shared.server import run
+
+if __name__ == "__main__":
+    run("indexer", IndexerApp())

@@ -1,0 +1,304 @@
+"""Lexical retrieval: Postgres full-text search, the "current system" baseline.
+
+Faithful to the system recallmesh is measured against:
+  1. AND-match: `search_vector @@ plainto_tsquery('english', query)`;
+  2. if that yields fewer than k rows, broaden to OR-matching of the same
+     lexemes, admitting only rows whose OR ts_rank reaches `or_min_rank`;
+  3. AND hits always rank before OR-only hits; within each tier the order is
+       relevance:  ts_rank * 0.7 + importance * 0.3
+       importance: ts_rank * 0.4 + importance * 0.6
+       recency:    created_at descending
+     with the memory id as the final, deterministic tie-break.
+Scoped to one namespace, soft-deleted rows excluded, optional filters applied.
+
+A second ranking, `bm25`, is Okapi BM25 computed in SQL over the same
+tsvectors: every memory matching any query lexeme (OR) is scored by
+  sum over query lexemes t of idf(t) * tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl))
+with idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)), N, df and the average
+length read from the per-namespace statistics the schema keeps current on
+write (recallmesh/migrations/0004_bm25_stats.sql), tf the lexeme's position count and dl
+the memory's token count. The terms' postings (memory, tf, dl per lexeme,
+recallmesh/migrations/0006_bm25_postings.sql) are read instead of the memories' whole
+vectors. Hits are ordered by that score (no AND tier), then importance, then
+id (sort_by importance: the top k by score, most important first; recency: the
+newest matches); `exact_match` still says whether every term matched. Each BM25
+answer also gives the query's score scale, sum over its lexemes of idf(t): what a
+memory holding every term once at average length scores (calibrated fusion).
+A sensitive memory is held to its own text (content and keywords, not the
+tags or category it was filed under): its BM25 score is scaled by the share
+of its matched terms' idf that its text holds, and it is returned only when
+its text holds more than SENSITIVE_SHARE_MIN (three quarters) of the idf of the query's terms
+that the namespace holds (issue 39).
+Chinese, Japanese and Korean runs are searched as character pairs (cjk.py).
+The user's text only ever reaches Postgres as a bound parameter to
+plainto_tsquery, which cannot fail on any input (operators, quotes,
+backslashes, emoji, over-long tokens); the OR query is derived from the
+parsed tsquery, never from the raw text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from recallmesh.services.lexical.cjk import query_terms
+from recallmesh.wire.filters import Filters, filter_sql
+
+# (ts_rank weight, importance weight) of the blended score per sort mode.
+BLEND = {"relevance": (0.7, 0.3), "importance": (0.4, 0.6), "recency": (0.7, 0.3)}
+# The query as an AND tsquery (every term) and its OR broadening (any term), for ts_rank.
+_QUERY_TIERS = """WITH q AS (
+    SELECT plainto_tsquery('english', %(query)s) AS and_q
+), qq AS (
+    SELECT and_q, replace(and_q::text, ' & ', ' | ')::tsquery AS or_q FROM q
+)"""
+
+
+@dataclass(frozen=True)
+class LexicalHit:
+    memory_id: str
+    score: float  # the blended score of the hit's tier
+    ts_rank: float
+    tier: int  # 0 = AND match (every query term), 1 = OR-broadened
+    importance: float = 0.5
+    sensitive: bool = False
+
+
+@dataclass(frozen=True)
+class LexicalResult:
+    hits: list[LexicalHit]
+    # BM25: the query terms' summed idf, the score of a memory holding every term once at
+    # average length (what calibrated fusion divides by); None for ts_rank or no hits.
+    score_scale: float | None = None
+
+    @property
+    def and_hits(self) -> int:
+        return sum(1 for h in self.hits if h.tier == 0)
+
+    @property
+    def or_hits(self) -> int:
+        return sum(1 for h in self.hits if h.tier == 1)
+
+
+def build_search_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]:
+    """The one statement behind a lexical search, and its filter parameters.
+
+    Callers add: ns, query, k, or_min_rank.
+    """
+    if sort_by not in BLEND:
+        raise ValueError(f"unknown sort_by {sort_by!r}")
+    w_rank, w_importance = BLEND[sort_by]
+    score = f"(rank * {w_rank} + importance * {w_importance})"
+    order = "created_at DESC, id" if sort_by == "recency" else f"{score} DESC, id"
+    where_filters, params = filter_sql(filters, alias="m")
+    sql = f"""
+{_QUERY_TIERS}, and_hits AS (
+    SELECT m.id, ts_rank(m.search_vector, qq.and_q) AS rank, m.importance, m.created_at,
+           0 AS tier, m.is_sensitive
+    FROM memories m, qq
+    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
+      AND (m.expires_at IS NULL OR m.expires_at > now())
+      AND m.search_vector @@ qq.and_q {where_filters}
+), and_top AS (
+    SELECT * FROM and_hits ORDER BY {order} LIMIT %(k)s
+), or_top AS (
+    SELECT * FROM (
+        SELECT m.id, ts_rank(m.search_vector, qq.or_q) AS rank, m.importance, m.created_at,
+               1 AS tier, m.is_sensitive
+        FROM memories m, qq
+        WHERE (SELECT count(*) FROM and_top) < %(k)s
+          AND m.namespace = %(ns)s AND m.deleted_at IS NULL
+            AND (m.expires_at IS NULL OR m.expires_at > now())
+          AND m.search_vector @@ qq.or_q
+          AND NOT (m.search_vector @@ qq.and_q) {where_filters}
+    ) broadened
+    WHERE rank >= %(or_min_rank)s
+    ORDER BY {order} LIMIT %(k)s
+)
+SELECT id::text, {score} AS score, rank, tier, importance, NULL::float8 AS scale, is_sensitive
+FROM (SELECT * FROM and_top UNION ALL SELECT * FROM or_top) hits
+ORDER BY tier, {order}
+LIMIT %(k)s
+"""
+    return sql, params
+
+
+RANKINGS = ("ts_rank", "bm25")
+# BM25: a sensitive memory is returned only when its own text holds more than this share of the
+# query's evidence: the summed idf of the query's terms that the namespace holds at all (a term
+# no memory holds tells nothing). A secret that shares only a name with a harmless question
+# ("Where does Jonas work?" and Jonas's VPN password, tagged work: the name is just over half
+# of that question's evidence) is not returned; one asked for by what it holds ("Jonas's VPN
+# password", "sertraline dose") is. Half was not enough once scores became absolute (issue 39):
+# the name alone then ranked the secret above every memory matching only "work".
+SENSITIVE_SHARE_MIN = 0.75
+
+_NO_CUTOFF = "'-Infinity'::float8"  # a cut-off every score passes
+# The best scores are looked up first among this many times k of them (a bounded top-N sort);
+# only when fewer than k of those may be returned are all scores sorted.
+_FIRST_LOOKUPS = 4
+
+
+def _kth_passing(source: str, lookup: str) -> str:
+    """The k-th best score in `source` (memory_id, score) among memories that may be returned,
+    looking them up best first only until k pass; -Infinity when fewer than k do."""
+    def kth(limit: str, fewer: str) -> str:
+        return f"""(
+        SELECT CASE WHEN count(*) < %(k)s THEN {fewer} ELSE min(score) END
+        FROM (SELECT sc.score FROM (SELECT * FROM {source} ORDER BY score DESC {limit}) sc
+              {lookup}
+              LIMIT %(k)s) AS passing)"""
+    # coalesce runs the second, full sort only when the first finds fewer than k passing.
+    first = kth(f"LIMIT %(k)s * {_FIRST_LOOKUPS}", "NULL")
+    return f"coalesce({first}, {kth('', _NO_CUTOFF)})"
+
+
+def build_bm25_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]:
+    """The BM25 statement and its parameters (filters, sensitive_share). Callers add: ns,
+    query, k, k1, b.
+
+    Scores come from the postings of the query's own lexemes (migrations/0006), so the
+    cost grows with how many memories contain a query term, not with their length.
+    """
+    if sort_by not in BLEND:
+        raise ValueError(f"unknown sort_by {sort_by!r}")
+    # Equal scores go to the more important memory. recency: the newest matches;
+    # importance: the best-scoring matches, most important first.
+    order = "created_at DESC, id" if sort_by == "recency" else "score DESC, importance DESC, id"
+    final_order = "importance DESC, score DESC, id" if sort_by == "importance" else order
+    where_filters, params = filter_sql(filters, alias="m")
+    # The memory row behind a scored posting, and whether it may be returned: one primary-key
+    # lookup per scored memory, whatever the planner's statistics say (right after a bulk load,
+    # before autoanalyze, a plain join was planned as a nested loop rescanning the postings for
+    # every memory of the namespace: seconds per query).
+    lookup = f"""CROSS JOIN LATERAL (
+        SELECT * FROM memories m WHERE m.id = sc.memory_id
+        LIMIT 1  -- keeps the subquery from being flattened into a join the planner reorders
+    ) m
+    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
+      AND (m.expires_at IS NULL OR m.expires_at > now()) {where_filters}"""
+    # relevance and importance keep the k best scores: only memories scoring at least the k-th
+    # best score among those that pass the filters can be among them, and finding that score
+    # looks up scored memories best first, only until k pass (a common term matches tens of
+    # thousands of memories; looking every one up cost 260 of 890 ms at 100,000 memories).
+    # recency keeps the newest matches, whatever their score: every match is looked up.
+    cutoff = _NO_CUTOFF if sort_by == "recency" else _kth_passing("scored", lookup)
+    params["sensitive_share"] = SENSITIVE_SHARE_MIN
+    sql = f"""
+WITH terms AS (
+    SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
+), stats AS (
+    -- float8 throughout: an integer count minus 0.5 is numeric, and numeric ln() per posting
+    -- cost 65 of 110 ms for one query at 100,000 memories
+    SELECT greatest(docs, 1)::float8 AS docs,
+           greatest(total_len::float8 / greatest(docs, 1), 1) AS avgdl
+    FROM namespace_stats WHERE namespace = %(ns)s
+), idf AS MATERIALIZED (  -- once per term, not per posting
+    SELECT t.lexeme, coalesce(l.df, 0) AS df,
+           ln(1 + (s.docs - coalesce(l.df, 0) + 0.5) / (coalesce(l.df, 0) + 0.5)) AS idf
+    FROM terms t
+    CROSS JOIN stats s
+    LEFT JOIN LATERAL (
+        SELECT df FROM lexeme_stats
+        WHERE namespace = %(ns)s AND lexeme = t.lexeme
+        LIMIT 1
+    ) l ON true
+), scored AS MATERIALIZED (
+    -- Postings are read term by term through the (namespace, lexeme) key, whatever the
+    -- planner's statistics say: a namespace it has no statistics for yet (a bulk load before
+    -- ANALYZE) was otherwise planned as one scan of the whole namespace's postings joined to
+    -- the terms afterwards (measured: 52 s for one SciFact query instead of milliseconds).
+    SELECT p.memory_id,
+           sum(i.idf * p.tf * (%(k1)s + 1)
+               / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / s.avgdl))) AS score,
+           count(*) AS matched
+    FROM idf i
+    CROSS JOIN stats s
+    CROSS JOIN LATERAL (
+        SELECT memory_id, tf, dl FROM memory_lexemes
+        WHERE namespace = %(ns)s AND lexeme = i.lexeme
+        OFFSET 0  -- keeps the lookup from being flattened into a join the planner reorders
+    ) p
+    GROUP BY p.memory_id
+), looked AS (
+    SELECT m.id, m.importance, m.created_at, sc.score, m.is_sensitive, sc.matched,
+           CASE WHEN m.is_sensitive THEN m.search_vector END AS search_vector
+    FROM scored sc
+    {lookup}
+      AND sc.score >= {cutoff}
+), hits AS (
+    SELECT id, importance, created_at, is_sensitive, score,
+           matched = (SELECT count(*) FROM terms) AS all_terms
+    FROM looked WHERE NOT is_sensitive
+    UNION ALL
+    -- A sensitive memory is scored on the query terms of its own text only (content and its
+    -- keywords, tsvector weights A and B; not terms matched only by its tags or category), and
+    -- is returned only when that text holds more than %(sensitive_share)s of the idf of the
+    -- query's terms that the namespace holds at all. Only these rows pay for the check.
+    SELECT l.id, l.importance, l.created_at, l.is_sensitive, l.score * own.share,
+           own.matched = (SELECT count(*) FROM terms)
+    FROM looked l
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum(i.idf) FILTER (WHERE i.lexeme = ANY(v.own)), 0)
+                   / nullif(sum(i.idf) FILTER (WHERE i.lexeme = ANY(v.everything)), 0)
+                   AS share,
+               coalesce(sum(i.idf) FILTER (WHERE i.lexeme = ANY(v.own)), 0)
+                   / nullif(sum(i.idf) FILTER (WHERE i.df > 0), 0) AS of_query,
+               count(*) FILTER (WHERE i.lexeme = ANY(v.own)) AS matched
+        FROM idf i
+        CROSS JOIN (SELECT tsvector_to_array(ts_filter(l.search_vector, '{{a,b}}')) AS own,
+                           tsvector_to_array(l.search_vector) AS everything) v
+    ) own
+    WHERE l.is_sensitive AND own.of_query > %(sensitive_share)s
+)
+SELECT id::text, score, score AS rank, CASE WHEN all_terms THEN 0 ELSE 1 END AS tier,
+       importance, (SELECT sum(idf) FROM idf) AS scale, is_sensitive
+FROM (SELECT * FROM hits ORDER BY {order} LIMIT %(k)s) top
+ORDER BY {final_order}
+"""
+    return sql, params
+
+
+class LexicalRetriever:
+    """Runs lexical searches over a psycopg AsyncConnectionPool."""
+
+    def __init__(self, pool: Any, or_min_rank: float = 0.01, ranking: str = "ts_rank",
+                 k1: float = 1.2, b: float = 0.75) -> None:
+        self.pool = pool
+        self.or_min_rank = or_min_rank
+        self.ranking = ranking
+        self.k1 = k1
+        self.b = b
+
+    async def search(
+        self,
+        namespace: str,
+        query: str,
+        k: int,
+        filters: Filters | None = None,
+        sort_by: str = "relevance",
+        ranking: str = "",
+        k1: float | None = None,
+        b: float | None = None,
+    ) -> LexicalResult:
+        """`ranking`, `k1`, `b` override the leg's settings for this search."""
+        ranking = ranking or self.ranking
+        if ranking == "bm25":
+            sql, params = build_bm25_sql(filters or Filters(), sort_by)
+            params.update(k1=self.k1 if k1 is None else k1, b=self.b if b is None else b)
+        else:
+            sql, params = build_search_sql(filters or Filters(), sort_by)
+        params.update(ns=namespace, query=query_terms(query), k=k,
+                      or_min_rank=self.or_min_rank)
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(sql, params)
+            rows = await cur.fetchall()
+        scale = float(rows[0][5]) if rows and rows[0][5] else None  # BM25 only
+        return LexicalResult(
+            hits=[
+                LexicalHit(str(r[0]), float(r[1]), float(r[2]), int(r[3]), float(r[4]),
+                           bool(r[6]))
+                for r in rows
+            ],
+            score_scale=scale,
+        )

@@ -1,0 +1,48 @@
+"""gRPC adapter of the lexical leg: RetrieverService.Search over LexicalRetriever."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from recallmesh.services.lexical.core import LexicalRetriever
+from recallmesh.services.retriever_app import RetrieverApp
+from recallmesh.shared.settings import LexicalSettings
+from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
+from recallmesh.wire.policy import checked
+from recallmesh.wire.validation import search_request
+
+
+class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):
+    def __init__(self, retriever: LexicalRetriever) -> None:
+        self.retriever = retriever
+
+    async def Search(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        ns, query, k, filters, sort_by = search_request(request)
+        result = await self.retriever.search(
+            ns, query, k, filters, sort_by,
+            ranking=(checked("lexical_ranking", request.ranking, "ranking")
+                     if request.ranking.strip() else ""),
+            k1=checked("bm25_k1", request.bm25_k1, "bm25_k1")
+            if request.HasField("bm25_k1") else None,
+            b=checked("bm25_b", request.bm25_b, "bm25_b") if request.HasField("bm25_b") else None)
+        return retriever_pb2.SearchResponse(
+            candidates=[
+                retriever_pb2.Candidate(memory_id=h.memory_id, score=h.score,
+                                        importance=h.importance, exact_match=h.tier == 0,
+                                        sensitive=h.sensitive)
+                for h in result.hits
+            ],
+            diagnostics={"and_hits": str(result.and_hits), "or_hits": str(result.or_hits)},
+            score_scale=result.score_scale,
+        )
+
+
+class LexicalApp(RetrieverApp):
+    name = "lexical"
+
+    async def build(self, pool: Any) -> LexicalServicer:
+        settings = LexicalSettings.from_env()
+        return LexicalServicer(LexicalRetriever(pool, settings.or_min_rank, settings.ranking,
+                                                settings.bm25_k1, settings.bm25_b))

@@ -1,0 +1,7 @@
+"""python -m recallmesh.services.vector: serve the vector leg."""
+
+from recallmesh.services.vector.servicer import VectorApp
+from recallmesh.shared.server import run
+
+if __name__ == "__main__":
+    run("vector", VectorApp())

@@ -1,0 +1,112 @@
+"""Vector retrieval: pgvector HNSW (halfvec, cosine) over memory embeddings.
+
+One statement per search, inside its own transaction so the HNSW settings can
+be set with `SET LOCAL` semantics (set_config(..., is_local => true)): they
+end with the transaction and never leak to another client of a pooled
+connection (this also holds behind PgBouncer in transaction mode).
+  * hnsw.ef_search = max(configured ef_search, k): the candidate list must
+    be at least as long as the answer;
+  * hnsw.iterative_scan = relaxed_order: when filters (namespace, category,
+    tags, time) discard index hits, the scan continues instead of returning
+    fewer than k rows. Relaxed order can return rows slightly out of order,
+    so the nearest rows are materialised and re-sorted by (distance, id),
+    which also makes ties deterministic.
+Only memories embedded by the query vector's model are compared (vectors of
+two models are not comparable, e.g. during a model switch). Sensitive and
+deleted memories have no vector (the schema clears it), and the statement
+also excludes deleted rows explicitly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from recallmesh.migrations.vector_schema import vector_literal
+from recallmesh.shared.errors import InvalidArgument
+from recallmesh.shared.settings import DEFAULT_EF_SEARCH
+from recallmesh.wire.filters import Filters, filter_sql
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    memory_id: str
+    similarity: float  # cosine similarity, 1 - cosine distance
+    importance: float = 0.5
+
+
+def build_search_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
+    """The nearest-neighbour statement and its filter parameters.
+
+    Callers add: ns, vector, model, k.
+    """
+    where_filters, params = filter_sql(filters, alias="m")
+    sql = f"""
+WITH nearest AS MATERIALIZED (
+    SELECT m.id, m.importance, m.embedding <=> %(vector)s::halfvec AS distance
+    FROM memories m
+    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
+      AND (m.expires_at IS NULL OR m.expires_at > now())
+      AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s {where_filters}
+    ORDER BY m.embedding <=> %(vector)s::halfvec
+    LIMIT %(k)s
+)
+SELECT id::text, 1 - distance AS similarity, importance FROM nearest ORDER BY distance, id
+"""
+    return sql, params
+
+
+def check_vector(values: Sequence[float], dimension: int) -> np.ndarray:
+    """The query vector as float32, or INVALID_ARGUMENT (never a database error)."""
+    if len(values) != dimension:
+        raise InvalidArgument(
+            f"query_vector has {len(values)} dimensions, the stored embeddings have {dimension}"
+        )
+    vector = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(vector)):
+        raise InvalidArgument("query_vector must hold finite numbers")
+    norm = float(np.linalg.norm(vector))
+    if norm == 0.0 or not math.isfinite(norm):
+        raise InvalidArgument("query_vector must not be the zero vector")
+    # Cosine ignores scale: normalise, so any finite direction fits halfvec's
+    # range (|x| < 65520) and tiny values do not round to a zero vector.
+    unit = (vector / norm).astype(np.float16)
+    if not np.any(unit):
+        raise InvalidArgument("query_vector must not be the zero vector")
+    return unit.astype(np.float32)
+
+
+class VectorRetriever:
+    """Runs nearest-neighbour searches over a psycopg AsyncConnectionPool."""
+
+    def __init__(self, pool: Any, dimension: int, ef_search: int = DEFAULT_EF_SEARCH,
+                 iterative_scan: str = "relaxed_order") -> None:
+        self.pool = pool
+        self.dimension = dimension
+        self.ef_search = ef_search
+        self.iterative_scan = iterative_scan
+
+    async def search(
+        self,
+        namespace: str,
+        vector: Sequence[float],
+        model: str,
+        k: int,
+        filters: Filters | None = None,
+    ) -> list[VectorHit]:
+        query_vector = check_vector(vector, self.dimension)
+        sql, params = build_search_sql(filters or Filters())
+        params.update(ns=namespace, vector=vector_literal(query_vector), model=model, k=k)
+        async with self.pool.connection() as conn, conn.transaction():
+            await conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true), "
+                "set_config('hnsw.iterative_scan', %s, true)",
+                (str(max(self.ef_search, k)), self.iterative_scan),
+            )
+            cur = await conn.execute(sql, params)
+            rows = await cur.fetchall()
+        return [VectorHit(str(r[0]), float(r[1]), float(r[2])) for r in rows]

