@@ -845,7 +845,8 @@ def build_parser() -> argparse.ArgumentParser:
     migrate.set_defaults(func=cmd_migrate)
 
     fetch_model = sub.add_parser(
-        "fetch-model", help="fetch an embedding model (recallmesh/embedding_models/catalogue/*.json)")
+        "fetch-model",
+        help="fetch an embedding model (recallmesh/embedding_models/catalogue/*.json)")
     fetch_model.add_argument("name", nargs="?", default=DEFAULT_MODEL)
     fetch_model.set_defaults(func=cmd_fetch_model)
 

@@ -1,4 +1,5 @@
-"""CUDA against CPU for recallmesh.services.embedding.core.OnnxEmbedder on one model: the providers each
+"""CUDA against CPU for recallmesh.services.embedding.core.OnnxEmbedder on one model: the
+providers each
 `provider=` setting ends up with, the differences between their vectors (also with TF32 off and
 one text at a time), and embed() timings at 1 / 8 / 32 / 128 texts.
 

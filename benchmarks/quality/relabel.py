@@ -13,7 +13,8 @@ ranking is the same query by query. `OUTDIR/<from>.json` becomes `OUTDIR/default
 old `default.json` (run under the previous deployment default) becomes `<displaced-as>.json`.
 The first half is checked here. The second is the caller's word: a result file does not hold
 the gateway's defaults, so each moved file gets a `relabelled` entry with the name it ran under
-and its git commit, which a reader can check against that commit's recallmesh/wire/policy.py. Nothing
+and its git commit, which a reader can check against that commit's
+recallmesh/wire/policy.py. Nothing
 is moved unless every folder has both files.
 """
 

@@ -1,5 +1,6 @@
 """What an embedding model's scores mean: its score calibration, fitted on the development
-splits and shipped in the model's catalogue entry (recallmesh/embedding_models/catalogue/<name>.json,
+splits and shipped in the model's catalogue entry
+(recallmesh/embedding_models/catalogue/<name>.json,
 key "calibration"), looked up by the model id stored beside every vector.
 
     "calibration": {

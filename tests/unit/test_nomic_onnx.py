@@ -1,4 +1,5 @@
-"""The torch-free nomic-bert exporter (recallmesh/embedding_models/build/nomic_onnx.py) on a tiny random GGUF
+"""The torch-free nomic-bert exporter (recallmesh/embedding_models/build/nomic_onnx.py) on a
+tiny random GGUF
 file written here: the ONNX graph against a plain numpy forward pass (rotary NeoX style,
 SwiGLU, post-LN), padding that does not change real tokens, byte-identical builds, the
 tokenizer restored to BERT spelling, and clear errors on files it cannot read."""

@@ -1,4 +1,5 @@
-"""gRPC adapter of the fusion service: FusionService.Fuse over recallmesh.services.fusion.core.fuse."""
+"""gRPC adapter of the fusion service: FusionService.Fuse over
+recallmesh.services.fusion.core.fuse."""
 
 from __future__ import annotations
 
