@@ -34,8 +34,10 @@ from rich.table import Table
 
 from recallmesh.client.errors import RecallmeshError
 from recallmesh.embedding_models.manifest import DEFAULT_MODEL
+from recallmesh.shared.services import BY_NAME
 from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
-from recallmesh.wire.validation import MAX_INDEX_WAIT_MS, MAX_REQUEST_BYTES, SORT_BY_VALUES
+from recallmesh.wire.enums import LEG_STATE_NAMES, SORT_BY_VALUES
+from recallmesh.wire.validation import MAX_INDEX_WAIT_MS, MAX_REQUEST_BYTES
 
 DEFAULT_TARGET = "localhost:50051"
 DEMO_FILE: Traversable = resources.files("recallmesh.demo") / "memories.jsonl"  # package data
@@ -219,7 +221,7 @@ def print_recall(response: Any, explain: bool) -> None:
         table.add_row(*row)
     console.print(table)
     legs = ", ".join(
-        f"{leg.leg}={memory_pb2.LegState.Name(leg.state).removeprefix('LEG_STATE_')}"
+        f"{leg.leg}={LEG_STATE_NAMES.get(leg.state, 'UNSPECIFIED')}"
         f" {leg.latency_ms:.1f}ms ({leg.candidates} cand.)"
         + (f" [{leg.detail}]" if leg.detail else "")
         for leg in response.legs
@@ -380,7 +382,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def cmd_settings(args: argparse.Namespace) -> int:
     """Every recall setting (recallmesh/wire/policy.py): its built-in default, the value this
     environment gives it, its variable and whether a request may override it."""
-    from recallmesh.shared.settings import ConfigError, LexicalSettings
+    from recallmesh.services.lexical.settings import LexicalSettings
+    from recallmesh.shared.settings import ConfigError
     from recallmesh.wire.policy import LEG_WEIGHTS_ENV, RecallPolicy
 
     try:
@@ -454,9 +457,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     `python -m <its module>`; SIGTERM drains it and exits 0."""
     import runpy
 
-    from recallmesh.stack.supervisor import MODULES
 
-    runpy.run_module(MODULES[args.service], run_name="__main__", alter_sys=True)
+    runpy.run_module(BY_NAME[args.service].module, run_name="__main__", alter_sys=True)
     return 0
 
 
@@ -834,11 +836,10 @@ def build_parser() -> argparse.ArgumentParser:
                               "this environment's value, its variable")
     settings.set_defaults(func=cmd_settings)
 
-    from recallmesh.stack.supervisor import MODULES
 
     serve = sub.add_parser("serve", help="run one service in the foreground (containers: one "
                            "service per container)")
-    serve.add_argument("service", choices=list(MODULES))
+    serve.add_argument("service", choices=list(BY_NAME))
     serve.set_defaults(func=cmd_serve)
 
     migrate = sub.add_parser("migrate", help="apply database migrations")

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from recallmesh.shared.settings import DEFAULT_LEGS
+from recallmesh.gateway.settings import DEFAULT_LEGS
 from recallmesh.v1 import memory_pb2
 from recallmesh.wire.policy import Overrides
 

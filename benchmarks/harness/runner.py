@@ -30,8 +30,9 @@ from benchmarks.harness.script import (
 )
 from benchmarks.harness.stats import latency_summary, percentile
 from recallmesh.embedding_models.manifest import ModelManifest
+from recallmesh.gateway.settings import ALL_LEGS
 from recallmesh.shared.db import redact, resolve_dsn
-from recallmesh.shared.settings import ALL_LEGS, default_target
+from recallmesh.shared.settings import default_target
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc, memory_pb2, memory_pb2_grpc
 from recallmesh.wire.timestamps import to_proto_timestamp

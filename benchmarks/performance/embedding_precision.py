@@ -41,7 +41,7 @@ from benchmarks.harness.stats import percentile
 from benchmarks.performance.embedding_throughput import read_texts
 from recallmesh.embedding_models.manifest import ModelManifest, model_cache_dir, sha256_file
 from recallmesh.services.embedding.core import OnnxEmbedder
-from recallmesh.shared.settings import EmbeddingSettings
+from recallmesh.services.embedding.settings import EmbeddingSettings
 
 DATASETS = Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets"
 DEFAULT_MODELS = ["nomic-embed-text-v1.5", "nomic-embed-text-v1.5-int8"]

@@ -77,7 +77,7 @@ from benchmarks.performance.gateway_recall import (
     DATASETS,
     NAMESPACE,
 )
-from recallmesh.shared.settings import GatewaySettings
+from recallmesh.gateway.settings import GatewaySettings
 from recallmesh.stack.supervisor import Stack
 
 

@@ -70,14 +70,16 @@ from benchmarks.performance.gateway_recall import DATASETS, read_queries, read_t
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.migrations.vector_schema import (
     INDEX_NAME,
+    HnswSettings,
     create_hnsw_index,
     prepare_database,
     vector_literal,
 )
 from recallmesh.services.lexical import core as lexical
+from recallmesh.services.lexical.settings import LexicalSettings
 from recallmesh.services.vector import core as vector
+from recallmesh.services.vector.settings import VectorSettings
 from recallmesh.shared.db import embedded_dsn, start_embedded
-from recallmesh.shared.settings import HnswSettings, LexicalSettings, VectorSettings
 from recallmesh.wire.filters import Filters
 
 DB = "rls_bench"

@@ -78,7 +78,8 @@ from benchmarks.performance.vector_leg import (
 )
 from recallmesh.embedding_models.manifest import ModelManifest, sha256_file
 from recallmesh.services.embedding.core import OnnxEmbedder
-from recallmesh.shared.settings import EmbeddingSettings, VectorSettings
+from recallmesh.services.embedding.settings import EmbeddingSettings
+from recallmesh.services.vector.settings import VectorSettings
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2_grpc
 

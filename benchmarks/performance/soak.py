@@ -80,7 +80,7 @@ from benchmarks.performance.gateway_recall import (
     DATASETS,
     NAMESPACE,
 )
-from recallmesh.shared.settings import GatewaySettings
+from recallmesh.gateway.settings import GatewaySettings
 from recallmesh.stack.supervisor import Stack
 
 OVERLOAD_JSON = Path("benchmarks/results/overload.json")  # what `make bench-overload` writes

@@ -55,7 +55,7 @@ from benchmarks.performance.gateway_recall import NAMESPACE, read_texts, run_loa
 from benchmarks.performance.recall_stages import snapshot, stage_rows, stage_table
 from recallmesh.embedding_models.manifest import DEFAULT_MODEL, ModelManifest, model_cache_dir
 from recallmesh.services.embedding.core import OnnxEmbedder
-from recallmesh.shared.settings import EmbeddingSettings
+from recallmesh.services.embedding.settings import EmbeddingSettings
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc, memory_pb2, memory_pb2_grpc
 
 DATASETS = Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets"

@@ -25,7 +25,7 @@ from benchmarks.harness.script import names
 from recallmesh.embedding_models.fetch import catalogue_names
 from recallmesh.embedding_models.manifest import ModelManifest, model_cache_dir
 from recallmesh.services.embedding.core import OnnxEmbedder
-from recallmesh.shared.settings import DEFAULT_CONCEPT_MERGE_THRESHOLD
+from recallmesh.services.indexer.settings import DEFAULT_CONCEPT_MERGE_THRESHOLD
 
 SAME = [("svelte", "svelte framework"), ("react", "react.js"), ("postgres", "postgresql"),
         ("new york", "new york city"), ("the beatles", "beatles"),

@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 
 from benchmarks.harness.configs import CONFIGS, Config
-from recallmesh.shared.settings import DEFAULT_LEGS
+from recallmesh.gateway.settings import DEFAULT_LEGS
 from recallmesh.wire.policy import DEFAULT_LEG_WEIGHTS
 
 TARGET = "default"

@@ -61,7 +61,8 @@ from benchmarks.replay.pool import PRIMARY, K, leg_lists, rounded, scored, write
 from recallmesh.gateway import stages
 from recallmesh.gateway.query_intent import route
 from recallmesh.gateway.time_window import boost
-from recallmesh.services.fusion.core import FusionSettings, fuse
+from recallmesh.services.fusion.core import fuse
+from recallmesh.wire.fusion import FusionSettings
 from recallmesh.wire.policy import Overrides, RecallPolicy
 
 FOLDS = 5

@@ -65,7 +65,7 @@ from benchmarks.replay.pool import (
 from benchmarks.replay.vectors import Vectors
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.gateway.time_window import boost, resolve
-from recallmesh.services.fusion.core import LegCandidate, LegList
+from recallmesh.wire.fusion import LegCandidate, LegList
 
 SPEAKER_BETAS = (0.1, 0.2, 0.5)
 PRF = [(m, a, w) for m in (3, 5) for a in (0.5, 1.0) for w in (0.3, 0.6)]

@@ -37,7 +37,7 @@ from benchmarks.replay.pool import (
 )
 from benchmarks.replay.vectors import Vectors
 from recallmesh.embedding_models.manifest import DEFAULT_MODEL, model_cache_dir
-from recallmesh.services.fusion.core import LegList
+from recallmesh.wire.fusion import LegList
 
 LEXICAL_WEIGHTS = (0.5, 0.7, 0.85, 1.0, 1.4, 1.7)
 PAIR_WEIGHTS = (1.0, 0.5)  # served model's vector list, the other model's, at lexical 1

@@ -39,20 +39,15 @@ from benchmarks.harness.data import load
 from benchmarks.harness.runner import gateway_legs, git_commit, ingest, settle
 from benchmarks.harness.script import BENCH_ENV, dial_gateway
 from benchmarks.harness.stats import paired_bootstrap
+from recallmesh.gateway.settings import ALL_LEGS
 from recallmesh.gateway.stages import contributing_legs, propagate_context
 from recallmesh.gateway.store import MemoryStore
-from recallmesh.services.fusion.core import (
-    FusedCandidate,
-    FusionSettings,
-    LegCandidate,
-    LegList,
-    fuse,
-)
+from recallmesh.services.fusion.core import fuse
 from recallmesh.shared.db import ADMIN, open_pool, resolve_dsn
-from recallmesh.shared.settings import ALL_LEGS
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from recallmesh.wire.filters import Filters
+from recallmesh.wire.fusion import FusedCandidate, FusionSettings, LegCandidate, LegList
 from recallmesh.wire.policy import RecallPolicy
 from recallmesh.wire.validation import MAX_BUDGET_MS
 

@@ -12,7 +12,7 @@ import numpy as np
 from benchmarks.harness.data import load
 from recallmesh.embedding_models.manifest import ModelManifest, sha256_file
 from recallmesh.services.embedding.core import OnnxEmbedder
-from recallmesh.services.fusion.core import LegCandidate, LegList
+from recallmesh.wire.fusion import LegCandidate, LegList
 
 CHUNK_WORDS, CHUNK_STRIDE = 120, 80
 

@@ -22,6 +22,7 @@ import grpc
 from recallmesh.auth.authenticator import Authenticator, bearer_token
 from recallmesh.auth.principal import Principal, Scope
 from recallmesh.shared.errors import PermissionDenied, RequestError, Unauthenticated
+from recallmesh.shared.services import is_open
 from recallmesh.shared.settings import AuthSettings, ConfigError
 from recallmesh.shared.tls import PUBLIC_SERVICE, TlsSettings
 from recallmesh.wire import validation
@@ -43,17 +44,11 @@ METHOD_SCOPES: dict[str, Scope] = {
     f"/{KEY_SERVICE}/ListApiKeys": Scope.ADMIN,
     f"/{KEY_SERVICE}/RevokeApiKey": Scope.ADMIN,
 }
-OPEN_SERVICES = ("grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection",
-                 "grpc.reflection.v1.ServerReflection")
 
 # The verified caller of the call being served (KeyService reads it).
 CALLER: contextvars.ContextVar[Principal] = contextvars.ContextVar("recallmesh_caller")
 
 Continuation = Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]]
-
-
-def is_open(method: str) -> bool:
-    return method.lstrip("/").split("/", 1)[0] in OPEN_SERVICES
 
 
 def _guarded(handler: grpc.RpcMethodHandler, check: Callable[[Any, Any], Awaitable[Any]]

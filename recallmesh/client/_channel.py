@@ -9,6 +9,7 @@ from typing import Any
 
 import grpc
 
+from recallmesh.shared.credentials import client_api_key
 from recallmesh.shared.tls import TlsSettings, channel_credentials
 from recallmesh.wire.validation import MAX_REQUEST_BYTES
 
@@ -90,6 +91,5 @@ def bearer_token(api_key: str | None, token: str | None) -> str:
         raise ValueError("give api_key or token, not both")
     if api_key or token:
         return str(api_key or token)
-    from recallmesh.shared.credentials import client_api_key
 
     return client_api_key()

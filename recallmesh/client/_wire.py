@@ -25,15 +25,7 @@ from recallmesh.client.types import (
     StoreResult,
 )
 from recallmesh.v1 import memory_pb2
-from recallmesh.wire.validation import SORT_BY_VALUES
-
-RELATION_TYPES = {
-    "supersedes": memory_pb2.RELATION_TYPE_SUPERSEDES,
-    "derived_from": memory_pb2.RELATION_TYPE_DERIVED_FROM,
-    "references": memory_pb2.RELATION_TYPE_REFERENCES,
-    "about": memory_pb2.RELATION_TYPE_ABOUT,
-}
-LEG_STATES = {v: k.removeprefix("LEG_STATE_") for k, v in memory_pb2.LegState.items()}
+from recallmesh.wire.enums import LEG_STATE_NAMES, RELATION_TYPE_VALUES, SORT_BY_VALUES
 
 
 class MemoryFields(TypedDict, total=False):
@@ -123,10 +115,10 @@ def memory_message(content: str, fields: MemoryFields) -> Any:
             _ts(value, getattr(memory, name))
     relations = [Relation("supersedes", i) for i in fields.get("supersedes", ())]
     for relation in [*relations, *fields.get("relations", ())]:
-        if relation.type not in RELATION_TYPES:
-            raise ValueError(f"relation type must be one of {', '.join(RELATION_TYPES)}, "
+        if relation.type not in RELATION_TYPE_VALUES:
+            raise ValueError(f"relation type must be one of {', '.join(RELATION_TYPE_VALUES)}, "
                              f"got {relation.type!r}")
-        memory.relations.add(type=RELATION_TYPES[relation.type], target_id=relation.target_id)
+        memory.relations.add(type=RELATION_TYPE_VALUES[relation.type], target_id=relation.target_id)
     return memory
 
 
@@ -251,7 +243,7 @@ def recall_result(reply: Any) -> RecallResult:
         Hit(memory_from(h.memory), h.score,
             tuple(LegContribution(c.leg, c.rank, c.score, c.reason) for c in h.legs))
         for h in reply.hits)
-    legs = tuple(LegReport(leg.leg, LEG_STATES.get(leg.state, "UNSPECIFIED"), leg.latency_ms,
+    legs = tuple(LegReport(leg.leg, LEG_STATE_NAMES.get(leg.state, "UNSPECIFIED"), leg.latency_ms,
                            leg.candidates, leg.detail) for leg in reply.legs)
     return RecallResult(hits, legs, reply.degraded, reply.fusion, reply.latency_ms)
 

@@ -25,11 +25,12 @@ from typing import Protocol
 from opentelemetry import trace
 
 from recallmesh.gateway.metrics import LEG_FAILURES, SECOND_STAGES
+from recallmesh.gateway.settings import SENSITIVE_LEGS
 from recallmesh.services.embedding.client import Embeddings
-from recallmesh.services.fusion.core import FusionSettings, LegCandidate, LegList, fuse
-from recallmesh.shared.settings import SENSITIVE_LEGS
+from recallmesh.services.fusion.core import fuse
 from recallmesh.shared.telemetry import LEG_LATENCY_SECONDS
 from recallmesh.wire.filters import Filters
+from recallmesh.wire.fusion import FusionSettings, LegCandidate, LegList
 from recallmesh.wire.policy import GRAPH_LEG
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,8 @@ from opentelemetry import trace
 
 from recallmesh.gateway.fanout import LegError, LegTimeout
 from recallmesh.gateway.metrics import FALLBACKS
-from recallmesh.services.fusion.core import FusedCandidate, FusionSettings, LegList, fuse
+from recallmesh.services.fusion.core import fuse
+from recallmesh.wire.fusion import FusedCandidate, FusionSettings, LegList
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("recallmesh.gateway")

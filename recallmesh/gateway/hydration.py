@@ -8,7 +8,7 @@ import logging
 
 from recallmesh.gateway.metrics import CONTEXT_EXPANSIONS
 from recallmesh.gateway.store import MemoryStore, StoredMemory
-from recallmesh.services.fusion.core import FusedCandidate
+from recallmesh.wire.fusion import FusedCandidate
 from recallmesh.wire.validation import RecallQuery
 
 log = logging.getLogger(__name__)

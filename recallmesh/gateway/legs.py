@@ -17,13 +17,20 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
 from recallmesh.gateway.fanout import LegAnswer, LegError, LegQuery, LegTimeout
-from recallmesh.services.fusion.core import FusedCandidate, FusionSettings, LegCandidate, LegList
 from recallmesh.shared.server import client_options
 from recallmesh.shared.tls import dial
 from recallmesh.v1 import fusion_pb2, fusion_pb2_grpc, retriever_pb2, retriever_pb2_grpc
+from recallmesh.wire.enums import SORT_BY_VALUES
 from recallmesh.wire.filters import filters_to_proto
-from recallmesh.wire.fusion import hits_from_proto, lists_to_proto, settings_to_proto
-from recallmesh.wire.validation import SORT_BY_VALUES
+from recallmesh.wire.fusion import (
+    FusedCandidate,
+    FusionSettings,
+    LegCandidate,
+    LegList,
+    hits_from_proto,
+    lists_to_proto,
+    settings_to_proto,
+)
 
 log = logging.getLogger(__name__)
 

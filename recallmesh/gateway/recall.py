@@ -66,13 +66,14 @@ from recallmesh.gateway.metrics import (
     TIME_WINDOWS,
 )
 from recallmesh.gateway.query_intent import Route, route
+from recallmesh.gateway.settings import GatewaySettings
 from recallmesh.gateway.store import MemoryStore, StoredMemory
 from recallmesh.gateway.time_window import TimeWindow, boost
 from recallmesh.services.embedding.client import Embeddings
-from recallmesh.services.fusion.core import FusedCandidate, fuse
+from recallmesh.services.fusion.core import fuse
 from recallmesh.shared import db
 from recallmesh.shared.errors import DeadlineExceeded, ResourceExhausted, Unavailable
-from recallmesh.shared.settings import GatewaySettings
+from recallmesh.wire.fusion import FusedCandidate
 from recallmesh.wire.policy import GRAPH_LEG, RecallPolicy
 from recallmesh.wire.validation import RecallQuery
 

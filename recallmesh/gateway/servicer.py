@@ -17,6 +17,7 @@ from recallmesh.gateway.context import TokenCounter, is_temporal, pack
 from recallmesh.gateway.keys import KeyServicer
 from recallmesh.gateway.legs import FusionClient, GrpcLeg, leg_failure
 from recallmesh.gateway.recall import Recaller, RecallOutcome
+from recallmesh.gateway.settings import GatewaySettings
 from recallmesh.gateway.stages import CONTEXT_NEXT, CONTEXT_PREV
 from recallmesh.gateway.store import MemoryStore, StoredMemory
 from recallmesh.gateway.time_window import TIME_WINDOW_LEG
@@ -24,20 +25,13 @@ from recallmesh.migrations import latest_version
 from recallmesh.services.embedding.client import EmbedderClient, Embeddings
 from recallmesh.shared.db import open_pool, resolve_dsn, unreachable
 from recallmesh.shared.errors import InvalidArgument
-from recallmesh.shared.settings import AuthSettings, GatewaySettings
+from recallmesh.shared.settings import AuthSettings
 from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
 from recallmesh.wire import validation
+from recallmesh.wire.enums import LEG_STATE_VALUES
 from recallmesh.wire.timestamps import to_proto_timestamp
 
 log = logging.getLogger(__name__)
-
-LEG_STATES = {
-    "OK": memory_pb2.LEG_STATE_OK,
-    "TIMEOUT": memory_pb2.LEG_STATE_TIMEOUT,
-    "ERROR": memory_pb2.LEG_STATE_ERROR,
-    "SKIPPED": memory_pb2.LEG_STATE_SKIPPED,
-}
-
 
 def memory_to_proto(memory: StoredMemory) -> Any:
     msg = memory_pb2.Memory(
@@ -91,7 +85,7 @@ def recall_to_proto(outcome: RecallOutcome, explain: bool) -> Any:
     for leg in outcome.legs:
         response.legs.add(
             leg=leg.leg,
-            state=LEG_STATES[leg.state],
+            state=LEG_STATE_VALUES[leg.state],
             latency_ms=leg.latency_ms,
             candidates=len(leg.candidates),
             detail=leg.detail,

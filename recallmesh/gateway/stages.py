@@ -45,7 +45,7 @@ from datetime import UTC, datetime
 
 from recallmesh.embedding_models.calibration import ScoreCalibration
 from recallmesh.gateway.time_window import TimeWindow, resolve
-from recallmesh.services.fusion.core import Contribution, FusedCandidate, LegList
+from recallmesh.wire.fusion import Contribution, FusedCandidate, LegList
 from recallmesh.wire.policy import RecallPolicy
 
 # The pseudo-legs named in explain for what context propagation added to a memory stored

@@ -27,10 +27,10 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from recallmesh.gateway.settings import NamespaceTTL
 from recallmesh.services.lexical.cjk import index_terms
 from recallmesh.shared.db import ADMIN, WRITE, transaction
 from recallmesh.shared.errors import AlreadyExists, InvalidArgument, NotFound
-from recallmesh.shared.settings import NamespaceTTL
 from recallmesh.wire.filters import Filters, filter_sql
 from recallmesh.wire.validation import NewMemory
 

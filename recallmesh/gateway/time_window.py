@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from recallmesh.services.fusion.core import Contribution, FusedCandidate
+from recallmesh.wire.fusion import Contribution, FusedCandidate
 
 TIME_WINDOW_LEG = "time_window"  # the pseudo-leg named in explain for the boost
 

@@ -11,12 +11,13 @@ a silent rebuild or a silent mix of incomparable vectors.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import psycopg
 
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.migrations import apply_migrations
-from recallmesh.shared.settings import HnswSettings
+from recallmesh.shared.settings import ConfigError, env_int
 
 INDEX_NAME = "memories_embedding_hnsw_idx"
 _LOCK_KEY = 0x7265_6376  # "recv": serialises column/index changes
@@ -128,3 +129,21 @@ def prepare_database(dsn: str, manifest: ModelManifest | None = None) -> None:
     apply_migrations(dsn)
     manifest = manifest or ModelManifest.load()
     ensure_embedding_column(dsn, manifest.dimension, manifest.model_id)
+
+
+@dataclass(frozen=True)
+class HnswSettings:
+    """Build parameters of the HNSW index (read when the index is created)."""
+
+    m: int = 16
+    ef_construction: int = 64
+
+    @classmethod
+    def from_env(cls) -> HnswSettings:
+        m = env_int("RECALLMESH_HNSW_M", 16, minimum=2)
+        ef = env_int("RECALLMESH_HNSW_EF_CONSTRUCTION", 64, minimum=4)
+        if ef < 2 * m:
+            raise ConfigError(
+                "RECALLMESH_HNSW_EF_CONSTRUCTION must be at least 2 * RECALLMESH_HNSW_M"
+            )
+        return cls(m=m, ef_construction=ef)

@@ -23,7 +23,7 @@ import asyncio
 import json
 import logging
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import grpc
@@ -154,18 +154,23 @@ def client_options(service: str) -> list[tuple[str, object]]:
     ]
 
 
+# What stands in front of a service's own interceptors: given the service's name and the
+# deployment's auth and TLS settings, the interceptor that admits its callers (None: no wall
+# needed); ConfigError when the settings leave the service open. The auth package supplies it
+# (recallmesh.auth.interceptors.internal_guard); the floor only runs it.
+Guard = Callable[[str, AuthSettings, TlsSettings], "grpc.aio.ServerInterceptor | None"]
+
+
 async def serve(
-    app: ServiceApp, config: ServerConfig, stop_event: asyncio.Event | None = None,
+    app: ServiceApp, config: ServerConfig, guard: Guard, stop_event: asyncio.Event | None = None,
     tls: TlsSettings | None = None, auth: AuthSettings | None = None,
 ) -> None:
     """Run `app` until stop_event is set (or SIGTERM / SIGINT arrives); TLS when `tls` (default:
-    the environment's, recallmesh.shared.tls) has a certificate; internal services accept
-    internal callers only unless `auth` (default: the environment's) is off."""
-    from recallmesh.auth.interceptors import internal_guard
-
+    the environment's, recallmesh.shared.tls) has a certificate; callers admitted by `guard`
+    under `auth` (default: the environment's)."""
     tls = tls if tls is not None else TlsSettings.from_env()
     auth = auth if auth is not None else AuthSettings.from_env()
-    guard = internal_guard(config.name, auth, tls)
+    wall = guard(config.name, auth, tls)
     stop_event = stop_event or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -179,7 +184,7 @@ async def serve(
     except Exception as exc:  # unreachable database, schema out of date, bad settings
         log.error("startup failed: %s", exc, extra={"error": type(exc).__name__})
         raise SystemExit(1) from None
-    walls = [*([guard] if guard else []), *getattr(app, "interceptors", list)()]
+    walls = [*([wall] if wall else []), *getattr(app, "interceptors", list)()]
     server = grpc.aio.server(
         # Admission (config.max_concurrent_rpcs) is ServerInterceptor's, not gRPC's own
         # maximum_concurrent_rpcs: that one also refuses health checks (a busy pod would turn
@@ -235,17 +240,15 @@ async def serve(
         log.info("stopped")
 
 
-def run(name: str, app: ServiceApp) -> None:
-    """Entry point of `python -m <service>`."""
+def run(name: str, app: ServiceApp, guard: Guard) -> None:
+    """Entry point of `python -m <service>`: `app` served behind `guard`."""
     configure_logging(name)
     try:
         config = ServerConfig.from_env(name)
         tls = TlsSettings.from_env()
         auth = AuthSettings.from_env()
         if auth.required:
-            from recallmesh.auth.interceptors import internal_guard
-
-            internal_guard(name, auth, tls)  # refuse to start without a wall
+            guard(name, auth, tls)  # refuse to start without a wall
         else:
             log.warning("authentication is OFF (RECALLMESH_AUTH=off): every caller may read, "
                         "write and delete every namespace; for local development only")
@@ -259,6 +262,6 @@ def run(name: str, app: ServiceApp) -> None:
         log.error("cannot serve metrics on %s:%s: %s", config.host, config.metrics_port, exc)
         raise SystemExit(1) from None
     try:
-        asyncio.run(serve(app, config, tls=tls, auth=auth))
+        asyncio.run(serve(app, config, guard, tls=tls, auth=auth))
     except KeyboardInterrupt:
         pass

@@ -32,9 +32,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExport
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
-from recallmesh.auth.interceptors import is_open
 from recallmesh.shared.db import deadline
 from recallmesh.shared.errors import RequestError, ResourceExhausted, domain_error
+from recallmesh.shared.services import is_open
 
 log = logging.getLogger(__name__)
 

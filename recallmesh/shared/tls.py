@@ -35,6 +35,7 @@ from typing import Any
 
 import grpc
 
+from recallmesh.shared.credentials import AioBearer, Bearer, internal_token
 from recallmesh.shared.settings import ConfigError, env_str
 
 log = logging.getLogger(__name__)
@@ -144,7 +145,6 @@ def dial(target: str, options: Sequence[tuple[str, Any]] = (), interceptors: Any
     """An asyncio channel to an internal service: TLS (presenting this process's certificate)
     when TLS is configured, plaintext otherwise; every call carries `token` (default: the
     internal credential RECALLMESH_INTERNAL_TOKEN, when set) as its bearer credential."""
-    from recallmesh.shared.credentials import AioBearer, internal_token
 
     settings = settings if settings is not None else TlsSettings.from_env()
     token = internal_token() if token is None else token
@@ -161,7 +161,6 @@ def dial_blocking(target: str, options: Sequence[tuple[str, Any]] = (),
                   settings: TlsSettings | None = None, token: str = "") -> grpc.Channel:
     """The same for a blocking channel (the CLI, `recallmesh up`'s health checks); every
     call carries `token` (an API key or JWT for the gateway) when given."""
-    from recallmesh.shared.credentials import Bearer
 
     settings = settings if settings is not None else TlsSettings.from_env()
     if settings.enabled or settings.ca is not None:

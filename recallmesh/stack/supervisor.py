@@ -33,10 +33,12 @@ import grpc
 import psycopg
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from recallmesh.auth.keys import ensure_local_admin_key
 from recallmesh.embedding_models.manifest import ModelManifest, default_manifest_path
 from recallmesh.migrations import MigrationError
 from recallmesh.migrations.vector_schema import VectorSchemaError, prepare_database
 from recallmesh.shared.db import embedded_dsn, start_embedded
+from recallmesh.shared.services import BY_NAME
 from recallmesh.shared.settings import (
     LOCAL_KEY_FILE,
     AuthSettings,
@@ -48,19 +50,6 @@ from recallmesh.shared.settings import (
     env_int,
 )
 from recallmesh.shared.tls import TlsSettings, dial_blocking
-
-# (service name, python module), in start order: the model first, then the
-# legs and the indexer, the gateway last.
-SERVICES: tuple[tuple[str, str], ...] = (
-    ("embedding", "recallmesh.services.embedding"),
-    ("lexical", "recallmesh.services.lexical"),
-    ("vector", "recallmesh.services.vector"),
-    ("indexer", "recallmesh.services.indexer"),
-    ("fusion", "recallmesh.services.fusion"),
-    ("graph", "recallmesh.services.graph"),
-    ("gateway", "recallmesh.gateway"),
-)
-MODULES = dict(SERVICES)
 
 
 class StackError(RuntimeError):
@@ -86,7 +75,7 @@ def free_port_env() -> dict[str, str]:
             s.bind(("localhost", 0))
             return str(s.getsockname()[1])
 
-        for name, _ in SERVICES:
+        for name in BY_NAME:
             env[f"RECALLMESH_{name.upper()}_PORT"] = port()
             env[f"RECALLMESH_{name.upper()}_METRICS_PORT"] = port()
     return env
@@ -213,7 +202,7 @@ class Stack:
     """The local stack. `env` overrides os.environ for the child processes."""
 
     env: dict[str, str] = field(default_factory=dict)
-    # Which services to run (default: all of SERVICES), always in SERVICES order.
+    # Which services to run (default: all of the registry), always in its start order.
     services: tuple[str, ...] | None = None
     wait_for: str = ""  # the health service start() waits for: "" ready, "liveness" up
     dsn: str = ""
@@ -265,7 +254,6 @@ class Stack:
             raise StackError(f"bad configuration: {exc}") from None
         if not auth.required:
             return
-        from recallmesh.auth.keys import ensure_local_admin_key
 
         self.internal_token = auth.internal_token or secrets.token_urlsafe(32)
         self.api_key, self.api_key_created = ensure_local_admin_key(
@@ -291,7 +279,7 @@ class Stack:
         env["RECALLMESH_EMBEDDING_MANIFEST"] = str(self._manifest_path())
         if self.internal_token:
             env["RECALLMESH_INTERNAL_TOKEN"] = self.internal_token
-        for name, _ in SERVICES:
+        for name in BY_NAME:
             if name != "gateway":
                 env.setdefault(
                     f"RECALLMESH_{name.upper()}_TARGET", f"localhost:{self._config(name).port}"
@@ -303,11 +291,11 @@ class Stack:
         try:
             self.start_database()
             self._prepare_credentials()
-            wanted = set(self.services or MODULES)
-            unknown = wanted - set(MODULES)
+            wanted = set(self.services or BY_NAME)
+            unknown = wanted - set(BY_NAME)
             if unknown:
                 raise StackError(f"unknown services: {', '.join(sorted(unknown))}")
-            for name, _ in SERVICES:
+            for name in BY_NAME:
                 if name in wanted:
                     self.start_service(name, timeout_s)
         except BaseException:
@@ -323,7 +311,7 @@ class Stack:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log_file:
             process = subprocess.Popen(
-                [sys.executable, "-m", MODULES[name]],
+                [sys.executable, "-m", BY_NAME[name].module],
                 env=self._child_env(),
                 stdout=log_file,
                 stderr=subprocess.STDOUT,

@@ -1,42 +1,92 @@
-"""FuseRequest / FuseResponse <-> the fusion core's values (shared by the service and the
-gateway's client, so both sides read the contract the same way)."""
+"""What crosses the fusion contract: the ranked leg lists, the fusion settings and the fused
+hits as Python values, and FuseRequest / FuseResponse <-> those values (shared by the fusion
+service, the gateway's fusion client and its in-process fallback, so every side reads the
+contract the same way). The fusion math itself is recallmesh/services/fusion/core.py."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from recallmesh.services.fusion.core import (
-    DEFAULT_EXACT_BONUS,
-    DEFAULT_IMPORTANCE_STRENGTH,
-    RRF_K,
-    Contribution,
-    FusedCandidate,
-    FusionSettings,
-    LegCandidate,
-    LegList,
-)
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import fusion_pb2
-from recallmesh.wire.validation import SORT_BY_VALUES, sort_by
+from recallmesh.wire.enums import FUSION_METHOD_NAMES, FUSION_METHOD_VALUES, SORT_BY_VALUES, sort_by
 
-METHOD_VALUES = {
-    "rrf": fusion_pb2.FUSION_METHOD_RRF,
-    "cc": fusion_pb2.FUSION_METHOD_CC,
-    "cc_bounded": fusion_pb2.FUSION_METHOD_CC_BOUNDED,
-    "calibrated": fusion_pb2.FUSION_METHOD_CALIBRATED,
-}
-METHOD_NAMES = {fusion_pb2.FUSION_METHOD_UNSPECIFIED: "rrf"} | {
-    v: k for k, v in METHOD_VALUES.items()
-}
+RRF_K = 60
+METHODS = ("rrf", "cc", "cc_bounded", "calibrated")
+DEFAULT_IMPORTANCE_STRENGTH = 0.3
+DEFAULT_EXACT_BONUS = 0.05
+
+
+@dataclass(frozen=True)
+class LegCandidate:
+    memory_id: str
+    score: float  # the leg's native score, higher is better
+    importance: float = 0.5
+    exact_match: bool = False
+    sensitive: bool = False  # only legs not blind_to_sensitive can return it
+
+
+@dataclass(frozen=True)
+class LegList:
+    leg: str
+    weight: float
+    candidates: Sequence[LegCandidate]
+    score_range: tuple[float, float] | None = None  # theoretical (min, max), if any
+    score_scale: float | None = None  # the score of a full match, if the leg can say
+    blind_to_sensitive: bool = False  # the leg cannot return sensitive memories
+    score_floor: float | None = None  # an unrelated candidate's typical score, if known
+
+
+@dataclass(frozen=True)
+class FusionSettings:
+    method: str = "rrf"
+    rrf_k: int = RRF_K
+    importance_strength: float = DEFAULT_IMPORTANCE_STRENGTH
+    exact_bonus: float = DEFAULT_EXACT_BONUS
+    sort_by: str = "relevance"
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"fusion method must be one of {METHODS}, got {self.method!r}")
+        if not 1 <= self.rrf_k <= 1000:
+            raise ValueError(f"rrf_k must be within 1..1000, got {self.rrf_k}")
+        for name in ("importance_strength", "exact_bonus"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+                raise ValueError(f"{name} must be within [0, 1], got {value}")
+
+
+@dataclass(frozen=True)
+class Contribution:
+    leg: str
+    rank: int  # 1-based
+    score: float  # the leg's native score
+
+
+@dataclass
+class FusedCandidate:
+    memory_id: str
+    score: float = 0.0
+    importance: float = 0.5
+    exact_match: bool = False
+    sensitive: bool = False
+    contributions: list[Contribution] = field(default_factory=list)
+
+    @property
+    def best_rank(self) -> int:
+        return min(c.rank for c in self.contributions)
+
+
 MAX_LISTS = 16
 MAX_CANDIDATES = 1000
 
 
 def settings_to_proto(settings: FusionSettings) -> Any:
     return fusion_pb2.FusionSettings(
-        method=METHOD_VALUES[settings.method],
+        method=FUSION_METHOD_VALUES[settings.method],
         rrf_k=settings.rrf_k,
         importance_strength=settings.importance_strength,
         exact_bonus=settings.exact_bonus,
@@ -45,14 +95,14 @@ def settings_to_proto(settings: FusionSettings) -> Any:
 
 
 def settings_from_proto(msg: Any) -> FusionSettings:
-    if msg.method not in METHOD_NAMES:
+    if msg.method not in FUSION_METHOD_NAMES:
         raise InvalidArgument(f"unknown fusion method {msg.method}")
     strength = msg.importance_strength if msg.HasField("importance_strength") else (
         DEFAULT_IMPORTANCE_STRENGTH)
     bonus = msg.exact_bonus if msg.HasField("exact_bonus") else DEFAULT_EXACT_BONUS
     try:
         return FusionSettings(
-            method=METHOD_NAMES[msg.method],
+            method=FUSION_METHOD_NAMES[msg.method],
             rrf_k=msg.rrf_k or RRF_K,
             importance_strength=strength,
             exact_bonus=bonus,

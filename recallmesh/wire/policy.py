@@ -26,16 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from recallmesh.services.fusion.core import (
-    DEFAULT_EXACT_BONUS,
-    DEFAULT_IMPORTANCE_STRENGTH,
-    METHODS,
-    RRF_K,
-    FusionSettings,
-)
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.settings import (
-    MAX_SEED_MEMORIES,
     ConfigError,
     env_bool,
     env_float,
@@ -43,7 +35,15 @@ from recallmesh.shared.settings import (
     env_str,
     parse_bool,
 )
+from recallmesh.wire.fusion import (
+    DEFAULT_EXACT_BONUS,
+    DEFAULT_IMPORTANCE_STRENGTH,
+    METHODS,
+    RRF_K,
+    FusionSettings,
+)
 
+MAX_SEED_MEMORIES = 100  # memories one request may name as seeds (graph leg)
 LEXICAL_RANKINGS = ("ts_rank", "bm25")
 # The relevance floor a deployment serves with (RECALLMESH_MIN_SCORE overrides): chosen on the
 # dev splits' floor curve (benchmarks/reports/floor.md).

@@ -14,10 +14,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from recallmesh.shared.errors import InvalidArgument
-from recallmesh.shared.settings import MAX_SEED_MEMORIES
 from recallmesh.v1 import memory_pb2
+from recallmesh.wire.enums import RELATION_TYPE_NAMES, sort_by
 from recallmesh.wire.filters import MAX_LABEL_CHARS, Filters, filters_from_proto
-from recallmesh.wire.policy import MAX_LEG_DEPTH, Overrides, checked
+from recallmesh.wire.policy import MAX_LEG_DEPTH, MAX_SEED_MEMORIES, Overrides, checked
 from recallmesh.wire.timestamps import from_proto_timestamp
 
 MAX_NAMESPACE_CHARS = 128
@@ -30,7 +30,6 @@ MAX_METADATA_VALUE_CHARS = 1024
 MAX_THREAD_CHARS = 128  # the column's CHECK (migration 0012)
 MAX_BATCH = 1000
 MAX_RELATIONS = 16
-RELATION_TYPES = {1: "supersedes", 2: "derived_from", 3: "references", 4: "about"}
 DEFAULT_IMPORTANCE = 0.5
 DEFAULT_K = 10
 MAX_K = 100
@@ -45,17 +44,6 @@ MAX_BUDGET_MS = 10_000
 # 256 MiB of request bytes held at once, within the gateway's 768 MiB memory limit
 # (k8s/base/gateway.yaml); the old 64 MiB allowed 4 GiB.
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
-
-# recallmesh.v1.SortBy values <-> names used by the cores.
-SORT_BY_VALUES = {
-    "relevance": memory_pb2.SORT_BY_RELEVANCE,
-    "importance": memory_pb2.SORT_BY_IMPORTANCE,
-    "recency": memory_pb2.SORT_BY_RECENCY,
-}
-SORT_BY_NAMES = {memory_pb2.SORT_BY_UNSPECIFIED: "relevance"} | {
-    value: name for name, value in SORT_BY_VALUES.items()
-}
-
 
 @dataclass(frozen=True)
 class NewMemory:
@@ -222,16 +210,16 @@ def new_memory(msg: Any, ns: str, where: str = "memory") -> NewMemory:
         raise InvalidArgument(f"{where}.relations: at most {MAX_RELATIONS}")
     relations: list[tuple[str, str]] = []
     for i, rel in enumerate(msg.relations):
-        if rel.type not in RELATION_TYPES:
+        if rel.type not in RELATION_TYPE_NAMES:
             raise InvalidArgument(
                 f"{where}.relations[{i}].type must be one of "
-                f"{', '.join(RELATION_TYPES.values())} (RELATION_TYPE_*)")
+                f"{', '.join(RELATION_TYPE_NAMES.values())} (RELATION_TYPE_*)")
         try:
             target = memory_id(rel.target_id)
         except InvalidArgument:
             raise InvalidArgument(f"{where}.relations[{i}].target_id must be a UUID") from None
-        if (RELATION_TYPES[rel.type], target) not in relations:
-            relations.append((RELATION_TYPES[rel.type], target))
+        if (RELATION_TYPE_NAMES[rel.type], target) not in relations:
+            relations.append((RELATION_TYPE_NAMES[rel.type], target))
     return NewMemory(
         content=content,
         id=new_id,
@@ -271,13 +259,6 @@ def query_text(value: str) -> str:
     if len(value.encode("utf-8")) > MAX_QUERY_BYTES:
         raise InvalidArgument(f"query exceeds {MAX_QUERY_BYTES} bytes")
     return value
-
-
-def sort_by(value: int) -> str:
-    try:
-        return SORT_BY_NAMES[value]
-    except KeyError:
-        raise InvalidArgument(f"unknown sort_by value {value}") from None
 
 
 def _recall_basics(msg: Any, default_k: int) -> tuple[str, str, int, int | None]:

@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from recallmesh.embedding_models.manifest import default_manifest_path
+from recallmesh.shared.services import BY_NAME
 from recallmesh.shared.tls import dial_blocking
-from recallmesh.stack.supervisor import MODULES, StackError, free_port_env, wait_serving
+from recallmesh.stack.supervisor import StackError, free_port_env, wait_serving
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 
 pytestmark = pytest.mark.integration
@@ -143,7 +144,7 @@ def test_up_demo_cli_and_restart_keeps_data(tmp_path: Path):
 
 def service_pid(parent: int, service: str) -> int:
     """The pid of the process `recallmesh up` (pid `parent`) runs `service` in."""
-    module = MODULES[service].encode()
+    module = BY_NAME[service].module.encode()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue

@@ -19,13 +19,8 @@ from recallmesh.gateway.stages import (
     restatable,
 )
 from recallmesh.gateway.store import content_key
-from recallmesh.services.fusion.core import (
-    FusedCandidate,
-    FusionSettings,
-    LegCandidate,
-    LegList,
-    fuse,
-)
+from recallmesh.services.fusion.core import fuse
+from recallmesh.wire.fusion import FusedCandidate, FusionSettings, LegCandidate, LegList
 from recallmesh.wire.validation import NewMemory
 
 CAL = FusionSettings(method="calibrated", importance_strength=0.0, exact_bonus=0.0)

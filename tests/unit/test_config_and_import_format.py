@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from recallmesh.cli import InputError, memory_from_json
-from recallmesh.shared.settings import ConfigError, GatewaySettings, ServerConfig
+from recallmesh.gateway.settings import GatewaySettings
+from recallmesh.shared.settings import ConfigError, ServerConfig
 
 
 def test_server_config_defaults_and_overrides():

@@ -10,15 +10,10 @@ from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from recallmesh.cli import InputError, expires_at, memory_from_json
+from recallmesh.gateway.settings import GatewaySettings, NamespaceTTL, parse_namespace_ttl
+from recallmesh.services.indexer.settings import IndexerSettings
 from recallmesh.shared.errors import InvalidArgument
-from recallmesh.shared.settings import (
-    ConfigError,
-    GatewaySettings,
-    IndexerSettings,
-    NamespaceTTL,
-    parse_duration_s,
-    parse_namespace_ttl,
-)
+from recallmesh.shared.settings import ConfigError, parse_duration_s
 from recallmesh.v1 import memory_pb2
 from recallmesh.wire import validation
 

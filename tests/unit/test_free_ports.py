@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import socket
 
-from recallmesh.stack.supervisor import SERVICES, free_port_env
+from recallmesh.shared.services import SERVICES
+from recallmesh.stack.supervisor import free_port_env
 
 
 def test_one_stacks_ports_are_all_different_and_free():

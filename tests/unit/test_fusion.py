@@ -8,14 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recallmesh.services.fusion.core import (
-    METHODS,
-    RRF_K,
-    FusionSettings,
-    LegCandidate,
-    LegList,
-    fuse,
-)
+from recallmesh.services.fusion.core import fuse
+from recallmesh.wire.fusion import METHODS, RRF_K, FusionSettings, LegCandidate, LegList
 
 IDS = [f"m{i:02d}" for i in range(30)]
 orders = st.lists(st.sampled_from(IDS), unique=True, max_size=20)

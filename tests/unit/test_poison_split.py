@@ -9,7 +9,8 @@ import pytest
 
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.services.indexer.core import PROBE_TEXT, Indexer, _Round
-from recallmesh.shared.settings import ConfigError, IndexerSettings
+from recallmesh.services.indexer.settings import IndexerSettings
+from recallmesh.shared.settings import ConfigError
 
 
 class Code:

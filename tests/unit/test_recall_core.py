@@ -17,15 +17,15 @@ from prometheus_client import REGISTRY
 
 from recallmesh.gateway.fanout import LegAnswer, LegError, LegQuery
 from recallmesh.gateway.recall import Recaller
+from recallmesh.gateway.settings import GatewaySettings, LegTarget
 from recallmesh.gateway.store import StoredMemory
-from recallmesh.services.fusion.core import LegCandidate
 from recallmesh.shared.errors import (
     DeadlineExceeded,
     InvalidArgument,
     ResourceExhausted,
     Unavailable,
 )
-from recallmesh.shared.settings import GatewaySettings, LegTarget
+from recallmesh.wire.fusion import LegCandidate
 from recallmesh.wire.policy import Overrides, RecallPolicy
 from recallmesh.wire.validation import RecallQuery
 

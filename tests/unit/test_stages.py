@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recallmesh.gateway.stages import ENDED_SHARE, current_first
-from recallmesh.services.fusion.core import FusedCandidate
+from recallmesh.wire.fusion import FusedCandidate
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

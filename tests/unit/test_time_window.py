@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recallmesh.gateway.time_window import TIME_WINDOW_LEG, TimeWindow, boost, resolve
-from recallmesh.services.fusion.core import Contribution, FusedCandidate
+from recallmesh.wire.fusion import Contribution, FusedCandidate
 
 REF = datetime(2023, 3, 9, 15, 47, tzinfo=UTC)  # a Thursday
 

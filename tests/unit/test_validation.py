@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import memory_pb2
-from recallmesh.wire import validation
+from recallmesh.wire import enums, validation
 from recallmesh.wire.filters import Filters, filter_sql, filters_from_proto
 
 
@@ -140,11 +140,11 @@ def test_recall_k_bounds(k):
 
 
 def test_sort_by_names():
-    assert validation.sort_by(memory_pb2.SORT_BY_UNSPECIFIED) == "relevance"
-    assert validation.sort_by(memory_pb2.SORT_BY_IMPORTANCE) == "importance"
-    assert validation.sort_by(memory_pb2.SORT_BY_RECENCY) == "recency"
+    assert enums.sort_by(memory_pb2.SORT_BY_UNSPECIFIED) == "relevance"
+    assert enums.sort_by(memory_pb2.SORT_BY_IMPORTANCE) == "importance"
+    assert enums.sort_by(memory_pb2.SORT_BY_RECENCY) == "recency"
     with pytest.raises(InvalidArgument, match="sort_by"):
-        validation.sort_by(42)
+        enums.sort_by(42)
 
 
 def test_filters_parse_and_render():

@@ -32,6 +32,7 @@ import psycopg
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.migrations.vector_schema import (
     INDEX_NAME,
+    HnswSettings,
     column_dimension,
     create_hnsw_index,
     index_exists,
@@ -39,7 +40,6 @@ from recallmesh.migrations.vector_schema import (
     vector_literal,
 )
 from recallmesh.services.embedding.core import OnnxEmbedder
-from recallmesh.shared.settings import HnswSettings
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,9 @@ from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.services.embedding.batching import MicroBatcher
 from recallmesh.services.embedding.core import OnnxEmbedder, onnxruntime_distributions
 from recallmesh.services.embedding.query_cache import QueryVectorCache
+from recallmesh.services.embedding.settings import EmbeddingSettings
 from recallmesh.shared.errors import InvalidArgument
-from recallmesh.shared.settings import ConfigError, EmbeddingSettings
+from recallmesh.shared.settings import ConfigError
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
 
 log = logging.getLogger(__name__)

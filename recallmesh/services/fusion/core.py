@@ -49,72 +49,13 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
-RRF_K = 60
-METHODS = ("rrf", "cc", "cc_bounded", "calibrated")
-DEFAULT_IMPORTANCE_STRENGTH = 0.3
-DEFAULT_EXACT_BONUS = 0.05
-
-
-@dataclass(frozen=True)
-class LegCandidate:
-    memory_id: str
-    score: float  # the leg's native score, higher is better
-    importance: float = 0.5
-    exact_match: bool = False
-    sensitive: bool = False  # only legs not blind_to_sensitive can return it
-
-
-@dataclass(frozen=True)
-class LegList:
-    leg: str
-    weight: float
-    candidates: Sequence[LegCandidate]
-    score_range: tuple[float, float] | None = None  # theoretical (min, max), if any
-    score_scale: float | None = None  # the score of a full match, if the leg can say
-    blind_to_sensitive: bool = False  # the leg cannot return sensitive memories
-    score_floor: float | None = None  # an unrelated candidate's typical score, if known
-
-
-@dataclass(frozen=True)
-class FusionSettings:
-    method: str = "rrf"
-    rrf_k: int = RRF_K
-    importance_strength: float = DEFAULT_IMPORTANCE_STRENGTH
-    exact_bonus: float = DEFAULT_EXACT_BONUS
-    sort_by: str = "relevance"
-
-    def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"fusion method must be one of {METHODS}, got {self.method!r}")
-        if not 1 <= self.rrf_k <= 1000:
-            raise ValueError(f"rrf_k must be within 1..1000, got {self.rrf_k}")
-        for name in ("importance_strength", "exact_bonus"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-                raise ValueError(f"{name} must be within [0, 1], got {value}")
-
-
-@dataclass(frozen=True)
-class Contribution:
-    leg: str
-    rank: int  # 1-based
-    score: float  # the leg's native score
-
-
-@dataclass
-class FusedCandidate:
-    memory_id: str
-    score: float = 0.0
-    importance: float = 0.5
-    exact_match: bool = False
-    sensitive: bool = False
-    contributions: list[Contribution] = field(default_factory=list)
-
-    @property
-    def best_rank(self) -> int:
-        return min(c.rank for c in self.contributions)
+from recallmesh.wire.fusion import (
+    Contribution,
+    FusedCandidate,
+    FusionSettings,
+    LegList,
+)
 
 
 def _normaliser(scores: list[float], bounds: tuple[float, float] | None):

@@ -30,7 +30,7 @@ from prometheus_client import Gauge
 
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.services.graph.extraction import ConceptExtractor, Extraction
-from recallmesh.shared.settings import DEFAULT_CONCEPT_MERGE_THRESHOLD
+from recallmesh.services.indexer.settings import DEFAULT_CONCEPT_MERGE_THRESHOLD
 
 MAX_EVIDENCE = 32  # memory ids kept per edge
 

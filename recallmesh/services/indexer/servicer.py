@@ -21,8 +21,9 @@ from recallmesh.services.graph.extraction import make_extractor
 from recallmesh.services.indexer.concepts import ConceptWriter
 from recallmesh.services.indexer.core import NOTIFY_CHANNEL, Indexer, run_forever
 from recallmesh.services.indexer.expiry import run_sweeper
+from recallmesh.services.indexer.settings import IndexerSettings
 from recallmesh.shared.db import WRITE, open_pool, resolve_dsn, unreachable
-from recallmesh.shared.settings import ConfigError, IndexerSettings
+from recallmesh.shared.settings import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ from typing import Any
 import grpc
 
 from recallmesh.services.lexical.core import LexicalRetriever
+from recallmesh.services.lexical.settings import LexicalSettings
 from recallmesh.services.retriever_app import RetrieverApp
-from recallmesh.shared.settings import LexicalSettings
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from recallmesh.wire.policy import checked
 from recallmesh.wire.validation import search_request

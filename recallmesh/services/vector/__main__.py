@@ -1,7 +1,8 @@
 """python -m recallmesh.services.vector: serve the vector leg."""
 
+from recallmesh.auth.interceptors import internal_guard
 from recallmesh.services.vector.servicer import VectorApp
 from recallmesh.shared.server import run
 
 if __name__ == "__main__":
-    run("vector", VectorApp())
+    run("vector", VectorApp(), internal_guard)

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from recallmesh.migrations.vector_schema import vector_literal
+from recallmesh.services.vector.settings import DEFAULT_EF_SEARCH
 from recallmesh.shared.errors import InvalidArgument
-from recallmesh.shared.settings import DEFAULT_EF_SEARCH
 from recallmesh.wire.filters import Filters, filter_sql
 
 

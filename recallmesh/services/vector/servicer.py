@@ -11,8 +11,8 @@ from recallmesh.embedding_models.calibration import calibration_for
 from recallmesh.migrations.vector_schema import COLUMN_DIMENSION_SQL
 from recallmesh.services.retriever_app import RetrieverApp
 from recallmesh.services.vector.core import VectorRetriever
+from recallmesh.services.vector.settings import VectorSettings
 from recallmesh.shared.errors import InvalidArgument
-from recallmesh.shared.settings import VectorSettings
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from recallmesh.wire.validation import search_request
 

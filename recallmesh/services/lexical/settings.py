@@ -1,0 +1,31 @@
+"""The lexical leg's own settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from recallmesh.shared.settings import env_float
+from recallmesh.wire.policy import lexical_setting
+
+
+@dataclass(frozen=True)
+class LexicalSettings:
+    # Rows admitted by the OR-broaden step must reach this ts_rank; keeps the
+    # broaden step from flooding a short AND result with one-word noise.
+    or_min_rank: float = 0.01
+    # BM25 (k1 0.9, b 0.4) by default: it beat ts_rank in every fused configuration measured
+    # (benchmarks/reports/retrieval.md); "ts_rank" is the faithful Postgres full-text baseline.
+    # The three are recall settings the lexical leg owns (recallmesh/wire/policy.py): their
+    # variables and bounds are declared there, a request may override them.
+    ranking: str = "bm25"
+    bm25_k1: float = 0.9
+    bm25_b: float = 0.4
+
+    @classmethod
+    def from_env(cls) -> LexicalSettings:
+        return cls(or_min_rank=env_float("RECALLMESH_LEXICAL_OR_MIN_RANK", 0.01),
+                   ranking=lexical_setting("lexical_ranking", cls.ranking),
+                   bm25_k1=lexical_setting("bm25_k1", cls.bm25_k1),
+                   bm25_b=lexical_setting("bm25_b", cls.bm25_b))
+
+

@@ -1,0 +1,34 @@
+"""The vector leg's own settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from recallmesh.shared.settings import ConfigError, at_most, env_int, env_str
+
+# HNSW candidate list per vector search (hnsw.ef_search). 200, not pgvector's 40 or the 100 it
+# was: at 100,000 memories 100 left recall@10 at 0.93-0.96 with single queries at 0.00, 200
+# gives 0.98 for about 2 ms more (docs/performance.md, benchmarks/reports/scale*.md).
+DEFAULT_EF_SEARCH = 200
+
+
+@dataclass(frozen=True)
+class VectorSettings:
+    ef_search: int  # HNSW candidate list size per search (raised to k when smaller)
+    iterative_scan: str  # off | relaxed_order | strict_order
+
+    @classmethod
+    def from_env(cls) -> VectorSettings:
+        scan = env_str("RECALLMESH_VECTOR_ITERATIVE_SCAN", "relaxed_order")
+        if scan not in ("off", "relaxed_order", "strict_order"):
+            raise ConfigError(
+                "RECALLMESH_VECTOR_ITERATIVE_SCAN must be off, relaxed_order or strict_order"
+            )
+        return cls(
+            ef_search=at_most("RECALLMESH_VECTOR_EF_SEARCH",  # pgvector allows 1..1000
+                               env_int("RECALLMESH_VECTOR_EF_SEARCH", DEFAULT_EF_SEARCH,
+                                       minimum=1), 1000),
+            iterative_scan=scan,
+        )
+
+

@@ -1,0 +1,44 @@
+"""The contract's enums and the names the Python side uses for them, each mapping once:
+name -> value for what is sent, value -> name for what is read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recallmesh.shared.errors import InvalidArgument
+from recallmesh.v1 import fusion_pb2, memory_pb2
+
+
+def _by_name(enum: Any, prefix: str, lower: bool) -> dict[str, int]:
+    """Every value of a proto enum but UNSPECIFIED, by its name without the prefix."""
+    names = {}
+    for name, value in enum.items():
+        if value:
+            short = name.removeprefix(prefix)
+            names[short.lower() if lower else short] = value
+    return names
+
+
+# recallmesh.v1.SortBy: "relevance", "importance", "recency" (UNSPECIFIED reads as relevance).
+SORT_BY_VALUES = _by_name(memory_pb2.SortBy, "SORT_BY_", lower=True)
+SORT_BY_NAMES = {memory_pb2.SORT_BY_UNSPECIFIED: "relevance"} | {
+    value: name for name, value in SORT_BY_VALUES.items()}
+# recallmesh.v1.RelationType: "supersedes", "derived_from", "references", "about".
+RELATION_TYPE_VALUES = _by_name(memory_pb2.RelationType, "RELATION_TYPE_", lower=True)
+RELATION_TYPE_NAMES = {value: name for name, value in RELATION_TYPE_VALUES.items()}
+# recallmesh.v1.LegState: "OK", "TIMEOUT", "ERROR", "SKIPPED" (as RecallResponse reports them).
+LEG_STATE_VALUES = _by_name(memory_pb2.LegState, "LEG_STATE_", lower=False)
+LEG_STATE_NAMES = {memory_pb2.LEG_STATE_UNSPECIFIED: "UNSPECIFIED"} | {
+    value: name for name, value in LEG_STATE_VALUES.items()}
+# recallmesh.v1.FusionMethod: "rrf", "cc", "cc_bounded", "calibrated" (UNSPECIFIED reads rrf).
+FUSION_METHOD_VALUES = _by_name(fusion_pb2.FusionMethod, "FUSION_METHOD_", lower=True)
+FUSION_METHOD_NAMES = {fusion_pb2.FUSION_METHOD_UNSPECIFIED: "rrf"} | {
+    value: name for name, value in FUSION_METHOD_VALUES.items()}
+
+
+def sort_by(value: int) -> str:
+    """A SortBy value read off the wire, by name (InvalidArgument when unknown)."""
+    try:
+        return SORT_BY_NAMES[value]
+    except KeyError:
+        raise InvalidArgument(f"unknown sort_by value {value}") from None
