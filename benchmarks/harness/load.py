@@ -30,11 +30,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.harness.script import BENCH_ENV
 from benchmarks.harness.stats import percentile
+from recallmesh.shared.errors import PUSHBACK_KEY
 from recallmesh.shared.tls import TlsSettings, dial
 from recallmesh.stack.supervisor import RestartWatcher, Stack, StackEvent, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 
-PUSHBACK_KEY = "grpc-retry-pushback-ms"
 SHED = "RESOURCE_EXHAUSTED"
 OK = "OK"
 # Why a recall was UNAVAILABLE, read from the start of its status details (the gateway's

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import grpc
 
-from recallmesh.shared.telemetry import PUSHBACK_KEY  # the gateway sends it when shedding
+from recallmesh.shared.errors import PUSHBACK_KEY  # the gateway sends it when shedding
 
 
 class RecallmeshError(Exception):

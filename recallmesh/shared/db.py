@@ -27,8 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import psycopg_pool
 from psycopg_pool import AsyncConnectionPool
 
+from recallmesh.shared.errors import RequestError, ResourceExhausted, Unavailable
 from recallmesh.shared.settings import PoolSettings, configured_dsn, data_dir
 
 log = logging.getLogger(__name__)
@@ -285,3 +287,21 @@ async def unreachable(pool: AsyncConnectionPool | None) -> str:
     except Exception as exc:
         return f"database unreachable: {type(exc).__name__}"
     return ""
+
+
+def domain_error(exc: BaseException) -> RequestError | None:
+    """What a database failure means to the caller; None for anything else (a bug: INTERNAL).
+
+    - psycopg_pool.TooManyRequests (more callers waiting for a connection than the pool's
+      max_waiting): RESOURCE_EXHAUSTED, retry after a pause.
+    - every other psycopg.OperationalError: UNAVAILABLE, retry. That is the server gone or
+      restarting (AdminShutdown, a lost or refused connection), no connection within the
+      wait (PoolTimeout), a statement or lock timeout (QueryCanceled, LockNotAvailable), a
+      deadlock or serialization failure: none is the request's fault, and a retry may pass.
+    """
+    if isinstance(exc, psycopg_pool.TooManyRequests):
+        return ResourceExhausted("database busy: too many requests waiting for a connection, "
+                                 "retry", reason="db_pool")
+    if isinstance(exc, psycopg.OperationalError):
+        return Unavailable(f"database unavailable, retry ({type(exc).__name__})")
+    return None

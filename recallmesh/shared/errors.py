@@ -3,14 +3,15 @@
 The cores never import grpc. The server bootstrap's interceptor maps these to
 gRPC status codes; anything else that escapes a handler becomes INTERNAL with
 an opaque reference (the traceback goes to the log, never to the caller).
-Failures of the database (psycopg, psycopg_pool) are not bugs: `domain_error` reads them as
+Failures of the database are not bugs: recallmesh.shared.db.domain_error reads them as
 UNAVAILABLE (retry) or, for a pool with too many callers waiting, RESOURCE_EXHAUSTED.
 """
 
 from __future__ import annotations
 
-import psycopg
-import psycopg_pool
+# The trailing-metadata key of a shed call's retry hint (milliseconds to wait): sent by the
+# servers' admission (recallmesh/shared/telemetry.py), read by the client's retries.
+PUSHBACK_KEY = "grpc-retry-pushback-ms"
 
 
 class RequestError(Exception):
@@ -70,21 +71,3 @@ class PermissionDenied(RequestError):
     """A verified caller asked for a namespace or a scope it is not granted."""
 
     code = "PERMISSION_DENIED"
-
-
-def domain_error(exc: BaseException) -> RequestError | None:
-    """What a database failure means to the caller; None for anything else (a bug: INTERNAL).
-
-    - psycopg_pool.TooManyRequests (more callers waiting for a connection than the pool's
-      max_waiting): RESOURCE_EXHAUSTED, retry after a pause.
-    - every other psycopg.OperationalError: UNAVAILABLE, retry. That is the server gone or
-      restarting (AdminShutdown, a lost or refused connection), no connection within the
-      wait (PoolTimeout), a statement or lock timeout (QueryCanceled, LockNotAvailable), a
-      deadlock or serialization failure: none is the request's fault, and a retry may pass.
-    """
-    if isinstance(exc, psycopg_pool.TooManyRequests):
-        return ResourceExhausted("database busy: too many requests waiting for a connection, "
-                                 "retry", reason="db_pool")
-    if isinstance(exc, psycopg.OperationalError):
-        return Unavailable(f"database unavailable, retry ({type(exc).__name__})")
-    return None

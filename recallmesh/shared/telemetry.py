@@ -32,8 +32,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExport
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
-from recallmesh.shared.db import deadline
-from recallmesh.shared.errors import RequestError, ResourceExhausted, domain_error
+from recallmesh.shared.db import deadline, domain_error
+from recallmesh.shared.errors import PUSHBACK_KEY, RequestError, ResourceExhausted
 from recallmesh.shared.services import is_open
 
 log = logging.getLogger(__name__)
@@ -148,7 +148,6 @@ def _code_name(code: Any) -> str:
 
 # The trailing metadata key of gRPC's retry pushback: the milliseconds a client should wait
 # before it tries again (gRPC's own retry honours it when the code is retryable).
-PUSHBACK_KEY = "grpc-retry-pushback-ms"
 PUSHBACK_MIN_MS, PUSHBACK_MAX_MS = 10, 5000
 
 
@@ -245,7 +244,7 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
     - RequestError subclasses abort with their code and message; RESOURCE_EXHAUSTED also
       sends `grpc-retry-pushback-ms` (see Pushback: one RPC's recent handling time, longer
       while refusals dominate, 10 to 5,000 ms) and counts in recallmesh_shed_total.
-    - Database failures are UNAVAILABLE or RESOURCE_EXHAUSTED (errors.domain_error), never
+    - Database failures are UNAVAILABLE or RESOURCE_EXHAUSTED (db.domain_error), never
       INTERNAL.
     - A request body that does not decode (Malformed) is INVALID_ARGUMENT with a short
       message and one WARNING line, before anything else (authentication included).

@@ -18,9 +18,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import REGISTRY
 
 from recallmesh.shared.db import time_left
-from recallmesh.shared.errors import Unavailable
+from recallmesh.shared.errors import PUSHBACK_KEY, Unavailable
 from recallmesh.shared.telemetry import (
-    PUSHBACK_KEY,
     PUSHBACK_MAX_MS,
     PUSHBACK_MIN_MS,
     Pushback,

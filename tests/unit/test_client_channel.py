@@ -21,7 +21,7 @@ from recallmesh.client import (
     RetryPolicy,
     UnavailableError,
 )
-from recallmesh.shared.telemetry import PUSHBACK_KEY
+from recallmesh.shared.errors import PUSHBACK_KEY
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 
 MEMORY_ID = "00000000-0000-4000-8000-000000000001"
