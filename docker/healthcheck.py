@@ -41,7 +41,8 @@ def main(args: list[str] | None = None) -> int:
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     from recallmesh.shared.settings import ConfigError, ServerConfig
-    from recallmesh.shared.tls import TlsSettings, dial_blocking
+    from recallmesh.shared.tls import TlsSettings
+    from recallmesh.wire.channel import dial_blocking
 
     config = ServerConfig.from_env(service)
     host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
@@ -53,7 +54,7 @@ def main(args: list[str] | None = None) -> int:
     if tls.enabled or tls.ca is not None:
         name = os.environ.get("RECALLMESH_HEALTHCHECK_SERVER_NAME", "").strip() or "localhost"
         tls = dataclasses.replace(tls, server_name=name)
-    with dial_blocking(f"{host}:{config.port}", settings=tls) as channel:
+    with dial_blocking(f"{host}:{config.port}", tls=tls) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=""), timeout=3)

@@ -59,7 +59,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from recallmesh.shared.tls import TlsSettings, dial_blocking
+from recallmesh.shared.tls import TlsSettings
 from recallmesh.stack.supervisor import free_port
 from recallmesh.v1 import (
     embedder_pb2,
@@ -69,6 +69,7 @@ from recallmesh.v1 import (
     memory_pb2,
     memory_pb2_grpc,
 )
+from recallmesh.wire.channel import dial_blocking
 
 # Start order: the model first, then the legs, fusion and the indexer, the gateway last.
 SERVICES = ("embedding", "lexical", "vector", "graph", "fusion", "indexer", "gateway")
@@ -160,7 +161,7 @@ def dial(address: str, token: str = "") -> grpc.Channel:
     """A plaintext channel (the dev overlay has no TLS) carrying `authorization: Bearer
     <token>` on every call when a token is given: an API key (the gateway) or the internal
     token (the other services)."""
-    return dial_blocking(address, settings=TlsSettings(), token=token)
+    return dial_blocking(address, tls=TlsSettings(), token=token)
 
 
 def code_of(call: Callable[[], object]) -> str:

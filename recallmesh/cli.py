@@ -36,10 +36,10 @@ from recallmesh.client.errors import RecallmeshError
 from recallmesh.embedding_models.manifest import DEFAULT_MODEL
 from recallmesh.shared.services import BY_NAME
 from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
+from recallmesh.wire.channel import DEFAULT_TARGET
 from recallmesh.wire.enums import LEG_STATE_NAMES, SORT_BY_VALUES
 from recallmesh.wire.validation import MAX_INDEX_WAIT_MS, MAX_REQUEST_BYTES
 
-DEFAULT_TARGET = "localhost:50051"
 DEMO_FILE: Traversable = resources.files("recallmesh.demo") / "memories.jsonl"  # package data
 DEMO_NAMESPACE = "demo"
 DEMO_QUERY = "which frontend framework does Maya like?"
@@ -62,7 +62,7 @@ def gateway_channel(target: str, api_key: str | None = None) -> grpc.Channel:
     mutual TLS, a certificate) is set (recallmesh.shared.tls)."""
     from recallmesh.shared.credentials import client_api_key
     from recallmesh.shared.settings import ConfigError
-    from recallmesh.shared.tls import dial_blocking
+    from recallmesh.wire.channel import dial_blocking
 
     try:
         return dial_blocking(target, token=api_key or client_api_key())

@@ -15,7 +15,7 @@ from concurrent import futures
 import grpc
 import psycopg
 
-from recallmesh.shared.server import grpc_options
+from recallmesh.shared.transport import grpc_options
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
 
 

@@ -31,9 +31,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from benchmarks.harness.script import BENCH_ENV
 from benchmarks.harness.stats import percentile
 from recallmesh.shared.errors import PUSHBACK_KEY
-from recallmesh.shared.tls import TlsSettings, dial
+from recallmesh.shared.tls import TlsSettings
 from recallmesh.stack.supervisor import RestartWatcher, Stack, StackEvent, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from recallmesh.wire.channel import dial
 
 SHED = "RESOURCE_EXHAUSTED"
 OK = "OK"
@@ -61,7 +62,7 @@ def dial_stack(stack: Stack, service: str = "gateway") -> grpc.aio.Channel:
     the stack's settings say so."""
     token = stack.api_key if service == "gateway" else stack.internal_token
     settings = TlsSettings.from_env({**os.environ, **stack.env})
-    return dial(stack.endpoints[service], settings=settings, token=token)
+    return dial(stack.endpoints[service], tls=settings, token=token)
 
 
 def supervise(stack: Stack) -> RestartWatcher:

@@ -28,9 +28,9 @@ from typing import Any, TypeVar
 import grpc
 
 from recallmesh.shared.credentials import client_api_key, internal_token
-from recallmesh.shared.tls import dial_blocking
 from recallmesh.stack.supervisor import Stack, StackError, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from recallmesh.wire.channel import dial_blocking
 from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
 
 T = TypeVar("T")

@@ -36,7 +36,7 @@ from benchmarks.harness.stats import paired_bootstrap, percentile
 from benchmarks.performance.recall_latency import QUERIES
 from recallmesh.cli import DEMO_FILE, DEMO_NAMESPACE, import_memories, read_jsonl
 from recallmesh.client import Client
-from recallmesh.client._channel import bearer_token
+from recallmesh.client._base import bearer_token
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 

@@ -10,7 +10,6 @@
 docs/client.md has the whole guide (credentials, TLS, retries, several gateways, errors).
 """
 
-from recallmesh.client._channel import DEFAULT_TARGET, NO_RETRIES, RetryPolicy
 from recallmesh.client.aio import AsyncClient
 from recallmesh.client.errors import (
     AlreadyExistsError,
@@ -39,6 +38,7 @@ from recallmesh.client.types import (
     StoreResult,
 )
 from recallmesh.shared.tls import TlsSettings
+from recallmesh.wire.channel import DEFAULT_TARGET, NO_RETRIES, RetryPolicy
 
 __all__ = [
     "DEFAULT_TARGET", "NO_RETRIES", "AlreadyExistsError", "AsyncClient", "BatchResult", "Client",

@@ -1,20 +1,15 @@
-"""What the blocking and the asyncio client share: settings, the namespace rule, dialling."""
+"""What the blocking and the asyncio client share: settings, the namespace rule, the
+credential (they dial with recallmesh/wire/channel.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from recallmesh.client._channel import (
-    DEFAULT_TARGET,
-    DEFAULT_TIMEOUT_S,
-    RetryPolicy,
-    bearer_token,
-    channel_options,
-    credentials,
-)
+from recallmesh.shared.credentials import client_api_key
 from recallmesh.shared.settings import env_str
 from recallmesh.shared.tls import TlsSettings
+from recallmesh.wire.channel import DEFAULT_TARGET, RetryPolicy, gateway_options
 from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
+
+DEFAULT_TIMEOUT_S = 10.0
 
 # a write that waits for indexing gets this much longer than its wait: the answer's way back
 INDEX_WAIT_MARGIN_S = 5.0
@@ -29,8 +24,8 @@ class ClientBase:
         self.namespace = namespace
         self.timeout = timeout
         self._token = bearer_token(api_key, token)
-        self._credentials, extra = credentials(tls)
-        self._options = [*channel_options(retry or RetryPolicy()), *extra]
+        self._tls = tls
+        self._options = gateway_options(retry or RetryPolicy())
 
     def _ns(self, namespace: str | None) -> str:
         ns = namespace or self.namespace
@@ -49,13 +44,15 @@ class ClientBase:
         wait_s = MAX_INDEX_WAIT_MS / 1000 if wait_indexed is True else float(wait_indexed)
         return max(self.timeout, wait_s + INDEX_WAIT_MARGIN_S)
 
-    def _dial(self, grpc_module: Any, interceptors: list[Any] | None = None) -> Any:
-        """A channel of `grpc_module` (grpc, or grpc.aio with its interceptors) to the target."""
-        extra = {"interceptors": interceptors} if interceptors else {}
-        if self._credentials is not None:
-            return grpc_module.secure_channel(self.target, self._credentials,
-                                              options=self._options, **extra)
-        return grpc_module.insecure_channel(self.target, options=self._options, **extra)
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.target!r}, namespace={self.namespace!r})"
+
+
+def bearer_token(api_key: str | None, token: str | None) -> str:
+    """The credential every call carries: `token` (a JWT) or `api_key` when given, else
+    RECALLMESH_API_KEY, else the local key `recallmesh up` wrote (docs/client.md)."""
+    if api_key and token:
+        raise ValueError("give api_key or token, not both")
+    if api_key or token:
+        return str(api_key or token)
+    return client_api_key()

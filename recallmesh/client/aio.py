@@ -20,8 +20,8 @@ from recallmesh.client.types import (
     RecallResult,
     StoreResult,
 )
-from recallmesh.shared.credentials import AioBearer
 from recallmesh.v1 import memory_pb2_grpc
+from recallmesh.wire.channel import dial
 
 T = TypeVar("T")
 
@@ -34,7 +34,7 @@ class AsyncClient(ClientBase):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._channel = self._dial(grpc.aio, [AioBearer(self._token)] if self._token else None)
+        self._channel = dial(self.target, self._options, tls=self._tls, token=self._token)
         self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
 
     async def _call(self, method: str, request: Any, parse: Callable[[Any], T],

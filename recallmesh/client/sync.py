@@ -20,8 +20,8 @@ from recallmesh.client.types import (
     RecallResult,
     StoreResult,
 )
-from recallmesh.shared.credentials import Bearer
 from recallmesh.v1 import memory_pb2_grpc
+from recallmesh.wire.channel import dial_blocking
 
 T = TypeVar("T")
 
@@ -34,9 +34,8 @@ class Client(ClientBase):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        channel = self._dial(grpc)
-        self._channel = grpc.intercept_channel(channel, Bearer(self._token)) if self._token \
-            else channel
+        self._channel = dial_blocking(self.target, self._options, tls=self._tls,
+                                      token=self._token)
         self._stub = memory_pb2_grpc.MemoryServiceStub(self._channel)
 
     def _call(self, method: str, request: Any, parse: Callable[[Any], T],

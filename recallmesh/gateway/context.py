@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.gateway import time_window
 from recallmesh.gateway.store import StoredMemory
 
@@ -61,9 +62,7 @@ class TokenCounter:
         """The embedding model's tokenizer (no special tokens, no truncation) when the model
         manifest resolves, else the approximation."""
         try:
-            from tokenizers import Tokenizer
-
-            from recallmesh.embedding_models.manifest import ModelManifest
+            from tokenizers import Tokenizer  # the model's own tokenizer: loaded when used
 
             manifest = ModelManifest.load()
             tokenizer = Tokenizer.from_file(str(manifest.tokenizer))

@@ -1,7 +1,7 @@
 """gRPC clients of the retrieval legs (RetrieverService) and of the fusion service.
 
 Channels are long-lived (one per target), with keepalive and a retry policy
-for UNAVAILABLE on these idempotent calls (recallmesh.shared.server.client_options);
+for UNAVAILABLE on these idempotent calls (recallmesh.wire.channel.internal_options);
 a retry never outlives the call's deadline, so recall never retries past its
 budget.
 """
@@ -17,9 +17,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
 from recallmesh.gateway.fanout import LegAnswer, LegError, LegQuery, LegTimeout
-from recallmesh.shared.server import client_options
-from recallmesh.shared.tls import dial
 from recallmesh.v1 import fusion_pb2, fusion_pb2_grpc, retriever_pb2, retriever_pb2_grpc
+from recallmesh.wire.channel import dial_internal
 from recallmesh.wire.enums import SORT_BY_VALUES
 from recallmesh.wire.filters import filters_to_proto
 from recallmesh.wire.fusion import (
@@ -65,8 +64,8 @@ class GrpcLeg:
         self.name = name
         self.target = target
         self.needs_vector = needs_vector
-        self.channel = dial(target, client_options("recallmesh.v1.RetrieverService"),
-                            aio_client_interceptors())
+        self.channel = dial_internal(target, "recallmesh.v1.RetrieverService",
+                                     aio_client_interceptors())
         self.stub = retriever_pb2_grpc.RetrieverServiceStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)
 
@@ -128,8 +127,8 @@ class FusionClient:
 
     def __init__(self, target: str) -> None:
         self.target = target
-        self.channel = dial(target, client_options("recallmesh.v1.FusionService"),
-                            aio_client_interceptors())
+        self.channel = dial_internal(target, "recallmesh.v1.FusionService",
+                                     aio_client_interceptors())
         self.stub = fusion_pb2_grpc.FusionServiceStub(self.channel)
 
     async def fuse(

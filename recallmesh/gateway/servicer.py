@@ -12,6 +12,7 @@ import grpc
 
 from recallmesh.auth.authenticator import Authenticator
 from recallmesh.auth.interceptors import GatewayAuth
+from recallmesh.auth.jwt_tokens import JwtVerifier
 from recallmesh.auth.keys import KeyStore
 from recallmesh.gateway.context import TokenCounter, is_temporal, pack
 from recallmesh.gateway.keys import KeyServicer
@@ -257,8 +258,6 @@ class GatewayApp:
                                        await asyncio.to_thread(TokenCounter.load))
         jwt = None
         if auth.required and auth.jwt_jwks:
-            from recallmesh.auth.jwt_tokens import JwtVerifier
-
             jwt = JwtVerifier(auth)
         keys = KeyStore(self.pool)
         self.authenticator = Authenticator(auth, keys, jwt)

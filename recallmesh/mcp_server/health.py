@@ -9,7 +9,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from recallmesh.client._channel import credentials
+from recallmesh.wire.channel import dial
 
 READY_TIMEOUT_S = 1.0
 
@@ -17,9 +17,7 @@ READY_TIMEOUT_S = 1.0
 class GatewayHealth:
     def __init__(self, target: str) -> None:
         self.target = target
-        creds, options = credentials(None)  # TLS exactly as the tools' clients dial
-        self.channel = (grpc.aio.secure_channel(target, creds, options=options) if creds
-                        else grpc.aio.insecure_channel(target))
+        self.channel = dial(target)  # TLS exactly as the tools' clients dial
         self.stub = health_pb2_grpc.HealthStub(self.channel)
 
     async def unready(self) -> str:

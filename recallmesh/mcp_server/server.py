@@ -22,11 +22,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from recallmesh.client import AsyncClient, RecallmeshError
+from recallmesh.client import DEFAULT_TARGET, AsyncClient, RecallmeshError
 from recallmesh.mcp_server import results
 from recallmesh.mcp_server.auth import ClientPool, GatewayTokenVerifier
 from recallmesh.mcp_server.health import GatewayHealth
+from recallmesh.shared.credentials import client_api_key
 from recallmesh.shared.errors import InvalidArgument
+from recallmesh.shared.logs import configure_logging
+from recallmesh.shared.settings import ConfigError, env_bool, env_str
 from recallmesh.wire import validation
 
 log = logging.getLogger("recallmesh.mcp")
@@ -293,8 +296,6 @@ async def serve_stdio(namespace: str, target: str | None, show_sensitive: bool =
     source = _ConfiguredClient(target or _default_target(), namespace)
     server = build_server(namespace, source, show_sensitive=show_sensitive)
     log.info("serving MCP over stdio (namespace %r, gateway %s)", namespace, source.target)
-    from recallmesh.shared.credentials import client_api_key
-
     if not client_api_key():
         log.warning("no credential: set RECALLMESH_API_KEY (or run `recallmesh up`, which "
                     "writes the local admin key); the gateway will refuse every call")
@@ -333,9 +334,6 @@ async def serve_http(namespace: str, target: str | None, host: str, port: int,
 
 
 def _default_target() -> str:
-    from recallmesh.client import DEFAULT_TARGET
-    from recallmesh.shared.settings import env_str
-
     return env_str("RECALLMESH_TARGET", DEFAULT_TARGET)
 
 
@@ -352,15 +350,11 @@ def run(args: argparse.Namespace) -> int:
               "RECALLMESH_MCP_NAMESPACE", file=sys.stderr)
         return 2
     if getattr(args, "show_sensitive", None) is None:
-        from recallmesh.shared.settings import ConfigError, env_bool
-
         try:
             args.show_sensitive = env_bool("RECALLMESH_MCP_SHOW_SENSITIVE", False)
         except ConfigError as exc:
             print(f"recallmesh mcp: {exc}", file=sys.stderr)
             return 2
-    from recallmesh.shared.logs import configure_logging
-
     configure_logging("mcp")  # stderr only: on stdio, stdout is the protocol
     try:
         if args.transport == "http":

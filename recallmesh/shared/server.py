@@ -20,7 +20,6 @@ process runs (a Kubernetes liveness probe must not restart a pod whose database 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import signal
 from collections.abc import Callable, Sequence
@@ -40,6 +39,7 @@ from recallmesh.shared.telemetry import (
     start_metrics_server,
 )
 from recallmesh.shared.tls import TlsSettings, server_credentials
+from recallmesh.shared.transport import KEEPALIVE_TIME_MS, MAX_MESSAGE_BYTES, grpc_options
 
 log = logging.getLogger(__name__)
 
@@ -99,59 +99,6 @@ async def keep_health(app: ServiceApp, health_servicer: health.aio.HealthService
                 log.info("ready again")
             last = reason
         await asyncio.sleep(interval_s)
-
-
-# The largest message an internal hop sends or receives (trusted callers only).
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-
-
-def grpc_options(max_receive_bytes: int = MAX_MESSAGE_BYTES) -> list[tuple[str, int]]:
-    return [
-        ("grpc.max_receive_message_length", max_receive_bytes),
-        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-        # Internal clients reconnect quickly after a peer restarts (gRPC's
-        # default backoff grows to two minutes, far beyond any recall budget).
-        ("grpc.initial_reconnect_backoff_ms", 100),
-        ("grpc.min_reconnect_backoff_ms", 100),
-        ("grpc.max_reconnect_backoff_ms", 500),
-    ]
-
-
-# Keepalive pings from long-lived internal channels (every 30 s, even idle).
-KEEPALIVE_TIME_MS = 30_000
-
-
-def client_options(service: str) -> list[tuple[str, object]]:
-    """Options of a long-lived channel to an internal service: fast reconnect, keepalive,
-    transparent retries of UNAVAILABLE (the calls are idempotent) within the deadline and
-    throttled while most calls fail, and
-    round_robin over every address the target resolves to (a headless Service's DNS name:
-    each replica gets its share of the calls)."""
-    service_config = {
-        "loadBalancingConfig": [{"round_robin": {}}],
-        "methodConfig": [{
-            "name": [{"service": service}],
-            "retryPolicy": {
-                "maxAttempts": 3,
-                "initialBackoff": "0.01s",
-                "maxBackoff": "0.1s",
-                "backoffMultiplier": 2,
-                "retryableStatusCodes": ["UNAVAILABLE"],
-            },
-        }],
-        # Retries stop while most calls fail (a peer overloaded or its database away): each
-        # failure costs a token, each success gives back 0.1, and no call is retried while
-        # fewer than half the 10 tokens are left. Retries then cannot multiply the load.
-        "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1},
-    }
-    return [
-        *grpc_options(),
-        ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
-        ("grpc.keepalive_timeout_ms", 10_000),
-        ("grpc.keepalive_permit_without_calls", 1),
-        ("grpc.enable_retries", 1),
-        ("grpc.service_config", json.dumps(service_config)),
-    ]
 
 
 # What stands in front of a service's own interceptors: given the service's name and the

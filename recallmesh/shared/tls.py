@@ -28,14 +28,12 @@ expiry (cert-manager renews at two thirds of the lifetime) takes effect with the
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import grpc
 
-from recallmesh.shared.credentials import AioBearer, Bearer, internal_token
 from recallmesh.shared.settings import ConfigError, env_str
 
 log = logging.getLogger(__name__)
@@ -132,40 +130,3 @@ def channel_credentials(settings: TlsSettings) -> grpc.ChannelCredentials:
         root_certificates=settings.ca.read_bytes() if settings.ca else None,
         private_key=settings.key.read_bytes() if settings.key else None,
         certificate_chain=settings.cert.read_bytes() if settings.cert else None)
-
-
-def _options(settings: TlsSettings, options: Sequence[tuple[str, Any]]) -> list:
-    extra = ([("grpc.ssl_target_name_override", settings.server_name)]
-             if settings.server_name else [])
-    return [*options, *extra]
-
-
-def dial(target: str, options: Sequence[tuple[str, Any]] = (), interceptors: Any = None,
-         settings: TlsSettings | None = None, token: str | None = None) -> grpc.aio.Channel:
-    """An asyncio channel to an internal service: TLS (presenting this process's certificate)
-    when TLS is configured, plaintext otherwise; every call carries `token` (default: the
-    internal credential RECALLMESH_INTERNAL_TOKEN, when set) as its bearer credential."""
-
-    settings = settings if settings is not None else TlsSettings.from_env()
-    token = internal_token() if token is None else token
-    if token:
-        interceptors = [*(interceptors or []), AioBearer(token)]
-    if settings.enabled or settings.ca is not None:
-        return grpc.aio.secure_channel(target, channel_credentials(settings),
-                                       options=_options(settings, options),
-                                       interceptors=interceptors)
-    return grpc.aio.insecure_channel(target, options=list(options), interceptors=interceptors)
-
-
-def dial_blocking(target: str, options: Sequence[tuple[str, Any]] = (),
-                  settings: TlsSettings | None = None, token: str = "") -> grpc.Channel:
-    """The same for a blocking channel (the CLI, `recallmesh up`'s health checks); every
-    call carries `token` (an API key or JWT for the gateway) when given."""
-
-    settings = settings if settings is not None else TlsSettings.from_env()
-    if settings.enabled or settings.ca is not None:
-        channel = grpc.secure_channel(target, channel_credentials(settings),
-                                      options=_options(settings, options))
-    else:
-        channel = grpc.insecure_channel(target, options=list(options))
-    return grpc.intercept_channel(channel, Bearer(token)) if token else channel

@@ -49,7 +49,8 @@ from recallmesh.shared.settings import (
     env_float,
     env_int,
 )
-from recallmesh.shared.tls import TlsSettings, dial_blocking
+from recallmesh.shared.tls import TlsSettings
+from recallmesh.wire.channel import dial_blocking
 
 
 class StackError(RuntimeError):
@@ -87,7 +88,7 @@ def wait_serving(address: str, timeout_s: float, process: subprocess.Popen | Non
     "liveness": the process is up, whether or not what it needs is)."""
     deadline = time.monotonic() + timeout_s
     last = "no answer"
-    with dial_blocking(address, settings=TlsSettings.from_env(environ)) as channel:
+    with dial_blocking(address, tls=TlsSettings.from_env(environ)) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while time.monotonic() < deadline:
             if process is not None and process.poll() is not None:
@@ -264,7 +265,7 @@ class Stack:
         local admin key for the gateway, the internal token for the others (or `token`)."""
         if token is None:
             token = self.api_key if service == "gateway" else self.internal_token
-        return dial_blocking(self.endpoints[service], settings=TlsSettings.from_env(
+        return dial_blocking(self.endpoints[service], tls=TlsSettings.from_env(
             self._environ()), token=token)
 
     def _manifest_path(self) -> Path:

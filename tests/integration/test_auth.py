@@ -15,7 +15,6 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from recallmesh.auth.keys import new_key
-from recallmesh.shared.tls import dial_blocking
 from recallmesh.stack.supervisor import Stack, free_port
 from recallmesh.v1 import (
     keys_pb2,
@@ -25,6 +24,7 @@ from recallmesh.v1 import (
     retriever_pb2,
     retriever_pb2_grpc,
 )
+from recallmesh.wire.channel import dial_blocking
 from tests.conftest import stack_env
 from tests.helpers import api_key, expect_status, row_count, store
 from tests.jwt_issuer import AUDIENCE, ISSUER, TestIssuer

@@ -27,7 +27,7 @@ import psycopg
 import pytest
 from google.protobuf import field_mask_pb2
 
-from recallmesh.shared.server import grpc_options
+from recallmesh.shared.transport import grpc_options
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import embedder_pb2_grpc, memory_pb2, memory_pb2_grpc
 from tests.conftest import scratch_database, stack_env

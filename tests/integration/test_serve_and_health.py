@@ -23,9 +23,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from recallmesh.migrations.vector_schema import prepare_database
-from recallmesh.shared.tls import dial_blocking
 from recallmesh.stack.supervisor import free_port
 from recallmesh.v1 import memory_pb2
+from recallmesh.wire.channel import dial_blocking
 from tests.conftest import scratch_database
 from tests.helpers import INTERNAL_TOKEN, api_key
 

@@ -23,9 +23,9 @@ import pytest
 
 from recallmesh.embedding_models.manifest import default_manifest_path
 from recallmesh.shared.services import BY_NAME
-from recallmesh.shared.tls import dial_blocking
 from recallmesh.stack.supervisor import StackError, free_port_env, wait_serving
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from recallmesh.wire.channel import dial_blocking
 
 pytestmark = pytest.mark.integration
 

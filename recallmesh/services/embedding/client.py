@@ -6,9 +6,8 @@ from dataclasses import dataclass
 
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
-from recallmesh.shared.server import client_options
-from recallmesh.shared.tls import dial
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
+from recallmesh.wire.channel import dial_internal
 
 KINDS = {"query": embedder_pb2.EMBED_KIND_QUERY, "document": embedder_pb2.EMBED_KIND_DOCUMENT}
 
@@ -23,8 +22,8 @@ class Embeddings:
 class EmbedderClient:
     def __init__(self, target: str) -> None:
         self.target = target
-        self.channel = dial(target, client_options("recallmesh.v1.EmbedderService"),
-                            aio_client_interceptors())
+        self.channel = dial_internal(target, "recallmesh.v1.EmbedderService",
+                                     aio_client_interceptors())
         self.stub = embedder_pb2_grpc.EmbedderServiceStub(self.channel)
 
     async def embed(self, texts: list[str], kind: str, timeout_s: float) -> Embeddings:
