@@ -6,6 +6,8 @@
                                [--append-to benchmarks/reports/retrieval.md]
   python -m benchmarks diff A.json B.json [--k 10] [--show 5] [--json-to diff.json]
   python -m benchmarks configs
+  python -m benchmarks NAME [args]      a registered benchmark (benchmarks/registry.py)
+  python -m benchmarks                  lists them
 
 `run` starts its own stack (or uses --target, with the API key in RECALLMESH_API_KEY or the
 local admin key file of `recallmesh up`), ingests DIR through StoreBatch
@@ -20,20 +22,29 @@ files query by query (the same answers? exit 2 when they cannot be compared).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from benchmarks.harness.budget import compact_json
 from benchmarks.harness.configs import CONFIGS, DEFAULT_CONFIGS
 from benchmarks.harness.diff import DiffError, diff
 from benchmarks.harness.peers import PEERS
 from benchmarks.harness.report import compare, summary
 from benchmarks.harness.runner import BATCH, run
 from benchmarks.harness.script import names
+from benchmarks.registry import BENCHMARKS, listing
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        print(listing())
+        return
+    if argv[0] in BENCHMARKS:
+        BENCHMARKS[argv[0]].main(argv[1:])
+        return
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+                                     epilog=listing(),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run configurations over a benchmark folder")
@@ -92,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         (args.out / "report.md").write_text(text)
         if args.summary_to is not None:
             args.summary_to.parent.mkdir(parents=True, exist_ok=True)
-            args.summary_to.write_text(json.dumps(summary(args.out), indent=1) + "\n")
+            args.summary_to.write_text(compact_json(summary(args.out)) + "\n")
         if args.append_to is not None:
             with open(args.append_to, "a", encoding="utf-8") as f:
                 f.write("\n" + text)

@@ -84,11 +84,6 @@ def _cc_bm25t(name: str, description: str, **fusion) -> Config:
         "method": "cc", "lexical_ranking": "bm25", "bm25_k1": 0.9, "bm25_b": 0.4} | fusion))
 
 
-GRAPH_WEIGHTS = (0.2, 0.35, 0.5, 1.0)
-# BM25 (k1, b) tried inside the default's fusion (benchmarks/reports/bm25.md).
-BM25_CANDIDATES = ((1.2, 0.75), (1.2, 0.5), (1.5, 0.75), (0.9, 0.75), (1.2, 0.9), (2.0, 0.75))
-BM25_CONFIG_NAMES = tuple(f"default_k{k1:g}_b{b:g}" for k1, b in BM25_CANDIDATES)
-
 # Context propagation as swept (benchmarks/reports/context.md): hits, next and prev shares.
 CONTEXT = {"context_hits": 5, "context_next_weight": 0.3, "context_prev_weight": 0.2}
 
@@ -102,11 +97,11 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
            "1", tuple(DEFAULT_LEGS.split(",")), method="cc",
            weights={"lexical": 0.7, "vector": 1.0}, context_hits=5, context_next_weight=0.3,
            context_prev_weight=0.2, time_boost=1.0),
-    *(preset(f"calibrated_lw{w:g}", f"default with calibrated fusion at lexical weight {w:g} "
-             "(vector 1): the candidates issue 27's cross-validation and behaviour suite chose "
-             "among", tuple(DEFAULT_LEGS.split(",")), method="calibrated",
-             weights={"lexical": w, "vector": 1.0})
-      for w in (0.2, 0.3, 0.5, 0.7)),
+    # The other candidates (lexical 0.2, 0.3, 0.7): docs/decisions/0006-calibrated-fusion.md.
+    preset("calibrated_lw0.5", "default with calibrated fusion at lexical weight 0.5 (vector "
+           "1): one of the candidates issue 27's cross-validation and behaviour suite chose "
+           "among", tuple(DEFAULT_LEGS.split(",")), method="calibrated",
+           weights={"lexical": 0.5, "vector": 1.0}),
     preset("default_no_floor", "default without the relevance floor (min_score 0): every "
            "hit with its score, for the floor curve (benchmarks/quality/floor.py)",
            tuple(DEFAULT_LEGS.split(",")), min_score=0.0),
@@ -123,18 +118,12 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
              "1): the lexical weight's ablation (1.7 is the weight MiniLM wanted)",
              tuple(DEFAULT_LEGS.split(",")), weights={"lexical": w, "vector": 1.0})
       for w in (0.7, 1.0, 1.7)),
-    *(preset(name, f"default with the lexical leg's BM25 at k1 {k1:g}, "
-             f"b {b:g} (the shipped 0.9 / 0.4 were chosen for the lexical leg alone, with "
-             "MiniLM; hybrid_cc_bm25's 1.2 / 0.75 did better on LongMemEval with nomic)",
-             tuple(DEFAULT_LEGS.split(",")), bm25_k1=k1, bm25_b=b)
-      for name, (k1, b) in zip(BM25_CONFIG_NAMES, BM25_CANDIDATES, strict=True)),
+    # BM25 (k1, b) inside the default: docs/decisions/0007-bm25-parameters.md.
     preset("lexical", "the faithful current system: Postgres full text (ts_rank, AND then "
            "OR-broaden), the lexical leg alone", ("lexical",), lexical_ranking="ts_rank",
            **NO_REFINEMENTS),
     preset("vector", "dense only: the served model's embeddings, pgvector HNSW", ("vector",),
            **NO_REFINEMENTS),
-    preset("graph", "concept graph only: Personalized PageRank from the query's concepts",
-           ("graph",), **NO_REFINEMENTS),
     _plain("hybrid_rrf", "lexical + vector, weighted RRF k=60, no bonus, no prior",
            ("lexical", "vector")),
     _plain("hybrid_rrf_exact", "hybrid_rrf plus the exact-match bonus (0.05)",
@@ -176,18 +165,8 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
               "(next only)", **(CONTEXT | {"context_prev_weight": 0.0})),
     _plain("hybrid_cc_d20", "hybrid_cc over each leg's top 20", ("lexical", "vector"),
            method="cc", leg_depth=20),
-    _plain("hybrid_cc_graph", "lexical + vector + graph (weight 0.35), convex combination",
-           ("lexical", "vector", "graph"), method="cc", weights={"graph": 0.35}),
-    _plain("hybrid_graph2", "hybrid_graph plus the graph second stage: the graph leg asked "
-           "again, seeded by the 5 best lexical + vector hits", ("lexical", "vector", "graph"),
-           weights={"graph": 0.35}, graph_second_stage=True),
-    _plain("hybrid_cc_graph2", "hybrid_cc_graph plus the graph second stage",
-           ("lexical", "vector", "graph"), method="cc", weights={"graph": 0.35},
-           graph_second_stage=True),
-    *(_plain("hybrid_graph" if w == 0.35 else f"hybrid_graph_w{w:g}",
-             f"lexical + vector + graph, weighted RRF, graph weight {w:g}",
-             ("lexical", "vector", "graph"), weights={"graph": w})
-      for w in GRAPH_WEIGHTS),
+    # The graph leg's presets (graph, hybrid_graph*, hybrid_cc_graph*): docs/decisions/
+    # 0004-graph-leg-off-by-default.md.
 )}
 PEER_CONFIGS = ("peer_bm25", "peer_lancedb_fts", "peer_lancedb_vector", "peer_lancedb_hybrid",
                 "peer_pgvector_hybrid")

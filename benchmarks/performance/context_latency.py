@@ -115,12 +115,12 @@ def report(latencies: dict[str, list[float]], tokens: list[int], packed: list[in
     return "\n".join(lines) + "\n", data
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=300)
     parser.add_argument("--target", help="measure an already running gateway (demo loaded)")
     parser.add_argument("--namespace", default=DEMO_NAMESPACE)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     stack = None
     startup_s = None

@@ -287,7 +287,7 @@ def print_report(result: dict[str, Any]) -> None:
         print(f"\nstack start-up (Postgres + embedding service): {result['stack_startup_s']:.2f} s")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", help="measure an already running embedding service "
                         "(called with RECALLMESH_INTERNAL_TOKEN)")
@@ -308,7 +308,7 @@ def main() -> None:
     parser.add_argument("--latency-n", type=int, default=300, help="timed QUERY calls")
     parser.add_argument("--latency-warmup", type=int, default=30)
     parser.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.texts < 1 or args.latency_n < 1 or args.seconds <= 0 or args.clients < 0:
         parser.error("--texts and --latency-n must be >= 1, --seconds > 0, --clients >= 0")
 

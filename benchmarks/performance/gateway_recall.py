@@ -205,7 +205,7 @@ def graph_leg_direct(stack: Stack, queries: list[str]) -> dict:
             "mean_candidates": statistics.fmean(found)}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=5000)
     parser.add_argument("--requests", type=int, default=600, help="recalls per concurrency level")
@@ -215,7 +215,7 @@ def main() -> None:
                         help="the gateway's legs (RECALLMESH_LEGS), e.g. lexical,vector,graph")
     parser.add_argument("--datasets", type=Path, default=DATASETS)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     levels, legs = args.concurrency, ",".join(args.legs)
 
     texts = read_texts(args.datasets, args.memories)

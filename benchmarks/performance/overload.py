@@ -47,6 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness.budget import save_png
 from benchmarks.harness.load import (
     SERVER_FAULTS,
     UNAVAILABLE_CAUSES,
@@ -347,7 +348,7 @@ def plot(steps: list[dict], path: Path, recall_deadline_ms: float, budget_ms: in
     bottom.set_xticklabels([str(c) for c in x])
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    save_png(fig, path)
     plt.close(fig)
 
 

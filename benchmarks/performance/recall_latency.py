@@ -67,7 +67,7 @@ def measure(channel: grpc.Channel, n: int, namespace: str) -> list[float]:
     return latencies
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--target", help="measure an already running gateway (demo loaded; "
@@ -76,7 +76,7 @@ def main() -> None:
     parser.add_argument("--legs", type=names, default="lexical",
                         help="legs of the gateway it starts: lexical (default) or lexical,vector")
     parser.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     startup_s = None
     stack = None

@@ -41,7 +41,7 @@ from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=1000)
     parser.add_argument("--requests", type=int, default=400,
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--datasets", type=Path, default=DATASETS)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--report", type=Path, help="also write the table as markdown here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     texts = read_texts(args.datasets, args.memories)
     queries = read_queries(args.datasets, 2000)

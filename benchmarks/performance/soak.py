@@ -50,6 +50,7 @@ from typing import Any
 
 import psycopg
 
+from benchmarks.harness.budget import save_png
 from benchmarks.harness.load import (
     OK,
     SHED,
@@ -379,7 +380,7 @@ def plot(result: dict, path: Path) -> None:
         ax.axvline(result["warmup_s"] / 60, color="grey", linestyle="--", linewidth=0.8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    save_png(fig, path)
     plt.close(fig)
 
 

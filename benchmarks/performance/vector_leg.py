@@ -508,7 +508,7 @@ def print_report(result: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------- main
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=positive_ints, default=[5000, 100_000],
                         help="corpus sizes to measure at, ingested incrementally")
@@ -534,7 +534,7 @@ def main() -> None:
     parser.add_argument("--keep-data", action="store_true",
                         help="keep the temporary data directory (database, service logs)")
     parser.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     sizes = sorted(set(args.sizes))
     datasets = args.datasets
     if args.batch < 1 or args.batch > 1000:

@@ -351,7 +351,7 @@ def plot(data: dict, to: Path) -> None:
     fig.savefig(to, dpi=110)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.quality.floor")
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("cosine-floor")
@@ -384,7 +384,7 @@ def main() -> None:
             p.add_argument("--baseline-runs", type=paths)
             p.add_argument("--baseline-config", default="default")
             p.add_argument("--json-to", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.command == "report":
         text, data = report(args.floors, _runs(args.runs, args.config),
                             _runs(args.runs, args.served_config),

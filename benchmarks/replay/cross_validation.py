@@ -374,14 +374,14 @@ def run(pool_paths: list[Path], datasets: Path, peers_dir: Path | None, json_to:
     print("\n".join(lines), flush=True)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.replay.cross_validation")
     parser.add_argument("--pools", type=paths, required=True, help="comma-separated pool files")
     parser.add_argument("--datasets", type=Path, required=True, help="folder of dataset folders")
     parser.add_argument("--peers", type=Path, help="folder of served runs (per dataset)")
     parser.add_argument("--json-to", type=Path)
     parser.add_argument("--report-to", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     run(args.pools, args.datasets, args.peers, args.json_to, args.report_to)
 
 

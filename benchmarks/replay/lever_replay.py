@@ -198,7 +198,7 @@ def run(pool_paths: list[Path], datasets: Path, manifest: Path | None, json_to: 
     write_reports(report, lines, json_to, report_to)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.replay.lever_replay")
     parser.add_argument("--pools", type=paths, required=True, help="comma-separated pool files")
     parser.add_argument("--datasets", type=Path, required=True, help="folder of dataset folders")
@@ -206,7 +206,7 @@ def main() -> None:
                         help="another model's manifest (default: the served model's)")
     parser.add_argument("--json-to", type=Path)
     parser.add_argument("--report-to", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     run(args.pools, args.datasets, args.manifest, args.json_to,
         args.report_to)
 

@@ -98,7 +98,7 @@ def run(models: list[str], pool_paths: list[Path], datasets: Path, json_to: Path
     write_reports(report, lines, json_to, report_to)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.replay.model_replay")
     parser.add_argument("--models", type=names, required=True,
                         help="comma-separated catalogue models, fetched into the model cache")
@@ -106,7 +106,7 @@ def main() -> None:
     parser.add_argument("--datasets", type=Path, required=True, help="folder of dataset folders")
     parser.add_argument("--json-to", type=Path)
     parser.add_argument("--report-to", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     run(args.models, args.pools, args.datasets,
         args.json_to, args.report_to)
 

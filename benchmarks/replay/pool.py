@@ -34,6 +34,7 @@ import grpc
 import psycopg
 
 from benchmarks.harness import metrics
+from benchmarks.harness.budget import compact_json
 from benchmarks.harness.configs import CONFIGS
 from benchmarks.harness.data import load
 from benchmarks.harness.runner import gateway_legs, git_commit, ingest, settle
@@ -246,7 +247,7 @@ def write_reports(report: dict, lines: list[str], json_to: Path | None,
     """The JSON (every setting) and the markdown report, where asked for."""
     if json_to:
         json_to.parent.mkdir(parents=True, exist_ok=True)
-        json_to.write_text(json.dumps(report, indent=1))
+        json_to.write_text(compact_json(report) + "\n")
     if report_to:
         report_to.write_text("\n".join(lines))
 

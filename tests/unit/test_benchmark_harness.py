@@ -168,21 +168,6 @@ def test_loader_scopes_and_stored_text():
     assert content_of({"title": "T", "text": "body"}) == "T\nbody"
 
 
-def test_bm25_candidates_ask_for_the_default_with_only_k1_and_b_set():
-    from benchmarks.harness.configs import BM25_CANDIDATES, BM25_CONFIG_NAMES, CONFIGS
-    from benchmarks.quality.relabel import same_as_default
-
-    assert len(set(BM25_CONFIG_NAMES)) == len(BM25_CANDIDATES)
-    plain = CONFIGS["default"].overrides(["lexical", "vector", "graph"])
-    for name, (k1, b) in zip(BM25_CONFIG_NAMES, BM25_CANDIDATES, strict=True):
-        msg = CONFIGS[name].overrides(["lexical", "vector", "graph"])
-        assert (msg.bm25_k1, msg.bm25_b) == (k1, b)
-        msg.ClearField("bm25_k1")
-        msg.ClearField("bm25_b")
-        assert msg == plain  # nothing else differs from the default's request
-        assert not same_as_default(CONFIGS[name])
-
-
 def test_a_bound_clear_of_zero_never_prints_as_zero():
     from benchmarks.harness.report import fmt_interval
     from benchmarks.harness.stats import Interval

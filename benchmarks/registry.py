@@ -1,0 +1,432 @@
+"""Every benchmark by name: `python -m benchmarks <name> [args]` (`make bench NAME=<name>
+ARGS="..."`); `python -m benchmarks` lists them.
+
+Each entry says what it reads (datasets under BENCH_DATASETS, default ../shared/datasets), the
+harness configurations it runs (benchmarks/harness/configs.py), the catalogue models it fetches
+first, the report files it writes and how it runs: a module's `main(argv)` with default
+arguments put before the caller's (argparse lets a later option win, so `--report-to X`
+overrides a default), or a recipe below that chains several steps (the served runs over each
+dev split, the candidate pools the replays read). Detail (per-query results, pools, raw
+numbers) goes under benchmarks/results/, which git ignores; what is committed under
+benchmarks/reports/ stays inside tests/unit/test_report_budget.py's budget.
+
+Retired benchmarks and what they concluded: docs/decisions/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPORTS = Path("benchmarks/reports")
+RESULTS = Path("benchmarks/results")
+SETS = ("locomo", "scifact", "longmemeval")
+PEERS = ("peer_bm25", "peer_lancedb_fts", "peer_lancedb_vector", "peer_lancedb_hybrid",
+         "peer_pgvector_hybrid")
+INT8 = "nomic-embed-text-v1.5-int8"
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    description: str
+    run: Callable[[list[str]], None]
+    reports: tuple[str, ...] = ()
+    datasets: tuple[str, ...] = ()
+    configs: tuple[str, ...] = ()
+    models: tuple[str, ...] = field(default=())
+
+    def main(self, argv: Sequence[str]) -> None:
+        for model in () if {"-h", "--help"} & set(argv) else self.models:
+            fetch(model)
+        self.run(list(argv))
+
+
+# --- steps every recipe shares ------------------------------------------------------------
+
+def datasets_dir() -> Path:
+    return Path(os.environ.get("BENCH_DATASETS", "../shared/datasets"))
+
+
+def python(*args: str, env: dict[str, str] | None = None) -> None:
+    """One step in its own process (each starts and stops its own stack), like make did."""
+    print("+", " ".join(args), flush=True)
+    subprocess.run([sys.executable, *args], check=True, env={**os.environ, **(env or {})})
+
+
+def fetch(model: str) -> None:
+    python("-m", "recallmesh.embedding_models.fetch", model)
+
+
+def manifest_env(model: str) -> dict[str, str]:
+    """RECALLMESH_EMBEDDING_MANIFEST for a catalogue model in the model cache."""
+    from recallmesh.embedding_models.manifest import model_cache_dir
+
+    return {"RECALLMESH_EMBEDDING_MANIFEST": str(model_cache_dir() / model / "manifest.json")}
+
+
+def metric(dataset: str) -> str:
+    return "ndcg@10" if dataset == "scifact" else "recall@10"
+
+
+def serve(dataset: str, out: Path, configs: Sequence[str] | None = None,
+          ingest_batch: int | None = None, env: dict[str, str] | None = None) -> None:
+    """`python -m benchmarks run` of `configs` (None: the harness's default, every one) on a
+    dev split, per-query results to `out`."""
+    python("-m", "benchmarks", "run", "--dataset", str(datasets_dir() / dataset), "--out",
+           str(out), *(["--configs", ",".join(configs)] if configs else []),
+           *(["--ingest-batch", str(ingest_batch)] if ingest_batch else []), env=env)
+
+
+def compare(out: Path, report: Path, dataset: str, summary: Path | None = None,
+            baseline: str | None = None) -> None:
+    """`python -m benchmarks compare`, appended to `report`, the summary JSON to `summary`."""
+    python("-m", "benchmarks", "compare", str(out), "--metric", metric(dataset),
+           "--append-to", str(report), *(["--baseline", baseline] if baseline else []),
+           *(["--summary-to", str(summary)] if summary else []))
+
+
+def header(report: Path, text: str) -> None:
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(text)
+
+
+def served_sets(sets: Sequence[str], configs: Sequence[str], report: Path, title: str,
+                results: Callable[[str], Path], summary: Callable[[str], Path],
+                baseline: str | None = "default", ingest_batch: int | None = None,
+                env: dict[str, str] | None = None) -> None:
+    """The loop make pasted five times: a header, then per dev split one served run and its
+    comparison appended to the report (the metric: nDCG@10 on SciFact, recall@10 elsewhere)."""
+    header(report, title)
+    for dataset in sets:
+        serve(dataset, results(dataset), configs, ingest_batch, env)
+        compare(results(dataset), report, dataset, summary(dataset), baseline)
+
+
+def pools(sets: Sequence[str], limits: dict[str, int]) -> list[Path]:
+    """Each split's candidate pool (benchmarks/replay/pool.py), dumped through the stack when
+    missing (LongMemEval: ~30 min; a limit dumps only the set's first N queries)."""
+    paths = []
+    for dataset in sets:
+        path = RESULTS / dataset / "context_pool.json"
+        if not path.exists():
+            limit = limits.get(dataset) or os.environ.get(f"POOL_LIMIT_{dataset}")
+            python("-m", "benchmarks.replay.context_sweep", "dump", "--dataset",
+                   str(datasets_dir() / dataset), "--out", str(path),
+                   *(["--limit", str(limit)] if limit else []))
+        paths.append(path)
+    return paths
+
+
+def comma(raw: str) -> list[str]:
+    return [part for part in raw.split(",") if part]
+
+
+def limits(raw: str) -> dict[str, int]:
+    pairs = [part.split("=", 1) for part in comma(raw)]
+    return {name: int(n) for name, n in pairs}
+
+
+def recipe_parser(name: str, description: str) -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(prog=f"python -m benchmarks {name}", description=description)
+
+
+def module(name: str, *defaults: str) -> Callable[[list[str]], None]:
+    """A benchmark module's main(argv), `defaults` first (imported only when run)."""
+    def run(argv: list[str]) -> None:
+        importlib.import_module(name).main([*defaults, *argv])
+    return run
+
+
+# --- recipes ------------------------------------------------------------------------------
+
+RETRIEVAL_LARGE = (
+    "default", "default_previous", "default_no_time", "default_no_intent", "default_lw1",
+    "default_lw1.7", "lexical", "lexical_bm25", "lexical_bm25_tuned", "vector", "hybrid_rrf",
+    "hybrid_rrf_exact", "hybrid_cc", "hybrid_cc_bm25", "hybrid_cc_bm25t", "hybrid_cc_bm25t_ctx",
+    "hybrid_cc_bm25t_l1.7", "hybrid_bm25t_d20", *PEERS)
+
+
+def retrieval(argv: list[str]) -> None:
+    parser = recipe_parser("retrieval", "Dev LoCoMo, every configuration (the harness's "
+                           "default list) -> retrieval.md + locomo.json; --all adds SciFact and "
+                           "LongMemEval (RETRIEVAL_LARGE), the headline, the cross-validation "
+                           "and the behaviour suite (what `make bench-all` did).")
+    parser.add_argument("--all", action="store_true")
+    args = parser.parse_args(argv)
+    report = REPORTS / "retrieval.md"
+    serve("locomo", RESULTS / "locomo")
+    header(report, subprocess.run([sys.executable, "-m", "benchmarks.quality.report_header"],
+                                  check=True, capture_output=True, text=True).stdout)
+    compare(RESULTS / "locomo", report, "locomo", REPORTS / "locomo.json", baseline=None)
+    if not args.all:
+        return
+    for dataset in ("scifact", "longmemeval"):
+        serve(dataset, RESULTS / dataset, RETRIEVAL_LARGE)
+        compare(RESULTS / dataset, report, dataset, REPORTS / f"{dataset}.json", baseline=None)
+    for name in ("headline", "cross-validation", "behaviour"):
+        BENCHMARKS[name].main([])
+
+
+DEFAULT_CONFIGS = ("default", "default_previous", "calibrated_lw0.5", "hybrid_cc_bounded",
+                   "hybrid_rrf", "lexical", "vector", *PEERS)
+
+
+def default(argv: list[str]) -> None:
+    parser = recipe_parser("default", "The default served next to the previous default, the "
+                           "other fusion methods and the peers, Δ against `default`.")
+    parser.add_argument("--sets", type=comma, default=["locomo"],
+                        help="dev splits (default locomo; SciFact and LongMemEval take hours)")
+    args = parser.parse_args(argv)
+    served_sets(args.sets, DEFAULT_CONFIGS, REPORTS / "default.md",
+                "# The default against the previous default and the peers (served)\n\n"
+                "Generated by `python -m benchmarks default`: every configuration through the "
+                "real stack on the same load;\nΔ = each configuration minus `default`. "
+                "Configurations: `python -m benchmarks configs`.\n\n",
+                lambda d: RESULTS / d, lambda d: REPORTS / f"default-{d}.json")
+
+
+MODEL_CONFIGS = ("default", "default_no_time", "default_lw1", "default_lw1.7", "lexical",
+                 "vector", "hybrid_rrf", "hybrid_cc_bm25t", *PEERS)
+
+
+def model(argv: list[str]) -> None:
+    parser = recipe_parser("model", "Another catalogue model through the real stack "
+                           "(RECALLMESH_EMBEDDING_MANIFEST), next to the peers on its vectors, "
+                           "then its headline.")
+    parser.add_argument("--model", default="all-mpnet-base-v2")
+    parser.add_argument("--sets", type=comma, default=["locomo", "scifact"])
+    parser.add_argument("--configs", type=comma, default=list(MODEL_CONFIGS))
+    args = parser.parse_args(argv)
+    fetch(args.model)
+    root = RESULTS / "models" / args.model
+    served_sets(args.sets, args.configs, REPORTS / f"model-{args.model}.md",
+                f"# {args.model} through the real stack\n\nGenerated by `python -m benchmarks "
+                f"model --model {args.model}` (RECALLMESH_EMBEDDING_MANIFEST pointed at it; "
+                "every\nother setting is the shipped default). The peers rank the same stored "
+                "vectors. Why and what it\ncosts: docs/operations.md#which-embedding-model.\n\n",
+                lambda d: root / d, lambda d: REPORTS / f"{d}-{args.model}.json",
+                baseline=None, ingest_batch=100, env=manifest_env(args.model))
+    python("-m", "benchmarks.quality.headline", "--results", str(root), "--report-to",
+           str(REPORTS / f"model-{args.model}-headline.md"), "--json-to",
+           str(REPORTS / f"headline-{args.model}.json"), "--source",
+           f"`python -m benchmarks model --model {args.model}` from the runs in "
+           f"benchmarks/reports/model-{args.model}.md")
+
+
+def int8(argv: list[str]) -> None:
+    parser = recipe_parser("int8", "The default model against its int8 build in one process: "
+                           "query latency, document throughput, cosine; then the vector leg's "
+                           "rankings query by query on the dev splits.")
+    parser.parse_args(argv)
+    python("-m", "benchmarks.performance.embedding_precision", "--report-to",
+           str(REPORTS / "embedding-int8.md"), "--json", str(REPORTS / "embedding-int8.json"))
+    python("-m", "benchmarks.replay.vector_precision", "--datasets", str(datasets_dir()),
+           "--report-to", str(REPORTS / "embedding-int8-vectors.md"),
+           "--json", str(REPORTS / "embedding-int8-vectors.json"))
+
+
+def int8_quality(argv: list[str]) -> None:
+    parser = recipe_parser("int8-quality", "int8 against fp32 through the real stack, paired "
+                           "per query: each split loaded twice (once per model), `<config>@int8` "
+                           "paired with `<config>`.")
+    parser.add_argument("--sets", type=comma, default=["locomo"],
+                        help="dev splits (default locomo; SciFact and LongMemEval take hours "
+                        "in fp32 on 2 cores)")
+    parser.add_argument("--configs", type=comma,
+                        default=["default", "vector", "peer_lancedb_hybrid"])
+    args = parser.parse_args(argv)
+    report = REPORTS / "embedding-int8-quality.md"
+    header(report, "# nomic-embed-text-v1.5: int8 against fp32 through the real stack\n\n"
+           f"Generated by `python -m benchmarks int8-quality --sets {','.join(args.sets)}`: each "
+           "dev split loaded twice into its own stack, once per model "
+           "(RECALLMESH_EMBEDDING_MANIFEST; every other setting the shipped default), the same "
+           "configurations on each. `<config>@int8` is the int8 run, paired per query with the "
+           "fp32 run (benchmarks/quality/model_pair.py); its latency comes from its own run and "
+           "is not comparable.\n\n")
+    for dataset in args.sets:
+        root = RESULTS / "int8" / dataset
+        serve(dataset, root / "fp32", args.configs, ingest_batch=100)
+        serve(dataset, root / "int8", args.configs, ingest_batch=100, env=manifest_env(INT8))
+        python("-m", "benchmarks.quality.model_pair", "--base", str(root / "fp32"), "--other",
+               str(root / "int8"), "--label", "int8", "--into", str(root / "paired"))
+        compare(root / "paired", report, dataset,
+                REPORTS / f"embedding-int8-quality-{dataset}.json", baseline="default")
+
+
+def replay(name: str, mod: str, json_name: str, report_name: str, *extra: str,
+           help_text: str = "") -> Callable[[list[str]], None]:
+    """A replay over the dev splits' candidate pools (dumped first when missing)."""
+    def run(argv: list[str]) -> None:
+        parser = recipe_parser(name, help_text)
+        parser.add_argument("--sets", type=comma, default=list(SETS))
+        parser.add_argument("--pool-limit", type=limits, default={},
+                            help="SET=N[,...]: dump only the set's first N queries "
+                            "(also POOL_LIMIT_<set>=N)")
+        args, rest = parser.parse_known_args(argv)
+        paths = ",".join(str(p) for p in pools(args.sets, args.pool_limit))
+        datasets = [] if mod.endswith("context_sweep") else ["--datasets", str(datasets_dir())]
+        importlib.import_module(mod).main([
+            *extra, "--pools", paths, *datasets, "--json-to", str(REPORTS / json_name),
+            "--report-to", str(REPORTS / report_name), *rest])
+    return run
+
+
+def model_replay(argv: list[str]) -> None:
+    models = next((a.split("=", 1)[1] for a in argv if a.startswith("--models=")), None)
+    if models is None and "--models" in argv:
+        models = argv[argv.index("--models") + 1]
+    for name in [] if {"-h", "--help"} & set(argv) else comma(models or "all-MiniLM-L6-v2"):
+        fetch(name)
+    replay("model-replay", "benchmarks.replay.model_replay", "model_replay.json",
+           "model-replay.md", *([] if models else ["--models", "all-MiniLM-L6-v2"]),
+           help_text="Catalogue models against the served one on the pools, exact vectors "
+           "(--models A,B; default all-MiniLM-L6-v2).")(argv)
+
+
+def recall_latency(argv: list[str]) -> None:
+    run = module("benchmarks.performance.recall_latency")
+    for legs in ([] if argv else ["lexical", "lexical,vector"]):
+        run(["--legs", legs])
+    if argv:
+        run(argv)
+
+
+BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
+    Benchmark("retrieval", "retrieval quality on dev LoCoMo, every configuration and peer "
+              "(--all: + SciFact, LongMemEval, headline, cross-validation, behaviour)",
+              retrieval, ("retrieval.md", "locomo.json", "scifact.json", "longmemeval.json"),
+              SETS, RETRIEVAL_LARGE),
+    Benchmark("headline", "`default` against lexical, hybrid_rrf and the best peer, targets "
+              "checked, from retrieval's per-query results",
+              module("benchmarks.quality.headline", "--report-to", "benchmarks/reports/"
+                     "headline.md", "--json-to", "benchmarks/reports/headline.json"),
+              ("headline.md", "headline.json"), SETS, ("default", "lexical", "hybrid_rrf")),
+    Benchmark("default", "the default served next to the previous default, other fusion "
+              "methods and the peers (--sets locomo)", default,
+              ("default.md", "default-locomo.json"), ("locomo",), DEFAULT_CONFIGS),
+    Benchmark("behaviour", "what an agent's developer checks (code words, ids, sensitive, "
+              "paraphrase, superseded, typo, noise, German/Chinese/Japanese)",
+              module("benchmarks.behaviour.suite", "--configs", "default,default_previous,"
+                     "calibrated_lw0.5,hybrid_cc_bounded,hybrid_rrf", "--report-to",
+                     "benchmarks/reports/behaviour.md", "--json",
+                     "benchmarks/results/behaviour.json"),
+              ("behaviour.md",), (), ("default", "default_previous", "calibrated_lw0.5",
+                                      "hybrid_cc_bounded", "hybrid_rrf")),
+    Benchmark("leak", "how often a secret comes in the first 3 / 10 hits of harmless and "
+              "asking questions (issue 39)",
+              module("benchmarks.behaviour.leak", "--report-to", "benchmarks/reports/leak.md",
+                     "--json", "benchmarks/results/leak.json"), ("leak.md",)),
+    Benchmark("floor", "issue 39's score calibration and relevance floor (subcommands: "
+              "cosine-floor, fit, curve, report, choose)", module("benchmarks.quality.floor"),
+              ("floor.md", "floor.json", "floor.png"), SETS, ("default", "default_no_floor")),
+    Benchmark("context-sweep", "context propagation, lexical weight and leg depth replayed "
+              "on the dev pools (pools dumped first when missing)",
+              replay("context-sweep", "benchmarks.replay.context_sweep", "context_sweep.json",
+                     "context.md", "sweep", "--detail-to",
+                     "benchmarks/results/context_sweep.json"),
+              ("context.md", "context_sweep.json"), SETS, ("hybrid_cc_bm25t",)),
+    Benchmark("cross-validation", "the levers by cross-validation on the dev pools: in-sample "
+              "and out-of-fold effects, against the peers' served runs",
+              replay("cross-validation", "benchmarks.replay.cross_validation",
+                     "cross_validation.json", "cross-validation.md", "--peers",
+                     "benchmarks/results"),
+              ("cross-validation.md", "cross_validation.json"), SETS,
+              ("hybrid_cc_bm25t", "hybrid_rrf", "peer_bm25", "peer_lancedb_hybrid")),
+    Benchmark("lever-replay", "levers replayed on the dev pools with exact vectors (speaker "
+              "boost, PRF, embedding hop, chunks, routed weight, time windows)",
+              replay("lever-replay", "benchmarks.replay.lever_replay", "lever_replay.json",
+                     "levers.md"), ("levers.md", "lever_replay.json"), SETS,
+              ("hybrid_cc_bm25t",)),
+    Benchmark("model-replay", "catalogue models against the served one, replayed on the dev "
+              "pools with exact vectors (--models A,B)", model_replay,
+              ("model-replay.md", "model_replay.json"), SETS),
+    Benchmark("model", "another catalogue model through the real stack, next to the peers "
+              "(--model NAME --sets locomo,scifact)", model,
+              ("model-<model>.md", "model-<model>-headline.md", "<set>-<model>.json",
+               "headline-<model>.json"), ("locomo", "scifact"), MODEL_CONFIGS),
+    Benchmark("concept-names", "concept-name similarities under the served model (the graph "
+              "leg's merge threshold)",
+              module("benchmarks.quality.concept_names", "--report-to",
+                     "benchmarks/reports/concept-names.md"), ("concept-names.md",)),
+    Benchmark("int8", "nomic-embed-text-v1.5 against its int8 build in process: latency, "
+              "throughput, cosine, the vector leg's rankings", int8,
+              ("embedding-int8.md", "embedding-int8.json", "embedding-int8-vectors.md",
+               "embedding-int8-vectors.json"), ("locomo", "scifact"), models=(INT8,)),
+    Benchmark("int8-quality", "int8 against fp32 through the real stack, paired per query "
+              "(--sets locomo --configs default,vector,peer_lancedb_hybrid)", int8_quality,
+              ("embedding-int8-quality.md", "embedding-int8-quality-<set>.json"), ("locomo",),
+              ("default", "vector", "peer_lancedb_hybrid"), models=(INT8,)),
+    Benchmark("embedding", "embedding throughput at batch 1/8/32/128 and single-query latency "
+              "through gRPC", module("benchmarks.performance.embedding_throughput")),
+    Benchmark("vector", "indexer throughput, vector-leg latency at 5k / 100k memories, HNSW "
+              "recall@10 against exact search", module("benchmarks.performance.vector_leg"),
+              (), ("locomo", "longmemeval")),
+    Benchmark("stages", "where a recall's time goes, per stage, fp32 and int8 side by side "
+              "(--memories 5000)",
+              module("benchmarks.performance.recall_stages", "--memories", "5000", "--models",
+                     f"nomic-embed-text-v1.5,{INT8}", "--report-to",
+                     "benchmarks/reports/recall-stages.md", "--json",
+                     "benchmarks/results/recall_stages.json"),
+              ("recall-stages.md",), ("locomo", "longmemeval"), models=(INT8,)),
+    Benchmark("speed", "issue 26's speed tables per model: latency against LanceDB and the "
+              "single-SQL hybrid, 8/32 clients, ingest, query cache, stages",
+              module("benchmarks.performance.speed", "--models",
+                     f"nomic-embed-text-v1.5,{INT8}", "--report-to",
+                     "benchmarks/reports/speed.md", "--json", "benchmarks/results/speed.json"),
+              ("speed.md",), ("locomo", "longmemeval"), ("default", "lexical_bm25", "vector"),
+              models=(INT8,)),
+    Benchmark("scale", "a million memories bulk-loaded: load time, sizes, recall latency, HNSW "
+              "recall (--memories 100000 --corpus-duplicates --report-to ... for the 100k "
+              "reports)",
+              module("benchmarks.performance.scale", "--report-to",
+                     "benchmarks/reports/scale.md", "--json", "benchmarks/results/scale.json"),
+              ("scale.md", "scale-100k.md", "scale-100k-duplicates.md", "scale-efc200.md"),
+              ("locomo", "longmemeval"), ("default", "lexical_bm25", "vector")),
+    Benchmark("recall-latency", "p50/p95/p99 of 1,000 sequential recalls on the demo set: "
+              "lexical-only, then hybrid (own stacks)", recall_latency),
+    Benchmark("context-latency", "Context (recall packed into a token budget) next to plain "
+              "Recall, same questions, one run",
+              module("benchmarks.performance.context_latency"),
+              ("context-latency.md", "context-latency.json")),
+    Benchmark("gateway", "hybrid recall through the gateway on 5,000 memories: concurrency "
+              "1/8/32, overhead, a hanging leg (--legs lexical,vector,graph: the graph leg's "
+              "cost)", module("benchmarks.performance.gateway_recall", "--json",
+                              "benchmarks/results/gateway_recall.json"),
+              (), ("locomo", "longmemeval")),
+    Benchmark("security", "recall with authentication, and authentication + TLS on every hop, "
+              "against plaintext (issue 24)",
+              module("benchmarks.performance.security_overhead", "--rounds", "3", "--json",
+                     "benchmarks/results/security_overhead.json", "--report",
+                     "benchmarks/reports/security-overhead.md"), ("security-overhead.md",),
+              ("locomo", "longmemeval")),
+    Benchmark("overload", "1 to 500 concurrent clients (90% recall, 10% store): goodput, "
+              "shedding, latency, status codes, zero lost writes (issue 25)",
+              module("benchmarks.performance.overload", "--json",
+                     "benchmarks/results/overload.json", "--report",
+                     "benchmarks/reports/overload.md"), ("overload.md", "overload.png"),
+              ("locomo", "longmemeval")),
+    Benchmark("soak", "30 minutes of recall / store / delete at a fixed rate: errors, p95, RSS, "
+              "connections, every acknowledged write (issue 25)",
+              module("benchmarks.performance.soak", "--json", "benchmarks/results/soak.json",
+                     "--report", "benchmarks/reports/soak.md"), ("soak.md", "soak.png"),
+              ("locomo", "longmemeval")),
+)}
+
+
+def listing() -> str:
+    width = max(map(len, BENCHMARKS))
+    lines = ["Benchmarks (python -m benchmarks NAME [args]; NAME --help for its options; "
+             "reports under benchmarks/reports/):", ""]
+    for b in BENCHMARKS.values():
+        lines.append(f"  {b.name:{width}}  {b.description}")
+        if b.reports:
+            lines.append(f"  {'':{width}}  -> {', '.join(b.reports)}")
+    lines += ["", "Harness: python -m benchmarks {run,compare,diff,configs} (--help)."]
+    return "\n".join(lines)
