@@ -38,6 +38,7 @@ protos: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/buf lint
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 ## Tools the deploy checks need beyond the dev extra: kubectl and promtool (Debian packages,
 ## installed when missing and running as root) and checkov in its own virtualenv (checkov pins

@@ -35,6 +35,7 @@ from recallmesh.shared.settings import (
     env_str,
     parse_bool,
 )
+from recallmesh.v1 import memory_pb2
 from recallmesh.wire.fusion import (
     DEFAULT_EXACT_BONUS,
     DEFAULT_IMPORTANCE_STRENGTH,
@@ -332,8 +333,6 @@ class Overrides:
 
     def to_proto(self, msg: Any = None) -> Any:
         """These overrides as a FusionOverrides message (what a client sends)."""
-        from recallmesh.v1 import memory_pb2
-
         msg = memory_pb2.FusionOverrides() if msg is None else msg
         for name, value in self.values.items():
             setattr(msg, name, value)
