@@ -1,4 +1,5 @@
-"""What the load benchmarks (`make bench-overload`, `make soak`) share: asyncio gateway clients
+"""What the load benchmarks (`python -m benchmarks overload`, `... soak`) share: asyncio
+gateway clients
 that record every call's status code, latency and shedding hint; window summaries; the check
 that every acknowledged write can be read back; and samples of the stack's processes (resident
 memory, CPU) and of its Postgres connections.

@@ -90,7 +90,8 @@ def report(latencies: dict[str, list[float]], tokens: list[int], packed: list[in
     lines = [
         "# Context latency next to plain recall",
         "",
-        f"`make bench-context-latency`: {n} rounds, each the four calls below for the same demo "
+        f"`python -m benchmarks context-latency`: {n} rounds, each the four calls below for the "
+        "same demo "
         "question (order rotating), one client, sequential; every service its own process on "
         f"an embedded Postgres; {platform.machine()} python {platform.python_version()}; "
         f"tokens counted by `{tokenizer}`.",

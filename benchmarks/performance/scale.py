@@ -16,7 +16,7 @@ model embeds about 15 chat turns a second here: 18 hours), so:
     normalised. For a mean-pooled model that is what embedding the joined text would give if
     attention did not cross the line break; it is not the model's vector of the joined text.
     No pair repeats, so no two memories share a vector, unless --corpus-duplicates: then the
-    duplicate structure of the real corpus of the same size (`make bench-vector`'s, whose 100k
+    duplicate structure of the real corpus of the same size (`make bench NAME=vector`'s, whose 100k
     run had queries with recall@10 0.00) is copied in: for every group of s identical texts
     among its first --memories texts, s - 1 memories become copies (content and vector) of one
     other; the report says how many groups and their largest size.
@@ -149,7 +149,7 @@ def pairs(n_base: int, memories: int) -> np.ndarray:
 
 def corpus_duplicate_groups(root: Path, memories: int) -> list[int]:
     """Sizes of the groups of identical texts (size > 1) among the first `memories` texts of
-    the corpus `make bench-vector` loads."""
+    the corpus `make bench NAME=vector` loads."""
     records = load_corpus(root, DEFAULT_DATASETS.split(","), memories, MAX_CHARS)
     return sorted((s for s in Counter(r.text for r in records).values() if s > 1), reverse=True)
 

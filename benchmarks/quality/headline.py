@@ -4,7 +4,8 @@ per question type, with the issue's targets checked.
   python -m benchmarks.quality.headline [--results benchmarks/results] \
       [--report-to benchmarks/reports/headline.md] [--json-to benchmarks/reports/headline.json]
 
-Reads the per-query results `make bench-all` leaves in benchmarks/results/<dataset>/ (run it
+Reads the per-query results `python -m benchmarks retrieval --all` leaves in
+benchmarks/results/<dataset>/ (run it
 first). For each dataset: the best peer is the peer configuration (peer_*) with the highest
 headline metric in that run; every Δ is `default` minus the other configuration, paired
 bootstrap 95% CI over queries (B=2000, fixed seed; LoCoMo also by conversation); latency is
@@ -98,8 +99,8 @@ def headline(results_dir: Path) -> dict:
     return report
 
 
-SOURCE = ("`make bench-headline` (`python -m benchmarks.quality.headline`, run by "
-          "`make bench-all`) from the per-query results of the runs in "
+SOURCE = ("`make bench NAME=headline` (`python -m benchmarks.quality.headline`, run by "
+          "`make bench NAME=retrieval ARGS=--all`) from the per-query results of the runs in "
           "benchmarks/reports/retrieval.md")
 
 
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     report = headline(args.results)
     if not report["datasets"]:
         raise SystemExit(f"no dataset results with a `{TARGET}` configuration under "
-                         f"{args.results} (run make bench-all first)")
+                         f"{args.results} (run make bench NAME=retrieval ARGS=--all first)")
     publish(markdown(report, args.source), args.report_to, args.json_to, report, indent=1,
             end="")
 
