@@ -28,16 +28,20 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from recallmesh.client import Client, Memory
 from recallmesh.client.errors import RecallmeshError
 from recallmesh.embedding_models.manifest import DEFAULT_MODEL
 from recallmesh.shared.services import BY_NAME
+from recallmesh.shared.settings import ConfigError
 from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
 from recallmesh.wire.channel import DEFAULT_TARGET
 from recallmesh.wire.enums import LEG_STATE_NAMES, SORT_BY_VALUES
+from recallmesh.wire.timestamps import optional_datetime, to_proto_timestamp
 from recallmesh.wire.validation import MAX_INDEX_WAIT_MS, MAX_REQUEST_BYTES
 
 DEMO_FILE: Traversable = resources.files("recallmesh.demo") / "memories.jsonl"  # package data
@@ -61,7 +65,6 @@ def gateway_channel(target: str, api_key: str | None = None) -> grpc.Channel:
     the local key `recallmesh up` wrote under .data/); TLS when RECALLMESH_TLS_CA (and, for
     mutual TLS, a certificate) is set (recallmesh.shared.tls)."""
     from recallmesh.shared.credentials import client_api_key
-    from recallmesh.shared.settings import ConfigError
     from recallmesh.wire.channel import dial_blocking
 
     try:
@@ -76,18 +79,36 @@ def stub_for(target: str, api_key: str | None = None) -> tuple[grpc.Channel, Any
     return channel, memory_pb2_grpc.MemoryServiceStub(channel)
 
 
-def _timestamp(value: str, field: str, where: str) -> Any:
-    from google.protobuf.timestamp_pb2 import Timestamp
-
+def _datetime(value: str, field: str, where: str) -> datetime:
+    """An ISO 8601 time with its timezone (InputError naming `field` otherwise)."""
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except (TypeError, ValueError):
         raise InputError(f"{where}: {field} must be an ISO 8601 time, got {value!r}") from None
     if parsed.tzinfo is None:
         raise InputError(f"{where}: {field} needs a timezone (e.g. 2026-01-31T09:00:00Z)")
+    return parsed
+
+
+def _timestamp(value: str, field: str, where: str) -> Timestamp:
     ts = Timestamp()
-    ts.FromDatetime(parsed)
+    to_proto_timestamp(_datetime(value, field, where), ts)
     return ts
+
+
+def _iso_utc(value: datetime) -> str:
+    """2026-01-31T09:00:00Z style, as the CLI prints times."""
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"
+
+
+def client_for(args: argparse.Namespace) -> Client:
+    """The typed client (recallmesh.client) of the gateway at --target, in --namespace: the
+    API key of RECALLMESH_API_KEY or the local key `recallmesh up` wrote, TLS when
+    RECALLMESH_TLS_CA (and, for mutual TLS, a certificate) is set."""
+    try:
+        return Client(args.target, namespace=args.namespace)
+    except ConfigError as exc:
+        raise InputError(str(exc)) from None
 
 
 def memory_from_json(obj: Any, where: str) -> Any:
@@ -215,7 +236,9 @@ def print_recall(response: Any, explain: bool) -> None:
         table.add_column("legs (rank/score)")
     for i, hit in enumerate(response.hits, start=1):
         row = [str(i), f"{hit.score:.4f}", hit.memory.category,
-               hit.memory.content + ended_mark(hit.memory), hit.memory.id]
+               hit.memory.content + ended_mark(hit.memory.superseded_by,
+                                               optional_datetime(hit.memory, "valid_to")),
+               hit.memory.id]
         if explain:
             row.append(", ".join(f"{c.leg}#{c.rank} {c.score:.3f}" for c in hit.legs))
         table.add_row(*row)
@@ -237,17 +260,17 @@ def print_recall(response: Any, explain: bool) -> None:
                       markup=False)
 
 
-def ended_mark(memory: Any, now: datetime | None = None) -> str:
+def ended_mark(superseded_by: str, valid_to: datetime | None,
+               now: datetime | None = None) -> str:
     """" [superseded by <id>]" / " [ended <time>]" for a memory whose validity ended."""
-    if memory.superseded_by:
-        return f" [superseded by {memory.superseded_by}]"
-    if memory.HasField("valid_to") and memory.valid_to.ToDatetime(tzinfo=UTC) <= (
-            now or datetime.now(UTC)):
-        return f" [ended {memory.valid_to.ToDatetime().isoformat()}Z]"
+    if superseded_by:
+        return f" [superseded by {superseded_by}]"
+    if valid_to is not None and valid_to <= (now or datetime.now(UTC)):
+        return f" [ended {_iso_utc(valid_to)}]"
     return ""
 
 
-def print_memory(memory: Any) -> None:
+def print_memory(memory: Memory) -> None:
     fields = {
         "id": memory.id,
         "namespace": memory.namespace,
@@ -256,16 +279,16 @@ def print_memory(memory: Any) -> None:
         "tags": ", ".join(memory.tags),
         "importance": f"{memory.importance:.2f}",
         "sensitive": str(memory.sensitive).lower(),
-        "created_at": memory.created_at.ToDatetime().isoformat() + "Z",
+        "created_at": _iso_utc(memory.created_at) if memory.created_at else "",
     }
     if memory.thread:
         fields["thread"] = memory.thread
-    if memory.HasField("valid_to"):
-        fields["valid_to"] = memory.valid_to.ToDatetime().isoformat() + "Z"
+    if memory.valid_to is not None:
+        fields["valid_to"] = _iso_utc(memory.valid_to)
     if memory.superseded_by:
         fields["superseded_by"] = memory.superseded_by
-    if memory.HasField("expires_at"):
-        fields["expires_at"] = memory.expires_at.ToDatetime().isoformat() + "Z"
+    if memory.expires_at is not None:
+        fields["expires_at"] = _iso_utc(memory.expires_at)
     if memory.metadata:
         fields["metadata"] = json.dumps(dict(memory.metadata))
     table = Table(show_header=False)
@@ -282,7 +305,7 @@ def expires_at(value: str | None, now: datetime | None = None) -> str | None:
     the ISO time it means (None when not given)."""
     if not value:
         return None
-    from recallmesh.shared.settings import ConfigError, parse_duration_s
+    from recallmesh.shared.settings import parse_duration_s
 
     if value.strip()[:1].isdigit() and not any(c in value for c in "-:T"):
         try:
@@ -295,15 +318,21 @@ def expires_at(value: str | None, now: datetime | None = None) -> str | None:
 
 
 def cmd_store(args: argparse.Namespace) -> int:
-    channel, stub = stub_for(args.target)
-    with channel:
-        record = {"content": args.content, "category": args.category,
-                  "tags": [t for t in args.tags.split(",") if t] if args.tags else [],
-                  "importance": args.importance, "sensitive": args.sensitive,
-                  "expires_at": expires_at(args.expires_in), "thread": args.thread}
-        memory = memory_from_json(record, "arguments")
-        response = stub.Store(memory_pb2.StoreRequest(namespace=args.namespace, memory=memory))
-    console.print(response.memory.id)
+    expiry = expires_at(args.expires_in)
+    record = {"content": args.content, "category": args.category,
+              "tags": [t for t in args.tags.split(",") if t] if args.tags else [],
+              "importance": args.importance, "sensitive": args.sensitive,
+              "expires_at": expiry, "thread": args.thread}
+    memory_from_json(record, "arguments")  # checked as an imported line would be
+    fields: dict[str, Any] = {"category": args.category, "tags": record["tags"],
+                              "sensitive": args.sensitive, "thread": args.thread}
+    if args.importance is not None:
+        fields["importance"] = args.importance
+    if expiry:
+        fields["expires_at"] = _datetime(expiry, "--expires-in", "arguments")
+    with client_for(args) as client:
+        stored = client.store(args.content, **fields)
+    console.print(stored.memory.id)
     return 0
 
 
@@ -342,8 +371,6 @@ def cmd_recall(args: argparse.Namespace) -> int:
 def cmd_context(args: argparse.Namespace) -> int:
     """The context block for a prompt (recallmesh.client), printed as is: the auto-recall
     hook of docs/mcp.md pipes it before the user's prompt."""
-    from recallmesh.client import Client
-
     options: dict[str, Any] = {"max_tokens": args.max_tokens, "k": args.k,
                                "include_sensitive": args.include_sensitive}
     if args.category:
@@ -383,7 +410,6 @@ def cmd_settings(args: argparse.Namespace) -> int:
     """Every recall setting (recallmesh/wire/policy.py): its built-in default, the value this
     environment gives it, its variable and whether a request may override it."""
     from recallmesh.services.lexical.settings import LexicalSettings
-    from recallmesh.shared.settings import ConfigError
     from recallmesh.wire.policy import LEG_WEIGHTS_ENV, RecallPolicy
 
     try:
@@ -409,18 +435,15 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
 
 def cmd_get(args: argparse.Namespace) -> int:
-    channel, stub = stub_for(args.target)
-    with channel:
-        response = stub.Get(memory_pb2.GetRequest(namespace=args.namespace, id=args.id))
-    print_memory(response.memory)
+    with client_for(args) as client:
+        memory = client.get(args.id)
+    print_memory(memory)
     return 0
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    channel, stub = stub_for(args.target)
-    with channel:
-        stub.Delete(memory_pb2.DeleteRequest(namespace=args.namespace, id=args.id,
-                                             purge=args.purge))
+    with client_for(args) as client:
+        client.delete(args.id, purge=args.purge)
     console.print(f"{'purged' if args.purge else 'deleted'} {args.id}")
     return 0
 
@@ -429,12 +452,9 @@ def cmd_delete_namespace(args: argparse.Namespace) -> int:
     if args.confirm != args.namespace:
         raise InputError(f"deleting namespace {args.namespace!r} removes every memory in it for "
                          f"good: repeat its name with --confirm {args.namespace}")
-    channel, stub = stub_for(args.target)
-    with channel:
-        response = stub.DeleteNamespace(
-            memory_pb2.DeleteNamespaceRequest(namespace=args.namespace))
-    console.print(f"namespace {args.namespace!r} deleted ({response.memories_removed} "
-                  "memories removed)")
+    with client_for(args) as client:
+        removed = client.delete_namespace()
+    console.print(f"namespace {args.namespace!r} deleted ({removed} memories removed)")
     return 0
 
 
@@ -509,7 +529,6 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 
     from recallmesh.embedding_models.manifest import ModelManifest
     from recallmesh.services.embedding.reembed import SwitchError, reembed, switch
-    from recallmesh.shared.settings import ConfigError
 
     try:
         manifest = ModelManifest.load(Path(args.manifest))
@@ -755,7 +774,6 @@ def _print_stack_event(event: Any) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from recallmesh.shared.settings import ConfigError
     from recallmesh.stack.supervisor import RestartPolicy, Stack, StackError
 
     started = time.monotonic()

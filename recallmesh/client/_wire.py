@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypedDict
 
 from google.protobuf import json_format
@@ -26,6 +26,7 @@ from recallmesh.client.types import (
 )
 from recallmesh.v1 import memory_pb2
 from recallmesh.wire.enums import LEG_STATE_NAMES, RELATION_TYPE_VALUES, SORT_BY_VALUES
+from recallmesh.wire.timestamps import optional_datetime, to_proto_timestamp
 
 
 class MemoryFields(TypedDict, total=False):
@@ -91,11 +92,7 @@ class ContextOptions(TypedDict, total=False):
 def _ts(value: datetime, target: Any) -> None:
     if value.tzinfo is None:
         raise ValueError(f"{value!r} needs a timezone (e.g. datetime.now(UTC))")
-    target.FromDatetime(value.astimezone(UTC))
-
-
-def _dt(msg: Any, name: str) -> datetime | None:
-    return getattr(msg, name).ToDatetime(tzinfo=UTC) if msg.HasField(name) else None
+    to_proto_timestamp(value, target)
 
 
 def memory_message(content: str, fields: MemoryFields) -> Any:
@@ -215,9 +212,11 @@ def memory_from(msg: Any) -> Memory:
         id=msg.id, namespace=msg.namespace, content=msg.content, category=msg.category,
         tags=tuple(msg.tags), importance=msg.importance if msg.HasField("importance") else 0.5,
         sensitive=msg.sensitive, thread=msg.thread, metadata=dict(msg.metadata),
-        created_at=_dt(msg, "created_at"), updated_at=_dt(msg, "updated_at"),
-        valid_from=_dt(msg, "valid_from"), valid_to=_dt(msg, "valid_to"),
-        expires_at=_dt(msg, "expires_at"), superseded_by=msg.superseded_by)
+        created_at=optional_datetime(msg, "created_at"),
+        updated_at=optional_datetime(msg, "updated_at"),
+        valid_from=optional_datetime(msg, "valid_from"),
+        valid_to=optional_datetime(msg, "valid_to"),
+        expires_at=optional_datetime(msg, "expires_at"), superseded_by=msg.superseded_by)
 
 
 def store_result(reply: Any) -> StoreResult:
@@ -234,8 +233,12 @@ def get_result(reply: Any) -> Memory:
     return memory_from(reply.memory)
 
 
+def namespace_deleted(reply: Any) -> int:
+    return int(reply.memories_removed)
+
+
 def deleted_result(reply: Any) -> Deleted:
-    return Deleted(reply.id, _dt(reply, "deleted_at"), reply.purged)
+    return Deleted(reply.id, optional_datetime(reply, "deleted_at"), reply.purged)
 
 
 def recall_result(reply: Any) -> RecallResult:
@@ -249,7 +252,7 @@ def recall_result(reply: Any) -> RecallResult:
 
 
 def context_result(reply: Any) -> ContextResult:
-    items = tuple(ContextItem(i.id, i.score, i.tokens, _dt(i, "created_at"))
+    items = tuple(ContextItem(i.id, i.score, i.tokens, optional_datetime(i, "created_at"))
                   for i in reply.items)
     return ContextResult(
         text=reply.text, items=items, tokens=reply.tokens, tokenizer=reply.tokenizer,

@@ -83,6 +83,14 @@ class AsyncClient(ClientBase):
                                                  purge=purge)
         return await self._call("Delete", request, _wire.deleted_result, self._timeout(timeout))
 
+    async def delete_namespace(self, *, namespace: str | None = None,
+                               timeout: float | None = None) -> int:
+        """Remove a namespace and every memory in it, for good (needs the admin scope); how
+        many memories were removed."""
+        request = _wire.memory_pb2.DeleteNamespaceRequest(namespace=self._ns(namespace))
+        return await self._call("DeleteNamespace", request, _wire.namespace_deleted,
+                                self._timeout(timeout))
+
     async def forget(self, memory_id: str, *, namespace: str | None = None,
                      timeout: float | None = None) -> Deleted:
         """Remove a memory for good: its row, vector, concept links and postings (purge)."""

@@ -19,6 +19,11 @@ def from_proto_timestamp(ts: Any, field: str) -> datetime:
     return _EPOCH + timedelta(seconds=ts.seconds, microseconds=ts.nanos // 1000)
 
 
+def optional_datetime(msg: Any, name: str) -> datetime | None:
+    """`msg.<name>` (a Timestamp field) as a UTC datetime; None when the field is unset."""
+    return from_proto_timestamp(getattr(msg, name), name) if msg.HasField(name) else None
+
+
 def to_proto_timestamp(value: datetime, ts: Any) -> None:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
