@@ -63,7 +63,7 @@ variable "cert_manager_namespace" {
 }
 
 variable "cert_manager_chart_version" {
-  description = "cert-manager chart version (v1.21.1; Jetstack's chart versions carry the v). deploy/schemas/ vendors the same release's CRDs."
+  description = "cert-manager chart version (v1.21.1; Jetstack's chart versions carry the v). tests/deploy/schemas/ vendors the same release's CRDs."
   type        = string
   default     = "v1.21.1"
 }

@@ -1,5 +1,5 @@
 """Every metric the rules and the dashboard use is one recallmesh defines (or one of the few
-named external exporters), and deploy/metric-names.txt lists them."""
+named external exporters), and tests/deploy/metric-names.txt lists them."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_external_names_are_only_the_listed_exporters():
 
 def test_metric_names_file_is_current():
     assert metric_names.NAMES_FILE.read_text() == metric_names.names_file_text(), (
-        "regenerate: python -m tests.deploy.metric_names > deploy/metric-names.txt"
+        "regenerate: python -m tests.deploy.metric_names > tests/deploy/metric-names.txt"
     )
 
 

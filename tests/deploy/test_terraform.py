@@ -10,7 +10,7 @@ import re
 import hcl2
 import pytest
 
-from tests.deploy.tools import TERRAFORM
+from tests.deploy.tools import SCHEMAS, TERRAFORM
 
 EXACT = re.compile(r"^\d+\.\d+\.\d+$")
 # chart versions: exact too; Jetstack publishes cert-manager's with a leading v (v1.21.1)
@@ -80,10 +80,10 @@ def test_helm_releases_pinned():
 
 
 def test_cert_manager_matches_the_vendored_crds():
-    """The chart's release is the one whose Certificate / Issuer CRDs deploy/schemas/ holds."""
+    """The chart's release is the one whose Certificate / Issuer CRDs tests/deploy/schemas/ holds."""
     variables = {k: v for b in blocks("variable") for k, v in b.items()}
     version = variables["cert_manager_chart_version"]["default"]
-    readme = (TERRAFORM.parent / "deploy" / "schemas" / "README.md").read_text()
+    readme = (SCHEMAS / "README.md").read_text()
     assert f"| cert-manager/cert-manager (`deploy/crds/`) | {version} |" in readme
 
 

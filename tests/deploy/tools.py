@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "k8s"
 OVERLAYS = ("dev", "production", "production-gpu")
-SCHEMAS = ROOT / "deploy" / "schemas"
+SCHEMAS = ROOT / "tests" / "deploy" / "schemas"
 TERRAFORM = ROOT / "terraform"
 RULES = K8S / "base" / "observability" / "prometheusrule.yaml"
 DASHBOARD = K8S / "base" / "observability" / "recallmesh-dashboard.json"
