@@ -166,7 +166,8 @@ _OUTAGE_CODES = frozenset({
 def backoff_s(failures: int, base_s: float, max_s: float) -> float:
     """Exponential backoff after `failures` consecutive failures, capped (the SQL in _FAIL
     applies the same rule per job, exponent capped at 30 there too)."""
-    return min(max_s, base_s * 2 ** min(max(failures - 1, 0), 30))
+    delay: float = min(max_s, base_s * 2 ** min(max(failures - 1, 0), 30))
+    return delay
 
 
 class ModelMismatch(RuntimeError):
