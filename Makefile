@@ -34,11 +34,12 @@ run: models
 protos: $(STAMP)
 	$(PY) -m grpc_tools.protoc -Iprotos --python_out=. --pyi_out=. --grpc_python_out=. protos/recallmesh/v1/*.proto
 
-## Proto lint (buf) and code lint (ruff).
+## Proto lint (buf), code lint (ruff), the import contracts (lint-imports) and the types (mypy).
 lint: $(STAMP)
 	$(VENV)/bin/buf lint
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 ## Tools the deploy checks need beyond the dev extra: kubectl and promtool (Debian packages,
 ## installed when missing and running as root) and checkov in its own virtualenv (checkov pins

@@ -640,10 +640,11 @@ def _load_demo(stack: Any) -> None:
     import psycopg
 
     with psycopg.connect(stack.dsn) as conn:
-        present = conn.execute(
+        row = conn.execute(
             "SELECT count(*) FROM memories WHERE namespace = %s AND deleted_at IS NULL",
             (DEMO_NAMESPACE,),
-        ).fetchone()[0]
+        ).fetchone()
+    present = row[0] if row is not None else 0  # count(*) answers one row
     channel, stub = stub_for(stack.endpoints["gateway"], stack.api_key)
     with channel:
         if present:
@@ -1029,7 +1030,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code: int = args.func(args)
+        return code
     except InputError as exc:
         err_console.print(f"[red]error:[/] {exc}")
         return 2

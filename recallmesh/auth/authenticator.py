@@ -7,14 +7,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recallmesh.auth.keys import KEY_PREFIX, ApiKey, KeyStore, secret_matches, split_key
 from recallmesh.auth.principal import UNAUTHENTICATED_LOCAL, Principal
 from recallmesh.shared.errors import Unauthenticated
 from recallmesh.shared.settings import AuthSettings
+
+if TYPE_CHECKING:  # not imported at run time: the verifier is handed in
+    from recallmesh.auth.jwt_tokens import JwtVerifier
 
 log = logging.getLogger(__name__)
 
@@ -46,15 +49,16 @@ class _Cached:
 
 
 class Authenticator:
-    def __init__(self, settings: AuthSettings, keys: KeyStore | None, jwt: Any = None,
-                 clock: Any = time.monotonic) -> None:
+    def __init__(self, settings: AuthSettings, keys: KeyStore | None,
+                 jwt: JwtVerifier | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.settings = settings
         self.keys = keys
         self.jwt = jwt  # recallmesh.auth.jwt_tokens.JwtVerifier, or None: JWTs refused
         self.clock = clock
         self._cache: dict[str, _Cached] = {}
         self._touched: dict[str, float] = {}
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def authenticate(self, metadata: Iterable[tuple[str, Any]] | None) -> Principal:
         if not self.settings.required:

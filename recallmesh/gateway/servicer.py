@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,7 +35,7 @@ from recallmesh.wire.timestamps import to_proto_timestamp
 
 log = logging.getLogger(__name__)
 
-def memory_to_proto(memory: StoredMemory) -> Any:
+def memory_to_proto(memory: StoredMemory) -> memory_pb2.Memory:
     msg = memory_pb2.Memory(
         id=memory.id,
         namespace=memory.namespace,
@@ -58,7 +59,7 @@ def memory_to_proto(memory: StoredMemory) -> Any:
     return msg
 
 
-def recall_to_proto(outcome: RecallOutcome, explain: bool) -> Any:
+def recall_to_proto(outcome: RecallOutcome, explain: bool) -> memory_pb2.RecallResponse:
     response = memory_pb2.RecallResponse(
         degraded=outcome.degraded, fusion=outcome.fusion, latency_ms=outcome.latency_ms
     )
@@ -124,7 +125,9 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
             timeout_s = min(timeout_s, max(remaining - 0.05, 0.0))
         return await self.store.wait_indexed(ids, timeout_s)
 
-    async def Store(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def Store(
+        self, request: memory_pb2.StoreRequest, context: grpc.aio.ServicerContext,
+    ) -> memory_pb2.StoreResponse:
         ns = validation.namespace(request.namespace)
         if not request.HasField("memory"):
             raise InvalidArgument("memory is required")
@@ -135,7 +138,9 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         return memory_pb2.StoreResponse(memory=memory_to_proto(stored), indexed=indexed,
                                         existing=existing)
 
-    async def StoreBatch(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def StoreBatch(
+        self, request: memory_pb2.StoreBatchRequest, context: grpc.aio.ServicerContext,
+    ) -> memory_pb2.StoreBatchResponse:
         ns = validation.namespace(request.namespace)
         memories = validation.new_memories(request.memories, ns)
         wait_ms = validation.index_wait(request.index_wait, request.HasField("index_wait"))
@@ -145,7 +150,9 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         indexed = await self._indexed(wait_ms, context, needs, bool(needs))
         return memory_pb2.StoreBatchResponse(ids=ids, indexed=indexed, existing=existing)
 
-    async def Update(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def Update(
+        self, request: memory_pb2.UpdateRequest, context: grpc.aio.ServicerContext,
+    ) -> memory_pb2.UpdateResponse:
         ns = validation.namespace(request.namespace)
         memory_id = validation.memory_id(request.id)
         changes = validation.memory_update(request.memory, request.update_mask.paths, ns)
@@ -155,12 +162,16 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         indexed = await self._indexed(wait_ms, context, [memory_id], pending)
         return memory_pb2.UpdateResponse(memory=memory_to_proto(stored), indexed=indexed)
 
-    async def Get(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def Get(
+        self, request: memory_pb2.GetRequest, context: grpc.aio.ServicerContext,
+    ) -> memory_pb2.GetResponse:
         ns = validation.namespace(request.namespace)
         stored = await self.store.get(ns, validation.memory_id(request.id))
         return memory_pb2.GetResponse(memory=memory_to_proto(stored))
 
-    async def Delete(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def Delete(
+        self, request: memory_pb2.DeleteRequest, context: grpc.aio.ServicerContext,
+    ) -> memory_pb2.DeleteResponse:
         ns = validation.namespace(request.namespace)
         memory_id = validation.memory_id(request.id)
         if request.purge:
@@ -173,18 +184,24 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         to_proto_timestamp(deleted_at, response.deleted_at)
         return response
 
-    async def DeleteNamespace(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def DeleteNamespace(
+        self, request: memory_pb2.DeleteNamespaceRequest, context: grpc.aio.ServicerContext,
+    ) -> memory_pb2.DeleteNamespaceResponse:
         ns = validation.namespace(request.namespace)
         removed = await self.store.purge_namespace(ns)
         log.info("namespace deleted", extra={"namespace": ns, "memories": removed})
         return memory_pb2.DeleteNamespaceResponse(memories_removed=removed)
 
-    async def Recall(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def Recall(
+        self, request: memory_pb2.RecallRequest, context: grpc.aio.ServicerContext,
+    ) -> memory_pb2.RecallResponse:
         query = validation.recall_query(request)
         outcome = await self.recaller.recall(query, context.time_remaining())
         return recall_to_proto(outcome, query.explain)
 
-    async def Context(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def Context(
+        self, request: memory_pb2.ContextRequest, context: grpc.aio.ServicerContext,
+    ) -> memory_pb2.ContextResponse:
         started = time.perf_counter()
         query = validation.context_query(request)
         outcome = await self.recaller.recall(query.recall, context.time_remaining())
@@ -206,7 +223,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         return response
 
 
-def _query_embedder(client: EmbedderClient):
+def _query_embedder(client: EmbedderClient) -> Callable[[str, float], Awaitable[Embeddings]]:
     async def embed_query(text: str, timeout_s: float) -> Embeddings:
         try:
             return await client.embed([text], "query", timeout_s)
@@ -221,8 +238,10 @@ class SchemaOutOfDate(RuntimeError):
 
 
 class GatewayApp:
-    service_names = (memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name,
-                     keys_pb2.DESCRIPTOR.services_by_name["KeyService"].full_name)
+    service_names: tuple[str, ...] = (
+        memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name,
+        keys_pb2.DESCRIPTOR.services_by_name["KeyService"].full_name,
+    )
     # The public port takes smaller requests than the internal hops (docs/api.md).
     max_receive_message_bytes = validation.MAX_REQUEST_BYTES
 

@@ -208,7 +208,8 @@ async def _relate(conn: Any, ns: str, source: str, memory: NewMemory, where: str
 
 def _as_real(value: float) -> float:
     """`value` as the single-precision `real` the importance column stores."""
-    return struct.unpack("f", struct.pack("f", value))[0]
+    rounded: float = struct.unpack("f", struct.pack("f", value))[0]
+    return rounded
 
 
 def _same_write(stored: StoredMemory, memory: NewMemory, relations: set[tuple[str, str]]) -> bool:
@@ -420,14 +421,17 @@ class MemoryStore:
             row = await cur.fetchone()
         if row is None:
             raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
-        return row[0]
+        deleted_at: datetime = row[0]
+        return deleted_at
 
     async def purge(self, ns: str, memory_id: str) -> None:
         """Remove the memory and what was derived from it (recallmesh_purge_memory, migration
         0007), live or already deleted; NotFound when `ns` has no such memory."""
         async with transaction(self.pool, ADMIN) as conn:
             cur = await conn.execute("SELECT recallmesh_purge_memory(%s, %s)", (ns, memory_id))
-            found = (await cur.fetchone())[0]
+            row = await cur.fetchone()
+            assert row is not None  # an aggregate / function call: always one row
+            found = row[0]
         if not found:
             raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
 
@@ -435,7 +439,9 @@ class MemoryStore:
         """Remove the namespace entirely; how many memories it held."""
         async with transaction(self.pool, ADMIN) as conn:
             cur = await conn.execute("SELECT recallmesh_purge_namespace(%s)", (ns,))
-            return int((await cur.fetchone())[0])
+            row = await cur.fetchone()
+            assert row is not None  # an aggregate / function call: always one row
+            return int(row[0])
 
     async def hydrate(self, ns: str, memory_ids: list[str]) -> dict[str, StoredMemory]:
         """Live memories of `ns` among memory_ids, in one query, keyed by id."""
@@ -537,4 +543,6 @@ class MemoryStore:
             if (await cur.fetchone())[0] is None:
                 return 0
             cur = await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
-            return int((await cur.fetchone())[0])
+            row = await cur.fetchone()
+            assert row is not None  # an aggregate / function call: always one row
+            return int(row[0])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from typing import Any
+from collections.abc import Callable
 
 from cachetools import LRUCache, TTLCache
 from mcp.server.auth.provider import AccessToken
@@ -43,14 +43,14 @@ def plausible_token(token: str) -> bool:
     return 0 < len(token) <= 8192 and all(33 <= ord(c) <= 126 for c in token)
 
 
-class _ClosingLRU(LRUCache):
+class _ClosingLRU(LRUCache[str, AsyncClient]):
     """An LRU cache of clients that hands each evicted client to `on_evict`."""
 
-    def __init__(self, maxsize: int, on_evict: Any) -> None:
+    def __init__(self, maxsize: int, on_evict: Callable[[AsyncClient], None]) -> None:
         super().__init__(maxsize)
         self._on_evict = on_evict
 
-    def popitem(self) -> tuple[Any, Any]:
+    def popitem(self) -> tuple[str, AsyncClient]:
         key, client = super().popitem()
         self._on_evict(client)
         return key, client
@@ -120,7 +120,7 @@ class GatewayTokenVerifier:
                  timeout: float = 5.0) -> None:
         self.pool = pool
         self.timeout = timeout
-        self._verdicts: TTLCache = TTLCache(maxsize=maxsize, ttl=ttl_s)
+        self._verdicts: TTLCache[str, AccessToken | None] = TTLCache(maxsize=maxsize, ttl=ttl_s)
 
     async def verify_token(self, token: str) -> AccessToken | None:
         if not plausible_token(token):

@@ -226,7 +226,8 @@ def build_server(namespace: str, source: ClientSource, *, show_sensitive: bool =
     ) -> Annotated[CallToolResult, results.StoredOut]:
         given = {"content": content, "category": category, "tags": tags,
                  "importance": importance, "sensitive": sensitive}
-        fields = {name: value for name, value in given.items() if value is not None}
+        fields: dict[str, Any] = {name: value for name, value in given.items()
+                                  if value is not None}
         if not fields:
             raise ToolError("INVALID_ARGUMENT: give at least one field to change")
         wait = STORE_WAIT_S if "content" in fields or "sensitive" in fields else False
@@ -313,7 +314,9 @@ async def serve_http(namespace: str, target: str | None, host: str, port: int,
 
     pool = ClientPool(target or _default_target(), namespace)
     url = f"http://{_url_host(host)}:{port}"
-    auth = AuthSettings(issuer_url=url, resource_server_url=None, validate_token_resource=False)
+    auth = AuthSettings(
+        issuer_url=url,  # type: ignore[arg-type]  # pydantic validates the str into AnyHttpUrl
+        resource_server_url=None, validate_token_resource=False)
     server = build_server(namespace, _CallerClient(pool), show_sensitive=show_sensitive,
                           token_verifier=GatewayTokenVerifier(pool), auth=auth)
     health = GatewayHealth(pool.target)

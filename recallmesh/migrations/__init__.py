@@ -94,10 +94,12 @@ def apply_migrations(dsn: str, directory: Traversable = MIGRATIONS_DIR) -> list[
 def current_version(dsn: str) -> int:
     """Highest applied version, 0 when none (or no table yet)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        exists = conn.execute("SELECT to_regclass('schema_migrations')").fetchone()[0]
-        if exists is None:
+        found = conn.execute("SELECT to_regclass('schema_migrations')").fetchone()
+        assert found is not None  # an aggregate / function call: always one row
+        if found[0] is None:
             return 0
         row = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+        assert row is not None  # an aggregate / function call: always one row
         return int(row[0])
 
 

@@ -46,7 +46,9 @@ def column_dimension(conn: psycopg.Connection, column: str = "embedding") -> int
 
 
 def index_exists(conn: psycopg.Connection, index: str) -> bool:
-    return conn.execute("SELECT to_regclass(%s)", (index,)).fetchone()[0] is not None
+    row = conn.execute("SELECT to_regclass(%s)", (index,)).fetchone()
+    assert row is not None  # an aggregate / function call: always one row
+    return row[0] is not None
 
 
 def index_is_valid(conn: psycopg.Connection, index: str) -> bool:
@@ -113,7 +115,9 @@ def ensure_embedding_column(
                 "ON CONFLICT (singleton) DO NOTHING",
                 (model_id, dimension),
             )
-            live = conn.execute("SELECT model_id FROM embedding_space").fetchone()[0]
+            row = conn.execute("SELECT model_id FROM embedding_space").fetchone()
+            assert row is not None  # the singleton row was inserted just above
+            live = row[0]
             if live != model_id:
                 raise VectorSchemaError(
                     f"the stored vectors come from model {live!r} but the configured model is "

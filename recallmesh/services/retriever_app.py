@@ -12,7 +12,8 @@ from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 
 
 class RetrieverApp:
-    service_names = (retriever_pb2.DESCRIPTOR.services_by_name["RetrieverService"].full_name,)
+    service_names: tuple[str, ...] = (
+        retriever_pb2.DESCRIPTOR.services_by_name["RetrieverService"].full_name,)
     name = "retriever"  # the leg's name (pool name in logs)
 
     def __init__(self) -> None:

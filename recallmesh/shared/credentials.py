@@ -9,7 +9,7 @@ legs, the embedding and the fusion service) send RECALLMESH_INTERNAL_TOKEN when 
 from __future__ import annotations
 
 import collections
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import grpc
@@ -38,13 +38,16 @@ def _with_bearer(metadata: Any, token: str) -> list[tuple[str, str]]:
     return [*kept, ("authorization", f"Bearer {token}")]
 
 
-class AioBearer(grpc.aio.UnaryUnaryClientInterceptor):
+class AioBearer(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]  # grpc is untyped
     """Adds `authorization: Bearer <token>` to every unary call of an asyncio channel."""
 
     def __init__(self, token: str) -> None:
         self.token = token
 
-    async def intercept_unary_unary(self, continuation, client_call_details, request):
+    async def intercept_unary_unary(
+        self, continuation: Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]],
+        client_call_details: grpc.aio.ClientCallDetails, request: Any,
+    ) -> Any:
         details = client_call_details._replace(
             metadata=_with_bearer(client_call_details.metadata, self.token))
         return await continuation(details, request)
@@ -52,17 +55,20 @@ class AioBearer(grpc.aio.UnaryUnaryClientInterceptor):
 
 class _Details(collections.namedtuple(
         "_Details", ("method", "timeout", "metadata", "credentials", "wait_for_ready",
-                     "compression")), grpc.ClientCallDetails):
+                     "compression")), grpc.ClientCallDetails):  # type: ignore[misc]  # grpc is untyped
     pass
 
 
-class Bearer(grpc.UnaryUnaryClientInterceptor):
+class Bearer(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]  # grpc is untyped
     """The same for a blocking channel."""
 
     def __init__(self, token: str) -> None:
         self.token = token
 
-    def intercept_unary_unary(self, continuation, client_call_details, request):
+    def intercept_unary_unary(
+        self, continuation: Callable[[grpc.ClientCallDetails, Any], Any],
+        client_call_details: grpc.ClientCallDetails, request: Any,
+    ) -> Any:
         d = client_call_details
         details = _Details(d.method, d.timeout, _with_bearer(d.metadata, self.token),
                            d.credentials, getattr(d, "wait_for_ready", None),

@@ -57,7 +57,8 @@ def start_embedded(pg_root: Path, *, cleanup_mode: str | None = "stop") -> Any:
 
 
 def embedded_dsn(server: Any) -> str:
-    return server.get_uri(database=EMBEDDED_DATABASE)
+    dsn: str = server.get_uri(database=EMBEDDED_DATABASE)
+    return dsn
 
 
 def _embedded_module() -> Any:
@@ -84,7 +85,8 @@ def running_embedded_dsn(pg_root: Path) -> str | None:
     info = _embedded_module().utils.PostmasterInfo.read_from_pgdata(pg_root)
     if info is None or not info.is_running() or info.status != "ready":
         return None
-    return info.get_uri(database=EMBEDDED_DATABASE)
+    dsn: str = info.get_uri(database=EMBEDDED_DATABASE)
+    return dsn
 
 
 def resolve_dsn() -> str:
@@ -115,7 +117,7 @@ def redact(dsn: str) -> str:
         return "<unparseable dsn>"
     if "password" in info:
         info["password"] = "***"
-    return psycopg.conninfo.make_conninfo(**{k: v for k, v in info.items() if v is not None})
+    return psycopg.conninfo.make_conninfo("", **{k: v for k, v in info.items() if v is not None})
 
 
 # The time.monotonic() by which the call being served needs its answer (None: no deadline).

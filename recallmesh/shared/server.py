@@ -47,8 +47,11 @@ log = logging.getLogger(__name__)
 class ServiceApp(Protocol):
     """What a service hands to the bootstrap."""
 
-    #: fully-qualified gRPC service names, e.g. "recallmesh.v1.MemoryService"
-    service_names: Sequence[str]
+    @property
+    def service_names(self) -> Sequence[str]:
+        """Fully-qualified gRPC service names, e.g. "recallmesh.v1.MemoryService" (a plain
+        class attribute satisfies this read-only member)."""
+        ...
 
     async def start(self) -> None: ...
 

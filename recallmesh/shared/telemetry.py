@@ -137,12 +137,15 @@ def _split_method(full_method: str) -> tuple[str, str]:
 
 
 def _code_name(code: Any) -> str:
+    name: str
     if isinstance(code, grpc.StatusCode):
-        return code.name
+        name = code.name
+        return name
     if isinstance(code, int):
         for candidate in grpc.StatusCode:
             if candidate.value[0] == code:
-                return candidate.name
+                name = candidate.name
+                return name
     return "UNKNOWN"
 
 
@@ -234,7 +237,7 @@ def tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], A
     return decode
 
 
-class ServerInterceptor(grpc.aio.ServerInterceptor):
+class ServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc is untyped
     """Admits, times and counts every unary RPC and maps domain errors to statuses.
 
     - Admission: at most `max_concurrent` RPCs run at once (0: no limit). One more is refused
@@ -322,6 +325,8 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
                     log.exception("unhandled error in %s/%s", service, method,
                                   extra={"ref": ref})
                     await context.abort(grpc.StatusCode.INTERNAL, f"internal error (ref {ref})")
+                # context.abort() raises; grpc being untyped, mypy cannot tell
+                assert error is not None
                 code = error.code
                 trailing: tuple[tuple[str, str], ...] = ()
                 if isinstance(error, ResourceExhausted):

@@ -61,7 +61,8 @@ def free_port() -> int:
     """A TCP port that is free on localhost right now."""
     with socket.socket() as s:
         s.bind(("localhost", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def free_port_env() -> dict[str, str]:
@@ -82,7 +83,7 @@ def free_port_env() -> dict[str, str]:
     return env
 
 
-def wait_serving(address: str, timeout_s: float, process: subprocess.Popen | None = None,
+def wait_serving(address: str, timeout_s: float, process: subprocess.Popen[bytes] | None = None,
                  service: str = "", environ: dict[str, str] | None = None) -> None:
     """Block until the health service at `address` reports `service` SERVING ("": ready;
     "liveness": the process is up, whether or not what it needs is)."""
@@ -207,7 +208,7 @@ class Stack:
     services: tuple[str, ...] | None = None
     wait_for: str = ""  # the health service start() waits for: "" ready, "liveness" up
     dsn: str = ""
-    processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     endpoints: dict[str, str] = field(default_factory=dict)
     metrics: dict[str, int] = field(default_factory=dict)
     # With authentication on (the default): the local admin key (grants "*", every scope),
@@ -306,7 +307,7 @@ class Stack:
     def log_path(self, name: str) -> Path:
         return self.data_dir / "logs" / f"{name}.log"
 
-    def _spawn(self, name: str) -> subprocess.Popen:
+    def _spawn(self, name: str) -> subprocess.Popen[bytes]:
         """Start one service process (not waiting for it); its output goes to its log."""
         log_path = self.log_path(name)
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -499,7 +500,7 @@ class RestartWatcher:
         threading.Thread(target=self._await_serving, args=(name, process, count, started),
                          name=f"recallmesh-restart-{name}", daemon=True).start()
 
-    def _await_serving(self, name: str, process: subprocess.Popen, count: int,
+    def _await_serving(self, name: str, process: subprocess.Popen[bytes], count: int,
                        started: float) -> None:
         timeout = self.stack._start_timeout_s
         address = f"localhost:{self.stack._config(name).port}"

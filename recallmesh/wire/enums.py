@@ -3,16 +3,21 @@ name -> value for what is sent, value -> name for what is read."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import fusion_pb2, memory_pb2
 
+E = TypeVar("E", bound=int)
 
-def _by_name(enum: Any, prefix: str, lower: bool) -> dict[str, int]:
+
+def _by_name(enum: type[E], prefix: str, lower: bool) -> dict[str, E]:
     """Every value of a proto enum but UNSPECIFIED, by its name without the prefix."""
-    names = {}
-    for name, value in enum.items():
+    # The stubs declare the enum as an int subclass; at run time it is protobuf's
+    # EnumTypeWrapper, whose items() the (untyped) protobuf package leaves as Any.
+    wrapper: Any = enum
+    names: dict[str, E] = {}
+    for name, value in wrapper.items():
         if value:
             short = name.removeprefix(prefix)
             names[short.lower() if lower else short] = value
@@ -36,7 +41,7 @@ FUSION_METHOD_NAMES = {fusion_pb2.FUSION_METHOD_UNSPECIFIED: "rrf"} | {
     value: name for name, value in FUSION_METHOD_VALUES.items()}
 
 
-def sort_by(value: int) -> str:
+def sort_by(value: memory_pb2.SortBy) -> str:
     """A SortBy value read off the wire, by name (InvalidArgument when unknown)."""
     try:
         return SORT_BY_NAMES[value]

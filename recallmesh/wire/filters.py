@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from recallmesh.shared.errors import InvalidArgument
+from recallmesh.v1 import memory_pb2
 from recallmesh.wire.timestamps import from_proto_timestamp, to_proto_timestamp
 
 MAX_FILTER_VALUES = 50
@@ -25,7 +27,7 @@ class Filters:
         return not (self.categories or self.tags or self.created_after or self.created_before)
 
 
-def _labels(values: Any, what: str) -> tuple[str, ...]:
+def _labels(values: Sequence[str], what: str) -> tuple[str, ...]:
     out: list[str] = []
     if len(values) > MAX_FILTER_VALUES:
         raise InvalidArgument(f"filters.{what}: at most {MAX_FILTER_VALUES} values")
@@ -42,7 +44,7 @@ def _labels(values: Any, what: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def filters_from_proto(msg: Any) -> Filters:
+def filters_from_proto(msg: memory_pb2.RecallFilters | None) -> Filters:
     """Validate a recallmesh.v1.RecallFilters message (None or unset -> no filter)."""
     if msg is None:
         return Filters()
@@ -66,7 +68,7 @@ def filters_from_proto(msg: Any) -> Filters:
     )
 
 
-def filters_to_proto(filters: Filters, msg: Any) -> None:
+def filters_to_proto(filters: Filters, msg: memory_pb2.RecallFilters) -> None:
     """Fill a recallmesh.v1.RecallFilters message in place."""
     msg.categories.extend(filters.categories)
     msg.tags.extend(filters.tags)

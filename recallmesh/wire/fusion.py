@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import fusion_pb2
@@ -84,7 +83,7 @@ MAX_LISTS = 16
 MAX_CANDIDATES = 1000
 
 
-def settings_to_proto(settings: FusionSettings) -> Any:
+def settings_to_proto(settings: FusionSettings) -> fusion_pb2.FusionSettings:
     return fusion_pb2.FusionSettings(
         method=FUSION_METHOD_VALUES[settings.method],
         rrf_k=settings.rrf_k,
@@ -94,7 +93,7 @@ def settings_to_proto(settings: FusionSettings) -> Any:
     )
 
 
-def settings_from_proto(msg: Any) -> FusionSettings:
+def settings_from_proto(msg: fusion_pb2.FusionSettings) -> FusionSettings:
     if msg.method not in FUSION_METHOD_NAMES:
         raise InvalidArgument(f"unknown fusion method {msg.method}")
     strength = msg.importance_strength if msg.HasField("importance_strength") else (
@@ -112,7 +111,7 @@ def settings_from_proto(msg: Any) -> FusionSettings:
         raise InvalidArgument(str(exc)) from None
 
 
-def lists_to_proto(lists: Sequence[LegList], request: Any) -> None:
+def lists_to_proto(lists: Sequence[LegList], request: fusion_pb2.FuseRequest) -> None:
     for lst in lists:
         msg = request.lists.add(leg=lst.leg, weight=lst.weight)
         if lst.score_range is not None:
@@ -127,7 +126,7 @@ def lists_to_proto(lists: Sequence[LegList], request: Any) -> None:
                                exact_match=c.exact_match, sensitive=c.sensitive)
 
 
-def lists_from_proto(msgs: Any) -> list[LegList]:
+def lists_from_proto(msgs: Sequence[fusion_pb2.RankedList]) -> list[LegList]:
     if len(msgs) > MAX_LISTS:
         raise InvalidArgument(f"at most {MAX_LISTS} lists, got {len(msgs)}")
     lists, names = [], set()
@@ -163,14 +162,14 @@ def lists_from_proto(msgs: Any) -> list[LegList]:
     return lists
 
 
-def hits_to_proto(hits: Sequence[FusedCandidate], response: Any) -> None:
+def hits_to_proto(hits: Sequence[FusedCandidate], response: fusion_pb2.FuseResponse) -> None:
     for h in hits:
         msg = response.hits.add(memory_id=h.memory_id, score=h.score)
         for c in h.contributions:
             msg.contributions.add(leg=c.leg, rank=c.rank, score=c.score)
 
 
-def hits_from_proto(msgs: Any) -> list[FusedCandidate]:
+def hits_from_proto(msgs: Sequence[fusion_pb2.FusedHit]) -> list[FusedCandidate]:
     return [
         FusedCandidate(
             memory_id=h.memory_id,

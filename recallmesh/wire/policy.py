@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.settings import (
@@ -43,6 +43,9 @@ from recallmesh.wire.fusion import (
     RRF_K,
     FusionSettings,
 )
+
+if TYPE_CHECKING:  # imported where it is used, in to_proto
+    from recallmesh.v1 import memory_pb2
 
 MAX_SEED_MEMORIES = 100  # memories one request may name as seeds (graph leg)
 LEXICAL_RANKINGS = ("ts_rank", "bm25")
@@ -310,7 +313,7 @@ class Overrides:
         return self.values.get(name)
 
     @classmethod
-    def from_proto(cls, msg: Any) -> Overrides:
+    def from_proto(cls, msg: memory_pb2.FusionOverrides) -> Overrides:
         """A FusionOverrides message, validated (InvalidArgument naming the field)."""
         specs = RecallPolicy.specs()
         values = {}
@@ -331,7 +334,9 @@ class Overrides:
         return cls(values, _checked_weights(dict(msg.weights)),
                    tuple(dict.fromkeys(leg.strip() for leg in msg.skip_legs)))
 
-    def to_proto(self, msg: Any = None) -> Any:
+    def to_proto(
+        self, msg: memory_pb2.FusionOverrides | None = None,
+    ) -> memory_pb2.FusionOverrides:
         """These overrides as a FusionOverrides message (what a client sends)."""
         msg = memory_pb2.FusionOverrides() if msg is None else msg
         for name, value in self.values.items():

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from google.protobuf import timestamp_pb2
+
 from recallmesh.shared.errors import InvalidArgument
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -13,7 +15,7 @@ _MIN_SECONDS = int((datetime(1, 1, 1, tzinfo=UTC) - _EPOCH).total_seconds())
 _MAX_SECONDS = int((datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC) - _EPOCH).total_seconds())
 
 
-def from_proto_timestamp(ts: Any, field: str) -> datetime:
+def from_proto_timestamp(ts: timestamp_pb2.Timestamp, field: str) -> datetime:
     if not (_MIN_SECONDS <= ts.seconds <= _MAX_SECONDS) or not (0 <= ts.nanos < 1_000_000_000):
         raise InvalidArgument(f"{field} is outside the supported range (years 1..9999)")
     return _EPOCH + timedelta(seconds=ts.seconds, microseconds=ts.nanos // 1000)
@@ -24,7 +26,7 @@ def optional_datetime(msg: Any, name: str) -> datetime | None:
     return from_proto_timestamp(getattr(msg, name), name) if msg.HasField(name) else None
 
 
-def to_proto_timestamp(value: datetime, ts: Any) -> None:
+def to_proto_timestamp(value: datetime, ts: timestamp_pb2.Timestamp) -> None:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     delta = value - _EPOCH

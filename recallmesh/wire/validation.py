@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 import unicodedata
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from recallmesh.shared.errors import InvalidArgument
-from recallmesh.v1 import memory_pb2
+from recallmesh.v1 import memory_pb2, retriever_pb2
 from recallmesh.wire.enums import RELATION_TYPE_NAMES, sort_by
 from recallmesh.wire.filters import MAX_LABEL_CHARS, Filters, filters_from_proto
 from recallmesh.wire.policy import MAX_LEG_DEPTH, MAX_SEED_MEMORIES, Overrides, checked
@@ -139,7 +140,7 @@ def memory_id(value: str) -> str:
         raise InvalidArgument(f"id must be a UUID, got {value[:64]!r}") from None
 
 
-def new_memory(msg: Any, ns: str, where: str = "memory") -> NewMemory:
+def new_memory(msg: memory_pb2.Memory, ns: str, where: str = "memory") -> NewMemory:
     """Validate a recallmesh.v1.Memory for Store / StoreBatch."""
     new_id = None
     if msg.id.strip():
@@ -237,7 +238,7 @@ def new_memory(msg: Any, ns: str, where: str = "memory") -> NewMemory:
     )
 
 
-def new_memories(msgs: Any, ns: str) -> list[NewMemory]:
+def new_memories(msgs: Sequence[memory_pb2.Memory], ns: str) -> list[NewMemory]:
     if not msgs:
         raise InvalidArgument("memories must not be empty")
     if len(msgs) > MAX_BATCH:
@@ -261,7 +262,8 @@ def query_text(value: str) -> str:
     return value
 
 
-def _recall_basics(msg: Any, default_k: int) -> tuple[str, str, int, int | None]:
+def _recall_basics(msg: memory_pb2.RecallRequest | memory_pb2.ContextRequest,
+                   default_k: int) -> tuple[str, str, int, int | None]:
     """A RecallRequest's or ContextRequest's namespace, query, k and budget_ms (None: the
     server's), validated in this order."""
     ns = namespace(msg.namespace)
@@ -274,13 +276,15 @@ def _recall_basics(msg: Any, default_k: int) -> tuple[str, str, int, int | None]
     return ns, query, k, msg.budget_ms or None
 
 
-def _filters_and_reference_time(msg: Any) -> tuple[Filters, datetime | None]:
+def _filters_and_reference_time(
+    msg: memory_pb2.RecallRequest | memory_pb2.ContextRequest,
+) -> tuple[Filters, datetime | None]:
     return (filters_from_proto(msg.filters if msg.HasField("filters") else None),
             from_proto_timestamp(msg.reference_time, "reference_time")
             if msg.HasField("reference_time") else None)
 
 
-def recall_query(msg: Any) -> RecallQuery:
+def recall_query(msg: memory_pb2.RecallRequest) -> RecallQuery:
     """Validate a recallmesh.v1.RecallRequest."""
     ns, query, k, budget_ms = _recall_basics(msg, DEFAULT_K)
     order = sort_by(msg.sort_by)
@@ -312,7 +316,7 @@ class ContextQuery:
     include_sensitive: bool = False
 
 
-def context_query(msg: Any) -> ContextQuery:
+def context_query(msg: memory_pb2.ContextRequest) -> ContextQuery:
     """Validate a recallmesh.v1.ContextRequest."""
     ns, query, k, budget_ms = _recall_basics(msg, DEFAULT_CONTEXT_K)
     max_tokens = msg.max_tokens or DEFAULT_CONTEXT_TOKENS
@@ -328,7 +332,7 @@ def context_query(msg: Any) -> ContextQuery:
     return ContextQuery(recall, max_tokens, msg.include_sensitive)
 
 
-def search_request(request: Any) -> tuple[str, str, int, Filters, str]:
+def search_request(request: retriever_pb2.SearchRequest) -> tuple[str, str, int, Filters, str]:
     """Validate a leg's SearchRequest: (namespace, query, k, filters, sort_by)."""
     ns = namespace(request.namespace)
     query = query_text(request.query)
@@ -338,7 +342,7 @@ def search_request(request: Any) -> tuple[str, str, int, Filters, str]:
     return ns, query, request.k, filters, sort_by(request.sort_by)
 
 
-def seed_memory_ids(request: Any) -> tuple[str, ...]:
+def seed_memory_ids(request: retriever_pb2.SearchRequest) -> tuple[str, ...]:
     """A SearchRequest's seed memories: distinct UUIDs, at most MAX_SEED_MEMORIES."""
     if len(request.seed_memory_ids) > MAX_SEED_MEMORIES:
         raise InvalidArgument(f"seed_memory_ids holds at most {MAX_SEED_MEMORIES} ids, "
@@ -364,7 +368,7 @@ UPDATE_PATHS = {
 }
 
 
-def memory_update(msg: Any, paths: Any, ns: str) -> dict[str, Any]:
+def memory_update(msg: memory_pb2.Memory, paths: Sequence[str], ns: str) -> dict[str, Any]:
     """Validate an UpdateRequest's memory + update_mask: {column: new value}.
 
     Each named field is validated exactly like on Store; fields not named are
@@ -418,7 +422,7 @@ def memory_update(msg: Any, paths: Any, ns: str) -> dict[str, Any]:
 MAX_INDEX_WAIT_MS = 60_000
 
 
-def index_wait(msg: Any, has_field: bool) -> int | None:
+def index_wait(msg: memory_pb2.IndexWait, has_field: bool) -> int | None:
     """Milliseconds a write may wait for indexing (0 = server default), or None for no wait."""
     if not has_field or not msg.wait:
         return None

@@ -80,7 +80,8 @@ def test_helm_releases_pinned():
 
 
 def test_cert_manager_matches_the_vendored_crds():
-    """The chart's release is the one whose Certificate / Issuer CRDs tests/deploy/schemas/ holds."""
+    """The chart's release is the one whose Certificate / Issuer CRDs tests/deploy/schemas/
+    holds."""
     variables = {k: v for b in blocks("variable") for k, v in b.items()}
     version = variables["cert_manager_chart_version"]["default"]
     readme = (SCHEMAS / "README.md").read_text()

@@ -45,6 +45,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import onnx
 from onnx import helper
@@ -78,7 +79,8 @@ class Options:
 def onnxruntime_version() -> str:
     import onnxruntime
 
-    return onnxruntime.__version__
+    version: str = onnxruntime.__version__
+    return version
 
 
 class _FailureLog(logging.Handler):
@@ -146,13 +148,13 @@ def _quantize(model_path: Path, out: Path, options: Options) -> list[str]:
     return excluded
 
 
-def quantize(fp32_path: Path, out_path: Path, options: Options | None = None) -> dict:
+def quantize(fp32_path: Path, out_path: Path, options: Options | None = None) -> dict[str, Any]:
     """Write the int8 model of the fp32 ONNX file at ``fp32_path`` to ``out_path``.
     Returns what happened (fused ops when the optimizer ran, quantized node counts)."""
     options = options or Options()
     fp32_path, out_path = Path(fp32_path), Path(out_path)
     source_sha256 = sha256_file(fp32_path)
-    report: dict = {"options": asdict(options), "onnxruntime": onnxruntime_version()}
+    report: dict[str, Any] = {"options": asdict(options), "onnxruntime": onnxruntime_version()}
     with tempfile.TemporaryDirectory(prefix="recallmesh-int8-") as tmp_name:
         tmp = Path(tmp_name)
         pre = tmp / "pre.onnx"

@@ -56,6 +56,7 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -76,7 +77,7 @@ MAX_DISTANCE = 128  # hard-coded default of MPNetEncoder.relative_position_bucke
 PRODUCER = "shared.mpnet_onnx"
 
 
-def _load_config(config_path: Path) -> dict:
+def _load_config(config_path: Path) -> dict[str, Any]:
     cfg = json.loads(Path(config_path).read_text())
     model_type = cfg.get("model_type", "mpnet")
     if model_type != "mpnet":
@@ -121,7 +122,7 @@ def _load_weights(safetensors_path: Path) -> dict[str, np.ndarray]:
     return weights
 
 
-def _linear(g: Graph, x: str, w: dict, prefix: str, n_in: int, n_out: int) -> str:
+def _linear(g: Graph, x: str, w: dict[str, Any], prefix: str, n_in: int, n_out: int) -> str:
     """y = x @ W^T + b, with W^T stored as a [n_in, n_out] initializer."""
     wt = g.init(f"{prefix}.weight_t", weight(w, f"{prefix}.weight", (n_out, n_in)).T)
     b = g.init(f"{prefix}.bias", weight(w, f"{prefix}.bias", (n_out,)))
@@ -129,13 +130,14 @@ def _linear(g: Graph, x: str, w: dict, prefix: str, n_in: int, n_out: int) -> st
     return g.op("Add", [y, b], f"{prefix}/add")
 
 
-def _add_norm(g: Graph, x: str, residual: str, name: str, w: dict, prefix: str, hidden: int,
-              eps: float, out=None) -> str:
+def _add_norm(g: Graph, x: str, residual: str, name: str, w: dict[str, Any], prefix: str,
+              hidden: int, eps: float, out: str | None = None) -> str:
     """LayerNorm(x + residual): the post-LN step after attention and after the FFN."""
     return layer_norm(g, g.op("Add", [x, residual], name), w, prefix, hidden, eps, out=out)
 
 
-def _relative_position_bias(g: Graph, input_ids: str, w: dict, cfg: dict) -> str:
+def _relative_position_bias(g: Graph, input_ids: str, w: dict[str, Any],
+                            cfg: dict[str, Any]) -> str:
     """[1, heads, seq, seq] bias, mirroring MPNetEncoder.compute_position_bias."""
     f32, i64 = np.float32, np.int64
     seq_1d = g.op("Shape", [input_ids], "rel/seq", start=1, end=2)
@@ -182,7 +184,8 @@ def _relative_position_bias(g: Graph, input_ids: str, w: dict, cfg: dict) -> str
     return g.op("Unsqueeze", [values, g.const("axis0", [0], i64)], "rel/position_bias")
 
 
-def _build_model(weights: dict[str, np.ndarray], cfg: dict, source_sha256: str) -> onnx.ModelProto:
+def _build_model(weights: dict[str, np.ndarray], cfg: dict[str, Any],
+                 source_sha256: str) -> onnx.ModelProto:
     f32, i64 = np.float32, np.int64
     hidden, heads = cfg["hidden"], cfg["heads"]
     head_dim = hidden // heads

@@ -40,6 +40,7 @@ import struct
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -73,7 +74,7 @@ class _Reader:
     def __init__(self, buf: memoryview) -> None:
         self.buf, self.pos = buf, 0
 
-    def unpack(self, fmt: str):
+    def unpack(self, fmt: str) -> Any:
         (value,) = struct.unpack_from(fmt, self.buf, self.pos)
         self.pos += struct.calcsize(fmt)
         return value
@@ -84,7 +85,7 @@ class _Reader:
         self.pos += n
         return text
 
-    def value(self, kind: int):
+    def value(self, kind: int) -> Any:
         if kind in _SCALARS:
             return self.unpack(_SCALARS[kind])
         if kind == 8:
@@ -95,7 +96,7 @@ class _Reader:
         raise GGUFError(f"unknown GGUF value type {kind}")
 
 
-def read_gguf(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
+def read_gguf(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """(metadata, tensors): tensors are views of the one read of the file, in numpy order
     (ggml lists dimensions fastest first, so ggml [768, 2304] is numpy [2304, 768])."""
     raw = memoryview(Path(path).read_bytes())
@@ -132,7 +133,7 @@ def read_gguf(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
     return meta, tensors
 
 
-def _config(meta: dict) -> dict:
+def _config(meta: dict[str, Any]) -> dict[str, Any]:
     arch = meta.get("general.architecture")
     if arch != ARCHITECTURE:
         raise GGUFError(f"general.architecture is {arch!r}, expected {ARCHITECTURE!r}")
@@ -158,12 +159,13 @@ def _weight(t: dict[str, np.ndarray], name: str, shape: tuple[int, ...]) -> np.n
     return weight(t, name, shape, GGUFError)
 
 
-def _layer_norm(g: Graph, x: str, t: dict, prefix: str, hidden: int, eps: float,
+def _layer_norm(g: Graph, x: str, t: dict[str, Any], prefix: str, hidden: int, eps: float,
                 out: str | None = None) -> str:
     return layer_norm(g, x, t, prefix, hidden, eps, out=out, error=GGUFError)
 
 
-def _build_model(t: dict[str, np.ndarray], cfg: dict, source_sha256: str) -> onnx.ModelProto:
+def _build_model(t: dict[str, np.ndarray], cfg: dict[str, Any],
+                 source_sha256: str) -> onnx.ModelProto:
     f32, i64 = np.float32, np.int64
     hidden, heads, ffn, eps = cfg["hidden"], cfg["heads"], cfg["ffn"], cfg["eps"]
     d = hidden // heads
@@ -249,7 +251,7 @@ def _build_model(t: dict[str, np.ndarray], cfg: dict, source_sha256: str) -> onn
     )
 
 
-def wordpiece_vocab(meta: dict) -> list[str]:
+def wordpiece_vocab(meta: dict[str, Any]) -> list[str]:
     """The GGUF file's tokens in BERT spelling ("\u2581word" -> "word", "piece" -> "##piece";
     bracketed specials such as [CLS] unchanged)."""
     tokens = meta.get("tokenizer.ggml.tokens")

@@ -9,8 +9,10 @@ attention, feed-forward) stay in each exporter.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
@@ -25,7 +27,7 @@ class Graph:
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
         self._names: set[str] = set()
-        self._consts: dict[tuple, str] = {}
+        self._consts: dict[tuple[Any, ...], str] = {}
         self._counter = 0
 
     def _fresh(self, hint: str) -> str:
@@ -39,7 +41,7 @@ class Graph:
         self.inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
 
-    def const(self, hint: str, value, dtype) -> str:
+    def const(self, hint: str, value: npt.ArrayLike, dtype: npt.DTypeLike) -> str:
         array = np.asarray(value, dtype=dtype)
         key = (hint, array.dtype.str, array.shape, array.tobytes())
         if key not in self._consts:
@@ -47,7 +49,7 @@ class Graph:
         return self._consts[key]
 
     def op(self, op_type: str, inputs: list[str], hint: str, out: str | None = None,
-           **attrs) -> str:
+           **attrs: Any) -> str:
         name = out or self._fresh(hint)
         self.nodes.append(
             helper.make_node(op_type, inputs, [name], name=f"{op_type}/{name}", **attrs)

@@ -81,7 +81,7 @@ class Stopping(Unavailable, RuntimeError):
 class _Pending:
     texts: list[str]
     kind: str
-    future: asyncio.Future
+    future: asyncio.Future[Embedded]
     deadline: float | None = None  # time.perf_counter() after which nobody waits for it
     enqueued: float = field(default_factory=time.perf_counter)
     cost_s: float = 0.0  # estimated model time of its texts when it was queued
@@ -109,7 +109,7 @@ class _Lane:
         self.running_until = 0.0  # perf_counter when the run in progress should end
         self.in_flight: list[_Pending] = []  # taken from the queue, not yet answered
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"embed-{kind}")
-        self.worker: asyncio.Task | None = None
+        self.worker: asyncio.Task[None] | None = None
 
     def wait_estimate_s(self) -> float:
         """Model time a request queued now would wait: the rest of the run in progress and

@@ -37,7 +37,10 @@ class EmbedderClient:
         return Embeddings(response.model_id, response.dimension, vectors)
 
     async def model_info(self, timeout_s: float = 5.0) -> embedder_pb2.ModelInfoResponse:
-        return await self.stub.ModelInfo(embedder_pb2.ModelInfoRequest(), timeout=timeout_s)
+        # the generated stub is untyped: its call answers Any
+        info: embedder_pb2.ModelInfoResponse = await self.stub.ModelInfo(
+            embedder_pb2.ModelInfoRequest(), timeout=timeout_s)
+        return info
 
     async def close(self) -> None:
         await self.channel.close()

@@ -23,7 +23,7 @@ from importlib import metadata
 
 import numpy as np
 import onnxruntime as ort
-from tokenizers import Tokenizer
+from tokenizers import Encoding, Tokenizer
 
 from recallmesh.embedding_models.manifest import ModelManifest
 
@@ -149,7 +149,7 @@ class OnnxEmbedder:
             runs.append(run)
         return runs
 
-    def _run(self, encodings: list) -> np.ndarray:
+    def _run(self, encodings: list[Encoding]) -> np.ndarray:
         width = max(len(e.ids) for e in encodings)
         ids = np.full((len(encodings), width), self.pad_id, np.int64)
         mask = np.zeros((len(encodings), width), np.int64)
@@ -159,7 +159,7 @@ class OnnxEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self.input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        states = self.session.run([self.manifest.output], feeds)[0].astype(np.float32)
+        states: np.ndarray = self.session.run([self.manifest.output], feeds)[0].astype(np.float32)
         if self.manifest.pooling == "cls":
             pooled = states[:, 0, :]
         else:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 import numpy as np
 from cachetools import LRUCache
@@ -45,7 +46,7 @@ class QueryVectorCache:
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._lru: LRUCache | None = (
+        self._lru: LRUCache[str, tuple[np.ndarray, bool, int]] | None = (
             LRUCache(maxsize=max_bytes, getsizeof=lambda entry: entry[2])
             if max_bytes > 0 else None)
 
@@ -90,5 +91,7 @@ class QueryVectorCache:
             for t, (vector, truncated) in fresh.items():
                 self.put(t, vector, truncated)
             found = [f if f is not None else fresh[t] for t, f in zip(texts, found, strict=True)]
-        vectors = np.stack([f[0] for f in found]) if found else np.zeros((0, 0), np.float32)
-        return Embedded(vectors, [f[1] for f in found])
+        complete = cast(list[tuple[np.ndarray, bool]], found)  # every text has its vector now
+        vectors = (np.stack([f[0] for f in complete]) if complete
+                   else np.zeros((0, 0), np.float32))
+        return Embedded(vectors, [f[1] for f in complete])

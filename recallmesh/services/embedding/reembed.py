@@ -81,9 +81,11 @@ def reembed(
         prepare_next_column(conn, manifest.dimension)
         conn.execute("INSERT INTO reembed_runs (model_id) VALUES (%s) ON CONFLICT DO NOTHING",
                      (manifest.model_id,))
-        total = conn.execute(
+        counted = conn.execute(
             "SELECT count(*) FROM memories WHERE deleted_at IS NULL AND NOT is_sensitive "
-            "AND embedding_next_model IS DISTINCT FROM %s", (manifest.model_id,)).fetchone()[0]
+            "AND embedding_next_model IS DISTINCT FROM %s", (manifest.model_id,)).fetchone()
+        assert counted is not None  # an aggregate / function call: always one row
+        total = counted[0]
         last_id = "00000000-0000-0000-0000-000000000000"
         while True:
             rows = conn.execute(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import grpc
 from prometheus_client import Gauge
@@ -47,7 +46,9 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         self.max_texts = max_texts_per_call
         self.query_cache = query_cache if query_cache is not None else QueryVectorCache(0)
 
-    async def Embed(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def Embed(
+        self, request: embedder_pb2.EmbedRequest, context: grpc.aio.ServicerContext,
+    ) -> embedder_pb2.EmbedResponse:
         n = len(request.texts)
         if n == 0:
             raise InvalidArgument("texts must not be empty")
@@ -77,7 +78,9 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
             response.embeddings.add().values.extend(vector.tolist())
         return response
 
-    async def ModelInfo(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def ModelInfo(
+        self, request: embedder_pb2.ModelInfoRequest, context: grpc.aio.ServicerContext,
+    ) -> embedder_pb2.ModelInfoResponse:
         m = self.embedder.manifest
         return embedder_pb2.ModelInfoResponse(
             model_id=m.model_id,
@@ -92,7 +95,8 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
 
 
 class EmbeddingApp:
-    service_names = (embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"].full_name,)
+    service_names: tuple[str, ...] = (
+        embedder_pb2.DESCRIPTOR.services_by_name["EmbedderService"].full_name,)
 
     def __init__(self) -> None:
         self.batcher: MicroBatcher | None = None

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from recallmesh.wire.fusion import (
     Contribution,
@@ -58,7 +58,8 @@ from recallmesh.wire.fusion import (
 )
 
 
-def _normaliser(scores: list[float], bounds: tuple[float, float] | None):
+def _normaliser(scores: list[float],
+                bounds: tuple[float, float] | None) -> Callable[[float], float]:
     if bounds is not None and bounds[1] > bounds[0]:
         low, high = bounds
     else:
@@ -68,7 +69,7 @@ def _normaliser(scores: list[float], bounds: tuple[float, float] | None):
     return lambda s: min(max((s - low) / (high - low), 0.0), 1.0)
 
 
-def _calibrator(scores: list[float], lst: LegList):
+def _calibrator(scores: list[float], lst: LegList) -> Callable[[float], float]:
     """The calibrated method's scale for one leg's list (see the module's docstring)."""
     if lst.score_scale is not None and lst.score_scale > 0:
         scale = lst.score_scale
@@ -130,9 +131,9 @@ def fuse(lists: Sequence[LegList], settings: FusionSettings | None = None) -> li
     if settings.method == "calibrated":
         seeing = sum(lst.weight for lst, _ in per_leg if not lst.blind_to_sensitive)
         if 0 < seeing < best_possible:
-            for c in fused.values():
-                if c.sensitive and c.exact_match:
-                    c.score *= best_possible / seeing
+            for candidate in fused.values():
+                if candidate.sensitive and candidate.exact_match:
+                    candidate.score *= best_possible / seeing
     ranked = list(fused.values())
     if settings.sort_by == "importance":
         ranked.sort(key=lambda c: (-c.importance, -c.score, c.best_rank, c.memory_id))
@@ -140,11 +141,11 @@ def fuse(lists: Sequence[LegList], settings: FusionSettings | None = None) -> li
     if len(active) == 1:  # exactly the one leg's order
         ranked.sort(key=lambda c: (c.best_rank, c.memory_id))
         return ranked
-    for c in ranked:
-        if c.exact_match and settings.exact_bonus > 0:
-            c.score += settings.exact_bonus * best_possible
+    for candidate in ranked:
+        if candidate.exact_match and settings.exact_bonus > 0:
+            candidate.score += settings.exact_bonus * best_possible
         if settings.sort_by == "relevance" and settings.importance_strength > 0:
             strength = settings.importance_strength
-            c.score *= (1.0 - strength) + strength * c.importance
+            candidate.score *= (1.0 - strength) + strength * candidate.importance
     ranked.sort(key=lambda c: (-c.score, c.best_rank, c.memory_id))
     return ranked

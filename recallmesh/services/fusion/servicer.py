@@ -3,8 +3,6 @@ recallmesh.services.fusion.core.fuse."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import grpc
 
 from recallmesh.services.fusion.core import fuse
@@ -14,7 +12,9 @@ from recallmesh.wire.fusion import hits_to_proto, lists_from_proto, settings_fro
 
 
 class FusionServicer(fusion_pb2_grpc.FusionServiceServicer):
-    async def Fuse(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def Fuse(
+        self, request: fusion_pb2.FuseRequest, context: grpc.aio.ServicerContext,
+    ) -> fusion_pb2.FuseResponse:
         if request.limit < 0:
             raise InvalidArgument(f"limit must be >= 0, got {request.limit}")
         lists = lists_from_proto(request.lists)
@@ -28,7 +28,8 @@ class FusionServicer(fusion_pb2_grpc.FusionServiceServicer):
 
 
 class FusionApp:
-    service_names = (fusion_pb2.DESCRIPTOR.services_by_name["FusionService"].full_name,)
+    service_names: tuple[str, ...] = (
+        fusion_pb2.DESCRIPTOR.services_by_name["FusionService"].full_name,)
 
     def __init__(self) -> None:
         self.servicer = FusionServicer()

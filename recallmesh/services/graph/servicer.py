@@ -20,7 +20,9 @@ class GraphServicer(retriever_pb2_grpc.RetrieverServiceServicer):
     def __init__(self, retriever: GraphRetriever) -> None:
         self.retriever = retriever
 
-    async def Search(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def Search(
+        self, request: retriever_pb2.SearchRequest, context: grpc.aio.ServicerContext,
+    ) -> retriever_pb2.SearchResponse:
         # The query vector is optional here: without it, seeds come from names only.
         ns, query, k, filters, _sort_by = search_request(request)
         hits = await self.retriever.search(

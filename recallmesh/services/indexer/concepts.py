@@ -192,7 +192,7 @@ class ConceptWriter:
     async def _link(self, conn: Any, ns: str, items: list[tuple[Source, Extraction]],
                     concept_of: dict[str, int]) -> None:
         links: dict[tuple[str, int], float] = {}
-        edges: dict[tuple[int, int, str], list] = {}  # -> [weight, evidence, valid_from]
+        edges: dict[tuple[int, int, str], list[Any]] = {}  # -> [weight, evidence, valid_from]
 
         def edge(a: int, b: int, rel: str, weight: float, s: Source) -> None:
             key = (a, b, rel)

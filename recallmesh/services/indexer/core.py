@@ -43,13 +43,16 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
 from recallmesh.migrations.vector_schema import vector_literal
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.services.indexer.concepts import ConceptWriter, Source
+
+if TYPE_CHECKING:
+    from recallmesh.services.graph.extraction import Extraction
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +169,8 @@ _OUTAGE_CODES = frozenset({
 def backoff_s(failures: int, base_s: float, max_s: float) -> float:
     """Exponential backoff after `failures` consecutive failures, capped (the SQL in _FAIL
     applies the same rule per job, exponent capped at 30 there too)."""
-    return min(max_s, base_s * 2 ** min(max(failures - 1, 0), 30))
+    delay: float = min(max_s, base_s * 2 ** min(max(failures - 1, 0), 30))
+    return delay
 
 
 class ModelMismatch(RuntimeError):
@@ -273,13 +277,14 @@ class Indexer:
         try:
             if self.concepts is None:
                 await self._embed_round(texts, outcome)
-                extractions = None
+                extractions: list[Extraction] | None = None
             else:  # extract concepts (CPU, a thread) while the embedding service works
-                _, extractions = await asyncio.gather(
+                _, extracted = await asyncio.gather(
                     self._embed_round(texts, outcome), self.concepts.extract(sources),
                     return_exceptions=True)
-                if isinstance(extractions, BaseException):
-                    raise extractions
+                if isinstance(extracted, BaseException):
+                    raise extracted
+                extractions = extracted
             done = sorted(outcome.vectors)
             if done:
                 written = await self._write(work, sources, extractions, outcome, done)
@@ -352,7 +357,7 @@ class Indexer:
                 },
             )
             written_ids = {r[0] for r in await cur.fetchall()}
-            if prepared is not None:
+            if self.concepts is not None and prepared is not None:  # prepared only with concepts
                 await self.concepts.write(conn, prepared, written_ids)
         return len(written_ids)
 

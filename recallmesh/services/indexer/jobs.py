@@ -53,6 +53,7 @@ def count_parked(conn: psycopg.Connection, namespace: str | None = None) -> int:
         "SELECT count(*) FROM embedding_jobs j JOIN memories m ON m.id = j.memory_id "
         "WHERE j.parked_at IS NOT NULL AND (%(ns)s::text IS NULL OR m.namespace = %(ns)s)",
         {"ns": namespace}).fetchone()
+    assert row is not None  # an aggregate / function call: always one row
     return int(row[0])
 
 

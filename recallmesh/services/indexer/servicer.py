@@ -37,8 +37,8 @@ class IndexerApp:
         self.pool: Any = None
         self.client: EmbedderClient | None = None
         self.listener: psycopg.AsyncConnection | None = None
-        self.task: asyncio.Task | None = None
-        self.sweeper: asyncio.Task | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.sweeper: asyncio.Task[None] | None = None
         self.stop_event = asyncio.Event()
         self.dsn = ""
 

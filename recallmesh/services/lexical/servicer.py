@@ -18,7 +18,9 @@ class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):
     def __init__(self, retriever: LexicalRetriever) -> None:
         self.retriever = retriever
 
-    async def Search(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def Search(
+        self, request: retriever_pb2.SearchRequest, context: grpc.aio.ServicerContext,
+    ) -> retriever_pb2.SearchResponse:
         ns, query, k, filters, sort_by = search_request(request)
         result = await self.retriever.search(
             ns, query, k, filters, sort_by,

@@ -27,7 +27,9 @@ class VectorServicer(retriever_pb2_grpc.RetrieverServiceServicer):
     def __init__(self, retriever: VectorRetriever) -> None:
         self.retriever = retriever
 
-    async def Search(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def Search(
+        self, request: retriever_pb2.SearchRequest, context: grpc.aio.ServicerContext,
+    ) -> retriever_pb2.SearchResponse:
         ns, _query, k, filters, _sort_by = search_request(request)
         if not request.query_vector:
             raise InvalidArgument("the vector leg needs query_vector")
