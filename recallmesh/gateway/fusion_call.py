@@ -1,5 +1,5 @@
-"""The fusion service call, with the in-process fallback and its circuit breaker: fusion runs
-in the fusion service when it answers in time, else here with the same code
+"""The fusion service's client and its call, with the in-process fallback and its circuit
+breaker: fusion runs in the fusion service when it answers in time, else here with the same code
 (recallmesh.services.fusion.core.fuse) and the same ranking. After a failure the gateway fuses
 in-process for FUSION_RETRY_AFTER_S instead of paying the timeout on every recall, then tries
 the service again."""
@@ -11,12 +11,24 @@ import logging
 import time
 from typing import Protocol
 
+import grpc
 from opentelemetry import trace
+from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
 from recallmesh.gateway.fanout import LegError, LegTimeout
+from recallmesh.gateway.legs import leg_failure
 from recallmesh.gateway.metrics import FALLBACKS
 from recallmesh.services.fusion.core import fuse
-from recallmesh.wire.fusion import FusedCandidate, FusionSettings, LegList
+from recallmesh.v1 import fusion_pb2, fusion_pb2_grpc
+from recallmesh.wire.channel import dial_internal
+from recallmesh.wire.fusion import (
+    FusedCandidate,
+    FusionSettings,
+    LegList,
+    hits_from_proto,
+    lists_to_proto,
+    settings_to_proto,
+)
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("recallmesh.gateway")
@@ -66,3 +78,28 @@ class FusionCall:
         self._retry_at = time.monotonic() + FUSION_RETRY_AFTER_S
         self._failure = f"{why}; retrying the service in {FUSION_RETRY_AFTER_S:.0f} s"
         return fuse(lists, settings), f"{settings.method} (local: {why})"
+
+
+class FusionClient:
+    """The fusion service (recallmesh/services/fusion); the gateway falls back to in-process
+    fusion."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.channel = dial_internal(target, "recallmesh.v1.FusionService",
+                                     aio_client_interceptors())
+        self.stub = fusion_pb2_grpc.FusionServiceStub(self.channel)
+
+    async def fuse(
+        self, lists: list[LegList], settings: FusionSettings, timeout_s: float
+    ) -> list[FusedCandidate]:
+        request = fusion_pb2.FuseRequest(settings=settings_to_proto(settings))
+        lists_to_proto(lists, request)
+        try:
+            response = await self.stub.Fuse(request, timeout=timeout_s)
+        except grpc.aio.AioRpcError as exc:
+            raise leg_failure(exc, "fusion service") from None
+        return hits_from_proto(response.hits)
+
+    async def close(self) -> None:
+        await self.channel.close()

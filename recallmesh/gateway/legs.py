@@ -1,4 +1,5 @@
-"""gRPC clients of the retrieval legs (RetrieverService) and of the fusion service.
+"""gRPC clients of the retrieval legs (RetrieverService); the fusion service's is in
+fusion_call.py.
 
 Channels are long-lived (one per target), with keepalive and a retry policy
 for UNAVAILABLE on these idempotent calls (recallmesh.wire.channel.internal_options);
@@ -17,18 +18,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
 from recallmesh.gateway.fanout import LegAnswer, LegError, LegQuery, LegTimeout
-from recallmesh.v1 import fusion_pb2, fusion_pb2_grpc, retriever_pb2, retriever_pb2_grpc
+from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from recallmesh.wire.channel import dial_internal
 from recallmesh.wire.enums import SORT_BY_VALUES
 from recallmesh.wire.filters import filters_to_proto
 from recallmesh.wire.fusion import (
-    FusedCandidate,
-    FusionSettings,
     LegCandidate,
-    LegList,
-    hits_from_proto,
-    lists_to_proto,
-    settings_to_proto,
 )
 
 log = logging.getLogger(__name__)
@@ -117,31 +112,6 @@ class GrpcLeg:
             floor = None  # a leg's malformed floor: measured from the list's median
         reasons = {c.memory_id: c.reason for c in response.candidates if c.reason}
         return LegAnswer(candidates, bounds, scale, floor, reasons)
-
-    async def close(self) -> None:
-        await self.channel.close()
-
-
-class FusionClient:
-    """The fusion service (recallmesh/services/fusion); the gateway falls back to in-process
-    fusion."""
-
-    def __init__(self, target: str) -> None:
-        self.target = target
-        self.channel = dial_internal(target, "recallmesh.v1.FusionService",
-                                     aio_client_interceptors())
-        self.stub = fusion_pb2_grpc.FusionServiceStub(self.channel)
-
-    async def fuse(
-        self, lists: list[LegList], settings: FusionSettings, timeout_s: float
-    ) -> list[FusedCandidate]:
-        request = fusion_pb2.FuseRequest(settings=settings_to_proto(settings))
-        lists_to_proto(lists, request)
-        try:
-            response = await self.stub.Fuse(request, timeout=timeout_s)
-        except grpc.aio.AioRpcError as exc:
-            raise leg_failure(exc, "fusion service") from None
-        return hits_from_proto(response.hits)
 
     async def close(self) -> None:
         await self.channel.close()

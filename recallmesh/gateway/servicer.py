@@ -15,9 +15,10 @@ from recallmesh.auth.authenticator import Authenticator
 from recallmesh.auth.interceptors import GatewayAuth
 from recallmesh.auth.jwt_tokens import JwtVerifier
 from recallmesh.auth.keys import KeyStore
-from recallmesh.gateway.context import TokenCounter, is_temporal, pack
+from recallmesh.gateway.context_block import TokenCounter, is_temporal, pack
+from recallmesh.gateway.fusion_call import FusionClient
 from recallmesh.gateway.keys import KeyServicer
-from recallmesh.gateway.legs import FusionClient, GrpcLeg, leg_failure
+from recallmesh.gateway.legs import GrpcLeg, leg_failure
 from recallmesh.gateway.recall import Recaller, RecallOutcome
 from recallmesh.gateway.settings import GatewaySettings
 from recallmesh.gateway.stages import CONTEXT_NEXT, CONTEXT_PREV

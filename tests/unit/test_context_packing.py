@@ -1,4 +1,4 @@
-"""The Context core: recalled memories packed into a token budget (gateway/context.py)."""
+"""The Context core: recalled memories packed into a token budget (gateway/context_block.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recallmesh.gateway.context import HEADING, TokenCounter, is_temporal, line_for, pack
+from recallmesh.gateway.context_block import HEADING, TokenCounter, is_temporal, line_for, pack
 from recallmesh.gateway.store import StoredMemory
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
