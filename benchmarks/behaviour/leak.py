@@ -26,7 +26,6 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from benchmarks.harness.script import (
     gateway_of_own_stack,
@@ -35,7 +34,7 @@ from benchmarks.harness.script import (
     publish,
     store_batch_indexed,
 )
-from recallmesh.v1 import memory_pb2
+from recallmesh.client import Client, NewMemory
 
 K = 10
 TOP = 3
@@ -175,23 +174,22 @@ def people_fields() -> list[dict[str, str]]:
     return [dict(zip(FIELDS, p, strict=True)) for p in PEOPLE]
 
 
-def namespace_memories(pair: list[dict[str, str]]) -> list[tuple[str, str, memory_pb2.Memory]]:
+def namespace_memories(pair: list[dict[str, str]]) -> list[tuple[str, str, NewMemory]]:
     """(person, key, memory) of both people of a namespace, the ordinary ones first."""
     out = []
     for fields in pair:
         for key, template, tags, _ in FACTS:
-            out.append((fields["name"], key, memory_pb2.Memory(
-                content=template.format(**fields), tags=list(tags))))
+            out.append((fields["name"], key, NewMemory(
+                template.format(**fields), tags=tuple(tags))))
     for fields in pair:
         for key, template, tags, _ in SECRETS:
-            out.append((fields["name"], key, memory_pb2.Memory(
-                content=template.format(**fields), tags=list(tags), sensitive=True)))
+            out.append((fields["name"], key, NewMemory(
+                template.format(**fields), tags=tuple(tags), sensitive=True)))
     return out
 
 
-def ask(stub: Any, namespace: str, question: str) -> list[str]:
-    response = stub.Recall(memory_pb2.RecallRequest(namespace=namespace, query=question, k=K),
-                           timeout=30)
+def ask(client: Client, namespace: str, question: str) -> list[str]:
+    response = client.recall(question, namespace=namespace, k=K, timeout=30)
     return [h.memory.id for h in response.hits]
 
 
@@ -199,7 +197,7 @@ def rank(ids: list[str], wanted: set[str]) -> int:
     return next((n for n, i in enumerate(ids, 1) if i in wanted), 0)
 
 
-def run(stub: Any, prefix: str) -> list[Asked]:
+def run(client: Client, prefix: str) -> list[Asked]:
     people = people_fields()
     results: list[Asked] = []
     pairs = [people[i:i + 2] for i in range(0, len(people), 2)]
@@ -207,18 +205,20 @@ def run(stub: Any, prefix: str) -> list[Asked]:
     for n, pair in enumerate(pairs):
         namespace = f"{prefix}-{n}"
         memories = namespace_memories(pair)
-        store_batch_indexed(stub, namespace, [m for _, _, m in memories])
-        loaded.append((namespace, pair, {(p, k): m.id for p, k, m in memories},
-                       {m.id for _, _, m in memories if m.sensitive}))
+        stored = store_batch_indexed(client, namespace, [m for _, _, m in memories])
+        ids = list(stored.ids)  # in the order of `memories`
+        loaded.append((namespace, pair,
+                       {(p, k): i for (p, k, _), i in zip(memories, ids, strict=True)},
+                       {i for (_, _, m), i in zip(memories, ids, strict=True) if m.sensitive}))
     for namespace, pair, ids, secrets in loaded:
         for fields in pair:
             person = fields["name"]
             for key, _, _, question in FACTS:
-                hits = ask(stub, namespace, question.format(**fields))
+                hits = ask(client, namespace, question.format(**fields))
                 results.append(Asked(namespace, person, key, question.format(**fields), True,
                                      rank(hits, {ids[(person, key)]}), rank(hits, secrets)))
             for key, _, _, question in SECRETS:
-                hits = ask(stub, namespace, question.format(**fields))
+                hits = ask(client, namespace, question.format(**fields))
                 results.append(Asked(namespace, person, key, question.format(**fields), False,
                                      rank(hits, {ids[(person, key)]}), rank(hits, secrets)))
     return results

@@ -21,6 +21,7 @@ import sys
 import time
 import uuid
 from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from benchmarks.harness.script import (
     publish,
     store_batch_indexed,
 )
-from recallmesh.v1 import memory_pb2
+from recallmesh.client import Client, NewMemory, Relation
 
 K = 10
 # Time between two writes of a case (created_at): memories an agent stores during one
@@ -84,19 +85,16 @@ class CaseResult:
         return 0 < self.rank <= self.within and not self.intruder and not self.repeated
 
 
-def _message(memory: Memory, ids: list[str]) -> memory_pb2.Memory:
-    msg = memory_pb2.Memory(content=memory.content, sensitive=memory.sensitive,
-                            category=memory.category, tags=list(memory.tags),
-                            thread=memory.thread)
-    if memory.importance is not None:
-        msg.importance = memory.importance
-    if memory.supersedes is not None:
-        msg.relations.append(memory_pb2.MemoryRelation(
-            type=memory_pb2.RELATION_TYPE_SUPERSEDES, target_id=ids[memory.supersedes]))
-    return msg
+def _new_memory(memory: Memory, ids: list[str], created_at: datetime) -> NewMemory:
+    return NewMemory(memory.content, sensitive=memory.sensitive, category=memory.category,
+                     tags=tuple(memory.tags), thread=memory.thread,
+                     importance=memory.importance, created_at=created_at,
+                     relations=() if memory.supersedes is None
+                     else (Relation("supersedes", ids[memory.supersedes]),),
+                     id=str(uuid.uuid4()))
 
 
-def load_case(stub: Any, namespace: str, case: Case) -> tuple[list[str], list[memory_pb2.Memory]]:
+def load_case(client: Client, namespace: str, case: Case) -> tuple[list[str], list[NewMemory]]:
     """The case's memories, in order, between the first `case.fillers` fillers (half before,
     half after), each a write of its own, created WRITE_GAP_S apart and ending now (as an agent
     writes them during a conversation). Returns the case's memories' ids and the writes not yet
@@ -111,37 +109,34 @@ def load_case(stub: Any, namespace: str, case: Case) -> tuple[list[str], list[me
         if memory.supersedes is not None:
             # A superseding write changes its target, so a retry of the target's write would no
             # longer match it: the writes so far are waited for now.
-            wait_indexed(stub, namespace, writes)
+            wait_indexed(client, namespace, writes)
             writes = []
-        msg = _message(memory, ids)
-        msg.id = str(uuid.uuid4())
-        msg.created_at.FromSeconds(int(start + i * WRITE_GAP_S))
-        stored = stub.StoreBatch(memory_pb2.StoreBatchRequest(namespace=namespace,
-                                                              memories=[msg]), timeout=30)
+        new = _new_memory(memory, ids, datetime.fromtimestamp(int(start + i * WRITE_GAP_S), UTC))
+        stored = client.store_batch([new], namespace=namespace, timeout=30)
         if not stored.existing[0]:  # a repeat of a stored memory answers that one's id
-            writes.append(msg)
+            writes.append(new)
         if half <= i < half + len(case.memories):
             ids.append(stored.ids[0])
     return ids, writes
 
 
-def wait_indexed(stub: Any, namespace: str, writes: list[memory_pb2.Memory]) -> None:
+def wait_indexed(client: Client, namespace: str, writes: list[NewMemory]) -> None:
     """Each write sent again with an index wait (a retry of the same write stores nothing)."""
-    for msg in writes:
-        store_batch_indexed(stub, namespace, [msg])
+    for new in writes:
+        store_batch_indexed(client, namespace, [new])
 
 
-def load_large_namespace(stub: Any, namespace: str) -> None:
+def load_large_namespace(client: Client, namespace: str) -> None:
     texts = large_namespace_texts()
     for start in range(0, len(texts), _LARGE_BATCH):
-        store_batch_indexed(stub, namespace, [memory_pb2.Memory(content=t)
-                                              for t in texts[start:start + _LARGE_BATCH]])
+        store_batch_indexed(client, namespace,
+                            [NewMemory(t) for t in texts[start:start + _LARGE_BATCH]])
 
 
-def ask(stub: Any, namespace: str, case: Case, ids: list[str],
-        fusion: memory_pb2.FusionOverrides | None = None) -> CaseResult:
-    response = stub.Recall(memory_pb2.RecallRequest(
-        namespace=namespace, query=case.query, k=K, fusion=fusion), timeout=30)
+def ask(client: Client, namespace: str, case: Case, ids: list[str],
+        fusion: dict[str, Any] | None = None) -> CaseResult:
+    response = client.recall(case.query, namespace=namespace, k=K, timeout=30,
+                             **({"fusion": fusion} if fusion is not None else {}))
     hit_ids = [h.memory.id for h in response.hits]
     expected = ids[case.expect] if case.expect is not None else None
     rank = hit_ids.index(expected) + 1 if expected in hit_ids else 0
@@ -156,7 +151,7 @@ def ask(stub: Any, namespace: str, case: Case, ids: list[str],
                       response.hits[0].score if response.hits else 0.0)
 
 
-def load_cases(stub: Any, cases: tuple[Case, ...] | list[Case], prefix: str
+def load_cases(client: Client, cases: tuple[Case, ...] | list[Case], prefix: str
                ) -> list[tuple[Case, str, list[str]]]:
     """Every case stored and indexed: (case, its namespace, its memories' ids), in the order
     of `cases`."""
@@ -166,29 +161,29 @@ def load_cases(stub: Any, cases: tuple[Case, ...] | list[Case], prefix: str
     if large:
         namespace = f"{prefix}-large"
         log(f"{LARGE_NAMESPACE} unrelated memories ...")
-        load_large_namespace(stub, namespace)
+        load_large_namespace(client, namespace)
         log("the cases' memories ...")
         for case in large:
-            ids, writes = load_case(stub, namespace, replace(case, fillers=0))
+            ids, writes = load_case(client, namespace, replace(case, fillers=0))
             loaded[case.name] = (case, namespace, ids)
             pending.append((namespace, writes))
     for i, case in enumerate(c for c in cases if not c.large):
         namespace = f"{prefix}-{i}"
-        ids, writes = load_case(stub, namespace, case)
+        ids, writes = load_case(client, namespace, case)
         loaded[case.name] = (case, namespace, ids)
         pending.append((namespace, writes))
     log(f"waiting for {sum(len(w) for _, w in pending)} memories to be indexed ...")
     for namespace, writes in pending:
-        wait_indexed(stub, namespace, writes)
+        wait_indexed(client, namespace, writes)
     log("stored")
     return [loaded[c.name] for c in cases]
 
 
-def run(stub: Any, configs: list[str], cases: tuple[Case, ...] = ALL_CASES
+def run(client: Client, configs: list[str], cases: tuple[Case, ...] = ALL_CASES
         ) -> dict[str, list[CaseResult]]:
-    legs = gateway_legs(stub)
-    loaded = load_cases(stub, cases, f"behaviour-{uuid.uuid4().hex[:8]}")
-    return {name: [ask(stub, ns, case, ids, CONFIGS[name].overrides(legs))
+    legs = gateway_legs(client)
+    loaded = load_cases(client, cases, f"behaviour-{uuid.uuid4().hex[:8]}")
+    return {name: [ask(client, ns, case, ids, CONFIGS[name].client_fusion(legs))
                    for case, ns, ids in loaded] for name in configs}
 
 

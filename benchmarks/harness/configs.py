@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from google.protobuf import json_format
+
 from recallmesh.gateway.settings import DEFAULT_LEGS
 from recallmesh.v1 import memory_pb2
 from recallmesh.wire.policy import Overrides
@@ -45,6 +47,10 @@ class Config:
                              "RECALLMESH_LEGS)")
         skip = [leg for leg in available if leg not in self.legs]
         return Overrides(self.fusion.values, self.fusion.weights, tuple(skip)).to_proto()
+
+    def client_fusion(self, gateway_legs: Iterable[str]) -> dict[str, Any]:
+        """The same overrides as the typed client's `fusion=` option (JSON names)."""
+        return json_format.MessageToDict(self.overrides(gateway_legs))
 
     def settings(self) -> dict[str, Any]:
         """What the result file records: the legs and every setting the preset pins."""

@@ -12,6 +12,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import grpc
 import numpy as np
@@ -23,49 +24,45 @@ from benchmarks.harness.data import Dataset, load
 from benchmarks.harness.peers import PEERS, Doc, Peer, timed_search
 from benchmarks.harness.script import (
     BENCH_ENV,
-    dial_gateway,
     dial_internal,
+    gateway_client,
     recallmesh_env,
     store_batch_indexed,
 )
 from benchmarks.harness.stats import latency_summary, percentile
+from recallmesh.client import Client, NewMemory, RecallmeshError, RecallResult
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.gateway.settings import ALL_LEGS
 from recallmesh.shared.db import redact, resolve_dsn
 from recallmesh.shared.settings import default_target
 from recallmesh.stack.supervisor import Stack, free_port_env
-from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc, memory_pb2, memory_pb2_grpc
-from recallmesh.wire.timestamps import to_proto_timestamp
+from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
 from recallmesh.wire.validation import MAX_BUDGET_MS
 
 K = 10
 BATCH = 500
 
 
-def ingest(stub, ds: Dataset, batch_size: int = BATCH) -> dict:
+def ingest(client: Client, ds: Dataset, batch_size: int = BATCH) -> dict:
     """Store every scope's memories, `batch_size` per StoreBatch, each waiting (10 minutes
     at most) until its memories are indexed; refuses a namespace that already holds memories
     (a second ingest would duplicate them: use --skip-ingest or --namespace-tag)."""
     for scope in ds.scopes:
-        probe = stub.Recall(memory_pb2.RecallRequest(
-            namespace=ds.namespace(scope), query="-", k=1,
-            sort_by=memory_pb2.SORT_BY_RECENCY), timeout=30)
+        probe = client.recall("-", namespace=ds.namespace(scope), k=1, sort_by="recency",
+                              timeout=30)
         if probe.hits:
             raise SystemExit(f"namespace {ds.namespace(scope)} already holds memories: pass "
                              "--skip-ingest to reuse them or --namespace-tag to load anew")
     started = time.perf_counter()
     for scope, memories in ds.scopes.items():
         for i in range(0, len(memories), batch_size):
-            batch = []
-            for m in memories[i : i + batch_size]:
-                msg = memory_pb2.Memory(content=m.content, metadata={"corpus_id": m.corpus_id})
-                if m.session_id:  # a conversation's session: its thread
-                    msg.metadata["session_id"] = m.session_id
-                    msg.thread = m.session_id
-                if m.created_at is not None:
-                    to_proto_timestamp(m.created_at, msg.created_at)
-                batch.append(msg)
-            stored = store_batch_indexed(stub, ds.namespace(scope), batch)
+            batch = [
+                NewMemory(m.content, created_at=m.created_at,
+                          thread=m.session_id,  # a conversation's session: its thread
+                          metadata={"corpus_id": m.corpus_id}
+                          | ({"session_id": m.session_id} if m.session_id else {}))
+                for m in memories[i : i + batch_size]]
+            stored = store_batch_indexed(client, ds.namespace(scope), batch)
             # Every memory carries its corpus id in its metadata, so the gateway's duplicate
             # rule (a write saying what a stored memory says) never merges two corpus items;
             # if it ever did, recalled memories would map to one corpus id for two: refuse.
@@ -100,29 +97,32 @@ def result_row(q, ranked: list[str], sessions: list[str], degraded: bool,
     return row
 
 
-def gateway_legs(stub) -> list[str]:
+def gateway_legs(client: Client) -> list[str]:
     """The legs the gateway fans out to (every Recall response lists them all)."""
-    response = stub.Recall(memory_pb2.RecallRequest(
-        namespace="bench-probe", query="-", k=1), timeout=30)
-    return [leg.leg for leg in response.legs]
+    return [leg.leg for leg in client.recall("-", namespace="bench-probe", k=1, timeout=30).legs]
 
 
-def unanswered_rows(stub, ds: Dataset, config: Config, legs: list[str]) -> list[dict]:
+def recall(client: Client, ds: Dataset, q: Any, fusion: dict[str, Any],
+           **options: Any) -> RecallResult:
+    """One of the dataset's questions through Recall (k=K), as the configuration asks it."""
+    return client.recall(q.text, namespace=ds.namespace(q.scope), k=K, fusion=fusion,
+                         timeout=30, **options,
+                         **({"reference_time": q.reference_time}  # relative times read on it
+                            if q.reference_time is not None else {}))
+
+
+def unanswered_rows(client: Client, ds: Dataset, config: Config, legs: list[str]) -> list[dict]:
     """Every unanswerable query (Dataset.unanswerable) through Recall: what came back, with
     its scores (a relevance floor should leave these empty). Not timed, never scored as
     recall."""
-    overrides = config.overrides(legs)
+    fusion = config.client_fusion(legs)
     rows = []
     for q in ds.unanswerable:
-        request = memory_pb2.RecallRequest(namespace=ds.namespace(q.scope), query=q.text, k=K,
-                                           fusion=overrides)
-        if q.reference_time is not None:
-            to_proto_timestamp(q.reference_time, request.reference_time)
         try:
-            response = stub.Recall(request, timeout=30)
-        except grpc.RpcError as exc:
+            response = recall(client, ds, q, fusion)
+        except RecallmeshError as exc:
             rows.append({"query_id": q.query_id, "category": q.category,
-                         "error": exc.code().name})
+                         "error": exc.code.name})
             continue
         rows.append({"query_id": q.query_id, "category": q.category,
                      "ranked_ids": [h.memory.metadata.get("corpus_id", "") for h in response.hits],
@@ -130,34 +130,29 @@ def unanswered_rows(stub, ds: Dataset, config: Config, legs: list[str]) -> list[
     return rows
 
 
-def run_config(stub, ds: Dataset, config: Config,
+def run_config(client: Client, ds: Dataset, config: Config,
                legs: list[str]) -> tuple[list[dict], list[float]]:
     """Every query through Recall. First one untimed recall per namespace (warm-up: the
     graph leg loads a namespace's graph on its first search). A query whose Recall fails
     counts as a miss with its status code in the row (never silently dropped)."""
     rows, latencies = [], []
-    overrides = config.overrides(legs)
+    fusion = config.client_fusion(legs)
     for scope in sorted({q.scope for q in ds.queries}):
         first = next(q for q in ds.queries if q.scope == scope)
         try:
             # The longest budget a request may have, so the warm-up waits for a graph load
             # (1.6 s on SciFact) instead of giving up at the default 800 ms while it goes on.
-            stub.Recall(memory_pb2.RecallRequest(namespace=ds.namespace(scope), query=first.text,
-                                                 k=K, fusion=overrides, budget_ms=MAX_BUDGET_MS),
-                        timeout=70)
-        except grpc.RpcError:
+            client.recall(first.text, namespace=ds.namespace(scope), k=K, fusion=fusion,
+                          budget_ms=MAX_BUDGET_MS, timeout=70)
+        except RecallmeshError:
             pass  # the timed pass records it
     for q in ds.queries:
-        request = memory_pb2.RecallRequest(namespace=ds.namespace(q.scope), query=q.text, k=K,
-                                           fusion=overrides)
-        if q.reference_time is not None:  # relative times in the query are read against it
-            to_proto_timestamp(q.reference_time, request.reference_time)
         start = time.perf_counter()
         try:
-            response = stub.Recall(request, timeout=30)
-        except grpc.RpcError as exc:
+            response = recall(client, ds, q, fusion)
+        except RecallmeshError as exc:
             latencies.append((time.perf_counter() - start) * 1000)
-            rows.append(result_row(q, [], [], True) | {"error": exc.code().name})
+            rows.append(result_row(q, [], [], True) | {"error": exc.code.name})
             continue
         latencies.append((time.perf_counter() - start) * 1000)
         ranked = [h.memory.metadata.get("corpus_id", "") for h in response.hits]
@@ -268,14 +263,13 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
                                "RECALLMESH_LEGS": ALL_LEGS, **free_port_env()})
             stack.start()
         docs = peer_dsn = None
-        with (stack.dial() if stack else dial_gateway(target, api_key)) as channel:
-            stub = memory_pb2_grpc.MemoryServiceStub(channel)
-            legs = gateway_legs(stub)
+        with gateway_client(stack, target, api_key) as client:
+            legs = gateway_legs(client)
             for name in config_names:
                 if name in CONFIGS:
                     CONFIGS[name].overrides(legs)  # fail now, not after the ingest
             ingest_info = ({"skipped": True} if skip_ingest
-                           else ingest(stub, ds, ingest_batch))
+                           else ingest(client, ds, ingest_batch))
             settle_dsn = stack.dsn if stack else dsn  # a --target gateway: only if told
             if not skip_ingest and settle_dsn:
                 ingest_info["settle_s"] = settle(settle_dsn)
@@ -283,9 +277,9 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
                 extra, unanswered = {}, None
                 if name in CONFIGS:
                     settings = CONFIGS[name].settings()
-                    rows, latencies = run_config(stub, ds, CONFIGS[name], legs)
+                    rows, latencies = run_config(client, ds, CONFIGS[name], legs)
                     if ds.unanswerable:
-                        unanswered = unanswered_rows(stub, ds, CONFIGS[name], legs)
+                        unanswered = unanswered_rows(client, ds, CONFIGS[name], legs)
                 else:
                     if docs is None:  # the database peers read from (and build in)
                         peer_dsn = stack.dsn if stack else dsn or resolve_dsn()

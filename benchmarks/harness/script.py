@@ -21,15 +21,17 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
 
+from recallmesh.client import NO_RETRIES, BatchResult, Client, NewMemory
 from recallmesh.shared.credentials import client_api_key, internal_token
+from recallmesh.shared.tls import TlsSettings
 from recallmesh.stack.supervisor import Stack, StackError, free_port_env
-from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from recallmesh.wire.channel import dial_blocking
 from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
 
@@ -102,37 +104,46 @@ def start_stack(stack: Stack) -> float:
     return time.perf_counter() - started
 
 
+def gateway_client(stack: Stack | None = None, target: str | None = None,
+                   api_key: str | None = None) -> Client:
+    """The typed client (recallmesh.client) of `stack`'s gateway, or of a running gateway at
+    `target` (its key: `api_key`, else RECALLMESH_API_KEY, else the local admin key file), as
+    an agent calls it; without retries, so that a benchmark counts every failure."""
+    if stack is not None:
+        return Client(stack.endpoints["gateway"], api_key=stack.api_key or None,
+                      tls=TlsSettings.from_env({**os.environ, **stack.env}), retry=NO_RETRIES)
+    return Client(target, api_key=api_key, retry=NO_RETRIES)
+
+
 @contextlib.contextmanager
-def gateway_of_own_stack(prefix: str) -> Iterator[memory_pb2_grpc.MemoryServiceStub]:
+def gateway_of_own_stack(prefix: str) -> Iterator[Client]:
     """A whole stack of its own (the deployment's defaults, BENCH_ENV, free ports, data in a
-    temporary folder), started, and its gateway's stub; stopped at the end."""
+    temporary folder), started, and the typed client of its gateway; stopped at the end."""
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp, **free_port_env()})
         start_stack(stack)
         try:
-            with stack.dial() as channel:
-                yield memory_pb2_grpc.MemoryServiceStub(channel)
+            with gateway_client(stack) as client:
+                yield client
         finally:
             stack.stop()
 
 
-def store_batch_indexed(stub: Any, namespace: str, memories: list[Any],
-                        timeout_s: float = 600.0) -> Any:
+def store_batch_indexed(client: Client, namespace: str, memories: list[NewMemory],
+                        timeout_s: float = 600.0) -> BatchResult:
     """StoreBatch `memories` and return once every one is indexed, within timeout_s: a write's
     own wait ends after MAX_INDEX_WAIT_MS, so the memories get client-supplied ids and the
-    same request is sent again (a retry: it stores nothing and waits again) until `indexed`.
-    SystemExit when they are not indexed in time. Returns the last StoreBatchResponse."""
-    for memory in memories:
-        if not memory.id:
-            memory.id = str(uuid.uuid4())
-    request = memory_pb2.StoreBatchRequest(
-        namespace=namespace, memories=memories,
-        index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=MAX_INDEX_WAIT_MS))
+    same batch is sent again (a retry: it stores nothing and waits again) until `indexed`.
+    SystemExit when they are not indexed in time. Returns the last answer (its ids in the
+    order of `memories`)."""
+    batch = [m if m.id else replace(m, id=str(uuid.uuid4())) for m in memories]
     deadline = time.monotonic() + timeout_s
     while True:
-        response = stub.StoreBatch(request, timeout=MAX_INDEX_WAIT_MS / 1000 + 60)
-        if response.indexed:
-            return response
+        result = client.store_batch(batch, namespace=namespace,
+                                    wait_indexed=MAX_INDEX_WAIT_MS / 1000,
+                                    timeout=MAX_INDEX_WAIT_MS / 1000 + 60)
+        if result.indexed:
+            return result
         if time.monotonic() >= deadline:
             raise SystemExit(f"{len(memories)} memories were stored but not indexed within "
                              f"{timeout_s:.0f} s: a slower model (or a busy machine) needs "

@@ -38,6 +38,7 @@ import grpc
 
 from benchmarks.harness.script import (
     BENCH_ENV,
+    gateway_client,
     names,
     positive_ints,
     recallmesh_env,
@@ -45,6 +46,7 @@ from benchmarks.harness.script import (
     store_batch_indexed,
 )
 from benchmarks.harness.stats import percentile
+from recallmesh.client import Client, NewMemory
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import (
     embedder_pb2,
@@ -100,11 +102,10 @@ class HangingLeg(retriever_pb2_grpc.RetrieverServiceServicer):
         return retriever_pb2.SearchResponse()
 
 
-def load(stub, texts: list[str], batch: int = 500) -> float:
+def load(client: Client, texts: list[str], batch: int = 500) -> float:
     started = time.perf_counter()
     for i in range(0, len(texts), batch):
-        store_batch_indexed(stub, NAMESPACE,
-                            [memory_pb2.Memory(content=t) for t in texts[i : i + batch]])
+        store_batch_indexed(client, NAMESPACE, [NewMemory(t) for t in texts[i : i + batch]])
     return time.perf_counter() - started
 
 
@@ -232,12 +233,11 @@ def main(argv: list[str] | None = None) -> None:
         stack = Stack(env=env)
         startup_s = start_stack(stack)
         budget_ms = int(os.environ.get("RECALLMESH_RECALL_BUDGET_MS", "800"))
-        with stack.dial() as channel:
-            stub = memory_pb2_grpc.MemoryServiceStub(channel)
+        with gateway_client(stack) as client:
             print(f"loading {len(texts)} memories ...", flush=True)
-            load_s = load(stub, texts)
+            load_s = load(client, texts)
             for q in queries[:30]:  # warm-up
-                stub.Recall(memory_pb2.RecallRequest(namespace=NAMESPACE, query=q), timeout=30)
+                client.recall(q, namespace=NAMESPACE, timeout=30)
         graph_direct = None
         if "graph" in args.legs:
             print("graph leg, direct ...", flush=True)

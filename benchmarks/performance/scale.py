@@ -58,6 +58,7 @@ from benchmarks.harness.configs import CONFIGS
 from benchmarks.harness.runner import gateway_legs
 from benchmarks.harness.script import (
     BENCH_ENV,
+    gateway_client,
     log,
     machine_info,
     positive_ints,
@@ -268,7 +269,8 @@ def recall_passes(stack: Stack, questions: list[str]) -> dict[str, dict[str, Any
     slowest: dict[str, list[str]] = {c: [] for c in CONFIG_NAMES}
     with stack.dial() as channel:
         stub = memory_pb2_grpc.MemoryServiceStub(channel)
-        legs = gateway_legs(stub)
+        with gateway_client(stack) as client:
+            legs = gateway_legs(client)
         overrides = {c: CONFIGS[c].overrides(legs) for c in CONFIG_NAMES}
         for p in ("first", "second"):
             for i, question in enumerate(questions):

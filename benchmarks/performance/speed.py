@@ -49,7 +49,7 @@ from benchmarks.harness.configs import CONFIGS
 from benchmarks.harness.load import loaded_stack
 from benchmarks.harness.peers import PEERS, Doc, K, timed_search
 from benchmarks.harness.runner import gateway_legs
-from benchmarks.harness.script import machine_info, names, positive_ints, publish
+from benchmarks.harness.script import gateway_client, machine_info, names, positive_ints, publish
 from benchmarks.harness.stats import latency_summary
 from benchmarks.performance.gateway_recall import NAMESPACE, read_texts, run_load
 from benchmarks.performance.recall_stages import snapshot, stage_rows, stage_table
@@ -111,7 +111,9 @@ def latency_rounds(loaded: Any, questions: list[str], configs: list[str],
     with (stack.dial() as channel, stack.dial("embedding") as embedding_channel):
         stub = memory_pb2_grpc.MemoryServiceStub(channel)
         embedder = embedder_pb2_grpc.EmbedderServiceStub(embedding_channel)
-        overrides = {name: CONFIGS[name].overrides(gateway_legs(stub)) for name in configs}
+        with gateway_client(stack) as client:
+            legs = gateway_legs(client)
+        overrides = {name: CONFIGS[name].overrides(legs) for name in configs}
 
         def embed(text: str) -> np.ndarray:
             response = embedder.Embed(embedder_pb2.EmbedRequest(

@@ -38,8 +38,9 @@ from benchmarks.harness.budget import compact_json
 from benchmarks.harness.configs import CONFIGS
 from benchmarks.harness.data import load
 from benchmarks.harness.runner import gateway_legs, git_commit, ingest, settle
-from benchmarks.harness.script import BENCH_ENV, dial_gateway
+from benchmarks.harness.script import BENCH_ENV, dial_gateway, gateway_client
 from benchmarks.harness.stats import paired_bootstrap
+from recallmesh.client import Client
 from recallmesh.gateway.settings import ALL_LEGS
 from recallmesh.gateway.stages import contributing_legs, propagate_context
 from recallmesh.gateway.store import MemoryStore
@@ -108,14 +109,16 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
     ds = load(dataset_dir, limit, unanswerable, corpus_sample)
     ds.namespace_tag = namespace_tag
 
-    def pools(connect: Callable[[], grpc.Channel], database: str,
+    def pools(connect: Callable[[], grpc.Channel], client: Client, database: str,
               load_first: bool) -> tuple[dict, list, list, tuple]:
-        with connect() as channel:
+        """The pools, read on a raw channel (each leg's list and score scale, which the typed
+        client does not return); the load through the typed client."""
+        with connect() as channel, client:
             stub = memory_pb2_grpc.MemoryServiceStub(channel)
-            overrides = CONFIGS["hybrid_cc_bm25t"].overrides(gateway_legs(stub))
+            overrides = CONFIGS["hybrid_cc_bm25t"].overrides(gateway_legs(client))
             ingest_info = {"skipped": True}
             if load_first:
-                ingest_info = ingest(stub, ds)
+                ingest_info = ingest(client, ds)
                 ingest_info["settle_s"] = settle(database)
             queries, unanswered = [], []
             for q in [*ds.queries, *ds.unanswerable]:
@@ -154,7 +157,8 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
 
     if target is not None:
         ingest_info, (queries, unanswered), rows, (after, before) = pools(
-            lambda: dial_gateway(target, api_key), dsn or resolve_dsn(), not skip_ingest)
+            lambda: dial_gateway(target, api_key), gateway_client(target=target, api_key=api_key),
+            dsn or resolve_dsn(), not skip_ingest)
     else:
         with tempfile.TemporaryDirectory(prefix="recallmesh-context-") as tmp:
             # A pool holds the lexical and vector legs' lists only: no concept extraction
@@ -164,7 +168,7 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
             stack.start()
             try:
                 ingest_info, (queries, unanswered), rows, (after, before) = pools(
-                    stack.dial, stack.dsn, True)
+                    stack.dial, gateway_client(stack), stack.dsn, True)
             finally:
                 stack.stop()
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -12,8 +12,8 @@ import pytest
 
 from benchmarks.behaviour.cases import ALL_CASES, STABLE_WITHIN
 from benchmarks.behaviour.suite import CaseResult, ask, load_cases
+from benchmarks.harness.script import gateway_client
 from recallmesh.stack.supervisor import Stack
-from recallmesh.v1 import memory_pb2_grpc
 from tests.conftest import scratch_database, stack_env
 
 pytestmark = pytest.mark.integration
@@ -31,8 +31,7 @@ def answers(admin_dsn, pg_dir: Path) -> dict[str, CaseResult]:
         stack = Stack(env=stack_env(pg_dir / "behaviour", dsn))
         stack.start(timeout_s=90)
         try:
-            with stack.dial() as channel:
-                gateway = memory_pb2_grpc.MemoryServiceStub(channel)
+            with gateway_client(stack) as gateway:
                 loaded = load_cases(gateway, ALL_CASES, f"behaviour-{uuid.uuid4().hex[:8]}")
                 return {case.name: ask(gateway, ns, case, ids) for case, ns, ids in loaded}
         finally:

@@ -63,9 +63,13 @@ def test_sweep_writes_every_setting_and_the_replay_check(tmp_path):
     path = tmp_path / "pool.json"
     path.write_text(json.dumps(pool()))
     report_to, json_to = tmp_path / "report.md", tmp_path / "report.json"
-    sweep([path], json_to, report_to)
+    detail_to = tmp_path / "detail.json"
+    sweep([path], json_to, report_to, detail_to)
     report = json.loads(json_to.read_text())
-    settings = report["datasets"]["tiny"]["settings"]
+    # the committed summary holds the rows the report shows; the detail every setting
+    shown = report["datasets"]["tiny"]["settings"]
+    assert "d50 lex1 no context" in shown and len(shown) <= 12
+    settings = json.loads(detail_to.read_text())["datasets"]["tiny"]["settings"]
     assert "d50 lex1 no context" in settings and len(settings) > 100
     assert report["datasets"]["tiny"]["baseline_replay_equals_served_top10"] == 0  # q1 q3 q2
     text = report_to.read_text()
