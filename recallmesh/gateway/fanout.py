@@ -19,7 +19,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from opentelemetry import trace
@@ -29,9 +29,9 @@ from recallmesh.gateway.settings import SENSITIVE_LEGS
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.services.fusion.core import fuse
 from recallmesh.shared.telemetry import LEG_LATENCY_SECONDS
-from recallmesh.wire.filters import Filters
 from recallmesh.wire.fusion import FusionSettings, LegCandidate, LegList
 from recallmesh.wire.policy import GRAPH_LEG
+from recallmesh.wire.retriever import LegAnswer, LegQuery
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("recallmesh.gateway")
@@ -42,36 +42,12 @@ MIN_LEG_TIMEOUT_S = 0.005
 EmbedQuery = Callable[[str, float], Awaitable[Embeddings]]
 
 
-@dataclass(frozen=True)
-class LegQuery:
-    namespace: str
-    query: str
-    k: int
-    filters: Filters
-    sort_by: str
-    vector: tuple[float, ...] = ()  # filled in for legs that need it
-    vector_model: str = ""
-    lexical_ranking: str = ""  # request overrides for the lexical leg ("" / None: its own)
-    bm25_k1: float | None = None
-    bm25_b: float | None = None
-    seed_memory_ids: tuple[str, ...] = ()  # the graph second stage's seed memories
-
-
 class LegTimeout(Exception):
     """The leg reported that its deadline passed."""
 
 
 class LegError(Exception):
     """The leg failed; the message says how (the status code name, never the peer's text)."""
-
-
-@dataclass(frozen=True)
-class LegAnswer:
-    candidates: list[LegCandidate]
-    score_range: tuple[float, float] | None = None  # the leg's theoretical score range
-    score_scale: float | None = None  # the leg's score of a full match for this query
-    score_floor: float | None = None  # an unrelated memory's typical score (vector: model's)
-    reasons: dict[str, str] = field(default_factory=dict)  # memory id -> why (explain)
 
 
 class Leg(Protocol):

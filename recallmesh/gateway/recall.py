@@ -46,7 +46,6 @@ from recallmesh.gateway.fanout import (
     Leg,
     LegError,
     LegOutcome,
-    LegQuery,
     LegTimeout,
     answered_lists,
     graph_second_stage,
@@ -75,6 +74,7 @@ from recallmesh.shared import db
 from recallmesh.shared.errors import DeadlineExceeded, ResourceExhausted, Unavailable
 from recallmesh.wire.fusion import FusedCandidate
 from recallmesh.wire.policy import GRAPH_LEG, RecallPolicy
+from recallmesh.wire.retriever import LegQuery
 from recallmesh.wire.validation import RecallQuery
 
 log = logging.getLogger(__name__)

@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from recallmesh.shared.errors import InvalidArgument
-from recallmesh.v1 import memory_pb2, retriever_pb2
+from recallmesh.v1 import memory_pb2
 from recallmesh.wire.enums import RELATION_TYPE_NAMES, sort_by
 from recallmesh.wire.filters import MAX_LABEL_CHARS, Filters, filters_from_proto
-from recallmesh.wire.policy import MAX_LEG_DEPTH, MAX_SEED_MEMORIES, Overrides, checked
+from recallmesh.wire.policy import Overrides, checked
 from recallmesh.wire.timestamps import from_proto_timestamp
 
 MAX_NAMESPACE_CHARS = 128
@@ -330,27 +330,6 @@ def context_query(msg: memory_pb2.ContextRequest) -> ContextQuery:
     recall = RecallQuery(namespace=ns, query=query, k=k, filters=filters, budget_ms=budget_ms,
                          reference_time=reference_time, fusion=fusion)
     return ContextQuery(recall, max_tokens, msg.include_sensitive)
-
-
-def search_request(request: retriever_pb2.SearchRequest) -> tuple[str, str, int, Filters, str]:
-    """Validate a leg's SearchRequest: (namespace, query, k, filters, sort_by)."""
-    ns = namespace(request.namespace)
-    query = query_text(request.query)
-    if not 1 <= request.k <= MAX_LEG_DEPTH:
-        raise InvalidArgument(f"k must be within 1..{MAX_LEG_DEPTH}, got {request.k}")
-    filters = filters_from_proto(request.filters if request.HasField("filters") else None)
-    return ns, query, request.k, filters, sort_by(request.sort_by)
-
-
-def seed_memory_ids(request: retriever_pb2.SearchRequest) -> tuple[str, ...]:
-    """A SearchRequest's seed memories: distinct UUIDs, at most MAX_SEED_MEMORIES."""
-    if len(request.seed_memory_ids) > MAX_SEED_MEMORIES:
-        raise InvalidArgument(f"seed_memory_ids holds at most {MAX_SEED_MEMORIES} ids, "
-                              f"got {len(request.seed_memory_ids)}")
-    try:
-        return tuple(dict.fromkeys(memory_id(v) for v in request.seed_memory_ids))
-    except InvalidArgument:
-        raise InvalidArgument("seed_memory_ids must be UUIDs") from None
 
 
 # Update paths a client may name, and the memories column each one writes.

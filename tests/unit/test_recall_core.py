@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 import pytest
 from prometheus_client import REGISTRY
 
-from recallmesh.gateway.fanout import LegAnswer, LegError, LegQuery
+from recallmesh.gateway.fanout import LegError
 from recallmesh.gateway.recall import Recaller
 from recallmesh.gateway.settings import GatewaySettings, LegTarget
 from recallmesh.gateway.store import StoredMemory
@@ -27,6 +27,7 @@ from recallmesh.shared.errors import (
 )
 from recallmesh.wire.fusion import LegCandidate
 from recallmesh.wire.policy import Overrides, RecallPolicy
+from recallmesh.wire.retriever import LegAnswer, LegQuery
 from recallmesh.wire.validation import RecallQuery
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recallmesh.shared.errors import InvalidArgument
-from recallmesh.v1 import memory_pb2
-from recallmesh.wire import enums, validation
+from recallmesh.v1 import memory_pb2, retriever_pb2
+from recallmesh.wire import enums, retriever, validation
 from recallmesh.wire.filters import Filters, filter_sql, filters_from_proto
 
 
@@ -90,12 +90,11 @@ def test_namespace_is_nfc_normalised_everywhere_it_enters():
         validation.new_memory(memory_pb2.Memory(content="x", namespace="a\u200b"), "a")
     q = validation.recall_query(memory_pb2.RecallRequest(namespace=decomposed, query="q"))
     assert q.namespace == composed
-    from recallmesh.v1 import retriever_pb2
-    ns, *_ = validation.search_request(
+    ns, *_ = retriever.search_request(
         retriever_pb2.SearchRequest(namespace=decomposed, query="q", k=5))
     assert ns == composed
     with pytest.raises(InvalidArgument, match=r"U\+202E"):
-        validation.search_request(
+        retriever.search_request(
             retriever_pb2.SearchRequest(namespace="a\u202eb", query="q", k=5))
 
 

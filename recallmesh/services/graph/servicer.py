@@ -11,7 +11,7 @@ from recallmesh.services.graph.core import GraphRetriever
 from recallmesh.services.graph.settings import GraphLegSettings
 from recallmesh.services.retriever_app import RetrieverApp
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
-from recallmesh.wire.validation import search_request, seed_memory_ids
+from recallmesh.wire.retriever import search_request, seed_memory_ids
 
 log = logging.getLogger(__name__)
 

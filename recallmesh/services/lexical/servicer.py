@@ -11,7 +11,7 @@ from recallmesh.services.lexical.settings import LexicalSettings
 from recallmesh.services.retriever_app import RetrieverApp
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from recallmesh.wire.policy import checked
-from recallmesh.wire.validation import search_request
+from recallmesh.wire.retriever import search_request
 
 
 class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):

@@ -14,7 +14,7 @@ from recallmesh.services.vector.core import VectorRetriever
 from recallmesh.services.vector.settings import VectorSettings
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
-from recallmesh.wire.validation import search_request
+from recallmesh.wire.retriever import search_request
 
 log = logging.getLogger(__name__)
 
