@@ -33,11 +33,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from recallmesh.client import Client, Memory
+from recallmesh.client import Client, Memory, NewMemory, encoded_size
 from recallmesh.client.errors import RecallmeshError
 from recallmesh.embedding_models.manifest import DEFAULT_MODEL
 from recallmesh.shared.services import BY_NAME
 from recallmesh.shared.settings import ConfigError
+from recallmesh.shared.tls import TlsSettings
 from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
 from recallmesh.wire.channel import DEFAULT_TARGET
 from recallmesh.wire.enums import LEG_STATE_NAMES, SORT_BY_VALUES
@@ -111,8 +112,8 @@ def client_for(args: argparse.Namespace) -> Client:
         raise InputError(str(exc)) from None
 
 
-def memory_from_json(obj: Any, where: str) -> Any:
-    """One JSONL record -> recallmesh.v1.Memory (format in docs/cli.md).
+def memory_from_json(obj: Any, where: str) -> NewMemory:
+    """One JSONL record -> the memory it stores (format in docs/cli.md).
 
     Types are checked strictly so that a malformed file fails with the line
     number instead of storing something the user did not mean.
@@ -140,22 +141,18 @@ def memory_from_json(obj: Any, where: str) -> Any:
         raise InputError(f"{where}: tags must be a list of strings")
     if not all(isinstance(v, str) for v in metadata.values()):
         raise InputError(f"{where}: metadata values must be strings")
-    memory = memory_pb2.Memory(
-        content=obj["content"],
-        category=typed("category", str, ""),
-        tags=tags,
-        sensitive=typed("sensitive", bool, False),
-        metadata=metadata,
-        thread=typed("thread", str, ""),
-    )
     importance = typed("importance", (int, float), None)
-    if importance is not None:
-        memory.importance = float(importance)
-    for field in ("created_at", "valid_from", "valid_to", "expires_at"):
+
+    def time(field: str) -> datetime | None:
         value = typed(field, str, "")
-        if value:
-            getattr(memory, field).CopyFrom(_timestamp(value, field, where))
-    return memory
+        return _datetime(value, field, where) if value else None
+
+    return NewMemory(obj["content"], category=typed("category", str, ""), tags=tuple(tags),
+                     importance=None if importance is None else float(importance),
+                     sensitive=typed("sensitive", bool, False), thread=typed("thread", str, ""),
+                     metadata=metadata, created_at=time("created_at"),
+                     valid_from=time("valid_from"), valid_to=time("valid_to"),
+                     expires_at=time("expires_at"))
 
 
 def read_jsonl(path: Path | Traversable) -> list[Any]:
@@ -174,12 +171,12 @@ def read_jsonl(path: Path | Traversable) -> list[Any]:
 
 def batches(records: list[Any], batch_size: int,
             max_bytes: int = MAX_REQUEST_BYTES - 64 * 1024) -> Iterator[list[Any]]:
-    """`records` ((line, Memory) pairs) in order, at most batch_size a batch and at most
+    """`records` ((line, NewMemory) pairs) in order, at most batch_size a batch and at most
     max_bytes of memories a request (the gateway takes MAX_REQUEST_BYTES at most)."""
     chunk: list[Any] = []
     size = 0
     for record in records:
-        n = record[1].ByteSize() + 8  # the field's tag and length
+        n = encoded_size(record[1])
         if chunk and (len(chunk) >= batch_size or size + n > max_bytes):
             yield chunk
             chunk, size = [], 0
@@ -189,7 +186,7 @@ def batches(records: list[Any], batch_size: int,
         yield chunk
 
 
-def import_memories(stub: Any, namespace: str, records: list[Any], batch_size: int,
+def import_memories(client: Client, namespace: str, records: list[Any], batch_size: int,
                     show_progress: bool = True, wait_index: bool = False
                     ) -> tuple[list[str], int]:
     """Store records in batches; with wait_index each batch returns once it is embedded.
@@ -200,17 +197,16 @@ def import_memories(stub: Any, namespace: str, records: list[Any], batch_size: i
     with Progress(*columns, console=err_console, disable=not show_progress) as progress:
         task = progress.add_task("import", total=len(records))
         for chunk in batches(records, batch_size):
-            request = memory_pb2.StoreBatchRequest(
-                namespace=namespace, memories=[m for _, m in chunk],
-                index_wait=memory_pb2.IndexWait(wait=wait_index, timeout_ms=MAX_INDEX_WAIT_MS),
-            )
             try:
-                response = stub.StoreBatch(request, timeout=MAX_INDEX_WAIT_MS / 1000 + 60)
-            except grpc.RpcError as exc:
+                response = client.store_batch(
+                    [m for _, m in chunk], namespace=namespace,
+                    wait_indexed=MAX_INDEX_WAIT_MS / 1000 if wait_index else False,
+                    timeout=MAX_INDEX_WAIT_MS / 1000 + 60)
+            except RecallmeshError as exc:
                 first_line = chunk[0][0]
                 raise InputError(
-                    f"batch starting at line {first_line} rejected ({exc.code().name}): "
-                    f"{exc.details()}; {len(ids)} memories were imported before it"
+                    f"batch starting at line {first_line} rejected ({exc.code.name}): "
+                    f"{exc.details}; {len(ids)} memories were imported before it"
                 ) from None
             ids.extend(response.ids)
             existing += sum(response.existing)
@@ -462,9 +458,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     if not 1 <= args.batch_size <= 1000:
         raise InputError("--batch-size must be within 1..1000")
     records = read_jsonl(Path(args.file))
-    channel, stub = stub_for(args.target)
-    with channel:
-        ids, existing = import_memories(stub, args.namespace, records, args.batch_size,
+    with client_for(args) as client:
+        ids, existing = import_memories(client, args.namespace, records, args.batch_size,
                                         wait_index=args.wait_index)
     already = f" ({existing} already stored: unchanged)" if existing else ""
     console.print(f"imported {len(ids) - existing} memories into namespace "
@@ -646,11 +641,12 @@ def _load_demo(stack: Any) -> None:
         ).fetchone()
     present = row[0] if row is not None else 0  # count(*) answers one row
     channel, stub = stub_for(stack.endpoints["gateway"], stack.api_key)
-    with channel:
+    with channel, Client(stack.endpoints["gateway"], api_key=stack.api_key or None,
+                         tls=TlsSettings.from_env({**os.environ, **stack.env})) as client:
         if present:
             console.print(f"demo namespace already holds {present} memories; not loading again")
         else:
-            ids, _ = import_memories(stub, DEMO_NAMESPACE, read_jsonl(DEMO_FILE), 100,
+            ids, _ = import_memories(client, DEMO_NAMESPACE, read_jsonl(DEMO_FILE), 100,
                                      wait_index=True)
             console.print(f"loaded {len(ids)} demo memories into namespace {DEMO_NAMESPACE!r}")
         console.print(f"\nexample: recallmesh recall --namespace demo {DEMO_QUERY!r}")

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.script import BENCH_ENV, dial_gateway, publish, start_stack
+from benchmarks.harness.script import BENCH_ENV, dial_gateway, gateway_client, publish, start_stack
 from benchmarks.harness.stats import paired_bootstrap, percentile
 from benchmarks.performance.recall_latency import QUERIES
 from recallmesh.cli import DEMO_FILE, DEMO_NAMESPACE, import_memories, read_jsonl
@@ -130,8 +130,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.target is None:
             stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp.name, **free_port_env()})
             startup_s = start_stack(stack)
-            with stack.dial() as channel:
-                import_memories(memory_pb2_grpc.MemoryServiceStub(channel), args.namespace,
+            with gateway_client(stack) as client:
+                import_memories(client, args.namespace,
                                 read_jsonl(DEMO_FILE), 100, show_progress=False,
                                 wait_index=True)
         target = stack.endpoints["gateway"] if stack else args.target

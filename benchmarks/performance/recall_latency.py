@@ -28,7 +28,7 @@ from pathlib import Path
 
 import grpc
 
-from benchmarks.harness.script import BENCH_ENV, dial_gateway, names, start_stack
+from benchmarks.harness.script import BENCH_ENV, dial_gateway, gateway_client, names, start_stack
 from benchmarks.harness.stats import percentile
 from recallmesh.cli import DEMO_FILE, DEMO_NAMESPACE, import_memories, read_jsonl
 from recallmesh.stack.supervisor import Stack, free_port_env
@@ -90,8 +90,8 @@ def main(argv: list[str] | None = None) -> None:
                                "RECALLMESH_LEGS": ",".join(legs), **free_port_env()},
                           services=services)
             startup_s = start_stack(stack)
-            with stack.dial() as channel:
-                import_memories(memory_pb2_grpc.MemoryServiceStub(channel), args.namespace,
+            with gateway_client(stack) as client:
+                import_memories(client, args.namespace,
                                 read_jsonl(DEMO_FILE), 100, show_progress=False,
                                 wait_index=services is None)
         with (stack.dial() if stack else dial_gateway(args.target)) as channel:

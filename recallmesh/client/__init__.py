@@ -10,6 +10,7 @@
 docs/client.md has the whole guide (credentials, TLS, retries, several gateways, errors).
 """
 
+from recallmesh.client._wire import encoded_size
 from recallmesh.client.aio import AsyncClient
 from recallmesh.client.errors import (
     AlreadyExistsError,
@@ -46,5 +47,5 @@ __all__ = [
     "InvalidArgumentError", "LegContribution", "LegReport", "Memory", "NewMemory",
     "NotFoundError", "PermissionDeniedError", "RecallResult", "RecallmeshError", "Relation",
     "ResourceExhaustedError", "RetryPolicy", "StoreResult", "TlsSettings",
-    "UnauthenticatedError", "UnavailableError",
+    "UnauthenticatedError", "UnavailableError", "encoded_size",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal, TypedDict
 
@@ -124,6 +125,14 @@ def new_memory_message(new: NewMemory) -> Any:
     fields: dict[str, Any] = {k: getattr(new, k) for k in MemoryFields.__annotations__
                               if k != "supersedes" and getattr(new, k) not in (None, "", ())}
     return memory_message(new.content, fields)  # type: ignore[arg-type]
+
+
+def encoded_size(new: NewMemory) -> int:
+    """The bytes `new` takes in a StoreBatch request (its id included): a bulk import splits
+    its batches by it, the gateway taking recallmesh.wire.validation.MAX_REQUEST_BYTES."""
+    message = new_memory_message(new if new.id else replace(new, id=str(uuid.uuid4())))
+    size: int = message.ByteSize()
+    return size + 8  # the field's tag and length
 
 
 def _index_wait(wait_indexed: bool | float) -> Any:

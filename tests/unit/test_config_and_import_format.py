@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from recallmesh.cli import InputError, memory_from_json
@@ -83,7 +85,7 @@ def test_import_record_full():
     }, "f:1")
     assert list(memory.tags) == ["a", "b"] and memory.importance == 1.0 and memory.sensitive
     assert memory.thread == "chat-42"
-    assert memory.created_at.ToJsonString() == "2024-05-01T08:00:00Z"
+    assert memory.created_at == datetime(2024, 5, 1, 8, tzinfo=UTC)
 
 
 @pytest.mark.parametrize("record, message", [

@@ -79,7 +79,7 @@ def test_cli_expires_in():
     with pytest.raises(InputError, match="needs a timezone"):
         expires_at("2027-01-01T00:00:00", now)
     memory = memory_from_json({"content": "x", "expires_at": "2099-01-01T00:00:00Z"}, "line 1")
-    assert memory.expires_at.ToDatetime(tzinfo=UTC) == datetime(2099, 1, 1, tzinfo=UTC)
+    assert memory.expires_at == datetime(2099, 1, 1, tzinfo=UTC)
 
 
 def ts(when: datetime) -> Timestamp:
