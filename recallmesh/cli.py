@@ -38,7 +38,6 @@ from recallmesh.client.errors import RecallmeshError
 from recallmesh.embedding_models.manifest import DEFAULT_MODEL
 from recallmesh.shared.services import BY_NAME
 from recallmesh.shared.settings import ConfigError
-from recallmesh.shared.tls import TlsSettings
 from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
 from recallmesh.wire.channel import DEFAULT_TARGET
 from recallmesh.wire.enums import LEG_STATE_NAMES, SORT_BY_VALUES
@@ -640,9 +639,9 @@ def _load_demo(stack: Any) -> None:
             (DEMO_NAMESPACE,),
         ).fetchone()
     present = row[0] if row is not None else 0  # count(*) answers one row
-    channel, stub = stub_for(stack.endpoints["gateway"], stack.api_key)
-    with channel, Client(stack.endpoints["gateway"], api_key=stack.api_key or None,
-                         tls=TlsSettings.from_env({**os.environ, **stack.env})) as client:
+    channel = stack.dial()
+    stub = memory_pb2_grpc.MemoryServiceStub(channel)
+    with channel, stack.client() as client:
         if present:
             console.print(f"demo namespace already holds {present} memories; not loading again")
         else:

@@ -32,7 +32,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from benchmarks.harness.script import BENCH_ENV
 from benchmarks.harness.stats import percentile
 from recallmesh.shared.errors import PUSHBACK_KEY
-from recallmesh.shared.tls import TlsSettings
 from recallmesh.stack.supervisor import RestartWatcher, Stack, StackEvent, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from recallmesh.wire.channel import dial
@@ -62,8 +61,7 @@ def dial_stack(stack: Stack, service: str = "gateway") -> grpc.aio.Channel:
     sends (the local admin key for the gateway, the internal token for the others); TLS when
     the stack's settings say so."""
     token = stack.api_key if service == "gateway" else stack.internal_token
-    settings = TlsSettings.from_env({**os.environ, **stack.env})
-    return dial(stack.endpoints[service], tls=settings, token=token)
+    return dial(stack.endpoints[service], tls=stack.tls, token=token)
 
 
 def supervise(stack: Stack) -> RestartWatcher:

@@ -30,7 +30,6 @@ import grpc
 
 from recallmesh.client import NO_RETRIES, BatchResult, Client, NewMemory
 from recallmesh.shared.credentials import client_api_key, internal_token
-from recallmesh.shared.tls import TlsSettings
 from recallmesh.stack.supervisor import Stack, StackError, free_port_env
 from recallmesh.wire.channel import dial_blocking
 from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
@@ -110,8 +109,7 @@ def gateway_client(stack: Stack | None = None, target: str | None = None,
     `target` (its key: `api_key`, else RECALLMESH_API_KEY, else the local admin key file), as
     an agent calls it; without retries, so that a benchmark counts every failure."""
     if stack is not None:
-        return Client(stack.endpoints["gateway"], api_key=stack.api_key or None,
-                      tls=TlsSettings.from_env({**os.environ, **stack.env}), retry=NO_RETRIES)
+        return stack.client(retry=NO_RETRIES)
     return Client(target, api_key=api_key, retry=NO_RETRIES)
 
 

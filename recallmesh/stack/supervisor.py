@@ -34,6 +34,7 @@ import psycopg
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from recallmesh.auth.keys import ensure_local_admin_key
+from recallmesh.client import Client
 from recallmesh.embedding_models.manifest import ModelManifest, default_manifest_path
 from recallmesh.migrations import MigrationError
 from recallmesh.migrations.vector_schema import VectorSchemaError, prepare_database
@@ -261,13 +262,23 @@ class Stack:
         self.api_key, self.api_key_created = ensure_local_admin_key(
             self.dsn, self.data_dir / LOCAL_KEY_FILE)
 
+    @property
+    def tls(self) -> TlsSettings:
+        """The TLS settings this stack's services run with (and their callers dial with)."""
+        return TlsSettings.from_env(self._environ())
+
     def dial(self, service: str = "gateway", token: str | None = None) -> grpc.Channel:
         """A blocking channel to one of this stack's services, carrying its credential: the
         local admin key for the gateway, the internal token for the others (or `token`)."""
         if token is None:
             token = self.api_key if service == "gateway" else self.internal_token
-        return dial_blocking(self.endpoints[service], tls=TlsSettings.from_env(
-            self._environ()), token=token)
+        return dial_blocking(self.endpoints[service], tls=self.tls, token=token)
+
+    def client(self, **options: Any) -> Client:
+        """The typed client (recallmesh.client) of this stack's gateway, with its local admin
+        key and TLS settings; `options` as Client's (namespace=, retry=, timeout=)."""
+        return Client(self.endpoints["gateway"], api_key=self.api_key or None, tls=self.tls,
+                      **options)
 
     def _manifest_path(self) -> Path:
         """The model manifest, absolute (services run with the repository as cwd)."""

@@ -171,3 +171,23 @@ def test_context_calls_are_timed_like_every_rpc(client, stack, ns):
                                   timeout=5).read().decode()
     assert 'grpc_server_handling_seconds_bucket{grpc_code="OK",grpc_method="Context"' in text
     assert 'grpc_code="INVALID_ARGUMENT",grpc_method="Context"' in text
+
+
+def test_delete_namespace_removes_every_memory_and_says_how_many(client, stack, ns, capsys,
+                                                                 monkeypatch):
+    from recallmesh.cli import main
+
+    client.store_batch(["first of three", "second of three", "third of three"], namespace=ns)
+    assert client.delete_namespace(namespace=ns) == 3
+    assert client.recall("three", namespace=ns).hits == ()
+    assert client.delete_namespace(namespace=ns) == 0  # nothing left: nothing removed
+    other = f"{ns}-cli"
+    client.store("kept until the command runs", namespace=other)
+    target = stack.endpoints["gateway"]
+    monkeypatch.setenv("RECALLMESH_API_KEY", stack.api_key)
+    # without the name repeated nothing is removed
+    assert main(["delete-namespace", "-n", other, "--target", target]) == 2
+    assert main(["delete-namespace", "-n", other, "--target", target, "--confirm", other]) == 0
+    assert "(1 memories removed)" in capsys.readouterr().out
+    with pytest.raises(InvalidArgumentError):
+        client.delete_namespace(namespace=" ")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 
 import pytest
@@ -123,3 +124,17 @@ def test_bad_log_level_falls_back_to_info(monkeypatch, capsys):
         assert "not a log level" in capsys.readouterr().err
     finally:
         root.handlers[:], _ = saved[0], root.setLevel(saved[1])
+
+
+def test_import_batches_stay_within_the_request_limit_by_encoded_size():
+    from recallmesh.cli import batches
+    from recallmesh.client import NewMemory, encoded_size
+    from recallmesh.client._wire import new_memory_message
+
+    memory = NewMemory("x" * 30_000, tags=("a", "b"), metadata={"k": "v"}, id=str(uuid.uuid4()))
+    assert encoded_size(memory) == new_memory_message(memory).ByteSize() + 8
+    assert encoded_size(NewMemory("short")) == encoded_size(NewMemory("short", id=memory.id))
+    records = [(n, memory) for n in range(10)]
+    sizes = [len(chunk) for chunk in batches(records, 1000, max_bytes=4 * encoded_size(memory))]
+    assert sizes == [4, 4, 2]  # by bytes, not by count
+    assert [len(c) for c in batches(records, 3)] == [3, 3, 3, 1]  # by count
