@@ -124,6 +124,7 @@ def memory_message(content: str, fields: MemoryFields) -> Any:
 def new_memory_message(new: NewMemory) -> Any:
     fields: dict[str, Any] = {k: getattr(new, k) for k in MemoryFields.__annotations__
                               if k != "supersedes" and getattr(new, k) not in (None, "", ())}
+    # a TypedDict cannot be built by a comprehension: the keys are MemoryFields' own
     return memory_message(new.content, fields)  # type: ignore[arg-type]
 
 
@@ -165,6 +166,7 @@ def update_request(namespace: str, memory_id: str, fields: UpdateFields,
             raise ValueError(f"update cannot change {name!r}")
         if name in ("valid_from", "valid_to", "expires_at"):
             if value is not None:
+                # the three names are datetime fields of UpdateFields (mypy sees a union)
                 _ts(value, getattr(memory, name))  # type: ignore[arg-type]
         elif name == "tags":
             memory.tags.extend(value)
