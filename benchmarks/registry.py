@@ -363,6 +363,9 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               "(--sets locomo --configs default,vector,peer_lancedb_hybrid)", int8_quality,
               ("embedding-int8-quality.md", "embedding-int8-quality-<set>.json"), ("locomo",),
               ("default", "vector", "peer_lancedb_hybrid"), models=(INT8,)),
+    Benchmark("embed-store", "fill the on-disk vector store for dev splits in process, large "
+              "batches (--sets locomo,longmemeval,scifact --model NAME), or `import` vectors "
+              "computed on a GPU machine", module("benchmarks.harness.vector_prefill")),
     Benchmark("embedding", "embedding throughput at batch 1/8/32/128 and single-query latency "
               "through gRPC", module("benchmarks.performance.embedding_throughput")),
     Benchmark("vector", "indexer throughput, vector-leg latency at 5k / 100k memories, HNSW "

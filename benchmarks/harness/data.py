@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-MAX_CONTENT_BYTES = 32 * 1024
+from recallmesh.wire.validation import MAX_CONTENT_BYTES
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,10 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import numpy as np
 import psycopg
 
+from benchmarks.harness.data import content_of
 from benchmarks.harness.script import (
     BENCH_ENV,
     log,
@@ -59,6 +61,7 @@ from benchmarks.harness.script import (
 from benchmarks.harness.stats import latency_summary, percentile
 from recallmesh.migrations.vector_schema import INDEX_NAME, vector_literal
 from recallmesh.services.vector.core import build_search_sql
+from recallmesh.services.vector.settings import DEFAULT_EF_SEARCH
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import (
     embedder_pb2,
@@ -69,7 +72,7 @@ from recallmesh.v1 import (
     retriever_pb2_grpc,
 )
 from recallmesh.wire.filters import Filters
-from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
+from recallmesh.wire.validation import MAX_CONTENT_BYTES, MAX_INDEX_WAIT_MS
 
 DATASETS_ROOT = Path("/work/shared/datasets")
 DEFAULT_DATASETS = "longmemeval,locomo,scifact"
@@ -78,7 +81,7 @@ STORE_TIMEOUT_S = INDEX_WAIT_MS / 1000 + 60
 EMBED_ALL_TIMEOUT_S = 600  # after the last StoreBatch, until every memory has its vector
 TIE_EPSILON = 1e-6
 MAX_QUERY_CHARS = 4000
-MAX_CHARS = 2000  # each corpus text cut to this (--max-chars)
+MAX_CHARS = MAX_CONTENT_BYTES  # each corpus text cut to this (--max-chars)
 
 
 def latency_summary_ms(latencies_ms: list[float]) -> dict[str, float]:
@@ -95,11 +98,9 @@ class Record:
 
 
 def record_text(record: dict[str, Any]) -> str:
-    text = str(record.get("text") or "").strip()
-    title = str(record.get("title") or "").strip()
-    if title:
-        text = f"{title}. {text}" if text else title
-    return text
+    """A corpus record's memory content, as the quality runs store it (so the vectors that
+    `python -m benchmarks embed-store` keeps for the dev splits are hits here too)."""
+    return content_of(record)
 
 
 def load_corpus(root: Path, datasets: list[str], n: int, max_chars: int) -> list[Record]:
@@ -342,6 +343,33 @@ def sql_search(conn: psycopg.Connection, namespace: str, literal: str, model: st
     return [(r[0], 1.0 - float(r[1])) for r in rows]
 
 
+def measure_plans(conn: psycopg.Connection, namespace: str, vectors: list[list[float]],
+                  model: str, k: int, n: int, ef_search: int,
+                  iterative_scan: str) -> dict[str, Any]:
+    """The vector leg's two statements timed in turns on the same query vectors: HNSW (at
+    `ef_search`) and the exact scan it uses for namespaces of at most
+    RECALLMESH_VECTOR_EXACT_MAX vectors, plus whether the exact one stays off the index."""
+    timings: dict[str, list[float]] = {"hnsw": [], "exact": []}
+    exact_sql, _ = build_search_sql(Filters(), exact=True)
+    for i in range(n + 20):
+        literal = vector_literal(np.asarray(vectors[i % len(vectors)], dtype=np.float32))
+        for plan in ("hnsw", "exact") if i % 2 else ("exact", "hnsw"):
+            t0 = time.perf_counter()
+            if plan == "hnsw":
+                sql_search(conn, namespace, literal, model, k, ef_search, iterative_scan)
+            else:
+                with conn.transaction():
+                    conn.execute(exact_sql, {"ns": namespace, "vector": literal,
+                                             "model": model, "k": k}).fetchall()
+            if i >= 20:
+                timings[plan].append((time.perf_counter() - t0) * 1000)
+    literal = vector_literal(np.asarray(vectors[0], dtype=np.float32))
+    params = {"ns": namespace, "vector": literal, "model": model, "k": k}
+    return {"k": k, "n": n, "ef_search": ef_search,
+            "exact_uses_hnsw_index": plan_uses_index(conn, exact_sql, params, []),
+            **{plan: latency_summary_ms(ms) for plan, ms in timings.items()}}
+
+
 def plan_uses_index(conn: psycopg.Connection, sql: str, params: dict[str, Any],
                     settings: list[str]) -> bool:
     with conn.transaction():
@@ -502,6 +530,21 @@ def print_report(result: dict[str, Any]) -> None:
         used = "YES (not exact!)" if ex["plan_uses_hnsw_index"] else "no"
         print(f"| {r['size']} | exact (SQL, no index) | - | 1 | 1 | 1 | {ex['mean_ms']:.2f} "
               f"| {ex['p95_ms']:.2f} | {used} |")
+    print()
+    print("(d) the vector leg's two plans, SQL timed in turns on the same query vectors (k=10): "
+          "HNSW at the leg's ef_search, and the exact scan it uses for a namespace of at most "
+          "RECALLMESH_VECTOR_EXACT_MAX vectors")
+    print("| size | HNSW p50 ms | HNSW p95 ms | exact p50 ms | exact p95 ms | exact / HNSW p95 "
+          "| exact plan off the index |")
+    print("|---:|---:|---:|---:|---:|---:|---|")
+    for r in result["sizes"]:
+        p = r.get("plans")
+        if p is None:
+            continue
+        ratio = p["exact"]["p95_ms"] / max(p["hnsw"]["p95_ms"], 1e-9)
+        print(f"| {r['size']} | {p['hnsw']['p50_ms']:.2f} | {p['hnsw']['p95_ms']:.2f} "
+              f"| {p['exact']['p50_ms']:.2f} | {p['exact']['p95_ms']:.2f} | {ratio:.2f} "
+              f"| {'no (HNSW in plan!)' if p['exact_uses_hnsw_index'] else 'yes'} |")
     print(f"\nstack start-up {result['stack_startup_s']:.1f} s, total {result['total_s']:.1f} s")
 
 
@@ -549,7 +592,7 @@ def main(argv: list[str] | None = None) -> None:
     records = load_corpus(args.datasets_root, datasets, sizes[-1], args.max_chars)
     queries = load_queries(args.datasets_root, datasets, max(args.searches, args.recall_queries))
     recall_queries = queries[: args.recall_queries]
-    leg_ef = int(os.environ.get("RECALLMESH_VECTOR_EF_SEARCH", "").strip() or 100)
+    leg_ef = int(os.environ.get("RECALLMESH_VECTOR_EF_SEARCH", "").strip() or DEFAULT_EF_SEARCH)
     iterative_scan = (os.environ.get("RECALLMESH_VECTOR_ITERATIVE_SCAN", "").strip()
                       or "relaxed_order")
 
@@ -601,6 +644,9 @@ def main(argv: list[str] | None = None) -> None:
                     size_result["latency"].append(measure_latency(
                         leg_stub, args.namespace, queries, vectors, model, k, args.searches,
                         args.warmup, size))
+                log(f"size {size}: exact scan against HNSW, {args.searches} searches each")
+                size_result["plans"] = measure_plans(conn, args.namespace, vectors, model, 10,
+                                                     args.searches, leg_ef, iterative_scan)
                 if args.recall_sizes == "all" or size == sizes[-1]:
                     log(f"size {size}: recall@{args.recall_k} over {len(recall_queries)} queries")
                     size_result["recall"] = measure_recall(

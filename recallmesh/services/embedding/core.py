@@ -105,9 +105,18 @@ class OnnxEmbedder:
         if manifest.output not in outputs:
             raise ValueError(f"model has no output {manifest.output!r} (has {outputs})")
 
+    @property
+    def producer(self) -> str:
+        """What computes this embedder's vectors, e.g. 'onnxruntime 1.32.0 CPUExecutionProvider'."""
+        return f"onnxruntime {ort.__version__} {self.provider}"
+
     def _prefixed(self, texts: list[str], kind: str) -> list[str]:
         prefix = self.manifest.query_prefix if kind == "query" else self.manifest.document_prefix
         return [prefix + t for t in texts] if prefix else list(texts)
+
+    def encode(self, texts: list[str], kind: str) -> list[Encoding]:
+        """The texts as the model sees them: prefixed, tokenised, cut to max_length."""
+        return list(self.tokenizer.encode_batch(self._prefixed(texts, kind)))
 
     def embed(self, texts: list[str], kind: str = "query") -> Embedded:
         """One normalised vector per text, in input order."""
@@ -115,7 +124,7 @@ class OnnxEmbedder:
             raise ValueError(f"kind must be one of {KINDS}")
         if not texts:
             return Embedded(np.zeros((0, self.manifest.dimension), np.float32), [])
-        encodings = self.tokenizer.encode_batch(self._prefixed(texts, kind))
+        encodings = self.encode(texts, kind)
         truncated = [bool(e.overflowing) for e in encodings]
         out = np.empty((len(texts), self.manifest.dimension), np.float32)
         for chunk in self.plan_batches([len(e.ids) for e in encodings]):

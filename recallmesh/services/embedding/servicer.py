@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import grpc
 from prometheus_client import Gauge
 
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.services.embedding.batching import MicroBatcher
-from recallmesh.services.embedding.core import OnnxEmbedder, onnxruntime_distributions
+from recallmesh.services.embedding.core import Embedded, OnnxEmbedder, onnxruntime_distributions
 from recallmesh.services.embedding.query_cache import QueryVectorCache
 from recallmesh.services.embedding.settings import EmbeddingSettings
+from recallmesh.services.embedding.vector_store import VectorStore
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.settings import ConfigError
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
@@ -39,12 +41,13 @@ KINDS = {
 class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
     def __init__(
         self, embedder: OnnxEmbedder, batcher: MicroBatcher, max_texts_per_call: int,
-        query_cache: QueryVectorCache | None = None,
+        query_cache: QueryVectorCache | None = None, vector_store: VectorStore | None = None,
     ) -> None:
         self.embedder = embedder
         self.batcher = batcher
         self.max_texts = max_texts_per_call
         self.query_cache = query_cache if query_cache is not None else QueryVectorCache(0)
+        self.vector_store = vector_store
 
     async def Embed(
         self, request: embedder_pb2.EmbedRequest, context: grpc.aio.ServicerContext,
@@ -59,11 +62,22 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
         texts = [t[:MAX_TEXT_CHARS] for t in request.texts]
         kind = KINDS[request.kind]
         remaining = context.time_remaining()
+
+        async def run_model(some: list[str]) -> Embedded:
+            return await self.batcher.embed(some, kind, remaining)
+
+        compute = run_model
+        if self.vector_store is not None:
+            store = self.vector_store
+
+            async def from_store(some: list[str]) -> Embedded:
+                return await store.embed(some, kind, run_model)
+
+            compute = from_store
         if kind == "query" and self.query_cache.enabled:
-            result = await self.query_cache.embed(
-                texts, lambda missing: self.batcher.embed(missing, kind, remaining))
+            result = await self.query_cache.embed(texts, compute)
         else:
-            result = await self.batcher.embed(texts, kind, remaining)
+            result = await compute(texts)
         cut = [
             len(original) > MAX_TEXT_CHARS or by_tokens
             for original, by_tokens in zip(request.texts, result.truncated, strict=True)
@@ -123,8 +137,13 @@ class EmbeddingApp:
         self.batcher = MicroBatcher(embedder.embed, settings.max_batch, settings.max_wait_ms / 1000,
                                     settings.max_queue_texts)
         self.batcher.start()
+        store = None
+        if settings.vector_store:
+            store = VectorStore(Path(settings.vector_store).expanduser(), manifest,
+                                producer=embedder.producer)
+            log.info("vector store", extra={"path": str(store.path), "vectors": len(store)})
         self.servicer = EmbedderServicer(embedder, self.batcher, settings.max_texts_per_call,
-                                         QueryVectorCache(settings.query_cache_mb * 2**20))
+                                         QueryVectorCache(settings.query_cache_mb * 2**20), store)
         PROVIDER_IN_USE.labels(embedder.provider, manifest.model_id).set(1)
         log.info(
             "model loaded",
@@ -143,3 +162,5 @@ class EmbeddingApp:
     async def stop(self) -> None:
         if self.batcher is not None:
             await self.batcher.close()
+        if self.servicer is not None and self.servicer.vector_store is not None:
+            self.servicer.vector_store.close()

@@ -17,6 +17,7 @@ class EmbeddingSettings:
     max_texts_per_call: int
     max_queue_texts: int = 256  # texts waiting for the model; more is RESOURCE_EXHAUSTED
     query_cache_mb: int = 32  # query vectors kept by text (LRU); 0: no cache
+    vector_store: str = ""  # folder of on-disk vectors by model and text (vector_store.py); "": off
 
     @classmethod
     def from_env(cls) -> EmbeddingSettings:
@@ -39,6 +40,7 @@ class EmbeddingSettings:
                 env_int("RECALLMESH_EMBEDDING_MAX_TEXTS", 256, minimum=1), 10_000),
             max_queue_texts=env_int("RECALLMESH_EMBEDDING_MAX_QUEUE", 256, minimum=1),
             query_cache_mb=env_int("RECALLMESH_EMBEDDING_QUERY_CACHE_MB", 32, minimum=0),
+            vector_store=env_str("RECALLMESH_EMBEDDING_VECTOR_STORE", ""),
         )
 
 

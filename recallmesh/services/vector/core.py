@@ -11,6 +11,14 @@ connection (this also holds behind PgBouncer in transaction mode).
     fewer than k rows. Relaxed order can return rows slightly out of order,
     so the nearest rows are materialised and re-sorted by (distance, id),
     which also makes ties deterministic.
+Exact scan below a namespace size: a namespace holding at most `exact_max` vectors of the
+query's model is searched exactly (its rows found by the namespace index, every distance
+computed, sorted) instead of through HNSW: for small namespaces that is both faster and
+exact (benchmarks/reports/vector-plan.md measures where the two cross). The count of a
+namespace's vectors is looked up once per COUNT_TTL_S and kept per namespace (bounded): a
+namespace that grows past the threshold moves to HNSW within that time. The exact statement
+orders by the distance plus zero, an expression no HNSW index matches, so the planner cannot
+take the index for it.
 Only memories embedded by the query vector's model are compared (vectors of
 two models are not comparable, e.g. during a model switch). Sensitive and
 deleted memories have no vector (the schema clears it), and the statement
@@ -20,16 +28,26 @@ also excludes deleted rows explicitly.
 from __future__ import annotations
 
 import math
+import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from prometheus_client import Counter
 
 from recallmesh.migrations.vector_schema import vector_literal
-from recallmesh.services.vector.settings import DEFAULT_EF_SEARCH
+from recallmesh.services.vector.settings import DEFAULT_EF_SEARCH, DEFAULT_EXACT_MAX
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.wire.filters import Filters, filter_sql
+
+EXACT_SEARCHES = Counter(
+    "recallmesh_vector_searches_total",
+    "Vector searches by plan: exact (a namespace of at most RECALLMESH_VECTOR_EXACT_MAX "
+    "vectors) or hnsw.",
+    ["plan"],
+)
 
 
 @dataclass(frozen=True)
@@ -39,12 +57,24 @@ class VectorHit:
     importance: float = 0.5
 
 
-def build_search_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
-    """The nearest-neighbour statement and its filter parameters.
+COUNT_TTL_S = 30.0  # how long a namespace's vector count is trusted
+COUNTS_KEPT = 10_000  # namespaces whose count is kept (least recently counted dropped first)
+_COUNT = """
+SELECT count(*) FROM memories
+WHERE namespace = %(ns)s AND embedding IS NOT NULL AND embedding_model = %(model)s
+  AND deleted_at IS NULL
+"""
+
+
+def build_search_sql(filters: Filters, exact: bool = False) -> tuple[str, dict[str, Any]]:
+    """The nearest-neighbour statement and its filter parameters; `exact`: computed for
+    every row of the namespace, never through the HNSW index.
 
     Callers add: ns, vector, model, k.
     """
     where_filters, params = filter_sql(filters, alias="m")
+    order = "(m.embedding <=> %(vector)s::halfvec) + 0" if exact else (
+        "m.embedding <=> %(vector)s::halfvec")
     sql = f"""
 WITH nearest AS MATERIALIZED (
     SELECT m.id, m.importance, m.embedding <=> %(vector)s::halfvec AS distance
@@ -52,7 +82,7 @@ WITH nearest AS MATERIALIZED (
     WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
       AND (m.expires_at IS NULL OR m.expires_at > now())
       AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s {where_filters}
-    ORDER BY m.embedding <=> %(vector)s::halfvec
+    ORDER BY {order}
     LIMIT %(k)s
 )
 SELECT id::text, 1 - distance AS similarity, importance FROM nearest ORDER BY distance, id
@@ -84,11 +114,31 @@ class VectorRetriever:
     """Runs nearest-neighbour searches over a psycopg AsyncConnectionPool."""
 
     def __init__(self, pool: Any, dimension: int, ef_search: int = DEFAULT_EF_SEARCH,
-                 iterative_scan: str = "relaxed_order") -> None:
+                 iterative_scan: str = "relaxed_order", exact_max: int = DEFAULT_EXACT_MAX,
+                 clock: Any = time.monotonic) -> None:
         self.pool = pool
         self.dimension = dimension
         self.ef_search = ef_search
         self.iterative_scan = iterative_scan
+        self.exact_max = exact_max
+        self._clock = clock
+        self._counts: OrderedDict[tuple[str, str], tuple[float, int]] = OrderedDict()
+
+    async def vectors_in(self, conn: Any, namespace: str, model: str) -> int:
+        """The namespace's vectors of `model`, counted at most once per COUNT_TTL_S."""
+        key = (namespace, model)
+        now = self._clock()
+        kept = self._counts.get(key)
+        if kept is not None and now - kept[0] < COUNT_TTL_S:
+            return kept[1]
+        cur = await conn.execute(_COUNT, {"ns": namespace, "model": model})
+        row = await cur.fetchone()
+        count = int(row[0]) if row else 0
+        self._counts[key] = (now, count)
+        self._counts.move_to_end(key)
+        while len(self._counts) > COUNTS_KEPT:
+            self._counts.popitem(last=False)
+        return count
 
     async def search(
         self,
@@ -99,9 +149,12 @@ class VectorRetriever:
         filters: Filters | None = None,
     ) -> list[VectorHit]:
         query_vector = check_vector(vector, self.dimension)
-        sql, params = build_search_sql(filters or Filters())
-        params.update(ns=namespace, vector=vector_literal(query_vector), model=model, k=k)
         async with self.pool.connection() as conn, conn.transaction():
+            exact = (self.exact_max > 0
+                     and await self.vectors_in(conn, namespace, model) <= self.exact_max)
+            EXACT_SEARCHES.labels("exact" if exact else "hnsw").inc()
+            sql, params = build_search_sql(filters or Filters(), exact)
+            params.update(ns=namespace, vector=vector_literal(query_vector), model=model, k=k)
             await conn.execute(
                 "SELECT set_config('hnsw.ef_search', %s, true), "
                 "set_config('hnsw.iterative_scan', %s, true)",

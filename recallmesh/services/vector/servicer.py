@@ -67,6 +67,8 @@ class VectorApp(RetrieverApp):
             )
         dimension = int(row[0])
         log.info("vector leg ready", extra={"dimension": dimension,
-                                            "ef_search": settings.ef_search})
+                                            "ef_search": settings.ef_search,
+                                            "exact_max": settings.exact_max})
         return VectorServicer(
-            VectorRetriever(pool, dimension, settings.ef_search, settings.iterative_scan))
+            VectorRetriever(pool, dimension, settings.ef_search, settings.iterative_scan,
+                            settings.exact_max))

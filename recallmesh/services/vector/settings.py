@@ -10,12 +10,16 @@ from recallmesh.shared.settings import ConfigError, at_most, env_int, env_str
 # was: at 100,000 memories 100 left recall@10 at 0.93-0.96 with single queries at 0.00, 200
 # gives 0.98 for about 2 ms more (docs/performance.md, benchmarks/reports/scale*.md).
 DEFAULT_EF_SEARCH = 200
+# Namespaces of at most this many vectors are searched exactly, not through HNSW: faster there
+# and exact (benchmarks/reports/vector-plan.md). 0: always HNSW.
+DEFAULT_EXACT_MAX = 0
 
 
 @dataclass(frozen=True)
 class VectorSettings:
     ef_search: int  # HNSW candidate list size per search (raised to k when smaller)
     iterative_scan: str  # off | relaxed_order | strict_order
+    exact_max: int = 0  # namespaces of at most this many vectors are searched exactly
 
     @classmethod
     def from_env(cls) -> VectorSettings:
@@ -29,6 +33,7 @@ class VectorSettings:
                                env_int("RECALLMESH_VECTOR_EF_SEARCH", DEFAULT_EF_SEARCH,
                                        minimum=1), 1000),
             iterative_scan=scan,
+            exact_max=env_int("RECALLMESH_VECTOR_EXACT_MAX", DEFAULT_EXACT_MAX, minimum=0),
         )
 
 
