@@ -51,6 +51,22 @@ def onnxruntime_distributions() -> list[str]:
     return names
 
 
+def pool(states: np.ndarray, mask: np.ndarray, manifest: ModelManifest) -> np.ndarray:
+    """Token states (batch, seq, dim) to one vector per text, as the manifest says: the
+    first token's state (cls) or the mean over the attention mask, then L2-normalised
+    when the manifest asks. Shared with benchmarks that run the graph elsewhere."""
+    states = states.astype(np.float32)
+    if manifest.pooling == "cls":
+        pooled = states[:, 0, :]
+    else:
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (states * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+    if manifest.normalize:
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        pooled = pooled / np.clip(norms, 1e-12, None)
+    return pooled
+
+
 @dataclass(frozen=True)
 class Embedded:
     vectors: np.ndarray  # (n, dimension) float32, L2-normalised
@@ -168,16 +184,8 @@ class OnnxEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self.input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        states: np.ndarray = self.session.run([self.manifest.output], feeds)[0].astype(np.float32)
-        if self.manifest.pooling == "cls":
-            pooled = states[:, 0, :]
-        else:
-            weights = mask[:, :, None].astype(np.float32)
-            pooled = (states * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        if self.manifest.normalize:
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            pooled = pooled / np.clip(norms, 1e-12, None)
-        return pooled
+        states: np.ndarray = self.session.run([self.manifest.output], feeds)[0]
+        return pool(states, mask, self.manifest)
 
     def warm_up(self) -> None:
         """Run the graph once at start so the first request does not pay for it."""
