@@ -388,6 +388,8 @@ def latency(model: TorchEmbedder, queries: list[str], n: int, warmup: int) -> di
         model.embed([text], "query")
         model.sync()
         times.append((time.perf_counter() - started) * 1000)
+    if not times:  # a --limit check with too few questions
+        return {"queries": 0, "warmup": warmup}
     return {"queries": len(times), "warmup": warmup,
             "p50_ms": round(percentile(times, 50), 3), "p95_ms": round(percentile(times, 95), 3),
             "p99_ms": round(percentile(times, 99), 3), "mean_ms": round(statistics.mean(times), 3)}
