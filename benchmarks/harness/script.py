@@ -78,7 +78,20 @@ def positive_ints(raw: str) -> list[int]:
 # the same ones, so with the cache on the second time a question is asked would time a cache
 # hit, not the model (the first configuration of a run would pay for the others). Real agents
 # do repeat themselves; what the cache saves is measured on its own.
-BENCH_ENV = {"RECALLMESH_EMBEDDING_QUERY_CACHE_MB": "0"}
+#
+# Memories' vectors come from the on-disk vector store (benchmarks/harness/vector_prefill.py;
+# RECALLMESH_EMBEDDING_VECTOR_STORE in the environment names another folder): a text a
+# benchmark stored before is not embedded again, so a load costs minutes, and a load's rows
+# are the model's (tests/integration/test_vector_store.py). Only documents: every recall's
+# query is embedded by the model, so latencies include it.
+VECTOR_STORE = Path(__file__).resolve().parents[1] / "results" / "vectors"
+BENCH_ENV = {
+    "RECALLMESH_EMBEDDING_QUERY_CACHE_MB": "0",
+    "RECALLMESH_EMBEDDING_VECTOR_STORE": os.environ.get("RECALLMESH_EMBEDDING_VECTOR_STORE",
+                                                        str(VECTOR_STORE)),
+    "RECALLMESH_EMBEDDING_VECTOR_STORE_KINDS": os.environ.get(
+        "RECALLMESH_EMBEDDING_VECTOR_STORE_KINDS", "document"),
+}
 
 
 def publish(text: str, report_to: Path | None = None, json_to: Path | None = None,

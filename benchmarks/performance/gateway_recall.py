@@ -36,6 +36,7 @@ from pathlib import Path
 
 import grpc
 
+from benchmarks.harness.data import content_of
 from benchmarks.harness.script import (
     BENCH_ENV,
     gateway_client,
@@ -57,12 +58,15 @@ from recallmesh.v1 import (
     retriever_pb2_grpc,
 )
 from recallmesh.wire.policy import RecallPolicy
+from recallmesh.wire.validation import MAX_CONTENT_BYTES
 
 DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"  # beside the checkout
 NAMESPACE = "bench"
 
 
-def read_texts(root: Path, limit: int, max_chars: int = 2000) -> list[str]:
+def read_texts(root: Path, limit: int, max_chars: int = MAX_CONTENT_BYTES) -> list[str]:
+    """The first `limit` corpus records' contents, as the quality runs store them (so the
+    vector store's split vectors are hits here too)."""
     texts: list[str] = []
     for name in ("locomo", "longmemeval", "scifact"):
         path = root / name / "corpus.jsonl"
@@ -70,9 +74,8 @@ def read_texts(root: Path, limit: int, max_chars: int = 2000) -> list[str]:
             continue
         with open(path) as f:
             for line in f:
-                record = json.loads(line)
-                text = (record.get("title", "") + " " + record.get("text", "")).strip()
-                if text:
+                text = content_of(json.loads(line))
+                if text != "(empty)":
                     texts.append(text[:max_chars])
                 if len(texts) >= limit:
                     return texts

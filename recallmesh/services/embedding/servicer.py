@@ -42,12 +42,14 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
     def __init__(
         self, embedder: OnnxEmbedder, batcher: MicroBatcher, max_texts_per_call: int,
         query_cache: QueryVectorCache | None = None, vector_store: VectorStore | None = None,
+        vector_store_kinds: tuple[str, ...] = ("document", "query"),
     ) -> None:
         self.embedder = embedder
         self.batcher = batcher
         self.max_texts = max_texts_per_call
         self.query_cache = query_cache if query_cache is not None else QueryVectorCache(0)
         self.vector_store = vector_store
+        self.vector_store_kinds = vector_store_kinds
 
     async def Embed(
         self, request: embedder_pb2.EmbedRequest, context: grpc.aio.ServicerContext,
@@ -67,7 +69,7 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServiceServicer):
             return await self.batcher.embed(some, kind, remaining)
 
         compute = run_model
-        if self.vector_store is not None:
+        if self.vector_store is not None and kind in self.vector_store_kinds:
             store = self.vector_store
 
             async def from_store(some: list[str]) -> Embedded:
@@ -141,9 +143,11 @@ class EmbeddingApp:
         if settings.vector_store:
             store = VectorStore(Path(settings.vector_store).expanduser(), manifest,
                                 producer=embedder.producer)
-            log.info("vector store", extra={"path": str(store.path), "vectors": len(store)})
+            log.info("vector store", extra={"path": str(store.path), "vectors": len(store),
+                                            "kinds": ",".join(settings.vector_store_kinds)})
         self.servicer = EmbedderServicer(embedder, self.batcher, settings.max_texts_per_call,
-                                         QueryVectorCache(settings.query_cache_mb * 2**20), store)
+                                         QueryVectorCache(settings.query_cache_mb * 2**20), store,
+                                         settings.vector_store_kinds)
         PROVIDER_IN_USE.labels(embedder.provider, manifest.model_id).set(1)
         log.info(
             "model loaded",

@@ -7,6 +7,16 @@ from dataclasses import dataclass
 from recallmesh.shared.settings import ConfigError, at_most, env_float, env_int, env_str
 
 
+def store_kinds(raw: str) -> tuple[str, ...]:
+    """RECALLMESH_EMBEDDING_VECTOR_STORE_KINDS: document, query or both (comma-separated);
+    a latency benchmark keeps queries off the store so each recall pays for its query."""
+    kinds = tuple(dict.fromkeys(k.strip() for k in raw.split(",") if k.strip()))
+    if not kinds or set(kinds) - {"document", "query"}:
+        raise ConfigError("RECALLMESH_EMBEDDING_VECTOR_STORE_KINDS must name document, query "
+                          f"or both, got {raw!r}")
+    return kinds
+
+
 @dataclass(frozen=True)
 class EmbeddingSettings:
     provider: str  # auto | cpu | cuda
@@ -18,6 +28,7 @@ class EmbeddingSettings:
     max_queue_texts: int = 256  # texts waiting for the model; more is RESOURCE_EXHAUSTED
     query_cache_mb: int = 32  # query vectors kept by text (LRU); 0: no cache
     vector_store: str = ""  # folder of on-disk vectors by model and text (vector_store.py); "": off
+    vector_store_kinds: tuple[str, ...] = ("document", "query")  # the kinds it serves
 
     @classmethod
     def from_env(cls) -> EmbeddingSettings:
@@ -41,6 +52,8 @@ class EmbeddingSettings:
             max_queue_texts=env_int("RECALLMESH_EMBEDDING_MAX_QUEUE", 256, minimum=1),
             query_cache_mb=env_int("RECALLMESH_EMBEDDING_QUERY_CACHE_MB", 32, minimum=0),
             vector_store=env_str("RECALLMESH_EMBEDDING_VECTOR_STORE", ""),
+            vector_store_kinds=store_kinds(
+                env_str("RECALLMESH_EMBEDDING_VECTOR_STORE_KINDS", "document,query")),
         )
 
 
