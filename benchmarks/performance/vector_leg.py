@@ -48,7 +48,7 @@ import grpc
 import numpy as np
 import psycopg
 
-from benchmarks.harness.data import content_of
+from benchmarks.harness.data import content_of, load
 from benchmarks.harness.script import (
     BENCH_ENV,
     log,
@@ -104,24 +104,27 @@ def record_text(record: dict[str, Any]) -> str:
 
 
 def load_corpus(root: Path, datasets: list[str], n: int, max_chars: int) -> list[Record]:
-    """The first n non-blank texts of the datasets' corpus.jsonl files, concatenated in order."""
+    """The first n distinct memory contents of the datasets as the quality runs store them
+    (benchmarks.harness.data.load, scopes in order), concatenated in dataset order: the texts
+    whose vectors `python -m benchmarks embed-store` keeps."""
     records: list[Record] = []
+    seen: set[str] = set()
     for name in datasets:
-        path = root / name / "corpus.jsonl"
-        if not path.is_file():
-            raise SystemExit(f"error: corpus not found: {path}")
-        with path.open(encoding="utf-8") as f:
-            for line in f:
+        path = root / name
+        if not (path / "corpus.jsonl").is_file():
+            raise SystemExit(f"error: corpus not found: {path / 'corpus.jsonl'}")
+        data = load(path, unanswerable=True)
+        for memories in data.scopes.values():
+            for memory in memories:
+                text = memory.content[:max_chars].strip()
+                if text and text not in seen:
+                    seen.add(text)
+                    records.append(Record(name, text))
                 if len(records) >= n:
                     return records
-                if not line.strip():
-                    continue
-                text = record_text(json.loads(line))[:max_chars].strip()
-                if text:
-                    records.append(Record(name, text))
     if len(records) < n:
         raise SystemExit(
-            f"error: the corpora ({', '.join(datasets)}) hold only {len(records)} non-blank "
+            f"error: the corpora ({', '.join(datasets)}) hold only {len(records)} distinct "
             f"texts, fewer than the largest size {n}"
         )
     return records
