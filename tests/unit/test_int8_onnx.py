@@ -23,7 +23,7 @@ from recallmesh.embedding_models import fetch as fetch_module
 from recallmesh.embedding_models.build.int8_onnx import Options, QuantizeError, quantize
 from recallmesh.embedding_models.build.nomic_onnx import build
 from recallmesh.embedding_models.fetch import FetchError, fetch
-from recallmesh.embedding_models.manifest import sha256_file
+from recallmesh.embedding_models.manifest import encode_vector, sha256_file
 from tests.unit.test_nomic_onnx import tiny_model
 
 ROWS = [[2, 5, 6, 7, 8, 9, 3], [2, 6, 12, 3], [2] + [5, 6, 7, 8] * 12 + [3]]
@@ -189,7 +189,9 @@ def test_a_pin_from_another_onnxruntime_says_so(catalogue, tmp_path):
     entry["files"]["model.onnx"]["built_with"] = {"onnxruntime": ort.__version__}
     (folder / "tiny-int8.json").write_text(json.dumps(entry))
     with pytest.raises(FetchError, match=r"expected 0{64} \(built with onnxruntime .*, the "
-                                         r"versions that produced the pin\)"):
+                                         r"versions that produced the pin\); the same "
+                                         r"versions can still write other bytes on a CPU "
+                                         r"with other features"):
         fetch("tiny-int8", tmp_path / "cache")
 
 
@@ -215,3 +217,25 @@ def test_excluded_matmuls_stay_fp32(fp32, tmp_path):
     assert (pooled(fp32) * pooled(tmp_path / "some.onnx")).sum(1).min() > 0.999
     with pytest.raises(QuantizeError, match="no MatMul node name matches 'nothing'"):
         quantize(fp32, tmp_path / "none.onnx", Options(exclude="nothing"))
+
+
+def test_the_build_spec_options_reach_the_quantizer_and_the_probe_the_manifest(
+        catalogue, tmp_path, fp32):
+    folder, entry, _, _ = catalogue
+    entry["files"]["model.onnx"]["options"] = {"reduce_range": True}
+    probe = {"kind": "document", "texts": ["a"], "vectors": [encode_vector([0.5] * 8)]}
+    entry["probe"] = probe
+    (folder / "tiny-int8.json").write_text(json.dumps(entry))
+    path = fetch("tiny-int8", tmp_path / "cache")
+    quantize(fp32, tmp_path / "rr.onnx", Options(reduce_range=True))
+    quantize(fp32, tmp_path / "default.onnx")
+    built = sha256_file(path.parent / "model.onnx")
+    assert built == sha256_file(tmp_path / "rr.onnx") != sha256_file(tmp_path / "default.onnx")
+    props = {p.key: p.value for p in onnx.load(str(path.parent / "model.onnx")).metadata_props}
+    assert "reduce_range=True" in props["quantization"]
+    assert json.loads(path.read_text())["probe"] == probe
+    entry["files"]["model.onnx"]["options"] = {"reduce_rang": True}
+    (folder / "tiny-int8.json").write_text(json.dumps(entry))
+    (path.parent / "model.onnx").unlink()
+    with pytest.raises(FetchError, match="int8_onnx options .*reduce_rang"):
+        fetch("tiny-int8", tmp_path / "cache")

@@ -222,7 +222,8 @@ def test_every_catalogue_entry_is_well_formed(tmp_path):
     for name in names:
         entry = catalogue_entry(name)
         assert entry["name"] == name
-        manifest = ModelManifest.from_dict(entry["manifest"], tmp_path / "manifest.json")
+        manifest = ModelManifest.from_dict(entry["manifest"] | (
+            {"probe": entry["probe"]} if "probe" in entry else {}), tmp_path / "manifest.json")
         assert {manifest.onnx.name, manifest.tokenizer.name} <= set(entry["files"])
         for rel, spec in file_specs(entry):
             kinds = [k for k in ("package", "archive_path", "model", "build") if k in spec]
@@ -230,6 +231,9 @@ def test_every_catalogue_entry_is_well_formed(tmp_path):
             if "build" in spec:
                 assert spec["build"] in fetch_module.BUILDERS, (name, rel)
                 assert spec["sources"], (name, rel)
+                assert isinstance(spec.get("options", {}), dict), (name, rel)
+            else:
+                assert "options" not in spec, (name, rel)
             if "build" not in spec or "sha256" in spec:
                 assert re.fullmatch(hex64, spec["sha256"]), (name, rel)
             if "archive_path" in spec:
@@ -249,6 +253,9 @@ def test_the_int8_entry_is_the_default_model_quantized():
         "model_id": "nomic-embed-text-v1.5-onnx-int8", "precision": "int8"}
     model = int8["files"]["model.onnx"]
     assert model["build"] == "int8_onnx"
+    # 7-bit weights: without them the build computes noise on a CPU without VNNI
+    assert model["options"] == {"reduce_range": True}
+    assert int8["probe"] == fp32["probe"]  # the references are the fp32 model's vectors
     assert model["sources"] == {"model.onnx": {"model": DEFAULT_MODEL, "file": "model.onnx",
                                                "sha256": fp32["files"]["model.onnx"]["sha256"]}}
     assert set(model["built_with"]) == {"onnxruntime", "onnx"}

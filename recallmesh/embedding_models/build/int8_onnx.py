@@ -26,10 +26,14 @@ What it does
 The default options (not yet measured on the real model: `make bench-int8` and the
 variants in --help are how to choose): per-channel, QInt8 weights, MatMul only (the
 token-embedding Gather stays fp32: a lookup, it costs nothing to speak of at run time),
-reduce_range off (7-bit weights are for CPUs without VNNI; this development machine has
-AVX-512 VNNI). onnxruntime's transformer optimizer is off: on the tiny test graph it fuses
-only SkipLayerNormalization (no attention: the rotary embedding does not match its patterns),
-which onnxruntime's own ORT_ENABLE_ALL session fuses in part anyway, and it needs sympy.
+reduce_range off. The catalogue's nomic-embed-text-v1.5-int8 entry turns reduce_range on
+(its build spec's "options"): built without it, the model computes noise on a CPU without
+VNNI (cosine 0.12 to fp32 on an AVX2-only AMD EPYC: onnxruntime's u8s8 integer MatMul
+saturates there), with it 0.97 (7-bit weights; the embedding service's probe checks a
+build's vectors at start). onnxruntime's transformer optimizer is off: on the tiny test
+graph it fuses only SkipLayerNormalization (no attention: the rotary embedding does not
+match its patterns), which onnxruntime's own ORT_ENABLE_ALL session fuses in part anyway,
+and it needs sympy.
 
 Usage
     python -m recallmesh.embedding_models.build.int8_onnx --fp32 model.onnx --out model-int8.onnx
@@ -62,7 +66,7 @@ class QuantizeError(RuntimeError):
 
 @dataclass(frozen=True)
 class Options:
-    """How the fp32 graph is quantized; the defaults are what the catalogue builds."""
+    """How the fp32 graph is quantized (a catalogue build spec's "options" set fields)."""
 
     per_channel: bool = True
     reduce_range: bool = False

@@ -13,19 +13,29 @@ offers it and keeps whatever the created session reports in
 `session.get_providers()`; the GPU wheel lists CUDA in
 get_available_providers() even on machines where CUDA cannot start, so that
 list is never trusted on its own.
+
+`check_probe` is the model's self-check at start: the manifest's probe texts embedded here
+must come out close to the reference build's vectors of them, or the model is refused.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 from tokenizers import Encoding, Tokenizer
 
-from recallmesh.embedding_models.manifest import ModelManifest
+from recallmesh.embedding_models.manifest import (
+    ModelManifest,
+    ModelProbe,
+    encode_vector,
+)
+from recallmesh.shared.settings import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -191,3 +201,72 @@ class OnnxEmbedder:
         """Run the graph once at start so the first request does not pay for it."""
         self.embed(["warm up"], "query")
         self.embed(["warm up " * 8] * min(self.max_batch, 8), "document")
+
+
+def probe_cosine(manifest: ModelManifest, embed: Callable[[list[str], str], Embedded]) -> float:
+    """The lowest cosine between the probe texts' vectors computed by `embed` and the
+    probe's reference vectors (raw vectors, so it holds whether or not the model normalises)."""
+    assert manifest.probe is not None
+    probe = manifest.probe
+    got = embed(list(probe.texts), probe.kind).vectors.astype(np.float64)
+    want = np.asarray(probe.vectors, np.float64)
+    if got.shape != want.shape:
+        raise ConfigError(f"{manifest.path}: the model gives vectors of shape {got.shape} for "
+                          f"the probe texts, the probe holds {want.shape}")
+    norms = np.linalg.norm(got, axis=1) * np.linalg.norm(want, axis=1)
+    cosines = (got * want).sum(axis=1) / np.clip(norms, 1e-12, None)
+    if not np.isfinite(cosines).all():
+        return -1.0
+    return float(cosines.min())
+
+
+def _cpu_has_vnni() -> bool | None:
+    """Whether this CPU has AVX-512 VNNI or AVX-VNNI; None where /proc/cpuinfo says nothing."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[-1].split())
+            return bool(flags & {"avx512_vnni", "avx_vnni"})
+    return None
+
+
+def check_probe(manifest: ModelManifest,
+                embed: Callable[[list[str], str], Embedded]) -> float | None:
+    """Refuse (ConfigError) a model whose vectors here are not what the model means: the
+    probe texts' lowest cosine to the reference build's vectors must reach the probe's
+    min_cosine. Returns that cosine; None for a manifest without a probe (not checked)."""
+    probe = manifest.probe
+    if probe is None:
+        log.info("the model manifest has no probe: its vectors are not checked against a "
+                 "reference", extra={"model_id": manifest.model_id, "manifest": str(manifest.path)})
+        return None
+    cosine = probe_cosine(manifest, embed)
+    if cosine >= probe.min_cosine:
+        return cosine
+    cpu = {True: "this CPU has VNNI",
+           False: "this CPU has neither AVX-512 VNNI nor AVX-VNNI",
+           None: "this CPU's features are unknown"}[_cpu_has_vnni()]
+    raise ConfigError(
+        f"model {manifest.model_id} ({manifest.path}) computes wrong vectors on this machine: "
+        f"its probe texts come out at cosine {cosine:.3f} to the reference build's vectors, "
+        f"below {probe.min_cosine} ({cpu}; precision {manifest.precision}). The usual cause is "
+        "an int8 build quantized without reduce_range run on a CPU without VNNI, whose "
+        "integer MatMuls saturate. Use the fp32 model (nomic-embed-text-v1.5) or an int8 build "
+        "made with reduce_range (the catalogue's nomic-embed-text-v1.5-int8: delete its folder "
+        "in the model cache and run `recallmesh fetch-model nomic-embed-text-v1.5-int8` again), "
+        "and point RECALLMESH_EMBEDDING_MANIFEST at its manifest.json"
+    )
+
+
+def make_probe(embed: Callable[[list[str], str], Embedded], texts: list[str],
+               kind: str = "document") -> dict[str, object]:
+    """A catalogue entry's `probe`: the texts and their vectors from `embed` (run it on the
+    model's reference build, e.g. the fp32 model), float16 in base64."""
+    vectors = embed(texts, kind).vectors
+    probe: dict[str, object] = {"kind": kind, "texts": list(texts),
+                                "vectors": [encode_vector([float(x) for x in v]) for v in vectors]}
+    ModelProbe.from_dict(probe, vectors.shape[1])  # what the manifest reads back
+    return probe

@@ -10,7 +10,12 @@ from prometheus_client import Gauge
 
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.services.embedding.batching import MicroBatcher
-from recallmesh.services.embedding.core import Embedded, OnnxEmbedder, onnxruntime_distributions
+from recallmesh.services.embedding.core import (
+    Embedded,
+    OnnxEmbedder,
+    check_probe,
+    onnxruntime_distributions,
+)
 from recallmesh.services.embedding.query_cache import QueryVectorCache
 from recallmesh.services.embedding.settings import EmbeddingSettings
 from recallmesh.services.embedding.vector_store import VectorStore
@@ -29,6 +34,13 @@ PROVIDER_IN_USE = Gauge(
     "recallmesh_embedding_provider_info",
     "1 for the onnxruntime execution provider the embedding session runs on.",
     ["provider", "model_id"],
+)
+
+PROBE_COSINE = Gauge(
+    "recallmesh_embedding_probe_cosine",
+    "Lowest cosine of the model's probe texts embedded here to its reference build's vectors "
+    "(checked at start; absent when the manifest has no probe).",
+    ["model_id"],
 )
 
 KINDS = {
@@ -136,6 +148,9 @@ class EmbeddingApp:
             max_batch_tokens=settings.max_batch_tokens,
         )
         embedder.warm_up()
+        probe_cosine = check_probe(manifest, embedder.embed)  # ConfigError: wrong vectors here
+        if probe_cosine is not None:
+            PROBE_COSINE.labels(manifest.model_id).set(probe_cosine)
         self.batcher = MicroBatcher(embedder.embed, settings.max_batch, settings.max_wait_ms / 1000,
                                     settings.max_queue_texts)
         self.batcher.start()
@@ -156,6 +171,7 @@ class EmbeddingApp:
                 "dimension": manifest.dimension,
                 "provider": embedder.provider,
                 "provider_note": embedder.provider_note,
+                "probe_cosine": None if probe_cosine is None else round(probe_cosine, 4),
             },
         )
 
