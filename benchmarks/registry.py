@@ -445,6 +445,14 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
     Benchmark("vector", "indexer throughput, vector-leg latency at 5k / 100k memories, HNSW "
               "recall@10 against exact search", module("benchmarks.performance.vector_leg"),
               (), ("locomo", "longmemeval")),
+    Benchmark("vector-plan", "the vector leg's exact scan against HNSW by namespace size "
+              "(RECALLMESH_VECTOR_EXACT_MAX's evidence), HNSW recall at the largest size",
+              module("benchmarks.performance.vector_leg", "--sizes", "1000,2000,5000,10000,20000",
+                     "--ks", "10", "--searches", "200", "--recall-sizes", "largest",
+                     "--ef-sweep", "200", "--datasets", "longmemeval,locomo",
+                     "--report-to", "benchmarks/reports/vector-plan.md",
+                     "--json", "benchmarks/results/vector_plan.json"),
+              ("vector-plan.md",), ("longmemeval", "locomo")),
     Benchmark("stages", "where a recall's time goes, per stage, fp32 and int8 side by side "
               "(--memories 5000)",
               module("benchmarks.performance.recall_stages", "--memories", "5000", "--models",
