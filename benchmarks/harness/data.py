@@ -177,9 +177,14 @@ def load(path: Path, limit: int | None = None, unanswerable: bool = False,
                 continue
             scope, cluster = f"haystack-{qid}", qid
             hay = haystacks[qid]
-            times = dict(zip(hay["session_ids"], hay.get("timestamps", []), strict=False))
+            times: dict[str, str] = {}
+            for sid, when in zip(hay["session_ids"], hay.get("timestamps", []), strict=False):
+                times.setdefault(sid, when)  # a session listed twice keeps its first time
+            # A session a haystack lists twice (13 LongMemEval dev haystacks) is stored once:
+            # its turns twice would be the same corpus items twice, which the gateway's
+            # duplicate rule rightly answers with the memory already holding them.
             scopes[scope] = [
-                _memory(r, times.get(sid)) for sid in hay["session_ids"]
+                _memory(r, times.get(sid)) for sid in dict.fromkeys(hay["session_ids"])
                 for r in by_session.get(sid, [])
             ]
         else:
