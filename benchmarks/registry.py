@@ -286,14 +286,21 @@ def model_race(argv: list[str]) -> None:
                         help="the other models' splits (default locomo: on 2 cores the others "
                         "embed LongMemEval and SciFact in hours)")
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--fresh", action="store_true", help="serve again the splits that "
+                        "already have every configuration's results (kept by default)")
     args = parser.parse_args(argv)
     first, root = args.models[0], RESULTS / "race"
     for name in args.models:
         fetch(name)
-        sets = args.sets if name == first else args.other_sets
+        sets = [d for d in (args.sets if name == first else args.other_sets)
+                if args.fresh or not all((root / name / d / f"{c}.json").is_file()
+                                         for c in RACE_CONFIGS)]
+        if not sets:
+            continue
         python("-m", "benchmarks", "embed-store", "--sets", ",".join(sets), "--concepts",
                "none", env=manifest_env(name))
         for dataset in sets:
+            shutil.rmtree(root / name / dataset, ignore_errors=True)
             serve(dataset, root / name / dataset, RACE_CONFIGS,
                   env={**manifest_env(name), **RACE_ENV}, unanswerable=True)
     report = REPORTS / "models.md"
@@ -308,11 +315,12 @@ def model_race(argv: list[str]) -> None:
         paired = root / "paired" / dataset
         shutil.rmtree(paired, ignore_errors=True)
         others = [m for m in args.models[1:] if (root / m / dataset).is_dir()]
-        for other in others or [first]:
+        for other in others:
             python("-m", "benchmarks.quality.model_pair", "--base", str(root / first / dataset),
                    "--other", str(root / other / dataset), "--label",
                    RACE_LABELS.get(other, other), "--into", str(paired))
-        compare(paired, report, dataset, REPORTS / f"models-{dataset}.json", baseline="default")
+        compare(paired if others else root / first / dataset, report, dataset,
+                REPORTS / f"models-{dataset}.json", baseline="default")
     if args.skip_speed:
         return
     python("-m", "benchmarks.performance.speed", "--models", ",".join(args.models),

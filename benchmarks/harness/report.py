@@ -150,5 +150,11 @@ def compare(out: Path, baseline: str, metric: str = HEADLINE) -> str:
 def summary(out: Path) -> dict:
     """Every configuration in OUTDIR without its per-query rows: settings, dataset, commit,
     overall and per-category metrics, latency, ingest (small enough to commit)."""
-    return {name: {k: v for k, v in data.items() if k != "queries"}
+    def unanswered(rows: list[dict]) -> dict:
+        tops = [r["scores"][0] for r in rows if r.get("scores")]
+        return {"n": len(rows), "answered_empty": sum(not r["ranked_ids"] for r in rows),
+                "mean_top_score": sum(tops) / len(tops) if tops else None}
+
+    return {name: {k: (unanswered(v) if k == "unanswerable" else v)
+                   for k, v in data.items() if k != "queries"}
             for name, data in load_results(out).items()}
