@@ -315,10 +315,11 @@ def model_race(argv: list[str]) -> None:
         paired = root / "paired" / dataset
         shutil.rmtree(paired, ignore_errors=True)
         others = [m for m in args.models[1:] if (root / m / dataset).is_dir()]
-        for other in others:
+        if others:
             python("-m", "benchmarks.quality.model_pair", "--base", str(root / first / dataset),
-                   "--other", str(root / other / dataset), "--label",
-                   RACE_LABELS.get(other, other), "--into", str(paired))
+                   *(arg for other in others for arg in (
+                       "--other", str(root / other / dataset),
+                       "--label", RACE_LABELS.get(other, other))), "--into", str(paired))
         compare(paired if others else root / first / dataset, report, dataset,
                 REPORTS / f"models-{dataset}.json", baseline="default")
     if args.skip_speed:

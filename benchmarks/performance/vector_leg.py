@@ -62,6 +62,7 @@ from benchmarks.harness.script import (
     start_stack,
 )
 from benchmarks.harness.stats import latency_summary, percentile
+from recallmesh.gateway.store import normalised_content
 from recallmesh.migrations.vector_schema import INDEX_NAME, vector_literal
 from recallmesh.services.vector.core import build_search_sql
 from recallmesh.services.vector.settings import DEFAULT_EF_SEARCH
@@ -107,7 +108,8 @@ def record_text(record: dict[str, Any]) -> str:
 
 
 def load_corpus(root: Path, datasets: list[str], n: int, max_chars: int) -> list[Record]:
-    """The first n distinct memory contents of the datasets as the quality runs store them
+    """The first n distinct memory contents (distinct as the gateway's duplicate rule sees
+    them) of the datasets as the quality runs store them
     (benchmarks.harness.data.load, scopes in order), concatenated in dataset order: the texts
     whose vectors `python -m benchmarks embed-store` keeps."""
     records: list[Record] = []
@@ -120,8 +122,9 @@ def load_corpus(root: Path, datasets: list[str], n: int, max_chars: int) -> list
         for memories in data.scopes.values():
             for memory in memories:
                 text = memory.content[:max_chars].strip()
-                if text and text not in seen:
-                    seen.add(text)
+                said = normalised_content(text)  # the gateway would merge equal ones
+                if text and said not in seen:
+                    seen.add(said)
                     records.append(Record(name, text))
                 if len(records) >= n:
                     return records

@@ -2,6 +2,7 @@
 (or any other deployment setting a configuration name does not carry), paired query by query.
 
   python -m benchmarks.quality.model_pair --base OUTDIR_A --other OUTDIR_B --label int8 \
+      [--other OUTDIR_C --label mpnet ...] \
       --into OUTDIR
 
 OUTDIR receives every result file of the base run as it is and every result file of the other
@@ -21,14 +22,17 @@ from pathlib import Path
 from benchmarks.harness.report import load_results
 
 
-def pair(base: Path, other: Path, label: str, into: Path) -> list[str]:
-    """Write both runs' result files into `into`; the names written."""
-    a, b = load_results(base), load_results(other)
-    if not a or not b:
-        raise SystemExit(f"no result files in {base if not a else other}")
-    datasets = {r["dataset"]["files_sha256"] for r in (*a.values(), *b.values())}
+def pair(base: Path, others: list[tuple[Path, str]], into: Path) -> list[str]:
+    """Write the base run's result files and each other run's, renamed `<config>@<label>`,
+    into `into` (emptied first); the names written."""
+    a = load_results(base)
+    runs = [(load_results(path), label) for path, label in others]
+    if not a or not all(b for b, _ in runs):
+        raise SystemExit(f"no result files in {base} or one of {[str(p) for p, _ in others]}")
+    datasets = {r["dataset"]["files_sha256"] for r in a.values()} | {
+        r["dataset"]["files_sha256"] for b, _ in runs for r in b.values()}
     if len(datasets) != 1:
-        raise SystemExit("the two runs are not on the same dataset files")
+        raise SystemExit("the runs are not on the same dataset files")
     into.mkdir(parents=True, exist_ok=True)
     for stale in into.glob("*.json"):
         stale.unlink()
@@ -36,22 +40,27 @@ def pair(base: Path, other: Path, label: str, into: Path) -> list[str]:
     for name, data in a.items():
         (into / f"{name}.json").write_text(json.dumps(data))
         written.append(name)
-    for name, data in b.items():
-        renamed = f"{name}@{label}"
-        (into / f"{renamed}.json").write_text(
-            json.dumps({**data, "config": renamed, "renamed_from": name}))
-        written.append(renamed)
+    for b, label in runs:
+        for name, data in b.items():
+            renamed = f"{name}@{label}"
+            (into / f"{renamed}.json").write_text(
+                json.dumps({**data, "config": renamed, "renamed_from": name}))
+            written.append(renamed)
     return written
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", type=Path, required=True)
-    parser.add_argument("--other", type=Path, required=True)
-    parser.add_argument("--label", required=True, help="suffix of the other run's configurations")
+    parser.add_argument("--other", type=Path, action="append", required=True,
+                        help="another run (repeat for several, each with its --label)")
+    parser.add_argument("--label", action="append", required=True,
+                        help="suffix of that run's configurations")
     parser.add_argument("--into", type=Path, required=True)
     args = parser.parse_args(argv)
-    names = pair(args.base, args.other, args.label, args.into)
+    if len(args.other) != len(args.label):
+        parser.error("give one --label per --other")
+    names = pair(args.base, list(zip(args.other, args.label, strict=True)), args.into)
     print(f"{args.into}: {', '.join(names)}")
 
 

@@ -127,13 +127,18 @@ def _insert_params(ns: str, memory: NewMemory, ttl_s: int | None) -> dict[str, A
     }
 
 
+def normalised_content(content: str) -> str:
+    """A memory's content as the duplicate rule compares it: NFKC, casefolded, runs of white
+    space as one space."""
+    return " ".join(unicodedata.normalize("NFKC", content).casefold().split())
+
+
 def content_key(memory: Any) -> str:
     """What a write says, as a digest (a NewMemory or a StoredMemory): its content with case
     and white space normalised (NFKC, casefold, runs of space as one), thread, category, tags,
     metadata, sensitivity and validity window; not when it was recorded (a fact said again
     later is the same fact). Equal keys: the same memory."""
-    text = " ".join(unicodedata.normalize("NFKC", memory.content).casefold().split())
-    said = [text, memory.thread, memory.category, sorted(memory.tags),
+    said = [normalised_content(memory.content), memory.thread, memory.category, sorted(memory.tags),
             sorted(memory.metadata.items()), bool(memory.sensitive),
             memory.valid_from.isoformat() if memory.valid_from else None,
             memory.valid_to.isoformat() if memory.valid_to else None]

@@ -30,7 +30,7 @@ def write(folder, data) -> None:
 def test_the_other_run_is_renamed_and_paired_with_the_base(tmp_path):
     write(tmp_path / "a", result("default", "fp32", [1, 0, 1, 1]))
     write(tmp_path / "b", result("default", "int8", [1, 0, 0, 1]))
-    names = pair(tmp_path / "a", tmp_path / "b", "int8", tmp_path / "ab")
+    names = pair(tmp_path / "a", [(tmp_path / "b", "int8")], tmp_path / "ab")
     assert names == ["default", "default@int8"]
     both = load_results(tmp_path / "ab")
     assert both["default@int8"]["renamed_from"] == "default"
@@ -45,4 +45,4 @@ def test_runs_on_other_dataset_files_are_refused(tmp_path):
     write(tmp_path / "a", result("default", "fp32", [1], sha="one"))
     write(tmp_path / "b", result("default", "int8", [1], sha="two"))
     with pytest.raises(SystemExit, match="same dataset"):
-        pair(tmp_path / "a", tmp_path / "b", "int8", tmp_path / "ab")
+        pair(tmp_path / "a", [(tmp_path / "b", "int8")], tmp_path / "ab")
