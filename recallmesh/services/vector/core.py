@@ -11,14 +11,22 @@ connection (this also holds behind PgBouncer in transaction mode).
     fewer than k rows. Relaxed order can return rows slightly out of order,
     so the nearest rows are materialised and re-sorted by (distance, id),
     which also makes ties deterministic.
-Exact scan below a namespace size: a namespace holding at most `exact_max` vectors of the
-query's model is searched exactly (its rows found by the namespace index, every distance
-computed, sorted) instead of through HNSW: for small namespaces that is both faster and
-exact (benchmarks/reports/vector-plan.md measures where the two cross). The count of a
-namespace's vectors is looked up once per COUNT_TTL_S and kept per namespace (bounded): a
-namespace that grows past the threshold moves to HNSW within that time. The exact statement
-orders by the distance plus zero, an expression no HNSW index matches, so the planner cannot
-take the index for it.
+The plan by namespace size. Left to itself, Postgres's planner searches a namespace of a few
+thousand memories without the HNSW index (the namespace index, every distance, a sort): exact,
+but linear, 14 ms at 5,000 memories here against about 4 ms through HNSW at 10,000
+(benchmarks/reports/vector-plan.md). So the leg picks the plan itself, per search:
+  * HNSW, with sorting priced out for the transaction (enable_sort off, so the planner takes
+    the index that returns rows in distance order rather than sorting the namespace), when
+    the namespace holds more than `exact_max` vectors of the query's model AND they are at
+    least MIN_SHARE of the table's rows: the index is shared by every namespace and the
+    namespace is a filter on it, so a namespace that is a small share of the table would
+    make the iterative scan read about ef_search / share index tuples, past pgvector's
+    hnsw.max_scan_tuples (20,000), and come back short;
+  * otherwise exact, with index scans off for the transaction (the namespace index still
+    finds the rows, as a bitmap scan; HNSW has no bitmap scan and cannot be taken).
+Both counts are looked up at most once per COUNT_TTL_S (the namespace's by count(*), kept per
+namespace, bounded; the table's from pg_class.reltuples): a namespace that grows past the
+threshold moves to HNSW within that time.
 Only memories embedded by the query vector's model are compared (vectors of
 two models are not comparable, e.g. during a model switch). Sensitive and
 deleted memories have no vector (the schema clears it), and the statement
@@ -58,7 +66,10 @@ class VectorHit:
 
 
 COUNT_TTL_S = 30.0  # how long a namespace's vector count is trusted
+MAX_SCAN_TUPLES = 20_000  # pgvector's hnsw.max_scan_tuples default (the leg does not set it)
 COUNTS_KEPT = 10_000  # namespaces whose count is kept (least recently counted dropped first)
+_TABLE_ROWS = "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'memories'::regclass"
+
 _COUNT = """
 SELECT count(*) FROM memories
 WHERE namespace = %(ns)s AND embedding IS NOT NULL AND embedding_model = %(model)s
@@ -66,15 +77,28 @@ WHERE namespace = %(ns)s AND embedding IS NOT NULL AND embedding_model = %(model
 """
 
 
-def build_search_sql(filters: Filters, exact: bool = False) -> tuple[str, dict[str, Any]]:
-    """The nearest-neighbour statement and its filter parameters; `exact`: computed for
-    every row of the namespace, never through the HNSW index.
+def plan_settings(plan: str, ef_search: int, iterative_scan: str,
+                  k: int) -> list[tuple[str, str]]:
+    """The transaction-local planner settings of a search plan: "exact" or "hnsw"."""
+    if plan == "exact":
+        return [("enable_indexscan", "off")]
+    return [("enable_sort", "off"), ("hnsw.ef_search", str(max(ef_search, k))),
+            ("hnsw.iterative_scan", iterative_scan)]
+
+
+async def apply_settings(conn: Any, settings: list[tuple[str, str]]) -> None:
+    await conn.execute("SELECT " + ", ".join("set_config(%s, %s, true)" for _ in settings),
+                       [x for pair in settings for x in pair])
+
+
+def build_search_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
+    """The nearest-neighbour statement and its filter parameters (the plan comes from
+    plan_settings).
 
     Callers add: ns, vector, model, k.
     """
     where_filters, params = filter_sql(filters, alias="m")
-    order = "(m.embedding <=> %(vector)s::halfvec) + 0" if exact else (
-        "m.embedding <=> %(vector)s::halfvec")
+    order = "m.embedding <=> %(vector)s::halfvec"
     sql = f"""
 WITH nearest AS MATERIALIZED (
     SELECT m.id, m.importance, m.embedding <=> %(vector)s::halfvec AS distance
@@ -123,6 +147,31 @@ class VectorRetriever:
         self.exact_max = exact_max
         self._clock = clock
         self._counts: OrderedDict[tuple[str, str], tuple[float, int]] = OrderedDict()
+        self._table: tuple[float, int] | None = None
+
+    def min_share(self, k: int) -> float:
+        """The smallest share of the table a namespace searched through HNSW may be: its
+        iterative scan reads about ef_search / share tuples, kept under half of
+        max_scan_tuples."""
+        return 2 * max(self.ef_search, k) / MAX_SCAN_TUPLES
+
+    async def plan(self, conn: Any, namespace: str, model: str, k: int) -> str:
+        """"exact" or "hnsw" for a search of `namespace` (the module docstring says why)."""
+        vectors = await self.vectors_in(conn, namespace, model)
+        if vectors <= self.exact_max:
+            return "exact"
+        rows = await self.table_rows(conn)
+        return "hnsw" if rows <= 0 or vectors / rows >= self.min_share(k) else "exact"
+
+    async def table_rows(self, conn: Any) -> int:
+        """memories' row count as Postgres estimates it, read at most once per COUNT_TTL_S."""
+        now = self._clock()
+        if self._table is not None and now - self._table[0] < COUNT_TTL_S:
+            return self._table[1]
+        cur = await conn.execute(_TABLE_ROWS)
+        row = await cur.fetchone()
+        self._table = (now, int(row[0]) if row else 0)
+        return self._table[1]
 
     async def vectors_in(self, conn: Any, namespace: str, model: str) -> int:
         """The namespace's vectors of `model`, counted at most once per COUNT_TTL_S."""
@@ -150,16 +199,12 @@ class VectorRetriever:
     ) -> list[VectorHit]:
         query_vector = check_vector(vector, self.dimension)
         async with self.pool.connection() as conn, conn.transaction():
-            exact = (self.exact_max > 0
-                     and await self.vectors_in(conn, namespace, model) <= self.exact_max)
-            EXACT_SEARCHES.labels("exact" if exact else "hnsw").inc()
-            sql, params = build_search_sql(filters or Filters(), exact)
+            plan = await self.plan(conn, namespace, model, k)
+            EXACT_SEARCHES.labels(plan).inc()
+            await apply_settings(conn, plan_settings(plan, self.ef_search, self.iterative_scan,
+                                                     k))
+            sql, params = build_search_sql(filters or Filters())
             params.update(ns=namespace, vector=vector_literal(query_vector), model=model, k=k)
-            await conn.execute(
-                "SELECT set_config('hnsw.ef_search', %s, true), "
-                "set_config('hnsw.iterative_scan', %s, true)",
-                (str(max(self.ef_search, k)), self.iterative_scan),
-            )
             cur = await conn.execute(sql, params)
             rows = await cur.fetchall()
         return [VectorHit(str(r[0]), float(r[1]), float(r[2])) for r in rows]

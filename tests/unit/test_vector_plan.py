@@ -1,0 +1,78 @@
+"""The vector leg's plan by namespace size and share of the table (services/vector/core.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from recallmesh.services.vector.core import (
+    COUNT_TTL_S,
+    MAX_SCAN_TUPLES,
+    VectorRetriever,
+    plan_settings,
+)
+
+
+class Rows:
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    async def fetchone(self) -> tuple[int]:
+        return (self.value,)
+
+
+class Conn:
+    """Answers the two counts the plan reads; counts how often each was asked."""
+
+    def __init__(self, namespace_vectors: int, table_rows: int) -> None:
+        self.namespace_vectors, self.table_rows = namespace_vectors, table_rows
+        self.asked: list[str] = []
+
+    async def execute(self, sql: str, params: Any = None) -> Rows:
+        kind = "table" if "pg_class" in sql else "namespace"
+        self.asked.append(kind)
+        return Rows(self.table_rows if kind == "table" else self.namespace_vectors)
+
+
+def plan(namespace_vectors: int, table_rows: int, exact_max: int = 1000, k: int = 10) -> str:
+    retriever = VectorRetriever(None, 4, ef_search=200, exact_max=exact_max)
+    return asyncio.run(retriever.plan(Conn(namespace_vectors, table_rows), "n", "m", k))
+
+
+@pytest.mark.parametrize(("vectors", "rows", "expected"), [
+    (10, 10, "exact"),            # small: exact whatever its share
+    (1000, 1000, "exact"),        # at the threshold
+    (1001, 1001, "hnsw"),         # above it, the whole table
+    (5000, 1_000_000, "exact"),   # a 0.5% share: HNSW's filtered scan would come back short
+    (20_000, 1_000_000, "hnsw"),  # 2%: 200 / 0.02 = 10,000 tuples, half of max_scan_tuples
+    (5000, 0, "hnsw"),            # a table never analysed: its size unknown
+])
+def test_plan_by_size_and_share(vectors, rows, expected):
+    assert plan(vectors, rows) == expected
+
+
+def test_min_share_follows_ef_search_and_k():
+    r = VectorRetriever(None, 4, ef_search=200)
+    assert r.min_share(10) == 2 * 200 / MAX_SCAN_TUPLES
+    assert r.min_share(500) == 2 * 500 / MAX_SCAN_TUPLES
+
+
+def test_counts_are_read_once_per_ttl():
+    now = [0.0]
+    retriever = VectorRetriever(None, 4, exact_max=10, clock=lambda: now[0])
+    conn = Conn(50, 100)
+    for _ in range(3):
+        asyncio.run(retriever.plan(conn, "n", "m", 10))
+    assert conn.asked == ["namespace", "table"]
+    now[0] = COUNT_TTL_S + 1
+    asyncio.run(retriever.plan(conn, "n", "m", 10))
+    assert conn.asked == ["namespace", "table", "namespace", "table"]
+
+
+def test_plan_settings():
+    assert plan_settings("exact", 200, "relaxed_order", 10) == [("enable_indexscan", "off")]
+    assert plan_settings("hnsw", 200, "relaxed_order", 500) == [
+        ("enable_sort", "off"), ("hnsw.ef_search", "500"),
+        ("hnsw.iterative_scan", "relaxed_order")]
