@@ -109,10 +109,10 @@ def loaded_stack(name: str, datasets: Path, memories: int,
         try:
             startup_s = start_stack(stack)
             watcher = supervise(stack)
-            with stack.dial() as channel:
+            with stack.client() as client, stack.dial() as channel:
                 stub = memory_pb2_grpc.MemoryServiceStub(channel)
                 print(f"loading {len(loaded)} memories ...", flush=True)
-                load_s = load(stub, loaded)
+                load_s = load(client, loaded)
                 for q in queries[:30]:  # warm-up
                     stub.Recall(memory_pb2.RecallRequest(namespace=NAMESPACE, query=q),
                                 timeout=30)
