@@ -248,6 +248,10 @@ def report(results: list[dict], args: argparse.Namespace, argv: list[str]) -> st
                          f"{c['client_p99_ms']:.0f} | {c['degraded']} of {c['requests']} | "
                          f"{errors} | {c['recalls_per_s'] / BASELINE_32_CLIENTS_PER_S:.2f}x |")
     lines += ["", "## Ingest (graph extraction included) against the model's own rate", "",
+              "Through the stack, the memories' vectors come from the vector store (BENCH_ENV) "
+              "wherever an earlier run stored them, and concept names the store does not hold "
+              "are embedded by the model: the stack's rate is the write path's with that much "
+              "model work, the in-process rate the model's alone.", "",
               "| model | through the stack, memories/s | in process, texts/s | stack / in "
               "process | load s |", "|---|---:|---:|---:|---:|"]
     for r in results:
