@@ -98,3 +98,14 @@ def test_embed_computes_each_missing_text_once_and_keeps_order(tmp_path_factory,
     assert sorted(sum(calls, [])) == missing  # each once, "a" never
     assert asyncio.run(store.embed(texts, "document", compute)).vectors.shape == (len(texts), 4)
     assert len(calls) == (1 if missing else 0)  # the second call is all hits
+
+
+def test_store_kinds_setting():
+    from recallmesh.services.embedding.settings import store_kinds
+    from recallmesh.shared.settings import ConfigError
+
+    assert store_kinds("document") == ("document",)
+    assert store_kinds(" query , document,query") == ("query", "document")
+    for bad in ("", "documents", "query,image"):
+        with pytest.raises(ConfigError, match="VECTOR_STORE_KINDS"):
+            store_kinds(bad)
