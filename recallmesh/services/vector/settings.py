@@ -11,8 +11,8 @@ from recallmesh.shared.settings import ConfigError, at_most, env_int, env_str
 # gives 0.98 for about 2 ms more (docs/performance.md, benchmarks/reports/scale*.md).
 DEFAULT_EF_SEARCH = 200
 # Namespaces of at most this many vectors are searched exactly, not through HNSW: up to 2,000 the
-# two cost the same here (p95 6.1 / 6.2 ms) and exact is exact; at 5,000 HNSW is 3.9 ms against
-# 16.2 (benchmarks/reports/vector-plan.md). 0: HNSW for every namespace that is a large enough
+# two cost the same here (p50 5.2 ms each) and exact is exact; at 5,000 HNSW p50 is 2.9 ms against
+# 13.4 (benchmarks/reports/vector-plan.md). 0: HNSW for every namespace that is a large enough
 # share of the table (services/vector/core.py).
 DEFAULT_EXACT_MAX = 2000
 
