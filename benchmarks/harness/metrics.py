@@ -3,7 +3,14 @@
 recall@k  fraction of the query's relevant ids in the top k
 nDCG@10   binary gains, 1/log2(rank+1) discount, ideal = all relevant first
 MRR       1/rank of the first relevant hit in the returned list (0 if none)
-recall_any@k (sessions)  1 if any relevant session has a turn in the top k
+session_recall_any@k / session_recall_all@k  LongMemEval's official session-level recall
+              (`evaluate_retrieval_turn2session`, same file): every ranked turn is mapped to
+              its session, the cut-off is widened from k until the top holds k distinct
+              sessions (or the ranking ends), then 1 if any / every relevant session has a
+              turn above it. The official ranking covers the whole haystack, so the harness
+              asks for SESSION_DEPTH hits where a dataset has sessions; `session_cut` says
+              whether a ranking ended before k distinct sessions (the score is then a lower
+              bound).
 
 LongMemEval's official retrieval metrics, per question, written from the definitions in
 xiaowu0162/LongMemEval src/retrieval/eval_utils.py (`evaluate_retrieval`, `ndcg`, `dcg`;
@@ -44,8 +51,8 @@ def mrr(ranked: Sequence[str], relevant: Iterable[str]) -> float:
     return next((1 / (i + 1) for i, m in enumerate(ranked) if m in relevant), 0.0)
 
 
-def any_at(ranked_sessions: Sequence[str], relevant_sessions: Iterable[str], k: int) -> float:
-    return 1.0 if set(relevant_sessions).intersection(ranked_sessions[:k]) else 0.0
+def any_at(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
+    return 1.0 if set(relevant).intersection(ranked[:k]) else 0.0
 
 
 def all_at(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float:
@@ -67,6 +74,40 @@ def ndcg_any_at(ranked: Sequence[str], relevant: Iterable[str], k: int) -> float
         seen.add(m)
     ideal = sum(_official_discount(rank) for rank in range(1, min(len(relevant), k) + 1))
     return dcg / ideal if ideal else 0.0
+
+
+SESSION_KS = (5, 10)
+SESSION_METRICS = tuple(f"session_recall_{how}@{k}" for k in SESSION_KS for how in ("any", "all"))
+
+
+def session_cut(ranked_sessions: Sequence[str], k: int) -> tuple[int, bool]:
+    """The official widened cut-off: the smallest n >= k whose top n holds k distinct
+    sessions, and whether the ranking held that many (False: n is its whole length)."""
+    seen: set[str] = set()
+    for n, session in enumerate(ranked_sessions, start=1):
+        seen.add(session)
+        if n >= k and len(seen) >= k:
+            return n, True
+    return len(ranked_sessions), False
+
+
+def session_recall(ranked_sessions: Sequence[str], relevant_sessions: Iterable[str],
+                   k: int) -> tuple[float, float]:
+    """(any, all) of LongMemEval's session-level recall at k (see the module docstring)."""
+    relevant = set(relevant_sessions)
+    n, _ = session_cut(ranked_sessions, k)
+    found = set(ranked_sessions[:n])
+    return (1.0 if relevant & found else 0.0), (1.0 if relevant <= found else 0.0)
+
+
+def session_metrics(ranked_sessions: Sequence[str], relevant_sessions: Iterable[str]
+                    ) -> dict[str, float]:
+    relevant = set(relevant_sessions)
+    out: dict[str, float] = {}
+    for k in SESSION_KS:
+        out[f"session_recall_any@{k}"], out[f"session_recall_all@{k}"] = session_recall(
+            ranked_sessions, relevant, k)
+    return out
 
 
 def per_query(ranked: Sequence[str], relevant: Iterable[str]) -> dict[str, float]:

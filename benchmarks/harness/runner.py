@@ -40,7 +40,17 @@ from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
 from recallmesh.wire.validation import MAX_BUDGET_MS
 
 K = 10
+# Where a dataset has sessions (LongMemEval), Recall and the peers are asked for this many hits:
+# the official session-level recall widens its cut-off until k distinct sessions are in it
+# (metrics.session_cut). The turn metrics read the top K of the same ranking (the top K of a
+# deeper list is the top K list: fusion and context propagation rank by score).
+SESSION_DEPTH = 50
 BATCH = 500
+
+
+def depth(ds: Dataset) -> int:
+    """How many hits each of the dataset's questions asks for."""
+    return SESSION_DEPTH if any(q.relevant_sessions for q in ds.queries) else K
 
 
 def ingest(client: Client, ds: Dataset, batch_size: int = BATCH) -> dict:
@@ -78,22 +88,25 @@ def ingest(client: Client, ds: Dataset, batch_size: int = BATCH) -> dict:
 
 def result_row(q, ranked: list[str], sessions: list[str], degraded: bool,
                scores: list[float] | None = None) -> dict:
+    """A question's row: the top K of `ranked` and its metrics; where the question has
+    relevant sessions, the sessions of the whole ranking (the official session-level recall
+    reads past K) and whether it held enough distinct sessions for each cut-off."""
     row = {
         "query_id": q.query_id,
         "category": q.category,
         "cluster": q.cluster,
-        "ranked_ids": ranked,
-        "scores": [round(s, 4) for s in scores or []],
+        "ranked_ids": ranked[:K],
+        "scores": [round(s, 4) for s in (scores or [])[:K]],
         "relevant_ids": sorted(q.relevant),
-        "metrics": metrics.per_query(ranked, q.relevant),
+        "metrics": metrics.per_query(ranked[:K], q.relevant),
         "degraded": degraded,
     }
     if q.relevant_sessions:
         row["ranked_sessions"] = sessions
         row["relevant_sessions"] = sorted(q.relevant_sessions)
-        row["metrics"]["session_recall_any@5"] = metrics.any_at(sessions, q.relevant_sessions, 5)
-        row["metrics"]["session_recall_any@10"] = metrics.any_at(
-            sessions, q.relevant_sessions, 10)
+        row["metrics"] |= metrics.session_metrics(sessions, q.relevant_sessions)
+        row["session_cut_short"] = [k for k in metrics.SESSION_KS
+                                    if not metrics.session_cut(sessions, k)[1]]
     return row
 
 
@@ -104,8 +117,9 @@ def gateway_legs(client: Client) -> list[str]:
 
 def recall(client: Client, ds: Dataset, q: Any, fusion: dict[str, Any],
            **options: Any) -> RecallResult:
-    """One of the dataset's questions through Recall (k=K), as the configuration asks it."""
-    return client.recall(q.text, namespace=ds.namespace(q.scope), k=K, fusion=fusion,
+    """One of the dataset's questions through Recall (k: `depth`), as the configuration asks
+    it."""
+    return client.recall(q.text, namespace=ds.namespace(q.scope), k=depth(ds), fusion=fusion,
                          timeout=30, **options,
                          **({"reference_time": q.reference_time}  # relative times read on it
                             if q.reference_time is not None else {}))
@@ -215,7 +229,7 @@ def run_peer(peer: Peer, ds: Dataset, docs: dict[str, list[Doc]], channel: grpc.
         build_s = time.perf_counter() - started
         for q in ds.queries:
             ranked, ms = timed_search(indexes[q.scope], q.text,
-                                      embed if peer.needs_vectors else None, K)
+                                      embed if peer.needs_vectors else None, depth(ds))
             latencies.append(ms)
             rows.append(result_row(q, ranked, [session_of.get(i, "") for i in ranked], False))
     return rows, latencies, {"index_build_s": build_s, "namespaces": len(indexes),
@@ -311,7 +325,7 @@ def run(dataset_dir: Path, config_names: list[str], out: Path, limit: int | None
 def result_file(name: str, settings: dict, ds: Dataset, limit: int | None, rows: list[dict],
                 latencies: list[float], ingest_info: dict, extra: dict) -> dict:
     names = list(metrics.METRICS) + list(metrics.LONGMEMEVAL_METRICS) + (
-        ["session_recall_any@5", "session_recall_any@10"]
+        list(metrics.SESSION_METRICS)
         if any("session_recall_any@5" in r["metrics"] for r in rows) else [])
     overall, per_category = metrics.summarise(rows, names)
     return {

@@ -24,6 +24,7 @@ paired bootstrap CIs.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import tempfile
 from collections.abc import Callable
@@ -41,6 +42,8 @@ from benchmarks.harness.runner import gateway_legs, git_commit, ingest, settle
 from benchmarks.harness.script import BENCH_ENV, dial_gateway, gateway_client
 from benchmarks.harness.stats import paired_bootstrap
 from recallmesh.client import Client
+from recallmesh.embedding_models.calibration import calibration_for
+from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.gateway.settings import ALL_LEGS
 from recallmesh.gateway.stages import contributing_legs, propagate_context
 from recallmesh.gateway.store import MemoryStore
@@ -183,15 +186,26 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
 COSINE = (-1.0, 1.0)  # the vector leg's theoretical range, as it reports it
 
 
+@functools.cache
+def served_vector_floor() -> float | None:
+    """The cosine floor the vector leg reports with its list (LegStatus.score_floor): the
+    default model's calibrated typical unrelated cosine, None for a model without one (the
+    pools hold the default model's cosines)."""
+    calibration = calibration_for(ModelManifest.load().model_id)
+    return calibration.cosine_floor if calibration else None
+
+
 def leg_lists(query: dict, depth: int, lexical_weight: float) -> list[LegList]:
     """The pool's leg lists cut to `depth`, lexical weighted by `lexical_weight` (vector 1),
-    each with what its leg reports besides the scores: the vector leg its cosine range, the
-    lexical leg its score scale (pools dumped before legs reported one have none)."""
+    each with what its leg reports besides the scores, as the gateway hands them to fusion:
+    the vector leg its cosine range and floor (served_vector_floor), the lexical leg its score
+    scale (pools dumped before legs reported one have none)."""
     scale = query.get("scale", {})
     return [LegList(leg, lexical_weight if leg == "lexical" else 1.0,
                     [LegCandidate(i, score) for i, rank, score in sorted(
                         entries, key=lambda e: e[1]) if rank <= depth],
-                    COSINE if leg == "vector" else None, scale.get(leg))
+                    COSINE if leg == "vector" else None, scale.get(leg),
+                    score_floor=served_vector_floor() if leg == "vector" else None)
             for leg, entries in query["legs"].items()]
 
 
@@ -218,21 +232,23 @@ def fuse_and_propagate(pool: dict, lists: list[LegList], n: int, next_w: float,
 
 
 def scored(pool: dict, query: dict, ranked: list[str]) -> dict:
-    """One query's metrics row (session recall_any@5 where the dataset has sessions)."""
-    m = metrics.per_query(ranked, query["relevant_ids"])
+    """One query's metrics row: the turn metrics of the top K of `ranked`, and where the
+    dataset has sessions the official session-level recall of the whole of it
+    (metrics.session_metrics)."""
+    m = metrics.per_query(ranked[:K], query["relevant_ids"])
     if query["relevant_sessions"]:
         sessions = pool.get("sessions", {})
-        m["session_recall_any@5"] = metrics.any_at(
-            [sessions.get(i, "") for i in ranked], query["relevant_sessions"], 5)
-    return {"category": query["category"], "metrics": m, "ranked": tuple(ranked)}
+        m |= metrics.session_metrics([sessions.get(i, "") for i in ranked],
+                                     query["relevant_sessions"])
+    return {"category": query["category"], "metrics": m, "ranked": tuple(ranked[:K])}
 
 
 def metric_names(pool: dict) -> list[str]:
     """The metrics a pool's replays report: the harness's, plus session recall_any@5 where the
     dataset has sessions."""
     return list(metrics.METRICS) + (
-        ["session_recall_any@5"] if any(q["relevant_sessions"] for q in pool["queries"])
-        else [])
+        ["session_recall_any@5", "session_recall_all@5"]
+        if any(q["relevant_sessions"] for q in pool["queries"]) else [])
 
 
 def rounded(value):

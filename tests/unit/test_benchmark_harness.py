@@ -141,6 +141,56 @@ def test_longmemeval_official_metrics_agree_with_ir_measures():
                 (first + tail) / idcg_official(min(len(relevant), k))), (qid, k)
 
 
+def test_session_level_recall_by_hand():
+    """LongMemEval's evaluate_retrieval_turn2session: turns mapped to their sessions, the cut-off
+    widened from k until the top holds k distinct sessions, then any / all of the relevant
+    sessions above it. Worked by hand on a ranking of turns' sessions."""
+    ranked = ["s1", "s1", "s2", "s1", "s3", "s4", "s2", "s5", "s6", "s7", "s8", "s9", "s10",
+              "s11"]
+    # k=5: five distinct sessions first reached at position 8 (s1 s2 s3 s4 s5)
+    assert metrics.session_cut(ranked, 5) == (8, True)
+    assert metrics.session_recall(ranked, {"s5"}, 5) == (1.0, 1.0)  # 8th turn: inside
+    assert metrics.session_recall(ranked, {"s5", "s6"}, 5) == (1.0, 0.0)  # s6 is 9th
+    assert metrics.session_recall(ranked, {"s6"}, 5) == (0.0, 0.0)
+    # k=10: ten distinct sessions at position 13 (s1..s10)
+    assert metrics.session_cut(ranked, 10) == (13, True)
+    assert metrics.session_recall(ranked, {"s6", "s10"}, 10) == (1.0, 1.0)
+    assert metrics.session_recall(ranked, {"s11"}, 10) == (0.0, 0.0)
+    # distinct sessions from the start: the cut-off is k itself
+    assert metrics.session_cut(["a", "b", "c", "d", "e", "f"], 5) == (5, True)
+    # a ranking that ends first: all of it, and flagged (the score is then a lower bound)
+    assert metrics.session_cut(["a", "a", "b"], 5) == (3, False)
+    assert metrics.session_recall(["a", "a", "b"], {"b"}, 5) == (1.0, 1.0)
+    rows = metrics.session_metrics(ranked, {"s2", "s6"})
+    assert rows == {"session_recall_any@5": 1.0, "session_recall_all@5": 0.0,
+                    "session_recall_any@10": 1.0, "session_recall_all@10": 1.0}
+
+
+def test_session_level_recall_matches_the_official_definition():
+    """Against a transcription of the official loop (turn ids stripped of their last part,
+    the cut-off grown one at a time while fewer than k distinct sessions are above it) on
+    random rankings."""
+    rng = random.Random(7)
+
+    def official(turns: list[str], correct: set[str], k: int) -> tuple[float, float]:
+        strip = lambda t: "_".join(t.split("_")[:-1])  # noqa: E731
+        sessions = [strip(t) for t in turns]
+        want = {strip(t) for t in correct}
+        n = k
+        while n <= len(sessions) and len(set(sessions[:n])) < k:
+            n += 1
+        found = set(sessions[:n])
+        return float(any(s in found for s in want)), float(all(s in found for s in want))
+
+    for _ in range(300):
+        turns = [f"q{rng.randrange(12)}_{i}" for i in range(rng.randrange(1, 40))]
+        correct = set(rng.sample(turns, rng.randrange(1, min(4, len(turns)) + 1)))
+        sessions = ["_".join(t.split("_")[:-1]) for t in turns]
+        relevant = {"_".join(t.split("_")[:-1]) for t in correct}
+        for k in (5, 10):
+            assert metrics.session_recall(sessions, relevant, k) == official(turns, correct, k)
+
+
 def test_bootstrap_intervals():
     better = paired_bootstrap([0.5] * 20 + [0.0] * 5)
     assert better.low > 0 and better.clear_of_zero and better.share_not_better == 0.0

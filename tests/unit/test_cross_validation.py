@@ -31,7 +31,7 @@ def test_the_held_out_fold_never_chooses_its_own_setting():
     # out each fold gets the other fold's choice, and scores 0.
     s = split({A: [1, 0, 0], B: [0, 1, 1]}, [0, 1, 1])
     assert best([s], [A, B], lambda x: np.ones(3, bool)) == B
-    scores, chosen = out_of_fold([s], [A, B])
+    scores, chosen, _ = out_of_fold([s], [A, B])
     assert scores["s"].tolist() == [0, 0, 0]
     assert chosen["s"] == [B.label, A.label]
 
