@@ -13,13 +13,17 @@ replacement. An ended memory neither seeds nor receives context propagation (`en
 
 Before it, `newer_first`: of two current hits that are facts, not turns of a conversation
 (no thread), where the newer restates the older as a change (their vectors nearly alike, the
-policy's restated_similarity; at least MIN_SHARED_TERMS content words in common; and the
+policy's restated_similarity; the newer says again most of what the older said: at least
+MIN_SHARED_TERMS content words in common and at least RESTATED_SHARE of the older's; and the
 newer says it changed: one of CHANGE_WORDS, "now", "moved", "switched", "no longer", ...),
 the newer ranks just above the older, with at least its score: a changed preference or
 address stated again without a SUPERSEDES relation reads newest first. Nothing is removed,
 and no other hit moves. Conversation turns are left alone: in a transcript most turns of the
 top ten are that alike and share names and words, and reordering them newest first cost LoCoMo
-0.021 nDCG@10 (benchmarks/reports/floor.md).
+0.021 nDCG@10 (benchmarks/reports/floor.md). Nor do documents on one subject: two SciFact
+abstracts are that alike and share a dozen stems, and one of them says "changed" or
+"currently" somewhere; before RESTATED_SHARE, reordering them newest first cost SciFact 0.04
+nDCG@10 (issue 42).
 
 Then `relevance_scores`: under calibrated fusion a hit's score becomes what it means on one
 scale for every query, namespace and set of answering legs: its fused share (the fused score
@@ -189,6 +193,9 @@ def above_floor(top: Sequence[FusedCandidate], min_score: float, method: str = "
 # (content_words: casefolded, stopwords dropped, cut to their first STEM_CHARS characters).
 MIN_SHARED_TERMS = 2
 STEM_CHARS = 5
+# ... and the newer memory says again at least this share of the older one's content words
+# (a restated fact repeats its subject; two documents on one subject share a few stems of many).
+RESTATED_SHARE = 0.5
 _STOPWORDS = frozenset(
     "the and for with that this from have has had was were are been but not now you your "
     "she her his him they them their our out about into over than then also just very what "
@@ -207,6 +214,14 @@ def content_words(text: str) -> set[str]:
     stem: "editors" and "editor", "painted" and "painting" meet)."""
     return {w[:STEM_CHARS] for w in _WORD.findall(text.casefold())
             if len(w) >= 3 and w not in _STOPWORDS}
+
+
+def restates(older: str, newer: str) -> bool:
+    """Whether `newer` says again what `older` said: at least MIN_SHARED_TERMS of its content
+    words, and at least RESTATED_SHARE of them."""
+    said = content_words(older)
+    shared = len(said & content_words(newer))
+    return shared >= MIN_SHARED_TERMS and shared >= RESTATED_SHARE * len(said)
 
 
 def says_change(text: str) -> bool:
@@ -229,18 +244,17 @@ def newer_first(top: Sequence[FusedCandidate], created: dict[str, datetime],
                 threaded: frozenset[str] | set[str] = frozenset(),
                 ) -> tuple[list[FusedCandidate], int]:
     """`top` with the newer of each restating pair (`similar`: pairs whose vectors are
-    near-duplicates, from MemoryStore.similar_pairs; restating: MIN_SHARED_TERMS content
-    words in common) moved from below the older one to just above it, its score raised to
-    the older one's; memories in `threaded` (conversation turns) are left alone. Returns the
-    order and how many moves were made."""
+    near-duplicates, from MemoryStore.similar_pairs; restating: `restates`) moved from below
+    the older one to just above it, its score raised to the older one's; memories in
+    `threaded` (conversation turns) are left alone. Returns the order and how many moves were
+    made."""
     pairs = []
     for a, b, _ in similar:
         if (a not in created or b not in created or created[a] == created[b]
                 or a in threaded or b in threaded):
             continue
         old, new = (a, b) if created[a] < created[b] else (b, a)
-        if (len(content_words(content[old]) & content_words(content[new])) >= MIN_SHARED_TERMS
-                and says_change(content[new])):
+        if restates(content[old], content[new]) and says_change(content[new]):
             pairs.append((old, new))
     order = list(top)
     moves = 0
