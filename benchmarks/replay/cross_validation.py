@@ -230,7 +230,7 @@ def replay_split(pool: dict, dataset_dir: Path, grid: Iterable[Setting]) -> Spli
                 [*top, *(c for c in fused if c.memory_id not in shown)], lists,
                 policy.method, calibration)
             for s in settings:
-                kept = stages.above_floor(ranked, s.min_score, policy.method)
+                kept = stages.above_floor(ranked, s.min_score, policy.method)  # as Recall
                 out[s].append(scored(pool, q, [c.memory_id for c in kept]))
         for s in settings:
             rows[s] = out[s]

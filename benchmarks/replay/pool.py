@@ -201,11 +201,13 @@ def leg_lists(query: dict, depth: int, lexical_weight: float) -> list[LegList]:
     the vector leg its cosine range and floor (served_vector_floor), the lexical leg its score
     scale (pools dumped before legs reported one have none)."""
     scale = query.get("scale", {})
+    floor = query.get("floor", {})  # a pool variant's own floors (a lab's), else the leg's
     return [LegList(leg, lexical_weight if leg == "lexical" else 1.0,
                     [LegCandidate(i, score) for i, rank, score in sorted(
                         entries, key=lambda e: e[1]) if rank <= depth],
                     COSINE if leg == "vector" else None, scale.get(leg),
-                    score_floor=served_vector_floor() if leg == "vector" else None)
+                    score_floor=floor.get(leg, served_vector_floor() if leg == "vector"
+                                          else None))
             for leg, entries in query["legs"].items()]
 
 

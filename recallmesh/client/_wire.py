@@ -74,7 +74,7 @@ class RecallOptions(TypedDict, total=False):
     explain: bool
     reference_time: datetime
     fusion: Mapping[str, Any]  # FusionOverrides as JSON names, e.g. {"method": "rrf"}
-    min_score: float  # the relevance floor, 0..1 (default: the deployment's)
+    min_score: float  # the relevance floor, 0..1 (default: the deployment's); best below: no hits
 
 
 class ContextOptions(TypedDict, total=False):

@@ -275,7 +275,7 @@ class Recaller:
             live.sort(key=lambda c: c.memory_id)  # stable sorts: the id is the last tie-break
             live.sort(key=lambda c: memories[c.memory_id].created_at, reverse=True)
             live = stages.absolute(live, lists, policy.method, self.calibration,
-                                   policy.min_score)
+                                   policy.min_score, q.floor_each_hit)
             hits = [RecallHit(memories[c.memory_id], c.score, c) for c in live[: q.k]]
             return RecallOutcome(hits=hits, legs=outcomes, fusion="none (recency)")
 
@@ -298,7 +298,8 @@ class Recaller:
             if q.sort_by == "relevance":
                 top = stages.current_first(top, {c.memory_id: memories[c.memory_id].valid_to
                                                  for c in top}, datetime.now(UTC))
-        top = stages.absolute(top, lists, policy.method, self.calibration, policy.min_score)
+        top = stages.absolute(top, lists, policy.method, self.calibration, policy.min_score,
+                              q.floor_each_hit)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how, time_window=plan.window,
                              time_boosted=boosted)

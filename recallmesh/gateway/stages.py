@@ -30,9 +30,13 @@ scale for every query, namespace and set of answering legs: its fused share (the
 over the summed weights of the legs that answered) mapped by the embedding model's fitted
 calibration (recallmesh/embedding_models/calibration.py) to the estimated probability that it is
 relevant; the share itself (at most 1) for a model without one. A monotone map: the order is
-kept. And `above_floor` leaves out the hits below the request's min_score: under calibrated
-fusion only, the one method whose scores mean the same everywhere (an RRF or min-max score has
-no absolute meaning a floor could cut at; those methods keep every hit).
+kept. And `above_floor` applies the request's min_score: under calibrated fusion only, the one
+method whose scores mean the same everywhere (an RRF or min-max score has no absolute meaning a
+floor could cut at; those methods keep every hit). Recall abstains: it answers nothing when its
+best hit scores below the floor, and otherwise its hits as ranked (a relevant memory scored
+below the floor under a confident best hit stays in the list; cutting each hit cost
+LongMemEval 0.017 recall@10, benchmarks/reports/cross-validation.md). Context, whose text goes
+into a prompt, leaves out each hit below the floor.
 
 The rule for both refinements (time window, context): they apply to relevance order only
 (recency bypasses fusion; importance order is the prior's), and only when more than one leg
@@ -162,10 +166,12 @@ def current_first(top: Sequence[FusedCandidate], valid_to: dict[str, datetime | 
 
 
 def absolute(top: Sequence[FusedCandidate], lists: Sequence[LegList], method: str,
-             calibration: ScoreCalibration | None, min_score: float) -> list[FusedCandidate]:
-    """`top` scored on the absolute scale (relevance_scores), then cut at the floor
+             calibration: ScoreCalibration | None, min_score: float, each_hit: bool = False
+             ) -> list[FusedCandidate]:
+    """`top` scored on the absolute scale (relevance_scores), then held to the floor
     (above_floor): what every recall answers with."""
-    return above_floor(relevance_scores(top, lists, method, calibration), min_score, method)
+    return above_floor(relevance_scores(top, lists, method, calibration), min_score, method,
+                       each_hit)
 
 
 def relevance_scores(top: Sequence[FusedCandidate], lists: Sequence[LegList], method: str,
@@ -180,13 +186,17 @@ def relevance_scores(top: Sequence[FusedCandidate], lists: Sequence[LegList], me
     return [replace(c, score=calibration.relevance(c.score / total)) for c in top]
 
 
-def above_floor(top: Sequence[FusedCandidate], min_score: float, method: str = "calibrated"
-                ) -> list[FusedCandidate]:
-    """The hits scoring at least `min_score` (every hit when it is 0, or when `method` is not
-    calibrated fusion: see the module's docstring)."""
+def above_floor(top: Sequence[FusedCandidate], min_score: float, method: str = "calibrated",
+                each_hit: bool = False) -> list[FusedCandidate]:
+    """`top` held to `min_score` (every hit when it is 0, or when `method` is not calibrated
+    fusion: see the module's docstring): the whole of it when its best hit scores at least
+    `min_score`, else nothing (Recall); with `each_hit`, the hits scoring at least it
+    (Context)."""
     if min_score <= 0 or method != "calibrated":
         return list(top)
-    return [c for c in top if c.score >= min_score]
+    if each_hit:
+        return [c for c in top if c.score >= min_score]
+    return list(top) if top and max(c.score for c in top) >= min_score else []
 
 
 # Two memories restate one thing when they share at least this many content words

@@ -175,9 +175,10 @@ class RecallPolicy:
         "share two content words and where the newer says it changed, the newer ranks just "
         "above the older (0: off)", 0.0, 1.0))
     min_score: float = setting(DEFAULT_MIN_SCORE, Spec(
-        "RECALLMESH_MIN_SCORE", "the relevance floor: hits scoring below it are left out of "
-        "Recall and Context (0: none). Under calibrated fusion a score estimates the "
-        "probability that the memory is relevant (recallmesh/embedding_models/calibration.py)",
+        "RECALLMESH_MIN_SCORE", "the relevance floor: Recall answers nothing when its best hit "
+        "scores below it; Context leaves out every hit below it (0: none). Under calibrated "
+        "fusion a score estimates the probability that the memory is relevant "
+        "(recallmesh/embedding_models/calibration.py)",
         0.0, 1.0))
     intent_routing: bool = setting(True, Spec(
         "RECALLMESH_INTENT_ROUTING", "query-intent routing: an intent read from the query "

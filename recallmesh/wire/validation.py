@@ -74,6 +74,8 @@ class RecallQuery:
     explain: bool = False
     fusion: Overrides = Overrides()  # the request's recall settings (recallmesh/wire/policy.py)
     reference_time: datetime | None = None  # None: the server's clock
+    # The relevance floor cuts each hit (Context) instead of the answer as a whole (Recall).
+    floor_each_hit: bool = False
 
 
 def _no_nul(value: str, name: str) -> str:
@@ -328,7 +330,7 @@ def context_query(msg: memory_pb2.ContextRequest) -> ContextQuery:
     if msg.HasField("min_score"):
         fusion = Overrides({"min_score": checked("min_score", msg.min_score, "min_score")})
     recall = RecallQuery(namespace=ns, query=query, k=k, filters=filters, budget_ms=budget_ms,
-                         reference_time=reference_time, fusion=fusion)
+                         reference_time=reference_time, fusion=fusion, floor_each_hit=True)
     return ContextQuery(recall, max_tokens, msg.include_sensitive)
 
 

@@ -79,6 +79,8 @@ def test_a_superseded_memory_names_its_replacement_everywhere(gateway, stack, ns
 
 
 def test_scores_are_probabilities_and_the_floor_leaves_out_what_is_below(gateway, ns):
+    """Recall answers nothing when its best hit is below the floor; Context leaves out each
+    hit below it."""
     batch(gateway, ns, memory_pb2.Memory(content="Maya's cat is called Pixel."),
           memory_pb2.Memory(content="Maya prefers Svelte over React."))
     everything = recall(gateway, ns, "what is the name of Maya's cat?",
@@ -94,6 +96,16 @@ def test_scores_are_probabilities_and_the_floor_leaves_out_what_is_below(gateway
     kept = gateway.Context(memory_pb2.ContextRequest(
         namespace=ns, query="what is the name of Maya's cat?", min_score=0.0), timeout=10)
     assert "Pixel" in kept.text
+    # A floor between the best hit and the next: Recall answers (its whole ranking: the floor
+    # decides whether anything fits), Context keeps only what clears it.
+    assert len(everything) == 2 and everything[1].score < everything[0].score
+    between = (everything[0].score + everything[1].score) / 2
+    answered = recall(gateway, ns, "what is the name of Maya's cat?",
+                      fusion=memory_pb2.FusionOverrides(min_score=between)).hits
+    assert [h.memory.id for h in answered] == [h.memory.id for h in everything]
+    block = gateway.Context(memory_pb2.ContextRequest(
+        namespace=ns, query="what is the name of Maya's cat?", min_score=between), timeout=10)
+    assert [i.id for i in block.items] == [everything[0].memory.id]
 
 
 @pytest.mark.parametrize("value", [1.5, -0.1, float("nan")])

@@ -85,11 +85,17 @@ def test_the_relevance_map_is_a_probability_and_monotone(intercept, slope, a, b)
 
 
 def test_the_floor_leaves_out_what_scores_below_it():
+    """Context (each hit): what scores below the floor is left out. Recall (the answer): all
+    of it when its best hit clears the floor, else nothing."""
     top = candidates(0.9, 0.5, 0.2)
-    assert [c.memory_id for c in above_floor(top, 0.5)] == ["m0", "m1"]
-    assert above_floor(top, 0.95) == []
-    assert above_floor(top, 0.0) == top
-    assert above_floor(top, 0.95, "rrf") == top  # no absolute scale: nothing to cut at
+    assert [c.memory_id for c in above_floor(top, 0.5, each_hit=True)] == ["m0", "m1"]
+    assert above_floor(top, 0.95, each_hit=True) == []
+    assert above_floor(top, 0.5) == top  # the best clears it: the whole ranking
+    assert above_floor(top, 0.95) == []  # nothing fits: an empty answer
+    assert above_floor([], 0.5) == []
+    for each_hit in (False, True):
+        assert above_floor(top, 0.0, each_hit=each_hit) == top
+        assert above_floor(top, 0.95, "rrf", each_hit) == top  # no absolute scale
 
 
 def test_every_shipped_calibration_names_a_catalogue_model_and_is_found_by_its_id():
