@@ -58,6 +58,7 @@ from benchmarks.harness.metrics import SESSION_METRICS
 from benchmarks.harness.runner import git_commit
 from benchmarks.harness.script import paths
 from benchmarks.harness.stats import paired_bootstrap
+from benchmarks.replay import pool_levers
 from benchmarks.replay.pool import PRIMARY, K, leg_lists, rounded, scored, write_reports
 from recallmesh.embedding_models.calibration import calibration_for
 from recallmesh.embedding_models.manifest import ModelManifest
@@ -293,8 +294,52 @@ def peer_scores(peers_dir: Path | None, split: Split) -> dict[str, np.ndarray]:
     return found
 
 
+POOL_LEVERS = ("windows", "sentences")
+
+
+def pool_lever_rows(splits: list[Split], datasets: Path, shipped: Setting,
+                    levers: Iterable[str]) -> tuple[list[str], dict]:
+    """The pool levers (benchmarks/replay/pool_levers.py) at the shipped setting: each split's
+    variant against the exact `whole` variant of the same queries, paired."""
+    levers = list(levers)
+    if not levers:
+        return [], {}
+    vectors = pool_levers.StoredVectors()
+    lines, report = [], {}
+    for lever in levers:
+        cells, deltas = [], {}
+        for split in splits:
+            if not pool_levers.applies(split.pool, lever):
+                cells.append(f"| {lever} | {split.name} | - | - | - | not replayed "
+                             "(pool_levers.py says why) |")
+                continue
+            ds = load(datasets / split.name)
+            only = pool_levers.sample_of(split.pool, lever)
+            base = replay_split(pool_levers.variant(split.pool, ds, "whole", vectors, only),
+                                datasets / split.name, [shipped])
+            with_lever = replay_split(pool_levers.variant(split.pool, ds, lever, vectors, only),
+                                      datasets / split.name, [shipped])
+            a, b = base.scores[shipped], with_lever.scores[shipped]
+            deltas[split.name] = ci(b - a)
+            changed = bool(np.any(a != b))
+            report.setdefault(lever, {})[split.name] = rounded({
+                "queries": len(a), "whole": float(a.mean()), "lever": float(b.mean()),
+                "delta": deltas[split.name], "changes_any_ranking": changed})
+            cells.append(f"| {lever} | {split.name} ({split.primary}) | {len(a)} | "
+                         f"{a.mean():.3f} | {b.mean():.3f} | "
+                         + (fmt(deltas[split.name]) if changed else "no change") + " |")
+            print(f"pool lever {lever} on {split.name}: {fmt(deltas[split.name])}", flush=True)
+        wins = [n for n, c in deltas.items() if c[1] > 0]
+        losses = [n for n, c in deltas.items() if c[2] < 0]
+        verdict = ("drop: clear loss on " + ", ".join(losses) if losses else
+                   "gain on " + ", ".join(wins) if wins else "drop: no clear gain")
+        report.setdefault(lever, {})["verdict"] = verdict
+        lines += [f"{c} {verdict} |" for c in cells]
+    return lines, report
+
+
 def run(pool_paths: list[Path], datasets: Path, peers_dir: Path | None, json_to: Path | None,
-        report_to: Path | None) -> None:
+        report_to: Path | None, levers: Iterable[str] = POOL_LEVERS) -> None:
     shipped = Setting.of(RecallPolicy.from_env())
     grid = list(dict.fromkeys([*GRID, shipped, PREVIOUS_DEFAULT]))
     splits = []
@@ -398,6 +443,19 @@ def run(pool_paths: list[Path], datasets: Path, peers_dir: Path | None, json_to:
                   "of the same query (the shipped method's grid).", "",
                   "| split | peer | peer | out of fold | Δ [95% CI] |",
                   "|---|---|---:|---:|---:|", *peer_lines]
+    lever_lines, report["pool_levers"] = pool_lever_rows(splits, datasets, shipped, levers)
+    if lever_lines:
+        lines += ["", "## Levers that change the candidates (pool variants)", "",
+                  "benchmarks/replay/pool_levers.py: each split's vector lists computed again "
+                  "exactly from the stored vectors, with the lever (`windows`: memories longer "
+                  "than the model's window also scored by their further windows; `sentences`: "
+                  "multi-sentence memories also scored by each sentence; max-sim per memory) "
+                  "and without it (`whole`), both served at the shipped setting and paired by "
+                  "query. Nothing is tuned on these rows, so they are out of fold as they "
+                  "stand. `sentences` runs on a seeded sample of "
+                  f"{pool_levers.SENTENCE_SAMPLE} queries per split.", "",
+                  "| lever | split | queries | whole | with the lever | Δ [95% CI] | verdict |",
+                  "|---|---|---:|---:|---:|---:|---|", *lever_lines]
     session_lines = []
     for split in splits:
         if not any(q["relevant_sessions"] for q in split.pool["queries"]):
@@ -444,8 +502,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--peers", type=Path, help="folder of served runs (per dataset)")
     parser.add_argument("--json-to", type=Path)
     parser.add_argument("--report-to", type=Path)
+    parser.add_argument("--pool-levers", default=",".join(POOL_LEVERS),
+                        help="comma-separated pool levers to replay (pool_levers.py; '' for "
+                             "none: they need the served model's vectors in the vector store)")
     args = parser.parse_args(argv)
-    run(args.pools, args.datasets, args.peers, args.json_to, args.report_to)
+    run(args.pools, args.datasets, args.peers, args.json_to, args.report_to,
+        [lever for lever in args.pool_levers.split(",") if lever])
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ def test_run_writes_the_lever_table_and_the_default(tmp_path, monkeypatch):
     _, path = tiny(tmp_path)
     small = [s for s in GRID if s.lexical_weight in (0.7, 1.0) and s.context[0] in (0, 5)]
     monkeypatch.setattr("benchmarks.replay.cross_validation.GRID", small)
-    run([path], tmp_path, None, tmp_path / "cv.json", tmp_path / "cv.md")
+    run([path], tmp_path, None, tmp_path / "cv.json", tmp_path / "cv.md", levers=())
     report = json.loads((tmp_path / "cv.json").read_text())
     assert report["datasets"]["tiny"]["queries"] == 2
     lever = report["levers"]["fusion method calibrated (vs cc min-max)"]
