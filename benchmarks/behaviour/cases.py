@@ -298,6 +298,17 @@ CASES: tuple[Case, ...] = (
         m("Lives at Harbour Road 3."),
         m("Moved out of Harbour Road; now lives in a house on Mill Lane."),),
         "Where does the user live now?", expect=1),
+    # Two notes on one subject are not a restatement, even when the newer says "currently" or
+    # "changed": the one the question asks about stays first (issue 42: reordering such
+    # documents newest first cost SciFact 0.04 nDCG@10).
+    Case("superseded: two notes on one subject are not a restatement", "superseded", (
+        m("Study notes: statin therapy lowers LDL cholesterol and cuts major vascular events "
+          "in patients with coronary disease; the benefit held across age groups and both "
+          "sexes in a meta-analysis of randomised trials."),
+        m("Study notes: intensive statin therapy in patients with coronary disease raised the "
+          "risk of new-onset diabetes, which is currently weighed against the fewer vascular "
+          "events; glucose levels changed only modestly."),),
+        "Does statin therapy cut vascular events across age groups and sexes?"),
 )
 
 # Multilingual cases: the same checks in other languages (issue 27 asks German, Chinese and

@@ -310,10 +310,15 @@ def pool_lever_rows(splits: list[Split], datasets: Path, shipped: Setting,
         cells, deltas = [], {}
         for split in splits:
             if not pool_levers.applies(split.pool, lever):
-                cells.append(f"| {lever} | {split.name} | - | - | - | not replayed "
+                cells.append(f"| {lever} | {split.name} | - | - | - | - | not replayed "
                              "(pool_levers.py says why) |")
                 continue
             ds = load(datasets / split.name)
+            if not vectors.holds(ds):
+                cells.append(f"| {lever} | {split.name} | - | - | - | - | not replayed: the vector "
+                             f"store lacks the split (`python -m benchmarks embed-store --sets "
+                             f"{split.name}`) |")
+                continue
             only = pool_levers.sample_of(split.pool, lever)
             base = replay_split(pool_levers.variant(split.pool, ds, "whole", vectors, only),
                                 datasets / split.name, [shipped])
@@ -334,7 +339,7 @@ def pool_lever_rows(splits: list[Split], datasets: Path, shipped: Setting,
         verdict = ("drop: clear loss on " + ", ".join(losses) if losses else
                    "gain on " + ", ".join(wins) if wins else "drop: no clear gain")
         report.setdefault(lever, {})["verdict"] = verdict
-        lines += [f"{c} {verdict} |" for c in cells]
+        lines += [c if "not replayed" in c else f"{c} {verdict} |" for c in cells]
     return lines, report
 
 

@@ -88,6 +88,12 @@ class StoredVectors:
                                       add_special_tokens=False).ids)
         self.window = self.manifest.max_length - 2 - prefix  # what the model sees of a memory
 
+    def holds(self, ds: Dataset) -> bool:
+        """Whether the store holds the split's memories' vectors (from `embed-store`): a lever
+        embeds only its extra texts, never a whole split on this CPU."""
+        contents = [m.content for ms in ds.scopes.values() for m in ms]
+        return all(f is not None for f in self.store.get("document", contents))
+
     def get(self, kind: str, texts: list[str]) -> np.ndarray:
         found = self.store.get(kind, texts)
         missing = sorted({t for t, f in zip(texts, found, strict=True) if f is None})

@@ -51,7 +51,9 @@ def test_a_variant_scores_a_memory_by_its_best_sentence(tmp_path):
     ds = load(data)
     pool = {"dataset": "split", "queries": [{"query_id": "q", "legs": {"vector": []}}]}
     vectors = StoredVectors(tmp_path / "store")
+    assert not vectors.holds(ds)  # the cross-validation skips a split the store lacks
     whole = pool_levers.variant(pool, ds, "whole", vectors)
+    assert vectors.holds(ds)
     by_sentence = pool_levers.variant(pool, ds, "sentences", vectors)
     score = {lever: {i: s for i, _, s in p["queries"][0]["legs"]["vector"]}
              for lever, p in (("whole", whole), ("sentences", by_sentence))}
