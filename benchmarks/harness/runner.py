@@ -42,8 +42,9 @@ from recallmesh.wire.validation import MAX_BUDGET_MS
 K = 10
 # Where a dataset has sessions (LongMemEval), Recall and the peers are asked for this many hits:
 # the official session-level recall widens its cut-off until k distinct sessions are in it
-# (metrics.session_cut). The turn metrics read the top K of the same ranking (the top K of a
-# deeper list is the top K list: fusion and context propagation rank by score).
+# (metrics.session_cut). recallmesh's turn metrics read the top K of the same ranking (the top K
+# of a deeper list is the top K list: fusion and context propagation rank by score); a peer is
+# asked twice (run_peer).
 SESSION_DEPTH = 50
 BATCH = 500
 
@@ -229,9 +230,16 @@ def run_peer(peer: Peer, ds: Dataset, docs: dict[str, list[Doc]], channel: grpc.
         build_s = time.perf_counter() - started
         for q in ds.queries:
             ranked, ms = timed_search(indexes[q.scope], q.text,
-                                      embed if peer.needs_vectors else None, depth(ds))
+                                      embed if peer.needs_vectors else None, K)
             latencies.append(ms)
-            rows.append(result_row(q, ranked, [session_of.get(i, "") for i in ranked], False))
+            deeper = ranked
+            if depth(ds) > K:
+                # A peer's candidate lists follow k (LanceDB's hybrid limits each side to it),
+                # so its top K is asked for as such and timed; the deeper list, asked apart
+                # and not timed, only gives the session-level recall its sessions.
+                deeper, _ = timed_search(indexes[q.scope], q.text,
+                                         embed if peer.needs_vectors else None, depth(ds))
+            rows.append(result_row(q, ranked, [session_of.get(i, "") for i in deeper], False))
     return rows, latencies, {"index_build_s": build_s, "namespaces": len(indexes),
                              **builder.info}
 
