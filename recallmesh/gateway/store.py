@@ -500,7 +500,8 @@ class MemoryStore:
         """hydrate(ns, memory_ids) and, in the same round trip, for each of seed_ids the live
         memory of its thread stored next after it and the one stored just before it (in
         (created_at, id) order, passing `filters`): (memories, next by seed id, previous by
-        seed id).
+        seed id). As in hydrate, an ended memory's superseded_by is read too (a second query on
+        the same connection, only when a hit has a valid_to).
 
         Only along a thread (Memory.thread, set by the client): a memory without one has no
         neighbours, however close in time other memories were stored. A sensitive memory is
@@ -537,10 +538,12 @@ class MemoryStore:
                 params | {"ns": ns, "ids": memory_ids, "seeds": seed_ids},
             )
             rows = await cur.fetchall()
-        found: dict[str, dict[str, StoredMemory]] = {"self": {}, "next": {}, "prev": {}}
-        for row in rows:
-            found[row[0]][row[1]] = StoredMemory.from_row(row[2:])
-        return found["self"], found["next"], found["prev"]
+            found: dict[str, dict[str, StoredMemory]] = {"self": {}, "next": {}, "prev": {}}
+            for row in rows:
+                found[row[0]][row[1]] = StoredMemory.from_row(row[2:])
+            # the hits read with their successors, as hydrate reads them
+            hits = await _successors(conn, ns, list(found["self"].values()))
+        return {m.id: m for m in hits}, found["next"], found["prev"]
 
     async def schema_version(self) -> int:
         async with self.pool.connection() as conn:
