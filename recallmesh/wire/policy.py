@@ -155,7 +155,7 @@ class RecallPolicy:
     graph_second_stage_min_ms: int = setting(50, Spec(
         "RECALLMESH_GRAPH_SECOND_STAGE_MIN_MS", "budget left that the second stage needs to "
         "run", 0, None, proto=None))
-    context_hits: int = setting(3, Spec(
+    context_hits: int = setting(5, Spec(
         "RECALLMESH_CONTEXT_HITS", "context propagation: how many of the best hits pass a "
         "share of their score to the memories stored right after / before them in their "
         "thread (Memory.thread; 0: off)",
@@ -163,7 +163,7 @@ class RecallPolicy:
     context_next_weight: float = setting(0.3, Spec(
         "RECALLMESH_CONTEXT_NEXT_WEIGHT", "the share the memory stored next after a hit "
         "gains", 0.0, 1.0))
-    context_prev_weight: float = setting(0.0, Spec(
+    context_prev_weight: float = setting(0.2, Spec(
         "RECALLMESH_CONTEXT_PREV_WEIGHT", "the share the memory stored just before a hit "
         "gains", 0.0, 1.0))
     time_boost: float = setting(0.0, Spec(

@@ -322,7 +322,7 @@ def test_settings_lists_each_recall_setting_with_this_environment_s_value(tmp_pa
     out = cli(env, "settings")
     row = next(line for line in out.splitlines() if " context_hits " in line)
     assert [cell.strip() for cell in row.split("│")[1:-1]] == [
-        "context_hits", "3", "7", "RECALLMESH_CONTEXT_HITS", "fusion.context_hits"]
+        "context_hits", "5", "7", "RECALLMESH_CONTEXT_HITS", "fusion.context_hits"]
     env["RECALLMESH_CONTEXT_HITS"] = "99"
     out = cli(env, "settings", expect_rc=2)
     assert "RECALLMESH_CONTEXT_HITS must be <= 50, got 99" in out and "Traceback" not in out

@@ -69,7 +69,7 @@ def test_context_settings(monkeypatch):
         monkeypatch.delenv(f"RECALLMESH_CONTEXT_{name}", raising=False)
     policy = GatewaySettings.from_env().policy
     assert (policy.context_hits, policy.context_next_weight, policy.context_prev_weight) == (
-        3, 0.3, 0.0)
+        5, 0.3, 0.2)
     monkeypatch.setenv("RECALLMESH_CONTEXT_NEXT_WEIGHT", "0.25")
     assert GatewaySettings.from_env().policy.context_next_weight == 0.25
     monkeypatch.setenv("RECALLMESH_CONTEXT_PREV_WEIGHT", "1.5")
