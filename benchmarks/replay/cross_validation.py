@@ -122,6 +122,8 @@ GRID = [Setting(*s) for s in itertools.product(METHODS, LEXICAL_WEIGHTS, CONTEXT
 # The default before issue 27 (min-max convex combination, context by time proximity, here
 # along threads), as a fixed setting.
 PREVIOUS_DEFAULT = Setting("cc", 0.7, (5, 0.3, 0.2), 1.0, True)
+# The default from issue 39 to issue 41 (context from the best 3 hits, next only).
+ISSUE_41_DEFAULT = Setting("calibrated", 0.3, (3, 0.3, 0.0), 0.0, True, DEFAULT_MIN_SCORE)
 
 @dataclass(frozen=True)
 class Lever:
@@ -346,7 +348,7 @@ def pool_lever_rows(splits: list[Split], datasets: Path, shipped: Setting,
 def run(pool_paths: list[Path], datasets: Path, peers_dir: Path | None, json_to: Path | None,
         report_to: Path | None, levers: Iterable[str] = POOL_LEVERS) -> None:
     shipped = Setting.of(RecallPolicy.from_env())
-    grid = list(dict.fromkeys([*GRID, shipped, PREVIOUS_DEFAULT]))
+    grid = list(dict.fromkeys([*GRID, shipped, PREVIOUS_DEFAULT, ISSUE_41_DEFAULT]))
     splits = []
     for path in pool_paths:
         pool = json.loads(path.read_text())
@@ -413,8 +415,9 @@ def run(pool_paths: list[Path], datasets: Path, peers_dir: Path | None, json_to:
               f"comes from, which tunes only the settings with the shipped method.", "",
               "| split | queries | shipped default (in sample) | previous default | "
               "full grid out of fold | shipped method's grid out of fold | out of fold "
-              "(shipped method) − previous default | settings chosen per fold (shipped "
-              "method) |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+              "(shipped method) − previous default | shipped − issue 41's default "
+              f"(`{ISSUE_41_DEFAULT.label}`) | settings chosen per fold (shipped "
+              "method) |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for split in splits:
         shipped_score = split.scores[shipped].mean()
         previous = split.scores[PREVIOUS_DEFAULT]
@@ -429,9 +432,11 @@ def run(pool_paths: list[Path], datasets: Path, peers_dir: Path | None, json_to:
             "chosen_per_fold": chosen_method[split.name],
             "best_in_sample": {s.label: float(split.scores[s].mean()) for s in sorted(
                 grid, key=lambda s: -split.scores[s].mean())[:5]}})
+        since_41 = ci(split.scores[shipped] - split.scores[ISSUE_41_DEFAULT])
+        report["datasets"][split.name]["shipped_minus_issue_41_default"] = rounded(since_41)
         lines.append(f"| {split.name} ({split.primary}) | {len(oof)} | {shipped_score:.3f} | "
                      f"{previous.mean():.3f} | {oof_all[split.name].mean():.3f} | "
-                     f"{oof.mean():.3f} | {fmt(ci(oof - previous))} | "
+                     f"{oof.mean():.3f} | {fmt(ci(oof - previous))} | {fmt(since_41)} | "
                      + "; ".join(f"`{p}`" for p in picks) + " |")
     peer_lines = []
     for split in splits:
