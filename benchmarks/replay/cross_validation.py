@@ -10,11 +10,19 @@ stack) are replayed under every recall setting of a grid with the gateway's own 
 deployment policy (`recallmesh.wire.policy.RecallPolicy`) with the query's intent route merged as
 the gateway merges it (`resolve`), `recallmesh.services.fusion.core.fuse` by the setting's method,
 `recallmesh.gateway.stages.plan` (which refinements apply), the time-window boost
-(`time_window.boost`, against the query's reference time as the harness sends it) and context
-propagation (`stages.propagate_context`, along the pool's threads). Not replayed: the
-importance prior and the exact-match bonus (a pool records neither; the datasets carry no
-importance), the BM25 k1 / b (the pool's lexical scores are the leg's at its defaults; they were
-chosen in benchmarks/reports/bm25.md on served runs).
+(`time_window.boost`, against the query's reference time as the harness sends it), context
+propagation (`stages.propagate_context`, along the pool's threads), the relevance scores and the
+relevance floor as Recall applies it (`stages.relevance_scores`, `stages.above_floor`), with the
+vector list carrying the leg's calibrated cosine floor as served (`pool.leg_lists`). Since issue
+42 the replay of the shipped setting matches the served default to 0.001 on every split
+(benchmarks/reports/served.md). Not replayed: the importance prior and the exact-match bonus (a
+pool records neither; the datasets carry no importance), restatements (`stages.newer_first`: the
+dev splits' conversation turns are threaded, which it leaves alone, and SciFact's abstracts are
+not restatements), the BM25 k1 / b (the pool's lexical scores are the leg's at its defaults;
+they were chosen in benchmarks/reports/bm25.md on served runs). The pool levers
+(benchmarks/replay/pool_levers.py: vector lists recomputed with and without a lever) are
+replayed at the shipped setting and reported apart; the session-level recall of LongMemEval
+reads the whole fused ranking.
 
 Folds: LoCoMo by conversation (each its own fold), LongMemEval by question and SciFact by query
 (FOLDS folds, assigned by a hash of the id). A *procedure* is a grid of settings: on each fold
