@@ -108,6 +108,10 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
            "1): one of the candidates issue 27's cross-validation and behaviour suite chose "
            "among", tuple(DEFAULT_LEGS.split(",")), method="calibrated",
            weights={"lexical": 0.5, "vector": 1.0}),
+    preset("default_ctx3", "default with issue 39-41's context propagation (the best 3 hits, "
+           "next 0.3, previous 0): issue 42's context change, its recall and latency",
+           tuple(DEFAULT_LEGS.split(",")), context_hits=3, context_next_weight=0.3,
+           context_prev_weight=0.0),
     preset("default_no_floor", "default without the relevance floor (min_score 0): every "
            "hit with its score, for the floor curve (benchmarks/quality/floor.py)",
            tuple(DEFAULT_LEGS.split(",")), min_score=0.0),
