@@ -34,8 +34,9 @@ kept. And `above_floor` applies the request's min_score: under calibrated fusion
 method whose scores mean the same everywhere (an RRF or min-max score has no absolute meaning a
 floor could cut at; those methods keep every hit). Recall abstains: it answers nothing when its
 best hit scores below the floor, and otherwise its hits as ranked (a relevant memory scored
-below the floor under a confident best hit stays in the list; cutting each hit cost
-LongMemEval 0.017 recall@10, benchmarks/reports/cross-validation.md). Context, whose text goes
+below the floor under a confident best hit stays in the list; served with each hit cut,
+LongMemEval recall@10 was 0.912, held this way 0.937: benchmarks/reports/models.md and
+served.md). Context, whose text goes
 into a prompt, leaves out each hit below the floor.
 
 The rule for both refinements (time window, context): they apply to relevance order only
