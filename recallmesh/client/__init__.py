@@ -29,23 +29,32 @@ from recallmesh.client.types import (
     ContextItem,
     ContextResult,
     Deleted,
+    DeleteMatchingResult,
+    History,
     Hit,
+    ImportResult,
     LegContribution,
     LegReport,
+    Link,
     Memory,
     NewMemory,
+    Page,
+    QueryIntent,
     RecallResult,
     Relation,
     StoreResult,
+    TimeWindow,
+    Version,
 )
 from recallmesh.shared.tls import TlsSettings
 from recallmesh.wire.channel import DEFAULT_TARGET, NO_RETRIES, RetryPolicy
 
 __all__ = [
     "DEFAULT_TARGET", "NO_RETRIES", "AlreadyExistsError", "AsyncClient", "BatchResult", "Client",
-    "ContextItem", "ContextResult", "DeadlineExceededError", "Deleted", "Hit",
-    "InvalidArgumentError", "LegContribution", "LegReport", "Memory", "NewMemory",
-    "NotFoundError", "PermissionDeniedError", "RecallResult", "RecallmeshError", "Relation",
-    "ResourceExhaustedError", "RetryPolicy", "StoreResult", "TlsSettings",
-    "UnauthenticatedError", "UnavailableError", "encoded_size",
+    "ContextItem", "ContextResult", "DeadlineExceededError", "DeleteMatchingResult", "Deleted",
+    "History", "Hit", "ImportResult", "InvalidArgumentError", "LegContribution", "LegReport",
+    "Link", "Memory", "NewMemory", "NotFoundError", "Page", "PermissionDeniedError",
+    "QueryIntent", "RecallResult", "RecallmeshError", "Relation", "ResourceExhaustedError",
+    "RetryPolicy", "StoreResult", "TimeWindow", "TlsSettings", "UnauthenticatedError",
+    "UnavailableError", "Version", "encoded_size",
 ]

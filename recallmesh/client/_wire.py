@@ -16,17 +16,30 @@ from recallmesh.client.types import (
     ContextItem,
     ContextResult,
     Deleted,
+    DeleteMatchingResult,
+    History,
     Hit,
+    ImportResult,
     LegContribution,
     LegReport,
+    Link,
     Memory,
     NewMemory,
+    Page,
+    QueryIntent,
     RecallResult,
     Relation,
     StoreResult,
+    TimeWindow,
+    Version,
 )
 from recallmesh.v1 import memory_pb2 as memory_pb2  # sync and aio build requests with it
-from recallmesh.wire.enums import LEG_STATE_NAMES, RELATION_TYPE_VALUES, SORT_BY_VALUES
+from recallmesh.wire.enums import (
+    LEG_STATE_NAMES,
+    RELATION_TYPE_NAMES,
+    RELATION_TYPE_VALUES,
+    SORT_BY_VALUES,
+)
 from recallmesh.wire.timestamps import optional_datetime, to_proto_timestamp
 
 
@@ -46,6 +59,7 @@ class MemoryFields(TypedDict, total=False):
     supersedes: Sequence[str]  # ids this memory replaces (their validity ends now)
     relations: Sequence[Relation]
     id: str  # a client-chosen UUID; default: a new one
+    pinned: bool  # always in context, first
 
 
 class UpdateFields(TypedDict, total=False):
@@ -61,15 +75,37 @@ class UpdateFields(TypedDict, total=False):
     valid_from: datetime
     valid_to: datetime
     expires_at: datetime | None
+    pinned: bool
 
 
-class RecallOptions(TypedDict, total=False):
+class FilterOptions(TypedDict, total=False):
+    """Which memories a call sees (docs/api.md "Filters"): every condition given must hold."""
+
+    categories: Sequence[str]  # any of
+    tags: Sequence[str]  # any of
+    tags_all: Sequence[str]
+    tags_none: Sequence[str]
+    threads: Sequence[str]  # any of
+    metadata: Mapping[str, str | Sequence[str]]  # key -> a value, or the values it may hold
+    importance_min: float
+    importance_max: float
+    created_after: datetime  # inclusive
+    created_before: datetime  # exclusive
+    updated_after: datetime
+    updated_before: datetime
+    as_of: datetime  # valid at this time
+
+
+class ListOptions(FilterOptions, total=False):
+    order_by: str  # created (default), updated, importance
+    ascending: bool  # default: newest / most important first
+    include_deleted: bool
+    include_ended: bool  # superseded and other ended memories
+
+
+class RecallOptions(FilterOptions, total=False):
     k: int  # 1..100 (default 10)
     sort_by: str  # relevance, importance, recency
-    categories: Sequence[str]
-    tags: Sequence[str]
-    created_after: datetime
-    created_before: datetime
     budget_ms: int
     explain: bool
     reference_time: datetime
@@ -77,13 +113,9 @@ class RecallOptions(TypedDict, total=False):
     min_score: float  # the relevance floor, 0..1 (default: the deployment's); best below: no hits
 
 
-class ContextOptions(TypedDict, total=False):
+class ContextOptions(FilterOptions, total=False):
     max_tokens: int  # 16..32768 (default 1000)
     k: int  # memories recalled before packing, 1..100 (default 20)
-    categories: Sequence[str]
-    tags: Sequence[str]
-    created_after: datetime
-    created_before: datetime
     budget_ms: int
     reference_time: datetime
     include_sensitive: bool
@@ -105,6 +137,7 @@ def memory_message(content: str, fields: MemoryFields) -> Any:
         sensitive=fields.get("sensitive", False),
         thread=fields.get("thread", ""),
         metadata=dict(fields.get("metadata", {})),
+        pinned=fields.get("pinned", False),
     )
     if (importance := fields.get("importance")) is not None:
         memory.importance = importance
@@ -180,14 +213,64 @@ def update_request(namespace: str, memory_id: str, fields: UpdateFields,
     return request
 
 
-def _filters(options: RecallOptions | ContextOptions) -> Any:
-    filters = memory_pb2.RecallFilters(categories=list(options.get("categories", ())),
-                                       tags=list(options.get("tags", ())))
-    name: Literal["created_after", "created_before"]
-    for name in ("created_after", "created_before"):
-        if (value := options.get(name)) is not None:
-            _ts(value, getattr(filters, name))
+_TIMES = ("created_after", "created_before", "updated_after", "updated_before", "as_of")
+
+
+def _filters(options: FilterOptions) -> Any:
+    filters = memory_pb2.RecallFilters()
+    for name in ("categories", "tags", "tags_all", "tags_none", "threads"):
+        values = options.get(name, ())
+        if isinstance(values, str):
+            raise ValueError(f"{name} takes a list of strings, got the string {values!r}")
+        getattr(filters, name).extend(values)
+    for key, wanted in options.get("metadata", {}).items():
+        filters.metadata.add(key=key, values=[wanted] if isinstance(wanted, str)
+                             else list(wanted))
+    for bound in ("importance_min", "importance_max"):
+        if (value := options.get(bound)) is not None:
+            setattr(filters, bound, value)
+    for name in _TIMES:
+        if (when := options.get(name)) is not None:
+            _ts(when, getattr(filters, name))  # type: ignore[arg-type]
     return filters
+
+
+LIST_ORDERS = {"created": memory_pb2.LIST_ORDER_CREATED, "updated": memory_pb2.LIST_ORDER_UPDATED,
+               "importance": memory_pb2.LIST_ORDER_IMPORTANCE}
+
+
+def list_request(namespace: str, page_size: int, page_token: str, options: ListOptions) -> Any:
+    order = options.get("order_by", "created")
+    if order not in LIST_ORDERS:
+        raise ValueError(f"order_by must be one of {', '.join(LIST_ORDERS)}, got {order!r}")
+    return memory_pb2.ListRequest(
+        namespace=namespace, filters=_filters(options), order_by=LIST_ORDERS[order],
+        ascending=options.get("ascending", False), page_size=page_size, page_token=page_token,
+        include_deleted=options.get("include_deleted", False),
+        include_ended=options.get("include_ended", False))
+
+
+def count_request(namespace: str, options: ListOptions) -> Any:
+    return memory_pb2.CountRequest(
+        namespace=namespace, filters=_filters(options),
+        include_deleted=options.get("include_deleted", False),
+        include_ended=options.get("include_ended", False))
+
+
+def delete_matching_request(namespace: str, confirm: bool, purge: bool, sample_size: int,
+                            options: FilterOptions) -> Any:
+    return memory_pb2.DeleteMatchingRequest(
+        namespace=namespace, filters=_filters(options), confirm=confirm, purge=purge,
+        sample_size=sample_size)
+
+
+def export_request(namespace: str, page_size: int, page_token: str,
+                   options: FilterOptions) -> Any:
+    return memory_pb2.ExportRequest(namespace=namespace, filters=_filters(options),
+                                    page_size=page_size, page_token=page_token)
+
+
+
 
 
 def recall_request(namespace: str, query: str, options: RecallOptions) -> Any:
@@ -229,7 +312,8 @@ def memory_from(msg: Any) -> Memory:
         updated_at=optional_datetime(msg, "updated_at"),
         valid_from=optional_datetime(msg, "valid_from"),
         valid_to=optional_datetime(msg, "valid_to"),
-        expires_at=optional_datetime(msg, "expires_at"), superseded_by=msg.superseded_by)
+        expires_at=optional_datetime(msg, "expires_at"), superseded_by=msg.superseded_by,
+        pinned=msg.pinned, deleted_at=optional_datetime(msg, "deleted_at"))
 
 
 def store_result(reply: Any) -> StoreResult:
@@ -261,14 +345,106 @@ def recall_result(reply: Any) -> RecallResult:
         for h in reply.hits)
     legs = tuple(LegReport(leg.leg, LEG_STATE_NAMES.get(leg.state, "UNSPECIFIED"), leg.latency_ms,
                            leg.candidates, leg.detail) for leg in reply.legs)
-    return RecallResult(hits, legs, reply.degraded, reply.fusion, reply.latency_ms)
+    intent = (QueryIntent(reply.intent.name, reply.intent.phrase)
+              if reply.HasField("intent") else None)
+    window = (TimeWindow(reply.time_window.phrase,
+                         optional_datetime(reply.time_window, "start"),
+                         optional_datetime(reply.time_window, "end"), reply.time_window.boosted)
+              if reply.HasField("time_window") else None)
+    return RecallResult(hits, legs, reply.degraded, reply.fusion, reply.latency_ms, intent,
+                        window)
 
 
 def context_result(reply: Any) -> ContextResult:
-    items = tuple(ContextItem(i.id, i.score, i.tokens, optional_datetime(i, "created_at"))
-                  for i in reply.items)
+    items = tuple(ContextItem(i.id, i.score, i.tokens, optional_datetime(i, "created_at"),
+                              i.pinned) for i in reply.items)
     return ContextResult(
         text=reply.text, items=items, tokens=reply.tokens, tokenizer=reply.tokenizer,
         dated=reply.dated, degraded=reply.degraded, latency_ms=reply.latency_ms,
         superseded_omitted=reply.superseded_omitted, sensitive_omitted=reply.sensitive_omitted,
         over_budget_omitted=reply.over_budget_omitted)
+
+
+def page_result(reply: Any) -> Page:
+    return Page(tuple(memory_from(m) for m in reply.memories), reply.next_page_token)
+
+
+def count_result(reply: Any) -> int:
+    return int(reply.count)
+
+
+def _link(msg: Any) -> Link:
+    return Link(RELATION_TYPE_NAMES.get(msg.type, "unspecified"), msg.source_id, msg.target_id,
+                optional_datetime(msg, "created_at"))
+
+
+def history_result(reply: Any) -> History:
+    versions = tuple(Version(v.version, memory_from(v.memory), optional_datetime(v, "replaced_at"),
+                             v.replaced_by, tuple(v.changed)) for v in reply.versions)
+    return History(memory_from(reply.memory), versions,
+                   tuple(_link(r) for r in reply.relations))
+
+
+def export_result(reply: Any) -> tuple[list[dict[str, Any]], str]:
+    """An ExportResponse's records as JSON objects (one JSONL line each; `import_records`
+    takes them back exactly) and the next page token."""
+    records = [json_format.MessageToDict(r, preserving_proto_field_name=True)
+               for r in reply.records]
+    return records, reply.next_page_token
+
+
+def import_result(reply: Any) -> ImportResult:
+    return ImportResult(reply.imported, reply.unchanged, reply.relations_written,
+                        reply.relations_skipped)
+
+
+def delete_matching_result(reply: Any) -> DeleteMatchingResult:
+    return DeleteMatchingResult(reply.matched, reply.deleted,
+                                tuple(memory_from(m) for m in reply.sample), reply.purged)
+
+
+def without_relations(record: Mapping[str, Any]) -> dict[str, Any]:
+    """An exported record without its relations (the first pass of an import)."""
+    return {k: v for k, v in record.items() if k != "relations"}
+
+
+# An import request stays this far below the gateway's 4 MiB request limit.
+MAX_IMPORT_BYTES = 3 * 1024 * 1024
+MAX_IMPORT_RECORDS = 1000
+
+
+def import_requests(namespace: str, records: Sequence[Mapping[str, Any]],
+                    relations: bool) -> Iterable[Any]:
+    """ImportRequests holding `records` in order (with or without their relations), each
+    within MAX_IMPORT_RECORDS and MAX_IMPORT_BYTES."""
+    request = memory_pb2.ImportRequest(namespace=namespace)
+    size = 0
+    for i, record in enumerate(records):
+        message = memory_pb2.MemoryRecord()
+        try:
+            json_format.ParseDict(dict(record) if relations else without_relations(record),
+                                  message)
+        except json_format.ParseError as exc:
+            raise ValueError(f"record {i}: not an exported memory record: {exc}") from None
+        # the records land in `namespace`, wherever they were exported from
+        message.memory.namespace = ""
+        for version in message.versions:
+            version.memory.namespace = ""
+        grows = message.ByteSize() + 8
+        if request.records and (len(request.records) >= MAX_IMPORT_RECORDS
+                                or size + grows > MAX_IMPORT_BYTES):
+            yield request
+            request, size = memory_pb2.ImportRequest(namespace=namespace), 0
+        request.records.append(message)
+        size += grows
+    if request.records:
+        yield request
+
+
+def import_total(parts: Sequence[ImportResult], first_pass: int) -> ImportResult:
+    """One import's result from its two passes' replies: memories from the first pass (written
+    without relations), relations from the second."""
+    memories, links = parts[:first_pass], parts[first_pass:]
+    return ImportResult(sum(r.imported for r in memories), sum(r.unchanged for r in memories),
+                        sum(r.relations_written for r in links),
+                        sum(r.relations_skipped for r in links))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import grpc
@@ -15,8 +15,12 @@ from recallmesh.client.types import (
     BatchResult,
     ContextResult,
     Deleted,
+    DeleteMatchingResult,
+    History,
+    ImportResult,
     Memory,
     NewMemory,
+    Page,
     RecallResult,
     StoreResult,
 )
@@ -109,6 +113,77 @@ class Client(ClientBase):
         a prompt."""
         request = _wire.context_request(self._ns(namespace), query, options)
         return self._call("Context", request, _wire.context_result, self._timeout(timeout))
+
+    def list(self, *, namespace: str | None = None, page_size: int = 0, page_token: str = "",
+             timeout: float | None = None, **options: Unpack[_wire.ListOptions]) -> Page:
+        """One page of the namespace's memories that pass the filters (newest first by
+        default); give page.next_page_token back for the next one."""
+        request = _wire.list_request(self._ns(namespace), page_size, page_token, options)
+        return self._call("List", request, _wire.page_result, self._timeout(timeout))
+
+    def iter_memories(self, *, namespace: str | None = None, page_size: int = 0,
+                      timeout: float | None = None,
+                      **options: Unpack[_wire.ListOptions]) -> Iterator[Memory]:
+        """Every memory `list` would return, page after page."""
+        token = ""
+        while True:
+            page = self.list(namespace=namespace, page_size=page_size, page_token=token,
+                             timeout=timeout, **options)
+            yield from page.memories
+            if not (token := page.next_page_token):
+                return
+
+    def count(self, *, namespace: str | None = None, timeout: float | None = None,
+              **options: Unpack[_wire.ListOptions]) -> int:
+        """How many memories `list` would return."""
+        request = _wire.count_request(self._ns(namespace), options)
+        return self._call("Count", request, _wire.count_result, self._timeout(timeout))
+
+    def history(self, memory_id: str, *, namespace: str | None = None,
+                timeout: float | None = None) -> History:
+        """A memory's earlier versions (each update keeps one) and its relations both ways."""
+        request = _wire.memory_pb2.HistoryRequest(namespace=self._ns(namespace), id=memory_id)
+        return self._call("History", request, _wire.history_result, self._timeout(timeout))
+
+    def export(self, *, namespace: str | None = None, page_size: int = 0,
+               timeout: float | None = None,
+               **filters: Unpack[_wire.FilterOptions]) -> Iterator[dict[str, Any]]:
+        """The namespace's live memories, oldest first, as JSON objects with their relations
+        and versions (one JSONL line each); `import_records` writes them back exactly."""
+        token = ""
+        while True:
+            request = _wire.export_request(self._ns(namespace), page_size, token, filters)
+            records, token = self._call("Export", request, _wire.export_result,
+                                        self._timeout(timeout))
+            yield from records
+            if not token:
+                return
+
+    def import_records(self, records: Sequence[Mapping[str, Any]], *,
+                       namespace: str | None = None,
+                       timeout: float | None = None) -> ImportResult:
+        """Write exported records back exactly: first every memory, then every relation (so
+        a relation never waits for a target later in the file). Importing twice changes
+        nothing."""
+        ns = self._ns(namespace)
+        parts = [self._call("Import", request, _wire.import_result, self._timeout(timeout))
+                 for request in _wire.import_requests(ns, records, relations=False)]
+        first = len(parts)
+        parts += [self._call("Import", request, _wire.import_result, self._timeout(timeout))
+                  for request in _wire.import_requests(ns, records, relations=True)
+                  if any(r.relations for r in request.records)]
+        return _wire.import_total(parts, first)
+
+    def delete_matching(self, *, confirm: bool = False, purge: bool = False,
+                        sample_size: int = 0, namespace: str | None = None,
+                        timeout: float | None = None,
+                        **filters: Unpack[_wire.FilterOptions]) -> DeleteMatchingResult:
+        """Delete every live memory that passes the filters (at least one is required). A dry
+        run unless confirm=True: `matched` and `sample` say what would go."""
+        request = _wire.delete_matching_request(self._ns(namespace), confirm, purge,
+                                                sample_size, filters)
+        return self._call("DeleteMatching", request, _wire.delete_matching_result,
+                          self._timeout(timeout))
 
     def close(self) -> None:
         self._channel.close()

@@ -25,6 +25,8 @@ class Memory:
     valid_to: datetime | None = None
     expires_at: datetime | None = None
     superseded_by: str = ""  # the memory that replaced this one (an ended fact); "" if none
+    pinned: bool = False  # always in context, first
+    deleted_at: datetime | None = None  # set only on deleted memories (list include_deleted)
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class NewMemory:
     expires_at: datetime | None = None
     relations: tuple[Relation, ...] = ()
     id: str = ""  # empty: the client assigns a UUID (the write's idempotency key)
+    pinned: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,12 +104,33 @@ class LegReport:
 
 
 @dataclass(frozen=True)
+class QueryIntent:
+    """The intent a recall query was routed by (e.g. "advice") and the words that said it."""
+
+    name: str
+    phrase: str
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """The time window a recall query named ("last saturday"), and how many candidates
+    created inside it were raised."""
+
+    phrase: str
+    start: datetime | None
+    end: datetime | None
+    boosted: int
+
+
+@dataclass(frozen=True)
 class RecallResult:
     hits: tuple[Hit, ...]
     legs: tuple[LegReport, ...]
     degraded: bool
     fusion: str
     latency_ms: float
+    intent: QueryIntent | None = None
+    time_window: TimeWindow | None = None
 
     @property
     def memories(self) -> list[Memory]:
@@ -119,6 +143,7 @@ class ContextItem:
     score: float
     tokens: int
     created_at: datetime | None
+    pinned: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,3 +164,68 @@ class ContextResult:
     @property
     def ids(self) -> list[str]:
         return [item.id for item in self.items]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of `list`; next_page_token is "" on the last page."""
+
+    memories: tuple[Memory, ...]
+    next_page_token: str
+
+
+@dataclass(frozen=True)
+class Link:
+    """A relation between two memories: source_id states it about target_id (e.g. the newer
+    fact supersedes the older)."""
+
+    type: str
+    source_id: str
+    target_id: str
+    created_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Version:
+    """An earlier state of a memory, kept by the update that replaced it."""
+
+    version: int
+    memory: Memory
+    replaced_at: datetime | None
+    replaced_by: str
+    changed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class History:
+    memory: Memory
+    versions: tuple[Version, ...]  # oldest first
+    relations: tuple[Link, ...]  # both ways
+
+    @property
+    def supersedes(self) -> list[str]:
+        """The memories this one supersedes."""
+        return [r.target_id for r in self.relations
+                if r.type == "supersedes" and r.source_id == self.memory.id]
+
+    @property
+    def superseded_by(self) -> list[str]:
+        """The memories that superseded this one."""
+        return [r.source_id for r in self.relations
+                if r.type == "supersedes" and r.target_id == self.memory.id]
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    imported: int
+    unchanged: int
+    relations_written: int
+    relations_skipped: int
+
+
+@dataclass(frozen=True)
+class DeleteMatchingResult:
+    matched: int
+    deleted: int  # 0 on a dry run
+    sample: tuple[Memory, ...]
+    purged: bool

@@ -80,6 +80,7 @@ class PackedItem:
     memory: StoredMemory
     score: float
     tokens: int
+    pinned: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,14 +109,21 @@ def pack(
     now: datetime,
     dated: bool,
     include_sensitive: bool = False,
+    pinned: Sequence[StoredMemory] = (),
 ) -> Packed:
-    """The hits (best first, with their scores) packed into at most `max_tokens` tokens."""
+    """The hits (best first, with their scores) packed into at most `max_tokens` tokens, the
+    pinned memories first (a pinned memory that is also a hit is packed once, first, with its
+    recall score; one that is not has score 0)."""
     superseded = sensitive = over = 0
     heading_tokens = counter.count(HEADING)
     used = heading_tokens
     lines: list[str] = []
     items: list[PackedItem] = []
-    for memory, score in hits:
+    scores = {m.id: s for m, s in hits}
+    held = {m.id for m in pinned}
+    ordered = [(m, scores.get(m.id, 0.0), True) for m in pinned]
+    ordered += [(m, s, False) for m, s in hits if m.id not in held]
+    for memory, score, is_pinned in ordered:
         if memory.valid_to is not None and memory.valid_to <= now:
             superseded += 1
             continue
@@ -130,7 +138,7 @@ def pack(
             continue
         used += cost
         lines.append(line)
-        items.append(PackedItem(memory, score, cost))
+        items.append(PackedItem(memory, score, cost, is_pinned))
     if not items:
         return Packed("", [], 0, dated, superseded, sensitive, over)
     return Packed("\n".join([HEADING, *lines]), items, used, dated, superseded, sensitive, over)

@@ -296,8 +296,10 @@ class Recaller:
             if q.sort_by == "relevance" and policy.restated_similarity > 0 and len(top) > 1:
                 top = await self._newer_first(q, top, memories, policy.restated_similarity)
             if q.sort_by == "relevance":
+                # as of T, validity is read at T (every hit was valid then)
                 top = stages.current_first(top, {c.memory_id: memories[c.memory_id].valid_to
-                                                 for c in top}, datetime.now(UTC))
+                                                 for c in top},
+                                           q.filters.as_of or datetime.now(UTC))
         top = stages.absolute(top, lists, policy.method, self.calibration, policy.min_score,
                               q.floor_each_hit)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
@@ -380,7 +382,7 @@ class Recaller:
         / just before each of the best hits (the reply after a matched question, the question
         before a matched answer), read with the hydration. `memories` gains the neighbours."""
         after, before = adjacent
-        now = datetime.now(UTC)
+        now = q.filters.as_of or datetime.now(UTC)
         gone = stages.ended({m.id: m.valid_to for m in (*memories.values(), *after.values(),
                                                        *before.values())}, now)
         # an ended memory neither seeds nor receives a share

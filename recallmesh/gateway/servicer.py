@@ -12,9 +12,10 @@ from typing import Any
 import grpc
 
 from recallmesh.auth.authenticator import Authenticator
-from recallmesh.auth.interceptors import GatewayAuth
+from recallmesh.auth.interceptors import CALLER, GatewayAuth
 from recallmesh.auth.jwt_tokens import JwtVerifier
 from recallmesh.auth.keys import KeyStore
+from recallmesh.gateway import history, listing
 from recallmesh.gateway.context_block import TokenCounter, is_temporal, pack
 from recallmesh.gateway.fusion_call import FusionClient
 from recallmesh.gateway.keys import KeyServicer
@@ -31,7 +32,7 @@ from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.settings import AuthSettings
 from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
 from recallmesh.wire import validation
-from recallmesh.wire.enums import LEG_STATE_VALUES
+from recallmesh.wire.enums import LEG_STATE_VALUES, RELATION_TYPE_VALUES
 from recallmesh.wire.timestamps import to_proto_timestamp
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,40 @@ def memory_to_proto(memory: StoredMemory) -> memory_pb2.Memory:
     if memory.expires_at is not None:
         to_proto_timestamp(memory.expires_at, msg.expires_at)
     msg.superseded_by = memory.superseded_by
+    msg.pinned = memory.pinned
+    if memory.deleted_at is not None:
+        to_proto_timestamp(memory.deleted_at, msg.deleted_at)
     return msg
+
+
+def link_to_proto(link: history.Link) -> memory_pb2.MemoryLink:
+    msg = memory_pb2.MemoryLink(type=RELATION_TYPE_VALUES[link.type], source_id=link.source_id,
+                                target_id=link.target_id)
+    to_proto_timestamp(link.created_at, msg.created_at)
+    return msg
+
+
+def version_to_proto(version: history.Version) -> memory_pb2.MemoryVersion:
+    msg = memory_pb2.MemoryVersion(version=version.version, memory=memory_to_proto(
+        version.memory), replaced_by=version.replaced_by, changed=list(version.changed))
+    to_proto_timestamp(version.replaced_at, msg.replaced_at)
+    return msg
+
+
+def record_to_proto(record: history.Record) -> memory_pb2.MemoryRecord:
+    return memory_pb2.MemoryRecord(
+        memory=memory_to_proto(record.memory),
+        relations=[link_to_proto(link) for link in record.relations],
+        versions=[version_to_proto(v) for v in record.versions])
+
+
+def caller_name() -> str:
+    """Who is calling, as History records it: the API key's name or the JWT's subject;
+    "local" when authentication is off."""
+    caller = CALLER.get(None)
+    if caller is None or caller.kind == "local":
+        return "local"
+    return caller.subject
 
 
 def recall_to_proto(outcome: RecallOutcome, explain: bool) -> memory_pb2.RecallResponse:
@@ -158,7 +192,8 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         memory_id = validation.memory_id(request.id)
         changes = validation.memory_update(request.memory, request.update_mask.paths, ns)
         wait_ms = validation.index_wait(request.index_wait, request.HasField("index_wait"))
-        stored = await self.store.update(ns, memory_id, changes)
+        paths = list(dict.fromkeys(p.strip() for p in request.update_mask.paths))
+        stored = await self.store.update(ns, memory_id, changes, paths, caller_name())
         pending = not stored.sensitive and await self.store.pending_index([memory_id]) > 0
         indexed = await self._indexed(wait_ms, context, [memory_id], pending)
         return memory_pb2.UpdateResponse(memory=memory_to_proto(stored), indexed=indexed)
@@ -205,12 +240,14 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     ) -> memory_pb2.ContextResponse:
         started = time.perf_counter()
         query = validation.context_query(request)
-        outcome = await self.recaller.recall(query.recall, context.time_remaining())
+        outcome, pinned = await asyncio.gather(
+            self.recaller.recall(query.recall, context.time_remaining()),
+            self.store.pinned(query.recall.namespace))
         now = datetime.now(UTC)
         packed = pack([(hit.memory, hit.score) for hit in outcome.hits], query.max_tokens,
-                      self.token_counter, now,
+                      self.token_counter, query.recall.filters.as_of or now,
                       dated=is_temporal(query.recall.query, query.recall.reference_time or now),
-                      include_sensitive=query.include_sensitive)
+                      include_sensitive=query.include_sensitive, pinned=pinned)
         response = memory_pb2.ContextResponse(
             text=packed.text, tokens=packed.tokens, tokenizer=self.token_counter.name,
             superseded_omitted=packed.superseded_omitted,
@@ -218,10 +255,63 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
             over_budget_omitted=packed.over_budget_omitted,
             degraded=outcome.degraded, dated=packed.dated)
         for item in packed.items:
-            msg = response.items.add(id=item.memory.id, score=item.score, tokens=item.tokens)
+            msg = response.items.add(id=item.memory.id, score=item.score, tokens=item.tokens,
+                                     pinned=item.pinned)
             to_proto_timestamp(item.memory.created_at, msg.created_at)
         response.latency_ms = (time.perf_counter() - started) * 1000
         return response
+
+    async def List(
+        self, request: memory_pb2.ListRequest, context: grpc.aio.ServicerContext,
+    ) -> memory_pb2.ListResponse:
+        memories, token = await listing.list_page(self.store, validation.list_query(request))
+        return memory_pb2.ListResponse(memories=[memory_to_proto(m) for m in memories],
+                                       next_page_token=token)
+
+    async def Count(
+        self, request: memory_pb2.CountRequest, context: grpc.aio.ServicerContext,
+    ) -> memory_pb2.CountResponse:
+        return memory_pb2.CountResponse(
+            count=await listing.count(self.store, validation.count_query(request)))
+
+    async def History(
+        self, request: memory_pb2.HistoryRequest, context: grpc.aio.ServicerContext,
+    ) -> memory_pb2.HistoryResponse:
+        ns = validation.namespace(request.namespace)
+        memory, versions, links = await history.history(
+            self.store, ns, validation.memory_id(request.id))
+        return memory_pb2.HistoryResponse(
+            memory=memory_to_proto(memory), versions=[version_to_proto(v) for v in versions],
+            relations=[link_to_proto(link) for link in links])
+
+    async def Export(
+        self, request: memory_pb2.ExportRequest, context: grpc.aio.ServicerContext,
+    ) -> memory_pb2.ExportResponse:
+        records, token = await history.export_page(self.store, validation.export_query(request))
+        return memory_pb2.ExportResponse(records=[record_to_proto(r) for r in records],
+                                         next_page_token=token)
+
+    async def Import(
+        self, request: memory_pb2.ImportRequest, context: grpc.aio.ServicerContext,
+    ) -> memory_pb2.ImportResponse:
+        ns, records = validation.imported_records(request)
+        imported, unchanged, written, skipped = await history.import_records(
+            self.store, ns, records)
+        return memory_pb2.ImportResponse(imported=imported, unchanged=unchanged,
+                                         relations_written=written, relations_skipped=skipped)
+
+    async def DeleteMatching(
+        self, request: memory_pb2.DeleteMatchingRequest, context: grpc.aio.ServicerContext,
+    ) -> memory_pb2.DeleteMatchingResponse:
+        query, sample_size = validation.delete_matching(request)
+        matched, deleted, sample = await listing.delete_matching(
+            self.store, query, sample_size, request.confirm, request.purge)
+        if request.confirm:
+            log.info("memories deleted by filter", extra={
+                "namespace": query.namespace, "memories": deleted, "purged": request.purge})
+        return memory_pb2.DeleteMatchingResponse(
+            matched=matched, deleted=deleted, sample=[memory_to_proto(m) for m in sample],
+            purged=request.confirm and request.purge)
 
 
 def _query_embedder(client: EmbedderClient) -> Callable[[str, float], Awaitable[Embeddings]]:

@@ -36,7 +36,7 @@ from recallmesh.wire.validation import NewMemory
 
 COLUMNS = (
     "id::text, namespace, content, category, tags, importance, is_sensitive, created_at, "
-    "updated_at, valid_from, valid_to, metadata, expires_at, thread"
+    "updated_at, valid_from, valid_to, metadata, expires_at, thread, pinned, deleted_at"
 )
 
 
@@ -67,6 +67,8 @@ class StoredMemory:
     expires_at: datetime | None = None
     thread: str = ""
     superseded_by: str = ""  # the memory that superseded this one (read with it)
+    pinned: bool = False
+    deleted_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> StoredMemory:
@@ -85,6 +87,8 @@ class StoredMemory:
             metadata=dict(row[11] or {}),
             expires_at=row[12],
             thread=row[13],
+            pinned=bool(row[14]),
+            deleted_at=row[15],
         )
 
 
@@ -94,13 +98,13 @@ class StoredMemory:
 _INSERT = f"""
 INSERT INTO memories (id, namespace, content, category, tags, importance, is_sensitive,
                       created_at, valid_from, valid_to, metadata, expires_at, thread,
-                      keywords, content_key)
+                      keywords, content_key, pinned)
 VALUES (coalesce(%(id)s::uuid, gen_random_uuid()), %(ns)s, %(content)s, %(category)s, %(tags)s,
         %(importance)s, %(sensitive)s, coalesce(%(created_at)s, clock_timestamp()),
         %(valid_from)s, %(valid_to)s, %(metadata)s,
         coalesce(%(expires_at)s, coalesce(%(created_at)s, clock_timestamp())
                                  + make_interval(secs => %(ttl_s)s::float8)),
-        %(thread)s, %(keywords)s, %(content_key)s)
+        %(thread)s, %(keywords)s, %(content_key)s, %(pinned)s)
 ON CONFLICT (id) DO NOTHING
 RETURNING {COLUMNS}
 """
@@ -124,6 +128,7 @@ def _insert_params(ns: str, memory: NewMemory, ttl_s: int | None) -> dict[str, A
         "thread": memory.thread,
         "keywords": index_terms(memory.content),
         "content_key": content_key(memory),
+        "pinned": memory.pinned,
     }
 
 
@@ -155,7 +160,7 @@ ORDER BY content_key, created_at, id
 """
 
 
-async def _successors(conn: Any, ns: str, stored: list[StoredMemory]) -> list[StoredMemory]:
+async def successors(conn: Any, ns: str, stored: list[StoredMemory]) -> list[StoredMemory]:
     """`stored` with superseded_by filled (the newest SUPERSEDES relation naming each; only a
     memory whose validity is set can have one)."""
     dated = [m.id for m in stored if m.valid_to is not None]
@@ -217,7 +222,7 @@ def _as_real(value: float) -> float:
     return rounded
 
 
-def _same_write(stored: StoredMemory, memory: NewMemory, relations: set[tuple[str, str]]) -> bool:
+def same_write(stored: StoredMemory, memory: NewMemory, relations: set[tuple[str, str]]) -> bool:
     """Whether `stored` (and its relations) is what writing `memory` stores: every field the
     write sets; created_at only when the write gave it (else the server chose it)."""
     return (
@@ -232,6 +237,7 @@ def _same_write(stored: StoredMemory, memory: NewMemory, relations: set[tuple[st
         and (memory.created_at is None or stored.created_at == memory.created_at)
         and (memory.expires_at is None or stored.expires_at == memory.expires_at)
         and stored.thread == memory.thread
+        and stored.pinned == memory.pinned
         and relations == set(memory.relations)
     )
 
@@ -250,9 +256,30 @@ async def _existing(conn: Any, ns: str, memory: NewMemory) -> StoredMemory:
         stored = StoredMemory.from_row(row)
         cur = await conn.execute(
             "SELECT rel_type, dst::text FROM memory_edges WHERE src = %s", (memory.id,))
-        if _same_write(stored, memory, {(r[0], r[1]) for r in await cur.fetchall()}):
+        if same_write(stored, memory, {(r[0], r[1]) for r in await cur.fetchall()}):
             return stored
     raise AlreadyExists(f"memory {memory.id} already exists with other content")
+
+
+async def _pin(conn: Any, memory_ids: list[str]) -> None:
+    """A pinned write that an existing memory already says pins that memory (the duplicate
+    rule answers it, and the caller asked for it pinned)."""
+    if memory_ids:
+        await conn.execute("UPDATE memories SET pinned = true, updated_at = clock_timestamp() "
+                           "WHERE id = ANY(%s::uuid[])", (memory_ids,))
+
+
+# Keeps the state an Update replaces as the memory's next version (History).
+_KEEP_VERSION = f"""
+INSERT INTO memory_versions (memory_id, version, namespace, content, category, tags, importance,
+                             is_sensitive, updated_at, valid_from, valid_to, metadata,
+                             expires_at, thread, pinned, replaced_at, replaced_by, changed)
+SELECT id, coalesce((SELECT max(v.version) FROM memory_versions v WHERE v.memory_id = m.id), 0)
+           + 1,
+       namespace, content, category, tags, importance, is_sensitive, updated_at, valid_from,
+       valid_to, metadata, expires_at, thread, pinned, clock_timestamp(), %(by)s, %(changed)s
+FROM memories m WHERE namespace = %(ns)s AND id = %(id)s AND {LIVE}
+"""
 
 
 async def _lock_namespace(conn: Any, ns: str) -> None:
@@ -273,6 +300,9 @@ class MemoryStore:
             await _lock_namespace(conn, ns)
             same = (await _same_said(conn, ns, [memory])).get(content_key(memory))
             if same is not None and same.id != memory.id:
+                if memory.pinned and not same.pinned:
+                    await _pin(conn, [same.id])
+                    same = replace(same, pinned=True)
                 return same, True
             cur = await conn.execute(
                 _INSERT, _insert_params(ns, memory, self.namespace_ttl.ttl_s(ns)))
@@ -325,11 +355,16 @@ class MemoryStore:
                     await _relate(conn, ns, str(row[0]), memories[i], f"memories[{i}]")
             for i, j in repeats.items():
                 ids[i], existing[i] = ids[j], True
+            await _pin(conn, [said[content_key(m)].id for i, m in enumerate(memories)
+                              if existing[i] and i not in repeats and m.pinned
+                              and not said[content_key(m)].pinned])
         return [str(i) for i in ids], existing
 
-    async def update(self, ns: str, memory_id: str, changes: dict[str, Any]) -> StoredMemory:
+    async def update(self, ns: str, memory_id: str, changes: dict[str, Any],
+                     changed: list[str] | None = None, by: str = "") -> StoredMemory:
         """Apply validated column changes (recallmesh.wire.validation.memory_update) in one
-        transaction.
+        transaction, keeping the state they replace as the memory's next version (`changed`:
+        the update_mask paths; `by`: who asked, e.g. the API key's name).
 
         The schema's triggers keep the vector consistent in the same
         transaction: a content change clears the vector and re-enqueues the
@@ -346,6 +381,8 @@ class MemoryStore:
         }
         async with transaction(self.pool, WRITE) as conn:
             await _lock_namespace(conn, ns)
+            await conn.execute(_KEEP_VERSION, {"ns": ns, "id": memory_id, "by": by,
+                                               "changed": changed or sorted(changes)})
             cur = await conn.execute(
                 f"UPDATE memories SET {assignments}, updated_at = clock_timestamp() "
                 f"WHERE namespace = %(ns)s AND id = %(id)s AND {LIVE} "
@@ -358,7 +395,7 @@ class MemoryStore:
             stored = StoredMemory.from_row(row)
             await conn.execute("UPDATE memories SET content_key = %s WHERE id = %s",
                                (content_key(stored), memory_id))
-            stored = (await _successors(conn, ns, [stored]))[0]
+            stored = (await successors(conn, ns, [stored]))[0]
             if changes.get("is_sensitive"):  # made sensitive: what the graph derived goes too
                 await conn.execute("SELECT recallmesh_forget_derived(%s, %s)", (ns, memory_id))
             if (
@@ -403,6 +440,16 @@ class MemoryStore:
             await asyncio.sleep(min(delay, remaining))
             delay = min(delay * 1.5, 0.1)
 
+    async def pinned(self, ns: str, limit: int = 50) -> list[StoredMemory]:
+        """The namespace's pinned memories that are live and current, most important first
+        (then newest), at most `limit`."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                f"SELECT {COLUMNS} FROM memories WHERE namespace = %s AND pinned AND {LIVE} "
+                "AND (valid_to IS NULL OR valid_to > now()) "
+                "ORDER BY importance DESC, created_at DESC, id LIMIT %s", (ns, limit))
+            return [StoredMemory.from_row(r) for r in await cur.fetchall()]
+
     async def get(self, ns: str, memory_id: str) -> StoredMemory:
         async with self.pool.connection() as conn:
             cur = await conn.execute(
@@ -412,7 +459,7 @@ class MemoryStore:
             row = await cur.fetchone()
             if row is None:
                 raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
-            return (await _successors(conn, ns, [StoredMemory.from_row(row)]))[0]
+            return (await successors(conn, ns, [StoredMemory.from_row(row)]))[0]
 
     async def delete(self, ns: str, memory_id: str) -> datetime:
         async with transaction(self.pool, WRITE) as conn:
@@ -458,7 +505,7 @@ class MemoryStore:
                 f"WHERE namespace = %s AND id = ANY(%s::uuid[]) AND {LIVE}",
                 (ns, memory_ids),
             )
-            found = await _successors(conn, ns, [StoredMemory.from_row(r)
+            found = await successors(conn, ns, [StoredMemory.from_row(r)
                                                  for r in await cur.fetchall()])
         return {m.id: m for m in found}
 
@@ -542,7 +589,7 @@ class MemoryStore:
             for row in rows:
                 found[row[0]][row[1]] = StoredMemory.from_row(row[2:])
             # the hits read with their successors, as hydrate reads them
-            hits = await _successors(conn, ns, list(found["self"].values()))
+            hits = await successors(conn, ns, list(found["self"].values()))
         return {m.id: m for m in hits}, found["next"], found["prev"]
 
     async def schema_version(self) -> int:

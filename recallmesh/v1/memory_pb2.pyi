@@ -33,6 +33,13 @@ class LegState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LEG_STATE_TIMEOUT: _ClassVar[LegState]
     LEG_STATE_ERROR: _ClassVar[LegState]
     LEG_STATE_SKIPPED: _ClassVar[LegState]
+
+class ListOrder(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    LIST_ORDER_UNSPECIFIED: _ClassVar[ListOrder]
+    LIST_ORDER_CREATED: _ClassVar[ListOrder]
+    LIST_ORDER_UPDATED: _ClassVar[ListOrder]
+    LIST_ORDER_IMPORTANCE: _ClassVar[ListOrder]
 RELATION_TYPE_UNSPECIFIED: RelationType
 RELATION_TYPE_SUPERSEDES: RelationType
 RELATION_TYPE_DERIVED_FROM: RelationType
@@ -47,9 +54,13 @@ LEG_STATE_OK: LegState
 LEG_STATE_TIMEOUT: LegState
 LEG_STATE_ERROR: LegState
 LEG_STATE_SKIPPED: LegState
+LIST_ORDER_UNSPECIFIED: ListOrder
+LIST_ORDER_CREATED: ListOrder
+LIST_ORDER_UPDATED: ListOrder
+LIST_ORDER_IMPORTANCE: ListOrder
 
 class Memory(_message.Message):
-    __slots__ = ("id", "namespace", "content", "category", "tags", "importance", "sensitive", "created_at", "updated_at", "valid_from", "valid_to", "metadata", "relations", "expires_at", "thread", "superseded_by")
+    __slots__ = ("id", "namespace", "content", "category", "tags", "importance", "sensitive", "created_at", "updated_at", "valid_from", "valid_to", "metadata", "relations", "expires_at", "thread", "superseded_by", "deleted_at", "pinned")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -73,6 +84,8 @@ class Memory(_message.Message):
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     THREAD_FIELD_NUMBER: _ClassVar[int]
     SUPERSEDED_BY_FIELD_NUMBER: _ClassVar[int]
+    DELETED_AT_FIELD_NUMBER: _ClassVar[int]
+    PINNED_FIELD_NUMBER: _ClassVar[int]
     id: str
     namespace: str
     content: str
@@ -89,7 +102,9 @@ class Memory(_message.Message):
     expires_at: _timestamp_pb2.Timestamp
     thread: str
     superseded_by: str
-    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., content: _Optional[str] = ..., category: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., importance: _Optional[float] = ..., sensitive: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., relations: _Optional[_Iterable[_Union[MemoryRelation, _Mapping]]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., thread: _Optional[str] = ..., superseded_by: _Optional[str] = ...) -> None: ...
+    deleted_at: _timestamp_pb2.Timestamp
+    pinned: bool
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., content: _Optional[str] = ..., category: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., importance: _Optional[float] = ..., sensitive: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., relations: _Optional[_Iterable[_Union[MemoryRelation, _Mapping]]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., thread: _Optional[str] = ..., superseded_by: _Optional[str] = ..., deleted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pinned: _Optional[bool] = ...) -> None: ...
 
 class MemoryRelation(_message.Message):
     __slots__ = ("type", "target_id")
@@ -100,16 +115,42 @@ class MemoryRelation(_message.Message):
     def __init__(self, type: _Optional[_Union[RelationType, str]] = ..., target_id: _Optional[str] = ...) -> None: ...
 
 class RecallFilters(_message.Message):
-    __slots__ = ("categories", "tags", "created_after", "created_before")
+    __slots__ = ("categories", "tags", "created_after", "created_before", "tags_all", "tags_none", "threads", "metadata", "importance_min", "importance_max", "updated_after", "updated_before", "as_of")
     CATEGORIES_FIELD_NUMBER: _ClassVar[int]
     TAGS_FIELD_NUMBER: _ClassVar[int]
     CREATED_AFTER_FIELD_NUMBER: _ClassVar[int]
     CREATED_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    TAGS_ALL_FIELD_NUMBER: _ClassVar[int]
+    TAGS_NONE_FIELD_NUMBER: _ClassVar[int]
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    IMPORTANCE_MIN_FIELD_NUMBER: _ClassVar[int]
+    IMPORTANCE_MAX_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AFTER_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
     categories: _containers.RepeatedScalarFieldContainer[str]
     tags: _containers.RepeatedScalarFieldContainer[str]
     created_after: _timestamp_pb2.Timestamp
     created_before: _timestamp_pb2.Timestamp
-    def __init__(self, categories: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    tags_all: _containers.RepeatedScalarFieldContainer[str]
+    tags_none: _containers.RepeatedScalarFieldContainer[str]
+    threads: _containers.RepeatedScalarFieldContainer[str]
+    metadata: _containers.RepeatedCompositeFieldContainer[MetadataFilter]
+    importance_min: float
+    importance_max: float
+    updated_after: _timestamp_pb2.Timestamp
+    updated_before: _timestamp_pb2.Timestamp
+    as_of: _timestamp_pb2.Timestamp
+    def __init__(self, categories: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tags_all: _Optional[_Iterable[str]] = ..., tags_none: _Optional[_Iterable[str]] = ..., threads: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Iterable[_Union[MetadataFilter, _Mapping]]] = ..., importance_min: _Optional[float] = ..., importance_max: _Optional[float] = ..., updated_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class MetadataFilter(_message.Message):
+    __slots__ = ("key", "values")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    values: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, key: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class IndexWait(_message.Message):
     __slots__ = ("wait", "timeout_ms")
@@ -397,16 +438,18 @@ class ContextRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., query: _Optional[str] = ..., max_tokens: _Optional[int] = ..., k: _Optional[int] = ..., filters: _Optional[_Union[RecallFilters, _Mapping]] = ..., budget_ms: _Optional[int] = ..., reference_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., include_sensitive: _Optional[bool] = ..., min_score: _Optional[float] = ...) -> None: ...
 
 class ContextItem(_message.Message):
-    __slots__ = ("id", "score", "tokens", "created_at")
+    __slots__ = ("id", "score", "tokens", "created_at", "pinned")
     ID_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     TOKENS_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    PINNED_FIELD_NUMBER: _ClassVar[int]
     id: str
     score: float
     tokens: int
     created_at: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., score: _Optional[float] = ..., tokens: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    pinned: bool
+    def __init__(self, id: _Optional[str] = ..., score: _Optional[float] = ..., tokens: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pinned: _Optional[bool] = ...) -> None: ...
 
 class ContextResponse(_message.Message):
     __slots__ = ("text", "items", "tokens", "tokenizer", "superseded_omitted", "sensitive_omitted", "over_budget_omitted", "degraded", "latency_ms", "dated")
@@ -431,3 +474,169 @@ class ContextResponse(_message.Message):
     latency_ms: float
     dated: bool
     def __init__(self, text: _Optional[str] = ..., items: _Optional[_Iterable[_Union[ContextItem, _Mapping]]] = ..., tokens: _Optional[int] = ..., tokenizer: _Optional[str] = ..., superseded_omitted: _Optional[int] = ..., sensitive_omitted: _Optional[int] = ..., over_budget_omitted: _Optional[int] = ..., degraded: _Optional[bool] = ..., latency_ms: _Optional[float] = ..., dated: _Optional[bool] = ...) -> None: ...
+
+class ListRequest(_message.Message):
+    __slots__ = ("namespace", "filters", "order_by", "ascending", "page_size", "page_token", "include_deleted", "include_ended")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    FILTERS_FIELD_NUMBER: _ClassVar[int]
+    ORDER_BY_FIELD_NUMBER: _ClassVar[int]
+    ASCENDING_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_DELETED_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_ENDED_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    filters: RecallFilters
+    order_by: ListOrder
+    ascending: bool
+    page_size: int
+    page_token: str
+    include_deleted: bool
+    include_ended: bool
+    def __init__(self, namespace: _Optional[str] = ..., filters: _Optional[_Union[RecallFilters, _Mapping]] = ..., order_by: _Optional[_Union[ListOrder, str]] = ..., ascending: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., include_deleted: _Optional[bool] = ..., include_ended: _Optional[bool] = ...) -> None: ...
+
+class ListResponse(_message.Message):
+    __slots__ = ("memories", "next_page_token")
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    memories: _containers.RepeatedCompositeFieldContainer[Memory]
+    next_page_token: str
+    def __init__(self, memories: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class CountRequest(_message.Message):
+    __slots__ = ("namespace", "filters", "include_deleted", "include_ended")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    FILTERS_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_DELETED_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_ENDED_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    filters: RecallFilters
+    include_deleted: bool
+    include_ended: bool
+    def __init__(self, namespace: _Optional[str] = ..., filters: _Optional[_Union[RecallFilters, _Mapping]] = ..., include_deleted: _Optional[bool] = ..., include_ended: _Optional[bool] = ...) -> None: ...
+
+class CountResponse(_message.Message):
+    __slots__ = ("count",)
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    def __init__(self, count: _Optional[int] = ...) -> None: ...
+
+class MemoryLink(_message.Message):
+    __slots__ = ("type", "source_id", "target_id", "created_at")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    type: RelationType
+    source_id: str
+    target_id: str
+    created_at: _timestamp_pb2.Timestamp
+    def __init__(self, type: _Optional[_Union[RelationType, str]] = ..., source_id: _Optional[str] = ..., target_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class MemoryVersion(_message.Message):
+    __slots__ = ("version", "memory", "replaced_at", "replaced_by", "changed")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    REPLACED_AT_FIELD_NUMBER: _ClassVar[int]
+    REPLACED_BY_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    memory: Memory
+    replaced_at: _timestamp_pb2.Timestamp
+    replaced_by: str
+    changed: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, version: _Optional[int] = ..., memory: _Optional[_Union[Memory, _Mapping]] = ..., replaced_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., replaced_by: _Optional[str] = ..., changed: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class HistoryRequest(_message.Message):
+    __slots__ = ("namespace", "id")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class HistoryResponse(_message.Message):
+    __slots__ = ("memory", "versions", "relations")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    RELATIONS_FIELD_NUMBER: _ClassVar[int]
+    memory: Memory
+    versions: _containers.RepeatedCompositeFieldContainer[MemoryVersion]
+    relations: _containers.RepeatedCompositeFieldContainer[MemoryLink]
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., versions: _Optional[_Iterable[_Union[MemoryVersion, _Mapping]]] = ..., relations: _Optional[_Iterable[_Union[MemoryLink, _Mapping]]] = ...) -> None: ...
+
+class MemoryRecord(_message.Message):
+    __slots__ = ("memory", "relations", "versions")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    RELATIONS_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    memory: Memory
+    relations: _containers.RepeatedCompositeFieldContainer[MemoryLink]
+    versions: _containers.RepeatedCompositeFieldContainer[MemoryVersion]
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., relations: _Optional[_Iterable[_Union[MemoryLink, _Mapping]]] = ..., versions: _Optional[_Iterable[_Union[MemoryVersion, _Mapping]]] = ...) -> None: ...
+
+class ExportRequest(_message.Message):
+    __slots__ = ("namespace", "filters", "page_size", "page_token")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    FILTERS_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    filters: RecallFilters
+    page_size: int
+    page_token: str
+    def __init__(self, namespace: _Optional[str] = ..., filters: _Optional[_Union[RecallFilters, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ExportResponse(_message.Message):
+    __slots__ = ("records", "next_page_token")
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    records: _containers.RepeatedCompositeFieldContainer[MemoryRecord]
+    next_page_token: str
+    def __init__(self, records: _Optional[_Iterable[_Union[MemoryRecord, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class ImportRequest(_message.Message):
+    __slots__ = ("namespace", "records")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    records: _containers.RepeatedCompositeFieldContainer[MemoryRecord]
+    def __init__(self, namespace: _Optional[str] = ..., records: _Optional[_Iterable[_Union[MemoryRecord, _Mapping]]] = ...) -> None: ...
+
+class ImportResponse(_message.Message):
+    __slots__ = ("imported", "unchanged", "relations_written", "relations_skipped")
+    IMPORTED_FIELD_NUMBER: _ClassVar[int]
+    UNCHANGED_FIELD_NUMBER: _ClassVar[int]
+    RELATIONS_WRITTEN_FIELD_NUMBER: _ClassVar[int]
+    RELATIONS_SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    imported: int
+    unchanged: int
+    relations_written: int
+    relations_skipped: int
+    def __init__(self, imported: _Optional[int] = ..., unchanged: _Optional[int] = ..., relations_written: _Optional[int] = ..., relations_skipped: _Optional[int] = ...) -> None: ...
+
+class DeleteMatchingRequest(_message.Message):
+    __slots__ = ("namespace", "filters", "confirm", "purge", "sample_size")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    FILTERS_FIELD_NUMBER: _ClassVar[int]
+    CONFIRM_FIELD_NUMBER: _ClassVar[int]
+    PURGE_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    filters: RecallFilters
+    confirm: bool
+    purge: bool
+    sample_size: int
+    def __init__(self, namespace: _Optional[str] = ..., filters: _Optional[_Union[RecallFilters, _Mapping]] = ..., confirm: _Optional[bool] = ..., purge: _Optional[bool] = ..., sample_size: _Optional[int] = ...) -> None: ...
+
+class DeleteMatchingResponse(_message.Message):
+    __slots__ = ("matched", "deleted", "sample", "purged")
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_FIELD_NUMBER: _ClassVar[int]
+    PURGED_FIELD_NUMBER: _ClassVar[int]
+    matched: int
+    deleted: int
+    sample: _containers.RepeatedCompositeFieldContainer[Memory]
+    purged: bool
+    def __init__(self, matched: _Optional[int] = ..., deleted: _Optional[int] = ..., sample: _Optional[_Iterable[_Union[Memory, _Mapping]]] = ..., purged: _Optional[bool] = ...) -> None: ...

@@ -75,6 +75,36 @@ class MemoryServiceStub:
                 request_serializer=recallmesh_dot_v1_dot_memory__pb2.ContextRequest.SerializeToString,
                 response_deserializer=recallmesh_dot_v1_dot_memory__pb2.ContextResponse.FromString,
                 _registered_method=True)
+        self.List = channel.unary_unary(
+                '/recallmesh.v1.MemoryService/List',
+                request_serializer=recallmesh_dot_v1_dot_memory__pb2.ListRequest.SerializeToString,
+                response_deserializer=recallmesh_dot_v1_dot_memory__pb2.ListResponse.FromString,
+                _registered_method=True)
+        self.Count = channel.unary_unary(
+                '/recallmesh.v1.MemoryService/Count',
+                request_serializer=recallmesh_dot_v1_dot_memory__pb2.CountRequest.SerializeToString,
+                response_deserializer=recallmesh_dot_v1_dot_memory__pb2.CountResponse.FromString,
+                _registered_method=True)
+        self.History = channel.unary_unary(
+                '/recallmesh.v1.MemoryService/History',
+                request_serializer=recallmesh_dot_v1_dot_memory__pb2.HistoryRequest.SerializeToString,
+                response_deserializer=recallmesh_dot_v1_dot_memory__pb2.HistoryResponse.FromString,
+                _registered_method=True)
+        self.Export = channel.unary_unary(
+                '/recallmesh.v1.MemoryService/Export',
+                request_serializer=recallmesh_dot_v1_dot_memory__pb2.ExportRequest.SerializeToString,
+                response_deserializer=recallmesh_dot_v1_dot_memory__pb2.ExportResponse.FromString,
+                _registered_method=True)
+        self.Import = channel.unary_unary(
+                '/recallmesh.v1.MemoryService/Import',
+                request_serializer=recallmesh_dot_v1_dot_memory__pb2.ImportRequest.SerializeToString,
+                response_deserializer=recallmesh_dot_v1_dot_memory__pb2.ImportResponse.FromString,
+                _registered_method=True)
+        self.DeleteMatching = channel.unary_unary(
+                '/recallmesh.v1.MemoryService/DeleteMatching',
+                request_serializer=recallmesh_dot_v1_dot_memory__pb2.DeleteMatchingRequest.SerializeToString,
+                response_deserializer=recallmesh_dot_v1_dot_memory__pb2.DeleteMatchingResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -139,6 +169,48 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def List(self, request, context):
+        """Every memory of a namespace that passes the filters, a page at a time, in a stable order.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Count(self, request, context):
+        """How many memories List would return.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def History(self, request, context):
+        """A memory's earlier versions and its relations both ways.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Export(self, request, context):
+        """The namespace's live memories with their relations and history, a page at a time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Import(self, request, context):
+        """Write exported records back exactly (see ImportRequest).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteMatching(self, request, context):
+        """Delete (or purge) every live memory that passes the filters; a dry run unless confirmed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -181,6 +253,36 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.Context,
                     request_deserializer=recallmesh_dot_v1_dot_memory__pb2.ContextRequest.FromString,
                     response_serializer=recallmesh_dot_v1_dot_memory__pb2.ContextResponse.SerializeToString,
+            ),
+            'List': grpc.unary_unary_rpc_method_handler(
+                    servicer.List,
+                    request_deserializer=recallmesh_dot_v1_dot_memory__pb2.ListRequest.FromString,
+                    response_serializer=recallmesh_dot_v1_dot_memory__pb2.ListResponse.SerializeToString,
+            ),
+            'Count': grpc.unary_unary_rpc_method_handler(
+                    servicer.Count,
+                    request_deserializer=recallmesh_dot_v1_dot_memory__pb2.CountRequest.FromString,
+                    response_serializer=recallmesh_dot_v1_dot_memory__pb2.CountResponse.SerializeToString,
+            ),
+            'History': grpc.unary_unary_rpc_method_handler(
+                    servicer.History,
+                    request_deserializer=recallmesh_dot_v1_dot_memory__pb2.HistoryRequest.FromString,
+                    response_serializer=recallmesh_dot_v1_dot_memory__pb2.HistoryResponse.SerializeToString,
+            ),
+            'Export': grpc.unary_unary_rpc_method_handler(
+                    servicer.Export,
+                    request_deserializer=recallmesh_dot_v1_dot_memory__pb2.ExportRequest.FromString,
+                    response_serializer=recallmesh_dot_v1_dot_memory__pb2.ExportResponse.SerializeToString,
+            ),
+            'Import': grpc.unary_unary_rpc_method_handler(
+                    servicer.Import,
+                    request_deserializer=recallmesh_dot_v1_dot_memory__pb2.ImportRequest.FromString,
+                    response_serializer=recallmesh_dot_v1_dot_memory__pb2.ImportResponse.SerializeToString,
+            ),
+            'DeleteMatching': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteMatching,
+                    request_deserializer=recallmesh_dot_v1_dot_memory__pb2.DeleteMatchingRequest.FromString,
+                    response_serializer=recallmesh_dot_v1_dot_memory__pb2.DeleteMatchingResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -400,6 +502,168 @@ class MemoryService:
             '/recallmesh.v1.MemoryService/Context',
             recallmesh_dot_v1_dot_memory__pb2.ContextRequest.SerializeToString,
             recallmesh_dot_v1_dot_memory__pb2.ContextResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def List(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/recallmesh.v1.MemoryService/List',
+            recallmesh_dot_v1_dot_memory__pb2.ListRequest.SerializeToString,
+            recallmesh_dot_v1_dot_memory__pb2.ListResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Count(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/recallmesh.v1.MemoryService/Count',
+            recallmesh_dot_v1_dot_memory__pb2.CountRequest.SerializeToString,
+            recallmesh_dot_v1_dot_memory__pb2.CountResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def History(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/recallmesh.v1.MemoryService/History',
+            recallmesh_dot_v1_dot_memory__pb2.HistoryRequest.SerializeToString,
+            recallmesh_dot_v1_dot_memory__pb2.HistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Export(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/recallmesh.v1.MemoryService/Export',
+            recallmesh_dot_v1_dot_memory__pb2.ExportRequest.SerializeToString,
+            recallmesh_dot_v1_dot_memory__pb2.ExportResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Import(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/recallmesh.v1.MemoryService/Import',
+            recallmesh_dot_v1_dot_memory__pb2.ImportRequest.SerializeToString,
+            recallmesh_dot_v1_dot_memory__pb2.ImportResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteMatching(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/recallmesh.v1.MemoryService/DeleteMatching',
+            recallmesh_dot_v1_dot_memory__pb2.DeleteMatchingRequest.SerializeToString,
+            recallmesh_dot_v1_dot_memory__pb2.DeleteMatchingResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,7 +1,13 @@
-"""Recall filters: one validated shape, one SQL rendering, used by every leg."""
+"""Filters: one validated shape and one SQL rendering for every call that selects memories.
+
+Recall and Context (inside every leg's SQL), List, Count, Export and DeleteMatching read the
+same `Filters`, rendered by `filter_sql`; the graph leg, which ranks a cached graph, checks
+what its cache holds in Python (`cached_only`) and asks the database for the rest.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,21 +19,43 @@ from recallmesh.wire.timestamps import from_proto_timestamp, to_proto_timestamp
 
 MAX_FILTER_VALUES = 50
 MAX_LABEL_CHARS = 64
+MAX_METADATA_FILTERS = 16
+MAX_METADATA_FILTER_CHARS = 1024  # a metadata value's own limit (validation.py)
+MAX_THREAD_FILTER_CHARS = 128
 
 
 @dataclass(frozen=True)
 class Filters:
     categories: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()  # any of
     created_after: datetime | None = None  # inclusive
     created_before: datetime | None = None  # exclusive
+    tags_all: tuple[str, ...] = ()
+    tags_none: tuple[str, ...] = ()
+    threads: tuple[str, ...] = ()
+    # (key, values): the key holds one of the values; every entry must hold
+    metadata: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    importance_min: float | None = None  # inclusive
+    importance_max: float | None = None  # inclusive
+    updated_after: datetime | None = None  # inclusive
+    updated_before: datetime | None = None  # exclusive
+    as_of: datetime | None = None  # valid at this time
 
     @property
     def empty(self) -> bool:
-        return not (self.categories or self.tags or self.created_after or self.created_before)
+        return self == Filters()
+
+    @property
+    def cached_only(self) -> bool:
+        """Whether every condition reads only what the graph leg caches per memory
+        (category, tags, created_at)."""
+        return (self.threads, self.metadata, self.importance_min, self.importance_max,
+                self.updated_after, self.updated_before, self.as_of) == (
+                    (), (), None, None, None, None, None)
 
 
-def _labels(values: Sequence[str], what: str) -> tuple[str, ...]:
+def _labels(values: Sequence[str], what: str, max_chars: int = MAX_LABEL_CHARS
+            ) -> tuple[str, ...]:
     out: list[str] = []
     if len(values) > MAX_FILTER_VALUES:
         raise InvalidArgument(f"filters.{what}: at most {MAX_FILTER_VALUES} values")
@@ -35,36 +63,88 @@ def _labels(values: Sequence[str], what: str) -> tuple[str, ...]:
         value = raw.strip()
         if not value:
             raise InvalidArgument(f"filters.{what}[{i}] is empty")
-        if len(value) > MAX_LABEL_CHARS or "\x00" in value:
+        if len(value) > max_chars or "\x00" in value:
             raise InvalidArgument(
-                f"filters.{what}[{i}] must be at most {MAX_LABEL_CHARS} characters without NUL"
+                f"filters.{what}[{i}] must be at most {max_chars} characters without NUL"
             )
         if value not in out:
             out.append(value)
     return tuple(out)
 
 
+def _time(msg: Any, name: str) -> datetime | None:
+    return from_proto_timestamp(getattr(msg, name), f"filters.{name}") if msg.HasField(
+        name) else None
+
+
+def _range(low: datetime | None, high: datetime | None, what: str) -> None:
+    if low is not None and high is not None and low >= high:
+        raise InvalidArgument(f"filters.{what}_after must be earlier than filters.{what}_before")
+
+
+def _importance(msg: Any, name: str) -> float | None:
+    if not msg.HasField(name):
+        return None
+    value = float(getattr(msg, name))
+    if not 0.0 <= value <= 1.0:  # NaN fails too
+        raise InvalidArgument(f"filters.{name} must be within [0, 1], got {value}")
+    return value
+
+
+def _metadata(entries: Sequence[Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if len(entries) > MAX_METADATA_FILTERS:
+        raise InvalidArgument(f"filters.metadata: at most {MAX_METADATA_FILTERS} entries")
+    out: dict[str, tuple[str, ...]] = {}
+    for i, entry in enumerate(entries):
+        key = entry.key
+        if not key.strip() or len(key) > 128 or "\x00" in key:
+            raise InvalidArgument(
+                f"filters.metadata[{i}].key must be 1..128 characters without NUL")
+        if key in out:
+            raise InvalidArgument(f"filters.metadata[{i}]: key {key!r} is named twice")
+        if not entry.values:
+            raise InvalidArgument(f"filters.metadata[{i}].values: name at least one value")
+        if len(entry.values) > MAX_FILTER_VALUES:
+            raise InvalidArgument(
+                f"filters.metadata[{i}].values: at most {MAX_FILTER_VALUES} values")
+        for j, value in enumerate(entry.values):
+            if len(value) > MAX_METADATA_FILTER_CHARS or "\x00" in value:
+                raise InvalidArgument(
+                    f"filters.metadata[{i}].values[{j}] must be at most "
+                    f"{MAX_METADATA_FILTER_CHARS} characters without NUL")
+        out[key] = tuple(dict.fromkeys(entry.values))  # metadata values are exact strings
+    return tuple(out.items())
+
+
 def filters_from_proto(msg: memory_pb2.RecallFilters | None) -> Filters:
     """Validate a recallmesh.v1.RecallFilters message (None or unset -> no filter)."""
     if msg is None:
         return Filters()
-    after = (
-        from_proto_timestamp(msg.created_after, "filters.created_after")
-        if msg.HasField("created_after")
-        else None
-    )
-    before = (
-        from_proto_timestamp(msg.created_before, "filters.created_before")
-        if msg.HasField("created_before")
-        else None
-    )
-    if after is not None and before is not None and after >= before:
-        raise InvalidArgument("filters.created_after must be earlier than filters.created_before")
+    after, before = _time(msg, "created_after"), _time(msg, "created_before")
+    _range(after, before, "created")
+    updated_after, updated_before = _time(msg, "updated_after"), _time(msg, "updated_before")
+    _range(updated_after, updated_before, "updated")
+    low, high = _importance(msg, "importance_min"), _importance(msg, "importance_max")
+    if low is not None and high is not None and low > high:
+        raise InvalidArgument("filters.importance_min must not be above filters.importance_max")
+    tags_any, tags_all = _labels(msg.tags, "tags"), _labels(msg.tags_all, "tags_all")
+    tags_none = _labels(msg.tags_none, "tags_none")
+    if clash := sorted(set(tags_none) & (set(tags_any) | set(tags_all))):
+        raise InvalidArgument(f"filters.tags_none also names a required tag: {clash[0]!r}")
     return Filters(
         categories=_labels(msg.categories, "categories"),
-        tags=_labels(msg.tags, "tags"),
+        tags=tags_any,
         created_after=after,
         created_before=before,
+        tags_all=tags_all,
+        tags_none=tags_none,
+        threads=_labels(msg.threads, "threads", MAX_THREAD_FILTER_CHARS),
+        metadata=_metadata(msg.metadata),
+        importance_min=low,
+        importance_max=high,
+        updated_after=updated_after,
+        updated_before=updated_before,
+        as_of=_time(msg, "as_of"),
     )
 
 
@@ -72,26 +152,76 @@ def filters_to_proto(filters: Filters, msg: memory_pb2.RecallFilters) -> None:
     """Fill a recallmesh.v1.RecallFilters message in place."""
     msg.categories.extend(filters.categories)
     msg.tags.extend(filters.tags)
-    if filters.created_after is not None:
-        to_proto_timestamp(filters.created_after, msg.created_after)
-    if filters.created_before is not None:
-        to_proto_timestamp(filters.created_before, msg.created_before)
+    msg.tags_all.extend(filters.tags_all)
+    msg.tags_none.extend(filters.tags_none)
+    msg.threads.extend(filters.threads)
+    for key, values in filters.metadata:
+        msg.metadata.add(key=key, values=list(values))
+    if filters.importance_min is not None:
+        msg.importance_min = filters.importance_min
+    if filters.importance_max is not None:
+        msg.importance_max = filters.importance_max
+    for name in ("created_after", "created_before", "updated_after", "updated_before",
+                 "as_of"):
+        value = getattr(filters, name)
+        if value is not None:
+            to_proto_timestamp(value, getattr(msg, name))
 
 
 def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, dict[str, Any]]:
-    """SQL conjuncts (each starting with AND) and their named parameters."""
+    """SQL conjuncts (each starting with AND) and their named parameters.
+
+    Each condition is one an index can serve: tags with the GIN on tags (&&, @>), metadata
+    with the GIN on metadata (@>, one containment per alternative), the rest as plain
+    comparisons. Importance compares as `real`, the column's type, so a bound equal to a
+    stored value keeps it."""
+    m = alias
     parts: list[str] = []
     params: dict[str, Any] = {}
     if filters.categories:
-        parts.append(f"AND {alias}.category = ANY(%(f_categories)s)")
+        parts.append(f"AND {m}.category = ANY(%(f_categories)s)")
         params["f_categories"] = list(filters.categories)
     if filters.tags:
-        parts.append(f"AND {alias}.tags && %(f_tags)s::text[]")
+        parts.append(f"AND {m}.tags && %(f_tags)s::text[]")
         params["f_tags"] = list(filters.tags)
-    if filters.created_after is not None:
-        parts.append(f"AND {alias}.created_at >= %(f_after)s")
-        params["f_after"] = filters.created_after
-    if filters.created_before is not None:
-        parts.append(f"AND {alias}.created_at < %(f_before)s")
-        params["f_before"] = filters.created_before
+    if filters.tags_all:
+        parts.append(f"AND {m}.tags @> %(f_tags_all)s::text[]")
+        params["f_tags_all"] = list(filters.tags_all)
+    if filters.tags_none:
+        parts.append(f"AND NOT ({m}.tags && %(f_tags_none)s::text[])")
+        params["f_tags_none"] = list(filters.tags_none)
+    if filters.threads:
+        parts.append(f"AND {m}.thread = ANY(%(f_threads)s)")
+        params["f_threads"] = list(filters.threads)
+    single = {key: values[0] for key, values in filters.metadata if len(values) == 1}
+    if single:
+        parts.append(f"AND {m}.metadata @> %(f_meta)s::jsonb")
+        params["f_meta"] = json.dumps(single)
+    for i, (key, values) in enumerate(v for v in filters.metadata if len(v[1]) > 1):
+        names = []
+        for j, value in enumerate(values):
+            params[f"f_meta_{i}_{j}"] = json.dumps({key: value})
+            names.append(f"{m}.metadata @> %(f_meta_{i}_{j})s::jsonb")
+        parts.append(f"AND ({' OR '.join(names)})")
+    if filters.importance_min is not None:
+        parts.append(f"AND {m}.importance >= %(f_importance_min)s::real")
+        params["f_importance_min"] = filters.importance_min
+    if filters.importance_max is not None:
+        parts.append(f"AND {m}.importance <= %(f_importance_max)s::real")
+        params["f_importance_max"] = filters.importance_max
+    for name, column, op in (("created_after", "created_at", ">="),
+                             ("created_before", "created_at", "<"),
+                             ("updated_after", "updated_at", ">="),
+                             ("updated_before", "updated_at", "<")):
+        value = getattr(filters, name)
+        if value is not None:
+            parts.append(f"AND {m}.{column} {op} %(f_{name})s")
+            params[f"f_{name}"] = value
+    if filters.as_of is not None:
+        parts.append(
+            f"AND {m}.created_at <= %(f_as_of)s"
+            f" AND ({m}.valid_from IS NULL OR {m}.valid_from <= %(f_as_of)s)"
+            f" AND ({m}.valid_to IS NULL OR {m}.valid_to > %(f_as_of)s)"
+            f" AND ({m}.expires_at IS NULL OR {m}.expires_at > %(f_as_of)s)")
+        params["f_as_of"] = filters.as_of
     return " ".join(parts), params

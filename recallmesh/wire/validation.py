@@ -10,7 +10,7 @@ import math
 import unicodedata
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -61,6 +61,7 @@ class NewMemory:
     relations: tuple[tuple[str, str], ...] = ()  # (relation type, target memory id)
     expires_at: datetime | None = None  # None: the namespace's default TTL, if any
     thread: str = ""  # the conversation / session it belongs to ('' = none)
+    pinned: bool = False  # always in Context, first
 
 
 @dataclass(frozen=True)
@@ -142,8 +143,11 @@ def memory_id(value: str) -> str:
         raise InvalidArgument(f"id must be a UUID, got {value[:64]!r}") from None
 
 
-def new_memory(msg: memory_pb2.Memory, ns: str, where: str = "memory") -> NewMemory:
-    """Validate a recallmesh.v1.Memory for Store / StoreBatch."""
+def new_memory(msg: memory_pb2.Memory, ns: str, where: str = "memory",
+               imported: bool = False) -> NewMemory:
+    """Validate a recallmesh.v1.Memory for Store / StoreBatch (`imported`: for Import, where
+    an expiry may have passed since the export: the memory is written expired, never read, and
+    the sweeper purges it)."""
     new_id = None
     if msg.id.strip():
         try:
@@ -204,7 +208,7 @@ def new_memory(msg: memory_pb2.Memory, ns: str, where: str = "memory") -> NewMem
         raise InvalidArgument(f"{where}.valid_from must not be after {where}.valid_to")
     created_at, expires_at = ts("created_at"), ts("expires_at")
     if expires_at is not None:
-        if expires_at <= datetime.now(UTC):
+        if expires_at <= datetime.now(UTC) and not imported:
             raise InvalidArgument(f"{where}.expires_at must be in the future (or unset), got "
                                   f"{expires_at.isoformat()}")
         if created_at is not None and expires_at <= created_at:
@@ -237,6 +241,7 @@ def new_memory(msg: memory_pb2.Memory, ns: str, where: str = "memory") -> NewMem
         relations=tuple(relations),
         expires_at=expires_at,
         thread=thread,
+        pinned=bool(msg.pinned),
     )
 
 
@@ -346,6 +351,7 @@ UPDATE_PATHS = {
     "valid_to": "valid_to",
     "expires_at": "expires_at",
     "thread": "thread",
+    "pinned": "pinned",
 }
 
 
@@ -392,6 +398,7 @@ def memory_update(msg: memory_pb2.Memory, paths: Sequence[str], ns: str) -> dict
         "valid_to": checked.valid_to,
         "expires_at": checked.expires_at,  # named but unset: the memory no longer expires
         "thread": checked.thread,
+        "pinned": checked.pinned,
     }
     return {UPDATE_PATHS[n]: values[n] for n in dict.fromkeys(names)}
 
@@ -412,3 +419,176 @@ def index_wait(msg: memory_pb2.IndexWait, has_field: bool) -> int | None:
             f"index_wait.timeout_ms must be within 0..{MAX_INDEX_WAIT_MS}, got {msg.timeout_ms}"
         )
     return msg.timeout_ms
+
+
+# Listing: List / Count / Export / DeleteMatching (recallmesh/gateway/listing.py).
+DEFAULT_PAGE_SIZE = 100
+DEFAULT_EXPORT_PAGE_SIZE = 200
+MAX_PAGE_SIZE = 1000
+MAX_PAGE_TOKEN_CHARS = 1024
+DEFAULT_SAMPLE = 10
+MAX_SAMPLE = 100
+LIST_ORDERS = {
+    memory_pb2.LIST_ORDER_UNSPECIFIED: "created_at",
+    memory_pb2.LIST_ORDER_CREATED: "created_at",
+    memory_pb2.LIST_ORDER_UPDATED: "updated_at",
+    memory_pb2.LIST_ORDER_IMPORTANCE: "importance",
+}
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    """Which memories of a namespace a List, Count, Export or DeleteMatching reads."""
+
+    namespace: str
+    filters: Filters = Filters()
+    order_by: str = "created_at"  # a column: created_at, updated_at or importance
+    ascending: bool = False
+    page_size: int = DEFAULT_PAGE_SIZE
+    page_token: str = ""
+    include_deleted: bool = False
+    include_ended: bool = False
+
+
+def _page(size: int, default: int, token: str) -> tuple[int, str]:
+    if not 0 <= size <= MAX_PAGE_SIZE:
+        raise InvalidArgument(f"page_size must be within 0..{MAX_PAGE_SIZE}, got {size}")
+    if len(token) > MAX_PAGE_TOKEN_CHARS:
+        raise InvalidArgument("page_token is not one this server made")
+    return size or default, token
+
+
+def _filters(msg: Any) -> Filters:
+    return filters_from_proto(msg.filters if msg.HasField("filters") else None)
+
+
+def list_query(msg: memory_pb2.ListRequest) -> ListQuery:
+    ns = namespace(msg.namespace)
+    if msg.order_by not in LIST_ORDERS:
+        raise InvalidArgument(f"order_by must be one of LIST_ORDER_*, got {msg.order_by}")
+    size, token = _page(msg.page_size, DEFAULT_PAGE_SIZE, msg.page_token)
+    return ListQuery(ns, _filters(msg), LIST_ORDERS[msg.order_by], msg.ascending, size, token,
+                     msg.include_deleted, msg.include_ended)
+
+
+def count_query(msg: memory_pb2.CountRequest) -> ListQuery:
+    return ListQuery(namespace(msg.namespace), _filters(msg),
+                     include_deleted=msg.include_deleted, include_ended=msg.include_ended)
+
+
+def export_query(msg: memory_pb2.ExportRequest) -> ListQuery:
+    """Export: the live memories, current and ended, oldest first."""
+    ns = namespace(msg.namespace)
+    size, token = _page(msg.page_size, DEFAULT_EXPORT_PAGE_SIZE, msg.page_token)
+    return ListQuery(ns, _filters(msg), "created_at", True, size, token,
+                     include_deleted=False, include_ended=True)
+
+
+def delete_matching(msg: memory_pb2.DeleteMatchingRequest) -> tuple[ListQuery, int]:
+    """The memories a DeleteMatching names (live ones, current and ended), and its sample
+    size. Filters are required: DeleteNamespace is the call that removes everything."""
+    ns = namespace(msg.namespace)
+    filters = _filters(msg)
+    if filters.empty:
+        raise InvalidArgument("filters must name at least one condition (DeleteNamespace "
+                              "removes a whole namespace)")
+    if msg.purge and not msg.confirm:
+        raise InvalidArgument("purge needs confirm (a dry run deletes nothing)")
+    if not 0 <= msg.sample_size <= MAX_SAMPLE:
+        raise InvalidArgument(f"sample_size must be within 0..{MAX_SAMPLE}, got "
+                              f"{msg.sample_size}")
+    return (ListQuery(ns, filters, include_deleted=False, include_ended=True),
+            msg.sample_size or DEFAULT_SAMPLE)
+
+
+@dataclass(frozen=True)
+class ImportedVersion:
+    version: int
+    fields: NewMemory
+    updated_at: datetime
+    replaced_at: datetime
+    replaced_by: str
+    changed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ImportedMemory:
+    """One Import record: the memory exactly as exported (id, timestamps, validity), the
+    relations it states and its earlier versions."""
+
+    memory: NewMemory  # id and created_at always set
+    updated_at: datetime
+    relations: tuple[tuple[str, str, datetime | None], ...]  # (type, target id, created_at)
+    versions: tuple[ImportedVersion, ...]
+
+
+def _required_time(msg: Any, name: str, where: str) -> datetime:
+    if not msg.HasField(name):
+        raise InvalidArgument(f"{where}.{name} is required")
+    return from_proto_timestamp(getattr(msg, name), f"{where}.{name}")
+
+
+def imported_records(msg: memory_pb2.ImportRequest) -> tuple[str, list[ImportedMemory]]:
+    ns = namespace(msg.namespace)
+    if not msg.records:
+        raise InvalidArgument("records must not be empty")
+    if len(msg.records) > MAX_BATCH:
+        raise InvalidArgument(f"an import holds at most {MAX_BATCH} records, got "
+                              f"{len(msg.records)}")
+    out: list[ImportedMemory] = []
+    seen: dict[str, int] = {}
+    for i, record in enumerate(msg.records):
+        where = f"records[{i}].memory"
+        if not record.memory.id.strip():
+            raise InvalidArgument(f"{where}.id is required (an export carries every id)")
+        probe = memory_pb2.Memory()
+        probe.CopyFrom(record.memory)
+        del probe.relations[:]  # an import's relations are records[i].relations
+        memory = new_memory(probe, ns, where, imported=True)
+        assert memory.id is not None
+        if memory.id in seen:
+            raise InvalidArgument(f"{where}.id repeats records[{seen[memory.id]}].memory.id")
+        seen[memory.id] = i
+        created = _required_time(record.memory, "created_at", where)
+        updated = _required_time(record.memory, "updated_at", where)
+        memory = replace(memory, created_at=created)
+        if len(record.relations) > MAX_RELATIONS:
+            raise InvalidArgument(f"records[{i}].relations: at most {MAX_RELATIONS}")
+        relations = []
+        for j, link in enumerate(record.relations):
+            lw = f"records[{i}].relations[{j}]"
+            if link.type not in RELATION_TYPE_NAMES:
+                raise InvalidArgument(f"{lw}.type must be one of RELATION_TYPE_*")
+            if link.source_id and link.source_id.strip() != memory.id:
+                raise InvalidArgument(f"{lw}.source_id must be the record's memory id")
+            try:
+                target = memory_id(link.target_id)
+            except InvalidArgument:
+                raise InvalidArgument(f"{lw}.target_id must be a UUID") from None
+            if target == memory.id:
+                raise InvalidArgument(f"{lw}.target_id names the memory itself")
+            relations.append((RELATION_TYPE_NAMES[link.type], target,
+                              from_proto_timestamp(link.created_at, f"{lw}.created_at")
+                              if link.HasField("created_at") else None))
+        versions = []
+        for j, version in enumerate(record.versions):
+            vw = f"records[{i}].versions[{j}]"
+            if version.version != j + 1:
+                raise InvalidArgument(f"{vw}.version must be {j + 1} (oldest first, from 1)")
+            vprobe = memory_pb2.Memory()
+            vprobe.CopyFrom(version.memory)
+            vprobe.id, vprobe.namespace = "", ""
+            del vprobe.relations[:]
+            fields = new_memory(vprobe, ns, f"{vw}.memory", imported=True)
+            unknown = sorted(set(version.changed) - set(UPDATE_PATHS))
+            if unknown:
+                raise InvalidArgument(f"{vw}.changed names unknown fields: {', '.join(unknown)}")
+            by = _no_nul(version.replaced_by, f"{vw}.replaced_by")
+            if len(by) > MAX_NAMESPACE_CHARS:
+                raise InvalidArgument(f"{vw}.replaced_by must be at most "
+                                      f"{MAX_NAMESPACE_CHARS} characters")
+            versions.append(ImportedVersion(
+                version.version, fields, _required_time(version.memory, "updated_at", vw),
+                _required_time(version, "replaced_at", vw), by, tuple(version.changed)))
+        out.append(ImportedMemory(memory, updated, tuple(relations), tuple(versions)))
+    return ns, out

@@ -42,7 +42,7 @@ import scipy.sparse as sp
 from prometheus_client import Counter, Gauge, Histogram
 
 from recallmesh.services.graph.extraction import normalise
-from recallmesh.wire.filters import Filters
+from recallmesh.wire.filters import Filters, filter_sql
 
 MAX_SEED_WORDS = 4
 Row = tuple[Any, ...]  # a database row (psycopg returns tuples)
@@ -266,14 +266,35 @@ class GraphRetriever:
             cur = await conn.execute(_LIVE, (ids,))
             return {r[0] for r in await cur.fetchall()}
 
+    async def _passing(self, namespace: str, filters: Filters, hits: list[GraphHit]
+                       ) -> list[GraphHit]:
+        """The hits whose memories pass `filters` (the conditions the graph does not cache),
+        in their order."""
+        if not hits:
+            return hits
+        where_filters, params = filter_sql(filters, alias="m")
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                f"SELECT m.id::text FROM memories m WHERE m.namespace = %(ns)s "
+                f"AND m.id = ANY(%(ids)s::uuid[]) {where_filters}",
+                params | {"ns": namespace, "ids": [h.memory_id for h in hits]})
+            passing = {r[0] for r in await cur.fetchall()}
+        return [h for h in hits if h.memory_id in passing]
+
     async def search(self, namespace: str, query: str, vector: Sequence[float], model: str,
                      k: int, filters: Filters | None = None,
                      seed_memories: Sequence[str] = ()) -> list[GraphHit]:
         graph, stale = await self.graph(namespace)
         if graph is None or graph.memories == 0:
             return []
-        hits = rank(graph, query, vector, model, k, filters or Filters(), self.settings,
-                    seed_memories)
+        filters = filters or Filters()
+        if filters.cached_only:
+            hits = rank(graph, query, vector, model, k, filters, self.settings, seed_memories)
+        else:  # rank every reachable memory, then let the database apply the filters
+            hits = await self._passing(namespace, filters, rank(
+                graph, query, vector, model, graph.memories, filters, self.settings,
+                seed_memories))
+            hits = hits[:k]
         if stale and hits:
             live = await self._live([h.memory_id for h in hits])
             hits = [h for h in hits if h.memory_id in live]
@@ -431,6 +452,10 @@ def _passes(graph: NamespaceGraph, i: int, filters: Filters) -> bool:
     if filters.categories and graph.categories[i] not in filters.categories:
         return False
     if filters.tags and not set(filters.tags).intersection(graph.tags[i]):
+        return False
+    if filters.tags_all and not set(filters.tags_all).issubset(graph.tags[i]):
+        return False
+    if filters.tags_none and set(filters.tags_none).intersection(graph.tags[i]):
         return False
     if filters.created_after is not None and graph.created_at[i] < filters.created_after:
         return False

@@ -1,0 +1,198 @@
+"""A memory's past and a namespace that travels: History, Export, Import (plain SQL).
+
+Every Update keeps the state it replaces as a version (memory_versions, migration 0014; the
+store writes it in the Update's transaction). Relations are the memory_edges rows, read both
+ways. Export pages through List's keyset (oldest first) and adds each memory's relations and
+versions; Import writes such records back exactly: the same ids, timestamps, validity, pins,
+relations and versions, with no duplicate rule and no validity ended by a relation, so
+export -> import reproduces a namespace and a second import changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from recallmesh.gateway.listing import list_page
+from recallmesh.gateway.store import (
+    COLUMNS,
+    MemoryStore,
+    StoredMemory,
+    content_key,
+    same_write,
+    successors,
+)
+from recallmesh.services.lexical.cjk import index_terms
+from recallmesh.shared.db import WRITE, transaction
+from recallmesh.shared.errors import AlreadyExists, NotFound
+from recallmesh.wire.validation import ImportedMemory, ListQuery
+
+
+@dataclass(frozen=True)
+class Link:
+    type: str  # supersedes, derived_from, references, about
+    source_id: str
+    target_id: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Version:
+    version: int
+    memory: StoredMemory  # the fields as they were
+    replaced_at: datetime
+    replaced_by: str
+    changed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Record:
+    memory: StoredMemory
+    relations: list[Link]  # the ones it states
+    versions: list[Version]
+
+
+_VERSIONS = """
+SELECT memory_id::text, version, content, category, tags, importance, is_sensitive, updated_at,
+       valid_from, valid_to, metadata, expires_at, thread, pinned, replaced_at, replaced_by,
+       changed
+FROM memory_versions WHERE namespace = %s AND memory_id = ANY(%s::uuid[])
+ORDER BY memory_id, version
+"""
+
+
+async def _versions(conn: Any, ns: str, current: list[StoredMemory]
+                    ) -> dict[str, list[Version]]:
+    by_id = {m.id: m for m in current}
+    cur = await conn.execute(_VERSIONS, (ns, list(by_id)))
+    out: dict[str, list[Version]] = {m: [] for m in by_id}
+    for r in await cur.fetchall():
+        now = by_id[r[0]]
+        was = replace(now, content=r[2], category=r[3], tags=tuple(r[4]), importance=float(r[5]),
+                      sensitive=bool(r[6]), updated_at=r[7], valid_from=r[8], valid_to=r[9],
+                      metadata=dict(r[10] or {}), expires_at=r[11], thread=r[12],
+                      pinned=bool(r[13]), superseded_by="", deleted_at=None)
+        out[r[0]].append(Version(int(r[1]), was, r[14], r[15], tuple(r[16])))
+    return out
+
+
+async def _links(conn: Any, ns: str, ids: list[str], both_ways: bool) -> list[Link]:
+    naming = "src = ANY(%(ids)s::uuid[])" + (" OR dst = ANY(%(ids)s::uuid[])" if both_ways
+                                              else "")
+    cur = await conn.execute(
+        "SELECT rel_type, src::text, dst::text, created_at FROM memory_edges "
+        f"WHERE namespace = %(ns)s AND ({naming}) ORDER BY created_at, src, dst, rel_type",
+        {"ns": ns, "ids": ids})
+    return [Link(*r) for r in await cur.fetchall()]
+
+
+async def history(store: MemoryStore, ns: str, memory_id: str
+                  ) -> tuple[StoredMemory, list[Version], list[Link]]:
+    """The memory now (deleted or not; never an expired one), its earlier versions oldest
+    first, and its relations both ways."""
+    async with store.pool.connection() as conn:
+        cur = await conn.execute(
+            f"SELECT {COLUMNS} FROM memories WHERE namespace = %s AND id = %s "
+            "AND (expires_at IS NULL OR expires_at > now())", (ns, memory_id))
+        row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
+        memory = (await successors(conn, ns, [StoredMemory.from_row(row)]))[0]
+        versions = (await _versions(conn, ns, [memory]))[memory.id]
+        links = await _links(conn, ns, [memory.id], both_ways=True)
+    return memory, versions, links
+
+
+async def export_page(store: MemoryStore, query: ListQuery) -> tuple[list[Record], str]:
+    memories, token = await list_page(store, query)
+    if not memories:
+        return [], token
+    ids = [m.id for m in memories]
+    async with store.pool.connection() as conn:
+        versions = await _versions(conn, query.namespace, memories)
+        links = await _links(conn, query.namespace, ids, both_ways=False)
+    stated: dict[str, list[Link]] = {i: [] for i in ids}
+    for link in links:
+        stated[link.source_id].append(link)
+    return [Record(m, stated[m.id], versions[m.id]) for m in memories], token
+
+
+_IMPORT = """
+INSERT INTO memories (id, namespace, content, category, tags, importance, is_sensitive,
+                      created_at, updated_at, valid_from, valid_to, metadata, expires_at,
+                      thread, keywords, content_key, pinned)
+VALUES (%(id)s, %(ns)s, %(content)s, %(category)s, %(tags)s, %(importance)s, %(sensitive)s,
+        %(created_at)s, %(updated_at)s, %(valid_from)s, %(valid_to)s, %(metadata)s,
+        %(expires_at)s, %(thread)s, %(keywords)s, %(content_key)s, %(pinned)s)
+"""
+
+_IMPORT_VERSION = """
+INSERT INTO memory_versions (memory_id, version, namespace, content, category, tags, importance,
+                             is_sensitive, updated_at, valid_from, valid_to, metadata,
+                             expires_at, thread, pinned, replaced_at, replaced_by, changed)
+VALUES (%(id)s, %(version)s, %(ns)s, %(content)s, %(category)s, %(tags)s, %(importance)s,
+        %(sensitive)s, %(updated_at)s, %(valid_from)s, %(valid_to)s, %(metadata)s,
+        %(expires_at)s, %(thread)s, %(pinned)s, %(replaced_at)s, %(replaced_by)s, %(changed)s)
+"""
+
+
+def _fields(memory: Any) -> dict[str, Any]:
+    return {"content": memory.content, "category": memory.category, "tags": list(memory.tags),
+            "importance": memory.importance, "sensitive": memory.sensitive,
+            "valid_from": memory.valid_from, "valid_to": memory.valid_to,
+            "metadata": Jsonb(memory.metadata), "expires_at": memory.expires_at,
+            "thread": memory.thread, "pinned": memory.pinned}
+
+
+async def import_records(store: MemoryStore, ns: str, records: list[ImportedMemory]
+                         ) -> tuple[int, int, int, int]:
+    """(imported, unchanged, relations written, relations skipped), in one transaction."""
+    ids = [r.memory.id for r in records]
+    async with transaction(store.pool, WRITE) as conn:
+        await conn.execute("SELECT recallmesh_lock_namespace(%s)", (ns,))
+        cur = await conn.execute(
+            f"SELECT {COLUMNS} FROM memories WHERE id = ANY(%s::uuid[])", (ids,))
+        held = {m.id: m for m in map(StoredMemory.from_row, await cur.fetchall())}
+        imported = unchanged = 0
+        for i, record in enumerate(records):
+            memory = record.memory
+            assert memory.id is not None
+            stored = held.get(memory.id)
+            if stored is not None:
+                if (stored.namespace == ns and stored.deleted_at is None
+                        and same_write(stored, memory, set())
+                        and stored.updated_at == record.updated_at):
+                    unchanged += 1
+                    continue
+                raise AlreadyExists(f"records[{i}]: memory {memory.id} already exists with "
+                                    "other content (or deleted)")
+            await conn.execute(_IMPORT, _fields(memory) | {
+                "id": memory.id, "ns": ns, "created_at": memory.created_at,
+                "updated_at": record.updated_at, "keywords": index_terms(memory.content),
+                "content_key": content_key(memory)})
+            for version in record.versions:
+                await conn.execute(_IMPORT_VERSION, _fields(version.fields) | {
+                    "id": memory.id, "ns": ns, "version": version.version,
+                    "updated_at": version.updated_at, "replaced_at": version.replaced_at,
+                    "replaced_by": version.replaced_by, "changed": list(version.changed)})
+            imported += 1
+        targets = sorted({t for r in records for _, t, _ in r.relations})
+        cur = await conn.execute(
+            "SELECT id::text FROM memories WHERE namespace = %s AND id = ANY(%s::uuid[])",
+            (ns, targets))
+        present = {r[0] for r in await cur.fetchall()}
+        written = skipped = 0
+        for record in records:
+            for rel, target, created_at in record.relations:
+                if target not in present:
+                    skipped += 1
+                    continue
+                written += 1
+                await conn.execute(
+                    "INSERT INTO memory_edges (namespace, src, dst, rel_type, created_at) "
+                    "VALUES (%s, %s, %s, %s, coalesce(%s, now())) ON CONFLICT DO NOTHING",
+                    (ns, record.memory.id, target, rel, created_at))
+    return imported, unchanged, written, skipped

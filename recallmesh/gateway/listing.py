@@ -1,0 +1,134 @@
+"""Seeing and managing what a namespace holds: List, Count, DeleteMatching (plain SQL).
+
+List pages by keyset: each page continues after the last (sort key, id) of the one before,
+read from an opaque page token, so a page deep in a million memories costs what the first one
+costs (an index on (namespace, sort key, id), migration 0014). A token carries a digest of the
+query that made it and continues only that query.
+
+Which memories a call sees: never an expired one (it is gone as for every read), deleted ones
+only with include_deleted, ended ones (valid_to passed: superseded) only with include_ended;
+as of T (Filters.as_of) validity is read at T instead of now. The filters are the recall
+legs' own (`filter_sql`).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from recallmesh.gateway.store import COLUMNS, MemoryStore, StoredMemory, successors
+from recallmesh.shared.db import ADMIN, WRITE, transaction
+from recallmesh.shared.errors import InvalidArgument
+from recallmesh.wire.filters import filter_sql
+from recallmesh.wire.validation import ListQuery
+
+
+def _digest(query: ListQuery) -> str:
+    """What a page token continues: everything of the query but its page size and token."""
+    said = {**asdict(query), "page_size": None, "page_token": None}
+    return hashlib.sha256(json.dumps(said, default=str, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def page_token(query: ListQuery, last: StoredMemory) -> str:
+    key: Any = getattr(last, query.order_by)
+    value = key.isoformat() if isinstance(key, datetime) else key
+    raw = json.dumps([value, last.id, _digest(query)]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _after(query: ListQuery) -> tuple[Any, str] | None:
+    """The (sort key, id) a page token continues after; None for the first page."""
+    if not query.page_token:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(query.page_token + "=" * (-len(query.page_token) % 4))
+        value, last_id, digest = json.loads(raw)
+        if query.order_by == "importance":
+            key: Any = float(value)
+        else:
+            key = datetime.fromisoformat(value)
+        str(last_id)
+    except (ValueError, TypeError):
+        raise InvalidArgument("page_token is not one this server made") from None
+    if digest != _digest(query):
+        raise InvalidArgument("page_token continues another query (namespace, filters, order "
+                              "and flags must stay the same from page to page)")
+    return key, str(last_id)
+
+
+def where(query: ListQuery, alias: str = "m") -> tuple[str, dict[str, Any]]:
+    """The WHERE clause (without WHERE) of the memories `query` sees, and its parameters."""
+    a = alias
+    parts = [f"{a}.namespace = %(ns)s", f"({a}.expires_at IS NULL OR {a}.expires_at > now())"]
+    if not query.include_deleted:
+        parts.append(f"{a}.deleted_at IS NULL")
+    if not query.include_ended and query.filters.as_of is None:
+        parts.append(f"({a}.valid_to IS NULL OR {a}.valid_to > now())")
+    filters, params = filter_sql(query.filters, alias=a)
+    return " AND ".join(parts) + " " + filters, params | {"ns": query.namespace}
+
+
+async def list_page(store: MemoryStore, query: ListQuery) -> tuple[list[StoredMemory], str]:
+    """One page of `query` and the token of the next one ("" after the last page)."""
+    clause, params = where(query)
+    direction, op = ("ASC", ">") if query.ascending else ("DESC", "<")
+    cast = "::real" if query.order_by == "importance" else ""
+    after = _after(query)
+    if after is not None:
+        clause += (f" AND (m.{query.order_by}, m.id) {op} "
+                   f"(%(after_key)s{cast}, %(after_id)s::uuid)")
+        params |= {"after_key": after[0], "after_id": after[1]}
+    sql = (f"SELECT {COLUMNS} FROM memories m WHERE {clause} "
+           f"ORDER BY m.{query.order_by} {direction}, m.id {direction} LIMIT %(limit)s")
+    async with store.pool.connection() as conn:
+        cur = await conn.execute(sql, params | {"limit": query.page_size + 1})
+        rows = [StoredMemory.from_row(r) for r in await cur.fetchall()]
+        page = await successors(conn, query.namespace, rows[:query.page_size])
+    more = len(rows) > query.page_size
+    return page, page_token(query, page[-1]) if more else ""
+
+
+async def count(store: MemoryStore, query: ListQuery) -> int:
+    clause, params = where(query)
+    async with store.pool.connection() as conn:
+        cur = await conn.execute(f"SELECT count(*) FROM memories m WHERE {clause}", params)
+        row = await cur.fetchone()
+        assert row is not None  # an aggregate: always one row
+        return int(row[0])
+
+
+async def delete_matching(store: MemoryStore, query: ListQuery, sample_size: int,
+                          confirm: bool, purge: bool) -> tuple[int, int, list[StoredMemory]]:
+    """(matched, deleted, sample): the live memories `query` sees, deleted (soft, or purged)
+    when confirmed; nothing is deleted on a dry run."""
+    clause, params = where(query)
+    sample_sql = (f"SELECT {COLUMNS} FROM memories m WHERE {clause} "
+                  "ORDER BY m.created_at DESC, m.id DESC LIMIT %(sample)s")
+    if not confirm:
+        matched = await count(store, query)
+        async with store.pool.connection() as conn:
+            cur = await conn.execute(sample_sql, params | {"sample": sample_size})
+            sample = [StoredMemory.from_row(r) for r in await cur.fetchall()]
+        return matched, 0, sample
+    async with transaction(store.pool, ADMIN if purge else WRITE) as conn:
+        await conn.execute("SELECT recallmesh_lock_namespace(%s)", (query.namespace,))
+        cur = await conn.execute(sample_sql, params | {"sample": sample_size})
+        sample = [StoredMemory.from_row(r) for r in await cur.fetchall()]
+        if purge:
+            cur = await conn.execute(f"SELECT m.id FROM memories m WHERE {clause}", params)
+            ids = [r[0] for r in await cur.fetchall()]
+            for memory_id in ids:
+                await conn.execute("SELECT recallmesh_purge_memory(%s, %s)",
+                                   (query.namespace, memory_id))
+            deleted = len(ids)
+        else:
+            # the schema's triggers drop each deleted memory's vector and pending job
+            cur = await conn.execute(
+                "UPDATE memories m SET deleted_at = now(), updated_at = now() "
+                f"WHERE {clause}", params)
+            deleted = cur.rowcount
+    return deleted, deleted, sample
