@@ -41,6 +41,17 @@ def bearer_token(metadata: Iterable[tuple[str, Any]] | None) -> str:
     return token.strip()
 
 
+def presented_key_id(metadata: Iterable[tuple[str, Any]] | None) -> str:
+    """The id of the well-formed API key the call carries, "" for none, a JWT or a malformed
+    one: it names a refused caller in the audit line. The id is not the secret (it is the
+    first part of the key, listed by ListApiKeys); the secret is never returned."""
+    try:
+        token = bearer_token(metadata)
+        return split_key(token)[0] if token.startswith(KEY_PREFIX) else ""
+    except Unauthenticated:
+        return ""
+
+
 @dataclass
 class _Cached:
     key: ApiKey

@@ -7,6 +7,10 @@ METHOD_SCOPES: one that is not is refused. InternalOnly guards the legs, the emb
 fusion service and the indexer when TLS does not already require a client certificate: it
 accepts only calls carrying RECALLMESH_INTERNAL_TOKEN. Health checks and reflection stay open
 everywhere (probes, grpcurl).
+
+Every refusal of either wall (UNAUTHENTICATED, PERMISSION_DENIED) writes one audit line,
+WARNING "call refused" with `audit: "refused"` (audit_refusal; docs/operations.md,
+Observability, "Audit lines of refused calls").
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 
 import grpc
 
-from recallmesh.auth.authenticator import Authenticator, bearer_token
+from recallmesh.auth.authenticator import Authenticator, bearer_token, presented_key_id
 from recallmesh.auth.principal import Principal, Scope
 from recallmesh.shared.errors import PermissionDenied, RequestError, Unauthenticated
 from recallmesh.shared.services import is_open
@@ -57,24 +61,45 @@ CALLER: contextvars.ContextVar[Principal] = contextvars.ContextVar("recallmesh_c
 Continuation = Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]]
 
 
-def _guarded(handler: grpc.RpcMethodHandler, check: Callable[[Any, Any], Awaitable[Any]]
-             ) -> grpc.RpcMethodHandler:
-    """`handler` with `check(request, context)` run first; its result is the caller."""
-    behavior = handler.unary_unary
+# The longest namespace an audit line quotes from a request (a valid one has at most 128
+# characters; a refused call's may be anything the caller sent).
+AUDIT_NAMESPACE_CHARS = 160
 
-    async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
-        token = CALLER.set(await check(request, context))
-        try:
-            return await behavior(request, context)
-        finally:
-            CALLER.reset(token)
 
-    return grpc.unary_unary_rpc_method_handler(
-        wrapped, request_deserializer=handler.request_deserializer,
-        response_serializer=handler.response_serializer)
+def audit_refusal(code: str, reason: str, method: str, peer: str, *, namespace: str = "",
+                  caller: Principal | None = None, key_id: str = "") -> None:
+    """The audit line of one refused call (WARNING, message "call refused"): its status
+    code, the method, the namespace it asked for, the peer, the reason (the message the
+    caller got) and who it was, as far as known: the API key's id (also of a key that did
+    not verify, when well formed), the JWT's subject once verified, the principal's name.
+    Never the secret nor the bearer token."""
+    if caller is not None:
+        key_id = caller.key_id
+    log.warning("call refused", extra={
+        "audit": "refused",
+        "code": code,
+        "method": method,
+        "namespace": namespace[:AUDIT_NAMESPACE_CHARS],
+        "peer": peer,
+        "reason": reason,
+        "key_id": key_id,
+        "subject": caller.subject.removeprefix("jwt:")
+        if caller is not None and caller.kind == "jwt" else "",
+        "principal": caller.subject if caller is not None else "",
+    })
+
+
+def _asked_namespace(request: Any) -> str:
+    """The namespace a request names ("" for a request without one)."""
+    value = getattr(request, "namespace", "")
+    return value if isinstance(value, str) else ""
 
 
 class GatewayAuth(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc is untyped
+    """Authenticates, checks the scope and the namespace, then runs the servicer with the
+    caller in CALLER. Every UNAUTHENTICATED or PERMISSION_DENIED answer (of this check or of
+    the servicer, e.g. KeyService refusing a broader key) writes one audit line."""
+
     def __init__(self, authenticator: Authenticator) -> None:
         self.authenticator = authenticator
 
@@ -85,29 +110,43 @@ class GatewayAuth(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc is 
         method = handler_call_details.method
         if handler is None or is_open(method):
             return handler
-        scope = METHOD_SCOPES.get(method)
-
-        async def check(request: Any, context: grpc.aio.ServicerContext) -> Principal:
-            caller = await self.authenticator.authenticate(context.invocation_metadata())
-            if scope is None or handler.unary_unary is None:
-                raise PermissionDenied(f"{method} is not open to callers")
-            namespace = (validation.namespace(request.namespace)
-                         if method.startswith(f"/{MEMORY_SERVICE}/") else None)
-            try:
-                caller.require(scope, namespace)
-            except PermissionDenied:
-                log.info("permission denied", extra={"caller": caller.subject, "method": method})
-                raise
-            return caller
-
         if handler.unary_unary is None:  # no streaming RPC is public: refuse it whole
-            return _refused(handler)
-        return _guarded(handler, check)
+            return _refused(handler, method)
+        scope = METHOD_SCOPES.get(method)
+        behavior = handler.unary_unary
+        names_namespace = method.startswith(f"/{MEMORY_SERVICE}/")
+
+        async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            metadata = context.invocation_metadata()
+            caller: Principal | None = None
+            try:
+                caller = await self.authenticator.authenticate(metadata)
+                if scope is None:
+                    raise PermissionDenied(f"{method} is not open to callers")
+                caller.require(scope, validation.namespace(request.namespace)
+                               if names_namespace else None)
+                token = CALLER.set(caller)
+                try:
+                    return await behavior(request, context)
+                finally:
+                    CALLER.reset(token)
+            except (Unauthenticated, PermissionDenied) as exc:
+                audit_refusal(exc.code, exc.message, method, context.peer(),
+                              namespace=_asked_namespace(request), caller=caller,
+                              key_id=presented_key_id(metadata) if caller is None else "")
+                raise
+
+        return grpc.unary_unary_rpc_method_handler(
+            guarded, request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer)
 
 
-def _refused(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+def _refused(handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
+    reason = "not open to callers"
+
     async def refuse(request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
-        await context.abort(grpc.StatusCode.PERMISSION_DENIED, "not open to callers")
+        audit_refusal("PERMISSION_DENIED", reason, method, context.peer())
+        await context.abort(grpc.StatusCode.PERMISSION_DENIED, reason)
 
     return grpc.stream_stream_rpc_method_handler(
         refuse, request_deserializer=handler.request_deserializer,
@@ -132,13 +171,14 @@ class InternalOnly(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc is
             token = ""
         if hmac.compare_digest(token.encode(), self.expected):
             return handler
-        return _unauthenticated(handler)
+        return _unauthenticated(handler, handler_call_details.method)
 
 
-def _unauthenticated(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+def _unauthenticated(handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
     message = "internal service: only recallmesh's own services may call it"
 
     async def refuse(request: Any, context: grpc.aio.ServicerContext) -> None:
+        audit_refusal("UNAUTHENTICATED", message, method, context.peer())
         raise Unauthenticated(message)
 
     if handler.unary_unary is not None:
@@ -147,6 +187,7 @@ def _unauthenticated(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
             response_serializer=handler.response_serializer)
 
     async def refuse_stream(request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
+        audit_refusal("UNAUTHENTICATED", message, method, context.peer())
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
 
     return grpc.stream_stream_rpc_method_handler(

@@ -24,7 +24,7 @@ from typing import Protocol
 
 from opentelemetry import trace
 
-from recallmesh.gateway.metrics import LEG_FAILURES, SECOND_STAGES
+from recallmesh.gateway.metrics import LEG_FAILURES, SECOND_STAGE_LEG, SECOND_STAGES
 from recallmesh.gateway.settings import SENSITIVE_LEGS
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.services.fusion.core import fuse
@@ -149,7 +149,7 @@ async def graph_second_stage(
         )
         return
     second = await run_leg(leg, replace(leg_query, seed_memory_ids=seeds), left_s, embedding,
-                           label="graph_second_stage")
+                           label=SECOND_STAGE_LEG)
     graph.latency_ms += second.latency_ms
     if second.state == "OK":
         SECOND_STAGES.labels("ran").inc()

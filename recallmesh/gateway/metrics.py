@@ -1,9 +1,19 @@
 """The recall path's Prometheus metrics (the per-leg latency histogram is in
-recallmesh.shared.telemetry, shared with the legs' own servers)."""
+recallmesh.shared.telemetry, shared with the legs' own servers).
+
+The series the alerts and recording rules read exist from the start, at zero, for their known
+labels (export_recall_zeros, called when the gateway starts): a labelled metric is otherwise
+exported only from its first increment, and Prometheus' rate() cannot see that first one (the
+first leg failure would be missed)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from prometheus_client import Counter, Gauge, Histogram
+
+from recallmesh.shared.telemetry import LEG_LATENCY_SECONDS
+from recallmesh.wire.policy import GRAPH_LEG
 
 QUERY_EMBED_SECONDS = Histogram(
     "recallmesh_gateway_query_embedding_seconds",
@@ -75,3 +85,30 @@ AFTER_LEGS_PLANNED_SECONDS = Gauge(
     "gateway, at least RECALLMESH_RECALL_RESERVE_MS, at most half the time to the answer. "
     "The legs end that long before the answer is due (recallmesh/gateway/budget.py).",
 )
+
+# The label values of the series above that export_recall_zeros creates.
+LEG_STATES = ("OK", "TIMEOUT", "ERROR")  # recallmesh.gateway.fanout.run_leg's outcomes
+LEG_FAILURE_STATES = ("TIMEOUT", "ERROR")
+SECOND_STAGE_LEG = "graph_second_stage"  # the leg label of the graph second stage's call
+FALLBACK_KINDS = ("lexical_only", "partial", "local_fusion")
+DEGRADED_VALUES = ("true", "false", "failed")
+
+
+def export_recall_zeros(legs: Iterable[str]) -> None:
+    """Create at zero, for the configured `legs` (their names), every series of the recall
+    path that prometheusrule.yaml or the dashboard reads: recallmesh_leg_failures_total
+    {leg, state} (TIMEOUT, ERROR), recallmesh_leg_latency_seconds{leg, state} (OK, TIMEOUT,
+    ERROR; its _count is the leg_calls rate), recallmesh_recall_fallbacks_total{kind} and
+    recallmesh_recall_seconds{degraded}. With a graph leg, its second stage's label too."""
+    labels = list(legs)
+    if GRAPH_LEG in labels:
+        labels.append(SECOND_STAGE_LEG)
+    for leg in labels:
+        for state in LEG_STATES:
+            LEG_LATENCY_SECONDS.labels(leg, state)
+            if state in LEG_FAILURE_STATES:
+                LEG_FAILURES.labels(leg, state)
+    for kind in FALLBACK_KINDS:
+        FALLBACKS.labels(kind)
+    for degraded in DEGRADED_VALUES:
+        RECALL_SECONDS.labels(degraded)

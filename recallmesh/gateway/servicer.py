@@ -20,6 +20,7 @@ from recallmesh.gateway.context_block import TokenCounter, is_temporal, pack
 from recallmesh.gateway.fusion_call import FusionClient
 from recallmesh.gateway.keys import KeyServicer
 from recallmesh.gateway.legs import GrpcLeg, leg_failure
+from recallmesh.gateway.metrics import export_recall_zeros
 from recallmesh.gateway.recall import Recaller, RecallOutcome
 from recallmesh.gateway.settings import GatewaySettings
 from recallmesh.gateway.stages import CONTEXT_NEXT, CONTEXT_PREV
@@ -357,6 +358,7 @@ class GatewayApp:
                 "run `recallmesh migrate` (or `recallmesh up`) first"
             )
         self.legs = [GrpcLeg(leg.name, leg.target, leg.needs_vector) for leg in settings.legs]
+        export_recall_zeros(leg.name for leg in settings.legs)
         embed_query = None
         if any(leg.needs_vector for leg in settings.legs):
             self.embedder = EmbedderClient(settings.embedding_target)

@@ -35,6 +35,7 @@ from recallmesh.shared.settings import AuthSettings, ServerConfig
 from recallmesh.shared.telemetry import (
     READY,
     ServerInterceptor,
+    export_rpc_zeros,
     setup_tracing,
     start_metrics_server,
 )
@@ -154,6 +155,7 @@ async def serve(
         ],
     )
     app.register(server)
+    export_rpc_zeros(app.service_names)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

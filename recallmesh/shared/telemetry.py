@@ -2,7 +2,8 @@
 
 Server metrics follow the usual grpc_server_* naming:
   grpc_server_started_total{grpc_service,grpc_method,grpc_type}
-  grpc_server_handled_total{grpc_service,grpc_method,grpc_type,grpc_code}
+  grpc_server_handled_total{grpc_service,grpc_method,grpc_type,grpc_code}  (OK and UNAVAILABLE
+    at zero from the start for every unary method: export_rpc_zeros)
   grpc_server_handling_seconds{grpc_service,grpc_method,grpc_type,grpc_code}  (histogram)
 Load shedding (every service):
   recallmesh_shed_total{grpc_service,grpc_method,reason}  (counter: refused with RESOURCE_EXHAUSTED)
@@ -21,10 +22,11 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import grpc
+from google.protobuf import descriptor_pool
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -94,6 +96,25 @@ LEG_LATENCY_SECONDS = Histogram(
     ["leg", "state"],
     buckets=LATENCY_BUCKETS,
 )
+
+# The status codes whose grpc_server_handled_total series exist from the start, for every unary
+# method a server serves (export_rpc_zeros): OK (the dashboard's rate of answered calls, the
+# denominator of any error ratio) and UNAVAILABLE (the alert RecallmeshRecallsFailing).
+ZERO_CODES = ("OK", "UNAVAILABLE")
+
+
+def export_rpc_zeros(service_names: Iterable[str]) -> None:
+    """Create grpc_server_handled_total at zero for each unary method of `service_names` and
+    each of ZERO_CODES. A labelled counter is exported only from its first increment, and
+    Prometheus' rate() and increase() cannot see that first one: an alert on it would miss
+    the first failure. The methods are read from the services' protobuf descriptors."""
+    pool = descriptor_pool.Default()
+    for name in service_names:
+        for method in pool.FindServiceByName(name).methods:
+            if method.client_streaming or method.server_streaming:
+                continue  # not counted (ServerInterceptor counts unary calls only)
+            for code in ZERO_CODES:
+                SERVER_HANDLED.labels(name, method.name, "unary", code)
 
 
 def start_metrics_server(port: int, host: str = "localhost") -> int:

@@ -5,6 +5,7 @@ internal callers."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from recallmesh.auth.keys import new_key
+from recallmesh.auth.keys import new_key, split_key
 from recallmesh.stack.supervisor import Stack, free_port
 from recallmesh.v1 import (
     keys_pb2,
@@ -60,6 +61,14 @@ def raw_call(stack: Stack, metadata, request) -> tuple[grpc.StatusCode, str]:
     return grpc.StatusCode.OK, ""
 
 
+def json_or_none(line: str) -> dict | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def test_every_credential_failure_is_refused_before_anything_is_written(stack, dsn, db, ns):
     write = memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(content="a secret"))
     read = memory_pb2.RecallRequest(namespace=ns, query="secret")
@@ -89,11 +98,36 @@ def test_every_credential_failure_is_refused_before_anything_is_written(stack, d
                                "JWT bearer tokens are not accepted"),
     }
     before = row_count(db)
+    log_path = stack.log_path("gateway")
+    log_start = log_path.stat().st_size
     for name, (token, code, words) in cases.items():
         got, details = call_as(stack, token, "Store", write)
         assert (got, words in details) == (code, True), (name, got, details)
         assert token is None or token not in details, name  # never echoed
     assert row_count(db) == before
+    # one audit line per refusal (written before the answer is sent), never the secret
+    with open(log_path, "rb") as log:
+        log.seek(log_start)
+        logged = log.read().decode(errors="replace")
+    audit = [line for line in map(json_or_none, logged.splitlines())
+             if line and line.get("audit") == "refused" and line.get("namespace") == ns]
+    assert len(audit) == len(cases), audit
+    assert {line["method"] for line in audit} == {"/recallmesh.v1.MemoryService/Store"}
+    assert all(line["peer"] and line["level"] == "warning" for line in audit)
+    ids = {name: token.split("_")[1] for name, (token, _, _) in cases.items()
+              if token and token.startswith("rmk_") and len(token) > 20}
+    unknown = [line for line in audit if line["reason"] == "unknown API key"]
+    assert {line["key_id"] for line in unknown} == {ids["unknown"], ids["wrong secret"]}
+    assert all(line["principal"] == "" and line["code"] == "UNAUTHENTICATED" for line in unknown)
+    outside = [line for line in audit if line["key_id"] == ids["wrong namespace"]]
+    assert [(line["code"], line["reason"], line["principal"]) for line in outside] == [
+        ("PERMISSION_DENIED", f"this credential is not granted namespace {ns!r}",
+         f"key:{ids['wrong namespace']} (test)")]
+    for token, _, _ in cases.values():
+        if token:
+            assert token not in logged
+            if token.startswith("rmk_") and len(token) > 20:
+                assert split_key(token)[1] not in logged  # the secret, never
     # the read-only key reads; the others still cannot
     assert call_as(stack, cases["wrong scope"][0], "Recall", read)[0] == grpc.StatusCode.OK
     assert call_as(stack, revoked, "Recall", read)[0] == UNAUTHENTICATED
@@ -194,6 +228,8 @@ def test_keys_in_the_database_are_hashes_only(stack, db, ns):
 
 def test_internal_services_answer_internal_callers_only(stack, ns):
     search = retriever_pb2.SearchRequest(namespace=ns, query="anything", k=5)
+    log_path = stack.log_path("lexical")
+    log_start = log_path.stat().st_size
     for token in ("", "x" * 43, "rmk_" + "0" * 60):
         with grpc.insecure_channel(stack.endpoints["lexical"]) as channel:
             metadata = [("authorization", f"Bearer {token}")] if token else None
@@ -209,6 +245,15 @@ def test_internal_services_answer_internal_callers_only(stack, ns):
     with stack.dial("lexical") as channel:  # the internal token
         assert list(retriever_pb2_grpc.RetrieverServiceStub(channel).Search(
             search, timeout=10).candidates) == []
+    with open(log_path, "rb") as log:  # an audit line per refusal, without the token
+        log.seek(log_start)
+        logged = log.read().decode(errors="replace")
+    audit = [line for line in map(json_or_none, logged.splitlines())
+             if line and line.get("audit") == "refused"]
+    assert [(line["code"], line["method"]) for line in audit] == [
+        ("UNAUTHENTICATED", "/recallmesh.v1.RetrieverService/Search")] * 4
+    assert "x" * 43 not in logged and "0" * 60 not in logged
+    assert stack.api_key.rsplit("_", 1)[-1] not in logged
     for name in ("lexical", "vector", "embedding", "fusion", "graph", "indexer", "gateway"):
         with grpc.insecure_channel(stack.endpoints[name]) as channel:  # probes need no key
             assert health_pb2_grpc.HealthStub(channel).Check(

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from recallmesh.stack.supervisor import Stack, free_port
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
@@ -44,6 +45,20 @@ def test_every_metric_the_rules_and_dashboard_use_is_exported(stack, gateway, ns
     names = recallmesh_metric_names()
     assert len(names) >= 10
     assert not missing_from_scrape(text, names)
+    # the series alerts read are there before their first increment (at zero unless another
+    # test of the session failed a leg or a recall)
+    series = {(sample.name, frozenset(sample.labels.items()))
+              for family in text_string_to_metric_families(text) for sample in family.samples}
+    for leg in ("lexical", "vector"):
+        for state in ("TIMEOUT", "ERROR"):
+            assert ("recallmesh_leg_failures_total",
+                    frozenset({"leg": leg, "state": state}.items())) in series
+    assert ("recallmesh_recall_fallbacks_total",
+            frozenset({"kind": "local_fusion"}.items())) in series
+    assert ("recallmesh_indexer_jobs_total", frozenset({"outcome": "parked"}.items())) in series
+    assert ("grpc_server_handled_total", frozenset({
+        "grpc_service": "recallmesh.v1.MemoryService", "grpc_method": "Context",
+        "grpc_type": "unary", "grpc_code": "UNAVAILABLE"}.items())) in series
 
 
 def prometheus_rules(path: Path) -> Path:

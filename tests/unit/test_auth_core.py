@@ -4,15 +4,25 @@ format, the Authenticator's cache and bookkeeping, and the method table of the g
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import string
 from datetime import UTC, datetime, timedelta
 
+import grpc
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recallmesh.auth.authenticator import Authenticator, bearer_token
-from recallmesh.auth.interceptors import METHOD_SCOPES, internal_guard
+from recallmesh.auth.authenticator import Authenticator, bearer_token, presented_key_id
+from recallmesh.auth.interceptors import (
+    KEY_SERVICE,
+    MEMORY_SERVICE,
+    METHOD_SCOPES,
+    GatewayAuth,
+    InternalOnly,
+    internal_guard,
+)
 from recallmesh.auth.keys import ApiKey, new_key, secret_hash, split_key
 from recallmesh.auth.principal import (
     ALL_SCOPES,
@@ -23,7 +33,13 @@ from recallmesh.auth.principal import (
     parse_grant,
     parse_scopes,
 )
-from recallmesh.shared.errors import InvalidArgument, PermissionDenied, Unauthenticated
+from recallmesh.shared.errors import (
+    InvalidArgument,
+    PermissionDenied,
+    RequestError,
+    Unauthenticated,
+)
+from recallmesh.shared.logs import JsonFormatter
 from recallmesh.shared.settings import AuthSettings, ConfigError
 from recallmesh.shared.tls import TlsSettings
 from recallmesh.v1 import keys_pb2, memory_pb2
@@ -201,3 +217,158 @@ def test_auth_settings_are_checked():
         AuthSettings.from_env({"RECALLMESH_INTERNAL_TOKEN": "short"})
     with pytest.raises(ConfigError, match="ISSUER"):
         AuthSettings.from_env({"RECALLMESH_JWT_JWKS": "/x.json"})
+
+
+# The audit line of a refused call: the interceptors with a fake call context.
+
+PEER = "ipv4:10.1.2.3:50412"
+RECALL = f"/{MEMORY_SERVICE}/Recall"
+
+
+class FakeContext:
+    def __init__(self, metadata) -> None:
+        self.metadata = metadata
+
+    def invocation_metadata(self):
+        return self.metadata
+
+    def peer(self) -> str:
+        return PEER
+
+    async def abort(self, code, details):
+        raise AssertionError(f"aborted with {code}: {details}")
+
+
+class Details:
+    def __init__(self, method: str, metadata=()) -> None:
+        self.method = method
+        self.invocation_metadata = metadata
+
+
+async def call_through(interceptor, method: str, request, metadata, behavior=None):
+    """One unary call of `method` through `interceptor`: the servicer's answer, or the
+    RequestError the interceptor (or the servicer) raised."""
+    async def answer(request, context):
+        return "answered"
+
+    async def continuation(details):
+        return grpc.unary_unary_rpc_method_handler(behavior or answer)
+
+    handler = await interceptor.intercept_service(continuation, Details(method, metadata))
+    try:
+        return await handler.unary_unary(request, FakeContext(metadata))
+    except RequestError as exc:
+        return exc
+
+
+def audit_lines(caplog) -> list[dict]:
+    """The audit lines logged, as the JSON log lines they become (recallmesh.shared.logs)."""
+    formatter = JsonFormatter("gateway")
+    return [json.loads(formatter.format(r)) for r in caplog.records
+            if getattr(r, "audit", None) == "refused"]
+
+
+def test_every_refusal_of_the_gateway_writes_one_audit_line_without_the_secret(caplog):
+    keys = FakeKeys()
+    good = keys.add()
+    key_id, secret = split_key(good)
+    wrong = good[:-4] + ("aaaa" if not good.endswith("aaaa") else "bbbb")
+    auth = GatewayAuth(Authenticator(AuthSettings(), keys))
+    recall = memory_pb2.RecallRequest(namespace="ns", query="q")
+    elsewhere = memory_pb2.RecallRequest(namespace="other-tenant", query="q")
+
+    async def scenario():
+        assert await call_through(auth, RECALL, recall, bearer(good)) == "answered"
+        outcomes = [
+            await call_through(auth, RECALL, recall, bearer(wrong)),
+            await call_through(auth, RECALL, elsewhere, bearer(good)),
+            await call_through(auth, RECALL, recall, []),
+            await call_through(auth, f"/{MEMORY_SERVICE}/Store",
+                               memory_pb2.StoreRequest(namespace="ns"), bearer(good)),
+        ]
+        return outcomes
+
+    with caplog.at_level(logging.WARNING, logger="recallmesh.auth.interceptors"):
+        outcomes = asyncio.run(scenario())
+    assert [type(o) for o in outcomes] == [Unauthenticated, PermissionDenied, Unauthenticated,
+                                           PermissionDenied]
+    lines = audit_lines(caplog)
+    assert len(lines) == 4  # one per refusal, none for the call that was answered
+    common = {"level": "warning", "msg": "call refused", "audit": "refused", "peer": PEER,
+              "logger": "recallmesh.auth.interceptors", "subject": ""}
+    principal = f"key:{key_id} (k)"
+    expected = [
+        {"code": "UNAUTHENTICATED", "method": RECALL, "namespace": "ns",
+         "reason": "unknown API key", "key_id": key_id, "principal": ""},
+        {"code": "PERMISSION_DENIED", "method": RECALL, "namespace": "other-tenant",
+         "reason": "this credential is not granted namespace 'other-tenant'",
+         "key_id": key_id, "principal": principal},
+        {"code": "UNAUTHENTICATED", "method": RECALL, "namespace": "ns",
+         "reason": outcomes[2].message, "key_id": "", "principal": ""},
+        {"code": "PERMISSION_DENIED", "method": f"/{MEMORY_SERVICE}/Store", "namespace": "ns",
+         "reason": "this credential lacks the 'write' scope", "key_id": key_id,
+         "principal": principal},
+    ]
+    for line, fields in zip(lines, expected, strict=True):
+        assert {k: line[k] for k in (*common, *fields)} == {**common, **fields}
+    text = caplog.text + "".join(json.dumps(line) for line in lines)
+    for secretive in (secret, wrong.rsplit("_", 1)[1], good, wrong):
+        assert secretive not in text
+
+
+def test_audit_names_a_jwt_subject_and_the_servicers_own_refusals(caplog):
+    class JwtCaller:
+        async def authenticate(self, metadata):
+            return Principal("jwt:alice@example.com", ("team-*",), frozenset({Scope.ADMIN}),
+                             kind="jwt")
+
+    async def refuse_broader_key(request, context):
+        raise PermissionDenied("a new key's namespaces must be within this credential's")
+
+    auth = GatewayAuth(JwtCaller())
+    token = bearer("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl")
+
+    async def scenario():
+        return [
+            await call_through(auth, RECALL, memory_pb2.RecallRequest(namespace="team-a"),
+                               token),
+            await call_through(auth, f"/{KEY_SERVICE}/CreateApiKey",
+                               keys_pb2.CreateApiKeyRequest(name="n", namespaces=["*"]), token,
+                               behavior=refuse_broader_key),
+        ]
+
+    with caplog.at_level(logging.WARNING, logger="recallmesh.auth.interceptors"):
+        outcomes = asyncio.run(scenario())
+    assert [o.code for o in outcomes] == ["PERMISSION_DENIED", "PERMISSION_DENIED"]
+    scope, servicer = audit_lines(caplog)
+    assert (scope["subject"], scope["principal"], scope["key_id"], scope["namespace"]) == (
+        "alice@example.com", "jwt:alice@example.com", "", "team-a")
+    assert scope["reason"] == "this credential lacks the 'read' scope"
+    assert (servicer["method"], servicer["namespace"], servicer["subject"]) == (
+        f"/{KEY_SERVICE}/CreateApiKey", "", "alice@example.com")
+    assert servicer["reason"] == "a new key's namespaces must be within this credential's"
+    assert "c2lnbmF0dXJl" not in caplog.text
+
+
+def test_an_internal_service_audits_the_calls_it_refuses(caplog):
+    wall = InternalOnly("t" * 32)
+    search = "/recallmesh.v1.RetrieverService/Search"
+
+    async def scenario():
+        return [await call_through(wall, search, None, bearer("guess-" + "x" * 30)),
+                await call_through(wall, search, None, bearer("t" * 32))]
+
+    with caplog.at_level(logging.WARNING, logger="recallmesh.auth.interceptors"):
+        refused, answered = asyncio.run(scenario())
+    assert isinstance(refused, Unauthenticated) and answered == "answered"
+    (line,) = audit_lines(caplog)
+    assert (line["code"], line["method"], line["peer"], line["key_id"]) == (
+        "UNAUTHENTICATED", search, PEER, "")
+    assert "guess-" not in caplog.text and "t" * 32 not in caplog.text
+
+
+def test_presented_key_id_is_the_id_of_a_well_formed_key_only():
+    key, key_id, _ = new_key()
+    assert presented_key_id(bearer(key)) == key_id
+    for other in (bearer("rmk_not-a-key"), bearer("eyJ.eyJ.sig"), bearer("hunter2"), [], None):
+        assert presented_key_id(other) == ""

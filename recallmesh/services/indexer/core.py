@@ -64,6 +64,7 @@ JOBS = Counter(
     "Embedding jobs finished, by outcome (indexed, superseded, dropped, failed, parked).",
     ["outcome"],
 )
+JOB_OUTCOMES = ("indexed", "superseded", "dropped", "failed", "parked")
 BATCH_SECONDS = Histogram(
     "recallmesh_indexer_batch_seconds",
     "Claim + embed + write time of one indexer batch.",
@@ -201,6 +202,14 @@ class _Round:
 
 
 EmbedFn = Callable[[list[str]], Awaitable[Embeddings]]
+
+
+def export_job_zeros() -> None:
+    """recallmesh_indexer_jobs_total at zero for every outcome, from the start: the alert
+    RecallmeshEmbeddingBacklogStuck and the dashboard read its increase, and a labelled counter
+    is otherwise exported only from its first increment (which rate() cannot see)."""
+    for outcome in JOB_OUTCOMES:
+        JOBS.labels(outcome)
 
 
 class Indexer:

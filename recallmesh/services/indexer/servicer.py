@@ -19,7 +19,12 @@ import psycopg
 from recallmesh.services.embedding.client import EmbedderClient, Embeddings
 from recallmesh.services.graph.extraction import make_extractor
 from recallmesh.services.indexer.concepts import ConceptWriter
-from recallmesh.services.indexer.core import NOTIFY_CHANNEL, Indexer, run_forever
+from recallmesh.services.indexer.core import (
+    NOTIFY_CHANNEL,
+    Indexer,
+    export_job_zeros,
+    run_forever,
+)
 from recallmesh.services.indexer.expiry import run_sweeper
 from recallmesh.services.indexer.settings import IndexerSettings
 from recallmesh.shared.db import WRITE, open_pool, resolve_dsn, unreachable
@@ -44,6 +49,7 @@ class IndexerApp:
 
     async def start(self) -> None:
         settings = IndexerSettings.from_env()
+        export_job_zeros()
         self.dsn = resolve_dsn()
         self.pool = await open_pool(self.dsn, name="indexer", query_class=WRITE)
         self.client = EmbedderClient(settings.embedding_target)
