@@ -155,7 +155,8 @@ def test_filters_parse_and_render():
     sql, params = filter_sql(filters)
     assert "m.category = ANY(%(f_categories)s)" in sql
     assert "m.tags && %(f_tags)s::text[]" in sql
-    assert "m.created_at >= %(f_created_after)s" in sql and "m.created_at < %(f_created_before)s" in sql
+    assert "m.created_at >= %(f_created_after)s" in sql
+    assert "m.created_at < %(f_created_before)s" in sql
     assert params["f_categories"] == ["a"] and params["f_tags"] == ["t"]
     assert filter_sql(Filters()) == ("", {})
 
