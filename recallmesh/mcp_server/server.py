@@ -20,7 +20,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from pydantic import AwareDatetime, Field
 
 from recallmesh.client import DEFAULT_TARGET, AsyncClient, RecallmeshError
 from recallmesh.mcp_server import results
@@ -58,8 +58,12 @@ reasoning, or something already stored (recall first when unsure).
 
 Keep it current. When a fact changes, store the new one with `supersedes` set to the old \
 memory's id, so recall ranks the new one first and the old one is kept as history. Use \
-`update_memory` to fix a memory's wording or labels, and `forget` when the user asks you to \
-forget something or a memory is wrong (it removes it for good).
+`update_memory` to fix a memory's wording, labels, metadata, thread, expiry or pin, and \
+`forget` when the user asks you to forget something or a memory is wrong (it removes it for \
+good).
+
+Pin (`pinned`) only the few memories that belong in every answer: who the user is, standing \
+instructions. Pinned memories always come first in `context`, whatever the question.
 
 To review what is stored rather than search it ("what do you know about me?", a clean-up), \
 use `list_memories` and `count_memories` with filters (category, tags, thread, metadata, \
@@ -97,6 +101,13 @@ Sensitive = Annotated[bool, Field(
                 "recall and context unless the server is configured to show it")]
 Thread = Annotated[str, Field(
     description="Optional: the conversation or session it came from", max_length=256)]
+Metadata = Annotated[dict[str, str], Field(
+    description="Free-form key/value strings (at most 64 entries), e.g. {\"source\": "
+                "\"email\", \"project\": \"atlas\"}; list_memories, count_memories, recall "
+                "and context can filter by them", max_length=64)]
+Pinned = Annotated[bool, Field(
+    description="True only for the few memories that belong in every answer (who the user "
+                "is, standing instructions): always in context, first, whatever the question")]
 Supersedes = Annotated[list[str], Field(
     description="Ids of memories this one replaces, when a fact changed (\"Maya moved from "
                 "Berlin to Lisbon\": pass the Berlin memory's id). They stay as history; "
@@ -162,11 +173,14 @@ def build_server(namespace: str, source: ClientSource, *, show_sensitive: bool =
         importance: Importance = 0.5,
         sensitive: Sensitive = False,
         thread: Thread = "",
+        metadata: Annotated[Metadata, Field(default_factory=dict)],
+        pinned: Pinned = False,
         supersedes: Annotated[Supersedes, Field(default_factory=list)],
     ) -> Annotated[CallToolResult, results.StoredOut]:
         result = await _call(source, lambda c: c.store(
             content, category=category, tags=tags, importance=importance, sensitive=sensitive,
-            thread=thread, supersedes=supersedes, wait_indexed=STORE_WAIT_S))
+            thread=thread, metadata=metadata, pinned=pinned, supersedes=supersedes,
+            wait_indexed=STORE_WAIT_S))
         return results.stored(result)
 
     @server.tool(
@@ -226,28 +240,47 @@ def build_server(namespace: str, source: ClientSource, *, show_sensitive: bool =
     @server.tool(
         name="update_memory", title="Update a memory",
         description=(
-            "Correct a memory in place: give its id and only the fields to change. Use it to "
-            "fix wording, labels, importance or sensitivity. When a fact itself changed "
-            "(the user moved, changed their mind), store a new memory with supersedes "
-            "instead, which keeps the history."),
+            "Correct a memory in place: give its id and only the fields to change (the rest "
+            "stay as they are; the state it replaces is kept, see memory_history). Use it to "
+            "fix wording, labels, importance, sensitivity, metadata, thread, validity, "
+            "expiry or pinning. When a fact itself changed (the user moved, changed their "
+            "mind), store a new memory with supersedes instead, which keeps the history."),
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
                                     idempotent_hint=True, open_world_hint=False))
     async def update_memory(
         id: MemoryId,
-        content: Annotated[Content | None, Field(description="New text")] = None,
-        category: Annotated[Category | None, Field(description="New category")] = None,
-        tags: Annotated[list[str] | None, Field(
-            description="New tags (replace the old ones)", max_length=32)] = None,
-        importance: Annotated[float | None, Field(description="New importance, 0..1",
-                                                  ge=0.0, le=1.0)] = None,
-        sensitive: Annotated[bool | None, Field(description="New sensitivity")] = None,
+        content: Annotated[Maybe[Content], Field(description="New text")] = None,
+        category: Annotated[Maybe[Category], Field(description="New category")] = None,
+        tags: Annotated[Maybe[Annotated[list[str], Field(max_length=32)]], Field(
+            description="New tags (replace the old ones; [] removes them)")] = None,
+        importance: Annotated[Maybe[Annotated[float, Field(ge=0.0, le=1.0)]], Field(
+            description="New importance, 0..1")] = None,
+        sensitive: Annotated[Maybe[bool], Field(description="New sensitivity")] = None,
+        metadata: Annotated[Maybe[Annotated[dict[str, str], Field(max_length=64)]], Field(
+            description="New metadata (replaces all of it; {} removes it)")] = None,
+        thread: Annotated[Maybe[Annotated[str, Field(max_length=256)]], Field(
+            description="New thread (\"\" removes it)")] = None,
+        valid_from: Annotated[Maybe[AwareDatetime], Field(
+            description="When the fact became true (ISO 8601 with a timezone)")] = None,
+        valid_to: Annotated[Maybe[AwareDatetime], Field(
+            description="When the fact stopped being true (ISO 8601 with a timezone); a past "
+                        "time ends it, as superseding does")] = None,
+        expires_at: Annotated[Maybe[AwareDatetime | Literal["never"]], Field(
+            description="When the memory expires and is removed (a future ISO 8601 time "
+                        "with a timezone), or \"never\" to keep it for good")] = None,
+        pinned: Annotated[Maybe[bool], Field(
+            description="Pin it (always in context, first) or unpin it")] = None,
     ) -> Annotated[CallToolResult, results.StoredOut]:
         given = {"content": content, "category": category, "tags": tags,
-                 "importance": importance, "sensitive": sensitive}
+                 "importance": importance, "sensitive": sensitive, "metadata": metadata,
+                 "thread": thread, "valid_from": valid_from, "valid_to": valid_to,
+                 "expires_at": expires_at, "pinned": pinned}
         fields: dict[str, Any] = {name: value for name, value in given.items()
                                   if value is not None}
         if not fields:
             raise ToolError("INVALID_ARGUMENT: give at least one field to change")
+        if fields.get("expires_at") == "never":
+            fields["expires_at"] = None  # named without a value: the memory no longer expires
         wait = STORE_WAIT_S if "content" in fields or "sensitive" in fields else False
         result = await _call(source, lambda c: c.update(
             id, wait_indexed=wait, **fields))
