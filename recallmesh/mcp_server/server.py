@@ -1,4 +1,4 @@
-"""The MCP server: recallmesh's memory as six tools for an agent, over stdio or streamable
+"""The MCP server: recallmesh's memory as nine tools for an agent, over stdio or streamable
 HTTP (docs/mcp.md).
 
 Every tool works in the one namespace the server was started with (--namespace or
@@ -20,11 +20,12 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from pydantic import AwareDatetime, Field
 
 from recallmesh.client import DEFAULT_TARGET, AsyncClient, RecallmeshError
 from recallmesh.mcp_server import results
 from recallmesh.mcp_server.auth import ClientPool, GatewayTokenVerifier
+from recallmesh.mcp_server.filters import FiltersArg, Maybe, filter_options
 from recallmesh.mcp_server.health import GatewayHealth
 from recallmesh.shared.credentials import client_api_key
 from recallmesh.shared.errors import InvalidArgument
@@ -36,6 +37,7 @@ log = logging.getLogger("recallmesh.mcp")
 
 STORE_WAIT_S = 20.0  # at most: a stored memory is searchable by meaning when store_memory returns
 MAX_K = 50
+MAX_PAGE = 100  # list_memories: a page a model can read
 
 INSTRUCTIONS = """\
 recallmesh is your long-term memory of this user and their work: facts, preferences and \
@@ -56,8 +58,16 @@ reasoning, or something already stored (recall first when unsure).
 
 Keep it current. When a fact changes, store the new one with `supersedes` set to the old \
 memory's id, so recall ranks the new one first and the old one is kept as history. Use \
-`update_memory` to fix a memory's wording or labels, and `forget` when the user asks you to \
-forget something or a memory is wrong (it removes it for good).
+`update_memory` to fix a memory's wording, labels, metadata, thread, expiry or pin, and \
+`forget` when the user asks you to forget something or a memory is wrong (it removes it for \
+good).
+
+Pin (`pinned`) only the few memories that belong in every answer: who the user is, standing \
+instructions. Pinned memories always come first in `context`, whatever the question.
+
+To review what is stored rather than search it ("what do you know about me?", a clean-up), \
+use `list_memories` and `count_memories` with filters (category, tags, thread, metadata, \
+importance, dates); `memory_history` shows how a memory changed and what it relates to.
 
 Mark secrets, credentials, health and financial details `sensitive`: they are found only by \
 their exact words and never embedded. Unless this server is configured to show them, a \
@@ -91,6 +101,13 @@ Sensitive = Annotated[bool, Field(
                 "recall and context unless the server is configured to show it")]
 Thread = Annotated[str, Field(
     description="Optional: the conversation or session it came from", max_length=256)]
+Metadata = Annotated[dict[str, str], Field(
+    description="Free-form key/value strings (at most 64 entries), e.g. {\"source\": "
+                "\"email\", \"project\": \"atlas\"}; list_memories, count_memories, recall "
+                "and context can filter by them", max_length=64)]
+Pinned = Annotated[bool, Field(
+    description="True only for the few memories that belong in every answer (who the user "
+                "is, standing instructions): always in context, first, whatever the question")]
 Supersedes = Annotated[list[str], Field(
     description="Ids of memories this one replaces, when a fact changed (\"Maya moved from "
                 "Berlin to Lisbon\": pass the Berlin memory's id). They stay as history; "
@@ -102,6 +119,14 @@ Query = Annotated[str, Field(
 
 class ClientSource(Protocol):
     async def __call__(self) -> AsyncClient: ...
+
+
+def _deprecated(schema: dict[str, Any]) -> None:
+    """An optional parameter (Maybe) marked deprecated in the tool's schema only: pydantic's
+    own deprecated= warns on every read of the argument."""
+    if "default" in schema and schema["default"] is None:
+        del schema["default"]
+    schema["deprecated"] = True
 
 
 def _tool_error(exc: Exception) -> ToolError:
@@ -120,7 +145,7 @@ async def _call(source: ClientSource, call: Callable[[AsyncClient], Awaitable[An
 
 def build_server(namespace: str, source: ClientSource, *, show_sensitive: bool = False,
                  token_verifier: Any = None, auth: AuthSettings | None = None) -> MCPServer:
-    """The MCPServer with its six tools, each calling the gateway through `source` in
+    """The MCPServer with its nine tools, each calling the gateway through `source` in
     `namespace`. Sensitive memories' text reaches the model only with `show_sensitive` (the
     operator's setting, --show-sensitive / RECALLMESH_MCP_SHOW_SENSITIVE): no tool argument
     can turn it on."""
@@ -148,11 +173,14 @@ def build_server(namespace: str, source: ClientSource, *, show_sensitive: bool =
         importance: Importance = 0.5,
         sensitive: Sensitive = False,
         thread: Thread = "",
+        metadata: Annotated[Metadata, Field(default_factory=dict)],
+        pinned: Pinned = False,
         supersedes: Annotated[Supersedes, Field(default_factory=list)],
     ) -> Annotated[CallToolResult, results.StoredOut]:
         result = await _call(source, lambda c: c.store(
             content, category=category, tags=tags, importance=importance, sensitive=sensitive,
-            thread=thread, supersedes=supersedes, wait_indexed=STORE_WAIT_S))
+            thread=thread, metadata=metadata, pinned=pinned, supersedes=supersedes,
+            wait_indexed=STORE_WAIT_S))
         return results.stored(result)
 
     @server.tool(
@@ -161,25 +189,26 @@ def build_server(namespace: str, source: ClientSource, *, show_sensitive: bool =
             "Search long-term memory for what is relevant to a question, best first. Call it "
             "before answering anything that may depend on the user's past, preferences, "
             "people, projects or earlier decisions, and before storing something that may "
-            "already be there. Returns one line per memory: [id] content (category, score); "
-            "a superseded memory is marked so (a newer one replaced it), a sensitive one "
-            "may have its text withheld."),
+            "already be there. Narrow it with filters (category, tags, thread, metadata, "
+            "importance, dates) when the question is about a known subset. Returns one line "
+            "per memory: [id] content (category, score); a superseded memory is marked so (a "
+            "newer one replaced it), a sensitive one may have its text withheld."),
         annotations=read_only)
     async def recall(
         query: Query,
         k: Annotated[int, Field(description=f"How many memories at most (1..{MAX_K})",
                                 ge=1, le=MAX_K)] = 8,
-        categories: Annotated[list[str] | None, Field(
-            description="Only these categories (fact, preference, decision, note)")] = None,
-        tags: Annotated[list[str] | None, Field(
-            description="Only memories with at least one of these tags")] = None,
+        filters: FiltersArg = None,
+        categories: Annotated[Maybe[list[str]], Field(
+            description="Only these categories: the same as filters.categories (kept for "
+                        "earlier callers)", json_schema_extra=_deprecated)] = None,
+        tags: Annotated[Maybe[list[str]], Field(
+            description="Only memories with at least one of these tags: the same as "
+                        "filters.tags (kept for earlier callers)",
+            json_schema_extra=_deprecated)] = None,
     ) -> Annotated[CallToolResult, results.RecallOut]:
-        options: dict[str, Any] = {"k": k}
-        if categories:
-            options["categories"] = categories
-        if tags:
-            options["tags"] = tags
-        result = await _call(source, lambda c: c.recall(query, **options))
+        result = await _call(source, lambda c: c.recall(query, k=k, **filter_options(
+            filters, categories=categories, tags=tags)))
         return results.recalled(result, query, show_sensitive)
 
     @server.tool(
@@ -187,16 +216,19 @@ def build_server(namespace: str, source: ClientSource, *, show_sensitive: bool =
         description=(
             "The memories most relevant to a question as one compact block of text, packed "
             "into a token budget: read it before answering questions about the user's past, "
-            "preferences or decisions. Like recall, but ready to read (no scores); use "
-            "recall instead when you need memory ids."),
+            "preferences or decisions. Like recall, but ready to read (no scores); pinned "
+            "memories come first whatever the question. Use recall instead when you need "
+            "memory ids."),
         annotations=read_only)
     async def context(
         query: Query,
         max_tokens: Annotated[int, Field(description="Token budget of the block (16..32768)",
                                          ge=16, le=32768)] = 1000,
+        filters: FiltersArg = None,
     ) -> Annotated[CallToolResult, results.ContextOut]:
         result = await _call(source, lambda c: c.context(
-            query, max_tokens=max_tokens, include_sensitive=show_sensitive))
+            query, max_tokens=max_tokens, include_sensitive=show_sensitive,
+            **filter_options(filters)))
         return results.context_block(result)
 
     @server.tool(
@@ -208,32 +240,115 @@ def build_server(namespace: str, source: ClientSource, *, show_sensitive: bool =
     @server.tool(
         name="update_memory", title="Update a memory",
         description=(
-            "Correct a memory in place: give its id and only the fields to change. Use it to "
-            "fix wording, labels, importance or sensitivity. When a fact itself changed "
-            "(the user moved, changed their mind), store a new memory with supersedes "
-            "instead, which keeps the history."),
+            "Correct a memory in place: give its id and only the fields to change (the rest "
+            "stay as they are; the state it replaces is kept, see memory_history). Use it to "
+            "fix wording, labels, importance, sensitivity, metadata, thread, validity, "
+            "expiry or pinning. When a fact itself changed (the user moved, changed their "
+            "mind), store a new memory with supersedes instead, which keeps the history."),
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
                                     idempotent_hint=True, open_world_hint=False))
     async def update_memory(
         id: MemoryId,
-        content: Annotated[Content | None, Field(description="New text")] = None,
-        category: Annotated[Category | None, Field(description="New category")] = None,
-        tags: Annotated[list[str] | None, Field(
-            description="New tags (replace the old ones)", max_length=32)] = None,
-        importance: Annotated[float | None, Field(description="New importance, 0..1",
-                                                  ge=0.0, le=1.0)] = None,
-        sensitive: Annotated[bool | None, Field(description="New sensitivity")] = None,
+        content: Annotated[Maybe[Content], Field(description="New text")] = None,
+        category: Annotated[Maybe[Category], Field(description="New category")] = None,
+        tags: Annotated[Maybe[Annotated[list[str], Field(max_length=32)]], Field(
+            description="New tags (replace the old ones; [] removes them)")] = None,
+        importance: Annotated[Maybe[Annotated[float, Field(ge=0.0, le=1.0)]], Field(
+            description="New importance, 0..1")] = None,
+        sensitive: Annotated[Maybe[bool], Field(description="New sensitivity")] = None,
+        metadata: Annotated[Maybe[Annotated[dict[str, str], Field(max_length=64)]], Field(
+            description="New metadata (replaces all of it; {} removes it)")] = None,
+        thread: Annotated[Maybe[Annotated[str, Field(max_length=256)]], Field(
+            description="New thread (\"\" removes it)")] = None,
+        valid_from: Annotated[Maybe[AwareDatetime], Field(
+            description="When the fact became true (ISO 8601 with a timezone)")] = None,
+        valid_to: Annotated[Maybe[AwareDatetime], Field(
+            description="When the fact stopped being true (ISO 8601 with a timezone); a past "
+                        "time ends it, as superseding does")] = None,
+        expires_at: Annotated[Maybe[AwareDatetime | Literal["never"]], Field(
+            description="When the memory expires and is removed (a future ISO 8601 time "
+                        "with a timezone), or \"never\" to keep it for good")] = None,
+        pinned: Annotated[Maybe[bool], Field(
+            description="Pin it (always in context, first) or unpin it")] = None,
     ) -> Annotated[CallToolResult, results.StoredOut]:
         given = {"content": content, "category": category, "tags": tags,
-                 "importance": importance, "sensitive": sensitive}
+                 "importance": importance, "sensitive": sensitive, "metadata": metadata,
+                 "thread": thread, "valid_from": valid_from, "valid_to": valid_to,
+                 "expires_at": expires_at, "pinned": pinned}
         fields: dict[str, Any] = {name: value for name, value in given.items()
                                   if value is not None}
         if not fields:
             raise ToolError("INVALID_ARGUMENT: give at least one field to change")
+        if fields.get("expires_at") == "never":
+            fields["expires_at"] = None  # named without a value: the memory no longer expires
         wait = STORE_WAIT_S if "content" in fields or "sensitive" in fields else False
         result = await _call(source, lambda c: c.update(
             id, wait_indexed=wait, **fields))
         return results.stored(result, verb="Updated")
+
+    @server.tool(
+        name="list_memories", title="List memories",
+        description=(
+            "Page through the stored memories that pass the filters, newest first by "
+            "default, each with its whole text and labels: to review what you know (\"what "
+            "do you remember about me?\"), a topic, thread or time span, or before a "
+            "clean-up. Not a search: use recall to find what is relevant to a question. "
+            "Returns up to page_size memories and a next_page_token for the next page."),
+        annotations=read_only)
+    async def list_memories(
+        filters: FiltersArg = None,
+        order_by: Annotated[Literal["created", "updated", "importance"], Field(
+            description="created (default), updated or importance")] = "created",
+        ascending: Annotated[bool, Field(
+            description="Oldest / least important first (default: newest / most important "
+                        "first)")] = False,
+        page_size: Annotated[int, Field(description=f"Memories per page (1..{MAX_PAGE})",
+                                        ge=1, le=MAX_PAGE)] = 20,
+        page_token: Annotated[str, Field(
+            description="Empty for the first page; then the next_page_token of the page "
+                        "before, with the same filters and order", max_length=4096)] = "",
+        include_deleted: Annotated[bool, Field(
+            description="Also memories deleted (not forgotten): they carry deleted_at")
+        ] = False,
+        include_ended: Annotated[bool, Field(
+            description="Also memories no longer current (superseded, or valid_to passed)")
+        ] = False,
+    ) -> Annotated[CallToolResult, results.PageOut]:
+        page = await _call(source, lambda c: c.list(
+            page_size=page_size, page_token=page_token, order_by=order_by, ascending=ascending,
+            include_deleted=include_deleted, include_ended=include_ended,
+            **filter_options(filters)))
+        return results.listed(page, show_sensitive)
+
+    @server.tool(
+        name="count_memories", title="Count memories",
+        description=(
+            "How many stored memories pass the filters (the memories list_memories would "
+            "return): e.g. how much is stored about a project or in a thread."),
+        annotations=read_only)
+    async def count_memories(
+        filters: FiltersArg = None,
+        include_deleted: Annotated[bool, Field(
+            description="Also count memories deleted (not forgotten)")] = False,
+        include_ended: Annotated[bool, Field(
+            description="Also count memories no longer current (superseded, or valid_to "
+                        "passed)")] = False,
+    ) -> Annotated[CallToolResult, results.CountOut]:
+        count = await _call(source, lambda c: c.count(
+            include_deleted=include_deleted, include_ended=include_ended,
+            **filter_options(filters)))
+        return results.counted(count)
+
+    @server.tool(
+        name="memory_history", title="Memory history",
+        description=(
+            "How one memory changed and what it relates to: the memory now, each earlier "
+            "version (what it said before, when, by whom, which fields each update changed) "
+            "and its relations both ways (what it supersedes, what superseded it). Use it "
+            "when the user asks what a memory used to say or why it changed."),
+        annotations=read_only)
+    async def memory_history(id: MemoryId) -> Annotated[CallToolResult, results.HistoryOut]:
+        return results.history(await _call(source, lambda c: c.history(id)), show_sensitive)
 
     @server.tool(
         name="forget", title="Forget a memory",

@@ -18,10 +18,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx2
+import jsonschema
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -36,7 +38,16 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 ROOT = Path(__file__).resolve().parents[2]
 RECALLMESH = (sys.executable, "-m", "recallmesh.cli")
-TOOLS = {"store_memory", "recall", "get_memory", "update_memory", "forget", "context"}
+TOOLS = {"store_memory", "recall", "get_memory", "update_memory", "forget", "context",
+         "list_memories", "count_memories", "memory_history"}
+READ_ONLY = {"recall", "context", "get_memory", "list_memories", "count_memories",
+             "memory_history"}
+FILTERED = {"recall", "context", "list_memories", "count_memories"}
+FILTER_NAMES = {"categories", "tags", "tags_all", "tags_none", "threads", "metadata",
+                "importance_min", "importance_max", "created_after", "created_before",
+                "updated_after", "updated_before", "as_of"}
+UPDATABLE = {"content", "category", "tags", "importance", "sensitive", "metadata", "thread",
+             "valid_from", "valid_to", "expires_at", "pinned"}
 MAYA = "Maya's favourite frontend framework is Svelte; she finds React verbose"
 PARAPHRASE = "which UI library does Maya like?"
 # Each mentions Maya too: the paraphrase's one shared word does not pick the answer.
@@ -128,6 +139,10 @@ def hit_ids(result: CallToolResult) -> list[str]:
     return [hit["memory"]["id"] for hit in result.structured_content["hits"]]
 
 
+def listed_ids(result: CallToolResult) -> list[str]:
+    return [memory["id"] for memory in result.structured_content["memories"]]
+
+
 def remember_recall_forget(session: ClientThread) -> None:
     """The whole life of one memory through the tools: store, recall by a paraphrase,
     context, forget, gone."""
@@ -173,7 +188,52 @@ def check_tools(session: ClientThread) -> dict[str, Any]:
         assert len(tool.description or "") > 40, tool.name
         assert tool.output_schema, tool.name
         assert "namespace" not in tool.input_schema.get("properties", {}), tool.name
+        # valid JSON Schemas, objects at the root
+        jsonschema.Draft202012Validator.check_schema(tool.input_schema)
+        jsonschema.Draft202012Validator.check_schema(tool.output_schema)
+        assert tool.input_schema["type"] == tool.output_schema["type"] == "object", tool.name
+        assert bool(tool.annotations.read_only_hint) == (tool.name in READ_ONLY), tool.name
+    check_new_schemas(tools)
     return tools
+
+
+def check_new_schemas(tools: dict[str, Any]) -> None:
+    """The filters are one shared definition, referenced by every tool that filters; the new
+    tools' parameters are typed; update_memory names every field an Update can change."""
+    for name in FILTERED:
+        schema = tools[name].input_schema
+        assert schema["properties"]["filters"]["$ref"] == "#/$defs/MemoryFilters", name
+        filters = schema["$defs"]["MemoryFilters"]
+        assert set(filters["properties"]) == FILTER_NAMES, name
+        assert filters["additionalProperties"] is False
+        assert filters["properties"]["as_of"] == {**filters["properties"]["as_of"],
+                                                  "type": "string", "format": "date-time"}
+        assert "filters" not in schema.get("required", []), name
+        # an example call validates against the published schema; a misspelled one does not
+        example = {"filters": {"metadata": {"source": ["email", "chat"]}, "tags_all": ["a"],
+                               "importance_min": 0.5, "as_of": "2026-01-01T00:00:00Z"}}
+        if name in ("recall", "context"):
+            example["query"] = "q"
+        jsonschema.validate(example, schema)
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({**example, "filters": {"tag": ["a"]}}, schema)
+    listing = tools["list_memories"].input_schema["properties"]
+    assert set(listing) == {"filters", "order_by", "ascending", "page_size", "page_token",
+                            "include_deleted", "include_ended"}
+    assert listing["order_by"]["enum"] == ["created", "updated", "importance"]
+    assert (listing["page_size"]["minimum"], listing["page_size"]["maximum"]) == (1, 100)
+    assert set(tools["count_memories"].input_schema["properties"]) == {
+        "filters", "include_deleted", "include_ended"}
+    assert tools["memory_history"].input_schema["required"] == ["id"]
+    update = tools["update_memory"].input_schema
+    assert set(update["properties"]) == {"id"} | UPDATABLE and update["required"] == ["id"]
+    assert {"type": "string", "const": "never"} in update["properties"]["expires_at"]["anyOf"]
+    store_schema = tools["store_memory"].input_schema["properties"]
+    assert store_schema["pinned"]["type"] == "boolean"
+    assert store_schema["metadata"]["additionalProperties"] == {"type": "string"}
+    history_out = tools["memory_history"].output_schema
+    assert {"memory", "versions", "relations"} <= set(history_out["properties"])
+    assert {"intent", "time_window"} <= set(tools["recall"].output_schema["properties"])
 
 
 # --------------------------------------------------------------------------- stdio
@@ -225,6 +285,11 @@ def test_stdio_sees_only_its_namespace(stdio: ClientThread, stdio_ns: str, gatew
     assert "Angular" not in text(context)
     got = stdio.call("get_memory", {"id": other_id})
     assert got.is_error and "NOT_FOUND" in text(got)
+    history = stdio.call("memory_history", {"id": other_id})
+    assert history.is_error and "NOT_FOUND" in text(history)
+    listed = stdio.ok("list_memories", {"page_size": 100, "include_ended": True})
+    assert other_id not in listed_ids(listed) and "Angular" not in text(listed)
+    assert mine.structured_content["memory"]["id"] in listed_ids(listed)
     # a namespace argument is not one of the tool's: refused or ignored, never obeyed
     sneaky = stdio.call("recall", {"query": "Maya favourite frontend framework",
                                    "namespace": other})
@@ -281,6 +346,162 @@ def test_stdio_withholds_a_sensitive_memorys_text(stdio: ClientThread) -> None:
         assert sneaky.structured_content["sensitive_omitted"] >= 1
         assert "sensitive memory matched" in text(sneaky), text(sneaky)
     stdio.ok("forget", {"id": secret_id})
+
+
+def test_stdio_list_and_count_with_filters_and_pages(stdio: ClientThread) -> None:
+    """list_memories pages through a metadata filter's memories, newest first, each once and
+    whole; count_memories counts what it lists; a page token continues only its query."""
+    run = uuid.uuid4().hex[:8]  # this test's memories, in the module's shared namespace
+    ids = []
+    for i in range(5):
+        stored = stdio.ok("store_memory", {
+            "content": f"Project atlas build note {i}: the compiler runs with flag F{i} {run}",
+            "category": "note" if i % 2 else "fact", "tags": ["atlas"] + (["ci"] * (i < 2)),
+            "thread": f"thread-{run}-{i % 2}",
+            "metadata": {"run": run, "source": "email" if i < 3 else "chat"}})
+        memory = stored.structured_content["memory"]
+        assert memory["metadata"] == {"run": run, "source": "email" if i < 3 else "chat"}
+        ids.append(memory["id"])
+    mine = {"metadata": {"run": run}}
+
+    seen, token, pages = [], "", 0
+    while True:
+        page = stdio.ok("list_memories", {"filters": mine, "page_size": 2, "page_token": token})
+        seen += listed_ids(page)
+        pages += 1
+        token = page.structured_content["next_page_token"]
+        if not token:
+            break
+        assert f"page_token {token!r}" in text(page)
+    assert seen == ids[::-1] and pages == 3  # newest first, every memory once
+    oldest = stdio.ok("list_memories", {"filters": mine, "ascending": True})
+    assert listed_ids(oldest) == ids
+    first = oldest.structured_content["memories"][0]
+    assert first["content"] == f"Project atlas build note 0: the compiler runs with flag F0 {run}"
+    assert text(oldest).splitlines()[0].startswith(f"[{ids[0]}] {first['content']} (fact, ")
+
+    email = {"metadata": {"run": run, "source": "email"}}
+    assert listed_ids(stdio.ok("list_memories", {"filters": email})) == ids[2::-1]
+    assert stdio.ok("count_memories", {"filters": email}).structured_content == {"count": 3}
+    either = {"metadata": {"run": run, "source": ["chat", "fax"]}}
+    assert stdio.ok("count_memories", {"filters": either}).structured_content["count"] == 2
+    counts = {
+        "all": {}, "tags_all": {"tags_all": ["atlas", "ci"]}, "tags_none": {"tags_none": ["ci"]},
+        "thread": {"threads": [f"thread-{run}-1"]}, "notes": {"categories": ["note"]},
+        "created": {"created_after": (datetime.now(UTC) + timedelta(hours=1)).isoformat()}}
+    found = {name: stdio.ok("count_memories", {"filters": {**mine, **extra}})
+             .structured_content["count"] for name, extra in counts.items()}
+    assert found == {"all": 5, "tags_all": 2, "tags_none": 3, "thread": 2, "notes": 2,
+                     "created": 0}
+    assert text(stdio.ok("count_memories", {"filters": mine})) == "5 memories match."
+
+    # a token continues only the query that made it
+    first_page = stdio.ok("list_memories", {"filters": mine, "page_size": 2})
+    other = stdio.call("list_memories", {"filters": email, "page_size": 2,
+                                         "page_token": first_page.structured_content[
+                                             "next_page_token"]})
+    assert other.is_error and "INVALID_ARGUMENT" in text(other), text(other)
+    for bad in ({"filters": {"metadta": {"run": run}}},  # misspelled: refused, not ignored
+                {"filters": {"created_after": "2026-01-01T00:00:00"}},  # no timezone
+                {"page_size": 1000}):
+        refused = stdio.call("list_memories", bad)
+        assert refused.is_error and "Traceback" not in text(refused), bad
+
+    # recall and context take the same filters
+    recalled = stdio.ok("recall", {"query": "which flag does the compiler run with?",
+                                   "filters": email, "k": 10})
+    assert hit_ids(recalled) and set(hit_ids(recalled)) <= set(ids[:3])
+    context = stdio.ok("context", {"query": "which flag does the compiler run with?",
+                                   "filters": {"metadata": {"run": run, "source": "chat"}}})
+    assert set(context.structured_content["ids"]) <= set(ids[3:]), text(context)
+    twice = stdio.call("recall", {"query": "compiler flag", "tags": ["atlas"],
+                                  "filters": {"tags": ["ci"]}})
+    assert twice.is_error and "INVALID_ARGUMENT" in text(twice)
+    for memory_id in ids:
+        stdio.ok("forget", {"id": memory_id})
+    assert stdio.ok("count_memories", {"filters": mine}).structured_content["count"] == 0
+
+
+def test_stdio_update_every_field_then_history(stdio: ClientThread) -> None:
+    """update_memory changes metadata, thread, validity, expiry (and clears it) and the pin;
+    memory_history shows each earlier version, what each update changed, and the relations
+    both ways."""
+    run = uuid.uuid4().hex[:8]
+    content = f"The deploy window of service {run} is Tuesday afternoon"
+    memory_id = stdio.ok("store_memory", {
+        "content": content, "category": "decision", "metadata": {"by": "ops"},
+        "thread": "standup-1"}).structured_content["memory"]["id"]
+    expires = (datetime.now(UTC) + timedelta(days=30)).replace(microsecond=0)
+    updated = stdio.ok("update_memory", {
+        "id": memory_id, "metadata": {"by": "cto", "run": run}, "thread": "standup-2",
+        "expires_at": expires.isoformat(), "pinned": True,
+        "valid_from": "2025-01-01T00:00:00Z"}).structured_content["memory"]
+    assert (updated["metadata"], updated["thread"], updated["pinned"]) == (
+        {"by": "cto", "run": run}, "standup-2", True)
+    assert datetime.fromisoformat(updated["expires_at"]) == expires
+    assert datetime.fromisoformat(updated["valid_from"]) == datetime(2025, 1, 1, tzinfo=UTC)
+    got = stdio.ok("get_memory", {"id": memory_id})
+    assert "pinned" in text(got) and "expires:" in text(got) and '"by": "cto"' in text(got)
+    # pinned: first in context, whatever the question
+    context = stdio.ok("context", {"query": "what does Maya drink in the morning?"})
+    assert context.structured_content["pinned"] == [memory_id]
+    assert context.structured_content["ids"][0] == memory_id
+
+    never = stdio.ok("update_memory", {"id": memory_id, "expires_at": "never",
+                                        "pinned": False}).structured_content["memory"]
+    assert never["expires_at"] is None and never["pinned"] is False
+    stdio.ok("update_memory", {"id": memory_id,
+                               "content": f"The deploy window of service {run} is Wednesday"})
+    newer = stdio.ok("store_memory", {
+        "content": f"The deploy window of service {run} moved to Thursday mornings",
+        "supersedes": [memory_id]}).structured_content["memory"]["id"]
+
+    history = stdio.ok("memory_history", {"id": memory_id})
+    out = history.structured_content
+    assert [v["version"] for v in out["versions"]] == [1, 2, 3]
+    first, second, third = out["versions"]
+    assert sorted(first["changed"]) == ["expires_at", "metadata", "pinned", "thread",
+                                        "valid_from"]
+    assert (first["memory"]["metadata"], first["memory"]["thread"], first["memory"]["pinned"],
+            first["memory"]["expires_at"]) == ({"by": "ops"}, "standup-1", False, None)
+    assert first["memory"]["content"] == content and first["replaced_by"]
+    assert sorted(second["changed"]) == ["expires_at", "pinned"]
+    assert second["memory"]["pinned"] is True and second["memory"]["expires_at"]
+    assert third["changed"] == ["content"] and third["memory"]["content"] == content
+    now = out["memory"]
+    assert now["content"].endswith("is Wednesday") and now["expires_at"] is None
+    assert (now["metadata"], now["thread"], now["pinned"]) == (
+        {"by": "cto", "run": run}, "standup-2", False)
+    assert now["superseded"] is True and now["superseded_by"] == newer
+    assert [(r["type"], r["direction"], r["source_id"], r["target_id"])
+            for r in out["relations"]] == [("supersedes", "incoming", newer, memory_id)]
+    lines = text(history).splitlines()
+    assert any(line.startswith("- version 1, replaced ") and 'metadata was {"by": "ops"}' in line
+               and "thread was standup-1" in line and "expires_at was never" in line
+               for line in lines), lines
+    assert f"- [{newer}] supersedes this memory" in lines
+    newer_history = stdio.ok("memory_history", {"id": newer}).structured_content
+    assert newer_history["versions"] == []
+    assert [(r["direction"], r["target_id"]) for r in newer_history["relations"]] == [
+        ("outgoing", memory_id)]
+    # an ended fact is listed only on request
+    mine = {"metadata": {"run": run}}
+    assert listed_ids(stdio.ok("list_memories", {"filters": mine})) == []
+    assert listed_ids(stdio.ok("list_memories", {"filters": mine, "include_ended": True})) == [
+        memory_id]
+    for gone in (newer, memory_id):
+        stdio.ok("forget", {"id": gone})
+    missing = stdio.call("memory_history", {"id": memory_id})
+    assert missing.is_error and "NOT_FOUND" in text(missing)
+
+
+def test_stdio_recall_reports_the_intent(stdio: ClientThread) -> None:
+    stdio.ok("store_memory", {"content": "Maya grows tomatoes and basil on her balcony"})
+    routed = stdio.ok("recall", {"query": "What should I plant next? Any tips for my garden?"})
+    assert routed.structured_content["intent"] == {"name": "advice", "phrase": "should i"}
+    assert routed.structured_content["time_window"] is None  # it names no time
+    plain = stdio.ok("recall", {"query": "Which herbs grow on Maya's balcony?"})
+    assert plain.structured_content["intent"] is None
 
 
 def test_show_sensitive_is_the_servers_setting() -> None:
@@ -429,6 +650,13 @@ def test_http_read_only_key_recalls_but_cannot_store(http_url: str, http: Client
         assert refused.is_error and "PERMISSION_DENIED" in text(refused), text(refused)
         refused = reader.call("forget", {"id": memory_id})
         assert refused.is_error and "PERMISSION_DENIED" in text(refused), text(refused)
+        refused = reader.call("update_memory", {"id": memory_id, "pinned": True})
+        assert refused.is_error and "PERMISSION_DENIED" in text(refused), text(refused)
+        # the new tools only read: a read-only key may use them
+        assert memory_id in listed_ids(reader.ok("list_memories", {"page_size": 100}))
+        assert reader.ok("count_memories", {}).structured_content["count"] >= 1
+        history = reader.ok("memory_history", {"id": memory_id}).structured_content
+        assert history["memory"]["content"] == content and history["versions"] == []
     finally:
         reader.close()
     assert http.ok("get_memory", {"id": memory_id}).structured_content["content"] == content
