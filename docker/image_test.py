@@ -536,7 +536,8 @@ async def mcp_calls(url: str, api_key: str) -> list[str]:
             Client(streamable_http_client(url, http_client=http),
                    read_timeout_seconds=60) as client:
         tools = sorted(t.name for t in (await client.list_tools()).tools)
-        wanted = ["context", "forget", "get_memory", "recall", "store_memory", "update_memory"]
+        wanted = ["context", "count_memories", "forget", "get_memory", "list_memories",
+                  "memory_history", "recall", "store_memory", "update_memory"]
         if tools != wanted:
             raise Failed(f"mcp: tools {tools}, wanted {wanted}")
         said.append(f"tools {', '.join(tools)}")

@@ -4,8 +4,9 @@ A caller holds namespace *grants* and *scopes*:
 
 - A grant is an exact namespace (``acme-alice``) or a prefix pattern ending in ``*``
   (``acme-*`` covers every namespace starting with ``acme-``; ``*`` covers all).
-- A scope is ``read`` (Get, Recall), ``write`` (Store, StoreBatch, Update, Delete) or
-  ``admin`` (DeleteNamespace, and managing API keys within the caller's own grants).
+- A scope is ``read``, ``write`` or ``admin`` (which methods need which:
+  recallmesh.auth.interceptors.METHOD_SCOPES; admin also manages API keys within the caller's
+  own grants).
   Scopes do not imply each other.
 """
 

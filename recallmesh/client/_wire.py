@@ -72,8 +72,8 @@ class UpdateFields(TypedDict, total=False):
     sensitive: bool
     thread: str
     metadata: Mapping[str, str]
-    valid_from: datetime
-    valid_to: datetime
+    valid_from: datetime | None  # None: no longer set
+    valid_to: datetime | None
     expires_at: datetime | None
     pinned: bool
 

@@ -243,7 +243,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         query = validation.context_query(request)
         outcome, pinned = await asyncio.gather(
             self.recaller.recall(query.recall, context.time_remaining()),
-            self.store.pinned(query.recall.namespace))
+            self.store.pinned(query.recall.namespace, query.recall.filters))
         now = datetime.now(UTC)
         packed = pack([(hit.memory, hit.score) for hit in outcome.hits], query.max_tokens,
                       self.token_counter, query.recall.filters.as_of or now,

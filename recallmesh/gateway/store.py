@@ -97,10 +97,11 @@ class StoredMemory:
 # created_at + the namespace's default TTL (%(ttl_s)s; NULL: none, and make_interval is NULL).
 _INSERT = f"""
 INSERT INTO memories (id, namespace, content, category, tags, importance, is_sensitive,
-                      created_at, valid_from, valid_to, metadata, expires_at, thread,
+                      created_at, updated_at, valid_from, valid_to, metadata, expires_at, thread,
                       keywords, content_key, pinned)
 VALUES (coalesce(%(id)s::uuid, gen_random_uuid()), %(ns)s, %(content)s, %(category)s, %(tags)s,
         %(importance)s, %(sensitive)s, coalesce(%(created_at)s, clock_timestamp()),
+        clock_timestamp(),  -- after created_at's: a new memory is never updated before it was made
         %(valid_from)s, %(valid_to)s, %(metadata)s,
         coalesce(%(expires_at)s, coalesce(%(created_at)s, clock_timestamp())
                                  + make_interval(secs => %(ttl_s)s::float8)),
@@ -440,14 +441,18 @@ class MemoryStore:
             await asyncio.sleep(min(delay, remaining))
             delay = min(delay * 1.5, 0.1)
 
-    async def pinned(self, ns: str, limit: int = 50) -> list[StoredMemory]:
-        """The namespace's pinned memories that are live and current, most important first
-        (then newest), at most `limit`."""
+    async def pinned(self, ns: str, filters: Filters, limit: int = 50) -> list[StoredMemory]:
+        """The namespace's pinned memories that are live, current (as of filters.as_of when
+        set, else now) and pass `filters`, most important first (then newest), at most
+        `limit`."""
+        where_filters, params = filter_sql(filters, alias="m")
+        current = "" if filters.as_of else "AND (m.valid_to IS NULL OR m.valid_to > now())"
         async with self.pool.connection() as conn:
             cur = await conn.execute(
-                f"SELECT {COLUMNS} FROM memories WHERE namespace = %s AND pinned AND {LIVE} "
-                "AND (valid_to IS NULL OR valid_to > now()) "
-                "ORDER BY importance DESC, created_at DESC, id LIMIT %s", (ns, limit))
+                f"SELECT {COLUMNS} FROM memories m WHERE m.namespace = %(ns)s AND m.pinned "
+                f"AND {live('m')} {current} {where_filters} "
+                "ORDER BY m.importance DESC, m.created_at DESC, m.id LIMIT %(limit)s",
+                params | {"ns": ns, "limit": limit})
             return [StoredMemory.from_row(r) for r in await cur.fetchall()]
 
     async def get(self, ns: str, memory_id: str) -> StoredMemory:

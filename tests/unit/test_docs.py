@@ -83,3 +83,69 @@ def test_anchors_in_markdown_links_name_headings_that_exist(page: Path):
             if anchor not in anchors(linked):
                 broken.append(target)
     assert not broken, f"{page.relative_to(ROOT)} links to missing headings: {broken}"
+
+
+# --- docs/api.md against the code it describes (issue 43: each of these had drifted) -------
+
+API = ROOT / "docs" / "api.md"
+REFERENCE_PAGES = [ROOT / "README.md", API, *(ROOT / "docs" / n for n in (
+    "cli.md", "client.md", "configuration.md", "mcp.md", "operations.md"))]
+
+
+def section(text: str, heading: str) -> str:
+    """The text under `heading` up to the next heading of the same or a higher level."""
+    level = len(heading) - len(heading.lstrip("#"))
+    start = text.index(heading + "\n")
+    rest = text[start + len(heading) + 1:]
+    end = re.search(rf"^#{{1,{level}}} ", rest, re.M)
+    return rest[:end.start()] if end else rest
+
+
+def test_api_md_lists_every_update_path_from_the_code():
+    from recallmesh.wire.validation import UPDATE_PATHS
+
+    text = API.read_text(encoding="utf-8")
+    update = section(text, "### `Update`")
+    assert f"(allowed: {', '.join(UPDATE_PATHS)})" in update
+    rows = {name for row in re.findall(r"^\| ([^|]+) \|", update, re.M)
+            for name in re.findall(r"`(\w+)`", row)}
+    assert set(UPDATE_PATHS) <= rows, f"paths without a row: {set(UPDATE_PATHS) - rows}"
+
+
+def test_api_md_has_every_rpc_and_the_scope_each_needs():
+    from recallmesh.auth.interceptors import MEMORY_SERVICE, METHOD_SCOPES
+    from recallmesh.v1 import memory_pb2
+
+    text = API.read_text(encoding="utf-8")
+    table = section(text, "## MemoryService")
+    for method in memory_pb2.DESCRIPTOR.services_by_name["MemoryService"].methods:
+        assert f"| `{method.name}` |" in table, f"{method.name} is not in the RPC table"
+    scopes = re.search(r"^- `read` allows (.+?)imply each other", text, re.M | re.S)
+    assert scopes, "the scope paragraph is gone"
+    sentences = dict(re.findall(r"`(read|write|admin)`\s+allows\s+([^.]+)\.", scopes.group(0)))
+    for method, scope in METHOD_SCOPES.items():
+        service, name = method.strip("/").split("/")
+        if service == MEMORY_SERVICE:
+            assert f"`{name}`" in sentences.get(scope.value, ""), (
+                f"api.md does not say that {name} needs the {scope.value} scope")
+
+
+def test_reference_pages_name_the_default_fusion_method():
+    from recallmesh.wire.policy import RecallPolicy
+
+    default = RecallPolicy().method
+    said = re.compile(
+        r"(?:by default|default fusion)[^.|]{0,40}?\(`(rrf|cc|cc_bounded|calibrated)`")
+    for page in REFERENCE_PAGES:
+        for found in said.findall(page.read_text(encoding="utf-8")):
+            assert found == default, f"{page.name} calls {found!r} the default fusion"
+
+
+def test_api_md_quotes_every_fixed_refusal_of_fusion_overrides_and_filters():
+    """A rule that refuses with a fixed message (no value in it) is quoted in api.md word for
+    word: a rule documented the other way round (all-zero weights "allowed") fails here."""
+    text = " ".join(API.read_text(encoding="utf-8").split())
+    for module in ("policy.py", "filters.py"):
+        source = (ROOT / "recallmesh" / "wire" / module).read_text(encoding="utf-8")
+        for message in re.findall(r'InvalidArgument\("([^"{}]+)"\)', source):
+            assert message in text, f"api.md does not quote {message!r} ({module})"

@@ -1,0 +1,121 @@
+"""The filter grammar (recallmesh/wire/filters.py) and List's page tokens
+(recallmesh/gateway/listing.py): round trips, SQL that binds every parameter it names, refusals
+that name the field."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from recallmesh.gateway.listing import _after, page_token, where
+from recallmesh.gateway.store import StoredMemory
+from recallmesh.shared.errors import InvalidArgument
+from recallmesh.v1 import memory_pb2
+from recallmesh.wire.filters import Filters, filter_sql, filters_from_proto, filters_to_proto
+from recallmesh.wire.validation import ListQuery
+
+label = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zs", "Zl", "Zp")),
+                min_size=1, max_size=20)
+labels = st.lists(label, max_size=4, unique=True).map(tuple)
+times = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1),
+                     timezones=st.just(UTC)).map(lambda t: t.replace(microsecond=0))
+
+
+@st.composite
+def filters(draw: st.DrawFn) -> Filters:
+    low = draw(st.none() | st.floats(0, 0.5))
+    created = draw(st.none() | times)
+    tags = draw(labels)
+    return Filters(
+        categories=draw(labels), tags=tags, tags_all=draw(labels),
+        tags_none=tuple(t for t in draw(labels) if t not in tags),
+        threads=draw(labels),
+        metadata=tuple((k, draw(st.lists(st.text(max_size=10), min_size=1, max_size=3,
+                                         unique=True).map(tuple)))
+                       for k in draw(st.lists(label, max_size=3, unique=True))),
+        importance_min=low, importance_max=None if low is None else draw(st.floats(low, 1)),
+        created_after=created,
+        created_before=None if created is None else created + timedelta(days=1),
+        as_of=draw(st.none() | times))
+
+
+@given(filters())
+def test_filters_round_trip_through_the_proto(f):
+    f = Filters(**{**f.__dict__, "tags_none": tuple(t for t in f.tags_none
+                                                    if t not in f.tags_all)})
+    msg = memory_pb2.RecallFilters()
+    filters_to_proto(f, msg)
+    assert filters_from_proto(msg) == f
+
+
+@given(filters())
+def test_filter_sql_binds_every_parameter_it_names(f):
+    sql, params = filter_sql(f, alias="m")
+    assert set(re.findall(r"%\((\w+)\)s", sql)) == set(params)
+    assert (sql == "") == f.empty
+
+
+def test_metadata_is_containment_one_value_equality_several_membership():
+    sql, params = filter_sql(Filters(metadata=(("user", ("u1",)), ("src", ("a", "b")))))
+    assert "m.metadata @> %(f_meta)s::jsonb" in sql and params["f_meta"] == '{"user": "u1"}'
+    assert "(m.metadata @> %(f_meta_0_0)s::jsonb OR m.metadata @> %(f_meta_0_1)s::jsonb)" in sql
+
+
+def test_importance_compares_at_the_columns_precision():
+    sql, _ = filter_sql(Filters(importance_min=0.7))
+    assert "m.importance >= %(f_importance_min)s::real" in sql
+
+
+@pytest.mark.parametrize(("build", "message"), [
+    (lambda m: setattr(m, "importance_min", 1.5), "filters.importance_min must be within"),
+    (lambda m: (setattr(m, "importance_min", 0.6), setattr(m, "importance_max", 0.5)),
+     "must not be above"),
+    (lambda m: (m.tags.append("a"), m.tags_none.append("a")), "tags_none also names"),
+    (lambda m: m.metadata.add(key="k"), "filters.metadata[0].values"),
+    (lambda m: (m.metadata.add(key="k", values=["a"]), m.metadata.add(key="k", values=["b"])),
+     "named twice"),
+    (lambda m: m.threads.append(" "), "filters.threads[0] is empty"),
+    (lambda m: (m.updated_after.FromDatetime(datetime(2026, 2, 1)),
+                m.updated_before.FromDatetime(datetime(2026, 1, 1))),
+     "filters.updated_after must be earlier"),
+])
+def test_bad_filters_are_refused_naming_the_field(build, message):
+    msg = memory_pb2.RecallFilters()
+    build(msg)
+    with pytest.raises(InvalidArgument, match=re.escape(message)):
+        filters_from_proto(msg)
+
+
+def _memory(created: datetime) -> StoredMemory:
+    return StoredMemory("00000000-0000-0000-0000-000000000001", "ns", "x", "", (), 0.25, False,
+                        created, created, None, None, {})
+
+
+def test_a_page_token_continues_only_its_own_query():
+    query = ListQuery("ns", Filters(tags=("a",)))
+    token = page_token(query, _memory(datetime(2026, 1, 1, tzinfo=UTC)))
+    assert _after(ListQuery("ns", Filters(tags=("a",)), page_token=token, page_size=7)) == (
+        datetime(2026, 1, 1, tzinfo=UTC), "00000000-0000-0000-0000-000000000001")
+    for other in (ListQuery("ns", page_token=token), ListQuery("other", Filters(tags=("a",)),
+                                                               page_token=token),
+                  ListQuery("ns", Filters(tags=("a",)), ascending=True, page_token=token)):
+        with pytest.raises(InvalidArgument, match="another query"):
+            _after(other)
+    with pytest.raises(InvalidArgument, match="not one this server made"):
+        _after(ListQuery("ns", page_token="bm9wZQ"))
+
+
+def test_importance_tokens_and_what_a_listing_sees():
+    query = ListQuery("ns", order_by="importance")
+    token = page_token(query, _memory(datetime(2026, 1, 1, tzinfo=UTC)))
+    assert _after(ListQuery("ns", order_by="importance", page_token=token))[0] == 0.25
+    clause, _ = where(ListQuery("ns"))
+    assert "m.deleted_at IS NULL" in clause and "m.valid_to > now()" in clause
+    clause, _ = where(ListQuery("ns", include_deleted=True, include_ended=True))
+    assert "deleted_at" not in clause and "valid_to" not in clause
+    clause, _ = where(ListQuery("ns", Filters(as_of=datetime(2026, 1, 1, tzinfo=UTC))))
+    assert "now()) " not in clause.split("expires_at > now())", 1)[1]  # validity read at T
