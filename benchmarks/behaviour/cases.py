@@ -14,7 +14,8 @@ none copied from a benchmark. `kind` groups the cases in the report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 # The first hits an agent reads (the top of a prompt): where an `absent` memory must not be.
 ABSENT_WITHIN = 3
@@ -32,6 +33,7 @@ class Memory:
     importance: float | None = None
     supersedes: int | None = None  # index of an earlier memory of the case this one replaces
     thread: str = ""  # the conversation it came from (context propagation runs along it)
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,10 @@ class Case:
     large: bool = False  # the namespace also holds LARGE_NAMESPACE unrelated memories
     absent: tuple[int, ...] = ()  # indices of memories that must not come in the first three
     stability: str = ""  # cases of one group: one memory and question, namespaces of 3 sizes
+    # the recall's filters (recallmesh.client FilterOptions), and as of when: just after the case
+    # memory of this index was created (half a write gap later)
+    filters: dict[str, Any] = field(default_factory=dict)
+    as_of_after: int | None = None
 
 
 def m(content: str, **kw) -> Memory:
@@ -311,6 +317,29 @@ CASES: tuple[Case, ...] = (
         "Does statin therapy cut vascular events across age groups and sexes?"),
 )
 
+# Filters as an agent's developer uses them (issue 43): the answer from the part of the memory
+# asked for, not the best match of the whole namespace.
+FILTERED: tuple[Case, ...] = (
+    Case("as of before a change: the fact then", "filters", (
+        m("Lena works at Siemens as an engineer."),
+        m("Lena left Siemens and now works at Bosch.", supersedes=0)),
+        "Where does Lena work?", absent=(1,), as_of_after=0),
+    Case("a metadata filter: the note from that source", "filters", (
+        m("Standup moved to 10:00 on Mondays.", metadata={"source": "email"}),
+        m("Standup is at 9:30 every weekday.", metadata={"source": "slack"})),
+        "When is standup?", expect=1, absent=(0,), filters={"metadata": {"source": "slack"}}),
+    Case("none of a tag: private notes stay out", "filters", (
+        m("Sam's therapist appointment is on Fridays.", tags=("private",)),
+        m("Sam's team retro is on Fridays.", tags=("work",))),
+        "What does Sam have on Fridays?", expect=1, absent=(0,),
+        filters={"tags_none": ["private"]}),
+    Case("a thread filter: the decision of that conversation", "filters", (
+        m("We chose Postgres for the billing service.", thread="chat-a"),
+        m("We chose MongoDB for the analytics prototype.", thread="chat-b")),
+        "Which database did we choose?", expect=1, absent=(0,),
+        filters={"threads": ["chat-b"]}),
+)
+
 # Multilingual cases: the same checks in other languages (issue 27 asks German, Chinese and
 # Japanese at least).
 MULTILINGUAL: tuple[Case, ...] = (
@@ -337,4 +366,4 @@ MULTILINGUAL: tuple[Case, ...] = (
         m("マンションの暗証番号は金庫の中のメモに書いてある。", sensitive=True),), "暗証番号"),
 )
 
-ALL_CASES = CASES + MULTILINGUAL
+ALL_CASES = CASES + FILTERED + MULTILINGUAL

@@ -21,7 +21,7 @@ import sys
 import time
 import uuid
 from dataclasses import asdict, dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +87,7 @@ class CaseResult:
 
 def _new_memory(memory: Memory, ids: list[str], created_at: datetime) -> NewMemory:
     return NewMemory(memory.content, sensitive=memory.sensitive, category=memory.category,
-                     tags=tuple(memory.tags), thread=memory.thread,
+                     tags=tuple(memory.tags), thread=memory.thread, metadata=dict(memory.metadata),
                      importance=memory.importance, created_at=created_at,
                      relations=() if memory.supersedes is None
                      else (Relation("supersedes", ids[memory.supersedes]),),
@@ -135,8 +135,13 @@ def load_large_namespace(client: Client, namespace: str) -> None:
 
 def ask(client: Client, namespace: str, case: Case, ids: list[str],
         fusion: dict[str, Any] | None = None) -> CaseResult:
+    options: dict[str, Any] = dict(case.filters)
+    if case.as_of_after is not None:  # just after that memory was created
+        created = client.get(ids[case.as_of_after], namespace=namespace).created_at
+        assert created is not None
+        options["as_of"] = created + timedelta(seconds=WRITE_GAP_S / 2)
     response = client.recall(case.query, namespace=namespace, k=K, timeout=30,
-                             **({"fusion": fusion} if fusion is not None else {}))
+                             **({"fusion": fusion} if fusion is not None else {}), **options)
     hit_ids = [h.memory.id for h in response.hits]
     expected = ids[case.expect] if case.expect is not None else None
     rank = hit_ids.index(expected) + 1 if expected in hit_ids else 0
