@@ -1,6 +1,6 @@
 """Unit: the CLI's pure parts: filter options -> the client's FilterOptions, update / store
 options -> the fields sent, the plain JSONL format's id / relations / pinned, what tables and
-JSON print."""
+JSON print, and docs/cli.md naming every command the parser has (its examples parse)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import argparse
 import io
 import json
 import re
+import shlex
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +28,7 @@ from recallmesh.cli import (
 from recallmesh.client import Memory, Relation
 from recallmesh.client._wire import list_request, recall_request
 
+ROOT = Path(__file__).resolve().parents[2]
 ID = "0b7e8f4e-51c2-4f0e-9a53-4c1b4a1f1c9e"
 
 
@@ -233,6 +236,55 @@ def test_a_32_kib_memory_is_a_few_table_lines(monkeypatch, capsys):
     assert len(lines) == 6  # title, rules, header, the row
     (row,) = [line for line in lines if ID in line]
     assert "lorem ipsum" in row and "…" in row
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(action.choices)
+
+
+def summary() -> str:
+    """docs/cli.md's command summary: its first fenced block."""
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    return re.search(r"^```\n(.*?)^```", text, re.S | re.M).group(1)
+
+
+def test_the_docs_summary_names_every_command():
+    lines = summary()
+    missing = []
+    for name, sub in subcommands(build_parser()).items():
+        if not re.search(rf"^recallmesh {re.escape(name)}\b", lines, re.M):
+            missing.append(name)
+        nested = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
+        for inner in nested[0].choices if nested else ():
+            if not re.search(rf"^recallmesh {name} .*\b{inner}\b", lines, re.M):
+                missing.append(f"{name} {inner}")
+    assert not missing, f"docs/cli.md's summary does not list: {missing}"
+    assert "--purge" in lines and "--json" in lines
+
+
+def shell_commands() -> list[tuple[str, list[str]]]:
+    """Every `recallmesh ...` command line in docs/cli.md's sh blocks, as argv."""
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    found = []
+    for block in re.findall(r"^```(?:sh|bash)\n(.*?)^```", text, re.S | re.M):
+        for line in block.replace("\\\n", " ").splitlines():
+            if line.lstrip().startswith("#"):
+                continue
+            for match in re.finditer(r"recallmesh ([^|;)&#>]+)", line):
+                command = re.sub(r'"?\$\{?\w+\}?"?', ID, match.group(1))
+                found.append((line.strip(), shlex.split(command)))
+    return found
+
+
+def test_the_docs_examples_parse():
+    commands = shell_commands()
+    assert len(commands) >= 20
+    for line, argv in commands:
+        try:
+            build_parser().parse_args(argv)
+        except SystemExit:
+            pytest.fail(f"docs/cli.md: {line!r} does not parse")
 
 
 def test_ids_are_canonical_uuids():
