@@ -438,34 +438,78 @@ def id_column(table: Table, header: str = "id") -> None:
     table.add_column(header, no_wrap=True, min_width=ID_WIDTH, overflow="ignore")
 
 
+CONTENT_MIN_WIDTH = 40  # a narrow terminal keeps this much for the content, dropping columns
+OPTIONAL_MAX_WIDTH = {"category": 16, "created": 20, "importance": 10, "tags": 24, "legs": 32}
+
+
+def fitting_columns(fixed: int, cells: dict[str, list[str]]) -> list[str]:
+    """Which optional columns (name -> its cells), in the order given, fit on the console
+    beside the id, the content (CONTENT_MIN_WIDTH) and `fixed` other characters: a narrow
+    terminal drops some rather than squeeze the content to a letter a line. Off a terminal
+    every column fits."""
+    room = console.width - fixed - (ID_WIDTH + 3) - (CONTENT_MIN_WIDTH + 3) - 1
+    shown = []
+    for name, values in cells.items():
+        need = min(OPTIONAL_MAX_WIDTH.get(name, 20), max(map(len, [name, *values]))) + 3
+        if need <= room:
+            shown.append(name)
+            room -= need
+    return shown
+
+
 def memory_table(memories: Iterable[Memory], title: str) -> Table:
+    """Memories as a table: the whole id, the content cut (content_cell), and the category,
+    creation time, importance and tags as far as the console's width allows."""
+    memories = list(memories)
+    cells = {"category": [m.category for m in memories],
+             "created": [_when(m.created_at) for m in memories],
+             "importance": [f"{m.importance:.2f}" for m in memories],
+             "tags": [", ".join(m.tags) for m in memories]}
+    shown = fitting_columns(0, cells)
     table = Table(title=title)
     id_column(table)
-    table.add_column("created", no_wrap=True)
-    table.add_column("category")
-    table.add_column("tags")
-    table.add_column("importance", justify="right")
+    order = [name for name in ("created", "category", "tags", "importance") if name in shown]
+    for name in order:
+        table.add_column(name, justify="right" if name == "importance" else "left",
+                         no_wrap=name == "created", overflow="ellipsis",
+                         max_width=OPTIONAL_MAX_WIDTH[name])
     table.add_column("content", overflow="fold")
-    for m in memories:
-        table.add_row(m.id, _when(m.created_at), Text(m.category), Text(", ".join(m.tags)),
-                      f"{m.importance:.2f}", content_cell(m))
+    for i, m in enumerate(memories):
+        table.add_row(m.id, *(Text(cells[name][i]) for name in order), content_cell(m))
     return table
 
 
 def print_recall(result: RecallResult, explain: bool) -> None:
+    """The hits as a table (the id before the content, so a narrow terminal never cuts it),
+    then the legs' states, the time window and the intent."""
+    explained = [", ".join(f"{c.leg}#{c.rank} {c.score:.3f}" for c in hit.legs)
+                 for hit in result.hits]
+    fixed = (len(str(len(result.hits))) + 3) + (6 + 3)
+    legs_width = min(32, max(map(len, ["legs (rank/score)", *explained]))) + 3
+    legs_column = explain and fitting_columns(fixed, {"legs": ["x" * (legs_width - 3)]}) != []
+    if legs_column:
+        fixed += legs_width
+    category = fitting_columns(fixed, {"category": [h.memory.category for h in result.hits]})
     table = Table(title=f"{len(result.hits)} hit(s)", show_lines=False)
     table.add_column("#", justify="right")
     table.add_column("score", justify="right")
-    table.add_column("category")
-    table.add_column("content", overflow="fold")
     id_column(table)
-    if explain:
-        table.add_column("legs (rank/score)")
+    if category:
+        table.add_column("category", overflow="ellipsis",
+                         max_width=OPTIONAL_MAX_WIDTH["category"])
+    table.add_column("content", overflow="fold")
+    if legs_column:
+        table.add_column("legs (rank/score)", max_width=legs_width - 3)
     for i, hit in enumerate(result.hits, start=1):
-        row: list[Any] = [str(i), f"{hit.score:.4f}", Text(hit.memory.category),
-                          content_cell(hit.memory), hit.memory.id]
-        if explain:
-            row.append(", ".join(f"{c.leg}#{c.rank} {c.score:.3f}" for c in hit.legs))
+        content = content_cell(hit.memory)
+        if explain and not legs_column:  # no room beside it: under the content
+            content.append(f"\nlegs: {explained[i - 1]}", style="dim")
+        row: list[Any] = [str(i), f"{hit.score:.4f}", hit.memory.id]
+        if category:
+            row.append(Text(hit.memory.category))
+        row.append(content)
+        if legs_column:
+            row.append(explained[i - 1])
         table.add_row(*row)
     console.print(table)
     legs = ", ".join(

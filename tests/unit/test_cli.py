@@ -238,6 +238,24 @@ def test_a_32_kib_memory_is_a_few_table_lines(monkeypatch, capsys):
     assert "lorem ipsum" in row and "…" in row
 
 
+def test_a_narrow_terminal_drops_columns_but_never_cuts_an_id(monkeypatch, capsys):
+    from rich.console import Console
+
+    monkeypatch.setattr(cli, "console", Console(width=80, file=io.StringIO()))
+    memories = [Memory(ID, "ns", "lorem ipsum " * 30, category="preference", tags=("a", "b"),
+                       created_at=datetime(2026, 1, 31, tzinfo=UTC))]
+    cli.console.print(cli.memory_table(memories, "1 memory"))
+    lines = cli.console.file.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    (row,) = [line for line in lines if ID in line]  # whole, on one line
+    assert "lorem" in row and "preference" not in "".join(lines)  # dropped, not squeezed
+    assert cli.fitting_columns(0, {"category": ["preference"]}) == []  # no room at 80
+    monkeypatch.setattr(cli, "console", Console(width=160, file=io.StringIO()))
+    assert cli.fitting_columns(0, {"category": ["preference"], "created": ["x" * 20],
+                                   "importance": ["0.50"], "tags": ["a, b"]}) == [
+        "category", "created", "importance", "tags"]
+
+
 def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     return dict(action.choices)
