@@ -16,8 +16,10 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,8 +112,7 @@ def test_up_demo_cli_and_restart_keeps_data(tmp_path: Path):
         lexical = json.loads(cli(env, "recall", "-n", "cli", "moored boat", "--json", "--explain",
                                  "--set", "skip_legs=vector", "--set", "method=rrf"))
         assert lexical["fusion"].startswith("rrf")
-        assert {leg["leg"]: leg["state"] for leg in lexical["legs"]}["vector"] == \
-            "LEG_STATE_SKIPPED"
+        assert {leg["leg"]: leg["state"] for leg in lexical["legs"]}["vector"] == "SKIPPED"
         for bad, message in (("context_hits=99", "fusion.context_hits must be within 0..50"),
                              ("colour=red", "unknown setting 'colour'"),
                              ("method", "expected name=value")):
@@ -315,6 +316,170 @@ def test_setup_errors_are_one_clear_line_not_a_traceback(tmp_path: Path, manifes
     for command in (["migrate"], ["up"]):
         output = cli(env, *command, expect_rc=2 if command == ["migrate"] else 1)
         assert message in output and "Traceback" not in output
+
+
+def client_env(stack, tmp_path: Path) -> dict[str, str]:
+    """The CLI's environment against the session's stack, as a narrow terminal would set it
+    (COLUMNS=80): output that is piped must not wrap at it all the same."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECALLMESH_")}
+    env.update(RECALLMESH_TARGET=stack.endpoints["gateway"], RECALLMESH_API_KEY=stack.api_key,
+               RECALLMESH_DATA_DIR=str(tmp_path), COLUMNS="80")
+    return env
+
+
+def run(env: dict[str, str], *args: str, expect_rc: int = 0) -> subprocess.CompletedProcess:
+    result = subprocess.run([*RECALLMESH, *args], env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == expect_rc, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+def as_json(env: dict[str, str], *args: str) -> Any:
+    return json.loads(run(env, *args, "--json").stdout)
+
+
+def test_cli_stores_updates_lists_and_shows_history(stack, ns, tmp_path: Path):
+    env = client_env(stack, tmp_path)
+    old = as_json(env, "store", "-n", ns, "Maya lives in Lyon", "--tag", "home",
+                  "--metadata", "src=chat")["memory"]
+    stored = as_json(env, "store", "-n", ns, "Maya moved to Berlin", "--supersedes", old["id"],
+                     "--metadata", "src=email", "--metadata", "lang=en", "--wait")
+    new = stored["memory"]
+    assert stored["indexed"] and not stored["existing"]
+    assert new["metadata"] == {"src": "email", "lang": "en"} and not new["pinned"]
+
+    # update: only the given fields change
+    pinned = as_json(env, "update", "-n", ns, new["id"], "--tag", "moves", "--tag", "city",
+                     "--importance", "0.8", "--pin")["memory"]
+    assert (pinned["tags"], pinned["importance"], pinned["pinned"]) == (["moves", "city"], 0.8,
+                                                                        True)
+    assert (pinned["content"], pinned["metadata"]) == (new["content"], new["metadata"])
+    out = run(env, "update", "-n", ns, new["id"], "--content", "Maya moved to Berlin in 2025",
+              "--unpin", "--metadata", "src=email", "--wait").stdout
+    assert out.strip() == f"updated {new['id']} (content, metadata, pinned)"
+
+    listed = as_json(env, "list", "-n", ns)
+    assert [m["id"] for m in listed["memories"]] == [new["id"]]  # the old fact has ended
+    assert listed["next_page_token"] == ""
+    ended = as_json(env, "list", "-n", ns, "--include-ended", "--meta", "src=chat")["memories"]
+    assert [(m["id"], m["superseded_by"]) for m in ended] == [(old["id"], new["id"])]
+    both = as_json(env, "list", "-n", ns, "--include-ended", "--meta", "src=chat",
+                   "--meta", "src=email", "--order", "created", "--ascending")["memories"]
+    assert [m["id"] for m in both] == [old["id"], new["id"]]
+    assert as_json(env, "count", "-n", ns, "--include-ended") == {"count": 2}
+    assert as_json(env, "count", "-n", ns, "--tag", "home", "--include-ended",
+                   "--importance-max", "0.5") == {"count": 1}
+    paged = as_json(env, "list", "-n", ns, "--include-ended", "--page-size", "1")
+    assert len(paged["memories"]) == 1 and paged["next_page_token"]
+    rest = as_json(env, "list", "-n", ns, "--include-ended", "--page-size", "1",
+                   "--page-token", paged["next_page_token"])
+    assert [m["id"] for m in paged["memories"] + rest["memories"]] == [new["id"], old["id"]]
+    every = as_json(env, "list", "-n", ns, "--include-ended", "--page-size", "1", "--all")
+    assert len(every["memories"]) == 2 and every["next_page_token"] == ""
+
+    history = as_json(env, "history", "-n", ns, new["id"])
+    assert [v["version"] for v in history["versions"]] == [1, 2]
+    assert history["versions"][0]["changed"] == ["tags", "importance", "pinned"]
+    assert history["versions"][1]["memory"]["content"] == "Maya moved to Berlin"
+    assert history["versions"][1]["changed"] == ["content", "metadata", "pinned"]
+    assert history["memory"]["content"] == "Maya moved to Berlin in 2025"
+    assert history["memory"]["metadata"] == {"src": "email"}  # replaced: lang is gone
+    assert history["relations"] == [{"type": "supersedes", "source_id": new["id"],
+                                     "target_id": old["id"],
+                                     "created_at": history["relations"][0]["created_at"]}]
+    text = run(env, "history", "-n", ns, old["id"]).stdout
+    assert f"{new['id']} supersedes this" in text and "no earlier versions" in text
+    assert f"this supersedes {old['id']}" in run(env, "history", "-n", ns, new["id"]).stdout
+
+    # bad input: one clear line on stderr, status 2, nothing sent
+    for args, message in (
+        (["update", "-n", ns, new["id"]], "update: nothing to change"),
+        (["update", "-n", ns, "not-an-id", "--pin"], "not a memory id (a UUID): 'not-an-id'"),
+        (["list", "-n", ns, "--created-after", "2026-01-01"],
+         "list: --created-after needs a timezone"),
+        (["list", "-n", ns, "--meta", "src"], "--meta 'src': expected KEY=VALUE"),
+        (["count", "-n", ns, "--importance-min", "2"], "--importance-min must be within [0, 1]"),
+        (["store", "-n", ns, "x", "--metadata", "a=1", "--metadata", "a=2"],
+         "--metadata: key 'a' given twice"),
+        (["store", "-n", ns, "x", "--supersedes", "nope"], "--supersedes: not a memory id"),
+        (["delete-matching", "-n", ns], "delete-matching needs at least one filter"),
+    ):
+        err = run(env, *args, expect_rc=2).stderr
+        assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
+    assert "NOT_FOUND" in run(env, "history", "-n", ns + "-x", new["id"], expect_rc=1).stderr
+
+
+def test_cli_export_delete_import_round_trip_and_delete_matching(stack, ns, tmp_path: Path):
+    env = client_env(stack, tmp_path)
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text("\n".join(json.dumps(line) for line in (
+        {"id": first, "content": "Alex prefers tea", "pinned": True,
+         "metadata": {"src": "chat"}, "created_at": "2026-01-01T09:00:00Z"},
+        {"id": second, "content": "Alex switched to coffee", "metadata": {"src": "email"},
+         "relations": [{"type": "supersedes", "target_id": first}]},
+        {"content": "Alex's desk is by the window", "metadata": {"src": "email", "z": "1"}},
+        {"content": "Alex works on the search team", "tags": ["work"]},
+    )) + "\n")
+    assert "imported 4 memories" in run(env, "import", "-n", ns, str(plain)).stdout
+    assert as_json(env, "get", "-n", ns, first)["pinned"]
+    run(env, "update", "-n", ns, second, "--importance", "0.9", "--tag", "drinks")
+
+    exported = tmp_path / "export.jsonl"
+    done = run(env, "export", "-n", ns, "--out", str(exported))
+    assert done.stdout == "" and f"exported 4 memories to {exported}" in done.stderr
+    lines = exported.read_text().splitlines()
+    assert len(lines) == 4 and all("memory" in json.loads(line) for line in lines)
+    assert run(env, "export", "-n", ns).stdout == exported.read_text()  # stdout: the same
+    only_email = run(env, "export", "-n", ns, "--meta", "src=email").stdout.splitlines()
+    assert len(only_email) == 2
+
+    assert as_json(env, "delete-namespace", "-n", ns, "--confirm", ns) == {
+        "namespace": ns, "memories_removed": 4}
+    assert as_json(env, "count", "-n", ns, "--include-deleted") == {"count": 0}
+    out = run(env, "import", "-n", ns, str(exported)).stdout
+    assert f"imported 4 memories into namespace '{ns}' (0 unchanged); 1 relations written" \
+        in out
+    again = as_json(env, "import", "-n", ns, str(exported))
+    assert (again["format"], again["imported"], again["unchanged"]) == ("records", 0, 4)
+    reexported = tmp_path / "again.jsonl"
+    run(env, "export", "-n", ns, "--out", str(reexported))
+    assert reexported.read_bytes() == exported.read_bytes()
+    history = as_json(env, "history", "-n", ns, second)
+    assert history["versions"][0]["changed"] == ["tags", "importance"]  # kept by the import
+    err = run(env, "import", "-n", ns, str(exported), "--wait-index", expect_rc=2).stderr
+    assert "apply to the plain memory format" in err
+
+    # delete-matching: a dry run until --confirm
+    dry = run(env, "delete-matching", "-n", ns, "--meta", "src=email").stdout
+    assert "2 memories matched; dry run, nothing changed (add --confirm to delete them)" in dry
+    assert second in dry
+    assert as_json(env, "count", "-n", ns, "--include-ended") == {"count": 4}
+    done = as_json(env, "delete-matching", "-n", ns, "--meta", "src=email", "--confirm")
+    assert (done["dry_run"], done["matched"], done["deleted"]) == (False, 2, 2)
+    assert as_json(env, "count", "-n", ns, "--include-ended") == {"count": 2}
+    assert as_json(env, "count", "-n", ns, "--include-ended", "--include-deleted") == {
+        "count": 4}
+
+
+def test_a_32_kib_memory_lists_in_a_few_unwrapped_lines(stack, ns, tmp_path: Path):
+    env = client_env(stack, tmp_path)  # COLUMNS=80, output piped
+    content = ("The quarterly report covers every region in detail. " * 700)[:32 * 1024]
+    memory_id = run(env, "store", "-n", ns, content, "--category", "report").stdout.strip()
+    for args in (["list", "-n", ns], ["recall", "-n", ns, "quarterly report", "--explain"],
+                 ["delete-matching", "-n", ns, "--category", "report"]):
+        lines = run(env, *args).stdout.splitlines()
+        assert len(lines) <= 10, "\n".join(lines[:20])
+        (row,) = [line for line in lines if memory_id in line]  # the whole id, on one line
+        assert "The quarterly report covers" in row and "…" in row  # cut, not wrapped
+        assert all(len(line) <= 600 for line in lines)
+    shown = run(env, "get", "-n", ns, memory_id).stdout
+    assert content.strip() in shown  # get prints it whole, unwrapped
+    assert len(shown.splitlines()) < 15
+    # a message longer than 80 columns stays one line on stderr
+    err = run(env, "update", "-n", ns, memory_id, expect_rc=2).stderr
+    assert len(err.splitlines()) == 1 and len(err) > 80
 
 
 def test_settings_lists_each_recall_setting_with_this_environment_s_value(tmp_path: Path):
