@@ -37,8 +37,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from recallmesh.client import Client, Memory, NewMemory, RecallResult, Relation, encoded_size
-from recallmesh.client._wire import FilterOptions, ListOptions
+from recallmesh.client import (
+    Client,
+    FilterOptions,
+    ListOptions,
+    Memory,
+    NewMemory,
+    RecallResult,
+    Relation,
+    encoded_size,
+)
 from recallmesh.client.errors import RecallmeshError
 from recallmesh.embedding_models.manifest import DEFAULT_MODEL
 from recallmesh.shared.services import BY_NAME

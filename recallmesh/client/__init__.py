@@ -10,7 +10,15 @@
 docs/client.md has the whole guide (credentials, TLS, retries, several gateways, errors).
 """
 
-from recallmesh.client._wire import encoded_size
+from recallmesh.client._wire import (
+    ContextOptions,
+    FilterOptions,
+    ListOptions,
+    MemoryFields,
+    RecallOptions,
+    UpdateFields,
+    encoded_size,
+)
 from recallmesh.client.aio import AsyncClient
 from recallmesh.client.errors import (
     AlreadyExistsError,
@@ -51,10 +59,11 @@ from recallmesh.wire.channel import DEFAULT_TARGET, NO_RETRIES, RetryPolicy
 
 __all__ = [
     "DEFAULT_TARGET", "NO_RETRIES", "AlreadyExistsError", "AsyncClient", "BatchResult", "Client",
-    "ContextItem", "ContextResult", "DeadlineExceededError", "DeleteMatchingResult", "Deleted",
-    "History", "Hit", "ImportResult", "InvalidArgumentError", "LegContribution", "LegReport",
-    "Link", "Memory", "NewMemory", "NotFoundError", "Page", "PermissionDeniedError",
-    "QueryIntent", "RecallResult", "RecallmeshError", "Relation", "ResourceExhaustedError",
+    "ContextItem", "ContextOptions", "ContextResult", "DeadlineExceededError", "Deleted",
+    "DeleteMatchingResult", "encoded_size", "FilterOptions", "History", "Hit", "ImportResult",
+    "InvalidArgumentError", "LegContribution", "LegReport", "Link", "ListOptions", "Memory",
+    "MemoryFields", "NewMemory", "NotFoundError", "Page", "PermissionDeniedError", "QueryIntent",
+    "RecallmeshError", "RecallOptions", "RecallResult", "Relation", "ResourceExhaustedError",
     "RetryPolicy", "StoreResult", "TimeWindow", "TlsSettings", "UnauthenticatedError",
-    "UnavailableError", "Version", "encoded_size",
+    "UnavailableError", "UpdateFields", "Version"
 ]

@@ -112,12 +112,14 @@ async def delete_matching(store: MemoryStore, query: ListQuery, sample_size: int
         matched = await count(store, query)
         async with store.pool.connection() as conn:
             cur = await conn.execute(sample_sql, params | {"sample": sample_size})
-            sample = [StoredMemory.from_row(r) for r in await cur.fetchall()]
+            sample = await successors(conn, query.namespace,
+                                      [StoredMemory.from_row(r) for r in await cur.fetchall()])
         return matched, 0, sample
     async with transaction(store.pool, ADMIN if purge else WRITE) as conn:
         await conn.execute("SELECT recallmesh_lock_namespace(%s)", (query.namespace,))
         cur = await conn.execute(sample_sql, params | {"sample": sample_size})
-        sample = [StoredMemory.from_row(r) for r in await cur.fetchall()]
+        sample = await successors(conn, query.namespace,
+                                  [StoredMemory.from_row(r) for r in await cur.fetchall()])
         if purge:
             cur = await conn.execute(f"SELECT m.id FROM memories m WHERE {clause}", params)
             ids = [r[0] for r in await cur.fetchall()]
