@@ -34,7 +34,8 @@ def filters(draw: st.DrawFn) -> Filters:
         categories=draw(labels), tags=tags, tags_all=draw(labels),
         tags_none=tuple(t for t in draw(labels) if t not in tags),
         threads=draw(labels),
-        metadata=tuple((k, draw(st.lists(st.text(max_size=10), min_size=1, max_size=3,
+        metadata=tuple((k, draw(st.lists(st.text(st.characters(blacklist_characters="\x00"),
+                                                 max_size=10), min_size=1, max_size=3,
                                          unique=True).map(tuple)))
                        for k in draw(st.lists(label, max_size=3, unique=True))),
         importance_min=low, importance_max=None if low is None else draw(st.floats(low, 1)),
