@@ -216,3 +216,24 @@ def test_graph_leg_outage_degrades_like_any_leg(stack, graph_gateway, ns):
         stack.start_service("graph")
     time.sleep(0.6)  # the gateway's channel retries a dead peer at most every 500 ms
     assert not recall(graph_gateway, ns, "Ola bees").degraded
+
+
+@pytest.mark.integration
+def test_a_filter_the_graph_does_not_cache_runs_in_the_database(graph_gateway, ns):
+    # Two memories reached through 'Priya' -> 'Biscuit'; only one carries the metadata asked
+    # for. The graph caches category, tags and created_at, not metadata: the leg ranks every
+    # reachable memory and the database keeps those that pass.
+    a, b, c = store_wait(
+        graph_gateway, ns, "Priya adopted a greyhound named Biscuit.",
+        "Biscuit needs a long walk along the Dunmore canal every morning.",
+        "Biscuit sleeps on the blue sofa after lunch.")
+    graph_gateway.Update(memory_pb2.UpdateRequest(
+        namespace=ns, id=c, memory=memory_pb2.Memory(metadata={"source": "vet"}),
+        update_mask={"paths": ["metadata"]}), timeout=10)
+    filters = memory_pb2.RecallFilters(metadata=[memory_pb2.MetadataFilter(key="source",
+                                                                           values=["vet"])])
+    response = recall(graph_gateway, ns, "Where does Priya's dog sleep?", explain=True,
+                      filters=filters)
+    graph_hits = [h.memory.id for h in response.hits if any(x.leg == "graph" for x in h.legs)]
+    assert graph_hits == [c] and [h.memory.id for h in response.hits] == [c]
+    assert not response.degraded
