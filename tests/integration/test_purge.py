@@ -68,6 +68,12 @@ def test_purge_removes_the_memory_and_what_only_it_evidenced(gateway, db, ns):
         "SELECT count(*) FROM concept_aliases WHERE namespace = %s AND alias ILIKE %s",
         (ns, f"%{SHARED.split()[1].lower()}%")).fetchone()[0]
     assert shared_concepts > 0, "the indexer extracted no concept; the test would prove nothing"
+    # an update keeps the text it replaces as a version (History): the purge takes it too
+    gateway.Update(memory_pb2.UpdateRequest(namespace=ns, id=gone, memory=memory_pb2.Memory(
+        content=f"{SHARED} founded the {GONE} orchard cooperative in Lisbon in 1998."),
+        update_mask={"paths": ["content"]}), timeout=10)
+    assert db.execute("SELECT count(*) FROM memory_versions WHERE memory_id = %s AND content "
+                      "LIKE %s", (gone, f"%{GONE}%")).fetchone()[0] == 1
 
     response = gateway.Delete(memory_pb2.DeleteRequest(namespace=ns, id=gone, purge=True),
                               timeout=10)
