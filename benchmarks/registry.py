@@ -504,6 +504,12 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
                      "benchmarks/reports/scale.md", "--json", "benchmarks/results/scale.json"),
               ("scale.md", "scale-100k.md", "scale-100k-duplicates.md", "scale-efc200.md"),
               ("locomo", "longmemeval"), ("default", "lexical_bm25", "vector")),
+    Benchmark("listing", "List pages (first and last), Count and filters at 100,000 and "
+              "1,000,000 memories, the metadata GIN's worth, a selective filter inside Recall",
+              module("benchmarks.performance.listing", "--report-to",
+                     "benchmarks/reports/listing.md", "--json",
+                     "benchmarks/results/listing.json"),
+              ("listing.md",), ("locomo", "longmemeval"), ("default",)),
     Benchmark("recall-latency", "p50/p95/p99 of 1,000 sequential recalls on the demo set: "
               "lexical-only, then hybrid (own stacks)", recall_latency),
     Benchmark("context-latency", "Context (recall packed into a token budget) next to plain "

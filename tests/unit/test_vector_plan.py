@@ -31,8 +31,12 @@ class Conn:
         self.asked: list[str] = []
 
     async def execute(self, sql: str, params: Any = None) -> Rows:
-        kind = "table" if "pg_class" in sql else "namespace"
+        kind = ("table" if "pg_class" in sql else "passing" if "LIMIT %(cap)s" in sql
+                else "namespace")
         self.asked.append(kind)
+        if kind == "passing":
+            self.cap = params["cap"]
+            return Rows(min(self.passing, params["cap"]))
         return Rows(self.table_rows if kind == "table" else self.namespace_vectors)
 
 
@@ -76,3 +80,19 @@ def test_plan_settings():
     assert plan_settings("hnsw", 200, "relaxed_order", 500) == [
         ("enable_sort", "off"), ("hnsw.ef_search", "500"),
         ("hnsw.iterative_scan", "relaxed_order")]
+
+
+@pytest.mark.parametrize(("passing", "expected"), [
+    (100, "exact"),        # one user of a thousand: its few rows, exactly
+    (5000, "exact"),       # 0.5 % of the table: HNSW's filtered scan would come back short
+    (50_000, "hnsw"),      # 5 %: as a namespace of that share
+])
+def test_a_filtered_search_plans_on_the_vectors_that_pass(passing, expected):
+    from recallmesh.wire.filters import Filters
+
+    retriever = VectorRetriever(None, 4, ef_search=200, exact_max=1000)
+    conn = Conn(1_000_000, 1_000_000)
+    conn.passing = passing
+    chosen = asyncio.run(retriever.plan(conn, "n", "m", 10, Filters(tags=("a",))))
+    assert chosen == expected and "namespace" not in conn.asked
+    assert conn.cap == 2 * 200 * 1_000_000 // MAX_SCAN_TUPLES + 1  # counting stops there

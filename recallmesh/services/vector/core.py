@@ -27,6 +27,13 @@ but linear, 13.4 ms p50 at 5,000 memories here against 2.9 through HNSW
 Both counts are looked up at most once per COUNT_TTL_S (the namespace's by count(*), kept per
 namespace, bounded; the table's from pg_class.reltuples): a namespace that grows past the
 threshold moves to HNSW within that time.
+A filtered search (Filters) is the same question about fewer vectors: the vectors that pass
+the filters are what the iterative scan must find among the table's rows, so they are counted
+instead of the namespace's (every search, never kept: filters vary), up to the count that
+decides (`_passing_cap`), so the count stops early when the filter passes many. A selective
+filter (one user of a thousand) is then searched exactly over the few rows its index finds,
+instead of an HNSW scan that reads max_scan_tuples and comes back short
+(benchmarks/reports/listing.md).
 Only memories embedded by the query vector's model are compared (vectors of
 two models are not comparable, e.g. during a model switch). Sensitive and
 deleted memories have no vector (the schema clears it), and the statement
@@ -155,13 +162,36 @@ class VectorRetriever:
         max_scan_tuples."""
         return 2 * max(self.ef_search, k) / MAX_SCAN_TUPLES
 
-    async def plan(self, conn: Any, namespace: str, model: str, k: int) -> str:
+    async def plan(self, conn: Any, namespace: str, model: str, k: int,
+                   filters: Filters | None = None) -> str:
         """"exact" or "hnsw" for a search of `namespace` (the module docstring says why)."""
-        vectors = await self.vectors_in(conn, namespace, model)
+        if filters is not None and not filters.empty:
+            rows = await self.table_rows(conn)
+            vectors = await self.vectors_passing(conn, namespace, model, filters,
+                                                 self._passing_cap(rows, k))
+        else:
+            vectors = await self.vectors_in(conn, namespace, model)
         if vectors <= self.exact_max:
             return "exact"
         rows = await self.table_rows(conn)
         return "hnsw" if rows <= 0 or vectors / rows >= self.min_share(k) else "exact"
+
+    def _passing_cap(self, rows: int, k: int) -> int:
+        """Past this many passing vectors the plan is HNSW whatever the exact count."""
+        return max(self.exact_max, math.ceil(self.min_share(k) * rows)) + 1
+
+    async def vectors_passing(self, conn: Any, namespace: str, model: str, filters: Filters,
+                              cap: int) -> int:
+        """The namespace's vectors of `model` that pass `filters`, counted up to `cap`."""
+        where_filters, params = filter_sql(filters, alias="m")
+        cur = await conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM memories m WHERE m.namespace = %(ns)s "
+            "AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s "
+            "AND m.deleted_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > now()) "
+            f"{where_filters} LIMIT %(cap)s) passing",
+            params | {"ns": namespace, "model": model, "cap": cap})
+        row = await cur.fetchone()
+        return int(row[0]) if row else 0
 
     async def table_rows(self, conn: Any) -> int:
         """memories' row count as Postgres estimates it, read at most once per COUNT_TTL_S."""
@@ -199,7 +229,7 @@ class VectorRetriever:
     ) -> list[VectorHit]:
         query_vector = check_vector(vector, self.dimension)
         async with self.pool.connection() as conn, conn.transaction():
-            plan = await self.plan(conn, namespace, model, k)
+            plan = await self.plan(conn, namespace, model, k, filters)
             EXACT_SEARCHES.labels(plan).inc()
             await apply_settings(conn, plan_settings(plan, self.ef_search, self.iterative_scan,
                                                      k))
