@@ -134,6 +134,9 @@ RANKINGS = ("ts_rank", "bm25")
 SENSITIVE_SHARE_MIN = 0.75
 
 _NO_CUTOFF = "'-Infinity'::float8"  # a cut-off every score passes
+# A filter passing at most this many memories of the namespace is applied before the lookups
+# (build_bm25_sql).
+PASSING_CAP = 5000
 # The best scores are looked up first among this many times k of them (a bounded top-N sort);
 # only when fewer than k of those may be returned are all scores sorted.
 _FIRST_LOOKUPS = 4
@@ -182,7 +185,27 @@ def build_bm25_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]
     # looks up scored memories best first, only until k pass (a common term matches tens of
     # thousands of memories; looking every one up cost 260 of 890 ms at 100,000 memories).
     # recency keeps the newest matches, whatever their score: every match is looked up.
-    cutoff = _NO_CUTOFF if sort_by == "recency" else _kth_passing("scored", lookup)
+    # A filter that passes few memories (at most PASSING_CAP) is applied to the scores before any
+    # lookup: the memories it passes are found once through their indexes (a metadata or tag
+    # GIN), and only their scores are looked up; best first, a filter passing one memory in a
+    # thousand would otherwise look up about a thousand scored memories per hit returned
+    # (benchmarks/reports/listing.md). A filter passing more finds its k hits among the
+    # first lookups anyway.
+    source = "scored"
+    passing = ""
+    if where_filters:
+        source = "candidates"
+        passing = f""", passing AS MATERIALIZED (
+    SELECT m.id FROM memories m
+    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
+      AND (m.expires_at IS NULL OR m.expires_at > now()) {where_filters}
+    LIMIT {PASSING_CAP + 1}
+), candidates AS MATERIALIZED (
+    SELECT * FROM scored
+    WHERE (SELECT count(*) FROM passing) > {PASSING_CAP}
+       OR memory_id IN (SELECT id FROM passing)
+)"""
+    cutoff = _NO_CUTOFF if sort_by == "recency" else _kth_passing(source, lookup)
     params["sensitive_share"] = SENSITIVE_SHARE_MIN
     sql = f"""
 WITH terms AS (
@@ -220,10 +243,10 @@ WITH terms AS (
         OFFSET 0  -- keeps the lookup from being flattened into a join the planner reorders
     ) p
     GROUP BY p.memory_id
-), looked AS (
+){passing}, looked AS (
     SELECT m.id, m.importance, m.created_at, sc.score, m.is_sensitive, sc.matched,
            CASE WHEN m.is_sensitive THEN m.search_vector END AS search_vector
-    FROM scored sc
+    FROM {source} sc
     {lookup}
       AND sc.score >= {cutoff}
 ), hits AS (
