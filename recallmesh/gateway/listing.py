@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import uuid
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
@@ -51,8 +52,8 @@ def _after(query: ListQuery) -> tuple[Any, str] | None:
             key: Any = float(value)
         else:
             key = datetime.fromisoformat(value)
-        str(last_id)
-    except (ValueError, TypeError):
+        last_id = str(uuid.UUID(last_id))
+    except (ValueError, TypeError, AttributeError):
         raise InvalidArgument("page_token is not one this server made") from None
     if digest != _digest(query):
         raise InvalidArgument("page_token continues another query (namespace, filters, order "

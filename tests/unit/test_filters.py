@@ -4,14 +4,17 @@ that name the field."""
 
 from __future__ import annotations
 
+import base64
+import json
 import re
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recallmesh.gateway.listing import _after, page_token, where
+from recallmesh.gateway.listing import _after, _digest, page_token, where
 from recallmesh.gateway.store import StoredMemory
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import memory_pb2
@@ -108,6 +111,10 @@ def test_a_page_token_continues_only_its_own_query():
             _after(other)
     with pytest.raises(InvalidArgument, match="not one this server made"):
         _after(ListQuery("ns", page_token="bm9wZQ"))
+    forged = base64.urlsafe_b64encode(json.dumps(
+        ["2026-01-01T00:00:00+00:00", "1; DROP TABLE memories", _digest(query)]).encode()).decode()
+    with pytest.raises(InvalidArgument, match="not one this server made"):
+        _after(replace(query, page_token=forged))  # a well-formed token with a bad id
 
 
 def test_importance_tokens_and_what_a_listing_sees():
