@@ -213,8 +213,9 @@ async def _relate(conn: Any, ns: str, source: str, memory: NewMemory, where: str
     if superseded:
         await conn.execute(
             "UPDATE memories SET valid_to = clock_timestamp(), updated_at = clock_timestamp() "
-            "WHERE id = ANY(%s::uuid[]) AND (valid_to IS NULL OR valid_to > clock_timestamp())",
-            (superseded,))
+            "WHERE namespace = %s AND id = ANY(%s::uuid[]) "
+            "AND (valid_to IS NULL OR valid_to > clock_timestamp())",
+            (ns, superseded))
 
 
 def _as_real(value: float) -> float:
@@ -256,18 +257,19 @@ async def _existing(conn: Any, ns: str, memory: NewMemory) -> StoredMemory:
     if row is not None:
         stored = StoredMemory.from_row(row)
         cur = await conn.execute(
-            "SELECT rel_type, dst::text FROM memory_edges WHERE src = %s", (memory.id,))
+            "SELECT rel_type, dst::text FROM memory_edges WHERE namespace = %s AND src = %s",
+            (ns, memory.id))
         if same_write(stored, memory, {(r[0], r[1]) for r in await cur.fetchall()}):
             return stored
     raise AlreadyExists(f"memory {memory.id} already exists with other content")
 
 
-async def _pin(conn: Any, memory_ids: list[str]) -> None:
+async def _pin(conn: Any, ns: str, memory_ids: list[str]) -> None:
     """A pinned write that an existing memory already says pins that memory (the duplicate
     rule answers it, and the caller asked for it pinned)."""
     if memory_ids:
         await conn.execute("UPDATE memories SET pinned = true, updated_at = clock_timestamp() "
-                           "WHERE id = ANY(%s::uuid[])", (memory_ids,))
+                           "WHERE namespace = %s AND id = ANY(%s::uuid[])", (ns, memory_ids))
 
 
 # Keeps the state an Update replaces as the memory's next version (History).
@@ -302,7 +304,7 @@ class MemoryStore:
             same = (await _same_said(conn, ns, [memory])).get(content_key(memory))
             if same is not None and same.id != memory.id:
                 if memory.pinned and not same.pinned:
-                    await _pin(conn, [same.id])
+                    await _pin(conn, ns, [same.id])
                     same = replace(same, pinned=True)
                 return same, True
             cur = await conn.execute(
@@ -356,7 +358,7 @@ class MemoryStore:
                     await _relate(conn, ns, str(row[0]), memories[i], f"memories[{i}]")
             for i, j in repeats.items():
                 ids[i], existing[i] = ids[j], True
-            await _pin(conn, [said[content_key(m)].id for i, m in enumerate(memories)
+            await _pin(conn, ns, [said[content_key(m)].id for i, m in enumerate(memories)
                               if existing[i] and i not in repeats and m.pinned
                               and not said[content_key(m)].pinned])
         return [str(i) for i in ids], existing
@@ -394,8 +396,9 @@ class MemoryStore:
             if row is None:
                 raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
             stored = StoredMemory.from_row(row)
-            await conn.execute("UPDATE memories SET content_key = %s WHERE id = %s",
-                               (content_key(stored), memory_id))
+            await conn.execute("UPDATE memories SET content_key = %s "
+                               "WHERE namespace = %s AND id = %s",
+                               (content_key(stored), ns, memory_id))
             stored = (await successors(conn, ns, [stored]))[0]
             if changes.get("is_sensitive"):  # made sensitive: what the graph derived goes too
                 await conn.execute("SELECT recallmesh_forget_derived(%s, %s)", (ns, memory_id))

@@ -166,7 +166,7 @@ GROUP BY src, dst
 _MEMORY_EDGES = "SELECT src::text, dst::text FROM memory_edges WHERE namespace = %(ns)s"
 _LIVE = """
 SELECT id::text FROM memories
-WHERE id = ANY(%s::uuid[]) AND deleted_at IS NULL AND NOT is_sensitive
+WHERE namespace = %s AND id = ANY(%s::uuid[]) AND deleted_at IS NULL AND NOT is_sensitive
   AND (expires_at IS NULL OR expires_at > now())
   AND (valid_to IS NULL OR valid_to > now())
 """
@@ -260,10 +260,10 @@ class GraphRetriever:
         return build_graph(version, memories, links, concepts, aliases, concept_edges,
                            memory_edges, self.settings.concept_edge_weight)
 
-    async def _live(self, ids: list[str]) -> set[str]:
+    async def _live(self, namespace: str, ids: list[str]) -> set[str]:
         """Which of ids are still live, current memories (checked when serving a stale graph)."""
         async with self.pool.connection() as conn:
-            cur = await conn.execute(_LIVE, (ids,))
+            cur = await conn.execute(_LIVE, (namespace, ids))
             return {r[0] for r in await cur.fetchall()}
 
     async def _passing(self, namespace: str, filters: Filters, hits: list[GraphHit]
@@ -296,7 +296,7 @@ class GraphRetriever:
                 seed_memories))
             hits = hits[:k]
         if stale and hits:
-            live = await self._live([h.memory_id for h in hits])
+            live = await self._live(namespace, [h.memory_id for h in hits])
             hits = [h for h in hits if h.memory_id in live]
         return hits
 
