@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 from recallmesh.gateway.listing import list_page
 from recallmesh.gateway.store import (
     COLUMNS,
+    VERSION_COLUMNS,
     MemoryStore,
     StoredMemory,
     content_key,
@@ -129,10 +130,8 @@ VALUES (%(id)s, %(ns)s, %(content)s, %(category)s, %(tags)s, %(importance)s, %(s
         %(expires_at)s, %(thread)s, %(keywords)s, %(content_key)s, %(pinned)s)
 """
 
-_IMPORT_VERSION = """
-INSERT INTO memory_versions (memory_id, version, namespace, content, category, tags, importance,
-                             is_sensitive, updated_at, valid_from, valid_to, metadata,
-                             expires_at, thread, pinned, replaced_at, replaced_by, changed)
+_IMPORT_VERSION = f"""
+INSERT INTO memory_versions ({VERSION_COLUMNS})
 VALUES (%(id)s, %(version)s, %(ns)s, %(content)s, %(category)s, %(tags)s, %(importance)s,
         %(sensitive)s, %(updated_at)s, %(valid_from)s, %(valid_to)s, %(metadata)s,
         %(expires_at)s, %(thread)s, %(pinned)s, %(replaced_at)s, %(replaced_by)s, %(changed)s)

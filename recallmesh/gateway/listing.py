@@ -107,20 +107,22 @@ async def delete_matching(store: MemoryStore, query: ListQuery, sample_size: int
     """(matched, deleted, sample): the live memories `query` sees, deleted (soft, or purged)
     when confirmed; nothing is deleted on a dry run."""
     clause, params = where(query)
-    sample_sql = (f"SELECT {COLUMNS} FROM memories m WHERE {clause} "
-                  "ORDER BY m.created_at DESC, m.id DESC LIMIT %(sample)s")
+
+    async def newest(conn: Any) -> list[StoredMemory]:
+        cur = await conn.execute(
+            f"SELECT {COLUMNS} FROM memories m WHERE {clause} "
+            "ORDER BY m.created_at DESC, m.id DESC LIMIT %(sample)s",
+            params | {"sample": sample_size})
+        rows = [StoredMemory.from_row(r) for r in await cur.fetchall()]
+        return await successors(conn, query.namespace, rows)
+
     if not confirm:
         matched = await count(store, query)
         async with store.pool.connection() as conn:
-            cur = await conn.execute(sample_sql, params | {"sample": sample_size})
-            sample = await successors(conn, query.namespace,
-                                      [StoredMemory.from_row(r) for r in await cur.fetchall()])
-        return matched, 0, sample
+            return matched, 0, await newest(conn)
     async with transaction(store.pool, ADMIN if purge else WRITE) as conn:
         await conn.execute("SELECT recallmesh_lock_namespace(%s)", (query.namespace,))
-        cur = await conn.execute(sample_sql, params | {"sample": sample_size})
-        sample = await successors(conn, query.namespace,
-                                  [StoredMemory.from_row(r) for r in await cur.fetchall()])
+        sample = await newest(conn)
         if purge:
             cur = await conn.execute(f"SELECT m.id FROM memories m WHERE {clause}", params)
             ids = [r[0] for r in await cur.fetchall()]

@@ -272,11 +272,16 @@ async def _pin(conn: Any, ns: str, memory_ids: list[str]) -> None:
                            "WHERE namespace = %s AND id = ANY(%s::uuid[])", (ns, memory_ids))
 
 
+# The columns of a memory version (migration 0014), as an Update and an Import write them.
+VERSION_COLUMNS = (
+    "memory_id, version, namespace, content, category, tags, importance, is_sensitive, "
+    "updated_at, valid_from, valid_to, metadata, expires_at, thread, pinned, replaced_at, "
+    "replaced_by, changed"
+)
+
 # Keeps the state an Update replaces as the memory's next version (History).
 _KEEP_VERSION = f"""
-INSERT INTO memory_versions (memory_id, version, namespace, content, category, tags, importance,
-                             is_sensitive, updated_at, valid_from, valid_to, metadata,
-                             expires_at, thread, pinned, replaced_at, replaced_by, changed)
+INSERT INTO memory_versions ({VERSION_COLUMNS})
 SELECT id, coalesce((SELECT max(v.version) FROM memory_versions v WHERE v.memory_id = m.id), 0)
            + 1,
        namespace, content, category, tags, importance, is_sensitive, updated_at, valid_from,
