@@ -30,6 +30,7 @@ from recallmesh.migrations import latest_version
 from recallmesh.services.embedding.client import EmbedderClient, Embeddings
 from recallmesh.shared.db import open_pool, resolve_dsn, unreachable
 from recallmesh.shared.errors import InvalidArgument
+from recallmesh.shared.replicas import Reads
 from recallmesh.shared.settings import AuthSettings
 from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
 from recallmesh.wire import validation
@@ -150,16 +151,20 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     ) -> bool:
         """After a committed write: wait for indexing if asked; report whether it is done.
 
-        wait_ms is the request's validated IndexWait (validated before writing)."""
-        if not needs_index:
-            return True
+        Done means a recall finds the write: its embedding job is through and, with a read
+        replica, the replicas have replayed it (read-your-writes: the write waits, so the
+        recall that follows reads from any replica). wait_ms is the request's validated
+        IndexWait (validated before writing)."""
         if wait_ms is None:
-            return False
+            return not needs_index
         timeout_s = (wait_ms or self.index_wait_ms) / 1000
         remaining = context.time_remaining()
         if remaining is not None:  # answer before the client gives up
             timeout_s = min(timeout_s, max(remaining - 0.05, 0.0))
-        return await self.store.wait_indexed(ids, timeout_s)
+        until = time.monotonic() + timeout_s
+        if needs_index and not await self.store.wait_indexed(ids, timeout_s):
+            return False
+        return await self.store.visible_to_reads(max(until - time.monotonic(), 0.0))
 
     async def Store(
         self, request: memory_pb2.StoreRequest, context: grpc.aio.ServicerContext,
@@ -339,6 +344,7 @@ class GatewayApp:
 
     def __init__(self) -> None:
         self.pool: Any = None
+        self.reads: Reads | None = None
         self.legs: list[GrpcLeg] = []
         self.embedder: EmbedderClient | None = None
         self.fusion: FusionClient | None = None
@@ -350,7 +356,8 @@ class GatewayApp:
         settings = GatewaySettings.from_env()
         auth = AuthSettings.from_env()
         self.pool = await open_pool(resolve_dsn(), name="gateway")
-        store = MemoryStore(self.pool, settings.namespace_ttl)
+        self.reads = await Reads.open(self.pool, "gateway")
+        store = MemoryStore(self.pool, settings.namespace_ttl, self.reads)
         have, want = await store.schema_version(), latest_version()
         if have < want:
             raise SchemaOutOfDate(
@@ -411,5 +418,7 @@ class GatewayApp:
             await self.embedder.close()
         if self.fusion is not None:
             await self.fusion.close()
+        if self.reads is not None:
+            await self.reads.close()
         if self.pool is not None:
             await self.pool.close()

@@ -31,6 +31,7 @@ from recallmesh.gateway.settings import NamespaceTTL
 from recallmesh.services.lexical.cjk import index_terms
 from recallmesh.shared.db import ADMIN, WRITE, transaction
 from recallmesh.shared.errors import AlreadyExists, InvalidArgument, NotFound
+from recallmesh.shared.replicas import Reads, as_reads, wal_position
 from recallmesh.wire.filters import Filters, filter_sql
 from recallmesh.wire.validation import NewMemory
 
@@ -297,8 +298,11 @@ async def _lock_namespace(conn: Any, ns: str) -> None:
 
 
 class MemoryStore:
-    def __init__(self, pool: Any, namespace_ttl: NamespaceTTL | None = None) -> None:
-        self.pool = pool
+    def __init__(self, pool: Any, namespace_ttl: NamespaceTTL | None = None,
+                 reads: Reads | None = None) -> None:
+        self.pool = pool  # the primary: writes and the reads that must see them
+        # a recall's reads (hydration, pins, neighbours): a replica's when one is set
+        self.reads = reads or as_reads(pool)
         self.namespace_ttl = namespace_ttl or NamespaceTTL()
 
     async def store(self, ns: str, memory: NewMemory) -> tuple[StoredMemory, bool]:
@@ -449,19 +453,30 @@ class MemoryStore:
             await asyncio.sleep(min(delay, remaining))
             delay = min(delay * 1.5, 0.1)
 
+    async def visible_to_reads(self, timeout_s: float) -> bool:
+        """Wait until a recall's reads see every write committed before the call: at once
+        without a read replica, else until the replicas replayed past the primary's WAL
+        position now (recallmesh.shared.replicas). False when timeout_s passes first."""
+        if self.reads.replica is None:
+            return True
+        return await self.reads.replayed(await wal_position(self.pool), timeout_s)
+
     async def pinned(self, ns: str, filters: Filters, limit: int = 50) -> list[StoredMemory]:
         """The namespace's pinned memories that are live, current (as of filters.as_of when
         set, else now) and pass `filters`, most important first (then newest), at most
         `limit`."""
         where_filters, params = filter_sql(filters, alias="m")
         current = "" if filters.as_of else "AND (m.valid_to IS NULL OR m.valid_to > now())"
-        async with self.pool.connection() as conn:
+
+        async def read(conn: Any) -> list[StoredMemory]:
             cur = await conn.execute(
                 f"SELECT {COLUMNS} FROM memories m WHERE m.namespace = %(ns)s AND m.pinned "
                 f"AND {live('m')} {current} {where_filters} "
                 "ORDER BY m.importance DESC, m.created_at DESC, m.id LIMIT %(limit)s",
                 params | {"ns": ns, "limit": limit})
             return [StoredMemory.from_row(r) for r in await cur.fetchall()]
+
+        return await self.reads.run(read)
 
     async def get(self, ns: str, memory_id: str) -> StoredMemory:
         async with self.pool.connection() as conn:
@@ -512,28 +527,33 @@ class MemoryStore:
         """Live memories of `ns` among memory_ids, in one query, keyed by id."""
         if not memory_ids:
             return {}
-        async with self.pool.connection() as conn:
+
+        async def read(conn: Any) -> list[StoredMemory]:
             cur = await conn.execute(
                 f"SELECT {COLUMNS} FROM memories "
                 f"WHERE namespace = %s AND id = ANY(%s::uuid[]) AND {LIVE}",
                 (ns, memory_ids),
             )
-            found = await successors(conn, ns, [StoredMemory.from_row(r)
-                                                 for r in await cur.fetchall()])
-        return {m.id: m for m in found}
+            return await successors(conn, ns, [StoredMemory.from_row(r)
+                                                for r in await cur.fetchall()])
+
+        return {m.id: m for m in await self.reads.run(read)}
 
     async def created_times(self, ns: str, memory_ids: list[str]) -> dict[str, datetime]:
         """created_at of the live memories of `ns` among memory_ids, in one query."""
         if not memory_ids:
             return {}
-        async with self.pool.connection() as conn:
+
+        async def read(conn: Any) -> list[Any]:
             cur = await conn.execute(
                 "SELECT id::text, created_at FROM memories "
                 f"WHERE namespace = %s AND id = ANY(%s::uuid[]) AND {LIVE}",
                 (ns, memory_ids),
             )
-            rows = await cur.fetchall()
-        return {row[0]: row[1] for row in rows}
+            rows: list[Any] = await cur.fetchall()
+            return rows
+
+        return {row[0]: row[1] for row in await self.reads.run(read)}
 
     async def similar_pairs(self, ns: str, memory_ids: list[str], min_similarity: float
                             ) -> list[tuple[str, str, float]]:
@@ -541,7 +561,7 @@ class MemoryStore:
         similarity is at least min_similarity: (id, id, similarity), in one query."""
         if len(memory_ids) < 2:
             return []
-        async with self.pool.connection() as conn:
+        async def read(conn: Any) -> list[tuple[str, str, float]]:
             cur = await conn.execute(
                 "SELECT a.id::text, b.id::text, 1 - (a.embedding <=> b.embedding) "
                 "FROM memories a JOIN memories b ON a.id < b.id "
@@ -553,6 +573,8 @@ class MemoryStore:
                 {"ns": ns, "ids": memory_ids, "min": min_similarity},
             )
             return [(r[0], r[1], float(r[2])) for r in await cur.fetchall()]
+
+        return await self.reads.run(read)
 
     async def hydrate_adjacent(
         self, ns: str, memory_ids: list[str], seed_ids: list[str], filters: Filters,
@@ -589,7 +611,8 @@ class MemoryStore:
                 " AND NOT n.is_sensitive"
             )
 
-        async with self.pool.connection() as conn:
+        async def read(conn: Any) -> tuple[dict[str, dict[str, StoredMemory]],
+                                           list[StoredMemory]]:
             cur = await conn.execute(
                 f"SELECT 'self', n.id::text, {columns} FROM memories n "
                 "WHERE n.namespace = %(ns)s AND n.id = ANY(%(ids)s::uuid[]) "
@@ -602,7 +625,9 @@ class MemoryStore:
             for row in rows:
                 found[row[0]][row[1]] = StoredMemory.from_row(row[2:])
             # the hits read with their successors, as hydrate reads them
-            hits = await successors(conn, ns, list(found["self"].values()))
+            return found, await successors(conn, ns, list(found["self"].values()))
+
+        found, hits = await self.reads.run(read)
         return {m.id: m for m in hits}, found["next"], found["prev"]
 
     async def schema_version(self) -> int:

@@ -8,6 +8,7 @@ from typing import Any
 import grpc
 
 from recallmesh.shared.db import open_pool, resolve_dsn, unreachable
+from recallmesh.shared.replicas import Reads
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 
 
@@ -18,15 +19,18 @@ class RetrieverApp:
 
     def __init__(self) -> None:
         self.pool: Any = None
+        self.reads: Reads | None = None
         self.servicer: Any = None
 
-    async def build(self, pool: Any) -> retriever_pb2_grpc.RetrieverServiceServicer:
-        """The leg's servicer over the open pool (raise to refuse to start)."""
+    async def build(self, pool: Any, reads: Reads) -> retriever_pb2_grpc.RetrieverServiceServicer:
+        """The leg's servicer over the open primary pool and the searches' reads (a replica's
+        when RECALLMESH_READ_DSN is set); raise to refuse to start."""
         raise NotImplementedError
 
     async def start(self) -> None:
         self.pool = await open_pool(resolve_dsn(), name=self.name)
-        self.servicer = await self.build(self.pool)
+        self.reads = await Reads.open(self.pool, self.name)
+        self.servicer = await self.build(self.pool, self.reads)
 
     async def ready(self) -> str:
         return await unreachable(self.pool)
@@ -36,5 +40,7 @@ class RetrieverApp:
         retriever_pb2_grpc.add_RetrieverServiceServicer_to_server(self.servicer, server)
 
     async def stop(self) -> None:
+        if self.reads is not None:
+            await self.reads.close()
         if self.pool is not None:
             await self.pool.close()

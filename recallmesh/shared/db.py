@@ -252,10 +252,11 @@ async def _keep_trying(pool: AsyncConnectionPool) -> None:
 
 async def open_pool(
     dsn: str, settings: PoolSettings | None = None, *, name: str = "db",
-    query_class: QueryClass = READ,
+    query_class: QueryClass = READ, wait: bool = True,
 ) -> AsyncConnectionPool:
     """The service's pool; its connections run under `query_class`'s timeouts unless a
-    transaction asks for another class (`transaction()`, `limit()`)."""
+    transaction asks for another class (`transaction()`, `limit()`). wait=False: return at
+    once, the connections are made in the background (a replica that is down at start-up)."""
     settings = settings or PoolSettings.from_env()
     pool = Pool(
         dsn,
@@ -271,7 +272,7 @@ async def open_pool(
         reconnect_timeout=RECONNECT_TIMEOUT_S,
         reconnect_failed=_keep_trying,
     )
-    await pool.open(wait=True, timeout=OPEN_TIMEOUT_S)
+    await pool.open(wait=wait, timeout=OPEN_TIMEOUT_S)
     log.info("database pool open", extra={"dsn": redact(dsn), "max_size": settings.max_size,
                                            "max_waiting": settings.max_waiting,
                                            "timeout_s": settings.timeout_s,

@@ -198,6 +198,29 @@ class PoolSettings:
         )
 
 
+@dataclass(frozen=True)
+class ReadSettings:
+    """Reads from a streaming replica (recallmesh/shared/replicas.py). No read DSN: every
+    read goes to the primary (RECALLMESH_DSN)."""
+
+    dsn: str = ""  # RECALLMESH_READ_DSN: a hot standby (CloudNativePG's -ro Service)
+    # Reads leave a replica whose replay is further behind the primary than this.
+    max_lag_s: float = 5.0
+    check_interval_s: float = 1.0  # how often the replica's position is checked
+    # The longest wait for a replica connection before the read goes to the primary.
+    replica_wait_s: float = 0.25
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ReadSettings:
+        return cls(
+            dsn=env_str("RECALLMESH_READ_DSN", "", environ),
+            max_lag_s=env_float("RECALLMESH_READ_MAX_LAG_S", 5.0, environ, minimum=0.0),
+            check_interval_s=env_float("RECALLMESH_READ_CHECK_S", 1.0, environ, minimum=0.05),
+            replica_wait_s=env_float("RECALLMESH_READ_REPLICA_WAIT_S", 0.25, environ,
+                                     minimum=0.01),
+        )
+
+
 # How callers prove who they are (recallmesh/auth). `required` (the default): the gateway
 # answers only API keys and JWTs, and internal services only internal callers (mutual TLS, or
 # RECALLMESH_INTERNAL_TOKEN when TLS is off). `off`: no credential is asked for anywhere; for

@@ -22,6 +22,10 @@ SERVICES = {
     "graph": (50057, 9457, True),
 }
 HEADLESS = {"lexical", "vector", "graph", "embedding", "fusion"}
+# the services whose recall reads may go to a replica (RECALLMESH_READ_DSN), and the overlays
+# with replicas to read from (dev runs one PostgreSQL instance)
+READERS = {"gateway", "lexical", "vector", "graph"}
+READ_REPLICA_OVERLAYS = ("production", "production-gpu")
 NAMESPACES = {"dev": "recallmesh-dev", "production": "recallmesh", "production-gpu": "recallmesh"}
 # overlays with k8s/components/tls (cert-manager, mutual TLS); dev stays plaintext
 TLS_OVERLAYS = ("production", "production-gpu")
@@ -90,7 +94,19 @@ def test_services_keep_the_runtime_contract(overlay):
         assert spec.env[f"RECALLMESH_{name.upper()}_HOST"] == "0.0.0.0"
         assert spec.env["RECALLMESH_MODEL_CACHE"] == "/opt/recallmesh/models"
         assert (spec.secret_env.get("RECALLMESH_DSN") == ("recallmesh-db-app", "uri")) is uses_db
-        assert set(spec.secret_env) <= {"RECALLMESH_DSN", "RECALLMESH_INTERNAL_TOKEN"}, name
+        # production reads from the -ro Service (the replicas); the password comes from the
+        # app Secret into the read DSN, the primary's DSN stays the Secret's uri (-rw)
+        reads_replicas = overlay in READ_REPLICA_OVERLAYS and name in READERS
+        assert ("RECALLMESH_DB_PASSWORD" in spec.secret_env) is reads_replicas, name
+        assert set(spec.secret_env) <= {"RECALLMESH_DSN", "RECALLMESH_INTERNAL_TOKEN",
+                                        "RECALLMESH_DB_PASSWORD"}, name
+        if reads_replicas:
+            assert spec.secret_env["RECALLMESH_DB_PASSWORD"] == ("recallmesh-db-app", "password")
+            read_dsn = dict(part.split("=", 1) for part in spec.env["RECALLMESH_READ_DSN"].split())
+            assert read_dsn["host"] == "recallmesh-db-ro", name
+            assert read_dsn["password"] == "$(RECALLMESH_DB_PASSWORD)", name
+        else:
+            assert "RECALLMESH_READ_DSN" not in spec.env, name
         pod = deployments[f"recallmesh-{name}"]["spec"]["template"]["spec"]
         (container,) = pod["containers"]
         if overlay in TLS_OVERLAYS:  # kubelet's gRPC probes cannot speak TLS

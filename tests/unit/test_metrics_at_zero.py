@@ -19,6 +19,7 @@ from recallmesh.services.embedding.servicer import EmbeddingApp
 from recallmesh.services.fusion.servicer import FusionApp
 from recallmesh.services.indexer.core import JOB_OUTCOMES, export_job_zeros
 from recallmesh.services.retriever_app import RetrieverApp
+from recallmesh.shared.replicas import export_read_zeros
 from recallmesh.shared.telemetry import ZERO_CODES, export_rpc_zeros
 from recallmesh.wire.filters import Filters
 from recallmesh.wire.retriever import LegQuery
@@ -136,6 +137,7 @@ def test_every_counter_the_rules_and_the_dashboard_read_is_exported_from_the_sta
     labelled counter fails here until the counter's known labels are created at zero."""
     metrics.export_recall_zeros(["lexical", "vector", "graph"])
     export_job_zeros()
+    export_read_zeros()  # Reads.open, in the gateway and every leg
     for app in APPS:
         export_rpc_zeros(app.service_names)
     samples = exported()

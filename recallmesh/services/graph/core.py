@@ -42,6 +42,7 @@ import scipy.sparse as sp
 from prometheus_client import Counter, Gauge, Histogram
 
 from recallmesh.services.graph.extraction import normalise
+from recallmesh.shared.replicas import as_reads
 from recallmesh.wire.filters import Filters, filter_sql
 
 MAX_SEED_WORDS = 4
@@ -185,17 +186,18 @@ class GraphRetriever:
     search that gives up at its deadline leaves it running for the next one.
     """
 
-    def __init__(self, pool: Any, settings: GraphSettings | None = None) -> None:
-        self.pool = pool
+    def __init__(self, reads: Any, settings: GraphSettings | None = None) -> None:
+        self.reads = as_reads(reads)  # a replica's connections when one is set
         self.settings = settings or GraphSettings()
         self._cache: OrderedDict[str, NamespaceGraph] = OrderedDict()
         self._loading: dict[str, asyncio.Task[NamespaceGraph]] = {}
 
     async def graph(self, namespace: str) -> tuple[NamespaceGraph | None, bool]:
         """The namespace's graph and whether it is stale (None: nothing extracted yet)."""
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(_VERSION, (namespace,))
-            row = await cur.fetchone()
+        async def version_of(conn: Any) -> Any:
+            return await (await conn.execute(_VERSION, (namespace,))).fetchone()
+
+        row = await self.reads.run(version_of)
         if row is None:  # nothing extracted, or the namespace was deleted: forget its graph
             self._cache.pop(namespace, None)
             return None, False
@@ -248,23 +250,27 @@ class GraphRetriever:
 
     async def _load(self, namespace: str, version: int) -> NamespaceGraph:
         params = {"ns": namespace}
-        async with self.pool.connection() as conn, conn.transaction():
-            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            cur = conn.cursor(binary=True)  # binary: several times faster for large graphs
-            memories = await (await cur.execute(_MEMORIES, params)).fetchall()
-            links = await (await cur.execute(_LINKS, params)).fetchall()
-            concepts = await (await cur.execute(_CONCEPTS, params)).fetchall()
-            aliases = await (await cur.execute(_ALIASES, params)).fetchall()
-            concept_edges = await (await cur.execute(_CONCEPT_EDGES, params)).fetchall()
-            memory_edges = await (await cur.execute(_MEMORY_EDGES, params)).fetchall()
+
+        async def rows_of(conn: Any) -> list[list[Any]]:
+            async with conn.transaction():
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                cur = conn.cursor(binary=True)  # binary: several times faster for large graphs
+                return [await (await cur.execute(sql, params)).fetchall()
+                        for sql in (_MEMORIES, _LINKS, _CONCEPTS, _ALIASES, _CONCEPT_EDGES,
+                                    _MEMORY_EDGES)]
+
+        memories, links, concepts, aliases, concept_edges, memory_edges = (
+            await self.reads.run(rows_of))
         return build_graph(version, memories, links, concepts, aliases, concept_edges,
                            memory_edges, self.settings.concept_edge_weight)
 
     async def _live(self, namespace: str, ids: list[str]) -> set[str]:
         """Which of ids are still live, current memories (checked when serving a stale graph)."""
-        async with self.pool.connection() as conn:
+        async def live_of(conn: Any) -> set[str]:
             cur = await conn.execute(_LIVE, (namespace, ids))
             return {r[0] for r in await cur.fetchall()}
+
+        return await self.reads.run(live_of)
 
     async def _passing(self, namespace: str, filters: Filters, hits: list[GraphHit]
                        ) -> list[GraphHit]:
@@ -273,12 +279,15 @@ class GraphRetriever:
         if not hits:
             return hits
         where_filters, params = filter_sql(filters, alias="m")
-        async with self.pool.connection() as conn:
+
+        async def passing_of(conn: Any) -> set[str]:
             cur = await conn.execute(
                 f"SELECT m.id::text FROM memories m WHERE m.namespace = %(ns)s "
                 f"AND m.id = ANY(%(ids)s::uuid[]) {where_filters}",
                 params | {"ns": namespace, "ids": [h.memory_id for h in hits]})
-            passing = {r[0] for r in await cur.fetchall()}
+            return {r[0] for r in await cur.fetchall()}
+
+        passing = await self.reads.run(passing_of)
         return [h for h in hits if h.memory_id in passing]
 
     async def search(self, namespace: str, query: str, vector: Sequence[float], model: str,

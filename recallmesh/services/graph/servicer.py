@@ -10,6 +10,7 @@ import grpc
 from recallmesh.services.graph.core import GraphRetriever
 from recallmesh.services.graph.settings import GraphLegSettings
 from recallmesh.services.retriever_app import RetrieverApp
+from recallmesh.shared.replicas import Reads
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from recallmesh.wire.retriever import search_request, seed_memory_ids
 
@@ -38,9 +39,9 @@ class GraphServicer(retriever_pb2_grpc.RetrieverServiceServicer):
 class GraphApp(RetrieverApp):
     name = "graph"
 
-    async def build(self, pool: Any) -> GraphServicer:
+    async def build(self, pool: Any, reads: Reads) -> GraphServicer:
         settings = GraphLegSettings.from_env()
         log.info("graph leg ready", extra={"mode": settings.graph.mode,
                                            "damping": settings.graph.damping,
                                            "node_cap": settings.graph.node_cap})
-        return GraphServicer(GraphRetriever(pool, settings.graph))
+        return GraphServicer(GraphRetriever(reads, settings.graph))

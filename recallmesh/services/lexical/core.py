@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recallmesh.services.lexical.cjk import query_terms
+from recallmesh.shared.replicas import as_reads
 from recallmesh.wire.filters import Filters, filter_sql
 
 # (ts_rank weight, importance weight) of the blended score per sort mode.
@@ -283,11 +284,12 @@ ORDER BY {final_order}
 
 
 class LexicalRetriever:
-    """Runs lexical searches over a psycopg AsyncConnectionPool."""
+    """Runs lexical searches on read connections (a replica's when one is set, else the
+    primary pool's: recallmesh.shared.replicas)."""
 
-    def __init__(self, pool: Any, or_min_rank: float = 0.01, ranking: str = "ts_rank",
+    def __init__(self, reads: Any, or_min_rank: float = 0.01, ranking: str = "ts_rank",
                  k1: float = 1.2, b: float = 0.75) -> None:
-        self.pool = pool
+        self.reads = as_reads(reads)
         self.or_min_rank = or_min_rank
         self.ranking = ranking
         self.k1 = k1
@@ -313,9 +315,13 @@ class LexicalRetriever:
             sql, params = build_search_sql(filters or Filters(), sort_by)
         params.update(ns=namespace, query=query_terms(query), k=k,
                       or_min_rank=self.or_min_rank)
-        async with self.pool.connection() as conn:
+
+        async def fetch(conn: Any) -> list[Any]:
             cur = await conn.execute(sql, params)
-            rows = await cur.fetchall()
+            rows: list[Any] = await cur.fetchall()
+            return rows
+
+        rows = await self.reads.run(fetch)
         scale = float(rows[0][5]) if rows and rows[0][5] else None  # BM25 only
         return LexicalResult(
             hits=[

@@ -9,6 +9,7 @@ import grpc
 from recallmesh.services.lexical.core import LexicalRetriever
 from recallmesh.services.lexical.settings import LexicalSettings
 from recallmesh.services.retriever_app import RetrieverApp
+from recallmesh.shared.replicas import Reads
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from recallmesh.wire.policy import checked
 from recallmesh.wire.retriever import search_request
@@ -44,7 +45,7 @@ class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):
 class LexicalApp(RetrieverApp):
     name = "lexical"
 
-    async def build(self, pool: Any) -> LexicalServicer:
+    async def build(self, pool: Any, reads: Reads) -> LexicalServicer:
         settings = LexicalSettings.from_env()
-        return LexicalServicer(LexicalRetriever(pool, settings.or_min_rank, settings.ranking,
+        return LexicalServicer(LexicalRetriever(reads, settings.or_min_rank, settings.ranking,
                                                 settings.bm25_k1, settings.bm25_b))

@@ -55,6 +55,7 @@ from prometheus_client import Counter
 from recallmesh.migrations.vector_schema import vector_literal
 from recallmesh.services.vector.settings import DEFAULT_EF_SEARCH, DEFAULT_EXACT_MAX
 from recallmesh.shared.errors import InvalidArgument
+from recallmesh.shared.replicas import as_reads
 from recallmesh.wire.filters import Filters, filter_sql
 
 EXACT_SEARCHES = Counter(
@@ -144,10 +145,10 @@ def check_vector(values: Sequence[float], dimension: int) -> np.ndarray:
 class VectorRetriever:
     """Runs nearest-neighbour searches over a psycopg AsyncConnectionPool."""
 
-    def __init__(self, pool: Any, dimension: int, ef_search: int = DEFAULT_EF_SEARCH,
+    def __init__(self, reads: Any, dimension: int, ef_search: int = DEFAULT_EF_SEARCH,
                  iterative_scan: str = "relaxed_order", exact_max: int = DEFAULT_EXACT_MAX,
                  clock: Any = time.monotonic) -> None:
-        self.pool = pool
+        self.reads = as_reads(reads)  # a replica's connections when one is set
         self.dimension = dimension
         self.ef_search = ef_search
         self.iterative_scan = iterative_scan
@@ -228,13 +229,19 @@ class VectorRetriever:
         filters: Filters | None = None,
     ) -> list[VectorHit]:
         query_vector = check_vector(vector, self.dimension)
-        async with self.pool.connection() as conn, conn.transaction():
-            plan = await self.plan(conn, namespace, model, k, filters)
-            EXACT_SEARCHES.labels(plan).inc()
-            await apply_settings(conn, plan_settings(plan, self.ef_search, self.iterative_scan,
-                                                     k))
-            sql, params = build_search_sql(filters or Filters())
-            params.update(ns=namespace, vector=vector_literal(query_vector), model=model, k=k)
-            cur = await conn.execute(sql, params)
-            rows = await cur.fetchall()
+
+        async def search_on(conn: Any) -> list[Any]:
+            async with conn.transaction():
+                plan = await self.plan(conn, namespace, model, k, filters)
+                EXACT_SEARCHES.labels(plan).inc()
+                await apply_settings(conn, plan_settings(plan, self.ef_search,
+                                                         self.iterative_scan, k))
+                sql, params = build_search_sql(filters or Filters())
+                params.update(ns=namespace, vector=vector_literal(query_vector), model=model,
+                              k=k)
+                cur = await conn.execute(sql, params)
+                rows: list[Any] = await cur.fetchall()
+                return rows
+
+        rows = await self.reads.run(search_on)
         return [VectorHit(str(r[0]), float(r[1]), float(r[2])) for r in rows]

@@ -13,6 +13,7 @@ from recallmesh.services.retriever_app import RetrieverApp
 from recallmesh.services.vector.core import VectorRetriever
 from recallmesh.services.vector.settings import VectorSettings
 from recallmesh.shared.errors import InvalidArgument
+from recallmesh.shared.replicas import Reads
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from recallmesh.wire.retriever import search_request
 
@@ -56,7 +57,7 @@ class VectorServicer(retriever_pb2_grpc.RetrieverServiceServicer):
 class VectorApp(RetrieverApp):
     name = "vector"
 
-    async def build(self, pool: Any) -> VectorServicer:
+    async def build(self, pool: Any, reads: Reads) -> VectorServicer:
         settings = VectorSettings.from_env()
         async with pool.connection() as conn:
             cur = await conn.execute(COLUMN_DIMENSION_SQL, ("embedding",))
@@ -70,5 +71,5 @@ class VectorApp(RetrieverApp):
                                             "ef_search": settings.ef_search,
                                             "exact_max": settings.exact_max})
         return VectorServicer(
-            VectorRetriever(pool, dimension, settings.ef_search, settings.iterative_scan,
+            VectorRetriever(reads, dimension, settings.ef_search, settings.iterative_scan,
                             settings.exact_max))

@@ -1,0 +1,326 @@
+"""Reads from a streaming replica, with the primary as the fallback (RECALLMESH_READ_DSN).
+
+A service that reads (the legs' searches, the gateway's hydration) takes its connections from
+`Reads`: from the replica pool while the replica answers and has replayed what the primary had
+written at most RECALLMESH_READ_MAX_LAG_S ago, else from the primary pool. Writes, the outbox,
+key lookups and every read that must see the caller's own write (Get, List, History, Export)
+stay on the primary pool; they never come here.
+
+How "behind" is measured: every RECALLMESH_READ_CHECK_S a watcher notes the primary's current
+WAL position and asks the replica how far it has replayed. The replica's lag is the age of the
+oldest noted primary position it has not yet replayed (0 when it has replayed all of them; on
+an idle primary it is 0, not the time since the last transaction). A standby that stopped
+receiving WAL shows the lag growing, not a frozen 0.
+
+When reads leave the replica:
+  - the replica does not answer the watcher, or a connection to it is not handed out within
+    RECALLMESH_READ_REPLICA_WAIT_S: down;
+  - its lag passes RECALLMESH_READ_MAX_LAG_S: lagging;
+  - a read on it fails with a database error (a lost connection, a statement cancelled by a
+    recovery conflict): `run` repeats that read once on the primary, and reads stay on the
+    primary until the watcher finds the replica healthy again.
+None of these fails a read. The host in the read DSN that turns out to be a primary (after a
+failover a promoted replica keeps its address) is read from as it is: lag 0.
+
+Read-your-writes: a write the caller waits for (IndexWait) is acknowledged once the replicas
+have replayed past the WAL position after it (`replayed`), so the recall that follows finds it
+on any replica. Where the primary shows its standbys' replay positions (pg_stat_replication,
+visible to roles with pg_read_all_stats or pg_monitor) every streaming standby is waited for;
+otherwise the replica the read pool reaches is asked.
+
+Metrics (every process with a read DSN):
+  recallmesh_db_replica_lag_seconds  the watcher's lag (gauge)
+  recallmesh_db_replica_lag_bytes    primary WAL position minus the replica's replay position
+  recallmesh_db_replica_usable       1 while reads go to the replica
+  recallmesh_db_reads_total{target}  reads served by the replica or the primary
+  recallmesh_db_replica_fallbacks_total{reason}  reads sent to the primary: down, lagging, error
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import psycopg
+from prometheus_client import Counter, Gauge
+
+from recallmesh.shared.db import open_pool, redact, time_left
+from recallmesh.shared.settings import ReadSettings
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+REPLICA_LAG_SECONDS = Gauge(
+    "recallmesh_db_replica_lag_seconds",
+    "How long ago the primary had written WAL the read replica has not replayed yet "
+    "(0: caught up)")
+REPLICA_LAG_BYTES = Gauge(
+    "recallmesh_db_replica_lag_bytes",
+    "The primary's WAL position minus the read replica's replay position, in bytes")
+REPLICA_USABLE = Gauge(
+    "recallmesh_db_replica_usable",
+    "1 while reads go to the read replica, 0 while they go to the primary")
+READS = Counter("recallmesh_db_reads_total",
+                "Reads by where they were served: replica or primary", ["target"])
+FALLBACKS = Counter("recallmesh_db_replica_fallbacks_total",
+                    "Reads sent to the primary although a read DSN is set, by why: the replica "
+                    "is down, lagging, or a read on it failed (error)", ["reason"])
+FALLBACK_REASONS = ("down", "lagging", "error")
+
+
+def export_read_zeros() -> None:
+    """Every series at zero from the start (an alert on a rate needs the series)."""
+    for target in ("replica", "primary"):
+        READS.labels(target)
+    for reason in FALLBACK_REASONS:
+        FALLBACKS.labels(reason)
+
+
+def lsn_int(lsn: str) -> int:
+    """A pg_lsn's text ("16/B374D848") as a byte position."""
+    high, _, low = lsn.partition("/")
+    return (int(high, 16) << 32) + int(low, 16)
+
+
+@dataclass
+class ReplicaState:
+    """What the watcher last saw: why reads leave the replica ("" when they do not)."""
+
+    unusable: str = "down"  # "", "down" or "lagging"
+    lag_s: float = 0.0
+    lag_bytes: int = 0
+    checked_at: float = 0.0
+
+
+class LagClock:
+    """The replica's lag in seconds from the primary's WAL positions noted at each check: the
+    age of the oldest noted position the replica has not replayed yet."""
+
+    def __init__(self, keep: int = 10_000) -> None:
+        self._noted: deque[tuple[float, int]] = deque(maxlen=keep)
+
+    def lag(self, now: float, primary_lsn: int, replayed: int) -> float:
+        if not self._noted or self._noted[-1][1] < primary_lsn:
+            self._noted.append((now, primary_lsn))
+        while self._noted and self._noted[0][1] <= replayed:
+            self._noted.popleft()
+        return now - self._noted[0][0] if self._noted else 0.0
+
+
+_REPLICA_POSITION = ("SELECT pg_is_in_recovery(), "
+                     "coalesce(pg_last_wal_replay_lsn(), '0/0'::pg_lsn)::text")
+_PRIMARY_POSITION = "SELECT pg_current_wal_lsn()::text"
+# The standbys' replay positions as the primary sees them (NULL without pg_read_all_stats).
+_STANDBYS = ("SELECT count(*), count(replay_lsn), min(replay_lsn)::text "
+             "FROM pg_stat_replication WHERE state = 'streaming'")
+
+
+class Reads:
+    """Connections for reads: the replica's while it is usable, else the primary's. Without a
+    replica every read goes to the primary (the default: no RECALLMESH_READ_DSN)."""
+
+    def __init__(self, primary: Any, replica: Any = None,
+                 settings: ReadSettings | None = None) -> None:
+        self.primary = primary
+        self.replica = replica
+        self.settings = settings or ReadSettings()
+        self.state = ReplicaState()
+        self._clock = LagClock()
+        self._watcher: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def open(cls, primary: Any, name: str, settings: ReadSettings | None = None
+                   ) -> Reads:
+        """Reads for a service whose primary pool is open: with a replica pool (opened without
+        waiting: a replica that is down at start-up leaves reads on the primary) when the
+        settings name a read DSN, and its watcher running."""
+        settings = settings or ReadSettings.from_env()
+        export_read_zeros()
+        if not settings.dsn:
+            return cls(primary, None, settings)
+        replica = await open_pool(settings.dsn, name=f"{name}-read", wait=False)
+        reads = cls(primary, replica, settings)
+        await reads.check()
+        reads._watcher = asyncio.create_task(reads._watch())
+        log.info("reads from a replica", extra={"dsn": redact(settings.dsn),
+                                                "max_lag_s": settings.max_lag_s,
+                                                "usable": not reads.state.unusable})
+        return reads
+
+    @property
+    def on_replica(self) -> bool:
+        return self.replica is not None and not self.state.unusable
+
+    async def close(self) -> None:
+        """Stop the watcher and close the replica pool (the primary pool is its owner's)."""
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+        if self.replica is not None:
+            await self.replica.close()
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.check_interval_s)
+            try:
+                await self.check()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # never let the watcher die: the next check tries again
+                log.exception("replica check failed")
+
+    async def check(self) -> ReplicaState:
+        """Ask the primary and the replica where they are; set the state and the gauges."""
+        now = time.monotonic()
+        wait = self.settings.replica_wait_s
+        try:
+            async with self.replica.connection(timeout=wait) as conn:
+                cur = await conn.execute(_REPLICA_POSITION)
+                in_recovery, replayed = await cur.fetchone()
+        except Exception as exc:
+            self._set(ReplicaState("down", checked_at=now), type(exc).__name__)
+            return self.state
+        if not in_recovery:  # the read host is itself a primary (e.g. promoted): no lag
+            self._set(ReplicaState("", checked_at=now))
+            return self.state
+        try:
+            async with self.primary.connection(timeout=wait) as conn:
+                primary_lsn = lsn_int((await (await conn.execute(_PRIMARY_POSITION))
+                                       .fetchone())[0])
+        except psycopg.Error:
+            # the primary is away (failing over?): the replica's data is what there is
+            self._set(ReplicaState("", lag_s=self.state.lag_s, lag_bytes=self.state.lag_bytes,
+                                   checked_at=now))
+            return self.state
+        replayed_at = lsn_int(replayed)
+        lag_s = self._clock.lag(now, primary_lsn, replayed_at)
+        lag_bytes = max(primary_lsn - replayed_at, 0)
+        unusable = "lagging" if lag_s > self.settings.max_lag_s else ""
+        self._set(ReplicaState(unusable, lag_s, lag_bytes, now))
+        return self.state
+
+    def _set(self, state: ReplicaState, why: str = "") -> None:
+        if state.unusable != self.state.unusable:
+            log.warning("reads moved to the primary" if state.unusable else
+                        "reads back on the replica",
+                        extra={"reason": state.unusable or "healthy", "error": why,
+                               "lag_s": round(state.lag_s, 3)})
+        self.state = state
+        REPLICA_LAG_SECONDS.set(state.lag_s)
+        REPLICA_LAG_BYTES.set(state.lag_bytes)
+        REPLICA_USABLE.set(0 if state.unusable else 1)
+
+    def _fallback(self, reason: str = "") -> None:
+        if self.replica is not None:
+            FALLBACKS.labels(reason or self.state.unusable or "error").inc()
+        READS.labels("primary").inc()
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[Any]:
+        """A connection to read from: the replica's while it is usable (one not handed out
+        within RECALLMESH_READ_REPLICA_WAIT_S marks the replica down), else the primary's. A
+        database error on the replica's marks it down too: the next reads go to the primary
+        (`run` also repeats the failed read there)."""
+        conn = await self._replica_conn() if self.on_replica else None
+        if conn is None:
+            self._fallback()
+            async with self.primary.connection() as conn:
+                yield conn
+            return
+        READS.labels("replica").inc()
+        try:
+            async with conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            self._mark_down(type(exc).__name__)
+            raise
+        finally:
+            await asyncio.shield(self.replica.putconn(conn))
+
+    async def _replica_conn(self) -> Any:
+        """A replica connection, or None (and the replica marked down) when none comes."""
+        try:
+            return await self.replica.getconn(timeout=self.settings.replica_wait_s)
+        except Exception as exc:
+            self._mark_down(type(exc).__name__)
+            return None
+
+    def _mark_down(self, why: str) -> None:
+        self._set(ReplicaState("down", self.state.lag_s, self.state.lag_bytes,
+                               time.monotonic()), why)
+
+    async def run(self, read: Callable[[Any], Awaitable[T]]) -> T:
+        """`read` on a read connection; when it fails on the replica with a database error
+        and the caller has time left, once more on the primary."""
+        conn = await self._replica_conn() if self.on_replica else None
+        if conn is not None:
+            READS.labels("replica").inc()
+            try:
+                async with conn:
+                    return await read(conn)
+            except psycopg.OperationalError as exc:
+                self._mark_down(type(exc).__name__)
+                left = time_left()
+                if left is not None and left <= 0:
+                    raise
+                log.warning("read failed on the replica, repeated on the primary",
+                            extra={"error": type(exc).__name__})
+            finally:
+                await asyncio.shield(self.replica.putconn(conn))
+            self._fallback("error")
+        else:
+            self._fallback()
+        async with self.primary.connection() as conn:
+            return await read(conn)
+
+    async def replayed(self, lsn: str, timeout_s: float) -> bool:
+        """Wait until reads see everything up to the primary's WAL position `lsn` (text):
+        every streaming standby has replayed past it where the primary shows their positions,
+        else the replica the read pool reaches has. True at once when reads go to the primary;
+        False when timeout_s passes first."""
+        target = lsn_int(lsn)
+        deadline_at = time.monotonic() + timeout_s
+        delay = 0.002
+        while True:
+            if not self.on_replica:
+                return True
+            if await self._replayed(target):
+                return True
+            remaining = deadline_at - time.monotonic()
+            if remaining <= 0:
+                return False
+            await asyncio.sleep(min(delay, remaining))
+            delay = min(delay * 2, 0.05)
+
+    async def _replayed(self, target: int) -> bool:
+        async with self.primary.connection() as conn:
+            standbys, visible, oldest = await (await conn.execute(_STANDBYS)).fetchone()
+        if standbys and visible == standbys:
+            return lsn_int(oldest) >= target
+        try:
+            async with self.replica.connection(timeout=self.settings.replica_wait_s) as conn:
+                in_recovery, replayed = await (await conn.execute(_REPLICA_POSITION)).fetchone()
+        except Exception:
+            return False
+        return not in_recovery or lsn_int(replayed) >= target
+
+
+async def wal_position(pool: Any) -> str:
+    """The primary's current WAL position (text): every transaction committed before the call
+    is at or before it."""
+    async with pool.connection() as conn:
+        row = await (await conn.execute(_PRIMARY_POSITION)).fetchone()
+    return str(row[0])
+
+
+def as_reads(source: Any) -> Reads:
+    """`source` as Reads: itself, or a plain pool all of whose reads go to it."""
+    return source if isinstance(source, Reads) else Reads(source)
