@@ -97,6 +97,7 @@ class ReplicaState:
     lag_s: float = 0.0
     lag_bytes: int = 0
     checked_at: float = 0.0
+    since: float = 0.0  # when reads last moved (to the primary or back)
 
 
 class LagClock:
@@ -208,6 +209,8 @@ class Reads:
         return self.state
 
     def _set(self, state: ReplicaState, why: str = "") -> None:
+        moved = bool(state.unusable) != bool(self.state.unusable)
+        state.since = time.monotonic() if moved else self.state.since
         if state.unusable != self.state.unusable:
             log.warning("reads moved to the primary" if state.unusable else
                         "reads back on the replica",
@@ -281,18 +284,29 @@ class Reads:
         async with self.primary.connection() as conn:
             return await read(conn)
 
+    @property
+    def moved_everywhere_s(self) -> float:
+        """How long after this process moved its reads off the replica every other process
+        reading from it has too: each sees the same lag growing, checks once an interval, and
+        measures from positions noted up to an interval apart."""
+        return 2 * self.settings.check_interval_s + self.settings.replica_wait_s
+
     async def replayed(self, lsn: str, timeout_s: float) -> bool:
         """Wait until reads see everything up to the primary's WAL position `lsn` (text):
         every streaming standby has replayed past it where the primary shows their positions,
-        else the replica the read pool reaches has. True at once when reads go to the primary;
-        False when timeout_s passes first."""
+        else the replica the read pool reaches has; or reads have left the replica here for
+        long enough that they have in every other process (`moved_everywhere_s`: the legs
+        decide for themselves). False when timeout_s passes first."""
         target = lsn_int(lsn)
         deadline_at = time.monotonic() + timeout_s
         delay = 0.002
         while True:
-            if not self.on_replica:
+            if self.replica is None:
                 return True
-            if await self._replayed(target):
+            if not self.on_replica:
+                if time.monotonic() - self.state.since >= self.moved_everywhere_s:
+                    return True
+            elif await self._replayed(target):
                 return True
             remaining = deadline_at - time.monotonic()
             if remaining <= 0:
