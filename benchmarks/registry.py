@@ -538,6 +538,11 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               module("benchmarks.performance.soak", "--json", "benchmarks/results/soak.json",
                      "--report", "benchmarks/reports/soak.md"), ("soak.md", "soak.png"),
               ("locomo", "longmemeval")),
+    Benchmark("replica", "reads from a real streaming replica against reads from the primary: "
+              "recall, Store + IndexWait, the replica's lag under writes (issue 44)",
+              module("benchmarks.performance.replica_reads", "--report-to",
+                     "benchmarks/reports/replica-reads.md"), ("replica-reads.md",),
+              ("locomo", "longmemeval")),
 )}
 
 
