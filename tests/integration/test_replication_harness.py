@@ -4,7 +4,6 @@ streaming hot standby on 127.0.0.1, the recallmesh schema on both."""
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -13,8 +12,8 @@ from benchmarks.harness.replication import cluster, multi_host_dsn
 
 
 @pytest.mark.parametrize("synchronous", [True, False], ids=["sync", "async"])
-def test_a_write_on_the_primary_is_read_on_the_replica(tmp_path: Path, synchronous: bool) -> None:
-    with cluster(tmp_path, synchronous=synchronous) as c:
+def test_a_write_on_the_primary_is_read_on_the_replica(synchronous: bool) -> None:
+    with cluster(synchronous=synchronous) as c:
         replica = c.replicas[0]
         assert not c.primary.is_in_recovery()
         assert replica.is_in_recovery()
@@ -40,8 +39,8 @@ def test_a_write_on_the_primary_is_read_on_the_replica(tmp_path: Path, synchrono
     assert all(n.postmaster_pid() is None for n in c.nodes)  # torn down
 
 
-def test_kill_and_promote(tmp_path: Path) -> None:
-    with cluster(tmp_path, synchronous=True, prepare=False) as c:
+def test_kill_and_promote() -> None:
+    with cluster(synchronous=True, prepare=False) as c:
         replica = c.replicas[0]
         c.primary.execute("CREATE TABLE probe (v int)")
         c.primary.execute("INSERT INTO probe VALUES (1)")  # acknowledged: the standby has it
