@@ -538,6 +538,11 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               module("benchmarks.performance.soak", "--json", "benchmarks/results/soak.json",
                      "--report", "benchmarks/reports/soak.md"), ("soak.md", "soak.png"),
               ("locomo", "longmemeval")),
+    Benchmark("failover", "a real primary SIGKILLed under store/recall load, its streaming "
+              "replica promoted, synchronous and asynchronous replication: acknowledged stores "
+              "lost, what clients see and for how long (issue 44)",
+              module("benchmarks.performance.failover", "--report-to",
+                     "benchmarks/reports/failover.md"), ("failover.md",)),
 )}
 
 

@@ -202,7 +202,9 @@ class PgNode:
         for proc in procs:
             with contextlib.suppress(psutil.NoSuchProcess):
                 proc.send_signal(signal.SIGKILL)
-        psutil.wait_procs(procs, timeout=10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(p) for p in procs):
+            time.sleep(0.01)
         _RUNNING.pop(self.data, None)
 
     def promote(self, timeout_s: float = 60.0) -> None:
@@ -235,6 +237,17 @@ class PgNode:
                 return
             time.sleep(0.05)
         raise TimeoutError(f"{self.name} did not replay up to {lsn} within {timeout_s} s")
+
+
+def _alive(proc: object) -> bool:
+    """Running and not a zombie (a killed process nobody has reaped yet is gone for us)."""
+    import psutil
+
+    assert isinstance(proc, psutil.Process)
+    try:
+        return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _append_conf(node: PgNode, settings: dict[str, str]) -> None:
