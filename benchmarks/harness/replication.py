@@ -39,6 +39,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -292,18 +293,21 @@ def init_primary(data: Path, synchronous: bool = False,
     return node
 
 
-def add_replica(primary: PgNode, data: Path, name: str = DEFAULT_REPLICA) -> PgNode:
+def add_replica(primary: PgNode, data: Path, name: str = DEFAULT_REPLICA,
+                link: Link | None = None) -> PgNode:
     """A hot standby of `primary` in `data`: pg_basebackup -R -X stream through a physical
     replication slot `name`, primary_conninfo carrying application_name=`name` (what
     synchronous_standby_names names), started and streaming. Its own
     synchronous_standby_names is cleared: promoted and alone, it must not wait for a standby
-    it does not have."""
+    it does not have. With `link` (a Link to the primary), it streams through that link, which
+    a test can cut."""
     node = PgNode(own_dir(data), name=name)
+    upstream_port = primary.port if link is None else link.port
     slot = name.replace("-", "_")
     run_pg("pg_basebackup", "-d", primary.dsn("postgres", application_name=name),
            "-D", str(data), "-R", "-X", "stream", "-c", "fast", "-C", "-S", slot)
     _append_conf(node, {
-        "primary_conninfo": (f"host=127.0.0.1 port={primary.port} user={SUPERUSER} "
+        "primary_conninfo": (f"host=127.0.0.1 port={upstream_port} user={SUPERUSER} "
                              f"application_name={name}"),
         "primary_slot_name": slot,
         "synchronous_standby_names": "",
@@ -317,6 +321,76 @@ def add_replica(primary: PgNode, data: Path, name: str = DEFAULT_REPLICA) -> PgN
             return node
         time.sleep(0.1)
     raise RuntimeError(f"replica {name} is not streaming after 30 s; see {node.log}")
+
+
+class Link:
+    """A TCP forwarder on 127.0.0.1 to a node's port: the network between a standby and its
+    primary. `cut()` closes every connection through it and refuses new ones (a partition:
+    the standby hears nothing more, the primary goes on); `mend()` lets them through again."""
+
+    def __init__(self, target: PgNode) -> None:
+        self.target = target
+        self._server = socket.socket()
+        self._server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._server.bind(("127.0.0.1", 0))
+        self._server.listen(16)
+        self.port: int = self._server.getsockname()[1]
+        self._cut = threading.Event()
+        self._closed = False
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, name="link", daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            if self._cut.is_set():
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target.port), timeout=3)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                self._open |= {client, upstream}
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                if self._cut.is_set():
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (src, dst):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+            with self._lock:
+                self._open -= {src, dst}
+
+    def cut(self) -> None:
+        self._cut.set()
+        with self._lock:
+            for sock in list(self._open):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def mend(self) -> None:
+        self._cut.clear()
+
+    def close(self) -> None:
+        self.cut()
+        self._closed = True
+        self._server.close()
 
 
 def multi_host_dsn(nodes: Sequence[PgNode], dbname: str = DATABASE,
@@ -365,6 +439,7 @@ class Cluster:
     primary: PgNode
     replicas: list[PgNode]
     synchronous: bool
+    links: list[Link] = field(default_factory=list)  # per replica, when made with links=True
 
     @property
     def nodes(self) -> list[PgNode]:
@@ -387,22 +462,31 @@ def scratch_root(prefix: str = "recallmesh-pg-") -> Iterator[Path]:
 
 @contextlib.contextmanager
 def cluster(root: Path | None = None, synchronous: bool = False, replicas: int = 1,
-            prepare: bool = True, settings: dict[str, str] | None = None) -> Iterator[Cluster]:
+            prepare: bool = True, settings: dict[str, str] | None = None,
+            links: bool = False) -> Iterator[Cluster]:
     """A primary (`root`/primary) and `replicas` streaming standbys (`root`/replica, replica2,
     ...), the recallmesh schema migrated when `prepare` (recallmesh.migrations.vector_schema
     .prepare_database, the model manifest's dimension); all stopped at the end. Without
-    `root`, in a scratch_root() removed at the end."""
+    `root`, in a scratch_root() removed at the end. With `links`, each standby streams through
+    a Link (Cluster.links) that can be cut."""
     if root is None:
-        with scratch_root() as tmp, cluster(tmp, synchronous, replicas, prepare, settings) as c:
+        with scratch_root() as tmp, cluster(tmp, synchronous, replicas, prepare, settings,
+                                            links) as c:
             yield c
         return
     names = [DEFAULT_REPLICA if i == 0 else f"{DEFAULT_REPLICA}{i + 1}" for i in range(replicas)]
     with cleanup():
         primary = init_primary(root / "primary", synchronous=synchronous,
                                replica_names=names or (DEFAULT_REPLICA,), settings=settings)
-        standbys = [add_replica(primary, root / n, n) for n in names]
-        if prepare:
-            from recallmesh.migrations.vector_schema import prepare_database
+        made = [Link(primary) for _ in names] if links else []
+        try:
+            standbys = [add_replica(primary, root / n, n, made[i] if links else None)
+                        for i, n in enumerate(names)]
+            if prepare:
+                from recallmesh.migrations.vector_schema import prepare_database
 
-            prepare_database(primary.dsn())
-        yield Cluster(primary, standbys, synchronous)
+                prepare_database(primary.dsn())
+            yield Cluster(primary, standbys, synchronous, made)
+        finally:
+            for link in made:
+                link.close()
