@@ -543,6 +543,11 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               module("benchmarks.performance.replica_reads", "--report-to",
                      "benchmarks/reports/replica-reads.md"), ("replica-reads.md",),
               ("locomo", "longmemeval")),
+    Benchmark("failover", "a real primary SIGKILLed under store/recall load, its streaming "
+              "replica promoted, synchronous and asynchronous replication: acknowledged stores "
+              "lost, what clients see and for how long (issue 44)",
+              module("benchmarks.performance.failover", "--report-to",
+                     "benchmarks/reports/failover.md"), ("failover.md",)),
 )}
 
 
