@@ -353,8 +353,7 @@ def run_trial(config: Config, root: Path | None = None) -> Trial:
                 c.links[0].cut()
                 log(f"[{config.mode}] replication link cut")
                 time.sleep(config.cut_link_before_s)
-            killed_at = time.monotonic()
-            c.primary.kill()
+            killed_at = c.primary.kill()  # when the last SIGKILL had been sent
             log(f"[{config.mode}] primary killed; promoting in {config.promote_after_s} s")
             time.sleep(max(0.0, killed_at + config.promote_after_s - time.monotonic()))
             promote_started = time.monotonic()
