@@ -47,7 +47,7 @@ from benchmarks.harness.replication import (
     scratch_root,
 )
 from benchmarks.harness.script import log, machine_info
-from recallmesh.client import NO_RETRIES, NewMemory, RecallmeshError
+from recallmesh.client import NO_RETRIES, NewMemory, RecallmeshError, Relation
 from recallmesh.stack.supervisor import Stack, free_port_env
 
 COMMAND = "python -m benchmarks restore"
@@ -82,16 +82,25 @@ class Acks:
 def store_load(stack: Stack, ns: str, writers: int, stop: threading.Event, acks: Acks
                ) -> list[threading.Thread]:
     def write(w: int) -> None:
+        """Stores, every third one referencing the writer's previous memory (an edge), and
+        every fourth an Update of the previous one (a version)."""
         with stack.client(namespace=ns, retry=NO_RETRIES) as client:
             n = 0
+            previous = ""
             while not stop.is_set():
                 n += 1
                 memory_id = str(uuid.uuid4())
                 words = " ".join(WORDS[(n * 5 + i + w) % len(WORDS)] for i in range(4))
+                relations = [Relation("references", previous)] if previous and n % 3 == 0 else []
                 start = time.monotonic()
                 try:
-                    client.store(f"writer {w} note {n}: {words}", id=memory_id, timeout=10)
+                    client.store(f"writer {w} note {n}: {words}", id=memory_id, timeout=10,
+                                 relations=relations)
                     acks.add(start, time.monotonic(), memory_id, True)
+                    if previous and n % 4 == 0:
+                        client.update(previous, content=f"writer {w} note {n - 1}, revised: "
+                                      f"{words}", timeout=10)
+                    previous = memory_id
                 except RecallmeshError:
                     acks.add(start, time.monotonic(), memory_id, False)
                     time.sleep(0.05)
@@ -271,10 +280,10 @@ def run(config: Config, root: Path | None = None) -> Result:
                 stop.set()
                 for t in threads:
                     t.join(30)
-            # one recall to make sure of a namespace the restored stack must recall from
+            # the memory the restored stack must recall (found lexically at least)
             with stack.client(namespace=ns) as client:
                 probe = client.store("the lighthouse keeper's compass points to the old pier",
-                                     wait_indexed=60, timeout=90)
+                                     timeout=30)
         # the services are stopped: nothing changes the primary any more
         wait_archived(primary)
         primary_sums = checksums(primary.dsn())
@@ -346,7 +355,9 @@ def report(r: Result, argv: list[str], elapsed_s: float, config: Config) -> str:
         "",
         f"A primary with `archive_mode = on` (archive_command: a copy into a WAL archive "
         f"folder), the whole stack on it, {r.prefill:,} memories stored, then "
-        f"{config.writers} store clients writing while `pg_basebackup -X stream -c fast` "
+        f"{config.writers} clients writing (Store; every third with a relation to the "
+        "previous memory, every fourth followed by an Update of it) while "
+        "`pg_basebackup -X stream -c fast` "
         "takes the base backup; the point-in-time target (server clock and WAL position) "
         f"read {config.target_after_backup_s:.0f} s after the backup, the load running "
         f"{config.load_after_target_s:.0f} s more. Then the services stop, the last segment "
