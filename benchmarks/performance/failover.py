@@ -572,7 +572,7 @@ def report(trials: list[Trial], config: Config, argv: list[str], elapsed_s: floa
             f"{fmt(None if store is None else store - s['promoted_at'])} | {fmt(all_back)} | "
             f"{fmt(s['indexing_resumed'])} | "
             f"{fmt(None if indexed is None else indexed + s['promoted_at'])} |")
-    lines += ["", "Medians over the trials:", "",
+    lines += ["", "Over the trials (stores: sums; times: medians):", "",
               "| mode | acknowledged | lost | store outage (s) | recall outage (s) | "
               "store back after promote (s) |", "|---|---:|---:|---:|---:|---:|"]
     for mode in dict.fromkeys(s["mode"] for s in sums):
