@@ -36,6 +36,7 @@ def test_a_backup_taken_under_load_restores_whole_and_to_a_point_in_time() -> No
                   "namespace_stats", "lexeme_stats"):
         assert r.primary_sums[table][0] > 0, table
     assert r.primary_sums["memories"][0] >= config.prefill + r.acked_total
+    assert r.vectors == r.primary_sums["memories"][0]  # every vector is in the comparison
     # the services serve from it, with the key the original stack made
     assert r.stack_recall_hits == 1 and not r.stack_recall_degraded
     assert r.stack_key_reused
