@@ -178,13 +178,12 @@ class PgNode:
             pid = int((self.data / "postmaster.pid").read_text().split("\n", 1)[0])
         except (OSError, ValueError):
             return None
+        import psutil
+
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            return pid if _alive(psutil.Process(pid)) else None
+        except psutil.Error:
             return None
-        except PermissionError:
-            pass
-        return pid
 
     def kill(self) -> float:
         """SIGKILL the postmaster and every process under it at once (the machine died: no
