@@ -16,7 +16,7 @@ import pytest
 from benchmarks.performance.restore import Config, run
 from benchmarks.registry import manifest_env
 
-# about a minute on an idle 2-core machine; the stack starts twice
+# 42 s on the 2-core dev machine lightly loaded, 150 s when it was busy (the stack starts twice)
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
 
 
