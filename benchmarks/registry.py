@@ -548,6 +548,11 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               "lost, what clients see and for how long (issue 44)",
               module("benchmarks.performance.failover", "--report-to",
                      "benchmarks/reports/failover.md"), ("failover.md",)),
+    Benchmark("restore", "a base backup + WAL archive taken under store load, restored whole "
+              "and to a point in time: sizes, times, per-table checksums, the stack serving "
+              "from the restored instance (issue 44)",
+              module("benchmarks.performance.restore", "--report-to",
+                     "benchmarks/reports/restore.md"), ("restore.md",)),
 )}
 
 

@@ -178,23 +178,24 @@ class PgNode:
             pid = int((self.data / "postmaster.pid").read_text().split("\n", 1)[0])
         except (OSError, ValueError):
             return None
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            pass
-        return pid
+        import psutil
 
-    def kill(self) -> None:
+        try:
+            return pid if _alive(psutil.Process(pid)) else None
+        except psutil.Error:
+            return None
+
+    def kill(self) -> float:
         """SIGKILL the postmaster and every process under it at once (the machine died: no
-        shutdown checkpoint, no goodbye to clients or standbys); waits until all are gone."""
+        shutdown checkpoint, no goodbye to clients or standbys); waits until all are gone.
+        Returns the time.monotonic() at which the last signal had been sent (nothing started
+        after it was served by this node)."""
         import psutil
 
         pid = self.postmaster_pid()
         if pid is None:
             _RUNNING.pop(self.data, None)
-            return
+            return time.monotonic()
         try:
             parent = psutil.Process(pid)
             procs = [parent, *parent.children(recursive=True)]
@@ -203,10 +204,15 @@ class PgNode:
         for proc in procs:
             with contextlib.suppress(psutil.NoSuchProcess):
                 proc.send_signal(signal.SIGKILL)
+        sent = time.monotonic()
+        with contextlib.suppress(psutil.Error):  # a backend forked while we listed them
+            for proc in parent.children(recursive=True):
+                proc.send_signal(signal.SIGKILL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(_alive(p) for p in procs):
             time.sleep(0.01)
         _RUNNING.pop(self.data, None)
+        return sent
 
     def promote(self, timeout_s: float = 60.0) -> None:
         """pg_ctl promote: a standby becomes a primary (waits until it accepts writes)."""

@@ -252,7 +252,8 @@ class IndexWatch:
 class Trial:
     mode: str
     calls: list[Call]
-    killed_at: float
+    kill_called: float  # the first SIGKILL went out after this
+    killed_at: float  # the last had gone out: the clock of the report starts here
     promote_started: float
     promoted_at: float
     acked: list[str]
@@ -353,8 +354,8 @@ def run_trial(config: Config, root: Path | None = None) -> Trial:
                 c.links[0].cut()
                 log(f"[{config.mode}] replication link cut")
                 time.sleep(config.cut_link_before_s)
-            killed_at = time.monotonic()
-            c.primary.kill()
+            kill_called = time.monotonic()
+            killed_at = c.primary.kill()  # when the last SIGKILL had been sent
             log(f"[{config.mode}] primary killed; promoting in {config.promote_after_s} s")
             time.sleep(max(0.0, killed_at + config.promote_after_s - time.monotonic()))
             promote_started = time.monotonic()
@@ -403,8 +404,9 @@ def run_trial(config: Config, root: Path | None = None) -> Trial:
             c.primary.stop()
         except Exception as exc:  # noqa: BLE001 - a measurement, not the test's verdict
             log(f"[{config.mode}] the old primary did not start on its own: {exc}")
-        return Trial(config.mode, load.calls, killed_at, promote_started, promoted_at, acked,
-                     missing_sql, missing_get, unacked_present, len(unacked), all_indexed_s,
+        return Trial(config.mode, load.calls, kill_called, killed_at, promote_started,
+                     promoted_at, acked, missing_sql, missing_get, unacked_present,
+                     len(unacked), all_indexed_s,
                      None if resumed is None else resumed - killed_at,
                      probe.indexed, probe_recalled, health, restarted, replication, old_only)
 
@@ -573,7 +575,7 @@ def report(trials: list[Trial], config: Config, argv: list[str], elapsed_s: floa
             f"{fmt(None if store is None else store - s['promoted_at'])} | {fmt(all_back)} | "
             f"{fmt(s['indexing_resumed'])} | "
             f"{fmt(None if indexed is None else indexed + s['promoted_at'])} |")
-    lines += ["", "Medians over the trials:", "",
+    lines += ["", "Over the trials (stores: sums; times: medians):", "",
               "| mode | acknowledged | lost | store outage (s) | recall outage (s) | "
               "store back after promote (s) |", "|---|---:|---:|---:|---:|---:|"]
     for mode in dict.fromkeys(s["mode"] for s in sums):

@@ -6,7 +6,8 @@ Barman Cloud's `barman-cloud-wal-archive` does into an object store); the stack 
 with store clients writing. Under that load `pg_basebackup` takes a base backup
 (`pg_verifybackup` checks it against its manifest); a moment later, the load still running,
 the point-in-time target is read from the server (its clock and WAL position). The load stops,
-the services stop, the last WAL segment is archived. Then:
+the indexer gives every memory its vector, the services stop, the last WAL segment is archived.
+Then:
 
 - full restore: the base backup copied into a fresh data directory, `restore_command` reading
   the archive, `recovery.signal`: recovery replays every archived segment and promotes. Every
@@ -47,10 +48,14 @@ from benchmarks.harness.replication import (
     scratch_root,
 )
 from benchmarks.harness.script import log, machine_info
-from recallmesh.client import NO_RETRIES, NewMemory, RecallmeshError
+from recallmesh.client import NO_RETRIES, NewMemory, RecallmeshError, Relation
 from recallmesh.stack.supervisor import Stack, free_port_env
 
 COMMAND = "python -m benchmarks restore"
+# The model does not change what a backup holds; the small one lets the indexer give every
+# memory of the load its vector in a minute or two on a 2-core machine, so that the checksums
+# cover vectors (nomic-embed-text-v1.5 would take many minutes).
+MODEL = "all-MiniLM-L6-v2"
 WORDS = ("harbour", "ferry", "lighthouse", "gull", "tide", "anchor", "pier", "dawn", "sail",
          "rope", "beacon", "keel", "compass", "storm", "mast", "deck")
 
@@ -63,6 +68,7 @@ class Config:
     target_after_backup_s: float = 3.0  # the base backup's end to the point-in-time target
     load_after_target_s: float = 3.0
     targets: tuple[str, ...] = ("time",)  # point-in-time restores: "time", "lsn"
+    index_timeout_s: float = 600.0  # the indexer's backlog, worked off before the services stop
     services: tuple[str, ...] | None = None
     env: tuple[tuple[str, str], ...] = ()
 
@@ -82,16 +88,25 @@ class Acks:
 def store_load(stack: Stack, ns: str, writers: int, stop: threading.Event, acks: Acks
                ) -> list[threading.Thread]:
     def write(w: int) -> None:
+        """Stores, every third one referencing the writer's previous memory (an edge), and
+        every fourth an Update of the previous one (a version)."""
         with stack.client(namespace=ns, retry=NO_RETRIES) as client:
             n = 0
+            previous = ""
             while not stop.is_set():
                 n += 1
                 memory_id = str(uuid.uuid4())
                 words = " ".join(WORDS[(n * 5 + i + w) % len(WORDS)] for i in range(4))
+                relations = [Relation("references", previous)] if previous and n % 3 == 0 else []
                 start = time.monotonic()
                 try:
-                    client.store(f"writer {w} note {n}: {words}", id=memory_id, timeout=10)
+                    client.store(f"writer {w} note {n}: {words}", id=memory_id, timeout=10,
+                                 relations=relations)
                     acks.add(start, time.monotonic(), memory_id, True)
+                    if previous and n % 4 == 0:
+                        client.update(previous, content=f"writer {w} note {n - 1}, revised: "
+                                      f"{words}", timeout=10)
+                    previous = memory_id
                 except RecallmeshError:
                     acks.add(start, time.monotonic(), memory_id, False)
                     time.sleep(0.05)
@@ -124,6 +139,25 @@ def checksums(dsn: str) -> dict[str, tuple[int, str]]:
             out[name] = (int(row[0]), str(row[1]))
         conn.rollback()
     return out
+
+
+def wait_no_jobs(dsn: str, timeout_s: float) -> bool:
+    """True once no embedding job is left to try (every memory has its vector)."""
+    deadline = time.monotonic() + timeout_s
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute("SELECT count(*) FROM embedding_jobs WHERE parked_at IS NULL"
+                               ).fetchone()
+            if row is not None and row[0] == 0:
+                return True
+            time.sleep(0.5)
+    return False
+
+
+def vectors(dsn: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT count(embedding) FROM memories").fetchone()
+    return 0 if row is None else int(row[0])
 
 
 def du(path: Path) -> int:
@@ -206,6 +240,7 @@ class Result:
     stack_recall_hits: int
     stack_recall_degraded: bool
     stack_key_reused: bool
+    vectors: int  # memories with their vector on the primary when it was checksummed
 
     @property
     def identical(self) -> list[str]:
@@ -271,13 +306,18 @@ def run(config: Config, root: Path | None = None) -> Result:
                 stop.set()
                 for t in threads:
                     t.join(30)
-            # one recall to make sure of a namespace the restored stack must recall from
+            # the memory the restored stack must recall (found lexically at least)
             with stack.client(namespace=ns) as client:
                 probe = client.store("the lighthouse keeper's compass points to the old pier",
-                                     wait_indexed=60, timeout=90)
+                                     timeout=30)
+            # every memory gets its vector before the services stop, so that the checksums
+            # compare vectors, not embedding jobs
+            indexed = wait_no_jobs(primary.dsn(), config.index_timeout_s)
+            log(f"indexer backlog worked off: {indexed}")
         # the services are stopped: nothing changes the primary any more
         wait_archived(primary)
         primary_sums = checksums(primary.dsn())
+        primary_vectors = vectors(primary.dsn())
         verified = True
         try:
             run_pg("pg_verifybackup", "-n", str(backup))  # -n: WAL is checked by the restore
@@ -325,14 +365,14 @@ def run(config: Config, root: Path | None = None) -> Result:
         return Result(config.prefill, len(acked), acked_during, backup_ended - backup_started,
                       du(backup), verified, len(segments), sum(p.stat().st_size for p in segments),
                       primary_sums, restored_sums, full_s, pitr, hits, recalled.degraded,
-                      key_reused)
+                      key_reused, primary_vectors)
 
 
 def mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB"
 
 
-def report(r: Result, argv: list[str], elapsed_s: float, config: Config) -> str:
+def report(r: Result, argv: list[str], elapsed_s: float, config: Config, model: str) -> str:
     info = machine_info()
     lines = [
         "# Backup under load, full restore and point-in-time recovery",
@@ -346,10 +386,13 @@ def report(r: Result, argv: list[str], elapsed_s: float, config: Config) -> str:
         "",
         f"A primary with `archive_mode = on` (archive_command: a copy into a WAL archive "
         f"folder), the whole stack on it, {r.prefill:,} memories stored, then "
-        f"{config.writers} store clients writing while `pg_basebackup -X stream -c fast` "
+        f"{config.writers} clients writing (Store; every third with a relation to the "
+        "previous memory, every fourth followed by an Update of it) while "
+        "`pg_basebackup -X stream -c fast` "
         "takes the base backup; the point-in-time target (server clock and WAL position) "
         f"read {config.target_after_backup_s:.0f} s after the backup, the load running "
-        f"{config.load_after_target_s:.0f} s more. Then the services stop, the last segment "
+        f"{config.load_after_target_s:.0f} s more. Then the indexer works off its backlog "
+        f"(embedding model {model}), the services stop, the last segment "
         "is archived, and fresh instances are restored from the backup + archive "
         "(`restore_command`, `recovery.signal`, `recovery_target_action = promote`).",
         "",
@@ -362,6 +405,8 @@ def report(r: Result, argv: list[str], elapsed_s: float, config: Config) -> str:
         f"| pg_verifybackup (manifest checksums) | {'ok' if r.backup_verified else 'FAILED'} |",
         f"| WAL archive | {r.archive_segments} segments, {mb(r.archive_bytes)} |",
         f"| full restore: start to promoted (archive replayed) | {r.full_recovery_s:.2f} s |",
+        f"| memories / of those with their vector (in the checksums) | "
+        f"{r.primary_sums.get('memories', (0, ''))[0]:,} / {r.vectors:,} |",
         f"| tables identical (md5 per table) | {len(r.identical)} of "
         f"{len(set(r.primary_sums) | set(r.restored_sums))} |",
         f"| services on the restored instance: recall finds the last memory stored | "
@@ -404,13 +449,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prefill", type=int, default=Config.prefill)
     parser.add_argument("--writers", type=int, default=Config.writers)
     parser.add_argument("--targets", default="time,lsn")
+    parser.add_argument("--model", default=MODEL,
+                        help="the embedding model the stack serves (default %(default)s)")
     parser.add_argument("--report-to", type=Path, default=None)
     args = parser.parse_args(argv)
+    from benchmarks.registry import fetch, manifest_env
+
+    fetch(args.model)
     config = Config(prefill=args.prefill, writers=args.writers,
-                    targets=tuple(args.targets.split(",")))
+                    targets=tuple(args.targets.split(",")),
+                    env=tuple(manifest_env(args.model).items()))
     started = time.monotonic()
     result = run(config)
-    text = report(result, list(argv or []), time.monotonic() - started, config)
+    text = report(result, list(argv or []), time.monotonic() - started, config, args.model)
     print(text)
     if args.report_to:
         args.report_to.write_text(text)

@@ -191,6 +191,9 @@ def test_production_scales_and_survives_disruption(overlay):
     cluster = by_kind(objs, "Cluster")["recallmesh-db"]["spec"]
     assert cluster["instances"] == 3
     assert cluster["plugins"][0]["isWALArchiver"] is True
+    # synchronous replication that loses no acknowledged write (benchmarks/reports/failover.md)
+    assert cluster["postgresql"]["synchronous"] == {
+        "method": "any", "number": 1, "dataDurability": "required", "failoverQuorum": True}
     assert by_kind(objs, "ScheduledBackup")["recallmesh-db-nightly"]["spec"]["method"] == "plugin"
     # every DB-backed pod's pool must fit in max_connections at the HPAs' maximum
     pool = int(rendered.service_specs(overlay)["gateway"].env["RECALLMESH_DB_POOL_MAX"])

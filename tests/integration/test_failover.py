@@ -40,7 +40,7 @@ def test_sync_failover_loses_no_acknowledged_store() -> None:
     assert failed, "the kill failed no call: was the primary killed?"
     assert {c.code for c in failed} <= {"UNAVAILABLE", "RESOURCE_EXHAUSTED"}, sorted(
         {(c.kind, c.code, c.details) for c in failed})
-    assert all(c.end >= trial.killed_at for c in failed)  # nothing failed before the kill
+    assert all(c.end >= trial.kill_called for c in failed)  # nothing failed before the kill
     # and nothing failed once the promoted node had been serving for a while
     assert all(c.start < trial.promoted_at + RECOVERY_S for c in failed)
 
