@@ -250,13 +250,33 @@ async def _keep_trying(pool: AsyncConnectionPool) -> None:
     await pool.check()
 
 
+class Standby(psycopg.OperationalError):
+    """A pool that needs the primary was handed a connection to a standby."""
+
+
+async def check_primary(conn: psycopg.AsyncConnection) -> None:
+    """The check a primary pool runs on a connection before handing it out (one round trip,
+    as psycopg_pool's own check): it answers, and its server is not a standby. A connection
+    opened before a failover to a node that is a standby now, or a DSN without
+    target_session_attrs=read-write that landed on one, is dropped and replaced instead of
+    failing every write on it (ReadOnlySqlTransaction)."""
+    cur = await conn.execute("SELECT pg_is_in_recovery()")
+    row = await cur.fetchone()
+    if row is None or row[0]:
+        log.warning("a primary pool's connection reached a standby: dropped (a RECALLMESH_DSN "
+                    "naming several hosts needs target_session_attrs=read-write)")
+        raise Standby("the server is a standby (read-only); this pool needs the primary")
+
+
 async def open_pool(
     dsn: str, settings: PoolSettings | None = None, *, name: str = "db",
-    query_class: QueryClass = READ, wait: bool = True,
+    query_class: QueryClass = READ, wait: bool = True, primary: bool = True,
 ) -> AsyncConnectionPool:
     """The service's pool; its connections run under `query_class`'s timeouts unless a
     transaction asks for another class (`transaction()`, `limit()`). wait=False: return at
-    once, the connections are made in the background (a replica that is down at start-up)."""
+    once, the connections are made in the background (a replica that is down at start-up).
+    primary: each connection is checked to be on the primary when handed out
+    (check_primary); False for a replica's pool (recallmesh.shared.replicas)."""
     settings = settings or PoolSettings.from_env()
     pool = Pool(
         dsn,
@@ -266,7 +286,7 @@ async def open_pool(
         name=name,
         kwargs={"autocommit": True, "application_name": f"recallmesh-{name}"},
         configure=_session_limits(query_class),
-        check=AsyncConnectionPool.check_connection,
+        check=check_primary if primary else AsyncConnectionPool.check_connection,
         timeout=settings.timeout_s,
         max_waiting=settings.max_waiting,
         reconnect_timeout=RECONNECT_TIMEOUT_S,
@@ -301,10 +321,16 @@ def domain_error(exc: BaseException) -> RequestError | None:
       restarting (AdminShutdown, a lost or refused connection), no connection within the
       wait (PoolTimeout), a statement or lock timeout (QueryCanceled, LockNotAvailable), a
       deadlock or serialization failure: none is the request's fault, and a retry may pass.
+    - psycopg.errors.ReadOnlySqlTransaction (a write that reached a standby: a failover under
+      way): UNAVAILABLE, retry.
     """
     if isinstance(exc, psycopg_pool.TooManyRequests):
         return ResourceExhausted("database busy: too many requests waiting for a connection, "
                                  "retry", reason="db_pool")
     if isinstance(exc, psycopg.OperationalError):
         return Unavailable(f"database unavailable, retry ({type(exc).__name__})")
+    if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+        # a write reached a standby: the primary is failing over (or the DSN names a standby)
+        return Unavailable("database read-only (a standby: failing over?), retry "
+                           "(ReadOnlySqlTransaction)")
     return None

@@ -146,7 +146,7 @@ class Reads:
         export_read_zeros()
         if not settings.dsn:
             return cls(primary, None, settings)
-        replica = await open_pool(settings.dsn, name=f"{name}-read", wait=False)
+        replica = await open_pool(settings.dsn, name=f"{name}-read", wait=False, primary=False)
         reads = cls(primary, replica, settings)
         await reads.check()
         reads._watcher = asyncio.create_task(reads._watch())

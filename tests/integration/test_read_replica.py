@@ -9,15 +9,21 @@ primary without failing one.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
 
+import psycopg
+import psycopg_pool
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.harness.replication import Cluster, cluster
+from recallmesh.shared.db import domain_error, open_pool
+from recallmesh.shared.errors import Unavailable
+from recallmesh.shared.settings import PoolSettings
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from tests.conftest import stack_env
@@ -113,6 +119,35 @@ def test_a_replica_that_stops_replaying_sends_reads_to_the_primary(replicated) -
         replica.execute("SELECT pg_wal_replay_resume()")
     wait_for(lambda: sample(s.metrics["lexical"], "recallmesh_db_replica_usable") == 1)
     assert sample(s.metrics["lexical"], "recallmesh_db_replica_lag_seconds") <= MAX_LAG_S
+
+
+def test_a_primary_pool_hands_out_no_connection_to_a_standby(replicated) -> None:
+    """A primary pool whose DSN reaches a standby (a connection from before a failover, or a
+    multi-host DSN without target_session_attrs) drops such connections instead of failing
+    writes on them; what a caller gets is UNAVAILABLE, retry, never INTERNAL."""
+    c, _, _ = replicated
+
+    async def scenario() -> None:
+        pool = await open_pool(c.replicas[0].dsn(), PoolSettings(1, 1, timeout_s=0.5),
+                               name="standby-test")
+        try:
+            with pytest.raises(psycopg_pool.PoolTimeout):
+                async with pool.connection():
+                    pass
+        finally:
+            await pool.close()
+        replica_pool = await open_pool(c.replicas[0].dsn(), PoolSettings(1, 1), name="reads",
+                                       primary=False)
+        try:
+            async with replica_pool.connection() as conn:
+                with pytest.raises(psycopg.errors.ReadOnlySqlTransaction) as info:
+                    await conn.execute("CREATE TABLE standby_write (v int)")
+        finally:
+            await replica_pool.close()
+        error = domain_error(info.value)
+        assert isinstance(error, Unavailable) and "retry" in str(error)
+
+    asyncio.run(scenario())
 
 
 def test_a_replica_that_is_killed_fails_no_read(replicated) -> None:
