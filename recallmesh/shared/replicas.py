@@ -22,11 +22,12 @@ When reads leave the replica:
 None of these fails a read. The host in the read DSN that turns out to be a primary (after a
 failover a promoted replica keeps its address) is read from as it is: lag 0.
 
-Read-your-writes: a write the caller waits for (IndexWait) is acknowledged once the replicas
-have replayed past the WAL position after it (`replayed`), so the recall that follows finds it
-on any replica. Where the primary shows its standbys' replay positions (pg_stat_replication,
-visible to roles with pg_read_all_stats or pg_monitor) every streaming standby is waited for;
-otherwise the replica the read pool reaches is asked.
+Read-your-writes: a write the caller waits for (IndexWait) is acknowledged once the replica has
+replayed past the WAL position after it (`replayed`), so the recall that follows finds it there.
+The replica the read pool reaches is asked (its replay position, exactly); where the primary
+shows its standbys' positions (pg_stat_replication, visible to roles with pg_read_all_stats or
+pg_monitor), every streaming standby must also have flushed it (their replay positions are
+reported up to 10 s late; a flushed write is replayed within milliseconds).
 
 Metrics (every process with a read DSN):
   recallmesh_db_replica_lag_seconds  the watcher's lag (gauge)
@@ -117,9 +118,16 @@ class LagClock:
 
 _REPLICA_POSITION = ("SELECT pg_is_in_recovery(), "
                      "coalesce(pg_last_wal_replay_lsn(), '0/0'::pg_lsn)::text")
-_PRIMARY_POSITION = "SELECT pg_current_wal_lsn()::text"
-# The standbys' replay positions as the primary sees them (NULL without pg_read_all_stats).
-_STANDBYS = ("SELECT count(*), count(replay_lsn), min(replay_lsn)::text "
+# The primary's WAL flushed to disk: every transaction whose commit has returned is in it (no
+# recallmesh statement turns synchronous_commit off), and nothing a standby cannot receive yet
+# is (the WAL written but not flushed, e.g. of transactions still running, is sent only after
+# the WAL writer flushes it, up to wal_writer_delay later).
+_PRIMARY_POSITION = "SELECT pg_current_wal_flush_lsn()::text"
+# The standbys' flush positions as the primary sees them (NULL without pg_read_all_stats). A
+# standby reports its flush position as soon as it flushed, its replay position only with its
+# next report (up to wal_receiver_status_interval, 10 s, later on an idle primary): only the
+# flush position is current enough to wait on.
+_STANDBYS = ("SELECT count(*), count(flush_lsn), min(flush_lsn)::text "
              "FROM pg_stat_replication WHERE state = 'streaming'")
 
 
@@ -292,9 +300,9 @@ class Reads:
         return 2 * self.settings.check_interval_s + self.settings.replica_wait_s
 
     async def replayed(self, lsn: str, timeout_s: float) -> bool:
-        """Wait until reads see everything up to the primary's WAL position `lsn` (text):
-        every streaming standby has replayed past it where the primary shows their positions,
-        else the replica the read pool reaches has; or reads have left the replica here for
+        """Wait until reads see everything up to the primary's WAL position `lsn` (text): the
+        replica the read pool reaches has replayed past it, and every streaming standby has
+        flushed it where the primary shows their positions; or reads have left the replica here for
         long enough that they have in every other process (`moved_everywhere_s`: the legs
         decide for themselves). False when timeout_s passes first."""
         target = lsn_int(lsn)
@@ -315,20 +323,20 @@ class Reads:
             delay = min(delay * 2, 0.05)
 
     async def _replayed(self, target: int) -> bool:
-        async with self.primary.connection() as conn:
-            standbys, visible, oldest = await (await conn.execute(_STANDBYS)).fetchone()
-        if standbys and visible == standbys:
-            return lsn_int(oldest) >= target
         try:
             async with self.replica.connection(timeout=self.settings.replica_wait_s) as conn:
                 in_recovery, replayed = await (await conn.execute(_REPLICA_POSITION)).fetchone()
         except Exception:
             return False
-        return not in_recovery or lsn_int(replayed) >= target
+        if in_recovery and lsn_int(replayed) < target:
+            return False
+        async with self.primary.connection() as conn:
+            standbys, visible, oldest = await (await conn.execute(_STANDBYS)).fetchone()
+        return not (standbys and visible == standbys) or lsn_int(oldest) >= target
 
 
 async def wal_position(pool: Any) -> str:
-    """The primary's current WAL position (text): every transaction committed before the call
+    """The primary's flushed WAL position (text): every transaction committed before the call
     is at or before it."""
     async with pool.connection() as conn:
         row = await (await conn.execute(_PRIMARY_POSITION)).fetchone()
