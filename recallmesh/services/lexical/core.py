@@ -156,12 +156,147 @@ def _kth_passing(source: str, lookup: str) -> str:
     return f"coalesce({first}, {kth('', _NO_CUTOFF)})"
 
 
-def build_bm25_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]:
+# A posting's share of its memory's score: idf(t) * tf (k1 + 1) / (tf + k1 (1 - b + b dl /
+# avgdl)) (i: the term's idf row, p: the posting, s: the namespace's statistics), rounded to a
+# multiple of 2^-36 (1.5e-11). Multiples of 2^-36 below 2^17 add up exactly in float8, so a
+# memory's score does not depend on the order its postings are summed in (a hash or a sorted
+# aggregate, the pruned statement's two steps): the pruned statement returns the full one's
+# scores to the last bit, and memories whose scores are equal but for float rounding tie
+# (importance, then id, decide) instead of being ordered by rounding noise.
+CONTRIBUTION = """round(i.idf * p.tf * (%(k1)s + 1)
+                 / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / s.avgdl)) * 68719476736)
+           / 68719476736"""
+
+# Every posting of every query term, summed per memory: the memories matching any term, their
+# BM25 scores and how many terms each matched.
+_FULL_SCORES = f""", scored AS MATERIALIZED (
+    -- Postings are read term by term through the (namespace, lexeme) key, whatever the
+    -- planner's statistics say: a namespace it has no statistics for yet (a bulk load before
+    -- ANALYZE) was otherwise planned as one scan of the whole namespace's postings joined to
+    -- the terms afterwards (measured: 52 s for one SciFact query instead of milliseconds).
+    SELECT p.memory_id, sum({CONTRIBUTION}) AS score, count(*) AS matched
+    FROM idf i
+    CROSS JOIN stats s
+    CROSS JOIN LATERAL (
+        SELECT memory_id, tf, dl FROM memory_lexemes
+        WHERE namespace = %(ns)s AND lexeme = i.lexeme
+        OFFSET 0  -- keeps the lookup from being flattened into a join the planner reorders
+    ) p
+    GROUP BY p.memory_id
+)"""
+
+# A term's BM25 contribution idf * tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl)) is at most
+# idf (k1 + 1) for every tf, dl, k1 >= 0 and 0 <= b <= 1 (reached only where k1 (1 - b + b dl /
+# avgdl) is 0); the bound is raised by more than CONTRIBUTION's rounding (2^-37) and a millionth
+# of a millionth, so that no sum of contributions exceeds the sum of their bounds.
+_BOUND = "(%(k1)s + 1) * (1 + 1e-12) + 1e-9"
+# Seeds: the memories best scored by the rarest terms (the rarest always; rarer ones while their
+# postings stay under _SEED_POSTINGS), _SEEDS of them at most (or 4 k), scored in full.
+_SEEDS = 200
+_SEED_POSTINGS = 20000
+
+
+def _pruned_scores(lookup: str) -> str:
+    """The scored CTE of `_FULL_SCORES` for the memories that can be among the k best, exactly
+    (MaxScore pruning, Turtle and Flood 1995): the commonest terms' postings are read only for
+    memories that the other terms already make candidates.
+
+    1. theta: a score the k-th best reaches. Seeds (the memories with the most of the rarest
+       terms' score, _SEEDS) are scored in full by point lookups of every term's posting, and
+       the k-th best score among those that may be returned (`lookup`; not sensitive: their
+       score is cut afterwards) is a lower bound of the k-th best of the whole answer: k
+       memories that may be returned score at least that. -Infinity when fewer than k pass.
+    2. The commonest terms whose bounds sum below theta are "skipped": a memory holding only
+       them scores below theta, so it cannot be among the k best whatever the ties; the other
+       terms' postings are read in full and summed per memory (its partial score).
+    3. A memory whose partial score plus the skipped terms' bounds is below theta cannot be
+       among the k best either; the rest are completed with one primary-key lookup per
+       skipped term: their scores and matched-term counts are those of `_FULL_SCORES`, to the
+       last bit (both sum a memory's contributions rarest term first).
+    theta = -Infinity (fewer than k seeds pass) skips nothing: every posting is read.
+    """
+    return f""", ranked AS MATERIALIZED (
+    -- the terms with postings, commonest first: each one's bound, the bounds summed up to it,
+    -- and the postings of the rarer terms
+    SELECT lexeme, df, idf, idf * {_BOUND} AS bound,
+           sum(idf * {_BOUND}) OVER (ORDER BY idf, lexeme ROWS UNBOUNDED PRECEDING) AS bound_upto,
+           coalesce(sum(df) OVER (ORDER BY idf DESC, lexeme DESC
+                                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS df_rarer
+    FROM idf WHERE df > 0
+), seed_best AS MATERIALIZED (
+    SELECT p.memory_id, sum({CONTRIBUTION}) AS partial
+    FROM ranked i
+    CROSS JOIN stats s
+    CROSS JOIN LATERAL (
+        SELECT memory_id, tf, dl FROM memory_lexemes
+        WHERE namespace = %(ns)s AND lexeme = i.lexeme
+        OFFSET 0
+    ) p
+    WHERE i.df_rarer = 0 OR i.df_rarer + i.df <= %(seed_postings)s
+    GROUP BY p.memory_id
+    ORDER BY partial DESC, p.memory_id
+    LIMIT greatest(%(seeds)s, 4 * %(k)s)
+), seed_scored AS MATERIALIZED (
+    SELECT sb.memory_id, sum({CONTRIBUTION}) AS score
+    FROM seed_best sb
+    CROSS JOIN ranked i
+    CROSS JOIN stats s
+    CROSS JOIN LATERAL (
+        SELECT tf, dl FROM memory_lexemes
+        WHERE namespace = %(ns)s AND lexeme = i.lexeme AND memory_id = sb.memory_id
+        OFFSET 0
+    ) p
+    GROUP BY sb.memory_id
+), theta AS MATERIALIZED (
+    SELECT t.cut,
+           coalesce((SELECT max(bound_upto) FROM ranked WHERE bound_upto < t.cut), 0) AS rest
+    FROM (SELECT coalesce((
+        SELECT CASE WHEN count(*) < %(k)s THEN NULL ELSE min(score) END
+        FROM (SELECT sc.score FROM (SELECT * FROM seed_scored ORDER BY score DESC) sc
+              {lookup} AND NOT m.is_sensitive
+              LIMIT %(k)s) AS passing), '-Infinity'::float8) * (1 - 1e-12) AS cut) t
+), partial AS MATERIALIZED (
+    SELECT p.memory_id, sum({CONTRIBUTION}) AS score, count(*) AS matched
+    FROM ranked i
+    CROSS JOIN stats s
+    CROSS JOIN LATERAL (
+        SELECT memory_id, tf, dl FROM memory_lexemes
+        WHERE namespace = %(ns)s AND lexeme = i.lexeme
+        OFFSET 0
+    ) p
+    WHERE i.bound_upto >= (SELECT cut FROM theta)
+    GROUP BY p.memory_id
+), scored AS MATERIALIZED (
+    SELECT memory_id, score, matched FROM partial WHERE (SELECT rest FROM theta) = 0
+    UNION ALL
+    SELECT c.memory_id, c.score + x.score, c.matched + x.matched
+    FROM partial c
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum({CONTRIBUTION}), 0) AS score, count(*) AS matched
+        FROM ranked i
+        CROSS JOIN stats s
+        CROSS JOIN LATERAL (
+            SELECT tf, dl FROM memory_lexemes
+            WHERE namespace = %(ns)s AND lexeme = i.lexeme AND memory_id = c.memory_id
+            OFFSET 0
+        ) p
+        WHERE i.bound_upto < (SELECT cut FROM theta)
+    ) x
+    WHERE (SELECT rest FROM theta) > 0
+      AND c.score + (SELECT rest FROM theta) >= (SELECT cut FROM theta)
+)"""
+
+
+def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True
+                   ) -> tuple[str, dict[str, Any]]:
     """The BM25 statement and its parameters (filters, sensitive_share). Callers add: ns,
     query, k, k1, b.
 
     Scores come from the postings of the query's own lexemes (migrations/0006), so the
     cost grows with how many memories contain a query term, not with their length.
+    `prune` (relevance and importance; recency needs every match) skips reading the postings
+    of the commonest terms in full when they cannot change the k best (_PRUNED_SCORES): the
+    same hits and scores as `prune=False`, which reads every posting of every term.
     """
     if sort_by not in BLEND:
         raise ValueError(f"unknown sort_by {sort_by!r}")
@@ -206,6 +341,10 @@ def build_bm25_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]
        OR memory_id IN (SELECT id FROM passing)
 )"""
     cutoff = _NO_CUTOFF if sort_by == "recency" else _kth_passing(source, lookup)
+    scores = _pruned_scores(lookup) if prune and sort_by != "recency" else _FULL_SCORES
+    if scores is not _FULL_SCORES:
+        params["seeds"] = _SEEDS
+        params["seed_postings"] = _SEED_POSTINGS
     params["sensitive_share"] = SENSITIVE_SHARE_MIN
     sql = f"""
 WITH terms AS (
@@ -226,24 +365,9 @@ WITH terms AS (
         WHERE namespace = %(ns)s AND lexeme = t.lexeme
         LIMIT 1
     ) l ON true
-), scored AS MATERIALIZED (
-    -- Postings are read term by term through the (namespace, lexeme) key, whatever the
-    -- planner's statistics say: a namespace it has no statistics for yet (a bulk load before
-    -- ANALYZE) was otherwise planned as one scan of the whole namespace's postings joined to
-    -- the terms afterwards (measured: 52 s for one SciFact query instead of milliseconds).
-    SELECT p.memory_id,
-           sum(i.idf * p.tf * (%(k1)s + 1)
-               / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / s.avgdl))) AS score,
-           count(*) AS matched
-    FROM idf i
-    CROSS JOIN stats s
-    CROSS JOIN LATERAL (
-        SELECT memory_id, tf, dl FROM memory_lexemes
-        WHERE namespace = %(ns)s AND lexeme = i.lexeme
-        OFFSET 0  -- keeps the lookup from being flattened into a join the planner reorders
-    ) p
-    GROUP BY p.memory_id
-){passing}, looked AS (
+    ORDER BY t.lexeme  -- the query's scale and a sensitive memory's shares sum the terms' idf
+                       -- in this order, the same bits in the pruned and the full statement
+){scores}{passing}, looked AS (
     SELECT m.id, m.importance, m.created_at, sc.score, m.is_sensitive, sc.matched,
            CASE WHEN m.is_sensitive THEN m.search_vector END AS search_vector
     FROM {source} sc
