@@ -410,7 +410,7 @@ def test_pruned_bm25_statement_equals_the_full_one(db, pruning_corpus):
         params = {"ns": ns, "query": " ".join(words), "k": k, "k1": k1, "b": b}
         full_sql, full_params = core.build_bm25_sql(filters, sort_by, prune=False)
         pruned_sql, pruned_params = core.build_bm25_sql(filters, sort_by)
-        assert "seed_best" in pruned_sql and "seed_best" not in full_sql
+        assert "candidates_of_partial" in pruned_sql and "seed" not in full_sql
         full = db.execute(full_sql, full_params | params).fetchall()
         pruned = db.execute(pruned_sql, pruned_params | params).fetchall()
         assert pruned == full

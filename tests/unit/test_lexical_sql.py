@@ -59,11 +59,11 @@ def test_bm25_prunes_unless_every_match_is_needed():
 
     for sort_by in ("relevance", "importance"):
         sql, params = build_bm25_sql(Filters(), sort_by)
-        assert "seed_best" in sql and "bound_upto" in sql
-        assert {"seeds", "seed_postings"} <= params.keys()
+        assert "candidates_of_partial" in sql and "bound_upto" in sql
+        assert "seed_postings" in params
         full, full_params = build_bm25_sql(Filters(), sort_by, prune=False)
-        assert "seed_best" not in full and "seeds" not in full_params
+        assert "seed" not in full and "seed_postings" not in full_params
         # both sum the same rounded contributions (the same scores to the last bit)
         assert CONTRIBUTION in sql and CONTRIBUTION in full
     recency, params = build_bm25_sql(Filters(tags=("a",)), "recency")
-    assert "seed_best" not in recency and "seeds" not in params
+    assert "seed" not in recency and "seed_postings" not in params

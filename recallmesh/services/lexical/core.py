@@ -190,41 +190,44 @@ _FULL_SCORES = f""", scored AS MATERIALIZED (
 # avgdl) is 0); the bound is raised by more than CONTRIBUTION's rounding (2^-37) and a millionth
 # of a millionth, so that no sum of contributions exceeds the sum of their bounds.
 _BOUND = "(%(k1)s + 1) * (1 + 1e-12) + 1e-9"
-# Seeds: the memories best scored by the rarest terms (the rarest always; rarer ones while their
-# postings stay under _SEED_POSTINGS), _SEEDS of them at most (or 4 k), scored in full.
-_SEEDS = 200
+# The rarest terms, read first: the rarest always, then rarer ones while their postings stay
+# under _SEED_POSTINGS.
 _SEED_POSTINGS = 20000
 
 
 def _pruned_scores(lookup: str) -> str:
     """The scored CTE of `_FULL_SCORES` for the memories that can be among the k best, exactly
-    (MaxScore pruning, Turtle and Flood 1995): the commonest terms' postings are read only for
-    memories that the other terms already make candidates.
+    (MaxScore, Turtle and Flood 1995): the commonest terms' postings are summed only for the
+    memories that the other terms make candidates, never aggregated for every memory holding
+    them (the aggregation, not the reading, is most of a common term's cost; looking postings up
+    one by one by key cost 16 to 50 us each at a million memories, more than reading them).
 
-    1. theta: a score the k-th best reaches. Seeds (the memories with the most of the rarest
-       terms' score, _SEEDS) are scored in full by point lookups of every term's posting, and
-       the k-th best score among those that may be returned (`lookup`; not sensitive: their
-       score is cut afterwards) is a lower bound of the k-th best of the whole answer: k
-       memories that may be returned score at least that. -Infinity when fewer than k pass.
-    2. The commonest terms whose bounds sum below theta are "skipped": a memory holding only
-       them scores below theta, so it cannot be among the k best whatever the ties; the other
-       terms' postings are read in full and summed per memory (its partial score).
+    1. theta: a score the k-th best reaches. The rarest terms' postings (_SEED_POSTINGS) are
+       summed per memory; those sums are lower bounds of the memories' scores (no share is
+       negative), so the k-th best of them among memories that may be returned (`lookup`; not
+       sensitive: their score is cut afterwards) is at most the k-th best score of the answer.
+       -Infinity when fewer than k pass, or when a term's idf is negative (statistics out of
+       step): nothing is then skipped.
+    2. The commonest terms whose bounds sum below theta are skipped: a memory holding only them
+       scores below theta and cannot be among the k best, whatever the ties. The other terms'
+       postings are summed per memory (partial scores).
     3. A memory whose partial score plus the skipped terms' bounds is below theta cannot be
-       among the k best either; the rest are completed with one primary-key lookup per
-       skipped term: their scores and matched-term counts are those of `_FULL_SCORES`, to the
-       last bit (both sum a memory's contributions rarest term first).
-    theta = -Infinity (fewer than k seeds pass) skips nothing: every posting is read.
+       among the k best either. The rest are candidates: the skipped terms' postings are read
+       and only those of candidates summed (a hash semi-join, no aggregate over every memory),
+       and added to the partial scores: the scores and matched-term counts of `_FULL_SCORES`,
+       to the last bit (CONTRIBUTION).
     """
+    seed_cut = _kth_passing("seed", lookup + " AND NOT m.is_sensitive")
     return f""", ranked AS MATERIALIZED (
-    -- the terms with postings, commonest first: each one's bound, the bounds summed up to it,
-    -- and the postings of the rarer terms
+    -- the terms with postings: each one's bound, the bounds of it and every commoner term
+    -- summed, and the postings of the rarer terms
     SELECT lexeme, df, idf, idf * {_BOUND} AS bound,
            sum(idf * {_BOUND}) OVER (ORDER BY idf, lexeme ROWS UNBOUNDED PRECEDING) AS bound_upto,
            coalesce(sum(df) OVER (ORDER BY idf DESC, lexeme DESC
                                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS df_rarer
     FROM idf WHERE df > 0
-), seed_best AS MATERIALIZED (
-    SELECT p.memory_id, sum({CONTRIBUTION}) AS partial
+), seed AS MATERIALIZED (
+    SELECT p.memory_id, sum({CONTRIBUTION}) AS score
     FROM ranked i
     CROSS JOIN stats s
     CROSS JOIN LATERAL (
@@ -234,27 +237,11 @@ def _pruned_scores(lookup: str) -> str:
     ) p
     WHERE i.df_rarer = 0 OR i.df_rarer + i.df <= %(seed_postings)s
     GROUP BY p.memory_id
-    ORDER BY partial DESC, p.memory_id
-    LIMIT greatest(%(seeds)s, 4 * %(k)s)
-), seed_scored AS MATERIALIZED (
-    SELECT sb.memory_id, sum({CONTRIBUTION}) AS score
-    FROM seed_best sb
-    CROSS JOIN ranked i
-    CROSS JOIN stats s
-    CROSS JOIN LATERAL (
-        SELECT tf, dl FROM memory_lexemes
-        WHERE namespace = %(ns)s AND lexeme = i.lexeme AND memory_id = sb.memory_id
-        OFFSET 0
-    ) p
-    GROUP BY sb.memory_id
 ), theta AS MATERIALIZED (
     SELECT t.cut,
            coalesce((SELECT max(bound_upto) FROM ranked WHERE bound_upto < t.cut), 0) AS rest
-    FROM (SELECT coalesce((
-        SELECT CASE WHEN count(*) < %(k)s THEN NULL ELSE min(score) END
-        FROM (SELECT sc.score FROM (SELECT * FROM seed_scored ORDER BY score DESC) sc
-              {lookup} AND NOT m.is_sensitive
-              LIMIT %(k)s) AS passing), '-Infinity'::float8) * (1 - 1e-12) AS cut) t
+    FROM (SELECT CASE WHEN (SELECT min(idf) FROM ranked) < 0 THEN '-Infinity'::float8
+                      ELSE {seed_cut} * (1 - 1e-12) END AS cut) t
 ), partial AS MATERIALIZED (
     SELECT p.memory_id, sum({CONTRIBUTION}) AS score, count(*) AS matched
     FROM ranked i
@@ -266,26 +253,29 @@ def _pruned_scores(lookup: str) -> str:
     ) p
     WHERE i.bound_upto >= (SELECT cut FROM theta)
     GROUP BY p.memory_id
+), candidates_of_partial AS MATERIALIZED (
+    SELECT * FROM partial
+    WHERE score + (SELECT rest FROM theta) >= (SELECT cut FROM theta)
+), skipped AS (
+    SELECT p.memory_id, sum({CONTRIBUTION}) AS score, count(*) AS matched
+    FROM ranked i
+    CROSS JOIN stats s
+    CROSS JOIN LATERAL (
+        SELECT memory_id, tf, dl FROM memory_lexemes
+        WHERE namespace = %(ns)s AND lexeme = i.lexeme
+        OFFSET 0
+    ) p
+    WHERE i.bound_upto < (SELECT cut FROM theta)
+      AND p.memory_id IN (SELECT memory_id FROM candidates_of_partial)
+    GROUP BY p.memory_id
 ), scored AS MATERIALIZED (
     SELECT memory_id, score, matched FROM partial WHERE (SELECT rest FROM theta) = 0
     UNION ALL
-    SELECT c.memory_id, c.score + x.score, c.matched + x.matched
-    FROM partial c
-    CROSS JOIN LATERAL (
-        SELECT coalesce(sum({CONTRIBUTION}), 0) AS score, count(*) AS matched
-        FROM ranked i
-        CROSS JOIN stats s
-        CROSS JOIN LATERAL (
-            SELECT tf, dl FROM memory_lexemes
-            WHERE namespace = %(ns)s AND lexeme = i.lexeme AND memory_id = c.memory_id
-            OFFSET 0
-        ) p
-        WHERE i.bound_upto < (SELECT cut FROM theta)
-    ) x
+    SELECT c.memory_id, c.score + coalesce(x.score, 0), c.matched + coalesce(x.matched, 0)
+    FROM candidates_of_partial c
+    LEFT JOIN skipped x ON x.memory_id = c.memory_id
     WHERE (SELECT rest FROM theta) > 0
-      AND c.score + (SELECT rest FROM theta) >= (SELECT cut FROM theta)
 )"""
-
 
 def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True
                    ) -> tuple[str, dict[str, Any]]:
@@ -343,7 +333,6 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True
     cutoff = _NO_CUTOFF if sort_by == "recency" else _kth_passing(source, lookup)
     scores = _pruned_scores(lookup) if prune and sort_by != "recency" else _FULL_SCORES
     if scores is not _FULL_SCORES:
-        params["seeds"] = _SEEDS
         params["seed_postings"] = _SEED_POSTINGS
     params["sensitive_share"] = SENSITIVE_SHARE_MIN
     sql = f"""
@@ -406,6 +395,21 @@ ORDER BY {final_order}
     return sql, params
 
 
+
+# The BM25 statement's work_mem (for this transaction only): its per-memory sums of a million
+# memories' postings need about 33 MB of hash table for a question with common words; at the
+# server's default (4 MB) they spilled to disk, and so did the scored memories (measured: 5
+# batches, 12 MB on disk, for 317,000 postings).
+BM25_WORK_MEM = "32MB"
+# The pruned statement pays about 5 to 10 ms more planning and two extra passes over the rarest
+# terms; it is run when the query's terms have at least this many postings (a common-word
+# question at 100,000 memories and up), the full one otherwise. Both return the same rows.
+PRUNE_MIN_POSTINGS = 50000
+_BM25_PREPARE = """SELECT set_config('work_mem', %(work_mem)s, true),
+       (SELECT coalesce(sum(df), 0) FROM lexeme_stats
+        WHERE namespace = %(ns)s
+          AND lexeme = ANY(tsvector_to_array(to_tsvector('english', %(query)s))))"""
+
 class LexicalRetriever:
     """Runs lexical searches over a psycopg AsyncConnectionPool."""
 
@@ -430,16 +434,26 @@ class LexicalRetriever:
     ) -> LexicalResult:
         """`ranking`, `k1`, `b` override the leg's settings for this search."""
         ranking = ranking or self.ranking
+        terms = query_terms(query)
         if ranking == "bm25":
-            sql, params = build_bm25_sql(filters or Filters(), sort_by)
-            params.update(k1=self.k1 if k1 is None else k1, b=self.b if b is None else b)
+            async with self.pool.connection() as conn, conn.transaction():
+                # one round trip: the statement's memory, and how many postings its terms have
+                cur = await conn.execute(_BM25_PREPARE, {"ns": namespace, "query": terms,
+                                                         "work_mem": BM25_WORK_MEM})
+                row = await cur.fetchone()
+                postings = int(row[1]) if row else 0
+                sql, params = build_bm25_sql(filters or Filters(), sort_by,
+                                             prune=postings >= PRUNE_MIN_POSTINGS)
+                params.update(k1=self.k1 if k1 is None else k1, b=self.b if b is None else b,
+                              ns=namespace, query=terms, k=k)
+                cur = await conn.execute(sql, params)
+                rows = await cur.fetchall()
         else:
             sql, params = build_search_sql(filters or Filters(), sort_by)
-        params.update(ns=namespace, query=query_terms(query), k=k,
-                      or_min_rank=self.or_min_rank)
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(sql, params)
-            rows = await cur.fetchall()
+            params.update(ns=namespace, query=terms, k=k, or_min_rank=self.or_min_rank)
+            async with self.pool.connection() as conn:
+                cur = await conn.execute(sql, params)
+                rows = await cur.fetchall()
         scale = float(rows[0][5]) if rows and rows[0][5] else None  # BM25 only
         return LexicalResult(
             hits=[
