@@ -405,7 +405,7 @@ BM25_WORK_MEM = "32MB"
 # terms; it is run when the query's terms have at least this many postings (a common-word
 # question at 100,000 memories and up), the full one otherwise. Both return the same rows.
 PRUNE_MIN_POSTINGS = 50000
-_BM25_PREPARE = """SELECT set_config('work_mem', %(work_mem)s, true),
+BM25_PREPARE = """SELECT set_config('work_mem', %(work_mem)s, true),
        (SELECT coalesce(sum(df), 0) FROM lexeme_stats
         WHERE namespace = %(ns)s
           AND lexeme = ANY(tsvector_to_array(to_tsvector('english', %(query)s))))"""
@@ -438,7 +438,7 @@ class LexicalRetriever:
         if ranking == "bm25":
             async with self.pool.connection() as conn, conn.transaction():
                 # one round trip: the statement's memory, and how many postings its terms have
-                cur = await conn.execute(_BM25_PREPARE, {"ns": namespace, "query": terms,
+                cur = await conn.execute(BM25_PREPARE, {"ns": namespace, "query": terms,
                                                          "work_mem": BM25_WORK_MEM})
                 row = await cur.fetchone()
                 postings = int(row[1]) if row else 0
