@@ -419,3 +419,33 @@ def test_pruned_bm25_statement_equals_the_full_one(db, pruning_corpus):
 
     check()
     assert sum(skipped) >= len(skipped) // 8  # the pruning is exercised, not only the fallback
+
+
+async def test_the_leg_runs_the_pruned_statement_from_enough_postings(dsn, pruning_corpus,
+                                                                       monkeypatch):
+    """LexicalRetriever.search: with the pruning threshold at 0 it runs the pruned statement
+    (in its transaction, with the BM25 work_mem), and returns what it returns with the
+    threshold out of reach (the full statement)."""
+    from psycopg_pool import AsyncConnectionPool
+
+    async with AsyncConnectionPool(dsn, min_size=1, max_size=1, open=False,
+                                   kwargs={"autocommit": True}) as pool:
+        retriever = core.LexicalRetriever(pool, ranking="bm25", k1=K1, b=B)
+        seen: list[bool] = []
+        build = core.build_bm25_sql
+
+        def spy(filters, sort_by, prune=True):
+            seen.append(prune)
+            return build(filters, sort_by, prune)
+
+        monkeypatch.setattr(core, "build_bm25_sql", spy)
+        for query, k, sort_by, tags in (("waword wbword wcword wkword", 3, "relevance", ()),
+                                        ("waword wbword wdword", 10, "importance", ("a",)),
+                                        ("wbword wsword pad3", 5, "relevance", ())):
+            answers = []
+            for threshold in (0, 10 ** 9):
+                monkeypatch.setattr(core, "PRUNE_MIN_POSTINGS", threshold)
+                answers.append(await retriever.search(pruning_corpus, query, k,
+                                                      Filters(tags=tags), sort_by))
+            assert answers[0] == answers[1] and answers[0].hits
+        assert seen == [True, False] * 3

@@ -29,6 +29,11 @@ tags or category it was filed under): its BM25 score is scaled by the share
 of its matched terms' idf that its text holds, and it is returned only when
 its text holds more than SENSITIVE_SHARE_MIN (three quarters) of the idf of the query's terms
 that the namespace holds (issue 39).
+Each posting's share is rounded to a multiple of 2^-36 (CONTRIBUTION), so a score is the
+same whatever order its shares are summed in. When the query's terms have many postings
+(PRUNE_MIN_POSTINGS), relevance and importance run a pruned statement that returns the same
+rows (issue 44, _pruned_scores): the commonest terms, which cannot lift a memory into the k best
+on their own, are summed only for the memories the rarer terms make candidates.
 Chinese, Japanese and Korean runs are searched as character pairs (cjk.py).
 The user's text only ever reaches Postgres as a bound parameter to
 plainto_tsquery, which cannot fail on any input (operators, quotes,
