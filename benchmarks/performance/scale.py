@@ -2,7 +2,7 @@
 
   python -m benchmarks.performance.scale [--memories 1000000] [--base-texts 10000]
       [--queries 200] [--recall-queries 100] [--ef-sweep 40,100,200,400]
-      [--report-to FILE.md] [--json FILE] [--keep-data DIR]
+      [--report-to FILE.md] [--json FILE] [--keep-data DIR | --reuse-data DIR --load-json FILE]
 
 How the memories are made. Embedding a million texts is not feasible on 2 CPU cores (the default
 model embeds about 15 chat turns a second here: 18 hours), so:
@@ -32,7 +32,14 @@ budget) for `default`, the lexical leg alone (BM25) and the vector leg alone, ev
 asked twice with the query cache on (the shipped default): the first pass includes the query
 embedding, the second finds every query vector cached, i.e. the recall without the query
 embedding; HNSW recall@10 against exact search, through the vector leg and with its own SQL at
-each --ef-sweep value (benchmarks/performance/vector_leg.py).
+each --ef-sweep value (benchmarks/performance/vector_leg.py); the lexical leg's BM25 statement
+itself (issue 44), both ways in the same run, questions interleaved: the full statement (every
+posting of every term) and the pruned one the leg runs (the commonest terms' postings read only
+for candidates), at the k the gateway asks of the leg (50) with the leg's default k1 and b;
+their answers compared id by id and score by score.
+--reuse-data DIR measures a database an earlier --keep-data DIR run loaded, without loading it
+again (the stack's migrations still run); the report's load table is then that run's, read
+from its --json FILE (--load-json), and says so.
 """
 
 from __future__ import annotations
@@ -80,9 +87,18 @@ from benchmarks.performance.vector_leg import (
 from recallmesh.embedding_models.manifest import ModelManifest, sha256_file
 from recallmesh.services.embedding.core import OnnxEmbedder
 from recallmesh.services.embedding.settings import EmbeddingSettings
+from recallmesh.services.lexical.cjk import query_terms
+from recallmesh.services.lexical.core import (
+    BM25_PREPARE,
+    BM25_WORK_MEM,
+    PRUNE_MIN_POSTINGS,
+    build_bm25_sql,
+)
+from recallmesh.services.lexical.settings import LexicalSettings
 from recallmesh.services.vector.settings import VectorSettings
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2_grpc
+from recallmesh.wire.filters import Filters
 
 DATASETS = Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets"
 CACHE = Path.home() / ".cache" / "recallmesh" / "bench"
@@ -92,6 +108,7 @@ FIRST_CREATED = datetime(2025, 1, 1, tzinfo=UTC)
 CREATED_STEP = timedelta(seconds=30)  # one memory every 30 s: about a year for a million
 QUERY_CACHE_ENV = "RECALLMESH_EMBEDDING_QUERY_CACHE_MB"
 CONFIG_NAMES = ("default", "lexical_bm25", "vector")
+LEG_K = 50  # what the gateway asks of each leg (leg_depth) for k=10
 
 
 def base_texts(root: Path, n: int, max_chars: int) -> list[str]:
@@ -292,6 +309,57 @@ def recall_passes(stack: Stack, questions: list[str]) -> dict[str, dict[str, Any
                "n": len(questions)} for c, passes in out.items()}
 
 
+def bm25_statements(conn: psycopg.Connection, questions: list[str]) -> dict[str, Any]:
+    """The lexical leg's BM25 statement for each question, three ways (the order rotates per
+    question), at k LEG_K with the leg's default k1 and b: the full statement at the server's
+    work_mem (what the leg ran before issue 44), the full one and the pruned one at the leg's
+    BM25_WORK_MEM; latency (ms, the statement alone) and whether the pruned answer is the full
+    one (ids in order, tiers, scores)."""
+    settings = LexicalSettings()
+    full = build_bm25_sql(Filters(), "relevance", prune=False)
+    pruned = build_bm25_sql(Filters(), "relevance")
+    ways = {"full, server work_mem (before)": (full, None),
+            f"full, work_mem {BM25_WORK_MEM}": (full, BM25_WORK_MEM),
+            f"pruned, work_mem {BM25_WORK_MEM}": (pruned, BM25_WORK_MEM)}
+    names = list(ways)
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    as_run: list[float] = []  # the leg's choice: pruned from PRUNE_MIN_POSTINGS postings
+    same_ids = same_scores = 0
+    max_rel = 0.0
+    differing: list[str] = []
+    for i, question in enumerate(questions):
+        rows = {}
+        terms = query_terms(question)
+        for name in names[i % 3:] + names[:i % 3]:
+            (sql, params), work_mem = ways[name]
+            conn.execute("RESET work_mem" if work_mem is None else
+                         f"SET work_mem = '{work_mem}'")
+            started = time.perf_counter()
+            rows[name] = conn.execute(sql, params | {
+                "ns": NAMESPACE, "query": terms, "k": LEG_K,
+                "k1": settings.bm25_k1, "b": settings.bm25_b}).fetchall()
+            times[name].append((time.perf_counter() - started) * 1000)
+        row = conn.execute(BM25_PREPARE, {"ns": NAMESPACE, "query": terms,
+                                           "work_mem": BM25_WORK_MEM}).fetchone()
+        as_run.append(times[names[2] if row and row[1] >= PRUNE_MIN_POSTINGS else names[1]][-1])
+        full_rows, pruned_rows = rows[names[1]], rows[names[2]]
+        if [(r[0], r[3]) for r in full_rows] == [(r[0], r[3]) for r in pruned_rows]:
+            same_ids += 1
+        elif len(differing) < 5:
+            differing.append(question)
+        if [r[1] for r in full_rows] == [r[1] for r in pruned_rows]:
+            same_scores += 1
+        for a, b in zip(full_rows, pruned_rows, strict=False):
+            max_rel = max(max_rel, abs(a[1] - b[1]) / max(abs(a[1]), 1e-300))
+    conn.execute("RESET work_mem")
+    return {"n": len(questions), "k": LEG_K, "k1": settings.bm25_k1, "b": settings.bm25_b,
+            "latency": {name: latency_summary(v) for name, v in times.items()}
+            | {f"as the leg runs it (pruned from {PRUNE_MIN_POSTINGS:,} postings)":
+               latency_summary(as_run)},
+            "same_ids": same_ids, "same_scores": same_scores, "max_rel_score_diff": max_rel,
+            "differing_questions": differing}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     manifest = ModelManifest.load()
     timer = Timer()
@@ -308,7 +376,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                               "duplicate_copies": sum(groups) - len(groups),
                               "largest_group": max(groups, default=1),
                               "env": recallmesh_env()}
-    data_dir = Path(args.keep_data) if args.keep_data else None
+    data_dir = Path(args.keep_data or args.reuse_data) if args.keep_data or args.reuse_data \
+        else None
+    if args.reuse_data:
+        loaded = json.loads(args.load_json.read_text(encoding="utf-8"))
+        if loaded["memories"] != args.memories:
+            raise SystemExit(f"{args.load_json} loaded {loaded['memories']} memories, "
+                             f"not --memories {args.memories}")
+        result["loaded_by"] = {"json": str(args.load_json), "server": loaded["server"],
+                               "startup_s": loaded.get("startup_s")}
     with tempfile.TemporaryDirectory(prefix="recallmesh-scale-") as tmp:
         env = {**BENCH_ENV, "RECALLMESH_DATA_DIR": str(data_dir or tmp), **free_port_env()}
         env.pop(QUERY_CACHE_ENV)  # the shipped default: the second pass finds its vectors
@@ -318,19 +394,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             with psycopg.connect(stack.dsn, autocommit=True) as conn:
                 register_vector(conn)
                 result["server"] = server_info(conn)
-                recreate = timer.step("drop indexes", drop_indexes, conn)
-                timer.step(f"COPY {args.memories} memories", copy_memories, conn, texts,
-                           vectors, tokens, chosen, manifest.model_id)
-                timer.step("BM25 postings and statistics", bm25_tables, conn)
-                conn.execute(f"SET maintenance_work_mem = '{args.maintenance_mem}'")
-                for name, statement in recreate:
-                    timer.step(f"index {name}", conn.execute, statement)
-                timer.step("VACUUM (ANALYZE)", conn.execute, "VACUUM (ANALYZE)")
-                result["load_steps"] = [{"step": s, "seconds": t} for s, t in timer.steps]
+                if args.reuse_data:
+                    count = conn.execute("SELECT count(*) FROM memories WHERE namespace = %s",
+                                         (NAMESPACE,)).fetchone()
+                    if not count or count[0] != args.memories:
+                        raise SystemExit(f"{args.reuse_data} holds {count} memories in "
+                                         f"{NAMESPACE!r}, not {args.memories}")
+                    result["load_steps"] = loaded["load_steps"]
+                else:
+                    recreate = timer.step("drop indexes", drop_indexes, conn)
+                    timer.step(f"COPY {args.memories} memories", copy_memories, conn, texts,
+                               vectors, tokens, chosen, manifest.model_id)
+                    timer.step("BM25 postings and statistics", bm25_tables, conn)
+                    conn.execute(f"SET maintenance_work_mem = '{args.maintenance_mem}'")
+                    for name, statement in recreate:
+                        timer.step(f"index {name}", conn.execute, statement)
+                    timer.step("VACUUM (ANALYZE)", conn.execute, "VACUUM (ANALYZE)")
+                    result["load_steps"] = [{"step": s, "seconds": t} for s, t in timer.steps]
                 result["sizes"] = sizes(conn)
                 questions = load_queries(args.datasets, ["locomo", "longmemeval"],
                                          max(args.queries, args.recall_queries))
                 if args.queries:  # --queries 0: the HNSW recall only
+                    log("BM25 statement, full and pruned ...")
+                    result["bm25_statement"] = bm25_statements(conn, questions[:args.queries])
                     log("recall latency ...")
                     result["latency"] = recall_passes(stack, questions[:args.queries])
                 log("HNSW recall against exact search ...")
@@ -373,6 +459,8 @@ def report(r: dict[str, Any], argv: list[str]) -> str:
         f"## Load: {r['memories']:,} memories in {load_s / 60:.1f} min (the steps after the "
         "first)",
         "",
+        *([f"This run measured a database loaded by an earlier run (--reuse-data); the load "
+           f"steps are that run's ({r['loaded_by']['json']}).", ""] if "loaded_by" in r else []),
         "| step | s |",
         "|---|---:|",
     ]
@@ -393,6 +481,18 @@ def report(r: dict[str, Any], argv: list[str]) -> str:
                      f"{2 * v['n']} | "
                      + (", ".join(f"{k} {n}" for k, n in sorted(v["failed"].items())) or "none")
                      + " |")
+    if "bm25_statement" in r:
+        st = r["bm25_statement"]
+        lines += ["", f"## The lexical leg's BM25 statement, before and after issue 44 "
+                  f"({st['n']} questions, k={st['k']}, k1={st['k1']}, b={st['b']}; ms, the "
+                  "statement alone, every way in this run, questions interleaved)", "",
+                  "| statement | p50 / p95 / p99 | mean | max |", "|---|---|---:|---:|"]
+        lines += [f"| {name} | {v['p50']:.1f} / {v['p95']:.1f} / {v['p99']:.1f} | "
+                  f"{v['mean']:.1f} | {v['max']:.1f} |" for name, v in st["latency"].items()]
+        lines += ["", f"The pruned statement's answer was the full one's for {st['same_ids']} "
+                  f"of {st['n']} questions (ids in order and tiers); scores identical to the "
+                  f"last bit for {st['same_scores']}, at most {st['max_rel_score_diff']:.1e} "
+                  "apart (relative) otherwise."]
     h = r["hnsw_recall"]
     lines += ["", f"## HNSW recall@{h['k']} against exact search ({h['queries']} questions)", "",
               "| searched by | ef_search | recall@10 | tie-aware | worst query | mean ms | "
@@ -421,9 +521,15 @@ def main(argv: list[str] | None = None) -> None:
                         help="copy in the real corpus's duplicate groups (see the docstring)")
     parser.add_argument("--datasets", type=Path, default=DATASETS)
     parser.add_argument("--keep-data", help="a directory for the database, kept afterwards")
+    parser.add_argument("--reuse-data", help="measure the database an earlier --keep-data run "
+                        "left in this directory, without loading it again (needs --load-json)")
+    parser.add_argument("--load-json", type=Path,
+                        help="that run's --json: the load steps the report shows")
     parser.add_argument("--report-to", type=Path)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
+    if args.reuse_data and (args.keep_data or not args.load_json):
+        parser.error("--reuse-data needs --load-json and excludes --keep-data")
     result = run(args)
     publish(report(result, argv), args.report_to, args.json, result, indent=1)
 

@@ -324,7 +324,8 @@ def test_bm25_statement_returns_the_reference_k_best(db, skewed_corpus):
                             for t in lexemes)
         for memory_id, score, _, tier, importance, scale, _sensitive in got:
             assert scale == pytest.approx(idf_sum, rel=1e-12)  # the query's score scale
-            assert expected[memory_id][0] == pytest.approx(score, rel=1e-12)
+            # each term's share is rounded to a multiple of 2^-36 (core.CONTRIBUTION)
+            assert expected[memory_id][0] == pytest.approx(score, rel=1e-12, abs=1e-10)
             assert (importance, tier) == (expected[memory_id][1],
                                           0 if expected[memory_id][2] == terms else 1)
         key = (lambda r: (-r[4], -r[1])) if sort_by == "importance" else (lambda r: (-r[1], -r[4]))
@@ -352,3 +353,99 @@ def test_a_sensitive_memory_counts_only_its_own_text(stack, gateway, ns):
     asked = search(stack, ns, "Jonas VPN password").candidates
     assert asked[0].memory_id == secret and asked[0].exact_match
     assert asked[0].sensitive
+
+
+# Twenty words from common to rare (each in 60% of memories down to about 0.3%).
+PRUNING_WORDS = [f"w{chr(97 + i)}word" for i in range(20)]
+
+
+@pytest.fixture(scope="module")
+def pruning_corpus(gateway, dsn) -> str:
+    """One namespace for the pruned-against-full check: 400 memories, each word of
+    PRUNING_WORDS in a share of them falling from 60% to about 0.3%, repeated 1 to 3 times,
+    random lengths, importances and tags; one in eight sensitive, 8 deleted, 8 expired."""
+    import random
+
+    rng = random.Random(44)
+    ns, memories = "bm25-pruning", []
+    for i in range(400):
+        words = [w for j, w in enumerate(PRUNING_WORDS) if rng.random() < 0.6 * 0.75 ** j
+                 for _ in range(rng.choice((1, 1, 1, 2, 3)))]
+        words += [f"pad{rng.randrange(60)}" for _ in range(rng.randrange(0, 15))]
+        rng.shuffle(words)
+        memories.append(memory_pb2.Memory(content=" ".join(words) + f" item{i}",
+                                          importance=rng.choice((0.2, 0.5, 0.5, 0.8)),
+                                          sensitive=rng.random() < 0.125,
+                                          tags=rng.choices("abc", (60, 35, 5))))
+    ids = gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=memories),
+                             timeout=60).ids
+    for memory_id in ids[::50]:
+        gateway.Delete(memory_pb2.DeleteRequest(namespace=ns, id=memory_id), timeout=10)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("UPDATE memories SET expires_at = now() - interval '1 hour' "
+                     "WHERE namespace = %s AND id = ANY(%s::uuid[])", (ns, ids[7::50]))
+    return ns
+
+
+def test_pruned_bm25_statement_equals_the_full_one(db, pruning_corpus):
+    """Issue 44: the pruned statement (the commonest terms' postings read only for candidates)
+    returns the full statement's rows: the same ids in the same order, the same scores to the
+    last bit (ties between memories of equal scores fall the same way), tiers, importances,
+    sensitivity and scale, for any query, k, k1, b, sort and filter."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    ns = pruning_corpus
+    skipped: list[bool] = []  # whether some term's postings were not read in full
+
+    @settings(max_examples=150, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(words=st.lists(st.sampled_from([*PRUNING_WORDS, "pad3", "item9", "absent"]),
+                          min_size=1, max_size=10),
+           k=st.integers(1, 40), k1=st.sampled_from([0.0, 0.9, 1.2, 10.0]),
+           b=st.sampled_from([0.0, 0.4, 1.0]), sort_by=st.sampled_from(["relevance", "importance"]),
+           tag=st.sampled_from([None, "a", "c"]))
+    def check(words, k, k1, b, sort_by, tag):
+        filters = Filters(tags=[tag] if tag else [])
+        params = {"ns": ns, "query": " ".join(words), "k": k, "k1": k1, "b": b}
+        full_sql, full_params = core.build_bm25_sql(filters, sort_by, prune=False)
+        pruned_sql, pruned_params = core.build_bm25_sql(filters, sort_by)
+        assert "candidates_of_partial" in pruned_sql and "seed" not in full_sql
+        full = db.execute(full_sql, full_params | params).fetchall()
+        pruned = db.execute(pruned_sql, pruned_params | params).fetchall()
+        assert pruned == full
+        theta = pruned_sql[:pruned_sql.index(", looked AS (")] + " SELECT rest FROM theta"
+        skipped.append(db.execute(theta, pruned_params | params).fetchone()[0] > 0)
+
+    check()
+    assert sum(skipped) >= len(skipped) // 8  # the pruning is exercised, not only the fallback
+
+
+async def test_the_leg_runs_the_pruned_statement_from_enough_postings(dsn, pruning_corpus,
+                                                                       monkeypatch):
+    """LexicalRetriever.search: with the pruning threshold at 0 it runs the pruned statement
+    (in its transaction, with the BM25 work_mem), and returns what it returns with the
+    threshold out of reach (the full statement)."""
+    from psycopg_pool import AsyncConnectionPool
+
+    async with AsyncConnectionPool(dsn, min_size=1, max_size=1, open=False,
+                                   kwargs={"autocommit": True}) as pool:
+        retriever = core.LexicalRetriever(pool, ranking="bm25", k1=K1, b=B)
+        seen: list[bool] = []
+        build = core.build_bm25_sql
+
+        def spy(filters, sort_by, prune=True):
+            seen.append(prune)
+            return build(filters, sort_by, prune)
+
+        monkeypatch.setattr(core, "build_bm25_sql", spy)
+        for query, k, sort_by, tags in (("waword wbword wcword wkword", 3, "relevance", ()),
+                                        ("waword wbword wdword", 10, "importance", ("a",)),
+                                        ("wbword wsword pad3", 5, "relevance", ())):
+            answers = []
+            for threshold in (0, 10 ** 9):
+                monkeypatch.setattr(core, "PRUNE_MIN_POSTINGS", threshold)
+                answers.append(await retriever.search(pruning_corpus, query, k,
+                                                      Filters(tags=tags), sort_by))
+            assert answers[0] == answers[1] and answers[0].hits
+        assert seen == [True, False] * 3

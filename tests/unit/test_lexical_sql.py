@@ -49,3 +49,21 @@ def test_filters_apply_to_both_tiers():
 def test_unknown_sort_mode_is_a_programming_error():
     with pytest.raises(ValueError):
         build_search_sql(Filters(), "random")
+
+
+def test_bm25_prunes_unless_every_match_is_needed():
+    """Issue 44: relevance and importance run the pruned BM25 statement (the commonest terms'
+    postings read only for candidates); recency, which keeps the newest matches whatever their
+    score, and prune=False read every posting of every term."""
+    from recallmesh.services.lexical.core import CONTRIBUTION, build_bm25_sql
+
+    for sort_by in ("relevance", "importance"):
+        sql, params = build_bm25_sql(Filters(), sort_by)
+        assert "candidates_of_partial" in sql and "bound_upto" in sql
+        assert "seed_postings" in params
+        full, full_params = build_bm25_sql(Filters(), sort_by, prune=False)
+        assert "seed" not in full and "seed_postings" not in full_params
+        # both sum the same rounded contributions (the same scores to the last bit)
+        assert CONTRIBUTION in sql and CONTRIBUTION in full
+    recency, params = build_bm25_sql(Filters(tags=("a",)), "recency")
+    assert "seed" not in recency and "seed_postings" not in params

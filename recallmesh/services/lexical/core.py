@@ -29,6 +29,11 @@ tags or category it was filed under): its BM25 score is scaled by the share
 of its matched terms' idf that its text holds, and it is returned only when
 its text holds more than SENSITIVE_SHARE_MIN (three quarters) of the idf of the query's terms
 that the namespace holds (issue 39).
+Each posting's share is rounded to a multiple of 2^-36 (CONTRIBUTION), so a score is the
+same whatever order its shares are summed in. When the query's terms have many postings
+(PRUNE_MIN_POSTINGS), relevance and importance run a pruned statement that returns the same
+rows (issue 44, _pruned_scores): the commonest terms, which cannot lift a memory into the k best
+on their own, are summed only for the memories the rarer terms make candidates.
 Chinese, Japanese and Korean runs are searched as character pairs (cjk.py).
 The user's text only ever reaches Postgres as a bound parameter to
 plainto_tsquery, which cannot fail on any input (operators, quotes,
@@ -157,12 +162,137 @@ def _kth_passing(source: str, lookup: str) -> str:
     return f"coalesce({first}, {kth('', _NO_CUTOFF)})"
 
 
-def build_bm25_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]:
+# A posting's share of its memory's score: idf(t) * tf (k1 + 1) / (tf + k1 (1 - b + b dl /
+# avgdl)) (i: the term's idf row, p: the posting, s: the namespace's statistics), rounded to a
+# multiple of 2^-36 (1.5e-11). Multiples of 2^-36 below 2^17 add up exactly in float8, so a
+# memory's score does not depend on the order its postings are summed in (a hash or a sorted
+# aggregate, the pruned statement's two steps): the pruned statement returns the full one's
+# scores to the last bit, and memories whose scores are equal but for float rounding tie
+# (importance, then id, decide) instead of being ordered by rounding noise.
+CONTRIBUTION = """round(i.idf * p.tf * (%(k1)s + 1)
+                 / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / s.avgdl)) * 68719476736)
+           / 68719476736"""
+
+# Every posting of every query term, summed per memory: the memories matching any term, their
+# BM25 scores and how many terms each matched.
+_FULL_SCORES = f""", scored AS MATERIALIZED (
+    -- Postings are read term by term through the (namespace, lexeme) key, whatever the
+    -- planner's statistics say: a namespace it has no statistics for yet (a bulk load before
+    -- ANALYZE) was otherwise planned as one scan of the whole namespace's postings joined to
+    -- the terms afterwards (measured: 52 s for one SciFact query instead of milliseconds).
+    SELECT p.memory_id, sum({CONTRIBUTION}) AS score, count(*) AS matched
+    FROM idf i
+    CROSS JOIN stats s
+    CROSS JOIN LATERAL (
+        SELECT memory_id, tf, dl FROM memory_lexemes
+        WHERE namespace = %(ns)s AND lexeme = i.lexeme
+        OFFSET 0  -- keeps the lookup from being flattened into a join the planner reorders
+    ) p
+    GROUP BY p.memory_id
+)"""
+
+# A term's BM25 contribution idf * tf (k1 + 1) / (tf + k1 (1 - b + b dl / avgdl)) is at most
+# idf (k1 + 1) for every tf, dl, k1 >= 0 and 0 <= b <= 1 (reached only where k1 (1 - b + b dl /
+# avgdl) is 0); the bound is raised by more than CONTRIBUTION's rounding (2^-37) and a millionth
+# of a millionth, so that no sum of contributions exceeds the sum of their bounds.
+_BOUND = "(%(k1)s + 1) * (1 + 1e-12) + 1e-9"
+# The rarest terms, read first: the rarest always, then rarer ones while their postings stay
+# under _SEED_POSTINGS.
+_SEED_POSTINGS = 20000
+
+
+def _pruned_scores(lookup: str) -> str:
+    """The scored CTE of `_FULL_SCORES` for the memories that can be among the k best, exactly
+    (MaxScore, Turtle and Flood 1995): the commonest terms' postings are summed only for the
+    memories that the other terms make candidates, never aggregated for every memory holding
+    them (the aggregation, not the reading, is most of a common term's cost; looking postings up
+    one by one by key cost 16 to 50 us each at a million memories, more than reading them).
+
+    1. theta: a score the k-th best reaches. The rarest terms' postings (_SEED_POSTINGS) are
+       summed per memory; those sums are lower bounds of the memories' scores (no share is
+       negative), so the k-th best of them among memories that may be returned (`lookup`; not
+       sensitive: their score is cut afterwards) is at most the k-th best score of the answer.
+       -Infinity when fewer than k pass, or when a term's idf is negative (statistics out of
+       step): nothing is then skipped.
+    2. The commonest terms whose bounds sum below theta are skipped: a memory holding only them
+       scores below theta and cannot be among the k best, whatever the ties. The other terms'
+       postings are summed per memory (partial scores).
+    3. A memory whose partial score plus the skipped terms' bounds is below theta cannot be
+       among the k best either. The rest are candidates: the skipped terms' postings are read
+       and only those of candidates summed (a hash semi-join, no aggregate over every memory),
+       and added to the partial scores: the scores and matched-term counts of `_FULL_SCORES`,
+       to the last bit (CONTRIBUTION).
+    """
+    seed_cut = _kth_passing("seed", lookup + " AND NOT m.is_sensitive")
+    return f""", ranked AS MATERIALIZED (
+    -- the terms with postings: each one's bound, the bounds of it and every commoner term
+    -- summed, and the postings of the rarer terms
+    SELECT lexeme, df, idf, idf * {_BOUND} AS bound,
+           sum(idf * {_BOUND}) OVER (ORDER BY idf, lexeme ROWS UNBOUNDED PRECEDING) AS bound_upto,
+           coalesce(sum(df) OVER (ORDER BY idf DESC, lexeme DESC
+                                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS df_rarer
+    FROM idf WHERE df > 0
+), seed AS MATERIALIZED (
+    SELECT p.memory_id, sum({CONTRIBUTION}) AS score
+    FROM ranked i
+    CROSS JOIN stats s
+    CROSS JOIN LATERAL (
+        SELECT memory_id, tf, dl FROM memory_lexemes
+        WHERE namespace = %(ns)s AND lexeme = i.lexeme
+        OFFSET 0
+    ) p
+    WHERE i.df_rarer = 0 OR i.df_rarer + i.df <= %(seed_postings)s
+    GROUP BY p.memory_id
+), theta AS MATERIALIZED (
+    SELECT t.cut,
+           coalesce((SELECT max(bound_upto) FROM ranked WHERE bound_upto < t.cut), 0) AS rest
+    FROM (SELECT CASE WHEN (SELECT min(idf) FROM ranked) < 0 THEN '-Infinity'::float8
+                      ELSE {seed_cut} * (1 - 1e-12) END AS cut) t
+), partial AS MATERIALIZED (
+    SELECT p.memory_id, sum({CONTRIBUTION}) AS score, count(*) AS matched
+    FROM ranked i
+    CROSS JOIN stats s
+    CROSS JOIN LATERAL (
+        SELECT memory_id, tf, dl FROM memory_lexemes
+        WHERE namespace = %(ns)s AND lexeme = i.lexeme
+        OFFSET 0
+    ) p
+    WHERE i.bound_upto >= (SELECT cut FROM theta)
+    GROUP BY p.memory_id
+), candidates_of_partial AS MATERIALIZED (
+    SELECT * FROM partial
+    WHERE score + (SELECT rest FROM theta) >= (SELECT cut FROM theta)
+), skipped AS (
+    SELECT p.memory_id, sum({CONTRIBUTION}) AS score, count(*) AS matched
+    FROM ranked i
+    CROSS JOIN stats s
+    CROSS JOIN LATERAL (
+        SELECT memory_id, tf, dl FROM memory_lexemes
+        WHERE namespace = %(ns)s AND lexeme = i.lexeme
+        OFFSET 0
+    ) p
+    WHERE i.bound_upto < (SELECT cut FROM theta)
+      AND p.memory_id IN (SELECT memory_id FROM candidates_of_partial)
+    GROUP BY p.memory_id
+), scored AS MATERIALIZED (
+    SELECT memory_id, score, matched FROM partial WHERE (SELECT rest FROM theta) = 0
+    UNION ALL
+    SELECT c.memory_id, c.score + coalesce(x.score, 0), c.matched + coalesce(x.matched, 0)
+    FROM candidates_of_partial c
+    LEFT JOIN skipped x ON x.memory_id = c.memory_id
+    WHERE (SELECT rest FROM theta) > 0
+)"""
+
+def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True
+                   ) -> tuple[str, dict[str, Any]]:
     """The BM25 statement and its parameters (filters, sensitive_share). Callers add: ns,
     query, k, k1, b.
 
     Scores come from the postings of the query's own lexemes (migrations/0006), so the
     cost grows with how many memories contain a query term, not with their length.
+    `prune` (relevance and importance; recency needs every match) skips reading the postings
+    of the commonest terms in full when they cannot change the k best (_PRUNED_SCORES): the
+    same hits and scores as `prune=False`, which reads every posting of every term.
     """
     if sort_by not in BLEND:
         raise ValueError(f"unknown sort_by {sort_by!r}")
@@ -207,6 +337,9 @@ def build_bm25_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]
        OR memory_id IN (SELECT id FROM passing)
 )"""
     cutoff = _NO_CUTOFF if sort_by == "recency" else _kth_passing(source, lookup)
+    scores = _pruned_scores(lookup) if prune and sort_by != "recency" else _FULL_SCORES
+    if scores is not _FULL_SCORES:
+        params["seed_postings"] = _SEED_POSTINGS
     params["sensitive_share"] = SENSITIVE_SHARE_MIN
     sql = f"""
 WITH terms AS (
@@ -227,24 +360,9 @@ WITH terms AS (
         WHERE namespace = %(ns)s AND lexeme = t.lexeme
         LIMIT 1
     ) l ON true
-), scored AS MATERIALIZED (
-    -- Postings are read term by term through the (namespace, lexeme) key, whatever the
-    -- planner's statistics say: a namespace it has no statistics for yet (a bulk load before
-    -- ANALYZE) was otherwise planned as one scan of the whole namespace's postings joined to
-    -- the terms afterwards (measured: 52 s for one SciFact query instead of milliseconds).
-    SELECT p.memory_id,
-           sum(i.idf * p.tf * (%(k1)s + 1)
-               / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / s.avgdl))) AS score,
-           count(*) AS matched
-    FROM idf i
-    CROSS JOIN stats s
-    CROSS JOIN LATERAL (
-        SELECT memory_id, tf, dl FROM memory_lexemes
-        WHERE namespace = %(ns)s AND lexeme = i.lexeme
-        OFFSET 0  -- keeps the lookup from being flattened into a join the planner reorders
-    ) p
-    GROUP BY p.memory_id
-){passing}, looked AS (
+    ORDER BY t.lexeme  -- the query's scale and a sensitive memory's shares sum the terms' idf
+                       -- in this order, the same bits in the pruned and the full statement
+){scores}{passing}, looked AS (
     SELECT m.id, m.importance, m.created_at, sc.score, m.is_sensitive, sc.matched,
            CASE WHEN m.is_sensitive THEN m.search_vector END AS search_vector
     FROM {source} sc
@@ -283,6 +401,23 @@ ORDER BY {final_order}
     return sql, params
 
 
+
+# The BM25 statement's work_mem (for this transaction only): its per-memory sums of a million
+# memories' postings need about 33 MB of hash table for a question with common words; at the
+# server's default (4 MB) they spilled to disk, and so did the scored memories (measured: 5
+# batches, 12 MB on disk, for 317,000 postings).
+BM25_WORK_MEM = "32MB"
+# The pruned statement costs about 10 ms more than the full one where there is little to prune
+# (a LoCoMo conversation of 600 memories: planning 2.7 against 1.1 ms, execution 11.3 against
+# 2.2); it is run when the query's terms have at least this many postings (a common-word
+# question at 100,000 memories and up), the full one otherwise. Both return the same rows.
+PRUNE_MIN_POSTINGS = 50000
+BM25_PREPARE = """SELECT set_config('work_mem', %(work_mem)s, true),
+       (SELECT coalesce(sum(df), 0) FROM lexeme_stats
+        WHERE namespace = %(ns)s
+          AND lexeme = ANY(tsvector_to_array(to_tsvector('english', %(query)s))))"""
+
+
 class LexicalRetriever:
     """Runs lexical searches on read connections (a replica's when one is set, else the
     primary pool's: recallmesh.shared.replicas)."""
@@ -308,20 +443,31 @@ class LexicalRetriever:
     ) -> LexicalResult:
         """`ranking`, `k1`, `b` override the leg's settings for this search."""
         ranking = ranking or self.ranking
-        if ranking == "bm25":
-            sql, params = build_bm25_sql(filters or Filters(), sort_by)
-            params.update(k1=self.k1 if k1 is None else k1, b=self.b if b is None else b)
-        else:
-            sql, params = build_search_sql(filters or Filters(), sort_by)
-        params.update(ns=namespace, query=query_terms(query), k=k,
-                      or_min_rank=self.or_min_rank)
+        terms = query_terms(query)
 
-        async def fetch(conn: Any) -> list[Any]:
+        async def bm25(conn: Any) -> list[Any]:
+            async with conn.transaction():
+                # one round trip: the statement's memory, and how many postings its terms have
+                cur = await conn.execute(BM25_PREPARE, {"ns": namespace, "query": terms,
+                                                         "work_mem": BM25_WORK_MEM})
+                row = await cur.fetchone()
+                postings = int(row[1]) if row else 0
+                sql, params = build_bm25_sql(filters or Filters(), sort_by,
+                                             prune=postings >= PRUNE_MIN_POSTINGS)
+                params.update(k1=self.k1 if k1 is None else k1, b=self.b if b is None else b,
+                              ns=namespace, query=terms, k=k)
+                cur = await conn.execute(sql, params)
+                rows: list[Any] = await cur.fetchall()
+                return rows
+
+        async def ts_rank(conn: Any) -> list[Any]:
+            sql, params = build_search_sql(filters or Filters(), sort_by)
+            params.update(ns=namespace, query=terms, k=k, or_min_rank=self.or_min_rank)
             cur = await conn.execute(sql, params)
             rows: list[Any] = await cur.fetchall()
             return rows
 
-        rows = await self.reads.run(fetch)
+        rows = await self.reads.run(bm25 if ranking == "bm25" else ts_rank)
         scale = float(rows[0][5]) if rows and rows[0][5] else None  # BM25 only
         return LexicalResult(
             hits=[
