@@ -173,6 +173,14 @@ CONTRIBUTION = """round(i.idf * p.tf * (%(k1)s + 1)
                  / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.dl / s.avgdl)) * 68719476736)
            / 68719476736"""
 
+# The postings of term `i` (a row of idf or ranked) beside the namespace's stats `s`.
+_POSTINGS = """CROSS JOIN stats s
+    CROSS JOIN LATERAL (
+        SELECT memory_id, tf, dl FROM memory_lexemes
+        WHERE namespace = %(ns)s AND lexeme = i.lexeme
+        OFFSET 0  -- keeps the lookup from being flattened into a join the planner reorders
+    ) p"""
+
 # Every posting of every query term, summed per memory: the memories matching any term, their
 # BM25 scores and how many terms each matched.
 _FULL_SCORES = f""", scored AS MATERIALIZED (
@@ -182,12 +190,7 @@ _FULL_SCORES = f""", scored AS MATERIALIZED (
     -- the terms afterwards (measured: 52 s for one SciFact query instead of milliseconds).
     SELECT p.memory_id, sum({CONTRIBUTION}) AS score, count(*) AS matched
     FROM idf i
-    CROSS JOIN stats s
-    CROSS JOIN LATERAL (
-        SELECT memory_id, tf, dl FROM memory_lexemes
-        WHERE namespace = %(ns)s AND lexeme = i.lexeme
-        OFFSET 0  -- keeps the lookup from being flattened into a join the planner reorders
-    ) p
+    {_POSTINGS}
     GROUP BY p.memory_id
 )"""
 
@@ -235,12 +238,7 @@ def _pruned_scores(lookup: str) -> str:
 ), seed AS MATERIALIZED (
     SELECT p.memory_id, sum({CONTRIBUTION}) AS score
     FROM ranked i
-    CROSS JOIN stats s
-    CROSS JOIN LATERAL (
-        SELECT memory_id, tf, dl FROM memory_lexemes
-        WHERE namespace = %(ns)s AND lexeme = i.lexeme
-        OFFSET 0
-    ) p
+    {_POSTINGS}
     WHERE i.df_rarer = 0 OR i.df_rarer + i.df <= %(seed_postings)s
     GROUP BY p.memory_id
 ), theta AS MATERIALIZED (
@@ -251,12 +249,7 @@ def _pruned_scores(lookup: str) -> str:
 ), partial AS MATERIALIZED (
     SELECT p.memory_id, sum({CONTRIBUTION}) AS score, count(*) AS matched
     FROM ranked i
-    CROSS JOIN stats s
-    CROSS JOIN LATERAL (
-        SELECT memory_id, tf, dl FROM memory_lexemes
-        WHERE namespace = %(ns)s AND lexeme = i.lexeme
-        OFFSET 0
-    ) p
+    {_POSTINGS}
     WHERE i.bound_upto >= (SELECT cut FROM theta)
     GROUP BY p.memory_id
 ), candidates_of_partial AS MATERIALIZED (
@@ -265,12 +258,7 @@ def _pruned_scores(lookup: str) -> str:
 ), skipped AS (
     SELECT p.memory_id, sum({CONTRIBUTION}) AS score, count(*) AS matched
     FROM ranked i
-    CROSS JOIN stats s
-    CROSS JOIN LATERAL (
-        SELECT memory_id, tf, dl FROM memory_lexemes
-        WHERE namespace = %(ns)s AND lexeme = i.lexeme
-        OFFSET 0
-    ) p
+    {_POSTINGS}
     WHERE i.bound_upto < (SELECT cut FROM theta)
       AND p.memory_id IN (SELECT memory_id FROM candidates_of_partial)
     GROUP BY p.memory_id
