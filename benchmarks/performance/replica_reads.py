@@ -2,7 +2,7 @@
 far the replica falls behind under a write load.
 
   python -m benchmarks.performance.replica_reads [--memories 2000] [--queries 200]
-      [--writes 100] [--async] [--report-to FILE.md]
+      [--writes 60] [--async] [--report-to FILE.md]
 
 One real primary and one real streaming hot standby on this machine
 (benchmarks/harness/replication.py; synchronous replication as the production overlay declares
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=2000)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--writes", type=int, default=100)
+    parser.add_argument("--writes", type=int, default=60)
     parser.add_argument("--batches", type=int, default=20, help="StoreBatch calls of 100 "
                         "memories while the lag is sampled")
     parser.add_argument("--async", dest="synchronous", action="store_false")
