@@ -1,12 +1,12 @@
 """Reads from a streaming replica, with the primary as the fallback (RECALLMESH_READ_DSN).
 
-A service that reads (the legs' searches, the gateway's hydration) takes its connections from
-`Reads`: from the replica pool while the replica answers and has replayed what the primary had
-written at most RECALLMESH_READ_MAX_LAG_S ago, else from the primary pool. Writes, the outbox,
+A service that reads (the legs' searches, the gateway's hydration) runs each read through
+`Reads.run`: on the replica pool while the replica answers and has replayed what the primary had
+written at most RECALLMESH_READ_MAX_LAG_S ago, else on the primary pool. Writes, the outbox,
 key lookups and every read that must see the caller's own write (Get, List, History, Export)
 stay on the primary pool; they never come here.
 
-How "behind" is measured: every RECALLMESH_READ_CHECK_S a watcher notes the primary's current
+How "behind" is measured: every RECALLMESH_READ_CHECK_S a watcher notes the primary's flushed
 WAL position and asks the replica how far it has replayed. The replica's lag is the age of the
 oldest noted primary position it has not yet replayed (0 when it has replayed all of them; on
 an idle primary it is 0, not the time since the last transaction). A standby that stopped
@@ -44,7 +44,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -97,7 +97,6 @@ class ReplicaState:
     unusable: str = "down"  # "", "down" or "lagging"
     lag_s: float = 0.0
     lag_bytes: int = 0
-    checked_at: float = 0.0
     since: float = 0.0  # when reads last moved (to the primary or back)
 
 
@@ -186,34 +185,33 @@ class Reads:
             except Exception:  # never let the watcher die: the next check tries again
                 log.exception("replica check failed")
 
+    async def _replica_position(self) -> tuple[bool, int]:
+        """Whether the read host is in recovery, and the position it has replayed up to."""
+        async with self.replica.connection(timeout=self.settings.replica_wait_s) as conn:
+            in_recovery, replayed = await (await conn.execute(_REPLICA_POSITION)).fetchone()
+        return bool(in_recovery), lsn_int(replayed)
+
     async def check(self) -> ReplicaState:
         """Ask the primary and the replica where they are; set the state and the gauges."""
         now = time.monotonic()
-        wait = self.settings.replica_wait_s
         try:
-            async with self.replica.connection(timeout=wait) as conn:
-                cur = await conn.execute(_REPLICA_POSITION)
-                in_recovery, replayed = await cur.fetchone()
+            in_recovery, replayed = await self._replica_position()
         except Exception as exc:
-            self._set(ReplicaState("down", checked_at=now), type(exc).__name__)
+            self._set(ReplicaState("down"), type(exc).__name__)
             return self.state
         if not in_recovery:  # the read host is itself a primary (e.g. promoted): no lag
-            self._set(ReplicaState("", checked_at=now))
+            self._set(ReplicaState(""))
             return self.state
         try:
-            async with self.primary.connection(timeout=wait) as conn:
-                primary_lsn = lsn_int((await (await conn.execute(_PRIMARY_POSITION))
-                                       .fetchone())[0])
+            primary_lsn = lsn_int(await wal_position(self.primary,
+                                                     self.settings.replica_wait_s))
         except psycopg.Error:
             # the primary is away (failing over?): the replica's data is what there is
-            self._set(ReplicaState("", lag_s=self.state.lag_s, lag_bytes=self.state.lag_bytes,
-                                   checked_at=now))
+            self._set(ReplicaState("", self.state.lag_s, self.state.lag_bytes))
             return self.state
-        replayed_at = lsn_int(replayed)
-        lag_s = self._clock.lag(now, primary_lsn, replayed_at)
-        lag_bytes = max(primary_lsn - replayed_at, 0)
+        lag_s = self._clock.lag(now, primary_lsn, replayed)
         unusable = "lagging" if lag_s > self.settings.max_lag_s else ""
-        self._set(ReplicaState(unusable, lag_s, lag_bytes, now))
+        self._set(ReplicaState(unusable, lag_s, max(primary_lsn - replayed, 0)))
         return self.state
 
     def _set(self, state: ReplicaState, why: str = "") -> None:
@@ -234,28 +232,6 @@ class Reads:
             FALLBACKS.labels(reason or self.state.unusable or "error").inc()
         READS.labels("primary").inc()
 
-    @contextlib.asynccontextmanager
-    async def connection(self) -> AsyncIterator[Any]:
-        """A connection to read from: the replica's while it is usable (one not handed out
-        within RECALLMESH_READ_REPLICA_WAIT_S marks the replica down), else the primary's. A
-        database error on the replica's marks it down too: the next reads go to the primary
-        (`run` also repeats the failed read there)."""
-        conn = await self._replica_conn() if self.on_replica else None
-        if conn is None:
-            self._fallback()
-            async with self.primary.connection() as conn:
-                yield conn
-            return
-        READS.labels("replica").inc()
-        try:
-            async with conn:
-                yield conn
-        except psycopg.OperationalError as exc:
-            self._mark_down(type(exc).__name__)
-            raise
-        finally:
-            await asyncio.shield(self.replica.putconn(conn))
-
     async def _replica_conn(self) -> Any:
         """A replica connection, or None (and the replica marked down) when none comes."""
         try:
@@ -265,8 +241,7 @@ class Reads:
             return None
 
     def _mark_down(self, why: str) -> None:
-        self._set(ReplicaState("down", self.state.lag_s, self.state.lag_bytes,
-                               time.monotonic()), why)
+        self._set(ReplicaState("down", self.state.lag_s, self.state.lag_bytes), why)
 
     async def run(self, read: Callable[[Any], Awaitable[T]]) -> T:
         """`read` on a read connection; when it fails on the replica with a database error
@@ -324,21 +299,20 @@ class Reads:
 
     async def _replayed(self, target: int) -> bool:
         try:
-            async with self.replica.connection(timeout=self.settings.replica_wait_s) as conn:
-                in_recovery, replayed = await (await conn.execute(_REPLICA_POSITION)).fetchone()
+            in_recovery, replayed = await self._replica_position()
         except Exception:
             return False
-        if in_recovery and lsn_int(replayed) < target:
+        if in_recovery and replayed < target:
             return False
         async with self.primary.connection() as conn:
             standbys, visible, oldest = await (await conn.execute(_STANDBYS)).fetchone()
         return not (standbys and visible == standbys) or lsn_int(oldest) >= target
 
 
-async def wal_position(pool: Any) -> str:
+async def wal_position(pool: Any, timeout_s: float | None = None) -> str:
     """The primary's flushed WAL position (text): every transaction committed before the call
-    is at or before it."""
-    async with pool.connection() as conn:
+    is at or before it. timeout_s: the longest wait for a connection (None: the pool's)."""
+    async with pool.connection(timeout=timeout_s) as conn:
         row = await (await conn.execute(_PRIMARY_POSITION)).fetchone()
     return str(row[0])
 
