@@ -47,6 +47,8 @@ from pathlib import Path
 
 import psycopg
 
+from recallmesh.stack.supervisor import Stack, free_port_env
+
 DATABASE = "recallmesh"
 SUPERUSER = "postgres"
 SYSTEM_USER = "embedded_postgres"  # who runs postgres when we are root
@@ -496,3 +498,19 @@ def cluster(root: Path | None = None, synchronous: bool = False, replicas: int =
         finally:
             for link in made:
                 link.close()
+
+
+@contextlib.contextmanager
+def stack_on(dsn: str, folder: Path, services: tuple[str, ...] | None = None,
+             env: dict[str, str] | None = None) -> Iterator[Stack]:
+    """The stack (or `services` of it) on `dsn`, as the failover and restore runs start it:
+    free ports, 4 connections a pool, the indexer polling every 0.5 s, then `env`; stopped at
+    the end."""
+    stack = Stack(env={"RECALLMESH_DSN": dsn, "RECALLMESH_DATA_DIR": str(folder),
+                       "RECALLMESH_DB_POOL_MAX": "4", "RECALLMESH_INDEXER_POLL_S": "0.5",
+                       **free_port_env(), **(env or {})}, services=services)
+    stack.start(timeout_s=180)
+    try:
+        yield stack
+    finally:
+        stack.stop()

@@ -26,7 +26,6 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,10 +34,10 @@ import grpc
 import psycopg
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from benchmarks.harness.replication import Cluster, cluster, scratch_root
+from benchmarks.harness.replication import Cluster, cluster, scratch_root, stack_on
 from benchmarks.harness.script import log, machine_info
 from recallmesh.client import NO_RETRIES, RecallmeshError, RetryPolicy
-from recallmesh.stack.supervisor import Stack, free_port_env
+from recallmesh.stack.supervisor import Stack
 from recallmesh.wire.channel import dial_blocking
 
 COMMAND = "python -m benchmarks failover"
@@ -157,13 +156,11 @@ class Load:
                     time.sleep(0.05)
 
 
-@dataclass
-class HealthWatch:
-    """Every service's readiness (the standard health check, service ""), polled."""
+@dataclass(kw_only=True)
+class Watch:
+    """Something polled on a thread of its own from start() until finish()."""
 
-    stack: Stack
-    interval_s: float = 0.1
-    seen: list[tuple[float, str, bool]] = field(default_factory=list)  # (when, service, serving)
+    interval_s: float
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
 
@@ -175,6 +172,18 @@ class HealthWatch:
         self.stop.set()
         if self.thread is not None:
             self.thread.join(10)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+@dataclass(kw_only=True)
+class HealthWatch(Watch):
+    """Every service's readiness (the standard health check, service ""), polled."""
+
+    stack: Stack
+    interval_s: float = 0.1
+    seen: list[tuple[float, str, bool]] = field(default_factory=list)  # (when, service, serving)
 
     def _run(self) -> None:
         with contextlib.ExitStack() as channels:
@@ -205,8 +214,8 @@ class HealthWatch:
         return (down, float("nan")) if down is not None else None
 
 
-@dataclass
-class IndexWatch:
+@dataclass(kw_only=True)
+class IndexWatch(Watch):
     """How many of the namespace's memories have their vector, polled through the multi-host
     DSN (so from whichever node is the primary)."""
 
@@ -214,17 +223,6 @@ class IndexWatch:
     ns: str
     interval_s: float = 0.25
     seen: list[tuple[float, int]] = field(default_factory=list)  # (when, memories indexed)
-    stop: threading.Event = field(default_factory=threading.Event)
-    thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def finish(self) -> None:
-        self.stop.set()
-        if self.thread is not None:
-            self.thread.join(10)
 
     def _run(self) -> None:
         while not self.stop.is_set():
@@ -282,24 +280,12 @@ class Trial:
         return min(done) if done else None
 
 
-@contextlib.contextmanager
-def failover_stack(c: Cluster, folder: Path, config: Config) -> Iterator[Stack]:
-    env = {
-        "RECALLMESH_DSN": c.dsn(),
-        "RECALLMESH_DATA_DIR": str(folder),
-        "RECALLMESH_DB_POOL_MAX": "4",
-        "RECALLMESH_INDEXER_MAX_BACKOFF_S": "1",
-        "RECALLMESH_INDEXER_POLL_S": "0.5",
-        "RECALLMESH_READINESS_INTERVAL_S": "0.2",
-        **free_port_env(),
-        **dict(config.env),
-    }
-    stack = Stack(env=env, services=config.services)
-    stack.start(timeout_s=180)
-    try:
-        yield stack
-    finally:
-        stack.stop()
+def failover_stack(c: Cluster, folder: Path,
+                   config: Config) -> contextlib.AbstractContextManager[Stack]:
+    """The stack on the multi-host DSN, quick to retry and to report readiness."""
+    return stack_on(c.dsn(), folder, config.services, {
+        "RECALLMESH_INDEXER_MAX_BACKOFF_S": "1", "RECALLMESH_READINESS_INTERVAL_S": "0.2",
+        **dict(config.env)})
 
 
 def read_back(node_dsn: str, ids: list[str]) -> set[str]:
@@ -339,9 +325,9 @@ def run_trial(config: Config, root: Path | None = None) -> Trial:
         pids = {name: p.pid for name, p in stack.processes.items()}
         ns = f"failover-{uuid.uuid4().hex[:8]}"
         load = Load(stack, ns, config)
-        watch = HealthWatch(stack)
+        watch = HealthWatch(stack=stack)
         watch.start()
-        indexing = IndexWatch(c.dsn(), ns)
+        indexing = IndexWatch(dsn=c.dsn(), ns=ns)
         indexing.start()
         load.start()
         replica = c.replicas[0]

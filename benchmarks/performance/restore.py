@@ -32,7 +32,6 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,10 +45,11 @@ from benchmarks.harness.replication import (
     own_dir,
     run_pg,
     scratch_root,
+    stack_on,
 )
 from benchmarks.harness.script import log, machine_info
 from recallmesh.client import NO_RETRIES, NewMemory, RecallmeshError, Relation
-from recallmesh.stack.supervisor import Stack, free_port_env
+from recallmesh.stack.supervisor import Stack
 
 COMMAND = "python -m benchmarks restore"
 # The model does not change what a backup holds; the small one lets the indexer give every
@@ -252,19 +252,6 @@ class Result:
         return sorted(t for t in names if self.primary_sums.get(t) != self.restored_sums.get(t))
 
 
-@contextlib.contextmanager
-def stack_on(dsn: str, folder: Path, config: Config) -> Iterator[Stack]:
-    env = {"RECALLMESH_DSN": dsn, "RECALLMESH_DATA_DIR": str(folder),
-           "RECALLMESH_DB_POOL_MAX": "4", "RECALLMESH_INDEXER_POLL_S": "0.5",
-           **free_port_env(), **dict(config.env)}
-    stack = Stack(env=env, services=config.services)
-    stack.start(timeout_s=180)
-    try:
-        yield stack
-    finally:
-        stack.stop()
-
-
 def run(config: Config, root: Path | None = None) -> Result:
     with contextlib.ExitStack() as held:
         if root is None:
@@ -278,7 +265,7 @@ def run(config: Config, root: Path | None = None) -> Result:
         stack_dir = root / "stack"
         acks = Acks()
         stop = threading.Event()
-        with stack_on(primary.dsn(), stack_dir, config) as stack:
+        with stack_on(primary.dsn(), stack_dir, config.services, dict(config.env)) as stack:
             with stack.client(namespace=ns) as client:
                 for start in range(0, config.prefill, 500):
                     batch = [NewMemory(f"prefill {i}: the {WORDS[i % 16]} and the "
@@ -354,7 +341,8 @@ def run(config: Config, root: Path | None = None) -> Result:
             log(f"point-in-time restore ({kind}): {pitr[-1]}")
 
         # the services on the restored instance, with the original's data folder (its key)
-        with stack_on(full.dsn(), stack_dir, config) as restored_stack:
+        with stack_on(full.dsn(), stack_dir, config.services,
+                      dict(config.env)) as restored_stack:
             with restored_stack.client(namespace=ns) as client:
                 recalled = client.recall("lighthouse keeper compass", k=5, timeout=30)
             key_reused = not restored_stack.api_key_created
