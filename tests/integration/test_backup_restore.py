@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.performance.restore import Config, run
-from benchmarks.registry import manifest_env
+from tests.models import suite_manifest_env
 
 # 42 s on the 2-core dev machine lightly loaded, 150 s when it was busy (the stack starts twice)
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
@@ -25,7 +25,7 @@ def test_a_backup_taken_under_load_restores_whole_and_to_a_point_in_time() -> No
                     target_after_backup_s=1.5, load_after_target_s=1.5, targets=("time",),
                     services=("embedding", "lexical", "vector", "indexer", "gateway"),
                     env=(("RECALLMESH_FUSION_TARGET", "local"),
-                         *manifest_env("all-MiniLM-L6-v2").items()))
+                         *suite_manifest_env("all-MiniLM-L6-v2").items()))
     r = run(config)
 
     assert r.acked_total > 20 and r.backup_verified

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.performance.failover import Config, run_trial, summary
-from benchmarks.registry import manifest_env
+from tests.models import suite_manifest_env
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +27,7 @@ def test_sync_failover_loses_no_acknowledged_store() -> None:
                     promote_after_s=1.0, after_s=5.0, index_timeout_s=90.0,
                     services=("embedding", "lexical", "vector", "indexer", "gateway"),
                     env=(("RECALLMESH_FUSION_TARGET", "local"),
-                         *manifest_env("all-MiniLM-L6-v2").items()))
+                         *suite_manifest_env("all-MiniLM-L6-v2").items()))
     trial = run_trial(config)
     s = summary(trial)
 

@@ -18,7 +18,6 @@ from recallmesh.embedding_models.manifest import (
     ModelProbe,
     decode_vector,
     encode_vector,
-    model_cache_dir,
 )
 from recallmesh.services.embedding.core import (
     Embedded,
@@ -28,6 +27,7 @@ from recallmesh.services.embedding.core import (
     probe_cosine,
 )
 from recallmesh.shared.settings import ConfigError
+from tests.models import suite_manifest
 
 DIM = 8
 TEXTS = ["one", "two", "three"]
@@ -132,10 +132,8 @@ def test_the_served_model_passes_its_catalogue_probe(manifest):
     assert check_probe(manifest, embedder.embed) == pytest.approx(1.0, abs=1e-3)
 
 
-@pytest.mark.skipif(not (model_cache_dir() / "all-MiniLM-L6-v2" / "manifest.json").is_file(),
-                    reason="all-MiniLM-L6-v2 is not in the model cache")
 def test_minilm_passes_its_catalogue_probe():
-    manifest = ModelManifest.load(model_cache_dir() / "all-MiniLM-L6-v2" / "manifest.json")
+    manifest = ModelManifest.load(suite_manifest("all-MiniLM-L6-v2"))
     probe = ModelProbe.from_dict(catalogue_entry("all-MiniLM-L6-v2")["probe"], 384)
     manifest = dataclasses.replace(manifest, probe=probe)
     embedder = OnnxEmbedder(manifest, provider="cpu", max_batch=4)

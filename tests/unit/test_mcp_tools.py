@@ -10,12 +10,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from mcp import Client
 
-mcp = pytest.importorskip("mcp")
-
-from mcp import Client  # noqa: E402
-
-from recallmesh.client import (  # noqa: E402
+from recallmesh.client import (
     ContextItem,
     ContextResult,
     History,
@@ -30,8 +27,8 @@ from recallmesh.client import (  # noqa: E402
     TimeWindow,
     Version,
 )
-from recallmesh.mcp_server import build_server  # noqa: E402
-from recallmesh.mcp_server.filters import MemoryFilters, filter_options  # noqa: E402
+from recallmesh.mcp_server import build_server
+from recallmesh.mcp_server.filters import MemoryFilters, filter_options
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 M1 = "11111111-1111-4111-8111-111111111111"
