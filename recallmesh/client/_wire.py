@@ -41,6 +41,7 @@ from recallmesh.wire.enums import (
     SORT_BY_VALUES,
 )
 from recallmesh.wire.timestamps import optional_datetime, to_proto_timestamp
+from recallmesh.wire.validation import MAX_BATCH, MAX_IMPORT_VERSIONS
 
 
 class MemoryFields(TypedDict, total=False):
@@ -380,9 +381,11 @@ def _link(msg: Any) -> Link:
 
 def history_result(reply: Any) -> History:
     versions = tuple(Version(v.version, memory_from(v.memory), optional_datetime(v, "replaced_at"),
-                             v.replaced_by, tuple(v.changed)) for v in reply.versions)
+                             v.replaced_by, tuple(v.changed), v.imported_by)
+                     for v in reply.versions)
     return History(memory_from(reply.memory), versions,
-                   tuple(_link(r) for r in reply.relations))
+                   tuple(_link(r) for r in reply.relations), reply.versions_left_out,
+                   reply.relations_left_out)
 
 
 def export_result(reply: Any) -> tuple[list[dict[str, Any]], str]:
@@ -408,17 +411,18 @@ def without_relations(record: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k != "relations"}
 
 
-# An import request stays this far below the gateway's 4 MiB request limit.
+# An import request stays this far below the gateway's 4 MiB request limit, and within what
+# one Import takes (recallmesh/wire/validation.py).
 MAX_IMPORT_BYTES = 3 * 1024 * 1024
-MAX_IMPORT_RECORDS = 1000
+MAX_IMPORT_RECORDS = MAX_BATCH
 
 
 def import_requests(namespace: str, records: Sequence[Mapping[str, Any]],
                     relations: bool) -> Iterable[Any]:
     """ImportRequests holding `records` in order (with or without their relations), each
-    within MAX_IMPORT_RECORDS and MAX_IMPORT_BYTES."""
+    within MAX_IMPORT_RECORDS, MAX_IMPORT_BYTES and MAX_IMPORT_VERSIONS."""
     request = memory_pb2.ImportRequest(namespace=namespace)
-    size = 0
+    size = versions = 0
     for i, record in enumerate(records):
         message = memory_pb2.MemoryRecord()
         try:
@@ -432,11 +436,13 @@ def import_requests(namespace: str, records: Sequence[Mapping[str, Any]],
             version.memory.namespace = ""
         grows = message.ByteSize() + 8
         if request.records and (len(request.records) >= MAX_IMPORT_RECORDS
-                                or size + grows > MAX_IMPORT_BYTES):
+                                or size + grows > MAX_IMPORT_BYTES
+                                or versions + len(message.versions) > MAX_IMPORT_VERSIONS):
             yield request
-            request, size = memory_pb2.ImportRequest(namespace=namespace), 0
+            request, size, versions = memory_pb2.ImportRequest(namespace=namespace), 0, 0
         request.records.append(message)
         size += grows
+        versions += len(message.versions)
     if request.records:
         yield request
 

@@ -194,13 +194,16 @@ class Version:
     replaced_at: datetime | None
     replaced_by: str
     changed: tuple[str, ...]
+    imported_by: str = ""  # who imported it here ("" for a version an update here kept)
 
 
 @dataclass(frozen=True)
 class History:
     memory: Memory
-    versions: tuple[Version, ...]  # oldest first
+    versions: tuple[Version, ...]  # oldest first (the newest that fit: versions_left_out)
     relations: tuple[Link, ...]  # both ways
+    versions_left_out: int = 0  # oldest versions left out to keep the answer within 3 MiB
+    relations_left_out: int = 0
 
     @property
     def supersedes(self) -> list[str]:

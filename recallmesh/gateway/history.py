@@ -16,7 +16,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from recallmesh.gateway.listing import list_page
+from recallmesh.gateway.listing import PageTokens, list_page
 from recallmesh.gateway.store import (
     COLUMNS,
     VERSION_COLUMNS,
@@ -47,6 +47,7 @@ class Version:
     replaced_at: datetime
     replaced_by: str
     changed: tuple[str, ...]
+    imported_by: str = ""  # who wrote it here by Import ("" for a version an Update kept)
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class Record:
 _VERSIONS = """
 SELECT memory_id::text, version, content, category, tags, importance, is_sensitive, updated_at,
        valid_from, valid_to, metadata, expires_at, thread, pinned, replaced_at, replaced_by,
-       changed
+       changed, imported_by
 FROM memory_versions WHERE namespace = %s AND memory_id = ANY(%s::uuid[])
 ORDER BY memory_id, version
 """
@@ -76,7 +77,7 @@ async def _versions(conn: Any, ns: str, current: list[StoredMemory]
                       sensitive=bool(r[6]), updated_at=r[7], valid_from=r[8], valid_to=r[9],
                       metadata=dict(r[10] or {}), expires_at=r[11], thread=r[12],
                       pinned=bool(r[13]), superseded_by="", deleted_at=None)
-        out[r[0]].append(Version(int(r[1]), was, r[14], r[15], tuple(r[16])))
+        out[r[0]].append(Version(int(r[1]), was, r[14], r[15], tuple(r[16]), r[17]))
     return out
 
 
@@ -107,10 +108,13 @@ async def history(store: MemoryStore, ns: str, memory_id: str
     return memory, versions, links
 
 
-async def export_page(store: MemoryStore, query: ListQuery) -> tuple[list[Record], str]:
-    memories, token = await list_page(store, query)
+async def export_page(store: MemoryStore, query: ListQuery, pages: PageTokens
+                      ) -> tuple[list[Record], bool]:
+    """One page of records, and whether more follow (`pages.make` on a record's memory
+    continues after it)."""
+    memories, more = await list_page(store, query, pages)
     if not memories:
-        return [], token
+        return [], more
     ids = [m.id for m in memories]
     async with store.pool.connection() as conn:
         versions = await _versions(conn, query.namespace, memories)
@@ -118,7 +122,7 @@ async def export_page(store: MemoryStore, query: ListQuery) -> tuple[list[Record
     stated: dict[str, list[Link]] = {i: [] for i in ids}
     for link in links:
         stated[link.source_id].append(link)
-    return [Record(m, stated[m.id], versions[m.id]) for m in memories], token
+    return [Record(m, stated[m.id], versions[m.id]) for m in memories], more
 
 
 _IMPORT = """
@@ -128,13 +132,16 @@ INSERT INTO memories (id, namespace, content, category, tags, importance, is_sen
 VALUES (%(id)s, %(ns)s, %(content)s, %(category)s, %(tags)s, %(importance)s, %(sensitive)s,
         %(created_at)s, %(updated_at)s, %(valid_from)s, %(valid_to)s, %(metadata)s,
         %(expires_at)s, %(thread)s, %(keywords)s, %(content_key)s, %(pinned)s)
+ON CONFLICT (id) DO NOTHING
+RETURNING id
 """
 
 _IMPORT_VERSION = f"""
-INSERT INTO memory_versions ({VERSION_COLUMNS})
+INSERT INTO memory_versions ({VERSION_COLUMNS}, imported_by)
 VALUES (%(id)s, %(version)s, %(ns)s, %(content)s, %(category)s, %(tags)s, %(importance)s,
         %(sensitive)s, %(updated_at)s, %(valid_from)s, %(valid_to)s, %(metadata)s,
-        %(expires_at)s, %(thread)s, %(pinned)s, %(replaced_at)s, %(replaced_by)s, %(changed)s)
+        %(expires_at)s, %(thread)s, %(pinned)s, %(replaced_at)s, %(replaced_by)s, %(changed)s,
+        %(imported_by)s)
 """
 
 
@@ -146,9 +153,16 @@ def _fields(memory: Any) -> dict[str, Any]:
             "thread": memory.thread, "pinned": memory.pinned}
 
 
-async def import_records(store: MemoryStore, ns: str, records: list[ImportedMemory]
-                         ) -> tuple[int, int, int, int]:
-    """(imported, unchanged, relations written, relations skipped), in one transaction."""
+def _held(i: int, memory_id: str) -> AlreadyExists:
+    return AlreadyExists(f"records[{i}]: memory {memory_id} already exists with other content "
+                         "(or deleted)")
+
+
+async def import_records(store: MemoryStore, ns: str, records: list[ImportedMemory],
+                         by: str = "") -> tuple[int, int, int, int]:
+    """(imported, unchanged, relations written, relations skipped), in one transaction. Each
+    version is written as exported (replaced_by says who replaced it where it was made) and
+    records `by`, who imported it: an imported history never passes for one made here."""
     ids = [r.memory.id for r in records]
     async with transaction(store.pool, WRITE) as conn:
         await conn.execute("SELECT recallmesh_lock_namespace(%s)", (ns,))
@@ -166,17 +180,21 @@ async def import_records(store: MemoryStore, ns: str, records: list[ImportedMemo
                         and stored.updated_at == record.updated_at):
                     unchanged += 1
                     continue
-                raise AlreadyExists(f"records[{i}]: memory {memory.id} already exists with "
-                                    "other content (or deleted)")
-            await conn.execute(_IMPORT, _fields(memory) | {
+                raise _held(i, memory.id)
+            # A write of the same id in another namespace may land after the read above (the
+            # namespace lock is this namespace's): the insert's own conflict answers it.
+            cur = await conn.execute(_IMPORT, _fields(memory) | {
                 "id": memory.id, "ns": ns, "created_at": memory.created_at,
                 "updated_at": record.updated_at, "keywords": index_terms(memory.content),
                 "content_key": content_key(memory)})
+            if await cur.fetchone() is None:
+                raise _held(i, memory.id)
             for version in record.versions:
                 await conn.execute(_IMPORT_VERSION, _fields(version.fields) | {
                     "id": memory.id, "ns": ns, "version": version.version,
                     "updated_at": version.updated_at, "replaced_at": version.replaced_at,
-                    "replaced_by": version.replaced_by, "changed": list(version.changed)})
+                    "replaced_by": version.replaced_by, "changed": list(version.changed),
+                    "imported_by": by})
             imported += 1
         targets = sorted({t for r in records for _, t, _ in r.relations})
         cur = await conn.execute(

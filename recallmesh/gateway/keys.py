@@ -12,7 +12,7 @@ import grpc
 
 from recallmesh.auth.authenticator import Authenticator
 from recallmesh.auth.interceptors import CALLER
-from recallmesh.auth.keys import ApiKey, KeyStore
+from recallmesh.auth.keys import ApiKey, KeyStore, is_key_id
 from recallmesh.auth.principal import parse_grant, parse_scopes
 from recallmesh.shared.errors import InvalidArgument, NotFound, PermissionDenied
 from recallmesh.v1 import keys_pb2, keys_pb2_grpc
@@ -89,7 +89,8 @@ class KeyServicer(keys_pb2_grpc.KeyServiceServicer):
     ) -> keys_pb2.RevokeApiKeyResponse:
         caller = CALLER.get()
         key_id = request.id.strip()
-        found = await self.keys.lookup(key_id) if key_id else None
+        # an id of another form names no key: never sent to the database
+        found = await self.keys.lookup(key_id) if is_key_id(key_id) else None
         if found is None or not caller.covers(found[0].namespaces):
             raise NotFound("no such API key")  # the same for one the caller may not see
         key = await self.keys.revoke(key_id)

@@ -3,7 +3,7 @@
 List pages by keyset: each page continues after the last (sort key, id) of the one before,
 read from an opaque page token, so a page deep in a million memories costs what the first one
 costs (an index on (namespace, sort key, id), migration 0014). A token carries a digest of the
-query that made it and continues only that query.
+query that made it and continues only that query, and is signed (PageTokens).
 
 Which memories a call sees: never an expired one (it is gone as for every read), deleted ones
 only with include_deleted, ended ones (valid_to passed: superseded) only with include_ended;
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import uuid
 from dataclasses import asdict
@@ -34,31 +35,65 @@ def _digest(query: ListQuery) -> str:
     return hashlib.sha256(json.dumps(said, default=str, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def page_token(query: ListQuery, last: StoredMemory) -> str:
-    key: Any = getattr(last, query.order_by)
-    value = key.isoformat() if isinstance(key, datetime) else key
-    raw = json.dumps([value, last.id, _digest(query)]).encode()
+NOT_OURS = "page_token is not one this server made"
+
+
+class PageTokens:
+    """Makes and reads page tokens: the (sort key, id) a page ends at and the digest of its
+    query, signed with HMAC-SHA256 under the deployment's page-token secret (migration 0015,
+    shared by every gateway on the database). A token is checked before anything is read
+    from it, so a forged or altered one is INVALID_ARGUMENT and never reaches SQL
+    (docs/decisions/0011).
+    """
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+
+    @classmethod
+    async def load(cls, pool: Any) -> PageTokens:
+        async with pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT secret FROM server_secrets WHERE name = 'page_token'")
+            row = await cur.fetchone()
+        if row is None:
+            raise RuntimeError("no page-token secret in server_secrets: run `recallmesh migrate`")
+        return cls(bytes(row[0]))
+
+    def _mac(self, payload: bytes) -> bytes:
+        return hmac.new(self._key, payload, hashlib.sha256).digest()[:16]
+
+    def make(self, query: ListQuery, last: StoredMemory) -> str:
+        key: Any = getattr(last, query.order_by)
+        value = key.isoformat() if isinstance(key, datetime) else key
+        payload = json.dumps([value, last.id, _digest(query)]).encode()
+        return f"{_b64(payload)}.{_b64(self._mac(payload))}"
+
+    def after(self, query: ListQuery) -> tuple[Any, str] | None:
+        """The (sort key, id) a page token continues after; None for the first page."""
+        if not query.page_token:
+            return None
+        try:
+            body, _, mac = query.page_token.partition(".")
+            payload = _unb64(body)
+            if not hmac.compare_digest(self._mac(payload), _unb64(mac)):
+                raise ValueError("signature")
+            value, last_id, digest = json.loads(payload)
+        except (ValueError, TypeError):
+            raise InvalidArgument(NOT_OURS) from None
+        if digest != _digest(query):
+            raise InvalidArgument("page_token continues another query (namespace, filters, "
+                                  "order and flags must stay the same from page to page)")
+        key: Any = float(value) if query.order_by == "importance" else \
+            datetime.fromisoformat(value)
+        return key, str(uuid.UUID(last_id))
+
+
+def _b64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _after(query: ListQuery) -> tuple[Any, str] | None:
-    """The (sort key, id) a page token continues after; None for the first page."""
-    if not query.page_token:
-        return None
-    try:
-        raw = base64.urlsafe_b64decode(query.page_token + "=" * (-len(query.page_token) % 4))
-        value, last_id, digest = json.loads(raw)
-        if query.order_by == "importance":
-            key: Any = float(value)
-        else:
-            key = datetime.fromisoformat(value)
-        last_id = str(uuid.UUID(last_id))
-    except (ValueError, TypeError, AttributeError):
-        raise InvalidArgument("page_token is not one this server made") from None
-    if digest != _digest(query):
-        raise InvalidArgument("page_token continues another query (namespace, filters, order "
-                              "and flags must stay the same from page to page)")
-    return key, str(last_id)
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def where(query: ListQuery, alias: str = "m") -> tuple[str, dict[str, Any]]:
@@ -73,12 +108,14 @@ def where(query: ListQuery, alias: str = "m") -> tuple[str, dict[str, Any]]:
     return " AND ".join(parts) + " " + filters, params | {"ns": query.namespace}
 
 
-async def list_page(store: MemoryStore, query: ListQuery) -> tuple[list[StoredMemory], str]:
-    """One page of `query` and the token of the next one ("" after the last page)."""
+async def list_page(store: MemoryStore, query: ListQuery, pages: PageTokens
+                    ) -> tuple[list[StoredMemory], bool]:
+    """One page of `query`, and whether more follow it (`pages.make` on the page's last
+    memory continues it)."""
     clause, params = where(query)
     direction, op = ("ASC", ">") if query.ascending else ("DESC", "<")
     cast = "::real" if query.order_by == "importance" else ""
-    after = _after(query)
+    after = pages.after(query)
     if after is not None:
         clause += (f" AND (m.{query.order_by}, m.id) {op} "
                    f"(%(after_key)s{cast}, %(after_id)s::uuid)")
@@ -89,8 +126,7 @@ async def list_page(store: MemoryStore, query: ListQuery) -> tuple[list[StoredMe
         cur = await conn.execute(sql, params | {"limit": query.page_size + 1})
         rows = [StoredMemory.from_row(r) for r in await cur.fetchall()]
         page = await successors(conn, query.namespace, rows[:query.page_size])
-    more = len(rows) > query.page_size
-    return page, page_token(query, page[-1]) if more else ""
+    return page, len(rows) > query.page_size
 
 
 async def count(store: MemoryStore, query: ListQuery) -> int:

@@ -71,7 +71,12 @@ from recallmesh.gateway.time_window import TimeWindow, boost
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.services.fusion.core import fuse
 from recallmesh.shared import db
-from recallmesh.shared.errors import DeadlineExceeded, ResourceExhausted, Unavailable
+from recallmesh.shared.errors import (
+    DeadlineExceeded,
+    InvalidArgument,
+    ResourceExhausted,
+    Unavailable,
+)
 from recallmesh.wire.fusion import FusedCandidate
 from recallmesh.wire.policy import GRAPH_LEG, RecallPolicy
 from recallmesh.wire.retriever import LegQuery
@@ -260,6 +265,15 @@ class Recaller:
         answered = [o for o in outcomes if o.state == "OK"]
         if not answered:
             failed = ", ".join(f"{o.leg} ({o.state}: {o.detail})" for o in ran)
+            if ran and all(o.detail == "INVALID_ARGUMENT" for o in ran):
+                # the request's values, not the legs: a retry would fail the same way
+                raise InvalidArgument(f"no retrieval leg could read the request: {failed}")
+            if ran and q.budget_ms is not None and all(o.state == "TIMEOUT" for o in ran):
+                # the caller's own budget was too short for every leg: the same retry fails
+                raise DeadlineExceeded(
+                    f"no retrieval leg answered within the request's budget_ms "
+                    f"({q.budget_ms} ms): {failed}; ask with a larger budget_ms, or none "
+                    "(the server's)")
             raise Unavailable(f"no retrieval leg answered: {failed}")
         if any(o.state in ("TIMEOUT", "ERROR") for o in ran):
             only_lexical = [o.leg for o in answered] == ["lexical"]

@@ -15,6 +15,7 @@ from recallmesh.auth.authenticator import Authenticator
 from recallmesh.auth.interceptors import CALLER, GatewayAuth
 from recallmesh.auth.jwt_tokens import JwtVerifier
 from recallmesh.auth.keys import KeyStore
+from recallmesh.auth.principal import Scope
 from recallmesh.gateway import history, listing
 from recallmesh.gateway.context_block import TokenCounter, is_temporal, pack
 from recallmesh.gateway.fusion_call import FusionClient
@@ -36,6 +37,7 @@ from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
 from recallmesh.wire import validation
 from recallmesh.wire.enums import LEG_STATE_VALUES, RELATION_TYPE_VALUES
 from recallmesh.wire.timestamps import to_proto_timestamp
+from recallmesh.wire.validation import MAX_IMPORT_VERSIONS, MAX_RESPONSE_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -75,16 +77,39 @@ def link_to_proto(link: history.Link) -> memory_pb2.MemoryLink:
 
 def version_to_proto(version: history.Version) -> memory_pb2.MemoryVersion:
     msg = memory_pb2.MemoryVersion(version=version.version, memory=memory_to_proto(
-        version.memory), replaced_by=version.replaced_by, changed=list(version.changed))
+        version.memory), replaced_by=version.replaced_by, changed=list(version.changed),
+        imported_by=version.imported_by)
     to_proto_timestamp(version.replaced_at, msg.replaced_at)
     return msg
 
 
 def record_to_proto(record: history.Record) -> memory_pb2.MemoryRecord:
-    return memory_pb2.MemoryRecord(
+    """A record within MAX_RESPONSE_BYTES on its own: its oldest versions left out (and
+    counted) where all of them would pass it."""
+    msg = memory_pb2.MemoryRecord(
         memory=memory_to_proto(record.memory),
-        relations=[link_to_proto(link) for link in record.relations],
-        versions=[version_to_proto(v) for v in record.versions])
+        relations=[link_to_proto(link) for link in record.relations])
+    versions, msg.versions_left_out = _fit([version_to_proto(v) for v in record.versions],
+                                           MAX_RESPONSE_BYTES - msg.ByteSize(), newest=True)
+    msg.versions.extend(versions)
+    return msg
+
+
+def _fit(items: list[Any], room: int, newest: bool) -> tuple[list[Any], int]:
+    """The messages of `items` (oldest first) that fit in `room` bytes, as a repeated field
+    holds them: the newest (`newest`) or the oldest ones, in their order; and how many were
+    left out."""
+    kept: list[Any] = []
+    for item in reversed(items) if newest else items:
+        room -= item.ByteSize() + _FIELD_OVERHEAD
+        if room < 0:
+            break
+        kept.append(item)
+    return (kept[::-1] if newest else kept), len(items) - len(kept)
+
+
+# A repeated message field's bytes beyond the message's own: its tag and length (at most 5).
+_FIELD_OVERHEAD = 6
 
 
 def caller_name() -> str:
@@ -94,6 +119,13 @@ def caller_name() -> str:
     if caller is None or caller.kind == "local":
         return "local"
     return caller.subject
+
+
+def caller_may_read() -> bool:
+    """Whether the caller holds the read scope (the interceptor has checked the namespace);
+    true when authentication is off."""
+    caller = CALLER.get(None)
+    return caller is None or Scope.READ in caller.scopes
 
 
 def recall_to_proto(outcome: RecallOutcome, explain: bool) -> memory_pb2.RecallResponse:
@@ -135,9 +167,10 @@ def recall_to_proto(outcome: RecallOutcome, explain: bool) -> memory_pb2.RecallR
 
 
 class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
-    def __init__(self, store: MemoryStore, recaller: Recaller, index_wait_ms: int = 30000,
-                 token_counter: TokenCounter | None = None) -> None:
+    def __init__(self, store: MemoryStore, recaller: Recaller, pages: listing.PageTokens,
+                 index_wait_ms: int = 30000, token_counter: TokenCounter | None = None) -> None:
         self.store = store
+        self.pages = pages
         self.recaller = recaller
         self.index_wait_ms = index_wait_ms
         self.token_counter = token_counter or TokenCounter.approximate()
@@ -202,7 +235,12 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         stored = await self.store.update(ns, memory_id, changes, paths, caller_name())
         pending = not stored.sensitive and await self.store.pending_index([memory_id]) > 0
         indexed = await self._indexed(wait_ms, context, [memory_id], pending)
-        return memory_pb2.UpdateResponse(memory=memory_to_proto(stored), indexed=indexed)
+        memory = memory_to_proto(stored)
+        if not caller_may_read():  # a write-only key learns that it changed, not what it says
+            memory = memory_pb2.Memory(id=memory.id, namespace=memory.namespace,
+                                       created_at=memory.created_at,
+                                       updated_at=memory.updated_at)
+        return memory_pb2.UpdateResponse(memory=memory, indexed=indexed)
 
     async def Get(
         self, request: memory_pb2.GetRequest, context: grpc.aio.ServicerContext,
@@ -270,9 +308,11 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     async def List(
         self, request: memory_pb2.ListRequest, context: grpc.aio.ServicerContext,
     ) -> memory_pb2.ListResponse:
-        memories, token = await listing.list_page(self.store, validation.list_query(request))
-        return memory_pb2.ListResponse(memories=[memory_to_proto(m) for m in memories],
-                                       next_page_token=token)
+        query = validation.list_query(request)
+        memories, more = await listing.list_page(self.store, query, self.pages)
+        return memory_pb2.ListResponse(
+            memories=[memory_to_proto(m) for m in memories],
+            next_page_token=self.pages.make(query, memories[-1]) if more else "")
 
     async def Count(
         self, request: memory_pb2.CountRequest, context: grpc.aio.ServicerContext,
@@ -286,23 +326,45 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         ns = validation.namespace(request.namespace)
         memory, versions, links = await history.history(
             self.store, ns, validation.memory_id(request.id))
-        return memory_pb2.HistoryResponse(
-            memory=memory_to_proto(memory), versions=[version_to_proto(v) for v in versions],
-            relations=[link_to_proto(link) for link in links])
+        response = memory_pb2.HistoryResponse(memory=memory_to_proto(memory))
+        # within MAX_RESPONSE_BYTES: the oldest relations first, then the newest versions
+        kept_links, response.relations_left_out = _fit(
+            [link_to_proto(link) for link in links],
+            MAX_RESPONSE_BYTES - response.ByteSize() - 16, newest=False)
+        response.relations.extend(kept_links)
+        kept, response.versions_left_out = _fit(
+            [version_to_proto(v) for v in versions],
+            MAX_RESPONSE_BYTES - response.ByteSize() - 16, newest=True)
+        response.versions.extend(kept)
+        return response
 
     async def Export(
         self, request: memory_pb2.ExportRequest, context: grpc.aio.ServicerContext,
     ) -> memory_pb2.ExportResponse:
-        records, token = await history.export_page(self.store, validation.export_query(request))
-        return memory_pb2.ExportResponse(records=[record_to_proto(r) for r in records],
-                                         next_page_token=token)
+        query = validation.export_query(request)
+        records, more = await history.export_page(self.store, query, self.pages)
+        response = memory_pb2.ExportResponse()
+        size = versions = 0
+        for record in records:
+            msg = record_to_proto(record)
+            size += msg.ByteSize() + _FIELD_OVERHEAD
+            versions += len(msg.versions)
+            if response.records and (size > MAX_RESPONSE_BYTES - 64
+                                     or versions > MAX_IMPORT_VERSIONS):
+                more = True  # the page ends early; the token continues after its last record
+                break
+            response.records.append(msg)
+        if more and response.records:
+            last = records[len(response.records) - 1].memory
+            response.next_page_token = self.pages.make(query, last)
+        return response
 
     async def Import(
         self, request: memory_pb2.ImportRequest, context: grpc.aio.ServicerContext,
     ) -> memory_pb2.ImportResponse:
         ns, records = validation.imported_records(request)
         imported, unchanged, written, skipped = await history.import_records(
-            self.store, ns, records)
+            self.store, ns, records, caller_name())
         return memory_pb2.ImportResponse(imported=imported, unchanged=unchanged,
                                          relations_written=written, relations_skipped=skipped)
 
@@ -310,8 +372,11 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         self, request: memory_pb2.DeleteMatchingRequest, context: grpc.aio.ServicerContext,
     ) -> memory_pb2.DeleteMatchingResponse:
         query, sample_size = validation.delete_matching(request)
+        # The sample is memories' content: only for a key that may read them (a write-only
+        # key learns how many matched, never what they say; issue 54).
         matched, deleted, sample = await listing.delete_matching(
-            self.store, query, sample_size, request.confirm, request.purge)
+            self.store, query, sample_size if caller_may_read() else 0, request.confirm,
+            request.purge)
         if request.confirm:
             log.info("memories deleted by filter", extra={
                 "namespace": query.namespace, "memories": deleted, "purged": request.purge})
@@ -373,7 +438,8 @@ class GatewayApp:
         if settings.fusion_target:
             self.fusion = FusionClient(settings.fusion_target)
         recaller = Recaller(store, self.legs, settings, embed_query, self.fusion)
-        self.servicer = MemoryServicer(store, recaller, settings.index_wait_ms,
+        self.servicer = MemoryServicer(store, recaller, await listing.PageTokens.load(self.pool),
+                                       settings.index_wait_ms,
                                        await asyncio.to_thread(TokenCounter.load))
         jwt = None
         if auth.required and auth.jwt_jwks:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import struct
 import time
 import unicodedata
 from dataclasses import dataclass, replace
@@ -33,7 +32,8 @@ from recallmesh.shared.db import ADMIN, WRITE, transaction
 from recallmesh.shared.errors import AlreadyExists, InvalidArgument, NotFound
 from recallmesh.shared.replicas import Reads, as_reads, wal_position
 from recallmesh.wire.filters import Filters, filter_sql
-from recallmesh.wire.validation import NewMemory
+from recallmesh.wire.real import as_real
+from recallmesh.wire.validation import MAX_VERSIONS, NewMemory
 
 COLUMNS = (
     "id::text, namespace, content, category, tags, importance, is_sensitive, created_at, "
@@ -219,12 +219,6 @@ async def _relate(conn: Any, ns: str, source: str, memory: NewMemory, where: str
             (ns, superseded))
 
 
-def _as_real(value: float) -> float:
-    """`value` as the single-precision `real` the importance column stores."""
-    rounded: float = struct.unpack("f", struct.pack("f", value))[0]
-    return rounded
-
-
 def same_write(stored: StoredMemory, memory: NewMemory, relations: set[tuple[str, str]]) -> bool:
     """Whether `stored` (and its relations) is what writing `memory` stores: every field the
     write sets; created_at only when the write gave it (else the server chose it)."""
@@ -232,7 +226,7 @@ def same_write(stored: StoredMemory, memory: NewMemory, relations: set[tuple[str
         stored.content == memory.content
         and stored.category == memory.category
         and stored.tags == memory.tags
-        and _as_real(stored.importance) == _as_real(memory.importance)
+        and as_real(stored.importance) == as_real(memory.importance)
         and stored.sensitive == memory.sensitive
         and stored.metadata == memory.metadata
         and stored.valid_from == memory.valid_from
@@ -288,6 +282,15 @@ SELECT id, coalesce((SELECT max(v.version) FROM memory_versions v WHERE v.memory
        namespace, content, category, tags, importance, is_sensitive, updated_at, valid_from,
        valid_to, metadata, expires_at, thread, pinned, clock_timestamp(), %(by)s, %(changed)s
 FROM memories m WHERE namespace = %(ns)s AND id = %(id)s AND {LIVE}
+"""
+
+
+# A memory keeps its newest MAX_VERSIONS versions (recallmesh/wire/validation.py).
+_DROP_OLD_VERSIONS = """
+DELETE FROM memory_versions
+WHERE namespace = %(ns)s AND memory_id = %(id)s
+  AND version <= (SELECT max(version) FROM memory_versions
+                  WHERE namespace = %(ns)s AND memory_id = %(id)s) - %(keep)s
 """
 
 
@@ -395,6 +398,8 @@ class MemoryStore:
             await _lock_namespace(conn, ns)
             await conn.execute(_KEEP_VERSION, {"ns": ns, "id": memory_id, "by": by,
                                                "changed": changed or sorted(changes)})
+            await conn.execute(_DROP_OLD_VERSIONS, {"ns": ns, "id": memory_id,
+                                                     "keep": MAX_VERSIONS})
             cur = await conn.execute(
                 f"UPDATE memories SET {assignments}, updated_at = clock_timestamp() "
                 f"WHERE namespace = %(ns)s AND id = %(id)s AND {LIVE} "

@@ -30,7 +30,12 @@ import psycopg
 import psycopg_pool
 from psycopg_pool import AsyncConnectionPool
 
-from recallmesh.shared.errors import RequestError, ResourceExhausted, Unavailable
+from recallmesh.shared.errors import (
+    InvalidArgument,
+    RequestError,
+    ResourceExhausted,
+    Unavailable,
+)
 from recallmesh.shared.settings import PoolSettings, configured_dsn, data_dir
 
 log = logging.getLogger(__name__)
@@ -323,6 +328,11 @@ def domain_error(exc: BaseException) -> RequestError | None:
       deadlock or serialization failure: none is the request's fault, and a retry may pass.
     - psycopg.errors.ReadOnlySqlTransaction (a write that reached a standby: a failover under
       way): UNAVAILABLE, retry.
+    - psycopg.DataError (SQLSTATE class 22, data exceptions: a value out of the range of its
+      column's type, one that does not convert; and psycopg's own refusal of a NUL in text):
+      INVALID_ARGUMENT, with the reason. Validation
+      (recallmesh.wire) refuses or rounds every such value first; this keeps one it missed a
+      clear answer to the caller instead of INTERNAL (issue 54).
     """
     if isinstance(exc, psycopg_pool.TooManyRequests):
         return ResourceExhausted("database busy: too many requests waiting for a connection, "
@@ -333,4 +343,7 @@ def domain_error(exc: BaseException) -> RequestError | None:
         # a write reached a standby: the primary is failing over (or the DSN names a standby)
         return Unavailable("database read-only (a standby: failing over?), retry "
                            "(ReadOnlySqlTransaction)")
+    if isinstance(exc, psycopg.DataError):  # DataException and psycopg's own (e.g. a NUL)
+        reason = exc.diag.message_primary or str(exc) or type(exc).__name__
+        return InvalidArgument(f"a value the database cannot store or compare: {reason[:200]}")
     return None

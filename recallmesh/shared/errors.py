@@ -4,7 +4,8 @@ The cores never import grpc. The server bootstrap's interceptor maps these to
 gRPC status codes; anything else that escapes a handler becomes INTERNAL with
 an opaque reference (the traceback goes to the log, never to the caller).
 Failures of the database are not bugs: recallmesh.shared.db.domain_error reads them as
-UNAVAILABLE (retry) or, for a pool with too many callers waiting, RESOURCE_EXHAUSTED.
+UNAVAILABLE (retry), RESOURCE_EXHAUSTED for a pool with too many callers waiting, and
+INVALID_ARGUMENT for a value the database refuses (a data exception).
 """
 
 from __future__ import annotations

@@ -268,7 +268,8 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # gr
     - RequestError subclasses abort with their code and message; RESOURCE_EXHAUSTED also
       sends `grpc-retry-pushback-ms` (see Pushback: one RPC's recent handling time, longer
       while refusals dominate, 10 to 5,000 ms) and counts in recallmesh_shed_total.
-    - Database failures are UNAVAILABLE or RESOURCE_EXHAUSTED (db.domain_error), never
+    - Database failures are UNAVAILABLE, RESOURCE_EXHAUSTED or, for a value the database
+      refuses, INVALID_ARGUMENT (db.domain_error), never
       INTERNAL.
     - A request body that does not decode (Malformed) is INVALID_ARGUMENT with a short
       message and one WARNING line, before anything else (authentication included).

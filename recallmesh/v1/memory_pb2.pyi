@@ -534,18 +534,20 @@ class MemoryLink(_message.Message):
     def __init__(self, type: _Optional[_Union[RelationType, str]] = ..., source_id: _Optional[str] = ..., target_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class MemoryVersion(_message.Message):
-    __slots__ = ("version", "memory", "replaced_at", "replaced_by", "changed")
+    __slots__ = ("version", "memory", "replaced_at", "replaced_by", "changed", "imported_by")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     REPLACED_AT_FIELD_NUMBER: _ClassVar[int]
     REPLACED_BY_FIELD_NUMBER: _ClassVar[int]
     CHANGED_FIELD_NUMBER: _ClassVar[int]
+    IMPORTED_BY_FIELD_NUMBER: _ClassVar[int]
     version: int
     memory: Memory
     replaced_at: _timestamp_pb2.Timestamp
     replaced_by: str
     changed: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, version: _Optional[int] = ..., memory: _Optional[_Union[Memory, _Mapping]] = ..., replaced_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., replaced_by: _Optional[str] = ..., changed: _Optional[_Iterable[str]] = ...) -> None: ...
+    imported_by: str
+    def __init__(self, version: _Optional[int] = ..., memory: _Optional[_Union[Memory, _Mapping]] = ..., replaced_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., replaced_by: _Optional[str] = ..., changed: _Optional[_Iterable[str]] = ..., imported_by: _Optional[str] = ...) -> None: ...
 
 class HistoryRequest(_message.Message):
     __slots__ = ("namespace", "id")
@@ -556,24 +558,30 @@ class HistoryRequest(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
 
 class HistoryResponse(_message.Message):
-    __slots__ = ("memory", "versions", "relations")
+    __slots__ = ("memory", "versions", "relations", "versions_left_out", "relations_left_out")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     VERSIONS_FIELD_NUMBER: _ClassVar[int]
     RELATIONS_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_LEFT_OUT_FIELD_NUMBER: _ClassVar[int]
+    RELATIONS_LEFT_OUT_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     versions: _containers.RepeatedCompositeFieldContainer[MemoryVersion]
     relations: _containers.RepeatedCompositeFieldContainer[MemoryLink]
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., versions: _Optional[_Iterable[_Union[MemoryVersion, _Mapping]]] = ..., relations: _Optional[_Iterable[_Union[MemoryLink, _Mapping]]] = ...) -> None: ...
+    versions_left_out: int
+    relations_left_out: int
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., versions: _Optional[_Iterable[_Union[MemoryVersion, _Mapping]]] = ..., relations: _Optional[_Iterable[_Union[MemoryLink, _Mapping]]] = ..., versions_left_out: _Optional[int] = ..., relations_left_out: _Optional[int] = ...) -> None: ...
 
 class MemoryRecord(_message.Message):
-    __slots__ = ("memory", "relations", "versions")
+    __slots__ = ("memory", "relations", "versions", "versions_left_out")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     RELATIONS_FIELD_NUMBER: _ClassVar[int]
     VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_LEFT_OUT_FIELD_NUMBER: _ClassVar[int]
     memory: Memory
     relations: _containers.RepeatedCompositeFieldContainer[MemoryLink]
     versions: _containers.RepeatedCompositeFieldContainer[MemoryVersion]
-    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., relations: _Optional[_Iterable[_Union[MemoryLink, _Mapping]]] = ..., versions: _Optional[_Iterable[_Union[MemoryVersion, _Mapping]]] = ...) -> None: ...
+    versions_left_out: int
+    def __init__(self, memory: _Optional[_Union[Memory, _Mapping]] = ..., relations: _Optional[_Iterable[_Union[MemoryLink, _Mapping]]] = ..., versions: _Optional[_Iterable[_Union[MemoryVersion, _Mapping]]] = ..., versions_left_out: _Optional[int] = ...) -> None: ...
 
 class ExportRequest(_message.Message):
     __slots__ = ("namespace", "filters", "page_size", "page_token")

@@ -15,6 +15,7 @@ from typing import Any
 
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import memory_pb2
+from recallmesh.wire.real import as_real
 from recallmesh.wire.timestamps import from_proto_timestamp, to_proto_timestamp
 
 MAX_FILTER_VALUES = 50
@@ -22,6 +23,20 @@ MAX_LABEL_CHARS = 64
 MAX_METADATA_FILTERS = 16
 MAX_METADATA_FILTER_CHARS = 1024  # a metadata value's own limit (validation.py)
 MAX_THREAD_FILTER_CHARS = 128
+MAX_METADATA_KEY_CHARS = 128
+
+
+def metadata_key_problem(key: str) -> str:
+    """Why `key` cannot be a metadata key ("" when it can). One rule for the keys a memory
+    stores and the keys a filter names, so every stored key can be filtered on: 1..128
+    characters, not only white space, no NUL. Keys compare exactly (never trimmed)."""
+    if not key.strip():
+        return "must not be empty or only white space"
+    if len(key) > MAX_METADATA_KEY_CHARS:
+        return f"must be at most {MAX_METADATA_KEY_CHARS} characters"
+    if "\x00" in key:
+        return "must not contain NUL characters"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -85,9 +100,10 @@ def _range(low: datetime | None, high: datetime | None, what: str) -> None:
 def _importance(msg: Any, name: str) -> float | None:
     if not msg.HasField(name):
         return None
-    value = float(getattr(msg, name))
+    value = as_real(float(getattr(msg, name)))  # compared as the column's `real`
     if not 0.0 <= value <= 1.0:  # NaN fails too
-        raise InvalidArgument(f"filters.{name} must be within [0, 1], got {value}")
+        raise InvalidArgument(f"filters.{name} must be within [0, 1], got "
+                              f"{getattr(msg, name)}")
     return value
 
 
@@ -97,9 +113,8 @@ def _metadata(entries: Sequence[Any]) -> tuple[tuple[str, tuple[str, ...]], ...]
     out: dict[str, tuple[str, ...]] = {}
     for i, entry in enumerate(entries):
         key = entry.key
-        if not key.strip() or len(key) > 128 or "\x00" in key:
-            raise InvalidArgument(
-                f"filters.metadata[{i}].key must be 1..128 characters without NUL")
+        if problem := metadata_key_problem(key):
+            raise InvalidArgument(f"filters.metadata[{i}].key {problem}")
         if key in out:
             raise InvalidArgument(f"filters.metadata[{i}]: key {key!r} is named twice")
         if not entry.values:

@@ -17,8 +17,14 @@ from typing import Any
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import memory_pb2
 from recallmesh.wire.enums import RELATION_TYPE_NAMES, sort_by
-from recallmesh.wire.filters import MAX_LABEL_CHARS, Filters, filters_from_proto
+from recallmesh.wire.filters import (
+    MAX_LABEL_CHARS,
+    Filters,
+    filters_from_proto,
+    metadata_key_problem,
+)
 from recallmesh.wire.policy import Overrides, checked
+from recallmesh.wire.real import as_real
 from recallmesh.wire.timestamps import from_proto_timestamp
 
 MAX_NAMESPACE_CHARS = 128
@@ -26,7 +32,6 @@ MAX_CONTENT_BYTES = 32 * 1024
 MAX_QUERY_BYTES = 4 * 1024
 MAX_TAGS = 32
 MAX_METADATA_ENTRIES = 64
-MAX_METADATA_KEY_CHARS = 128
 MAX_METADATA_VALUE_CHARS = 1024
 MAX_THREAD_CHARS = 128  # the column's CHECK (migration 0012)
 MAX_BATCH = 1000
@@ -143,6 +148,14 @@ def memory_id(value: str) -> str:
         raise InvalidArgument(f"id must be a UUID, got {value[:64]!r}") from None
 
 
+def _same_id(value: str) -> str | None:
+    """`value` as the id it names (ids compare as UUIDs: case and braces aside), or None."""
+    try:
+        return memory_id(value)
+    except InvalidArgument:
+        return None
+
+
 def new_memory(msg: memory_pb2.Memory, ns: str, where: str = "memory",
                imported: bool = False) -> NewMemory:
     """Validate a recallmesh.v1.Memory for Store / StoreBatch (`imported`: for Import, where
@@ -179,22 +192,21 @@ def new_memory(msg: memory_pb2.Memory, ns: str, where: str = "memory",
             tags.append(tag)
     importance = DEFAULT_IMPORTANCE
     if msg.HasField("importance"):
-        importance = msg.importance
+        importance = as_real(msg.importance)  # as the `real` column stores it
         if not math.isfinite(importance) or not 0.0 <= importance <= 1.0:
-            raise InvalidArgument(f"{where}.importance must be within [0, 1], got {importance}")
+            raise InvalidArgument(f"{where}.importance must be within [0, 1], got "
+                                  f"{msg.importance}")
     if len(msg.metadata) > MAX_METADATA_ENTRIES:
         raise InvalidArgument(f"{where}.metadata: at most {MAX_METADATA_ENTRIES} entries")
     metadata: dict[str, str] = {}
     for key, value in msg.metadata.items():
-        if not key or len(key) > MAX_METADATA_KEY_CHARS:
-            raise InvalidArgument(
-                f"{where}.metadata keys must be 1..{MAX_METADATA_KEY_CHARS} characters"
-            )
+        if problem := metadata_key_problem(key):
+            raise InvalidArgument(f"{where}.metadata key {key[:32]!r} {problem}")
         if len(value) > MAX_METADATA_VALUE_CHARS:
             raise InvalidArgument(
                 f"{where}.metadata[{key[:32]!r}] exceeds {MAX_METADATA_VALUE_CHARS} characters"
             )
-        metadata[_no_nul(key, f"{where}.metadata key")] = _no_nul(value, f"{where}.metadata value")
+        metadata[key] = _no_nul(value, f"{where}.metadata value")
 
     def ts(name: str) -> datetime | None:
         return (
@@ -501,6 +513,19 @@ def delete_matching(msg: memory_pb2.DeleteMatchingRequest) -> tuple[ListQuery, i
             msg.sample_size or DEFAULT_SAMPLE)
 
 
+# Versions and the answers that carry them are bounded (issue 54). A memory keeps its newest
+# MAX_VERSIONS earlier states: the Update that makes one more drops the oldest, so History's
+# first version may be later than 1. One Import writes at most MAX_IMPORT_VERSIONS versions
+# under its namespace's lock (2,000 took 0.58 s there). A History or Export answer stays
+# within MAX_RESPONSE_BYTES, below gRPC's 4 MiB default for what a client receives: an Export
+# page ends early (its token continues it), and a memory whose versions alone would pass it
+# leaves out its oldest versions and says how many (versions_left_out).
+MAX_VERSIONS = 100
+MAX_IMPORT_VERSIONS = 2000
+MAX_RESPONSE_BYTES = 3 * 1024 * 1024
+MAX_VERSION_NUMBER = 2**30  # an imported version's number; far from the column's int4 end
+
+
 @dataclass(frozen=True)
 class ImportedVersion:
     version: int
@@ -537,6 +562,7 @@ def imported_records(msg: memory_pb2.ImportRequest) -> tuple[str, list[ImportedM
                               f"{len(msg.records)}")
     out: list[ImportedMemory] = []
     seen: dict[str, int] = {}
+    total_versions = 0
     for i, record in enumerate(msg.records):
         where = f"records[{i}].memory"
         if not record.memory.id.strip():
@@ -559,7 +585,7 @@ def imported_records(msg: memory_pb2.ImportRequest) -> tuple[str, list[ImportedM
             lw = f"records[{i}].relations[{j}]"
             if link.type not in RELATION_TYPE_NAMES:
                 raise InvalidArgument(f"{lw}.type must be one of RELATION_TYPE_*")
-            if link.source_id and link.source_id.strip() != memory.id:
+            if link.source_id.strip() and _same_id(link.source_id) != memory.id:
                 raise InvalidArgument(f"{lw}.source_id must be the record's memory id")
             try:
                 target = memory_id(link.target_id)
@@ -570,11 +596,20 @@ def imported_records(msg: memory_pb2.ImportRequest) -> tuple[str, list[ImportedM
             relations.append((RELATION_TYPE_NAMES[link.type], target,
                               from_proto_timestamp(link.created_at, f"{lw}.created_at")
                               if link.HasField("created_at") else None))
+        if len(record.versions) > MAX_VERSIONS:
+            raise InvalidArgument(f"records[{i}].versions: at most {MAX_VERSIONS} (a memory "
+                                  f"keeps its newest {MAX_VERSIONS})")
+        total_versions += len(record.versions)
+        if total_versions > MAX_IMPORT_VERSIONS:
+            raise InvalidArgument(f"an import holds at most {MAX_IMPORT_VERSIONS} versions in "
+                                  "all: split the records over several imports")
         versions = []
+        first_version = record.versions[0].version if record.versions else 1
         for j, version in enumerate(record.versions):
             vw = f"records[{i}].versions[{j}]"
-            if version.version != j + 1:
-                raise InvalidArgument(f"{vw}.version must be {j + 1} (oldest first, from 1)")
+            if not 1 <= first_version <= MAX_VERSION_NUMBER or version.version != first_version + j:
+                raise InvalidArgument(f"{vw}.version must be {max(first_version, 1) + j} "
+                                      "(oldest first, consecutive, from 1 or later)")
             vprobe = memory_pb2.Memory()
             vprobe.CopyFrom(version.memory)
             vprobe.id, vprobe.namespace = "", ""

@@ -7,8 +7,10 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recallmesh.embedding_models.manifest import DEFAULT_MODEL
 from recallmesh.gateway.context_block import HEADING, TokenCounter, is_temporal, line_for, pack
 from recallmesh.gateway.store import StoredMemory
+from tests.models import suite_manifest
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 APPROX = TokenCounter.approximate()
@@ -77,7 +79,8 @@ def test_temporal_questions():
 
 
 def test_the_model_tokenizer_counts_without_special_tokens():
-    counter = TokenCounter.load()  # `make test` fetches the model first
+    suite_manifest(DEFAULT_MODEL)  # fails with the make step that fetches it, when missing
+    counter = TokenCounter.load()
     assert counter.name.startswith("tokenizer:")
     assert counter.count("") == 0
     assert counter.count("hello world") == 2

@@ -54,7 +54,8 @@ QUERIES = [
 def cuda_embedder(manifest) -> OnnxEmbedder:
     if CUDA not in ort.get_available_providers():
         pytest.skip(f"onnxruntime {ort.__version__} has no {CUDA} "
-                    f"(providers: {ort.get_available_providers()}); install onnxruntime-gpu")
+                    f"(providers: {ort.get_available_providers()}); `make install ORT=gpu` "
+                    "on a machine with a GPU brings it")
     embedder = OnnxEmbedder(manifest, provider="cuda")
     if embedder.provider != CUDA:
         pytest.skip(f"{CUDA} is listed but unusable here: {embedder.provider_note}")

@@ -14,11 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recallmesh.gateway.listing import _after, _digest, page_token, where
+from recallmesh.gateway.listing import PageTokens, _digest, where
 from recallmesh.gateway.store import StoredMemory
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import memory_pb2
 from recallmesh.wire.filters import Filters, filter_sql, filters_from_proto, filters_to_proto
+from recallmesh.wire.real import as_real
 from recallmesh.wire.validation import ListQuery
 
 label = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zs", "Zl", "Zp")),
@@ -30,18 +31,20 @@ times = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1,
 
 @st.composite
 def filters(draw: st.DrawFn) -> Filters:
-    low = draw(st.none() | st.floats(0, 0.5))
+    low = draw(st.none() | st.floats(0, 0.5).map(as_real))  # importance is single precision
     created = draw(st.none() | times)
     tags = draw(labels)
     return Filters(
         categories=draw(labels), tags=tags, tags_all=draw(labels),
         tags_none=tuple(t for t in draw(labels) if t not in tags),
         threads=draw(labels),
-        metadata=tuple((k, draw(st.lists(st.text(st.characters(blacklist_characters="\x00"),
+        metadata=tuple((k, draw(st.lists(st.text(st.characters(blacklist_characters="\x00",
+                                                                    blacklist_categories=("Cs",)),
                                                  max_size=10), min_size=1, max_size=3,
                                          unique=True).map(tuple)))
                        for k in draw(st.lists(label, max_size=3, unique=True))),
-        importance_min=low, importance_max=None if low is None else draw(st.floats(low, 1)),
+        importance_min=low,
+        importance_max=None if low is None else as_real(draw(st.floats(low, 1))),
         created_after=created,
         created_before=None if created is None else created + timedelta(days=1),
         as_of=draw(st.none() | times))
@@ -74,6 +77,25 @@ def test_importance_compares_at_the_columns_precision():
     assert "m.importance >= %(f_importance_min)s::real" in sql
 
 
+@pytest.mark.parametrize(("given_value", "compared"), [
+    (1e-50, 0.0), (7e-46, 0.0), (5e-324, 0.0), (0.1, 0.10000000149011612), (1.00000001, 1.0)])
+def test_importance_bounds_are_rounded_to_single_precision_first(given_value, compared):
+    """What Postgres would round (and refuse as underflow) reaches it as the single it means."""
+    f = filters_from_proto(memory_pb2.RecallFilters(importance_min=given_value,
+                                                    importance_max=given_value))
+    assert f.importance_min == f.importance_max == compared
+
+
+@pytest.mark.parametrize("key", [" ", "\t", "", "k" * 129, "a\x00"])
+def test_a_metadata_key_filter_follows_the_stored_keys_rule(key):
+    msg = memory_pb2.RecallFilters()
+    msg.metadata.add(key=key, values=["v"])
+    with pytest.raises(InvalidArgument, match=r"filters.metadata\[0\].key (must not be empty or "
+                                              r"only white space|must be at most 128|must not "
+                                              r"contain NUL)"):
+        filters_from_proto(msg)
+
+
 @pytest.mark.parametrize(("build", "message"), [
     (lambda m: setattr(m, "importance_min", 1.5), "filters.importance_min must be within"),
     (lambda m: (setattr(m, "importance_min", 0.6), setattr(m, "importance_max", 0.5)),
@@ -99,28 +121,47 @@ def _memory(created: datetime) -> StoredMemory:
                         created, created, None, None, {})
 
 
+PAGES = PageTokens(b"k" * 32)
+
+
 def test_a_page_token_continues_only_its_own_query():
     query = ListQuery("ns", Filters(tags=("a",)))
-    token = page_token(query, _memory(datetime(2026, 1, 1, tzinfo=UTC)))
-    assert _after(ListQuery("ns", Filters(tags=("a",)), page_token=token, page_size=7)) == (
+    token = PAGES.make(query, _memory(datetime(2026, 1, 1, tzinfo=UTC)))
+    assert PAGES.after(ListQuery("ns", Filters(tags=("a",)), page_token=token, page_size=7)) == (
         datetime(2026, 1, 1, tzinfo=UTC), "00000000-0000-0000-0000-000000000001")
     for other in (ListQuery("ns", page_token=token), ListQuery("other", Filters(tags=("a",)),
                                                                page_token=token),
                   ListQuery("ns", Filters(tags=("a",)), ascending=True, page_token=token)):
         with pytest.raises(InvalidArgument, match="another query"):
-            _after(other)
+            PAGES.after(other)
     with pytest.raises(InvalidArgument, match="not one this server made"):
-        _after(ListQuery("ns", page_token="bm9wZQ"))
+        PAGES.after(ListQuery("ns", page_token="bm9wZQ"))
+    # a well-formed payload without the deployment's signature: unsigned, signed with another
+    # key, or a signed token's payload changed
     forged = base64.urlsafe_b64encode(json.dumps(
         ["2026-01-01T00:00:00+00:00", "1; DROP TABLE memories", _digest(query)]).encode()).decode()
-    with pytest.raises(InvalidArgument, match="not one this server made"):
-        _after(replace(query, page_token=forged))  # a well-formed token with a bad id
+    elsewhere = PageTokens(b"o" * 32).make(query, _memory(datetime(2026, 1, 1, tzinfo=UTC)))
+    body, mac = token.split(".")
+    altered = base64.urlsafe_b64encode(json.dumps(
+        ["2027-01-01T00:00:00+00:00", "00000000-0000-0000-0000-000000000001",
+         _digest(query)]).encode()).decode().rstrip("=") + "." + mac
+    for bad in (forged, forged + "." + mac, elsewhere, altered, body, token + "A", "." + mac):
+        with pytest.raises(InvalidArgument, match="not one this server made"):
+            PAGES.after(replace(query, page_token=bad))
+
+
+@given(st.text(max_size=200))
+def test_any_page_token_text_is_a_page_or_invalid_argument(raw):
+    try:
+        PAGES.after(ListQuery("ns", page_token=raw))
+    except InvalidArgument:
+        pass
 
 
 def test_importance_tokens_and_what_a_listing_sees():
     query = ListQuery("ns", order_by="importance")
-    token = page_token(query, _memory(datetime(2026, 1, 1, tzinfo=UTC)))
-    assert _after(ListQuery("ns", order_by="importance", page_token=token))[0] == 0.25
+    token = PAGES.make(query, _memory(datetime(2026, 1, 1, tzinfo=UTC)))
+    assert PAGES.after(ListQuery("ns", order_by="importance", page_token=token))[0] == 0.25
     clause, _ = where(ListQuery("ns"))
     assert "m.deleted_at IS NULL" in clause and "m.valid_to > now()" in clause
     clause, _ = where(ListQuery("ns", include_deleted=True, include_ended=True))

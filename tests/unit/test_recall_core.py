@@ -196,6 +196,27 @@ async def test_lexical_leg_failing_is_a_partial_fallback_on_the_other_legs():
                                      {"kind": "partial"}) == before + 1
 
 
+async def test_legs_that_all_refuse_the_request_make_it_invalid_not_unavailable():
+    """A value every leg refuses is the request's fault: INVALID_ARGUMENT, not a retryable
+    UNAVAILABLE (issue 54). One leg down among refusals stays UNAVAILABLE."""
+    r, lexical, vector = recaller(ListLeg("graph", [9]))
+
+    async def refuses(q, timeout_s):
+        raise LegError("INVALID_ARGUMENT")
+
+    for leg in (lexical, vector, r.legs[2]):
+        leg.search = refuses  # type: ignore[method-assign]
+    with pytest.raises(InvalidArgument, match="no retrieval leg could read the request"):
+        await r.recall(query())
+
+    async def down(q, timeout_s):
+        raise LegError("UNAVAILABLE")
+
+    vector.search = down  # type: ignore[method-assign]
+    with pytest.raises(Unavailable):
+        await r.recall(query())
+
+
 def context_recaller(**store_fields) -> tuple[Recaller, HydratingStore]:
     r, _, _ = recaller(ListLeg("graph", [9]))
     r.store = HydratingStore(**store_fields)

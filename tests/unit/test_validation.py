@@ -182,3 +182,62 @@ def test_memory_id_on_store_is_the_idempotency_key():
         validation.new_memories([memory_pb2.Memory(content="x", id=uid),
                                  memory_pb2.Memory(content="y"),
                                  memory_pb2.Memory(content="z", id=uid.lower())], "ns")
+
+
+def test_importance_is_checked_as_the_single_it_is_stored_as():
+    for tiny in (1e-50, 7e-46, 5e-324):
+        assert validation.new_memory(memory_pb2.Memory(content="x", importance=tiny),
+                                     "ns").importance == 0.0
+    assert validation.new_memory(memory_pb2.Memory(content="x", importance=1.00000001),
+                                 "ns").importance == 1.0
+
+
+@pytest.mark.parametrize("key", [" ", "\t\n", ""])
+def test_a_blank_metadata_key_is_refused_with_its_reason(key):
+    with pytest.raises(InvalidArgument, match="must not be empty or only white space"):
+        validation.new_memory(memory_pb2.Memory(content="x", metadata={key: "v"}), "ns")
+
+
+def _import(*records: memory_pb2.MemoryRecord) -> memory_pb2.ImportRequest:
+    return memory_pb2.ImportRequest(namespace="ns", records=records)
+
+
+def _record(versions: int, first: int = 1, memory_id: str = "") -> memory_pb2.MemoryRecord:
+    rec = memory_pb2.MemoryRecord(memory=memory_pb2.Memory(
+        id=memory_id or "00000000-0000-0000-0000-00000000000a", content="now",
+        created_at=Timestamp(seconds=1000), updated_at=Timestamp(seconds=2000)))
+    for j in range(versions):
+        v = rec.versions.add(version=first + j, replaced_by="x")
+        v.memory.content = f"v{first + j}"
+        v.memory.updated_at.seconds = 1000 + j
+        v.replaced_at.seconds = 1001 + j
+    return rec
+
+
+def test_imported_versions_are_bounded_and_consecutive_from_any_start():
+    assert len(validation.imported_records(_import(_record(3, first=7)))[1][0].versions) == 3
+    with pytest.raises(InvalidArgument, match=r"records\[0\].versions: at most 100"):
+        validation.imported_records(_import(_record(validation.MAX_VERSIONS + 1)))
+    many = [_record(validation.MAX_VERSIONS, memory_id=f"00000000-0000-0000-0000-{i:012d}")
+            for i in range(validation.MAX_IMPORT_VERSIONS // validation.MAX_VERSIONS + 1)]
+    with pytest.raises(InvalidArgument, match="at most 2000 versions in all"):
+        validation.imported_records(_import(*many))
+    gap = _record(2)
+    gap.versions[1].version = 3
+    with pytest.raises(InvalidArgument, match=r"versions\[1\].version must be 2"):
+        validation.imported_records(_import(gap))
+    for start in (0, validation.MAX_VERSION_NUMBER + 1):
+        with pytest.raises(InvalidArgument, match=r"versions\[0\].version"):
+            validation.imported_records(_import(_record(1, first=start)))
+
+
+def test_an_imported_relation_names_its_source_as_a_uuid():
+    rec = _record(0)
+    rec.relations.add(type=memory_pb2.RELATION_TYPE_SUPERSEDES,
+                      source_id="00000000-0000-0000-0000-00000000000A",
+                      target_id="00000000-0000-0000-0000-00000000000B")
+    assert validation.imported_records(_import(rec))[1][0].relations[0][:2] == (
+        "supersedes", "00000000-0000-0000-0000-00000000000b")
+    rec.relations[0].source_id = "00000000-0000-0000-0000-00000000000c"
+    with pytest.raises(InvalidArgument, match="source_id must be the record's memory id"):
+        validation.imported_records(_import(rec))
