@@ -911,9 +911,13 @@ def cmd_history(args: argparse.Namespace) -> int:
         table.add_column("changed")
         table.add_column("content then", overflow="fold")
         for v in history.versions:
-            table.add_row(str(v.version), _when(v.replaced_at), Text(v.replaced_by),
+            by = v.replaced_by + (f" (imported by {v.imported_by})" if v.imported_by else "")
+            table.add_row(str(v.version), _when(v.replaced_at), Text(by),
                           ", ".join(v.changed), content_cell(v.memory))
         console.print(table)
+        if history.versions_left_out:
+            console.print(f"({history.versions_left_out} older version(s) left out: the answer "
+                          "stays within 3 MiB)", markup=False, highlight=False)
     else:
         console.print("no earlier versions (never updated)", markup=False, highlight=False)
     if history.relations:

@@ -128,6 +128,9 @@ class VersionOut(BaseModel):
     replaced_by: str = Field(description="Who ran that update (an API key's name, a JWT's "
                                          "subject, or local)")
     changed: list[str] = Field(description="The fields that update changed")
+    imported_by: str = Field(default="", description="Who imported this version here (empty "
+                             "for one an update here kept); replaced_at and replaced_by are "
+                             "then the export's")
 
 
 class RelationOut(BaseModel):
@@ -367,6 +370,7 @@ def history(result: History, show_sensitive: bool = False) -> CallToolResult:
         versions.append(VersionOut(
             version=version.version, replaced_at=version.replaced_at,
             replaced_by=version.replaced_by, changed=list(version.changed),
+            imported_by=version.imported_by,
             memory=memory_out(version.memory, now, show_sensitive,
                               sensitive=sensitive_later)))
     versions.reverse()
@@ -384,6 +388,8 @@ def history(result: History, show_sensitive: bool = False) -> CallToolResult:
         for v in versions:
             when = f" {_when(v.replaced_at)}" if v.replaced_at else ""
             who = f" by {v.replaced_by}" if v.replaced_by else ""
+            if v.imported_by:
+                who += f" (imported by {v.imported_by})"
             was = "; ".join(f"{name} was {_field_text(v.memory, name)}" for name in v.changed)
             lines.append(f"- version {v.version}, replaced{when}{who}: {was}")
     else:
