@@ -89,8 +89,11 @@ def record_to_proto(record: history.Record) -> memory_pb2.MemoryRecord:
     msg = memory_pb2.MemoryRecord(
         memory=memory_to_proto(record.memory),
         relations=[link_to_proto(link) for link in record.relations])
-    versions, msg.versions_left_out = _fit([version_to_proto(v) for v in record.versions],
-                                           MAX_RESPONSE_BYTES - msg.ByteSize(), newest=True)
+    exported = [version_to_proto(v) for v in record.versions]
+    for version in exported:  # this deployment's own record, like the vectors: an import
+        version.ClearField("imported_by")  # writes its own, so export-import-export is exact
+    versions, msg.versions_left_out = _fit(exported, MAX_RESPONSE_BYTES - msg.ByteSize(),
+                                           newest=True)
     msg.versions.extend(versions)
     return msg
 
