@@ -28,10 +28,6 @@ KEY_PREFIX = "rmk_"
 _KEY_RE = re.compile(r"^rmk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")
 _KEY_ID_RE = re.compile(r"^[0-9a-f]{16}$")
 
-
-def is_key_id(value: str) -> bool:
-    """Whether `value` has the form of a key id (16 lower-case hex characters)."""
-    return _KEY_ID_RE.fullmatch(value) is not None
 LOCAL_ADMIN_NAME = "local admin (recallmesh up)"
 
 _COLUMNS = ("id, name, namespaces, scopes, created_at, created_by, expires_at, revoked_at, "
@@ -85,6 +81,11 @@ def new_key() -> tuple[str, str, bytes]:
     """(the whole key, its id, the hash of its secret)."""
     key_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
     return f"{KEY_PREFIX}{key_id}_{secret}", key_id, secret_hash(secret)
+
+
+def is_key_id(value: str) -> bool:
+    """Whether `value` has the form of a key id (16 lower-case hex characters)."""
+    return _KEY_ID_RE.fullmatch(value) is not None
 
 
 def split_key(token: str) -> tuple[str, str]:

@@ -26,16 +26,13 @@ from recallmesh.gateway.store import COLUMNS, MemoryStore, StoredMemory, success
 from recallmesh.shared.db import ADMIN, WRITE, transaction
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.wire.filters import filter_sql
-from recallmesh.wire.validation import ListQuery
+from recallmesh.wire.validation import PAGE_TOKEN_NOT_OURS, ListQuery
 
 
 def _digest(query: ListQuery) -> str:
     """What a page token continues: everything of the query but its page size and token."""
     said = {**asdict(query), "page_size": None, "page_token": None}
     return hashlib.sha256(json.dumps(said, default=str, sort_keys=True).encode()).hexdigest()[:16]
-
-
-NOT_OURS = "page_token is not one this server made"
 
 
 class PageTokens:
@@ -79,7 +76,7 @@ class PageTokens:
                 raise ValueError("signature")
             value, last_id, digest = json.loads(payload)
         except (ValueError, TypeError):
-            raise InvalidArgument(NOT_OURS) from None
+            raise InvalidArgument(PAGE_TOKEN_NOT_OURS) from None
         if digest != _digest(query):
             raise InvalidArgument("page_token continues another query (namespace, filters, "
                                   "order and flags must stay the same from page to page)")

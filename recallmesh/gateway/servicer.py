@@ -92,7 +92,7 @@ def record_to_proto(record: history.Record) -> memory_pb2.MemoryRecord:
     exported = [version_to_proto(v) for v in record.versions]
     for version in exported:  # this deployment's own record, like the vectors: an import
         version.ClearField("imported_by")  # writes its own, so export-import-export is exact
-    versions, msg.versions_left_out = _fit(exported, MAX_RESPONSE_BYTES - msg.ByteSize(),
+    versions, msg.versions_left_out = _fit(exported, _ANSWER_ROOM - msg.ByteSize(),
                                            newest=True)
     msg.versions.extend(versions)
     return msg
@@ -113,6 +113,9 @@ def _fit(items: list[Any], room: int, newest: bool) -> tuple[list[Any], int]:
 
 # A repeated message field's bytes beyond the message's own: its tag and length (at most 5).
 _FIELD_OVERHEAD = 6
+# What the records, versions and relations of one History or Export answer may take: the
+# limit less room for the answer's own small fields (a page token, the left-out counts).
+_ANSWER_ROOM = MAX_RESPONSE_BYTES - 256
 
 
 def caller_name() -> str:
@@ -333,11 +336,11 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         # within MAX_RESPONSE_BYTES: the oldest relations first, then the newest versions
         kept_links, response.relations_left_out = _fit(
             [link_to_proto(link) for link in links],
-            MAX_RESPONSE_BYTES - response.ByteSize() - 16, newest=False)
+            _ANSWER_ROOM - response.ByteSize(), newest=False)
         response.relations.extend(kept_links)
         kept, response.versions_left_out = _fit(
             [version_to_proto(v) for v in versions],
-            MAX_RESPONSE_BYTES - response.ByteSize() - 16, newest=True)
+            _ANSWER_ROOM - response.ByteSize(), newest=True)
         response.versions.extend(kept)
         return response
 
@@ -352,8 +355,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
             msg = record_to_proto(record)
             size += msg.ByteSize() + _FIELD_OVERHEAD
             versions += len(msg.versions)
-            if response.records and (size > MAX_RESPONSE_BYTES - 64
-                                     or versions > MAX_IMPORT_VERSIONS):
+            if response.records and (size > _ANSWER_ROOM or versions > MAX_IMPORT_VERSIONS):
                 more = True  # the page ends early; the token continues after its last record
                 break
             response.records.append(msg)

@@ -438,6 +438,7 @@ DEFAULT_PAGE_SIZE = 100
 DEFAULT_EXPORT_PAGE_SIZE = 200
 MAX_PAGE_SIZE = 1000
 MAX_PAGE_TOKEN_CHARS = 1024
+PAGE_TOKEN_NOT_OURS = "page_token is not one this server made"
 DEFAULT_SAMPLE = 10
 MAX_SAMPLE = 100
 LIST_ORDERS = {
@@ -466,7 +467,7 @@ def _page(size: int, default: int, token: str) -> tuple[int, str]:
     if not 0 <= size <= MAX_PAGE_SIZE:
         raise InvalidArgument(f"page_size must be within 0..{MAX_PAGE_SIZE}, got {size}")
     if len(token) > MAX_PAGE_TOKEN_CHARS:
-        raise InvalidArgument("page_token is not one this server made")
+        raise InvalidArgument(PAGE_TOKEN_NOT_OURS)
     return size or default, token
 
 
