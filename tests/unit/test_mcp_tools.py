@@ -245,6 +245,18 @@ def test_memory_history_shows_versions_and_relations_both_ways():
     assert f"- [{M3}] supersedes this memory" in lines
 
 
+def test_memory_history_says_who_imported_a_version():
+    fake = FakeClient()
+    base = history()
+    imported = Version(1, base.versions[0].memory, NOW, "the-ceo", ("content",),
+                       imported_by="migration-job")
+    fake.replies["history"] = History(base.memory, (imported,), ())
+    result = run_tool(fake, "memory_history", {"id": M1}, show_sensitive=True)
+    assert result.structured_content["versions"][0]["imported_by"] == "migration-job"
+    said = "- version 1, replaced 2026-03-01 12:00 UTC by the-ceo (imported by migration-job): "
+    assert any(line.startswith(said) for line in text(result).splitlines())
+
+
 def test_memory_history_withholds_what_a_memory_said_before_it_was_marked_sensitive():
     """Version 1 was not sensitive, but the update after it marked the memory sensitive:
     what it said then is withheld too (unless the server shows sensitive memories)."""
