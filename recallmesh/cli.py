@@ -896,7 +896,10 @@ def cmd_history(args: argparse.Namespace) -> int:
         print_json(history)
         return 0
     memory = history.memory
-    now = len(history.versions) + 1
+    # the current state follows the last version (a memory keeps its newest 100, so the
+    # first listed may be later than 1)
+    now = (history.versions[-1].version if history.versions
+           else history.versions_left_out) + 1
     state = (f"deleted {_iso_utc(memory.deleted_at)}" if memory.deleted_at
              else ended_mark(memory.superseded_by, memory.valid_to).strip(" []") or "current")
     updated = f", updated {_when(memory.updated_at)}" if memory.updated_at else ""

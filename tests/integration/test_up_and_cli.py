@@ -448,6 +448,9 @@ def test_cli_export_delete_import_round_trip_and_delete_matching(stack, ns, tmp_
     assert reexported.read_bytes() == exported.read_bytes()
     history = as_json(env, "history", "-n", ns, second)
     assert history["versions"][0]["changed"] == ["tags", "importance"]  # kept by the import
+    assert history["versions"][0]["imported_by"]  # and it says who imported it (issue 54)
+    table = run(env, "history", "-n", ns, second).stdout
+    assert "(imported by " in table and f"memory {second}: version 2" in table
     err = run(env, "import", "-n", ns, str(exported), "--wait-index", expect_rc=2).stderr
     assert "apply to the plain memory format" in err
 
