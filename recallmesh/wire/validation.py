@@ -519,9 +519,8 @@ def delete_matching(msg: memory_pb2.DeleteMatchingRequest) -> tuple[ListQuery, i
 # first version may be later than 1. One Import writes at most MAX_IMPORT_VERSIONS versions
 # under its namespace's lock (issue 54 measured 0.58 s for 2,000). A History or Export
 # answer stays within MAX_RESPONSE_BYTES, below gRPC's 4 MiB default for what a client
-# receives: an Export
-# page ends early (its token continues it), and a memory whose versions alone would pass it
-# leaves out its oldest versions and says how many (versions_left_out).
+# receives: an Export page ends early (its token continues it), and a memory whose versions
+# alone would pass it leaves out its oldest versions and says how many (versions_left_out).
 MAX_VERSIONS = 100
 MAX_IMPORT_VERSIONS = 2000
 MAX_RESPONSE_BYTES = 3 * 1024 * 1024
