@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Convert MADial-Bench (memory recall in dialogue) into the common benchmark shape.
+
+Standard library only, deterministic (upstream order kept, fixed JSON formatting).
+
+Usage:
+    python3 convert.py SRC [--lang en|zh] [--outdir DIR]
+
+SRC is a checkout (or export) of github.com/hejunqing/MADial-Bench holding
+    data/en/MADial-Bench-en-memory.json    English memory archive (JSON Lines, {id: record})
+    data/en/MADial-Bench-en-dialogue.json  English dialogues (JSON Lines)
+    data/ch/MADial-Bench-zh-memory.json    Chinese memory archive (records carry user-id)
+    data/ch/MADial-Bench-zh-dialogue.json  Chinese dialogues
+--lang defaults to the suffix of this script's folder (madial_en -> en, madial_zh -> zh);
+--outdir defaults to this script's folder.
+
+What is what:
+  * corpus.jsonl: one memory per line, the archive's event records
+    {"id": "m<upstream id>", "text": event, "conversation_id": "user-<n>",
+     "timestamp": the record's date at 00:00 (naive ISO, read as UTC), "date", "scene",
+     "emotion"}. The English records have no user-id: it is taken from the Chinese record of
+    the same id (every English id has one; both archives give Bart = user 1, Lisa = user 2).
+  * queries.jsonl: one query per dialogue: the dialogue lines before its first test turn
+    (the assistant turn that should recall a memory), "<Name>: \"text\"" written as
+    "Name: text", joined by newlines. category = the scene of the first listed relevant
+    memory (Activity / Preferences / Emotional / Others; the Chinese labels are mapped to
+    these English names, and one Chinese memory is labelled 物品类 = Items).
+  * qrels.jsonl: the dialogue's relevant-id list (binary relevance).
+Scope: each user's memory archive is its own namespace (conversation_id), as in the paper's
+memory recall task, where a dialogue's candidates are its user's memories.
+"""
+
+import argparse
+import collections
+import json
+import os
+import re
+import sys
+
+FILES = {
+    "en": ("data/en/MADial-Bench-en-memory.json", "data/en/MADial-Bench-en-dialogue.json"),
+    "zh": ("data/ch/MADial-Bench-zh-memory.json", "data/ch/MADial-Bench-zh-dialogue.json"),
+}
+# The Chinese archive's scene labels, in the English archive's words.
+SCENES = {"活动类": "Activity", "喜好类": "Preferences", "情绪类": "Emotional",
+          "其他类": "Others", "物品类": "Items"}
+LINE = re.compile(r'^<([^>]+)>\s*:\s*(.*)$', re.S)
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def read_memories(path):
+    out = collections.OrderedDict()
+    for row in read_jsonl(path):
+        for key, rec in row.items():
+            if key in out:
+                raise SystemExit("duplicate memory id %s in %s" % (key, path))
+            out[key] = rec
+    return out
+
+
+def clean_line(raw):
+    raw = raw.strip()
+    m = LINE.match(raw)
+    if not m:
+        return raw
+    speaker, text = m.group(1).strip(), m.group(2).strip()
+    for a, b in (('"', '"'), ("\u201c", "\u201d")):
+        if len(text) >= 2 and text.startswith(a) and text.endswith(b):
+            text = text[1:-1].strip()
+    return "%s: %s" % (speaker, text)
+
+
+def write_jsonl(path, rows):
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("src")
+    ap.add_argument("--lang", default=os.path.basename(here).rsplit("_", 1)[-1])
+    ap.add_argument("--outdir", default=here)
+    args = ap.parse_args()
+    if args.lang not in FILES:
+        raise SystemExit("--lang must be en or zh")
+    mem_path, dia_path = (os.path.join(args.src, p) for p in FILES[args.lang])
+    memories = read_memories(mem_path)
+    users = {k: v["user-id"] for k, v in read_memories(os.path.join(args.src, FILES["zh"][0])).items()}
+    dialogues = read_jsonl(dia_path)
+
+    corpus = []
+    for key, rec in memories.items():
+        if key not in users:
+            raise SystemExit("memory %s has no user-id" % key)
+        date = rec["time"].strip()
+        corpus.append({
+            "id": "m%s" % key,
+            "text": rec["event"].strip(),
+            "conversation_id": "user-%d" % users[key],
+            "timestamp": "%sT00:00:00" % date,
+            "date": date,
+            "scene": rec.get("scene"),
+            "emotion": rec.get("emotion"),
+        })
+    ids = {r["id"] for r in corpus}
+    user_of = {r["id"]: r["conversation_id"] for r in corpus}
+
+    queries, qrels = [], []
+    per_cat = collections.Counter()
+    per_user = collections.Counter()
+    for n, d in enumerate(dialogues):
+        first = min(d["test-turn"])
+        lines = [clean_line(x) for x in d["dialogue"][1:first]]
+        lines = [x for x in lines if x and x not in ("<BOD>", "<EOD>")]
+        rel = ["m%d" % r for r in d["relevant-id"]]
+        missing = [r for r in rel if r not in ids]
+        if missing:
+            raise SystemExit("dialogue %d: unknown memory ids %s" % (n, missing))
+        conv = "user-%d" % d["user-id"]
+        if any(user_of[r] != conv for r in rel):
+            raise SystemExit("dialogue %d: relevant memory of another user" % n)
+        raw_scene = memories[str(d["relevant-id"][0])]["scene"]
+        scene = SCENES.get(raw_scene, raw_scene)
+        qid = "madial-%s:%d" % (args.lang, n)
+        queries.append({
+            "query_id": qid,
+            "conversation_id": conv,
+            "text": "\n".join(lines),
+            "category": scene,
+            "category_name": scene,
+            "test_turns": d["test-turn"],
+        })
+        qrels.append({"query_id": qid, "relevant_ids": rel})
+        per_cat[scene] += 1
+        per_user[conv] += 1
+
+    os.makedirs(args.outdir, exist_ok=True)
+    write_jsonl(os.path.join(args.outdir, "corpus.jsonl"), corpus)
+    write_jsonl(os.path.join(args.outdir, "queries.jsonl"), queries)
+    write_jsonl(os.path.join(args.outdir, "qrels.jsonl"), qrels)
+    stats = {
+        "language": args.lang,
+        "corpus_rows": len(corpus),
+        "memories_per_user": dict(sorted(collections.Counter(user_of.values()).items())),
+        "queries_scored": len(queries),
+        "queries_per_user": dict(sorted(per_user.items())),
+        "queries_per_category": dict(sorted(per_cat.items())),
+        "relevant_pairs": sum(len(q["relevant_ids"]) for q in qrels),
+        "relevant_per_query": dict(sorted(collections.Counter(
+            len(q["relevant_ids"]) for q in qrels).items())),
+    }
+    with open(os.path.join(args.outdir, "stats.json"), "w", encoding="utf-8", newline="\n") as f:
+        json.dump(stats, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    json.dump(stats, sys.stdout, ensure_ascii=False)
+    print()
+
+
+if __name__ == "__main__":
+    main()
