@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Convert XQuAD (one language) into a short-document retrieval set of the common shape.
+
+Standard library only, deterministic (upstream order kept, fixed JSON formatting).
+
+Usage:
+    python3 convert.py SRC [--lang en|de|zh|...] [--outdir DIR]
+
+SRC is a checkout (or export) of github.com/google-deepmind/xquad holding xquad.<lang>.json
+(SQuAD v1.1 format: data[] -> title, paragraphs[] -> context, qas[] -> id, question, answers).
+--lang defaults to the suffix of this script's folder (xquad_en -> en); --outdir defaults to
+this script's folder.
+
+What is what:
+  * corpus.jsonl: one paragraph per line {"id": "a<article>-p<paragraph>", "text": context,
+    "article": the SQuAD article title}. The title is kept as "article", not "title": the
+    titles are English in every language file, and the harness prepends a "title" to what it
+    stores, which would hand non-English sets an English hint.
+  * queries.jsonl: every question {"query_id": the SQuAD question id + "-<lang>", "text",
+    "category": "factoid", "category_name": "factoid", "article", "answers"}.
+  * qrels.jsonl: the paragraph the question was written on (binary, one per query).
+Scope: one corpus for all queries (240 paragraphs from 48 Wikipedia articles, all of them).
+"""
+
+import argparse
+import collections
+import json
+import os
+import sys
+
+
+def write_jsonl(path, rows):
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("src")
+    ap.add_argument("--lang", default=os.path.basename(here).rsplit("_", 1)[-1])
+    ap.add_argument("--outdir", default=here)
+    args = ap.parse_args()
+    with open(os.path.join(args.src, "xquad.%s.json" % args.lang), encoding="utf-8") as f:
+        data = json.load(f)
+
+    corpus, queries, qrels = [], [], []
+    seen = set()
+    for a, article in enumerate(data["data"]):
+        title = article["title"].replace("_", " ")
+        for p, para in enumerate(article["paragraphs"]):
+            pid = "a%02d-p%02d" % (a, p)
+            corpus.append({"id": pid, "text": para["context"].strip(), "article": title})
+            for qa in para["qas"]:
+                qid = "%s-%s" % (qa["id"], args.lang)
+                if qid in seen:
+                    raise SystemExit("duplicate question id %s" % qid)
+                seen.add(qid)
+                queries.append({
+                    "query_id": qid,
+                    "text": qa["question"].strip(),
+                    "category": "factoid",
+                    "category_name": "factoid",
+                    "article": title,
+                    "answers": sorted({x["text"] for x in qa["answers"]}),
+                })
+                qrels.append({"query_id": qid, "relevant_ids": [pid]})
+
+    os.makedirs(args.outdir, exist_ok=True)
+    write_jsonl(os.path.join(args.outdir, "corpus.jsonl"), corpus)
+    write_jsonl(os.path.join(args.outdir, "queries.jsonl"), queries)
+    write_jsonl(os.path.join(args.outdir, "qrels.jsonl"), qrels)
+    per_article = collections.Counter(r["article"] for r in corpus)
+    stats = {
+        "language": args.lang,
+        "corpus_rows": len(corpus),
+        "articles": len(per_article),
+        "queries_scored": len(queries),
+        "relevant_pairs": len(qrels),
+        "corpus_chars_median": sorted(len(r["text"]) for r in corpus)[len(corpus) // 2],
+        "corpus_chars_max": max(len(r["text"]) for r in corpus),
+    }
+    with open(os.path.join(args.outdir, "stats.json"), "w", encoding="utf-8", newline="\n") as f:
+        json.dump(stats, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    json.dump(stats, sys.stdout, ensure_ascii=False)
+    print()
+
+
+if __name__ == "__main__":
+    main()
