@@ -33,12 +33,23 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from recallmesh.wire.validation import MAX_CONTENT_BYTES
+
+# Where a benchmark set is found by name: the shared development splits (BENCH_DATASETS,
+# default ../shared/datasets), then the sets this repository ships (benchmarks/datasets/README.md).
+OWN_SETS = Path(__file__).resolve().parents[1] / "datasets"
+
+
+def dataset_path(name: str) -> Path:
+    """The folder of the benchmark set `name` (see OWN_SETS)."""
+    shared = Path(os.environ.get("BENCH_DATASETS", "../shared/datasets")) / name
+    return shared if shared.is_dir() or not (OWN_SETS / name).is_dir() else OWN_SETS / name
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ def read_memories(path):
     for row in read_jsonl(path):
         for key, rec in row.items():
             if key in out:
-                raise SystemExit("duplicate memory id %s in %s" % (key, path))
+                raise SystemExit(f"duplicate memory id {key} in {path}")
             out[key] = rec
     return out
 
@@ -71,7 +71,7 @@ def clean_line(raw):
     for a, b in (('"', '"'), ("\u201c", "\u201d")):
         if len(text) >= 2 and text.startswith(a) and text.endswith(b):
             text = text[1:-1].strip()
-    return "%s: %s" % (speaker, text)
+    return f"{speaker}: {text}"
 
 
 def write_jsonl(path, rows):
@@ -84,26 +84,28 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
     ap.add_argument("src")
-    ap.add_argument("--lang", default=os.path.basename(here).rsplit("_", 1)[-1])
-    ap.add_argument("--outdir", default=here)
+    ap.add_argument("--lang", required=True)
+    ap.add_argument("--outdir", help="default: madial_<lang> beside this script")
     args = ap.parse_args()
+    args.outdir = args.outdir or os.path.join(here, f"madial_{args.lang}")
     if args.lang not in FILES:
         raise SystemExit("--lang must be en or zh")
     mem_path, dia_path = (os.path.join(args.src, p) for p in FILES[args.lang])
     memories = read_memories(mem_path)
-    users = {k: v["user-id"] for k, v in read_memories(os.path.join(args.src, FILES["zh"][0])).items()}
+    zh_memories = read_memories(os.path.join(args.src, FILES["zh"][0]))
+    users = {k: v["user-id"] for k, v in zh_memories.items()}
     dialogues = read_jsonl(dia_path)
 
     corpus = []
     for key, rec in memories.items():
         if key not in users:
-            raise SystemExit("memory %s has no user-id" % key)
+            raise SystemExit(f"memory {key} has no user-id")
         date = rec["time"].strip()
         corpus.append({
-            "id": "m%s" % key,
+            "id": f"m{key}",
             "text": rec["event"].strip(),
-            "conversation_id": "user-%d" % users[key],
-            "timestamp": "%sT00:00:00" % date,
+            "conversation_id": f"user-{users[key]}",
+            "timestamp": f"{date}T00:00:00",
             "date": date,
             "scene": rec.get("scene"),
             "emotion": rec.get("emotion"),
@@ -118,16 +120,16 @@ def main():
         first = min(d["test-turn"])
         lines = [clean_line(x) for x in d["dialogue"][1:first]]
         lines = [x for x in lines if x and x not in ("<BOD>", "<EOD>")]
-        rel = ["m%d" % r for r in d["relevant-id"]]
+        rel = [f"m{r}" for r in d["relevant-id"]]
         missing = [r for r in rel if r not in ids]
         if missing:
-            raise SystemExit("dialogue %d: unknown memory ids %s" % (n, missing))
-        conv = "user-%d" % d["user-id"]
+            raise SystemExit(f"dialogue {n}: unknown memory ids {missing}")
+        conv = f"user-{d['user-id']}"
         if any(user_of[r] != conv for r in rel):
-            raise SystemExit("dialogue %d: relevant memory of another user" % n)
+            raise SystemExit(f"dialogue {n}: relevant memory of another user")
         raw_scene = memories[str(d["relevant-id"][0])]["scene"]
         scene = SCENES.get(raw_scene, raw_scene)
-        qid = "madial-%s:%d" % (args.lang, n)
+        qid = f"madial-{args.lang}:{n}"
         queries.append({
             "query_id": qid,
             "conversation_id": conv,

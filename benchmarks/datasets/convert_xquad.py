@@ -39,10 +39,11 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
     ap.add_argument("src")
-    ap.add_argument("--lang", default=os.path.basename(here).rsplit("_", 1)[-1])
-    ap.add_argument("--outdir", default=here)
+    ap.add_argument("--lang", required=True)
+    ap.add_argument("--outdir", help="default: xquad_<lang> beside this script")
     args = ap.parse_args()
-    with open(os.path.join(args.src, "xquad.%s.json" % args.lang), encoding="utf-8") as f:
+    args.outdir = args.outdir or os.path.join(here, f"xquad_{args.lang}")
+    with open(os.path.join(args.src, f"xquad.{args.lang}.json"), encoding="utf-8") as f:
         data = json.load(f)
 
     corpus, queries, qrels = [], [], []
@@ -50,12 +51,12 @@ def main():
     for a, article in enumerate(data["data"]):
         title = article["title"].replace("_", " ")
         for p, para in enumerate(article["paragraphs"]):
-            pid = "a%02d-p%02d" % (a, p)
+            pid = f"a{a:02d}-p{p:02d}"
             corpus.append({"id": pid, "text": para["context"].strip(), "article": title})
             for qa in para["qas"]:
-                qid = "%s-%s" % (qa["id"], args.lang)
+                qid = "{}-{}".format(qa["id"], args.lang)
                 if qid in seen:
-                    raise SystemExit("duplicate question id %s" % qid)
+                    raise SystemExit(f"duplicate question id {qid}")
                 seen.add(qid)
                 queries.append({
                     "query_id": qid,
