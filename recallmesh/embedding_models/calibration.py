@@ -1,23 +1,28 @@
 """What an embedding model's scores mean: its score calibration, fitted on the development
 splits and shipped in the model's catalogue entry
-(recallmesh/embedding_models/catalogue/<name>.json,
-key "calibration"), looked up by the model id stored beside every vector.
+(recallmesh/embedding_models/catalogue/<name>.json, key "calibration"), looked up by the model
+id stored beside every vector.
 
     "calibration": {
       "cosine_floor": 0.52,     the cosine an unrelated memory typically gets from a query
-      "intercept": -4.1,        relevance = 1 / (1 + exp(-(intercept + slope x share)))
-      "slope": 6.3,
+      "relevance": {            relevance = 1 / (1 + exp(-(intercept + sum of weight x feature)))
+        "intercept": -4.1,
+        "weights": {"cosine": 9.0, "lexical": 2.5, ...}
+      },
       "fitted_on": "..."        which splits and which report
     }
 
-`cosine_floor` is what calibrated fusion measures the vector leg's cosine from, (cos - floor)
-/ (1 - floor), instead of from each list's own median, so a memory's vector evidence is the
-same whatever else its namespace holds. `relevance` maps a recall's fused share (the fused
-score over the summed weights of the legs that answered) to an estimate of the probability
-that the memory is relevant: the score Recall and Context return, and what min_score cuts.
+`cosine_floor` is the cosine an unrelated memory typically gets; calibrated fusion measures the
+vector leg's cosine from it, and the relevance estimate reads a cosine as its margin over it.
+`relevance` is the estimate that a hit is relevant, on one scale for every query and namespace:
+a logistic model of the hit's evidence (RELEVANCE_FEATURES, read from the leg lists by
+recallmesh/gateway/stages.py), fitted out of fold on the dev splits
+(benchmarks/quality/relevance.py; docs/decisions/0012-ranking-apart-from-scoring.md). It is what
+Recall and Context return as a hit's score, and what min_score cuts.
 
-A model without a calibration (not fitted, or a manifest of one's own) keeps the list-median
-measure and returns the fused share itself; a deployment's min_score then applies to that.
+A model without a calibration (not fitted, or a manifest of one's own) keeps the ranker's score
+(calibrated fusion measures cosine from each list's median instead); a deployment's min_score
+then applies to calibrated fusion's share alone.
 Imports nothing above the platform floor.
 """
 
@@ -26,34 +31,62 @@ from __future__ import annotations
 import functools
 import json
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
+
+# What the relevance model reads of a hit (recallmesh/gateway/stages.py `evidence`):
+#   cosine   its cosine minus the model's cosine_floor (0 where the vector leg cannot see it)
+#   lexical  its BM25 over the query's summed idf, at most 1 (0 where no query term matched)
+#   rank     log of its place in the ranked list (0 for the first)
+#   context  1 when a hit stored next to it lent it a share of its score, else 0
+RELEVANCE_FEATURES = ("cosine", "lexical", "rank", "context")
+
+
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+@dataclass(frozen=True)
+class RelevanceModel:
+    intercept: float
+    weights: Mapping[str, float] = field(default_factory=dict)  # by RELEVANCE_FEATURES name
+
+    def probability(self, evidence: Mapping[str, float]) -> float:
+        """The estimated probability that a hit with this evidence is relevant."""
+        return _sigmoid(self.intercept + sum(w * evidence.get(name, 0.0)
+                                             for name, w in self.weights.items()))
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> RelevanceModel:
+        intercept = float(raw["intercept"])
+        weights = {str(k): float(v) for k, v in raw.get("weights", {}).items()}
+        unknown = sorted(set(weights) - set(RELEVANCE_FEATURES))
+        if unknown:
+            raise ValueError(f"unknown relevance features {unknown}; known: "
+                             f"{', '.join(RELEVANCE_FEATURES)}")
+        if not all(math.isfinite(v) for v in (intercept, *weights.values())):
+            raise ValueError("relevance model values must be finite")
+        return cls(intercept, weights)
 
 
 @dataclass(frozen=True)
 class ScoreCalibration:
     cosine_floor: float
-    intercept: float
-    slope: float
+    relevance: RelevanceModel
     fitted_on: str = ""
-
-    def relevance(self, share: float) -> float:
-        """The estimated probability that a hit of fused share `share` is relevant."""
-        z = self.intercept + self.slope * share
-        if z >= 0:
-            return 1.0 / (1.0 + math.exp(-z))
-        e = math.exp(z)
-        return e / (1.0 + e)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> ScoreCalibration:
-        values = {name: float(raw[name]) for name in ("cosine_floor", "intercept", "slope")}
-        if not all(math.isfinite(v) for v in values.values()):
-            raise ValueError("calibration values must be finite")
-        if not -1.0 <= values["cosine_floor"] < 1.0:
+        floor = float(raw["cosine_floor"])
+        if not (math.isfinite(floor) and -1.0 <= floor < 1.0):
             raise ValueError("cosine_floor must be within [-1, 1)")
-        return cls(**values, fitted_on=str(raw.get("fitted_on", "")))
+        return cls(floor, RelevanceModel.from_dict(raw["relevance"]),
+                   fitted_on=str(raw.get("fitted_on", "")))
 
 
 @functools.cache

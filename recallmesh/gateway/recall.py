@@ -288,8 +288,11 @@ class Recaller:
             live = [c for c in fused if c.memory_id in memories]
             live.sort(key=lambda c: c.memory_id)  # stable sorts: the id is the last tie-break
             live.sort(key=lambda c: memories[c.memory_id].created_at, reverse=True)
-            live = stages.absolute(live, lists, policy.method, self.calibration,
-                                   policy.min_score, q.floor_each_hit)
+            live = stages.above_floor(
+                stages.relevance_scores(live, lists, policy.method, self.calibration,
+                                        q.sort_by),
+                policy.min_score, stages.scores_are_estimates(policy.method, self.calibration),
+                q.floor_each_hit)
             hits = [RecallHit(memories[c.memory_id], c.score, c) for c in live[: q.k]]
             return RecallOutcome(hits=hits, legs=outcomes, fusion="none (recency)")
 
@@ -302,6 +305,8 @@ class Recaller:
             with RECALL_STAGE_SECONDS.labels("hydration").time():
                 if plan.window is not None:
                     fused, boosted = await self._boost_time_window(q, fused, plan)
+                if q.sort_by == "relevance":  # trust, after the ranker: blind legs
+                    fused = stages.place_unseen(fused, lists, self.calibration)
                 top, memories, adjacent = await hydrate_top(self.store, q, fused,
                                                             plan.context_hits)
             if adjacent is not None and top:
@@ -309,13 +314,17 @@ class Recaller:
                     top = self._propagate_context(q, fused, top, memories, adjacent, plan)
             if q.sort_by == "relevance" and policy.restated_similarity > 0 and len(top) > 1:
                 top = await self._newer_first(q, top, memories, policy.restated_similarity)
+            # The ranking is done: each hit's score becomes its relevance estimate.
+            top = stages.relevance_scores(top, lists, policy.method, self.calibration,
+                                          q.sort_by)
             if q.sort_by == "relevance":
                 # as of T, validity is read at T (every hit was valid then)
                 top = stages.current_first(top, {c.memory_id: memories[c.memory_id].valid_to
                                                  for c in top},
                                            q.filters.as_of or datetime.now(UTC))
-        top = stages.absolute(top, lists, policy.method, self.calibration, policy.min_score,
-                              q.floor_each_hit)
+        top = stages.above_floor(top, policy.min_score,
+                                 stages.scores_are_estimates(policy.method, self.calibration),
+                                 q.floor_each_hit)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how, time_window=plan.window,
                              time_boosted=boosted)

@@ -47,6 +47,7 @@ leg keeps its own order: the exact lexical fallback.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -166,34 +167,135 @@ def current_first(top: Sequence[FusedCandidate], valid_to: dict[str, datetime | 
     return current + [replace(c, score=c.score * factor) for c in old]
 
 
-def absolute(top: Sequence[FusedCandidate], lists: Sequence[LegList], method: str,
-             calibration: ScoreCalibration | None, min_score: float, each_hit: bool = False
-             ) -> list[FusedCandidate]:
-    """`top` scored on the absolute scale (relevance_scores), then held to the floor
-    (above_floor): what every recall answers with."""
-    return above_floor(relevance_scores(top, lists, method, calibration), min_score, method,
-                       each_hit)
+def scores_are_estimates(method: str, calibration: ScoreCalibration | None) -> bool:
+    """Whether a recall's scores mean the same in every query, so a floor can cut them: the
+    relevance estimate (a model with a calibration), or calibrated fusion's share (one
+    without); an RRF or min-max score has no absolute meaning."""
+    return calibration is not None or method == "calibrated"
+
+
+def _leg_scores(lists: Sequence[LegList], leg: str) -> tuple[LegList | None, dict[str, float]]:
+    found = next((lst for lst in lists if lst.leg == leg and lst.candidates), None)
+    if found is None:
+        return None, {}
+    scores: dict[str, float] = {}
+    for c in found.candidates:
+        scores.setdefault(c.memory_id, c.score)
+    return found, scores
+
+
+def sensitive_ids(lists: Sequence[LegList]) -> set[str]:
+    """The candidates a leg marked sensitive (never embedded: blind legs cannot return them)."""
+    return {c.memory_id for lst in lists for c in lst.candidates if c.sensitive}
+
+
+def evidence(hits: Sequence[FusedCandidate], lists: Sequence[LegList],
+             calibration: ScoreCalibration) -> list[dict[str, float]]:
+    """What the relevance model reads of each hit (RELEVANCE_FEATURES in
+    recallmesh/embedding_models/calibration.py), from the legs' own values, never from the
+    ranker's score. A leg that cannot see a hit (the vector leg and a sensitive memory), or did
+    not answer, gives the value of a typical unrelated memory (cosine at the floor, no term
+    matched): no evidence either way. A hit a leg saw but did not list scores at most the
+    leg's lowest listed value (cosine) or matched no term worth listing (lexical, 0)."""
+    vector, cosines = _leg_scores(lists, "vector")
+    lexical, bm25 = _leg_scores(lists, "lexical")
+    hidden = sensitive_ids(lists)
+    lowest = min(cosines.values()) if cosines else calibration.cosine_floor
+    scale = lexical.score_scale if lexical is not None else None
+    found = []
+    for place, hit in enumerate(hits, start=1):
+        unseen = vector is None or (hit.memory_id in hidden and vector.blind_to_sensitive)
+        if hit.memory_id in cosines:
+            cosine = cosines[hit.memory_id]
+        elif unseen:
+            cosine = calibration.cosine_floor
+        else:
+            cosine = lowest
+        share = 0.0
+        if scale and hit.memory_id in bm25:
+            share = min(max(bm25[hit.memory_id] / scale, 0.0), 1.0)
+        found.append({
+            "cosine": cosine - calibration.cosine_floor, "lexical": share,
+            "rank": math.log(place),
+            "context": float(any(c.leg in (CONTEXT_NEXT, CONTEXT_PREV)
+                                 for c in hit.contributions)),
+        })
+    return found
+
+
+def non_increasing(values: Sequence[float]) -> list[float]:
+    """The least-squares non-increasing fit of `values` (pool adjacent violators): a run that
+    rises is replaced by its mean, so the list's scores never rise down the ranking and their
+    sum is kept."""
+    blocks: list[list[float]] = []  # [sum, count]
+    for v in values:
+        blocks.append([v, 1.0])
+        while len(blocks) > 1 and (blocks[-2][0] / blocks[-2][1]
+                                   < blocks[-1][0] / blocks[-1][1]):
+            total, count = blocks.pop()
+            blocks[-1][0] += total
+            blocks[-1][1] += count
+    return [total / count for total, count in blocks for _ in range(int(count))]
+
+
+def place_unseen(fused: Sequence[FusedCandidate], lists: Sequence[LegList],
+                 calibration: ScoreCalibration | None) -> list[FusedCandidate]:
+    """The ranker's list with each hit that an answering leg is blind to (a sensitive memory:
+    the vector leg never sees one) placed by its relevance estimate instead of its rank: just
+    above the first seen hit whose estimate (made non-increasing along the ranker's order) is
+    below its own, its ranker score raised to just above that hit's, so later stages keep the
+    place. A blind leg neither votes for nor against it; its own evidence places it. The
+    others keep the ranker's order. Nothing moves without a calibration (no estimate)."""
+    hidden = sensitive_ids(lists)
+    blind = any(lst.blind_to_sensitive and lst.weight > 0 and lst.candidates for lst in lists)
+    if calibration is None or not blind or not hidden.intersection(c.memory_id for c in fused):
+        return list(fused)
+    seen = [c for c in fused if c.memory_id not in hidden]
+    unseen = [c for c in fused if c.memory_id in hidden]
+    model = calibration.relevance
+    seen_p = non_increasing([model.probability(e | {"rank": 0.0})
+                             for e in evidence(seen, lists, calibration)])
+    order = list(seen)
+    for hit, e in zip(unseen, evidence(unseen, lists, calibration), strict=True):
+        p = model.probability(e | {"rank": 0.0})
+        at = next((i for i, q in enumerate(seen_p) if q < p), None)
+        if at is None:
+            order.append(hit)
+            continue
+        above = seen[at]
+        raised = max(hit.score, math.nextafter(above.score, math.inf))
+        order.insert(order.index(above), replace(hit, score=raised))
+    return order
 
 
 def relevance_scores(top: Sequence[FusedCandidate], lists: Sequence[LegList], method: str,
-                     calibration: ScoreCalibration | None) -> list[FusedCandidate]:
-    """`top` with each score on the absolute scale (see the module's docstring): only under
-    calibrated fusion, the one method whose legs' scores mean the same in every query."""
+                     calibration: ScoreCalibration | None, sort_by: str = "relevance"
+                     ) -> list[FusedCandidate]:
+    """`top` (in its final order) with each score the estimate that the hit is relevant, on
+    one scale for every query and namespace: the calibration's relevance model of the hit's
+    evidence, made non-increasing down a relevance ranking (non_increasing: the ranker orders,
+    the estimate never contradicts it). Without a calibration: calibrated fusion's share (the
+    fused score over the summed weights of the legs that answered, at most 1); any other
+    method keeps its own score."""
+    if calibration is not None:
+        scores = [calibration.relevance.probability(e)
+                  for e in evidence(top, lists, calibration)]
+        if sort_by == "relevance":
+            scores = non_increasing(scores)
+        return [replace(c, score=s) for c, s in zip(top, scores, strict=True)]
     total = sum(lst.weight for lst in lists if lst.weight > 0)
     if method != "calibrated" or total <= 0:
         return list(top)
-    if calibration is None:
-        return [replace(c, score=min(c.score / total, 1.0)) for c in top]
-    return [replace(c, score=calibration.relevance(c.score / total)) for c in top]
+    return [replace(c, score=min(c.score / total, 1.0)) for c in top]
 
 
-def above_floor(top: Sequence[FusedCandidate], min_score: float, method: str = "calibrated",
+def above_floor(top: Sequence[FusedCandidate], min_score: float, absolute: bool = True,
                 each_hit: bool = False) -> list[FusedCandidate]:
-    """`top` held to `min_score` (every hit when it is 0, or when `method` is not calibrated
-    fusion: see the module's docstring): the whole of it when its best hit scores at least
+    """`top` held to `min_score` (every hit when it is 0, or when its scores are not
+    `absolute`: scores_are_estimates): the whole of it when its best hit scores at least
     `min_score`, else nothing (Recall); with `each_hit`, the hits scoring at least it
     (Context)."""
-    if min_score <= 0 or method != "calibrated":
+    if min_score <= 0 or not absolute:
         return list(top)
     if each_hit:
         return [c for c in top if c.score >= min_score]

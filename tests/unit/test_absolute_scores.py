@@ -3,21 +3,30 @@ map), the relevance floor, restatements newest first, and the write key of a mem
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recallmesh.embedding_models.calibration import ScoreCalibration, calibration_for
+from recallmesh.embedding_models.calibration import (
+    RelevanceModel,
+    ScoreCalibration,
+    calibration_for,
+)
 from recallmesh.embedding_models.fetch import catalogue_entry, catalogue_names
 from recallmesh.gateway.stages import (
     above_floor,
     content_words,
+    evidence,
     newer_first,
+    non_increasing,
+    place_unseen,
     relevance_scores,
     restatable,
     restates,
+    scores_are_estimates,
 )
 from recallmesh.gateway.store import content_key
 from recallmesh.services.fusion.core import fuse
@@ -58,16 +67,54 @@ def candidates(*scores: float) -> list[FusedCandidate]:
 
 
 LISTS = [LegList("lexical", 0.3, []), LegList("vector", 1.0, []), LegList("graph", 0.0, [])]
+MODEL = RelevanceModel(-4.0, {"cosine": 12.0, "lexical": 3.0})
+CALIBRATION = ScoreCalibration(0.5, MODEL)
 
 
-def test_relevance_is_the_share_mapped_by_the_calibration_and_keeps_the_order():
-    calibration = ScoreCalibration(cosine_floor=0.5, intercept=-3.0, slope=8.0)
-    top = candidates(1.3, 0.65, 0.13)
-    scored = relevance_scores(top, LISTS, "calibrated", calibration)
-    assert [c.score for c in scored] == pytest.approx(
-        [calibration.relevance(s / 1.3) for s in (1.3, 0.65, 0.13)])
-    assert scored[0].score > scored[1].score > scored[2].score
-    assert 0 < scored[2].score < scored[0].score < 1
+def legs(cosines: dict[str, float], bm25: dict[str, float], scale: float = 2.0,
+         sensitive: frozenset[str] = frozenset()) -> list[LegList]:
+    return [
+        LegList("vector", 1.0, [LegCandidate(i, s) for i, s in
+                                sorted(cosines.items(), key=lambda kv: -kv[1])],
+                (-1.0, 1.0), blind_to_sensitive=True, score_floor=0.5),
+        LegList("lexical", 0.3, [LegCandidate(i, s, sensitive=i in sensitive) for i, s in
+                                 sorted(bm25.items(), key=lambda kv: -kv[1])], score_scale=scale),
+    ]
+
+
+def test_evidence_is_read_from_the_legs_own_values_never_from_the_rankers_score():
+    lists = legs({"a": 0.8, "b": 0.6, "c": 0.55}, {"a": 1.0, "z": 3.0}, sensitive=frozenset("z"))
+    top = [FusedCandidate("a", 99.0), FusedCandidate("b", 0.1), FusedCandidate("z", 5.0),
+           FusedCandidate("q", 0.0)]
+    e = evidence(top, lists, CALIBRATION)
+    assert e[0] == pytest.approx({"cosine": 0.3, "lexical": 0.5, "rank": 0.0, "context": 0.0})
+    assert e[1]["lexical"] == 0.0 and e[1]["rank"] == pytest.approx(math.log(2))
+    # a sensitive memory the vector leg cannot see: no evidence either way (at the floor)
+    assert e[2]["cosine"] == 0.0 and e[2]["lexical"] == 1.0  # BM25 over scale, at most 1
+    # seen but not listed: at most the lowest listed cosine
+    assert e[3]["cosine"] == pytest.approx(0.05)
+
+
+@given(st.lists(st.floats(0.0, 1.0, allow_nan=False), max_size=40))
+def test_non_increasing_never_rises_keeps_the_sum_and_leaves_a_falling_list_alone(values):
+    fitted = non_increasing(values)
+    assert len(fitted) == len(values)
+    assert all(a >= b - 1e-12 for a, b in zip(fitted, fitted[1:], strict=False))
+    assert sum(fitted) == pytest.approx(sum(values))
+    falling = sorted(values, reverse=True)
+    assert non_increasing(falling) == pytest.approx(falling)
+
+
+def test_relevance_scores_are_the_models_estimates_made_non_increasing_in_ranking_order():
+    lists = legs({"a": 0.55, "b": 0.9}, {"b": 2.0})
+    top = [FusedCandidate("a", 1.0), FusedCandidate("b", 0.5)]  # the ranker put a first
+    raw = [MODEL.probability(e) for e in evidence(top, lists, CALIBRATION)]
+    assert raw[0] < raw[1]
+    scored = relevance_scores(top, lists, "cc", CALIBRATION)
+    assert [c.memory_id for c in scored] == ["a", "b"]  # the ranker's order is kept
+    assert [c.score for c in scored] == pytest.approx([sum(raw) / 2] * 2)
+    by_recency = relevance_scores(top, lists, "cc", CALIBRATION, "recency")
+    assert [c.score for c in by_recency] == pytest.approx(raw)  # no relevance order to follow
 
 
 def test_without_a_calibration_the_score_is_the_share_and_other_methods_keep_theirs():
@@ -75,13 +122,33 @@ def test_without_a_calibration_the_score_is_the_share_and_other_methods_keep_the
     assert [c.score for c in relevance_scores(top, LISTS, "calibrated", None)] == \
         pytest.approx([1.0, 0.5])
     assert relevance_scores(top, LISTS, "rrf", None) == top
+    assert scores_are_estimates("rrf", CALIBRATION) and scores_are_estimates("calibrated", None)
+    assert not scores_are_estimates("cc", None)
+
+
+def test_a_sensitive_memory_is_placed_by_its_own_evidence_not_by_the_blind_legs_rank():
+    """The ranker put the secret last (the vector leg cannot see it); its lexical evidence
+    is stronger than the others' whole evidence, so it is placed first, its ranker score
+    raised to stay there."""
+    lists = legs({"a": 0.56, "b": 0.55}, {"s": 2.0, "a": 0.2}, sensitive=frozenset("s"))
+    fused = [FusedCandidate("a", 0.9), FusedCandidate("b", 0.8), FusedCandidate("s", 0.3)]
+    placed = place_unseen(fused, lists, CALIBRATION)
+    assert [c.memory_id for c in placed] == ["s", "a", "b"]
+    assert placed[0].score > placed[1].score
+    assert place_unseen(fused, lists, None) == fused  # no estimate: the ranker's order
+
+
+def test_a_sensitive_memory_with_weak_evidence_stays_below_what_answers():
+    lists = legs({"a": 0.8, "b": 0.55}, {"s": 0.4, "a": 1.6}, sensitive=frozenset("s"))
+    fused = [FusedCandidate("a", 0.9), FusedCandidate("b", 0.8), FusedCandidate("s", 0.3)]
+    assert [c.memory_id for c in place_unseen(fused, lists, CALIBRATION)][0] == "a"
 
 
 @given(st.floats(-50, 50), st.floats(0, 50), st.floats(0, 1.5), st.floats(0, 1.5))
-def test_the_relevance_map_is_a_probability_and_monotone(intercept, slope, a, b):
-    calibration = ScoreCalibration(0.5, intercept, slope)
+def test_the_relevance_model_is_a_probability_and_monotone_in_its_evidence(intercept, w, a, b):
+    model = RelevanceModel(intercept, {"lexical": w})
     low, high = sorted((a, b))
-    assert 0.0 <= calibration.relevance(low) <= calibration.relevance(high) <= 1.0
+    assert 0.0 <= model.probability({"lexical": low}) <= model.probability({"lexical": high}) <= 1.0
 
 
 def test_the_floor_leaves_out_what_scores_below_it():
@@ -95,7 +162,7 @@ def test_the_floor_leaves_out_what_scores_below_it():
     assert above_floor([], 0.5) == []
     for each_hit in (False, True):
         assert above_floor(top, 0.0, each_hit=each_hit) == top
-        assert above_floor(top, 0.95, "rrf", each_hit) == top  # no absolute scale
+        assert above_floor(top, 0.95, False, each_hit) == top  # no absolute scale
 
 
 def test_every_shipped_calibration_names_a_catalogue_model_and_is_found_by_its_id():
@@ -112,9 +179,11 @@ def test_every_shipped_calibration_names_a_catalogue_model_and_is_found_by_its_i
 
 
 @pytest.mark.parametrize("raw", [
-    {"cosine_floor": 1.0, "intercept": 0, "slope": 1},
-    {"cosine_floor": 0.5, "intercept": float("nan"), "slope": 1},
-    {"intercept": 0, "slope": 1},
+    {"cosine_floor": 1.0, "relevance": {"intercept": 0, "weights": {"cosine": 1}}},
+    {"cosine_floor": 0.5, "relevance": {"intercept": float("nan")}},
+    {"cosine_floor": 0.5, "relevance": {"intercept": 0, "weights": {"colour": 1}}},
+    {"cosine_floor": 0.5, "intercept": 0, "slope": 1},
+    {"relevance": {"intercept": 0}},
 ])
 def test_a_malformed_calibration_is_refused(raw):
     with pytest.raises((ValueError, KeyError)):

@@ -21,16 +21,10 @@ Methods (score of candidate d; ranks 1-based; weights >= 0):
               (the graph leg, a model without a calibration) gives its margin
               over the list's median, max(0, (s - m) / (top - m)), so the best
               of a list of noise is not a perfect match; a leg without d adds
-              0 (it found no evidence for d). A sensitive
-              candidate (never embedded: only legs not blind_to_sensitive,
-              the lexical leg, can return it) that holds every query term in
-              its own text (exact_match: the lexical leg counts no tag or
-              category for it) is scored over the weights of the legs that
-              can see it, its sum x (all weights / theirs): asked for by what
-              it holds, it is not buried by what the blind legs cannot see.
-              Any other sensitive candidate is scored on its own evidence,
-              with no rescaling: a harmless question that shares a name with
-              a secret does not bring the secret first (issue 39).
+              0 (it found no evidence for d).
+Fusion is the ranker only: what a hit's score means to a caller (its relevance estimate) and
+where a memory that a leg is blind to belongs (a sensitive one) are decided after it, by the
+gateway (recallmesh/gateway/stages.py; docs/decisions/0012-ranking-apart-from-scoring.md).
 Then, for sort_by=relevance:
   exact bonus  + exact_bonus * (best possible fused score) for candidates
                whose text contains every query term (a leg says so);
@@ -128,12 +122,6 @@ def fuse(lists: Sequence[LegList], settings: FusionSettings | None = None) -> li
             candidate.score += lst.weight * (norm(hit[1]) if hit else floor)
         best_possible += lst.weight
 
-    if settings.method == "calibrated":
-        seeing = sum(lst.weight for lst, _ in per_leg if not lst.blind_to_sensitive)
-        if 0 < seeing < best_possible:
-            for candidate in fused.values():
-                if candidate.sensitive and candidate.exact_match:
-                    candidate.score *= best_possible / seeing
     ranked = list(fused.values())
     if settings.sort_by == "importance":
         ranked.sort(key=lambda c: (-c.importance, -c.score, c.best_rank, c.memory_id))
