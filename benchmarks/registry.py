@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.harness.data import dataset_path
+
 REPORTS = Path("benchmarks/reports")
 RESULTS = Path("benchmarks/results")
 SETS = ("locomo", "scifact", "longmemeval")
@@ -81,7 +83,7 @@ def serve(dataset: str, out: Path, configs: Sequence[str] | None = None,
           unanswerable: bool = False) -> None:
     """`python -m benchmarks run` of `configs` (None: the harness's default, every one) on a
     dev split, per-query results to `out`."""
-    python("-m", "benchmarks", "run", "--dataset", str(datasets_dir() / dataset), "--out",
+    python("-m", "benchmarks", "run", "--dataset", str(dataset_path(dataset)), "--out",
            str(out), *(["--configs", ",".join(configs)] if configs else []),
            *(["--ingest-batch", str(ingest_batch)] if ingest_batch else []),
            *(["--unanswerable"] if unanswerable else []), env=env)
@@ -121,10 +123,55 @@ def pools(sets: Sequence[str], limits: dict[str, int]) -> list[Path]:
         if not path.exists():
             limit = limits.get(dataset) or os.environ.get(f"POOL_LIMIT_{dataset}")
             python("-m", "benchmarks.replay.context_sweep", "dump", "--dataset",
-                   str(datasets_dir() / dataset), "--out", str(path),
+                   str(dataset_path(dataset)), "--out", str(path),
                    *(["--limit", str(limit)] if limit else []))
         paths.append(path)
     return paths
+
+
+# The sets the default is decided on (benchmarks/replay/decision.py) and the relevance estimate
+# fitted on (benchmarks/quality/relevance.py): the dev splits and the sets this repository
+# ships; and the cut of each that a 2-core machine embeds and dumps in minutes (the first N
+# scored questions; SciFact's corpus sampled as the harness's --corpus-sample).
+EVIDENCE_SETS = ("locomo", "longmemeval", "scifact", "madial_en", "madial_zh", "xquad_en",
+                 "xquad_de", "xquad_zh")
+SEVERAL_NAMESPACES = ("locomo", "longmemeval", "madial_en", "madial_zh")  # pool.dump --foreign
+EVIDENCE_CUTS = {"longmemeval": {"limit": 50}, "scifact": {"limit": 400, "corpus_sample": 1500},
+                 **{f"xquad_{lang}": {"limit": 400} for lang in ("en", "de", "zh")}}
+
+
+def evidence_pools(sets: Sequence[str]) -> list[Path]:
+    """Each set's pool for the decision and the relevance estimate (RESULTS/<set>/
+    decision_pool.json), its vectors embedded and the pool dumped when missing; a set without
+    a cut is dumped with its unanswerable questions too."""
+    paths = []
+    for dataset in sets:
+        path = RESULTS / dataset / "decision_pool.json"
+        cut = EVIDENCE_CUTS.get(dataset, {})
+        if not path.exists():
+            python("-m", "benchmarks", "embed-store", "--sets", dataset, "--concepts", "none",
+                   *(a for k, v in cut.items() for a in (f"--{k.replace('_', '-')}",
+                                                         f"{dataset}={v}")))
+            python("-m", "benchmarks.replay.context_sweep", "dump", "--dataset",
+                   str(dataset_path(dataset)), "--out", str(path),
+                   *(a for k, v in cut.items() for a in (f"--{k.replace('_', '-')}", str(v))),
+                   *([] if cut else ["--unanswerable"]),
+                   *(["--foreign"] if dataset in SEVERAL_NAMESPACES else []))
+        paths.append(path)
+    return paths
+
+
+def evidence(name: str, mod: str, *extra: str) -> Callable[[list[str]], None]:
+    """A replay over EVIDENCE_SETS' pools (embedded and dumped first when missing)."""
+    def run(argv: list[str]) -> None:
+        parser = recipe_parser(name, f"{mod} over the evidence sets' pools")
+        parser.add_argument("--sets", type=comma, default=list(EVIDENCE_SETS))
+        args, rest = parser.parse_known_args(argv)
+        paths = ",".join(str(p) for p in evidence_pools(args.sets))
+        importlib.import_module(mod).main([
+            *extra, "--pools", paths, "--json-to", str(REPORTS / f"{name}.json"),
+            "--report-to", str(REPORTS / f"{name}.md"), *rest])
+    return run
 
 
 def comma(raw: str) -> list[str]:
@@ -438,6 +485,15 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
                      "benchmarks/results"),
               ("cross-validation.md", "cross_validation.json"), SETS,
               ("hybrid_cc_bm25t", "hybrid_rrf", "peer_bm25", "peer_lancedb_hybrid")),
+    Benchmark("decision", "the default ranker by the decision rule: every earlier default "
+              "and ranker family by cluster, tuned out of fold, on the dev splits and the "
+              "sets this repository ships (docs/decisions/0012)",
+              evidence("decision", "benchmarks.replay.decision", "--peers", "benchmarks/results"),
+              ("decision.md", "decision.json"), EVIDENCE_SETS, ("hybrid_cc_bm25t",)),
+    Benchmark("relevance", "the relevance estimate a hit carries: fitted out of fold, its "
+              "reliability per split and the floor it supports (--write-catalogue ships it)",
+              evidence("relevance", "benchmarks.quality.relevance"),
+              ("relevance.md", "relevance.json"), EVIDENCE_SETS, ("hybrid_cc_bm25t",)),
     Benchmark("lever-replay", "levers replayed on the dev pools with exact vectors (speaker "
               "boost, PRF, embedding hop, chunks, routed weight, time windows)",
               replay("lever-replay", "benchmarks.replay.lever_replay", "lever_replay.json",

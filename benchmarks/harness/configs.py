@@ -102,7 +102,13 @@ CONFIGS: dict[str, Config] = {c.name: c for c in (
            "previous 0.2; now along threads only, as every configuration's), time-window boost "
            "1", tuple(DEFAULT_LEGS.split(",")), method="cc",
            weights={"lexical": 0.7, "vector": 1.0}, context_hits=5, context_next_weight=0.3,
-           context_prev_weight=0.2, time_boost=1.0),
+           context_prev_weight=0.2, time_boost=1.0, min_score=0.0),
+    preset("calibrated_lw0.3", "the default from issue 39 to 54: calibrated fusion (cosine "
+           "from the model's cosine floor), lexical weight 0.3, context from the best 5 hits "
+           "(next 0.3, previous 0.2), no time-window boost; no floor (its score map is gone)",
+           tuple(DEFAULT_LEGS.split(",")), method="calibrated",
+           weights={"lexical": 0.3, "vector": 1.0}, context_hits=5, context_next_weight=0.3,
+           context_prev_weight=0.2, time_boost=0.0, min_score=0.0),
     # The other candidates (lexical 0.2, 0.3, 0.7): docs/decisions/0006-calibrated-fusion.md.
     preset("calibrated_lw0.5", "default with calibrated fusion at lexical weight 0.5 (vector "
            "1): one of the candidates issue 27's cross-validation and behaviour suite chose "

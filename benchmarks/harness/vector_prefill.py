@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness.data import load
+from benchmarks.harness.data import dataset_path, load
 from benchmarks.harness.script import VECTOR_STORE
 from recallmesh.embedding_models.manifest import ModelManifest, model_cache_dir
 from recallmesh.services.embedding.core import Embedded, OnnxEmbedder
@@ -51,9 +51,12 @@ def manifest_of(model: str | None) -> ModelManifest:
     return ModelManifest.load(model_cache_dir() / model / "manifest.json" if model else None)
 
 
-def split_texts(path: Path) -> dict[str, list[str]]:
-    """What a served run of the split sends to the Embed RPC: contents and questions."""
-    data = load(path, unanswerable=True)
+def split_texts(path: Path, limit: int | None = None,
+                corpus_sample: int | None = None) -> dict[str, list[str]]:
+    """What a served run of the split sends to the Embed RPC: contents and questions (of its
+    first `limit` scored queries and a `corpus_sample`, as the harness's options cut it; the
+    unanswerable questions only for the whole split, whose haystacks a cut would not hold)."""
+    data = load(path, limit, unanswerable=not limit, corpus_sample=corpus_sample)
     documents = {m.content[:MAX_TEXT_CHARS] for ms in data.scopes.values() for m in ms}
     queries = {q.text[:MAX_TEXT_CHARS] for q in [*data.queries, *data.unanswerable]}
     return {"document": sorted(documents), "query": sorted(queries)}
@@ -93,10 +96,10 @@ def prefill(args: argparse.Namespace) -> None:
     embedder = OnnxEmbedder(manifest, provider="cpu", intra_op_threads=args.threads,
                             max_batch=args.batch, max_batch_tokens=args.batch_tokens)
     store = VectorStore(store_dir(args.store), manifest)
-    datasets = Path(os.environ.get("BENCH_DATASETS", "../shared/datasets"))
     for name in args.sets:
         print(f"{name} -> {store.path}", flush=True)
-        texts = split_texts(datasets / name)
+        texts = split_texts(dataset_path(name), args.limit.get(name),
+                            args.corpus_sample.get(name))
         for kind in ("document", "query"):
             fill(store, embedder, kind, texts[kind])
         if args.concepts != "none":
@@ -132,6 +135,12 @@ def import_vectors(args: argparse.Namespace) -> None:
     print(f"{len(store)} vectors in {store.path}; producers: {'; '.join(store.producers())}")
 
 
+def per_set(raw: str) -> dict[str, int]:
+    """"longmemeval=40,scifact=400" -> {"longmemeval": 40, "scifact": 400}."""
+    pairs = [part.split("=", 1) for part in raw.split(",") if part]
+    return {name: int(n) for name, n in pairs}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks embed-store",
                                      description=__doc__.split("\n\n")[0])
@@ -146,6 +155,12 @@ def main(argv: list[str] | None = None) -> None:
     imp.add_argument("--producer", required=True)
     parser.add_argument("--sets", type=lambda s: s.split(","),
                         default=["locomo", "longmemeval", "scifact"])
+    parser.add_argument("--limit", type=per_set, default={},
+                        help="name=N,...: only the first N scored queries of a set (and what "
+                        "they are ranked among), as the harness's --limit")
+    parser.add_argument("--corpus-sample", type=per_set, default={},
+                        help="name=N,...: a one-namespace set's corpus cut to N documents, as "
+                        "the harness's --corpus-sample")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--batch-tokens", type=int, default=16384)
     parser.add_argument("--threads", type=int, default=0)

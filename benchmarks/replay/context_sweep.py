@@ -178,6 +178,8 @@ def main(argv: list[str] | None = None) -> None:
     d.add_argument("--skip-ingest", action="store_true",
                    help="with --target: the dataset's namespaces are already loaded")
     d.add_argument("--namespace-tag", default="", help="the harness's --namespace-tag of the load")
+    d.add_argument("--foreign", action="store_true",
+                   help="also ask every scored question in another namespace (pool.dump)")
     d.add_argument("--unanswerable", action="store_true",
                    help="also dump the questions nothing answers (kept apart in the pool)")
     d.add_argument("--corpus-sample", type=int, help="the harness's --corpus-sample")
@@ -190,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command == "dump":
         dump(args.dataset, args.out, args.limit, args.target, args.dsn, args.skip_ingest,
-             args.namespace_tag, unanswerable=args.unanswerable,
+             args.namespace_tag, unanswerable=args.unanswerable, foreign=args.foreign,
              corpus_sample=args.corpus_sample)
     else:
         sweep(args.pools, args.json_to, args.report_to, args.detail_to)

@@ -61,20 +61,20 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness.data import load
+from benchmarks.harness.data import Query, load
 from benchmarks.harness.metrics import SESSION_METRICS
 from benchmarks.harness.runner import git_commit
 from benchmarks.harness.script import paths
 from benchmarks.harness.stats import paired_bootstrap
 from benchmarks.replay import pool_levers
 from benchmarks.replay.pool import PRIMARY, K, leg_lists, rounded, scored, write_reports
-from recallmesh.embedding_models.calibration import calibration_for
+from recallmesh.embedding_models.calibration import ScoreCalibration, calibration_for
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.gateway import stages
 from recallmesh.gateway.query_intent import route
 from recallmesh.gateway.time_window import boost
 from recallmesh.services.fusion.core import fuse
-from recallmesh.wire.fusion import FusionSettings
+from recallmesh.wire.fusion import FusedCandidate, FusionSettings
 from recallmesh.wire.policy import DEFAULT_MIN_SCORE, Overrides, RecallPolicy
 
 FOLDS = 5
@@ -95,11 +95,15 @@ class Setting:
     time_boost: float
     intent_routing: bool
     min_score: float = 0.0
+    # calibrated fusion measuring cosine from each list's median (issue 27's), not from the
+    # model's cosine floor (issue 39's)
+    list_median: bool = False
 
     @property
     def label(self) -> str:
         n, nxt, prv = self.context
-        return (f"{self.method} lex {self.lexical_weight:g} "
+        return (f"{self.method}{' (median)' if self.list_median else ''} "
+                f"lex {self.lexical_weight:g} "
                 + (f"ctx {n}/{nxt:g}/{prv:g}" if n else "no ctx")
                 + f" time {self.time_boost:g} "
                 + ("intent" if self.intent_routing else "no intent")
@@ -213,40 +217,50 @@ def replay_split(pool: dict, dataset_dir: Path, grid: Iterable[Setting]) -> Spli
     for setting in grid:
         cuts.setdefault(setting.ranking, []).append(setting)
     for ranking, settings in cuts.items():
-        deployment = ranking.policy()
         out: dict[Setting, list[dict]] = {s: [] for s in settings}
         for q in queries:
-            query = by_id[q["query_id"]]
-            routed = route(query.text) if ranking.intent_routing else None
-            policy = deployment.resolve(Overrides(), routed.overrides() if routed else None)
-            weight = policy.weight("lexical")
-            lists = leg_lists(q, policy.leg_depth, weight)
-            key = (q["query_id"], policy.method, weight)
-            if key not in fused_cache:
-                fused_cache[key] = fuse(lists, FusionSettings(
-                    method=policy.method, rrf_k=policy.rrf_k, importance_strength=0.0,
-                    exact_bonus=0.0))
-            fused = fused_cache[key]
-            plan = stages.plan(policy, lists, "relevance", query.text, query.reference_time)
-            if plan.window is not None:
-                fused = boost(fused, created, plan.window, plan.time_boost)[0]
-            top = fused[:K]
-            if plan.context_hits:
-                top, _ = stages.propagate_context(
-                    fused, top, pool["next"], pool["prev"], plan.context_hits,
-                    plan.context_next_weight, plan.context_prev_weight, K)
-            # The ranking past K, for the session-level recall that reads deeper.
-            shown = {c.memory_id for c in top}
-            ranked = stages.relevance_scores(
-                [*top, *(c for c in fused if c.memory_id not in shown)], lists,
-                policy.method, calibration)
+            ranked, policy = served_ranking(pool, q, by_id[q["query_id"]], ranking, created,
+                                            calibration, fused_cache)
             for s in settings:
-                kept = stages.above_floor(ranked, s.min_score, policy.method)  # as Recall
+                kept = stages.above_floor(  # as Recall
+                    ranked, s.min_score, stages.scores_are_estimates(policy.method, calibration))
                 out[s].append(scored(pool, q, [c.memory_id for c in kept]))
         for s in settings:
             rows[s] = out[s]
             scores[s] = np.array([r["metrics"][primary] for r in out[s]])
     return Split(pool["dataset"], primary, pool, folds, scores, rows)
+
+
+def served_ranking(pool: dict, q: dict, query: Query, ranking: Setting,
+                   created: dict[str, datetime | None], calibration: ScoreCalibration | None,
+                   fused_cache: dict | None = None) -> tuple[list[FusedCandidate], RecallPolicy]:
+    """One pool query served under `ranking` as the gateway serves it: the whole ranking (the
+    top K after context propagation, each scored with its relevance estimate as Recall scores
+    its k = K hits (stages.relevance_scores), then the rest of the fused list unscored, for the
+    session-level recall that reads deeper); and the request's policy."""
+    routed = route(query.text) if ranking.intent_routing else None
+    policy = ranking.policy().resolve(Overrides(), routed.overrides() if routed else None)
+    weight = policy.weight("lexical")
+    lists = leg_lists(q, policy.leg_depth, weight)
+    if ranking.list_median:
+        lists = [replace(lst, score_floor=None) for lst in lists]
+    key = (q["query_id"], policy.method, weight, ranking.list_median)
+    cache = fused_cache if fused_cache is not None else {}
+    if key not in cache:
+        cache[key] = fuse(lists, FusionSettings(
+            method=policy.method, rrf_k=policy.rrf_k, importance_strength=0.0, exact_bonus=0.0))
+    fused = cache[key]
+    plan = stages.plan(policy, lists, "relevance", query.text, query.reference_time)
+    if plan.window is not None:
+        fused = boost(fused, created, plan.window, plan.time_boost)[0]
+    top = fused[:K]
+    if plan.context_hits:
+        top, _ = stages.propagate_context(
+            fused, top, pool["next"], pool["prev"], plan.context_hits,
+            plan.context_next_weight, plan.context_prev_weight, K)
+    shown = {c.memory_id for c in top}
+    scored_top = stages.relevance_scores(top, lists, policy.method, calibration)  # as served
+    return [*scored_top, *(c for c in fused if c.memory_id not in shown)], policy
 
 
 def best(splits: list[Split], grid: list[Setting],

@@ -103,14 +103,24 @@ async def _stored_adjacency(dsn: str, namespaces: list[str]
 def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = None,
          dsn: str | None = None, skip_ingest: bool = False, namespace_tag: str = "",
          api_key: str | None = None, unanswerable: bool = False,
-         corpus_sample: int | None = None) -> None:
+         corpus_sample: int | None = None, foreign: bool = False) -> None:
     """Load the dataset into an own stack (or, with `target`, a running gateway whose Postgres
     is `dsn`, called with `api_key` (default: RECALLMESH_API_KEY or the local admin key file);
     `skip_ingest` when its namespaces are already loaded, `namespace_tag` as the harness's)
     and dump every pool. With `unanswerable`, the questions nothing answers are asked too and
-    their pools kept apart (the pool's "unanswerable"); `corpus_sample` as the harness's."""
+    their pools kept apart (the pool's "unanswerable"); `corpus_sample` as the harness's.
+    With `foreign` (a set of several namespaces), every scored question is also asked in
+    another namespace (FOREIGN_SCOPE: the next one in sorted order), which holds nothing of
+    its qrels: what Recall gets when the namespace has nothing for the question (the pool's
+    "foreign", relevant ids empty)."""
     ds = load(dataset_dir, limit, unanswerable, corpus_sample)
     ds.namespace_tag = namespace_tag
+    scopes = sorted(ds.scopes)
+    if foreign and len(scopes) < 2:
+        raise SystemExit(f"{ds.name} has one namespace: no foreign namespace to ask in")
+    asked = [(q, q.scope) for q in [*ds.queries, *ds.unanswerable]]
+    if foreign:
+        asked += [(q, scopes[(scopes.index(q.scope) + 1) % len(scopes)]) for q in ds.queries]
 
     def pools(connect: Callable[[], grpc.Channel], client: Client, database: str,
               load_first: bool) -> tuple[dict, list, list, tuple]:
@@ -123,25 +133,28 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
             if load_first:
                 ingest_info = ingest(client, ds)
                 ingest_info["settle_s"] = settle(database)
-            queries, unanswered = [], []
-            for q in [*ds.queries, *ds.unanswerable]:
+            queries, unanswered, elsewhere = [], [], []
+            for q, scope in asked:
                 # A pool is about ranking, not speed: the largest budget, and no answer
                 # that lost a leg (a busy CPU would otherwise leave lexical-only pools).
                 response = stub.Recall(memory_pb2.RecallRequest(
-                    namespace=ds.namespace(q.scope), query=q.text, k=POOL_K,
+                    namespace=ds.namespace(scope), query=q.text, k=POOL_K,
                     fusion=overrides, explain=True, budget_ms=MAX_BUDGET_MS), timeout=60)
                 served = stub.Recall(memory_pb2.RecallRequest(
-                    namespace=ds.namespace(q.scope), query=q.text, k=K, fusion=overrides,
+                    namespace=ds.namespace(scope), query=q.text, k=K, fusion=overrides,
                     budget_ms=MAX_BUDGET_MS), timeout=60)
                 if response.degraded or served.degraded:
                     raise SystemExit(f"query {q.query_id}: degraded answer (a leg failed or "
                                      "timed out); no pool written")
-                (queries if q.relevant else unanswered).append({
+                at_home = scope == q.scope
+                (queries if q.relevant and at_home else unanswered if at_home
+                 else elsewhere).append({
                     "served_top": [h.memory.metadata["corpus_id"] for h in served.hits],
                     "served_scores": [round(h.score, 4) for h in served.hits],
                     "query_id": q.query_id, "category": q.category, "cluster": q.cluster,
-                    "relevant_ids": sorted(q.relevant),
-                    "relevant_sessions": sorted(q.relevant_sessions or []),
+                    "relevant_ids": sorted(q.relevant) if at_home else [],
+                    "relevant_sessions": sorted(q.relevant_sessions or []) if at_home else [],
+                    **({} if at_home else {"scope": scope}),
                     "legs": {leg: [[h.memory.metadata["corpus_id"], c.rank, c.score]
                                    for h in response.hits for c in h.legs if c.leg == leg]
                              for leg in ("lexical", "vector")},
@@ -156,10 +169,10 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
                 "ORDER BY namespace, created_at, id",
                 ([ds.namespace(scope) for scope in ds.scopes],)).fetchall()
         adjacent = stored_adjacency(database, [ds.namespace(scope) for scope in ds.scopes])
-        return ingest_info, (queries, unanswered), rows, adjacent
+        return ingest_info, (queries, unanswered, elsewhere), rows, adjacent
 
     if target is not None:
-        ingest_info, (queries, unanswered), rows, (after, before) = pools(
+        ingest_info, (queries, unanswered, elsewhere), rows, (after, before) = pools(
             lambda: dial_gateway(target, api_key), gateway_client(target=target, api_key=api_key),
             dsn or resolve_dsn(), not skip_ingest)
     else:
@@ -170,7 +183,7 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
                                "RECALLMESH_CONCEPT_EXTRACTOR": "none", **free_port_env()})
             stack.start()
             try:
-                ingest_info, (queries, unanswered), rows, (after, before) = pools(
+                ingest_info, (queries, unanswered, elsewhere), rows, (after, before) = pools(
                     stack.dial, gateway_client(stack), stack.dsn, True)
             finally:
                 stack.stop()
@@ -178,7 +191,8 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
     out.write_text(json.dumps({
         "dataset": ds.name, "git_commit": git_commit(), "ingest": ingest_info,
         "timestamp": datetime.now(UTC).isoformat(), "pool_k": POOL_K,
-        "queries": queries, "unanswerable": unanswered, "next": after, "prev": before,
+        "queries": queries, "unanswerable": unanswered, "foreign": elsewhere,
+        "next": after, "prev": before,
         "sessions": {r[1]: r[3] for r in rows if r[3]}}))
     print(f"{ds.name}: {len(queries)} pools -> {out}", flush=True)
 
