@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -108,7 +109,7 @@ def split_rows(pool: dict, setting: Setting, calibration: ScoreCalibration) -> R
         relevant = set(q["relevant_ids"]) if answerable else set()
         cluster = query.cluster or q["query_id"]
         for e, hit in zip(stages.evidence(top, lists, calibration), top, strict=True):
-            xs.append([e[f] for f in FEATURES])
+            xs.append([e.get(f, 0.0) for f in FEATURES])
             ys.append(1.0 if hit.memory_id in relevant else 0.0)
             qs.append(len(questions))
             folds.append(fold_of(cluster, pool["dataset"], clusters))
@@ -132,6 +133,16 @@ def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
         if np.max(np.abs(step)) < 1e-9:
             break
     return beta
+
+
+# The models fitted without a leg's features (RelevanceModel.without): for a hit that leg
+# cannot see (the vector leg and a sensitive memory) or when it did not answer.
+WITHOUT = ("cosine", "lexical", "cosine,lexical")
+
+
+def as_model(beta: np.ndarray, features: Sequence[str]) -> dict:
+    return {"intercept": round(float(beta[0]), 4),
+            "weights": {f: round(float(b), 4) for f, b in zip(features, beta[1:], strict=True)}}
 
 
 def predict(beta: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -233,8 +244,17 @@ def run(pool_paths: list[Path], write_catalogue: bool, json_to: Path | None,
               f"{s.y.mean():.3f} relevant", flush=True)
     oof = out_of_fold(splits)
     beta = fit_on(splits, {s.name: np.ones(len(s.y), bool) for s in splits})
-    model = {"intercept": round(float(beta[0]), 4),
-             "weights": {f: round(float(b), 4) for f, b in zip(FEATURES, beta[1:], strict=True)}}
+    model = as_model(beta, FEATURES)
+    model["without"] = {}
+    partial_ece = {}
+    for dropped in WITHOUT:
+        kept = [f for f in FEATURES if f not in dropped.split(",")]
+        part = [Rows(s.name, s.x[:, [FEATURES.index(f) for f in kept]], s.y, s.question,
+                     s.fold, s.questions) for s in splits]
+        model["without"][dropped] = as_model(
+            fit_on(part, {s.name: np.ones(len(s.y), bool) for s in part}), kept)
+        part_oof = out_of_fold(part)
+        partial_ece[dropped] = {s.name: reliability(part_oof[s.name], s.y)[0] for s in part}
     tables = {s.name: reliability(oof[s.name], s.y) for s in splits}
     in_sample = {s.name: reliability(served_scores(s, predict(beta, s.x)), s.y)[0]
                  for s in splits}
@@ -251,11 +271,21 @@ def run(pool_paths: list[Path], write_catalogue: bool, json_to: Path | None,
              "## The model (fitted on every row)", "",
              "relevance = 1 / (1 + exp(-(" + f"{model['intercept']:+.4f} "
              + " ".join(f"{w:+.4f} x {f}" for f, w in model["weights"].items()) + ")))", "",
+             *(f"- without {d}: {m['intercept']:+.4f} "
+               + " ".join(f"{w:+.4f} x {f}" for f, w in m["weights"].items())
+               for d, m in model["without"].items()), "",
              "| split | questions | hits | share relevant | ECE out of fold | ECE in sample |",
              "|---|---:|---:|---:|---:|---:|"]
     for s in splits:
         lines.append(f"| {s.name} | {len(s.questions)} | {len(s.y)} | {s.y.mean():.3f} | "
                      f"{tables[s.name][0]:.3f} | {in_sample[s.name]:.3f} |")
+    lines += ["", "For a hit a leg cannot see, or when a leg did not answer, the model fitted "
+              "without that leg's features (RelevanceModel.without); their out-of-fold ECE:", "",
+              "| without | " + " | ".join(s.name for s in splits) + " |",
+              "|---|" + "---:|" * len(splits)]
+    for dropped, eces in partial_ece.items():
+        lines.append(f"| {dropped} | " + " | ".join(f"{eces[s.name]:.3f}" for s in splits)
+                     + " |")
     lines += ["", "## Reliability tables (out of fold, as served)", "",
               "Each bin of the estimate: hits, mean estimate, share relevant.", ""]
     for s in splits:
@@ -287,6 +317,7 @@ def run(pool_paths: list[Path], write_catalogue: bool, json_to: Path | None,
     lines.append("")
     report = {"git_commit": git_commit(), "timestamp": datetime.now().isoformat(),
               "ranking": shipped.label, "model": model, "floor": floor,
+              "ece_without": partial_ece,
               "splits": {s.name: {"questions": len(s.questions), "hits": len(s.y),
                                   "relevant": float(s.y.mean()), "ece": tables[s.name][0],
                                   "ece_in_sample": in_sample[s.name],

@@ -37,11 +37,16 @@ from importlib import resources
 from typing import Any
 
 # What the relevance model reads of a hit (recallmesh/gateway/stages.py `evidence`):
-#   cosine   its cosine minus the model's cosine_floor (0 where the vector leg cannot see it)
+#   cosine   its cosine minus the model's cosine_floor
 #   lexical  its BM25 over the query's summed idf, at most 1 (0 where no query term matched)
 #   rank     log of its place in the ranked list (0 for the first)
 #   context  1 when a hit stored next to it lent it a share of its score, else 0
 RELEVANCE_FEATURES = ("cosine", "lexical", "rank", "context")
+# The features a leg gives: absent from a hit's evidence where that leg cannot see the hit (the
+# vector leg and a sensitive memory) or did not answer. Such a hit is estimated by the model
+# fitted without them (RelevanceModel.without): a blind leg is left out, not counted as if it
+# had seen an unrelated memory.
+LEG_FEATURES = ("cosine", "lexical")
 
 
 def _sigmoid(z: float) -> float:
@@ -55,11 +60,17 @@ def _sigmoid(z: float) -> float:
 class RelevanceModel:
     intercept: float
     weights: Mapping[str, float] = field(default_factory=dict)  # by RELEVANCE_FEATURES name
+    # the models fitted without some leg's features, by those features joined with ","
+    # ("cosine", "lexical", "cosine,lexical")
+    without: Mapping[str, RelevanceModel] = field(default_factory=dict)
 
     def probability(self, evidence: Mapping[str, float]) -> float:
-        """The estimated probability that a hit with this evidence is relevant."""
-        return _sigmoid(self.intercept + sum(w * evidence.get(name, 0.0)
-                                             for name, w in self.weights.items()))
+        """The estimated probability that a hit with this evidence is relevant (by the model
+        fitted without the leg features `evidence` lacks, where there is one)."""
+        missing = ",".join(f for f in LEG_FEATURES if f not in evidence)
+        model = self.without.get(missing, self) if missing else self
+        return _sigmoid(model.intercept + sum(w * evidence.get(name, 0.0)
+                                              for name, w in model.weights.items()))
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> RelevanceModel:
@@ -71,7 +82,13 @@ class RelevanceModel:
                              f"{', '.join(RELEVANCE_FEATURES)}")
         if not all(math.isfinite(v) for v in (intercept, *weights.values())):
             raise ValueError("relevance model values must be finite")
-        return cls(intercept, weights)
+        without = {str(k): cls.from_dict(v) for k, v in raw.get("without", {}).items()}
+        for key, model in without.items():
+            dropped = set(key.split(","))
+            if not dropped <= set(LEG_FEATURES) or dropped & set(model.weights):
+                raise ValueError(f"relevance model without {key!r} must leave out exactly "
+                                 f"those of {', '.join(LEG_FEATURES)}")
+        return cls(intercept, weights, without)
 
 
 @dataclass(frozen=True)

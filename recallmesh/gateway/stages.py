@@ -175,7 +175,7 @@ def scores_are_estimates(method: str, calibration: ScoreCalibration | None) -> b
 
 
 def _leg_scores(lists: Sequence[LegList], leg: str) -> tuple[LegList | None, dict[str, float]]:
-    found = next((lst for lst in lists if lst.leg == leg and lst.candidates), None)
+    found = next((lst for lst in lists if lst.leg == leg), None)
     if found is None:
         return None, {}
     scores: dict[str, float] = {}
@@ -194,9 +194,9 @@ def evidence(hits: Sequence[FusedCandidate], lists: Sequence[LegList],
     """What the relevance model reads of each hit (RELEVANCE_FEATURES in
     recallmesh/embedding_models/calibration.py), from the legs' own values, never from the
     ranker's score. A leg that cannot see a hit (the vector leg and a sensitive memory), or did
-    not answer, gives the value of a typical unrelated memory (cosine at the floor, no term
-    matched): no evidence either way. A hit a leg saw but did not list scores at most the
-    leg's lowest listed value (cosine) or matched no term worth listing (lexical, 0)."""
+    not answer, gives nothing: its feature is left out and the model fitted without it
+    estimates the hit. A hit a leg saw but did not list scores at most the leg's lowest listed
+    value (cosine) or matched no term worth listing (lexical, 0)."""
     vector, cosines = _leg_scores(lists, "vector")
     lexical, bm25 = _leg_scores(lists, "lexical")
     hidden = sensitive_ids(lists)
@@ -204,22 +204,15 @@ def evidence(hits: Sequence[FusedCandidate], lists: Sequence[LegList],
     scale = lexical.score_scale if lexical is not None else None
     found = []
     for place, hit in enumerate(hits, start=1):
-        unseen = vector is None or (hit.memory_id in hidden and vector.blind_to_sensitive)
-        if hit.memory_id in cosines:
-            cosine = cosines[hit.memory_id]
-        elif unseen:
-            cosine = calibration.cosine_floor
-        else:
-            cosine = lowest
-        share = 0.0
-        if scale and hit.memory_id in bm25:
-            share = min(max(bm25[hit.memory_id] / scale, 0.0), 1.0)
-        found.append({
-            "cosine": cosine - calibration.cosine_floor, "lexical": share,
-            "rank": math.log(place),
-            "context": float(any(c.leg in (CONTEXT_NEXT, CONTEXT_PREV)
-                                 for c in hit.contributions)),
-        })
+        e = {"rank": math.log(place),
+             "context": float(any(c.leg in (CONTEXT_NEXT, CONTEXT_PREV)
+                                  for c in hit.contributions))}
+        if vector is not None and cosines and not (hit.memory_id in hidden
+                                                   and vector.blind_to_sensitive):
+            e["cosine"] = cosines.get(hit.memory_id, lowest) - calibration.cosine_floor
+        if scale:
+            e["lexical"] = min(max(bm25.get(hit.memory_id, 0.0) / scale, 0.0), 1.0)
+        found.append(e)
     return found
 
 
