@@ -33,7 +33,6 @@ from benchmarks.harness.runner import git_commit
 from benchmarks.harness.script import paths
 from benchmarks.harness.stats import paired_bootstrap
 from benchmarks.replay.pool import (
-    PRIMARY,
     default_setting,
     dump,
     fuse_and_propagate,
@@ -93,7 +92,7 @@ def sweep(pool_paths: list[Path], json_to: Path | None, report_to: Path | None,
         summary = {s: metrics.summarise(rows, names) for s, rows in results.items()}
         base_rows = results[BASELINE]
 
-        primary = PRIMARY.get(pool["dataset"], "recall@10")
+        primary = metrics.primary(pool["dataset"])
 
         def ci(s: tuple, name: str = primary, base: list[dict] = base_rows,
                res: dict = results) -> list[float]:

@@ -61,13 +61,14 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.harness import metrics
 from benchmarks.harness.data import Query, load
 from benchmarks.harness.metrics import SESSION_METRICS
 from benchmarks.harness.runner import git_commit
 from benchmarks.harness.script import paths
 from benchmarks.harness.stats import paired_bootstrap
 from benchmarks.replay import pool_levers
-from benchmarks.replay.pool import PRIMARY, K, leg_lists, rounded, scored, write_reports
+from benchmarks.replay.pool import K, leg_lists, rounded, scored, write_reports
 from recallmesh.embedding_models.calibration import ScoreCalibration, calibration_for
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.gateway import stages
@@ -208,7 +209,7 @@ def replay_split(pool: dict, dataset_dir: Path, grid: Iterable[Setting]) -> Spli
         folds = np.array([index[by_id[q["query_id"]].cluster] for q in queries])
     else:
         folds = np.array([fold_of(q["query_id"], FOLDS) for q in queries])
-    primary = PRIMARY.get(pool["dataset"], "recall@10")
+    primary = metrics.primary(pool["dataset"])
     calibration = calibration_for(ModelManifest.load().model_id)
     fused_cache: dict[tuple, list] = {}
     scores: dict[Setting, np.ndarray] = {}

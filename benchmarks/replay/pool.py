@@ -59,7 +59,6 @@ from recallmesh.wire.validation import MAX_BUDGET_MS
 K = 10
 POOL_K = 100
 ADJACENCY_BATCH = 500  # memories whose neighbours one query asks for
-PRIMARY = {"scifact": "ndcg@10"}  # the metric each dataset is judged by (recall@10 otherwise)
 
 
 def default_setting() -> tuple[int, float, int, float, float]:
@@ -294,7 +293,7 @@ def replay_table(pool: dict, rows: dict[str, list[dict]], base_name: str,
     """Each row's metrics and Δ (paired bootstrap CI on the dataset's metric, against
     `compared_with[row]` or `base_name`): (JSON entry, markdown table lines, metric names,
     primary metric)."""
-    primary = PRIMARY.get(pool["dataset"], "recall@10")
+    primary = metrics.primary(pool["dataset"])
     names = metric_names(pool)
     base = rows[base_name]
     summary = {name: metrics.summarise(r, names) for name, r in rows.items()}

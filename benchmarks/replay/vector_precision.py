@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.metrics import per_query
+from benchmarks.harness.metrics import per_query, primary
 from benchmarks.harness.script import machine_info, names, publish
 from benchmarks.harness.stats import cluster_bootstrap, paired_bootstrap
 from benchmarks.replay.vectors import Vectors
@@ -35,7 +35,7 @@ K = 10
 
 
 def metric_of(set_name: str) -> str:
-    return "ndcg@10" if set_name == "scifact" else "recall@10"
+    return primary(set_name)
 
 
 def rank_all(vec: Vectors) -> dict[str, list[str]]:
