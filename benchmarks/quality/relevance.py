@@ -54,6 +54,7 @@ from benchmarks.harness.stats import paired_bootstrap
 from benchmarks.replay.cross_validation import Setting, served_ranking
 from benchmarks.replay.pool import K, leg_lists, rounded, write_reports
 from recallmesh.embedding_models.calibration import (
+    LEG_FEATURES,
     RELEVANCE_FEATURES,
     RelevanceModel,
     ScoreCalibration,
@@ -137,7 +138,7 @@ def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 # The models fitted without a leg's features (RelevanceModel.without): for a hit that leg
 # cannot see (the vector leg and a sensitive memory) or when it did not answer.
-WITHOUT = ("cosine", "lexical", "cosine,lexical")
+WITHOUT = ("lexical", "vector", "lexical,vector")
 
 
 def as_model(beta: np.ndarray, features: Sequence[str]) -> dict:
@@ -248,7 +249,8 @@ def run(pool_paths: list[Path], write_catalogue: bool, json_to: Path | None,
     model["without"] = {}
     partial_ece = {}
     for dropped in WITHOUT:
-        kept = [f for f in FEATURES if f not in dropped.split(",")]
+        kept = [f for f in FEATURES
+                if not any(f in LEG_FEATURES[leg] for leg in dropped.split(","))]
         part = [Rows(s.name, s.x[:, [FEATURES.index(f) for f in kept]], s.y, s.question,
                      s.fold, s.questions) for s in splits]
         model["without"][dropped] = as_model(

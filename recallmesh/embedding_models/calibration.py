@@ -37,16 +37,24 @@ from importlib import resources
 from typing import Any
 
 # What the relevance model reads of a hit (recallmesh/gateway/stages.py `evidence`):
-#   cosine   its cosine minus the model's cosine_floor
-#   lexical  its BM25 over the query's summed idf, at most 1 (0 where no query term matched)
-#   rank     log of its place in the ranked list (0 for the first)
-#   context  1 when a hit stored next to it lent it a share of its score, else 0
-RELEVANCE_FEATURES = ("cosine", "lexical", "rank", "context")
-# The features a leg gives: absent from a hit's evidence where that leg cannot see the hit (the
-# vector leg and a sensitive memory) or did not answer. Such a hit is estimated by the model
-# fitted without them (RelevanceModel.without): a blind leg is left out, not counted as if it
-# had seen an unrelated memory.
-LEG_FEATURES = ("cosine", "lexical")
+#   cosine      its cosine minus the model's cosine_floor
+#   cosine_gap  its cosine minus the best cosine of the vector leg's list (0 for the best)
+#   lexical     its BM25 over the query's summed idf, at most 1 (0 where no query term matched)
+#   lexical_gap its lexical share minus the best share of the lexical leg's list
+#   rank        log of its place in the ranked list (0 for the first)
+#   context     1 when a hit stored next to it lent it a share of its score, else 0
+RELEVANCE_FEATURES = ("cosine", "cosine_gap", "lexical", "lexical_gap", "rank", "context")
+# The features each leg gives: absent from a hit's evidence where that leg cannot see the hit
+# (the vector leg and a sensitive memory) or did not answer. Such a hit is estimated by the
+# model fitted without them (RelevanceModel.without, keyed by the missing legs in name order,
+# joined with ","): a blind leg is left out, not counted as if it had seen an unrelated memory.
+LEG_FEATURES = {"lexical": ("lexical", "lexical_gap"), "vector": ("cosine", "cosine_gap")}
+
+
+def missing_legs(evidence: Mapping[str, float]) -> str:
+    """The legs whose features `evidence` lacks, as RelevanceModel.without keys them."""
+    return ",".join(leg for leg, names in sorted(LEG_FEATURES.items())
+                    if not any(n in evidence for n in names))
 
 
 def _sigmoid(z: float) -> float:
@@ -60,14 +68,13 @@ def _sigmoid(z: float) -> float:
 class RelevanceModel:
     intercept: float
     weights: Mapping[str, float] = field(default_factory=dict)  # by RELEVANCE_FEATURES name
-    # the models fitted without some leg's features, by those features joined with ","
-    # ("cosine", "lexical", "cosine,lexical")
+    # the models fitted without some legs' features, by those legs (missing_legs)
     without: Mapping[str, RelevanceModel] = field(default_factory=dict)
 
     def probability(self, evidence: Mapping[str, float]) -> float:
         """The estimated probability that a hit with this evidence is relevant (by the model
-        fitted without the leg features `evidence` lacks, where there is one)."""
-        missing = ",".join(f for f in LEG_FEATURES if f not in evidence)
+        fitted without the legs `evidence` lacks, where there is one)."""
+        missing = missing_legs(evidence)
         model = self.without.get(missing, self) if missing else self
         return _sigmoid(model.intercept + sum(w * evidence.get(name, 0.0)
                                               for name, w in model.weights.items()))
@@ -84,10 +91,11 @@ class RelevanceModel:
             raise ValueError("relevance model values must be finite")
         without = {str(k): cls.from_dict(v) for k, v in raw.get("without", {}).items()}
         for key, model in without.items():
-            dropped = set(key.split(","))
-            if not dropped <= set(LEG_FEATURES) or dropped & set(model.weights):
-                raise ValueError(f"relevance model without {key!r} must leave out exactly "
-                                 f"those of {', '.join(LEG_FEATURES)}")
+            legs = key.split(",")
+            if not set(legs) <= set(LEG_FEATURES) or any(
+                    n in model.weights for leg in legs for n in LEG_FEATURES[leg]):
+                raise ValueError(f"a relevance model without {key!r} must name legs of "
+                                 f"{', '.join(LEG_FEATURES)} and leave out their features")
         return cls(intercept, weights, without)
 
 

@@ -25,19 +25,19 @@ abstracts are that alike and share a dozen stems, and one of them says "changed"
 "currently" somewhere; before RESTATED_SHARE, reordering them newest first cost SciFact 0.04
 nDCG@10 (issue 42).
 
-Then `relevance_scores`: under calibrated fusion a hit's score becomes what it means on one
-scale for every query, namespace and set of answering legs: its fused share (the fused score
-over the summed weights of the legs that answered) mapped by the embedding model's fitted
-calibration (recallmesh/embedding_models/calibration.py) to the estimated probability that it is
-relevant; the share itself (at most 1) for a model without one. A monotone map: the order is
-kept. And `above_floor` applies the request's min_score: under calibrated fusion only, the one
-method whose scores mean the same everywhere (an RRF or min-max score has no absolute meaning a
-floor could cut at; those methods keep every hit). Recall abstains: it answers nothing when its
-best hit scores below the floor, and otherwise its hits as ranked (a relevant memory scored
-below the floor under a confident best hit stays in the list; served with each hit cut,
-LongMemEval recall@10 was 0.912, held this way 0.937: benchmarks/reports/models.md and
-served.md). Context, whose text goes
-into a prompt, leaves out each hit below the floor.
+Ranking apart from scoring (docs/decisions/0012-ranking-apart-from-scoring.md): fusion only
+ranks. `place_unseen` puts each sensitive hit, which the vector leg cannot see, where its
+relevance estimate places it among the others (the ranker's place for it says little: a blind
+leg neither votes for nor against it). `relevance_scores` then gives every hit of the final
+order its score: the embedding model's relevance model (recallmesh/embedding_models/
+calibration.py) of the hit's `evidence` (its legs' own values, never the ranker's score), made
+non-increasing down a relevance ranking (`non_increasing`), so the score never contradicts the
+order; without a calibration, calibrated fusion's share (at most 1) or the method's own score.
+`above_floor` applies the request's min_score where scores are estimates
+(`scores_are_estimates`; an RRF or min-max score has no absolute meaning a floor could cut at).
+Recall abstains: it answers nothing when its best hit scores below the floor, and otherwise its
+hits as ranked (a relevant memory scored below the floor under a confident best hit stays in
+the list). Context, whose text goes into a prompt, leaves out each hit below the floor.
 
 The rule for both refinements (time window, context): they apply to relevance order only
 (recency bypasses fusion; importance order is the prior's), and only when more than one leg
@@ -193,15 +193,22 @@ def evidence(hits: Sequence[FusedCandidate], lists: Sequence[LegList],
              calibration: ScoreCalibration) -> list[dict[str, float]]:
     """What the relevance model reads of each hit (RELEVANCE_FEATURES in
     recallmesh/embedding_models/calibration.py), from the legs' own values, never from the
-    ranker's score. A leg that cannot see a hit (the vector leg and a sensitive memory), or did
-    not answer, gives nothing: its feature is left out and the model fitted without it
-    estimates the hit. A hit a leg saw but did not list scores at most the leg's lowest listed
-    value (cosine) or matched no term worth listing (lexical, 0)."""
+    ranker's score: the hit's own, and its gap to the best the leg listed. A leg that cannot
+    see a hit (the vector leg and a sensitive memory), or did not answer, gives nothing: its
+    features are left out and the model fitted without them estimates the hit. A hit a leg
+    saw but did not list scores at most the leg's lowest listed value (cosine) or matched no
+    term worth listing (lexical, 0)."""
     vector, cosines = _leg_scores(lists, "vector")
     lexical, bm25 = _leg_scores(lists, "lexical")
     hidden = sensitive_ids(lists)
-    lowest = min(cosines.values()) if cosines else calibration.cosine_floor
+    lowest = min(cosines.values(), default=0.0)
+    best_cosine = max(cosines.values(), default=0.0)
     scale = lexical.score_scale if lexical is not None else None
+
+    def share(memory_id: str) -> float:
+        return min(max(bm25.get(memory_id, 0.0) / scale, 0.0), 1.0) if scale else 0.0
+
+    best_share = max((share(i) for i in bm25), default=0.0)
     found = []
     for place, hit in enumerate(hits, start=1):
         e = {"rank": math.log(place),
@@ -209,9 +216,12 @@ def evidence(hits: Sequence[FusedCandidate], lists: Sequence[LegList],
                                   for c in hit.contributions))}
         if vector is not None and cosines and not (hit.memory_id in hidden
                                                    and vector.blind_to_sensitive):
-            e["cosine"] = cosines.get(hit.memory_id, lowest) - calibration.cosine_floor
+            cosine = cosines.get(hit.memory_id, lowest)
+            e["cosine"] = cosine - calibration.cosine_floor
+            e["cosine_gap"] = cosine - best_cosine
         if scale:
-            e["lexical"] = min(max(bm25.get(hit.memory_id, 0.0) / scale, 0.0), 1.0)
+            e["lexical"] = share(hit.memory_id)
+            e["lexical_gap"] = e["lexical"] - best_share
         found.append(e)
     return found
 

@@ -87,17 +87,19 @@ def test_evidence_is_read_from_the_legs_own_values_never_from_the_rankers_score(
     top = [FusedCandidate("a", 99.0), FusedCandidate("b", 0.1), FusedCandidate("z", 5.0),
            FusedCandidate("q", 0.0)]
     e = evidence(top, lists, CALIBRATION)
-    assert e[0] == pytest.approx({"cosine": 0.3, "lexical": 0.5, "rank": 0.0, "context": 0.0})
+    assert e[0] == pytest.approx({"cosine": 0.3, "cosine_gap": 0.0, "lexical": 0.5,
+                                  "lexical_gap": -0.5, "rank": 0.0, "context": 0.0})
     assert e[1]["lexical"] == 0.0 and e[1]["rank"] == pytest.approx(math.log(2))
     # a sensitive memory the vector leg cannot see: no cosine at all (the model without it)
-    assert "cosine" not in e[2] and e[2]["lexical"] == 1.0  # BM25 over scale, at most 1
+    assert "cosine" not in e[2] and "cosine_gap" not in e[2]
+    assert e[2]["lexical"] == 1.0 and e[2]["lexical_gap"] == 0.0  # BM25 over scale, at most 1
     # seen but not listed: at most the lowest listed cosine
-    assert e[3]["cosine"] == pytest.approx(0.05)
+    assert e[3]["cosine"] == pytest.approx(0.05) and e[3]["cosine_gap"] == pytest.approx(-0.25)
 
 
 def test_a_hit_without_a_legs_evidence_is_estimated_by_the_model_fitted_without_it():
     lexical_only = RelevanceModel(-1.0, {"lexical": 2.0})
-    model = RelevanceModel(-4.0, {"cosine": 12.0, "lexical": 3.0}, {"cosine": lexical_only})
+    model = RelevanceModel(-4.0, {"cosine": 12.0, "lexical": 3.0}, {"vector": lexical_only})
     assert model.probability({"lexical": 1.0}) == pytest.approx(lexical_only.probability(
         {"lexical": 1.0}))
     assert model.probability({"lexical": 1.0, "cosine": 0.0}) == pytest.approx(
@@ -107,7 +109,7 @@ def test_a_hit_without_a_legs_evidence_is_estimated_by_the_model_fitted_without_
                                                                       "cosine": 0.0})
     only_lexical = [LegList("lexical", 0.3, [LegCandidate("a", 2.0)], score_scale=2.0)]
     assert evidence([FusedCandidate("a", 1.0)], only_lexical, CALIBRATION) == [
-        {"rank": 0.0, "context": 0.0, "lexical": 1.0}]  # the vector leg did not answer
+        {"rank": 0.0, "context": 0.0, "lexical": 1.0, "lexical_gap": 0.0}]  # no vector leg
 
 
 @given(st.lists(st.floats(0.0, 1.0, allow_nan=False), max_size=40))
@@ -199,7 +201,7 @@ def test_every_shipped_calibration_names_a_catalogue_model_and_is_found_by_its_i
     {"cosine_floor": 0.5, "relevance": {"intercept": 0, "weights": {"colour": 1}}},
     {"cosine_floor": 0.5, "intercept": 0, "slope": 1},
     {"cosine_floor": 0.5, "relevance": {"intercept": 0, "without": {
-        "cosine": {"intercept": 0, "weights": {"cosine": 1}}}}},
+        "vector": {"intercept": 0, "weights": {"cosine_gap": 1}}}}},
     {"cosine_floor": 0.5, "relevance": {"intercept": 0, "without": {
         "rank": {"intercept": 0}}}},
     {"relevance": {"intercept": 0}},
