@@ -60,7 +60,7 @@ from recallmesh.embedding_models.calibration import (
     ScoreCalibration,
     calibration_for,
 )
-from recallmesh.embedding_models.fetch import catalogue_entry
+from recallmesh.embedding_models.fetch import CATALOGUE_DIR, catalogue_entry, catalogue_names
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.gateway import stages
 from recallmesh.wire.policy import RecallPolicy
@@ -327,15 +327,16 @@ def run(pool_paths: list[Path], write_catalogue: bool, json_to: Path | None,
                                   "floor_curve": curves[s.name]} for s in splits}}
     write_reports(rounded(report), lines, json_to, report_to)
     if write_catalogue:
-        write_model(manifest.name, calibration, model, splits, floor)
+        name = next(n for n in catalogue_names()
+                    if catalogue_entry(n)["manifest"]["model_id"] == manifest.model_id)
+        write_model(name, calibration, model, splits, floor)
 
 
 def write_model(name: str, calibration: ScoreCalibration, model: dict, splits: list[Rows],
                 floor: float) -> None:
     """The fitted model into the catalogue entry, replacing its `relevance` only."""
     RelevanceModel.from_dict(model)  # refuses what the gateway would refuse
-    path = Path(__file__).resolve().parents[2] / "recallmesh" / "embedding_models" / \
-        "catalogue" / f"{name}.json"
+    path = CATALOGUE_DIR / f"{name}.json"
     entry = catalogue_entry(name)
     entry["calibration"] = {
         "cosine_floor": calibration.cosine_floor, "relevance": model,

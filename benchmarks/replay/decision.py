@@ -20,15 +20,19 @@ settings (lexical weight, context propagation, time-window boost) tuned on the o
 (LoCoMo: leave one conversation out; the other splits: FOLDS folds of clusters) and scored on
 the held-out fold; the objective is the mean over all splits of each split's primary metric.
 
-The rule, applied by `decide`:
-  1. A family replaces the shipped default only when it wins on every split at the cluster
-     level (its mean is higher and it raises more clusters than it lowers) and clearly loses
-     on none (cluster interval below 0).
-  2. Otherwise the families that tie with the shipped default (no interval clear of 0 either
-     way, on any split) are candidates with it, and the simplest stays (SIMPLICITY).
-  3. Within the family kept, the setting shipped is the simplest of those that tie with the
-     family's best setting on all queries (same test); a tie on simplicity goes to the higher
-     objective.
+The rule, applied by `decide` to every setting of GRID against the shipped default (a
+setting is *clearly ahead* on a split when the cluster interval of its difference lies above
+0, *clearly behind* when below; it *wins* a split when its mean is higher and it raises more
+clusters than it lowers, and is *ahead* when its mean is not lower and it lowers no more
+clusters than it raises):
+  0. The shipped default must not be dominated: when settings are clearly ahead of it on a
+     split and clearly behind on none, it changes to one of them: of those that no other of
+     them dominates, and whose family tuned out of fold is clearly behind it on no split, the
+     simplest (`simplicity`), then the best objective.
+  1. Otherwise a setting replaces it only when it is ahead on every split, wins on at least
+     one, clearly loses on none, and its family tuned out of fold clearly loses on none.
+  2. Otherwise the settings that tie with it (ahead on every split, clearly ahead on none) are
+     candidates with it, and the simplest stays; a tie on simplicity goes to the shipped one.
 """
 
 from __future__ import annotations
@@ -53,7 +57,6 @@ from benchmarks.replay.cross_validation import (
     PREVIOUS_DEFAULT,
     Setting,
     Split,
-    best,
     out_of_fold,
     peer_scores,
     replay_split,
@@ -126,6 +129,12 @@ class Versus:
     def wins(self) -> bool:
         return self.delta > 0 and self.up > self.down
 
+    @property
+    def ahead(self) -> bool:
+        """Not behind: a mean at least as high, as many clusters up as down (a split that
+        ranks both alike is no evidence against it)."""
+        return self.delta >= -1e-12 and self.up >= self.down
+
     def cell(self) -> str:
         return (f"{self.delta:+.3f} [{self.low:+.3f}, {self.high:+.3f}] "
                 f"{self.up}↑ {self.down}↓")
@@ -169,41 +178,59 @@ def ties(splits: list[Split], a: Callable[[Split], np.ndarray],
     return True
 
 
-def decide(splits: list[Split], oof: dict[str, dict[str, np.ndarray]], incumbent: Setting
-           ) -> tuple[str, Setting, list[str]]:
-    """The family and the setting the rule keeps, and why (module docstring)."""
-    inc = lambda split: split.scores[incumbent]  # noqa: E731
+def family_of(s: Setting) -> str:
+    return next(f for f, spec in FAMILIES.items()
+                if spec["method"] == s.method and spec.get("list_median", False) == s.list_median)
+
+
+def decide(splits: list[Split], oof: dict[str, dict[str, np.ndarray]], incumbent: Setting,
+           grid: list[Setting]) -> tuple[Setting, list[str]]:
+    """The setting the rule keeps, and why (module docstring)."""
+    def against(a: Callable[[Split], np.ndarray], b: Callable[[Split], np.ndarray]
+                ) -> list[Versus]:
+        return [versus(a(sp), b(sp), clusters_of(sp)) for sp in splits]
+
+    def of(s: Setting) -> Callable[[Split], np.ndarray]:
+        return lambda sp: sp.scores[s]
+
+    def dominates(a: Setting, b: Setting) -> bool:
+        vs = against(of(a), of(b))
+        return any(v.clear_win for v in vs) and not any(v.clear_loss for v in vs)
+
+    def holds_out_of_fold(s: Setting) -> bool:
+        """Its family, tuned out of fold, clearly loses to the incumbent on no split."""
+        return not any(v.clear_loss for v in against(
+            lambda sp: oof[family_of(s)][sp.name], of(incumbent)))
+
     why = []
-    winners = []
-    for family, scores in oof.items():
-        vs = [versus(scores[s.name], inc(s), clusters_of(s)) for s in splits]
-        if all(v.wins for v in vs) and not any(v.clear_loss for v in vs):
-            winners.append(family)
+    dominating = [s for s in grid if s != incumbent and dominates(s, incumbent)]
+    if dominating:
+        front = [s for s in dominating if holds_out_of_fold(s)
+                 and not any(dominates(t, s) for t in dominating if t != s)]
+        chosen = min(front or dominating, key=lambda s: (simplicity(s), -objective(splits, s)))
+        why.append(f"rule 0: the shipped default is dominated: {len(dominating)} setting(s) are "
+                   "clearly ahead of it at the cluster level on a split and clearly behind on "
+                   f"none; of those that no other of them dominates and whose family holds out "
+                   f"of fold ({len(front)}), the simplest: `{chosen.label}`")
+        return chosen, why
+    winners = [s for s in grid if s != incumbent and holds_out_of_fold(s)
+               and all(v.ahead for v in against(of(s), of(incumbent)))
+               and any(v.wins for v in against(of(s), of(incumbent)))
+               and not any(v.clear_loss for v in against(of(s), of(incumbent)))]
     if winners:
-        family = max(winners, key=lambda f: float(np.mean([oof[f][s.name].mean()
-                                                           for s in splits])))
-        why.append(f"rule 1: `{family}` wins on every split at the cluster level and clearly "
-                   "loses on none")
-    else:
-        tied = [f for f, scores in oof.items()
-                if ties(splits, lambda s, scores=scores: scores[s.name], inc)]
-        home = next(f for f, spec in FAMILIES.items()
-                    if spec["method"] == incumbent.method
-                    and spec.get("list_median", False) == incumbent.list_median)
-        pool = list(dict.fromkeys([home, *tied]))
-        family = min(pool, key=lambda f: (METHOD_SIMPLICITY[(
-            FAMILIES[f]["method"], FAMILIES[f].get("list_median", False))], f != home))
-        why.append("rule 1: no family wins on every split; rule 2: tied with the shipped "
-                   f"default: {', '.join(f'`{f}`' for f in tied) or 'none'}; the simplest "
-                   f"of those and the shipped one's (`{home}`) stays: `{family}`")
-    grid = family_grid(family)
-    top = best(splits, grid, lambda s: np.ones(len(s.folds), bool))
-    tying = [s for s in grid
-             if ties(splits, lambda sp, s=s: sp.scores[s], lambda sp: sp.scores[top])]
-    chosen = min(tying, key=lambda s: (simplicity(s), -objective(splits, s)))
-    why.append(f"rule 3: the family's best on all queries is `{top.label}`; of the "
-               f"{len(tying)} settings tied with it the simplest is `{chosen.label}`")
-    return family, chosen, why
+        chosen = max(winners, key=lambda s: objective(splits, s))
+        why.append(f"rule 1: {len(winners)} setting(s) win on every split at the cluster level "
+                   "and clearly lose on none (their family, tuned out of fold, clearly loses "
+                   f"on none either); the best of them: `{chosen.label}`")
+        return chosen, why
+    tied = [s for s in grid if s != incumbent
+            and all(v.ahead and not v.clear_win for v in against(of(s), of(incumbent)))]
+    chosen = min([incumbent, *tied],
+                 key=lambda s: (simplicity(s), s != incumbent, -objective(splits, s)))
+    why.append("rule 0: no setting dominates the shipped default; rule 1: none wins on every "
+               f"split; rule 2: {len(tied)} setting(s) tie with it on every split; the "
+               f"simplest of them and the shipped one stays: `{chosen.label}`")
+    return chosen, why
 
 
 def run(pool_paths: list[Path], peers_dir: Path | None, json_to: Path | None,
@@ -221,7 +248,8 @@ def run(pool_paths: list[Path], peers_dir: Path | None, json_to: Path | None,
         oof[family] = scores
         chosen_per_fold[family] = chosen
         print(f"family {family}: out of fold done", flush=True)
-    family, shipped, why = decide(splits, oof, SHIPPED_BEFORE)
+    shipped, why = decide(splits, oof, SHIPPED_BEFORE, GRID)
+    family = family_of(shipped)
 
     names = [s.name for s in splits]
     head = "| compared with the new default | " + " | ".join(

@@ -314,14 +314,18 @@ class Recaller:
                     top = self._propagate_context(q, fused, top, memories, adjacent, plan)
             if q.sort_by == "relevance" and policy.restated_similarity > 0 and len(top) > 1:
                 top = await self._newer_first(q, top, memories, policy.restated_similarity)
-            # The ranking is done: each hit's score becomes its relevance estimate.
-            top = stages.relevance_scores(top, lists, policy.method, self.calibration,
-                                          q.sort_by)
+            valid_to = {c.memory_id: memories[c.memory_id].valid_to for c in top}
+            now = q.filters.as_of or datetime.now(UTC)  # as of T, validity is read at T
+            gone: set[str] = set()
             if q.sort_by == "relevance":
-                # as of T, validity is read at T (every hit was valid then)
-                top = stages.current_first(top, {c.memory_id: memories[c.memory_id].valid_to
-                                                 for c in top},
-                                           q.filters.as_of or datetime.now(UTC))
+                top = stages.current_first(top, valid_to, now)
+                gone = stages.ended(valid_to, now)
+            # The order is final: each hit's score becomes its relevance estimate (the ended
+            # ones then held below the current ones' as current_first holds them).
+            top = stages.relevance_scores(top, lists, policy.method, self.calibration,
+                                          q.sort_by, gone)
+            if gone:
+                top = stages.current_first(top, valid_to, now)
         top = stages.above_floor(top, policy.min_score,
                                  stages.scores_are_estimates(policy.method, self.calibration),
                                  q.floor_each_hit)

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -190,33 +190,39 @@ def sensitive_ids(lists: Sequence[LegList]) -> set[str]:
 
 
 def evidence(hits: Sequence[FusedCandidate], lists: Sequence[LegList],
-             calibration: ScoreCalibration) -> list[dict[str, float]]:
+             calibration: ScoreCalibration, ended: Collection[str] = frozenset()
+             ) -> list[dict[str, float]]:
     """What the relevance model reads of each hit (RELEVANCE_FEATURES in
     recallmesh/embedding_models/calibration.py), from the legs' own values, never from the
-    ranker's score: the hit's own, and its gap to the best the leg listed. A leg that cannot
-    see a hit (the vector leg and a sensitive memory), or did not answer, gives nothing: its
-    features are left out and the model fitted without them estimates the hit. A hit a leg
-    saw but did not list scores at most the leg's lowest listed value (cosine) or matched no
-    term worth listing (lexical, 0)."""
+    ranker's score: the hit's own, and its gap to the best the leg listed. A leg that did not
+    answer gives nothing: its features are left out and the model fitted without them
+    estimates every hit. A leg that answered but cannot see a hit (the vector leg and a
+    sensitive memory) gives what a typical unrelated memory gets (the cosine floor): the hit
+    earns its place on what the other legs saw. A hit a leg saw but did not list scores at
+    most the leg's lowest listed value (cosine) or matched no term worth listing (lexical, 0).
+    The best a leg listed is read among the memories still valid: an `ended` fact
+    (current_first) is no yardstick for its replacement."""
     vector, cosines = _leg_scores(lists, "vector")
     lexical, bm25 = _leg_scores(lists, "lexical")
     hidden = sensitive_ids(lists)
     lowest = min(cosines.values(), default=0.0)
-    best_cosine = max(cosines.values(), default=0.0)
+    best_cosine = max((v for i, v in cosines.items() if i not in ended), default=0.0)
     scale = lexical.score_scale if lexical is not None else None
 
     def share(memory_id: str) -> float:
         return min(max(bm25.get(memory_id, 0.0) / scale, 0.0), 1.0) if scale else 0.0
 
-    best_share = max((share(i) for i in bm25), default=0.0)
+    best_share = max((share(i) for i in bm25 if i not in ended), default=0.0)
     found = []
     for place, hit in enumerate(hits, start=1):
         e = {"rank": math.log(place),
              "context": float(any(c.leg in (CONTEXT_NEXT, CONTEXT_PREV)
                                   for c in hit.contributions))}
-        if vector is not None and cosines and not (hit.memory_id in hidden
-                                                   and vector.blind_to_sensitive):
-            cosine = cosines.get(hit.memory_id, lowest)
+        if vector is not None and cosines:
+            if hit.memory_id in hidden and vector.blind_to_sensitive:
+                cosine = calibration.cosine_floor  # what an unrelated memory gets
+            else:
+                cosine = cosines.get(hit.memory_id, lowest)
             e["cosine"] = cosine - calibration.cosine_floor
             e["cosine_gap"] = cosine - best_cosine
         if scale:
@@ -247,8 +253,11 @@ def place_unseen(fused: Sequence[FusedCandidate], lists: Sequence[LegList],
     the vector leg never sees one) placed by its relevance estimate instead of its rank: just
     above the first seen hit whose estimate (made non-increasing along the ranker's order) is
     below its own, its ranker score raised to just above that hit's, so later stages keep the
-    place. A blind leg neither votes for nor against it; its own evidence places it. The
-    others keep the ranker's order. Nothing moves without a calibration (no estimate)."""
+    place. The ranker scored the blind leg's silence as its worst (min-max) or as nothing; the
+    estimate reads it as what an unrelated memory gets (`evidence`), so the secret is placed on
+    what the legs that see it saw: asked for by what it holds, first; sharing a name with a
+    harmless question, below the memories the vector leg finds closer. The others keep the
+    ranker's order. Nothing moves without a calibration (no estimate)."""
     hidden = sensitive_ids(lists)
     blind = any(lst.blind_to_sensitive and lst.weight > 0 and lst.candidates for lst in lists)
     if calibration is None or not blind or not hidden.intersection(c.memory_id for c in fused):
@@ -272,8 +281,8 @@ def place_unseen(fused: Sequence[FusedCandidate], lists: Sequence[LegList],
 
 
 def relevance_scores(top: Sequence[FusedCandidate], lists: Sequence[LegList], method: str,
-                     calibration: ScoreCalibration | None, sort_by: str = "relevance"
-                     ) -> list[FusedCandidate]:
+                     calibration: ScoreCalibration | None, sort_by: str = "relevance",
+                     ended: Collection[str] = frozenset()) -> list[FusedCandidate]:
     """`top` (in its final order) with each score the estimate that the hit is relevant, on
     one scale for every query and namespace: the calibration's relevance model of the hit's
     evidence, made non-increasing down a relevance ranking (non_increasing: the ranker orders,
@@ -282,7 +291,7 @@ def relevance_scores(top: Sequence[FusedCandidate], lists: Sequence[LegList], me
     method keeps its own score."""
     if calibration is not None:
         scores = [calibration.relevance.probability(e)
-                  for e in evidence(top, lists, calibration)]
+                  for e in evidence(top, lists, calibration, ended)]
         if sort_by == "relevance":
             scores = non_increasing(scores)
         return [replace(c, score=s) for c, s in zip(top, scores, strict=True)]

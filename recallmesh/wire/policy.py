@@ -49,15 +49,14 @@ if TYPE_CHECKING:  # imported where it is used, in to_proto
 
 MAX_SEED_MEMORIES = 100  # memories one request may name as seeds (graph leg)
 LEXICAL_RANKINGS = ("ts_rank", "bm25")
-# The relevance floor a deployment serves with (RECALLMESH_MIN_SCORE overrides): chosen on the
-# dev splits' floor curve (benchmarks/reports/floor.md).
-DEFAULT_MIN_SCORE = 0.008
+# The relevance floor a deployment serves with (RECALLMESH_MIN_SCORE overrides): the highest
+# floor at which no evidence set loses recall@10 clearly (benchmarks/reports/relevance.md).
+DEFAULT_MIN_SCORE = 0.1
 MAX_LEG_DEPTH = 1000  # candidates one leg may be asked for (SearchRequest.k)
-# Default fusion weight per leg (RECALLMESH_LEG_WEIGHTS overrides); others get 1.0.
-# lexical 0.3 under calibrated fusion (a full lexical match scores 1, a vector hit its margin
-# over the list's median, rarely above 0.5): chosen by cross-validation on the dev pools
-# (benchmarks/reports/cross-validation.md) among the weights the behaviour suite passes with.
-DEFAULT_LEG_WEIGHTS = {"lexical": 0.3, "vector": 1.0, "graph": 0.35}
+# Default fusion weight per leg (RECALLMESH_LEG_WEIGHTS overrides); others get 1.0. Lexical
+# and vector alike under cc: the setting the decision rule keeps
+# (docs/decisions/0012-ranking-apart-from-scoring.md).
+DEFAULT_LEG_WEIGHTS = {"lexical": 1.0, "vector": 1.0, "graph": 0.35}
 LEG_WEIGHTS_ENV = "RECALLMESH_LEG_WEIGHTS"
 GRAPH_LEG = "graph"  # the leg the graph second stage asks again
 
@@ -121,11 +120,12 @@ class RecallPolicy:
     """The settings one recall runs with. A deployment's policy comes from `from_env`; a
     request's is `deployment.resolve(request overrides, route, legs)`."""
 
-    method: str = setting("calibrated", Spec(
-        "RECALLMESH_FUSION_METHOD", "fusion method: calibrated (each leg's score on an "
-        "absolute scale: BM25 over the query's summed idf, cosine as its margin over the "
-        "list's median), convex combination of min-max normalised scores, cc with cosine on "
-        "its -1..1 range, or weighted Reciprocal Rank Fusion",
+    method: str = setting("cc", Spec(
+        "RECALLMESH_FUSION_METHOD", "the ranker (fusion method; a hit's score is its "
+        "relevance estimate whatever the method): convex combination of min-max normalised "
+        "scores, cc with cosine on its -1..1 range, calibrated (each leg's score on an "
+        "absolute scale: BM25 over the query's summed idf, cosine above the model's cosine "
+        "floor), or weighted Reciprocal Rank Fusion",
         choices=METHODS, proto="zero"))
     rrf_k: int = setting(RRF_K, Spec(
         "RECALLMESH_RRF_K", "the RRF constant k", 1, 1000, proto="zero"))

@@ -72,12 +72,14 @@ CALIBRATION = ScoreCalibration(0.5, MODEL)
 
 
 def legs(cosines: dict[str, float], bm25: dict[str, float], scale: float = 2.0,
-         sensitive: frozenset[str] = frozenset()) -> list[LegList]:
+         sensitive: frozenset[str] = frozenset(), exact: frozenset[str] = frozenset()
+         ) -> list[LegList]:
     return [
         LegList("vector", 1.0, [LegCandidate(i, s) for i, s in
                                 sorted(cosines.items(), key=lambda kv: -kv[1])],
                 (-1.0, 1.0), blind_to_sensitive=True, score_floor=0.5),
-        LegList("lexical", 0.3, [LegCandidate(i, s, sensitive=i in sensitive) for i, s in
+        LegList("lexical", 0.3, [LegCandidate(i, s, sensitive=i in sensitive,
+                                              exact_match=i in exact) for i, s in
                                  sorted(bm25.items(), key=lambda kv: -kv[1])], score_scale=scale),
     ]
 
@@ -90,8 +92,8 @@ def test_evidence_is_read_from_the_legs_own_values_never_from_the_rankers_score(
     assert e[0] == pytest.approx({"cosine": 0.3, "cosine_gap": 0.0, "lexical": 0.5,
                                   "lexical_gap": -0.5, "rank": 0.0, "context": 0.0})
     assert e[1]["lexical"] == 0.0 and e[1]["rank"] == pytest.approx(math.log(2))
-    # a sensitive memory the vector leg cannot see: no cosine at all (the model without it)
-    assert "cosine" not in e[2] and "cosine_gap" not in e[2]
+    # a sensitive memory the vector leg cannot see: what an unrelated memory gets
+    assert e[2]["cosine"] == 0.0 and e[2]["cosine_gap"] == pytest.approx(-0.3)
     assert e[2]["lexical"] == 1.0 and e[2]["lexical_gap"] == 0.0  # BM25 over scale, at most 1
     # seen but not listed: at most the lowest listed cosine
     assert e[3]["cosine"] == pytest.approx(0.05) and e[3]["cosine_gap"] == pytest.approx(-0.25)
@@ -143,11 +145,12 @@ def test_without_a_calibration_the_score_is_the_share_and_other_methods_keep_the
     assert not scores_are_estimates("cc", None)
 
 
-def test_a_sensitive_memory_is_placed_by_its_own_evidence_not_by_the_blind_legs_rank():
-    """The ranker put the secret last (the vector leg cannot see it); its lexical evidence
-    is stronger than the others' whole evidence, so it is placed first, its ranker score
-    raised to stay there."""
-    lists = legs({"a": 0.56, "b": 0.55}, {"s": 2.0, "a": 0.2}, sensitive=frozenset("s"))
+def test_a_secret_asked_for_by_what_it_holds_is_placed_by_its_own_evidence():
+    """The ranker put the secret last (the vector leg cannot see it); it holds every query
+    term, and its lexical evidence is stronger than the others' whole evidence, so it is
+    placed first, its ranker score raised to stay there."""
+    lists = legs({"a": 0.56, "b": 0.55}, {"s": 2.0, "a": 0.2}, sensitive=frozenset("s"),
+                 exact=frozenset("s"))
     fused = [FusedCandidate("a", 0.9), FusedCandidate("b", 0.8), FusedCandidate("s", 0.3)]
     placed = place_unseen(fused, lists, CALIBRATION)
     assert [c.memory_id for c in placed] == ["s", "a", "b"]
@@ -155,8 +158,10 @@ def test_a_sensitive_memory_is_placed_by_its_own_evidence_not_by_the_blind_legs_
     assert place_unseen(fused, lists, None) == fused  # no estimate: the ranker's order
 
 
+
 def test_a_sensitive_memory_with_weak_evidence_stays_below_what_answers():
-    lists = legs({"a": 0.8, "b": 0.55}, {"s": 0.4, "a": 1.6}, sensitive=frozenset("s"))
+    lists = legs({"a": 0.8, "b": 0.55}, {"s": 0.4, "a": 1.6}, sensitive=frozenset("s"),
+                 exact=frozenset("s"))
     fused = [FusedCandidate("a", 0.9), FusedCandidate("b", 0.8), FusedCandidate("s", 0.3)]
     assert [c.memory_id for c in place_unseen(fused, lists, CALIBRATION)][0] == "a"
 
