@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import shutil
 import subprocess
@@ -137,6 +138,12 @@ def pools(sets: Sequence[str], limits: dict[str, int]) -> list[Path]:
 EVIDENCE_SETS = ("locomo", "longmemeval", "scifact", "madial_en", "madial_zh", "xquad_en",
                  "xquad_de", "xquad_zh")
 SEVERAL_NAMESPACES = ("locomo", "longmemeval", "madial_en", "madial_zh")  # pool.dump --foreign
+# The corpus each set's questions are also asked of, which holds nothing on their subject
+# (pool.add_elsewhere): encyclopaedia paragraphs for personal memories, a child's diary for the
+# rest.
+ELSEWHERE = {"locomo": "xquad_en", "longmemeval": "xquad_en", "madial_en": "xquad_en",
+             "madial_zh": "xquad_zh", "scifact": "madial_en", "xquad_en": "madial_en",
+             "xquad_de": "madial_en", "xquad_zh": "madial_zh"}
 EVIDENCE_CUTS = {"longmemeval": {"limit": 50}, "scifact": {"limit": 400, "corpus_sample": 1500},
                  **{f"xquad_{lang}": {"limit": 400} for lang in ("en", "de", "zh")}}
 
@@ -158,6 +165,11 @@ def evidence_pools(sets: Sequence[str]) -> list[Path]:
                    *(a for k, v in cut.items() for a in (f"--{k.replace('_', '-')}", str(v))),
                    *([] if cut else ["--unanswerable"]),
                    *(["--foreign"] if dataset in SEVERAL_NAMESPACES else []))
+        if "elsewhere" not in json.loads(path.read_text()):
+            python("-m", "benchmarks.replay.context_sweep", "elsewhere", "--pool", str(path),
+                   "--dataset", str(dataset_path(dataset)), "--other",
+                   str(dataset_path(ELSEWHERE[dataset])),
+                   *(a for k, v in cut.items() for a in (f"--{k.replace('_', '-')}", str(v))))
         paths.append(path)
     return paths
 

@@ -97,7 +97,8 @@ def split_rows(pool: dict, setting: Setting, calibration: ScoreCalibration) -> R
     by_id = {q.query_id: q for q in [*ds.queries, *ds.unanswerable]}
     created = {m.corpus_id: m.created_at for ms in ds.scopes.values() for m in ms}
     asked = [(q, "answerable") for q in pool["queries"]] + [
-        (q, kind) for kind in ("unanswerable", "foreign") for q in pool.get(kind, [])
+        (q, kind) for kind in ("unanswerable", "foreign", "elsewhere")
+        for q in pool.get(kind, [])
         if q["query_id"] in by_id]
     clusters = sorted({by_id[q["query_id"]].cluster or q["query_id"] for q, _ in asked})
     xs, ys, qs, folds, questions = [], [], [], [], []
@@ -207,7 +208,7 @@ def floor_curve(split: Rows, scores: np.ndarray) -> list[dict]:
                      for i in range(len(split.questions))])
     answerable = [i for i, q in enumerate(split.questions) if q["answerable"]]
     kinds = {kind: [i for i, q in enumerate(split.questions) if q["kind"] == kind]
-             for kind in ("unanswerable", "foreign")}
+             for kind in ("unanswerable", "foreign", "elsewhere")}
     base = np.array([metrics.per_query(split.questions[i]["ranked"],
                                        split.questions[i]["relevant"])["recall@10"]
                      for i in answerable])
@@ -302,7 +303,8 @@ def run(pool_paths: list[Path], write_catalogue: bool, json_to: Path | None,
               "answerable questions answered with nothing, and of the questions nothing answers "
               "answered with nothing, where the pool has them: `unanswerable` (the set's own: "
               "LoCoMo's adversarial questions) and `foreign` (each question asked in another "
-              "namespace, pool.dump --foreign).", "",
+              "namespace, pool.dump --foreign) and `elsewhere` (each asked of another set's "
+              "corpus, pool.add_elsewhere).", "",
               "| floor | " + " | ".join(s.name for s in splits) + " |",
               "|---:|" + "---|" * len(splits)]
     for i, f in enumerate(FLOORS):
@@ -310,7 +312,7 @@ def run(pool_paths: list[Path], write_catalogue: bool, json_to: Path | None,
         for s in splits:
             r = curves[s.name][i]
             empty = "".join(f", {kind} empty {r[f'empty_{kind}']:.2f}"
-                            for kind in ("unanswerable", "foreign")
+                            for kind in ("unanswerable", "foreign", "elsewhere")
                             if r[f"empty_{kind}"] is not None)
             cells.append(f"{r['recall@10']:.3f} ({r['delta'][0]:+.3f} [{r['delta'][1]:+.3f}, "
                          f"{r['delta'][2]:+.3f}]; abstains {r['abstained_answerable']:.2f}"

@@ -33,6 +33,7 @@ from benchmarks.harness.runner import git_commit
 from benchmarks.harness.script import paths
 from benchmarks.harness.stats import paired_bootstrap
 from benchmarks.replay.pool import (
+    add_elsewhere,
     default_setting,
     dump,
     fuse_and_propagate,
@@ -182,6 +183,13 @@ def main(argv: list[str] | None = None) -> None:
     d.add_argument("--unanswerable", action="store_true",
                    help="also dump the questions nothing answers (kept apart in the pool)")
     d.add_argument("--corpus-sample", type=int, help="the harness's --corpus-sample")
+    e = sub.add_parser("elsewhere", help="add to a pool its questions asked of another set's "
+                       "corpus (pool.add_elsewhere)")
+    e.add_argument("--pool", type=Path, required=True)
+    e.add_argument("--dataset", type=Path, required=True)
+    e.add_argument("--other", type=Path, required=True, help="the other set's folder")
+    e.add_argument("--limit", type=int)
+    e.add_argument("--corpus-sample", type=int)
     s = sub.add_parser("sweep")
     s.add_argument("--pools", type=paths, required=True, help="comma-separated pool files")
     s.add_argument("--json-to", type=Path)
@@ -193,6 +201,8 @@ def main(argv: list[str] | None = None) -> None:
         dump(args.dataset, args.out, args.limit, args.target, args.dsn, args.skip_ingest,
              args.namespace_tag, unanswerable=args.unanswerable, foreign=args.foreign,
              corpus_sample=args.corpus_sample)
+    elif args.command == "elsewhere":
+        add_elsewhere(args.pool, args.dataset, args.other, args.limit, args.corpus_sample)
     else:
         sweep(args.pools, args.json_to, args.report_to, args.detail_to)
 

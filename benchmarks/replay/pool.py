@@ -37,7 +37,7 @@ import psycopg
 from benchmarks.harness import metrics
 from benchmarks.harness.budget import compact_json
 from benchmarks.harness.configs import CONFIGS
-from benchmarks.harness.data import load
+from benchmarks.harness.data import Query, load
 from benchmarks.harness.runner import gateway_legs, git_commit, ingest, settle
 from benchmarks.harness.script import BENCH_ENV, dial_gateway, gateway_client
 from benchmarks.harness.stats import paired_bootstrap
@@ -134,32 +134,12 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
                 ingest_info["settle_s"] = settle(database)
             queries, unanswered, elsewhere = [], [], []
             for q, scope in asked:
-                # A pool is about ranking, not speed: the largest budget, and no answer
-                # that lost a leg (a busy CPU would otherwise leave lexical-only pools).
-                response = stub.Recall(memory_pb2.RecallRequest(
-                    namespace=ds.namespace(scope), query=q.text, k=POOL_K,
-                    fusion=overrides, explain=True, budget_ms=MAX_BUDGET_MS), timeout=60)
-                served = stub.Recall(memory_pb2.RecallRequest(
-                    namespace=ds.namespace(scope), query=q.text, k=K, fusion=overrides,
-                    budget_ms=MAX_BUDGET_MS), timeout=60)
-                if response.degraded or served.degraded:
-                    raise SystemExit(f"query {q.query_id}: degraded answer (a leg failed or "
-                                     "timed out); no pool written")
                 at_home = scope == q.scope
+                entry = ask_pool(stub, overrides, ds.namespace(scope), q, at_home)
+                if not at_home:
+                    entry["scope"] = scope
                 (queries if q.relevant and at_home else unanswered if at_home
-                 else elsewhere).append({
-                    "served_top": [h.memory.metadata["corpus_id"] for h in served.hits],
-                    "served_scores": [round(h.score, 4) for h in served.hits],
-                    "query_id": q.query_id, "category": q.category, "cluster": q.cluster,
-                    "relevant_ids": sorted(q.relevant) if at_home else [],
-                    "relevant_sessions": sorted(q.relevant_sessions or []) if at_home else [],
-                    **({} if at_home else {"scope": scope}),
-                    "legs": {leg: [[h.memory.metadata["corpus_id"], c.rank, c.score]
-                                   for h in response.hits for c in h.legs if c.leg == leg]
-                             for leg in ("lexical", "vector")},
-                    # each leg's score of a full match, where it gave one (calibrated fusion)
-                    "scale": {s.leg: s.score_scale for s in response.legs
-                              if s.HasField("score_scale")}})
+                 else elsewhere).append(entry)
         with psycopg.connect(database) as conn:
             rows = conn.execute(
                 "SELECT namespace, metadata->>'corpus_id', "
@@ -194,6 +174,68 @@ def dump(dataset_dir: Path, out: Path, limit: int | None, target: str | None = N
         "next": after, "prev": before,
         "sessions": {r[1]: r[3] for r in rows if r[3]}}))
     print(f"{ds.name}: {len(queries)} pools -> {out}", flush=True)
+
+
+def ask_pool(stub: memory_pb2_grpc.MemoryServiceStub, overrides: memory_pb2.FusionOverrides,
+             namespace: str, q: Query, at_home: bool) -> dict:
+    """One question's pool in `namespace`: each leg's top POOL_K with its native scores and
+    score scale, and the top K served (relevant ids only `at_home`, its own namespace)."""
+    # A pool is about ranking, not speed: the largest budget, and no answer that lost a leg
+    # (a busy CPU would otherwise leave lexical-only pools).
+    response = stub.Recall(memory_pb2.RecallRequest(
+        namespace=namespace, query=q.text, k=POOL_K, fusion=overrides, explain=True,
+        budget_ms=MAX_BUDGET_MS), timeout=60)
+    served = stub.Recall(memory_pb2.RecallRequest(
+        namespace=namespace, query=q.text, k=K, fusion=overrides, budget_ms=MAX_BUDGET_MS),
+        timeout=60)
+    if response.degraded or served.degraded:
+        raise SystemExit(f"query {q.query_id}: degraded answer (a leg failed or timed out); no "
+                         "pool written")
+    return {
+        "served_top": [h.memory.metadata["corpus_id"] for h in served.hits],
+        "served_scores": [round(h.score, 4) for h in served.hits],
+        "query_id": q.query_id, "category": q.category, "cluster": q.cluster,
+        "relevant_ids": sorted(q.relevant) if at_home else [],
+        "relevant_sessions": sorted(q.relevant_sessions or []) if at_home else [],
+        "legs": {leg: [[h.memory.metadata["corpus_id"], c.rank, c.score]
+                       for h in response.hits for c in h.legs if c.leg == leg]
+                 for leg in ("lexical", "vector")},
+        # each leg's score of a full match, where it gave one
+        "scale": {s.leg: s.score_scale for s in response.legs if s.HasField("score_scale")}}
+
+
+def add_elsewhere(pool_path: Path, dataset_dir: Path, other_dir: Path, limit: int | None,
+                  corpus_sample: int | None = None) -> None:
+    """Add to a pool each of its scored questions asked of another set's corpus (`other_dir`,
+    its first namespace), which holds nothing on their subject: what Recall gets from a
+    memory that was never told anything about the question (the pool's "elsewhere", relevant
+    ids empty), for the relevance estimate's fit. Its memories' neighbours join the pool's."""
+    pool = json.loads(pool_path.read_text())
+    ds = load(dataset_dir, limit, False, corpus_sample)
+    other = load(other_dir)
+    other.namespace_tag = "elsewhere"
+    scope = sorted(other.scopes)[0]
+    other.scopes = {scope: other.scopes[scope]}
+    with tempfile.TemporaryDirectory(prefix="recallmesh-elsewhere-") as tmp:
+        stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp, "RECALLMESH_LEGS": ALL_LEGS,
+                           "RECALLMESH_CONCEPT_EXTRACTOR": "none", **free_port_env()})
+        stack.start()
+        try:
+            with stack.dial() as channel, gateway_client(stack) as client:
+                stub = memory_pb2_grpc.MemoryServiceStub(channel)
+                overrides = CONFIGS["hybrid_cc_bm25t"].overrides(gateway_legs(client))
+                ingest(client, other)
+                settle(stack.dsn)
+                asked = [ask_pool(stub, overrides, other.namespace(scope), q, False)
+                         | {"scope": f"{other.name}:{scope}"} for q in ds.queries]
+            after, before = stored_adjacency(stack.dsn, [other.namespace(scope)])
+        finally:
+            stack.stop()
+    pool["elsewhere"] = asked
+    pool["next"] = {**after, **pool["next"]}
+    pool["prev"] = {**before, **pool["prev"]}
+    pool_path.write_text(json.dumps(pool))
+    print(f"{ds.name}: {len(asked)} questions asked of {other.name} -> {pool_path}", flush=True)
 
 
 COSINE = (-1.0, 1.0)  # the vector leg's theoretical range, as it reports it
