@@ -24,7 +24,7 @@ from recallmesh.gateway.legs import GrpcLeg, leg_failure
 from recallmesh.gateway.metrics import export_recall_zeros
 from recallmesh.gateway.recall import Recaller, RecallOutcome
 from recallmesh.gateway.settings import GatewaySettings
-from recallmesh.gateway.stages import CONTEXT_NEXT, CONTEXT_PREV
+from recallmesh.gateway.stages import CONTEXT_NEXT, CONTEXT_PREV, RANKER
 from recallmesh.gateway.store import MemoryStore, StoredMemory
 from recallmesh.gateway.time_window import TIME_WINDOW_LEG
 from recallmesh.migrations import latest_version
@@ -148,6 +148,8 @@ def recall_to_proto(outcome: RecallOutcome, explain: bool) -> memory_pb2.RecallR
                           else f"created inside {outcome.time_window.phrase!r} (fused rank "
                                f"{c.rank} before the boost)"
                           if c.leg == TIME_WINDOW_LEG and outcome.time_window is not None
+                          else "the ranker's score; the hit's score is its relevance estimate"
+                          if c.leg == RANKER
                           else reasons.get(c.leg, {}).get(hit.memory.id, ""))
                 msg.legs.add(leg=c.leg, rank=c.rank, score=c.score, reason=reason)
     if outcome.time_window is not None:

@@ -61,6 +61,9 @@ from recallmesh.wire.policy import RecallPolicy
 # The pseudo-legs named in explain for what context propagation added to a memory stored
 # right after / right before a hit (rank: that hit's rank in the fused list).
 CONTEXT_NEXT = "context_next"
+# The pseudo-leg named in explain for the ranker's own score of a hit (rank: its place in the
+# ranking) once its score has become its relevance estimate (relevance_scores).
+RANKER = "ranker"
 CONTEXT_PREV = "context_prev"
 
 
@@ -286,7 +289,8 @@ def relevance_scores(top: Sequence[FusedCandidate], lists: Sequence[LegList], me
     """`top` (in its final order) with each score the estimate that the hit is relevant, on
     one scale for every query and namespace: the calibration's relevance model of the hit's
     evidence, made non-increasing down a relevance ranking (non_increasing: the ranker orders,
-    the estimate never contradicts it). Without a calibration: calibrated fusion's share (the
+    the estimate never contradicts it); the ranker's score stays in the hit's contributions
+    (RANKER, what explain shows). Without a calibration: calibrated fusion's share (the
     fused score over the summed weights of the legs that answered, at most 1); any other
     method keeps its own score."""
     if calibration is not None:
@@ -294,7 +298,9 @@ def relevance_scores(top: Sequence[FusedCandidate], lists: Sequence[LegList], me
                   for e in evidence(top, lists, calibration, ended)]
         if sort_by == "relevance":
             scores = non_increasing(scores)
-        return [replace(c, score=s) for c, s in zip(top, scores, strict=True)]
+        return [replace(c, score=s, contributions=[*c.contributions,
+                                                   Contribution(RANKER, place, c.score)])
+                for place, (c, s) in enumerate(zip(top, scores, strict=True), start=1)]
     total = sum(lst.weight for lst in lists if lst.weight > 0)
     if method != "calibrated" or total <= 0:
         return list(top)

@@ -51,25 +51,29 @@ def overrides(**fields) -> memory_pb2.FusionOverrides:
     return memory_pb2.FusionOverrides(**fields)
 
 
+def ranker_score(hit) -> float:
+    return next(c.score for c in hit.legs if c.leg == "ranker")
+
+
 def context_entries(response) -> dict[str, list[tuple[str, int, str]]]:
     return {h.memory.id: [(c.leg, c.rank, c.reason) for c in h.legs if c.leg.startswith("context")]
             for h in response.hits}
 
 
 def test_the_reply_after_a_matched_question_gains_from_it(gateway, ns, turns):
-    # cc: its scores are the fused ones, to which propagation adds (under the default,
-    # calibrated, a hit's score is its relevance estimate, mapped after propagation).
+    # The ranker's scores (explain's "ranker"), to which propagation adds (a hit's score is
+    # its relevance estimate, computed after propagation).
     without = recall(gateway, ns, QUERY, fusion=overrides(context_hits=0, method="cc"),
                      explain=True)
     assert without.hits[0].memory.id == turns[0]
-    plain = {h.memory.id: h.score for h in without.hits}
+    plain = {h.memory.id: ranker_score(h) for h in without.hits}
     response = recall(gateway, ns, QUERY, explain=True, fusion=overrides(
         context_hits=1, context_next_weight=0.5, context_prev_weight=0.2, method="cc"))
     entries = context_entries(response)
     assert entries[turns[1]] == [("context_next", 1, "stored next after hit 1")]
     assert not [e for i, e in entries.items() if e and i != turns[1]]  # nothing before hit 1
     reply = next(h for h in response.hits if h.memory.id == turns[1])
-    assert reply.score == pytest.approx(plain.get(turns[1], 0.0) + 0.5 * plain[turns[0]])
+    assert ranker_score(reply) == pytest.approx(plain.get(turns[1], 0.0) + 0.5 * plain[turns[0]])
     ids = [h.memory.id for h in response.hits]
     assert ids.index(turns[1]) <= [h.memory.id for h in without.hits].index(turns[1])
     # The question just before a matched answer gains the prev share.

@@ -38,9 +38,9 @@ def concerts(gateway, ns) -> list[str]:
 
 @pytest.mark.integration
 def test_a_memory_from_the_named_day_is_raised_and_explained(gateway, ns, concerts):
-    # cc: its scores are the fused ones, which the explained boost multiplies (under the
-    # default, calibrated, a hit's score is its relevance estimate, mapped after the boost).
-    plain = recall(gateway, ns, QUESTION, reference_time=stamp(ASKED),
+    # The ranker's scores (explain's "ranker"), which the explained boost multiplies (a hit's
+    # score is its relevance estimate, computed after the boost).
+    plain = recall(gateway, ns, QUESTION, reference_time=stamp(ASKED), explain=True,
                    fusion=memory_pb2.FusionOverrides(time_boost=0.0, method="cc"))
     assert plain.hits[0].memory.id == concerts[0]  # the better wording wins without a window
     assert not plain.HasField("time_window")
@@ -54,7 +54,8 @@ def test_a_memory_from_the_named_day_is_raised_and_explained(gateway, ns, concer
     before = [h.memory.id for h in plain.hits].index(concerts[1]) + 1
     assert [(c.rank, c.reason) for c in boosted] == [
         (before, f"created inside 'last saturday' (fused rank {before} before the boost)")]
-    assert boosted[0].score == pytest.approx(5.0 * plain.hits[before - 1].score)
+    ranker = next(c.score for c in plain.hits[before - 1].legs if c.leg == "ranker")
+    assert boosted[0].score == pytest.approx(5.0 * ranker)
 
 
 @pytest.mark.integration
