@@ -20,13 +20,12 @@ pytestmark = pytest.mark.integration
 
 # Cases the shipped default fails (`make bench-behaviour` shows where the memory came): strict,
 # so a case that starts passing fails here until it is taken off this list.
-_NOTHING_ON_THE_SUBJECT = (
-    "the relevance estimate of the best of an unrelated list is what the development sets "
-    "taught it (about 0.15-0.22, above the 0.1 floor): they hold few questions asked of a "
-    "memory with nothing on their subject (docs/decisions/0012, issue 55)")
 KNOWN_FAILURES: dict[str, str] = {
-    "unanswerable: general knowledge": _NOTHING_ON_THE_SUBJECT,
-    "unanswerable: a fact never told": _NOTHING_ON_THE_SUBJECT,
+    "unanswerable: a fact never told": (
+        "the best of 20 unrelated memories for 'What is the user's blood type?' is estimated "
+        "0.088, above the 0.075 floor: the estimate is fitted out of fold on the evidence "
+        "sets, and a threshold moved until this case passes would be one tuned to it "
+        "(docs/decisions/0012, issue 55)"),
 }
 
 
