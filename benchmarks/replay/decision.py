@@ -90,7 +90,7 @@ EARLIER = {
     "shipped before issue 55 (calibrated, cosine floor, lexical 0.3)": SHIPPED_BEFORE,
     "default_previous (cc, lexical 0.7, time 1)": PREVIOUS_DEFAULT,
     "issue 27's (calibrated, list median, lexical 0.3)": ISSUE_27_DEFAULT,
-    "issue 41's (calibrated, context 3/0.3/0)": ISSUE_41_DEFAULT,
+    "issue 41's (calibrated, context 3/0.3/0)": ISSUE_41_DEFAULT.ranking,  # no floor: order
 }
 
 # How simple a setting is: the fewer values fitted to data and stages switched on, the
