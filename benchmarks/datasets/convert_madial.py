@@ -35,7 +35,8 @@ import collections
 import json
 import os
 import re
-import sys
+
+from common_shape import write_set
 
 FILES = {
     "en": ("data/en/MADial-Bench-en-memory.json", "data/en/MADial-Bench-en-dialogue.json"),
@@ -72,12 +73,6 @@ def clean_line(raw):
         if len(text) >= 2 and text.startswith(a) and text.endswith(b):
             text = text[1:-1].strip()
     return f"{speaker}: {text}"
-
-
-def write_jsonl(path, rows):
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False, sort_keys=False) + "\n")
 
 
 def main():
@@ -143,9 +138,6 @@ def main():
         per_user[conv] += 1
 
     os.makedirs(args.outdir, exist_ok=True)
-    write_jsonl(os.path.join(args.outdir, "corpus.jsonl"), corpus)
-    write_jsonl(os.path.join(args.outdir, "queries.jsonl"), queries)
-    write_jsonl(os.path.join(args.outdir, "qrels.jsonl"), qrels)
     stats = {
         "language": args.lang,
         "corpus_rows": len(corpus),
@@ -157,11 +149,7 @@ def main():
         "relevant_per_query": dict(sorted(collections.Counter(
             len(q["relevant_ids"]) for q in qrels).items())),
     }
-    with open(os.path.join(args.outdir, "stats.json"), "w", encoding="utf-8", newline="\n") as f:
-        json.dump(stats, f, ensure_ascii=False, indent=1)
-        f.write("\n")
-    json.dump(stats, sys.stdout, ensure_ascii=False)
-    print()
+    write_set(args.outdir, corpus, queries, qrels, stats)
 
 
 if __name__ == "__main__":

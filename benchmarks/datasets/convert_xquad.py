@@ -26,13 +26,8 @@ import argparse
 import collections
 import json
 import os
-import sys
 
-
-def write_jsonl(path, rows):
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+from common_shape import write_set
 
 
 def main():
@@ -69,9 +64,6 @@ def main():
                 qrels.append({"query_id": qid, "relevant_ids": [pid]})
 
     os.makedirs(args.outdir, exist_ok=True)
-    write_jsonl(os.path.join(args.outdir, "corpus.jsonl"), corpus)
-    write_jsonl(os.path.join(args.outdir, "queries.jsonl"), queries)
-    write_jsonl(os.path.join(args.outdir, "qrels.jsonl"), qrels)
     per_article = collections.Counter(r["article"] for r in corpus)
     stats = {
         "language": args.lang,
@@ -82,11 +74,7 @@ def main():
         "corpus_chars_median": sorted(len(r["text"]) for r in corpus)[len(corpus) // 2],
         "corpus_chars_max": max(len(r["text"]) for r in corpus),
     }
-    with open(os.path.join(args.outdir, "stats.json"), "w", encoding="utf-8", newline="\n") as f:
-        json.dump(stats, f, ensure_ascii=False, indent=1)
-        f.write("\n")
-    json.dump(stats, sys.stdout, ensure_ascii=False)
-    print()
+    write_set(args.outdir, corpus, queries, qrels, stats)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,15 @@ def paths(raw: str) -> list[Path]:
     return comma_list(raw, Path)
 
 
+def pools_parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
+    """The options every replay over candidate pools takes: --pools, --json-to, --report-to."""
+    parser = argparse.ArgumentParser(prog=prog, description=(doc or "").split("\n\n")[0])
+    parser.add_argument("--pools", type=paths, required=True, help="comma-separated pools")
+    parser.add_argument("--json-to", type=Path)
+    parser.add_argument("--report-to", type=Path)
+    return parser
+
+
 def positive_ints(raw: str) -> list[int]:
     """An argparse type: a comma-separated list of integers, each at least 1."""
     values = comma_list(raw, int)

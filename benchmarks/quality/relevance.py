@@ -36,7 +36,6 @@ RecallPolicy's default min_score is set by hand from the report.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 from collections.abc import Sequence
@@ -49,7 +48,7 @@ import numpy as np
 from benchmarks.harness import metrics
 from benchmarks.harness.data import dataset_path, load
 from benchmarks.harness.runner import git_commit
-from benchmarks.harness.script import paths
+from benchmarks.harness.script import pools_parser
 from benchmarks.harness.stats import paired_bootstrap
 from benchmarks.replay.cross_validation import Setting, served_ranking
 from benchmarks.replay.pool import K, leg_lists, rounded, write_reports
@@ -356,12 +355,8 @@ def write_model(name: str, calibration: ScoreCalibration, model: dict, splits: l
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.quality.relevance",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pools", type=paths, required=True, help="comma-separated pools")
+    parser = pools_parser("python -m benchmarks.quality.relevance", __doc__)
     parser.add_argument("--write-catalogue", action="store_true")
-    parser.add_argument("--json-to", type=Path)
-    parser.add_argument("--report-to", type=Path)
     args = parser.parse_args(argv)
     run(args.pools, args.write_catalogue, args.json_to, args.report_to)
 

@@ -37,7 +37,6 @@ clusters than it raises):
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 from collections.abc import Callable, Sequence
@@ -49,7 +48,7 @@ import numpy as np
 
 from benchmarks.harness.data import dataset_path
 from benchmarks.harness.runner import git_commit
-from benchmarks.harness.script import paths
+from benchmarks.harness.script import pools_parser
 from benchmarks.harness.stats import cluster_bootstrap
 from benchmarks.replay.cross_validation import (
     ISSUE_41_DEFAULT,
@@ -317,12 +316,8 @@ def run(pool_paths: list[Path], peers_dir: Path | None, json_to: Path | None,
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.replay.decision",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pools", type=paths, required=True, help="comma-separated pools")
+    parser = pools_parser("python -m benchmarks.replay.decision", __doc__)
     parser.add_argument("--peers", type=Path, help="folder of served runs (<split>/<peer>.json)")
-    parser.add_argument("--json-to", type=Path)
-    parser.add_argument("--report-to", type=Path)
     args = parser.parse_args(argv)
     run(args.pools, args.peers, args.json_to, args.report_to)
 
