@@ -199,9 +199,10 @@ def evidence(hits: Sequence[FusedCandidate], lists: Sequence[LegList],
     recallmesh/embedding_models/calibration.py), from the legs' own values, never from the
     ranker's score: the hit's own, and its gap to the best the leg listed. A leg that did not
     answer gives nothing: its features are left out and the model fitted without them
-    estimates every hit. A leg that answered but cannot see a hit (the vector leg and a
-    sensitive memory) gives what a typical unrelated memory gets (the cosine floor): the hit
-    earns its place on what the other legs saw. A hit a leg saw but did not list scores at
+    estimates every hit. Nor does a leg that answered but cannot see the hit (the vector leg
+    and a sensitive memory, which the lexical leg returns only when the question asks for what
+    no ordinary memory holds: docs/decisions/0015-secrets-on-what-only-they-hold.md): the hit
+    is estimated on what the legs that see it saw. A hit a leg saw but did not list scores at
     most the leg's lowest listed value (cosine) or matched no term worth listing (lexical, 0).
     The best a leg listed is read among the memories still valid: an `ended` fact
     (current_first) is no yardstick for its replacement."""
@@ -221,11 +222,9 @@ def evidence(hits: Sequence[FusedCandidate], lists: Sequence[LegList],
         e = {"rank": math.log(place),
              "context": float(any(c.leg in (CONTEXT_NEXT, CONTEXT_PREV)
                                   for c in hit.contributions))}
-        if vector is not None and cosines:
-            if hit.memory_id in hidden and vector.blind_to_sensitive:
-                cosine = calibration.cosine_floor  # what an unrelated memory gets
-            else:
-                cosine = cosines.get(hit.memory_id, lowest)
+        if (vector is not None and cosines
+                and not (hit.memory_id in hidden and vector.blind_to_sensitive)):
+            cosine = cosines.get(hit.memory_id, lowest)
             e["cosine"] = cosine - calibration.cosine_floor
             e["cosine_gap"] = cosine - best_cosine
         if scale:
@@ -257,10 +256,9 @@ def place_unseen(fused: Sequence[FusedCandidate], lists: Sequence[LegList],
     above the first seen hit whose estimate (made non-increasing along the ranker's order) is
     below its own, its ranker score raised to just above that hit's, so later stages keep the
     place. The ranker scored the blind leg's silence as its worst (min-max) or as nothing; the
-    estimate reads it as what an unrelated memory gets (`evidence`), so the secret is placed on
-    what the legs that see it saw: asked for by what it holds, first; sharing a name with a
-    harmless question, below the memories the vector leg finds closer. The others keep the
-    ranker's order. Nothing moves without a calibration (no estimate)."""
+    estimate leaves the blind leg out (`evidence`), so the secret is placed on what the legs
+    that see it saw. The others keep the ranker's order. Nothing moves without a calibration
+    (no estimate)."""
     hidden = sensitive_ids(lists)
     blind = any(lst.blind_to_sensitive and lst.weight > 0 and lst.candidates for lst in lists)
     if calibration is None or not blind or not hidden.intersection(c.memory_id for c in fused):

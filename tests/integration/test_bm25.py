@@ -334,25 +334,65 @@ def test_bm25_statement_returns_the_reference_k_best(db, skewed_corpus):
     check()
 
 
-def test_a_sensitive_memory_counts_only_its_own_text(stack, gateway, ns):
-    """Issue 39: a secret whose content shares a name with a harmless question, and whose tag
-    holds the rest of it, is not returned; asked for by what it holds, it is, scored on its
-    own text; an ordinary memory matched through its tags still is."""
-    secret, answer, tagged = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
+def test_a_secret_is_returned_only_for_what_no_ordinary_memory_holds(stack, gateway, db, ns):
+    """Docs/decisions/0015: a sensitive memory is returned only when one of the question's
+    words, or two of them together, are in its own text (not its tags) and in no ordinary
+    memory of the namespace; then it is scored like any memory. Both rankings."""
+    vpn, answer, tagged, _, alarm, _ = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
         namespace=ns, memories=[
             memory_pb2.Memory(content="Jonas's Kestrel VPN password is tulip-Orbit-88.",
                               sensitive=True, tags=["work", "office"]),
             memory_pb2.Memory(content="Jonas works as a backend engineer at Kestrel Freight."),
             memory_pb2.Memory(content="Door code is 8812.", tags=["office"]),
+            memory_pb2.Memory(content="Jonas works from home on Fridays."),
+            memory_pb2.Memory(content="The alarm code of Jonas's home is 4512.", sensitive=True,
+                              tags=["home"]),
+            memory_pb2.Memory(content="The home alarm beeps when the back door is open."),
         ]), timeout=10).ids
-    harmless = [c.memory_id for c in search(stack, ns, "Where does Jonas work?").candidates]
-    assert answer in harmless and secret not in harmless
-    # matched only by its tag: an ordinary memory yes, the secret no
-    office = [c.memory_id for c in search(stack, ns, "office").candidates]
-    assert office == [tagged]
+    secrets = {vpn, alarm}
+
+    def found(query: str) -> list[str]:
+        return [c.memory_id for c in search(stack, ns, query).candidates]
+
+    def found_ts_rank(query: str) -> list[str]:
+        sql, params = core.build_search_sql(Filters(), "relevance")
+        rows = db.execute(sql, params | {"ns": ns, "query": query, "k": 10,
+                                         "or_min_rank": 0.0}).fetchall()
+        return [r[0] for r in rows]
+
+    for ranking in (found, found_ts_rank):
+        # a name, a tag, an everyday word: shared with ordinary memories, no secret
+        for harmless in ("Where does Jonas work?", "Where is Jonas's home?", "Jonas's office",
+                         "Kestrel work", "home alarm", "Jonas's back door"):
+            assert not secrets & set(ranking(harmless)), (ranking.__name__, harmless)
+        # matched only by its tag: an ordinary memory yes, the secret no
+        assert ranking("office") == [tagged]
+        # a word only the secret holds; two words no ordinary memory holds together
+        assert ranking("Jonas VPN password")[0] == vpn
+        assert ranking("home alarm code")[0] == alarm
+        assert alarm in ranking("What is the code of Jonas's alarm?")
+        assert alarm in ranking("Jonas home alarm")  # only the secret speaks of his alarm
     asked = search(stack, ns, "Jonas VPN password").candidates
-    assert asked[0].memory_id == secret and asked[0].exact_match
-    assert asked[0].sensitive
+    assert asked[0].memory_id == vpn and asked[0].exact_match and asked[0].sensitive
+
+
+def test_function_words_of_other_languages_ask_for_no_secret(stack, gateway, ns):
+    """The English configuration keeps German and Spanish function words ("die", "von",
+    "del"): they are no one's secret (core.CONTENT_LEXEMES)."""
+    _, secret, _, secreto = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
+        namespace=ns, memories=[
+            memory_pb2.Memory(content="Jonas fährt mit dem Auto zur Arbeit."),
+            memory_pb2.Memory(content="Das VPN-Passwort von Jonas für die Arbeit ist tulip-88.",
+                              sensitive=True),
+            memory_pb2.Memory(content="El coche de Chen es un Volvo; Chen va al trabajo en él."),
+            memory_pb2.Memory(content="La contraseña del VPN del trabajo de Chen es coral-46.",
+                              sensitive=True),
+        ]), timeout=10).ids
+    for harmless in ("Was weißt du über die Arbeit von Jonas?", "Háblame del trabajo de Chen."):
+        assert not {secret, secreto} & {c.memory_id for c in search(stack, ns, harmless).candidates}
+    assert search(stack, ns, "Wie lautet das VPN-Passwort von Jonas?").candidates[0].memory_id \
+        == secret
+    assert search(stack, ns, "¿Cuál es la contraseña de Chen?").candidates[0].memory_id == secreto
 
 
 # Twenty words from common to rare (each in 60% of memories down to about 0.3%).

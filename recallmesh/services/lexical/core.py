@@ -24,11 +24,9 @@ id (sort_by importance: the top k by score, most important first; recency: the
 newest matches); `exact_match` still says whether every term matched. Each BM25
 answer also gives the query's score scale, sum over its lexemes of idf(t): what a
 memory holding every term once at average length scores (calibrated fusion).
-A sensitive memory is held to its own text (content and keywords, not the
-tags or category it was filed under): its BM25 score is scaled by the share
-of its matched terms' idf that its text holds, and it is returned only when
-its text holds more than SENSITIVE_SHARE_MIN (three quarters) of the idf of the query's terms
-that the namespace holds (issue 39).
+A sensitive memory is returned, by either ranking, only when the question asks for what it
+holds that the namespace's ordinary memories do not (`asks_for_secret`,
+docs/decisions/0015-secrets-on-what-only-they-hold.md); it is then scored like any memory.
 Each posting's share is rounded to a multiple of 2^-36 (CONTRIBUTION), so a score is the
 same whatever order its shares are summed in. When the query's terms have many postings
 (PRUNE_MIN_POSTINGS), relevance and importance run a pruned statement that returns the same
@@ -86,6 +84,46 @@ class LexicalResult:
         return sum(1 for h in self.hits if h.tier == 1)
 
 
+def asks_for_secret(vector: str, terms: str) -> str:
+    """The SQL condition under which a sensitive memory (its search vector `vector`) may be
+    returned for a question (its content words' lexemes, the text[] `terms`: CONTENT_LEXEMES):
+    the question asks for something only a secret holds. One of the question's words, or two
+    of them together, are in the memory's own text (content and keywords: tsvector weights A
+    and B, not the tags or category it was filed under) and in no live memory of the namespace
+    that is not sensitive (their postings, tags included). "How much sertraline ...", "... VPN
+    password" or "home alarm code" (no ordinary memory speaks of an alarm's code) ask for a
+    secret; a name, a tag or an everyday word the secret shares with the namespace's ordinary
+    memories, or a name and a word that one of them holds together ("Where is Jonas's home?"
+    beside "Jonas works from home"), asks for nothing of the kind, however much of the question
+    it makes up (docs/decisions/0015-secrets-on-what-only-they-hold.md). Needs %(ns)s."""
+    return f"""EXISTS (
+        SELECT 1
+        FROM (SELECT array_agg(own) AS asked
+              FROM unnest(tsvector_to_array(ts_filter({vector}, '{{a,b}}'))) AS own
+              WHERE own = ANY({terms})) o
+        CROSS JOIN LATERAL unnest(o.asked) AS x
+        CROSS JOIN LATERAL unnest(o.asked) AS y
+        WHERE x <= y AND NOT EXISTS (
+            SELECT 1 FROM memory_lexemes px
+            JOIN memory_lexemes py
+              ON py.namespace = px.namespace AND py.lexeme = y AND py.memory_id = px.memory_id
+            JOIN memories m2 ON m2.id = px.memory_id
+            WHERE px.namespace = %(ns)s AND px.lexeme = x AND NOT m2.is_sensitive
+              AND (m2.expires_at IS NULL OR m2.expires_at > now())))"""
+
+
+# The question's words for `asks_for_secret`: its lexemes less the function words of every
+# language Postgres ships a stop list for (a snowball dictionary maps a stop word to no lexeme):
+# the English configuration keeps "die", "del" or "als" as words, and no secret is asked for by
+# them.
+CONTENT_LEXEMES = """tsvector_to_array(to_tsvector('english', coalesce((
+    SELECT string_agg(w, ' ')
+    FROM unnest(tsvector_to_array(to_tsvector('simple', %(query)s))) AS w
+    WHERE NOT EXISTS (SELECT 1 FROM pg_ts_dict d
+                      WHERE d.dictname ~ '_stem$' AND ts_lexize(d.oid::regdictionary, w) = '{}')
+), '')))"""
+
+
 def build_search_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]:
     """The one statement behind a lexical search, and its filter parameters.
 
@@ -97,6 +135,8 @@ def build_search_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any
     score = f"(rank * {w_rank} + importance * {w_importance})"
     order = "created_at DESC, id" if sort_by == "recency" else f"{score} DESC, id"
     where_filters, params = filter_sql(filters, alias="m")
+    secret = asks_for_secret("m.search_vector", CONTENT_LEXEMES)
+    where_filters += f" AND (NOT m.is_sensitive OR {secret})"
     sql = f"""
 {_QUERY_TIERS}, and_hits AS (
     SELECT m.id, ts_rank(m.search_vector, qq.and_q) AS rank, m.importance, m.created_at,
@@ -130,15 +170,6 @@ LIMIT %(k)s
 
 
 RANKINGS = ("ts_rank", "bm25")
-# BM25: a sensitive memory is returned only when its own text holds more than this share of the
-# query's evidence: the summed idf of the query's terms that the namespace holds at all (a term
-# no memory holds tells nothing). A secret that shares only a name with a harmless question
-# ("Where does Jonas work?" and Jonas's VPN password, tagged work: the name is just over half
-# of that question's evidence) is not returned; one asked for by what it holds ("Jonas's VPN
-# password", "sertraline dose") is. Half was not enough once scores became absolute (issue 39):
-# the name alone then ranked the secret above every memory matching only "work".
-SENSITIVE_SHARE_MIN = 0.75
-
 _NO_CUTOFF = "'-Infinity'::float8"  # a cut-off every score passes
 # A filter passing at most this many memories of the namespace is applied before the lookups
 # (build_bm25_sql).
@@ -273,7 +304,7 @@ def _pruned_scores(lookup: str) -> str:
 
 def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True
                    ) -> tuple[str, dict[str, Any]]:
-    """The BM25 statement and its parameters (filters, sensitive_share). Callers add: ns,
+    """The BM25 statement and its parameters (filters). Callers add: ns,
     query, k, k1, b.
 
     Scores come from the postings of the query's own lexemes (migrations/0006), so the
@@ -328,7 +359,6 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True
     scores = _pruned_scores(lookup) if prune and sort_by != "recency" else _FULL_SCORES
     if scores is not _FULL_SCORES:
         params["seed_postings"] = _SEED_POSTINGS
-    params["sensitive_share"] = SENSITIVE_SHARE_MIN
     sql = f"""
 WITH terms AS (
     SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
@@ -348,8 +378,10 @@ WITH terms AS (
         WHERE namespace = %(ns)s AND lexeme = t.lexeme
         LIMIT 1
     ) l ON true
-    ORDER BY t.lexeme  -- the query's scale and a sensitive memory's shares sum the terms' idf
-                       -- in this order, the same bits in the pruned and the full statement
+    ORDER BY t.lexeme  -- the query's scale sums the terms' idf in this order, the same bits
+                       -- in the pruned and the full statement
+), asked AS MATERIALIZED (  -- read only when a sensitive memory is among the scored
+    SELECT {CONTENT_LEXEMES} AS lexemes
 ){scores}{passing}, looked AS (
     SELECT m.id, m.importance, m.created_at, sc.score, m.is_sensitive, sc.matched,
            CASE WHEN m.is_sensitive THEN m.search_vector END AS search_vector
@@ -359,27 +391,10 @@ WITH terms AS (
 ), hits AS (
     SELECT id, importance, created_at, is_sensitive, score,
            matched = (SELECT count(*) FROM terms) AS all_terms
-    FROM looked WHERE NOT is_sensitive
-    UNION ALL
-    -- A sensitive memory is scored on the query terms of its own text only (content and its
-    -- keywords, tsvector weights A and B; not terms matched only by its tags or category), and
-    -- is returned only when that text holds more than %(sensitive_share)s of the idf of the
-    -- query's terms that the namespace holds at all. Only these rows pay for the check.
-    SELECT l.id, l.importance, l.created_at, l.is_sensitive, l.score * own.share,
-           own.matched = (SELECT count(*) FROM terms)
-    FROM looked l
-    CROSS JOIN LATERAL (
-        SELECT coalesce(sum(i.idf) FILTER (WHERE i.lexeme = ANY(v.own)), 0)
-                   / nullif(sum(i.idf) FILTER (WHERE i.lexeme = ANY(v.everything)), 0)
-                   AS share,
-               coalesce(sum(i.idf) FILTER (WHERE i.lexeme = ANY(v.own)), 0)
-                   / nullif(sum(i.idf) FILTER (WHERE i.df > 0), 0) AS of_query,
-               count(*) FILTER (WHERE i.lexeme = ANY(v.own)) AS matched
-        FROM idf i
-        CROSS JOIN (SELECT tsvector_to_array(ts_filter(l.search_vector, '{{a,b}}')) AS own,
-                           tsvector_to_array(l.search_vector) AS everything) v
-    ) own
-    WHERE l.is_sensitive AND own.of_query > %(sensitive_share)s
+    FROM looked
+    -- only sensitive rows pay for the check
+    WHERE NOT is_sensitive
+       OR {asks_for_secret("search_vector", "(SELECT lexemes FROM asked)::text[]")}
 )
 SELECT id::text, score, score AS rank, CASE WHEN all_terms THEN 0 ELSE 1 END AS tier,
        importance, (SELECT sum(idf) FROM idf) AS scale, is_sensitive
