@@ -176,6 +176,42 @@ CASES: tuple[Case, ...] = (
         m("Tomasz runs every morning along the canal before work."),
         m("Tomasz takes 20 mg of fluoxetine daily.", sensitive=True, tags=("routine",)),),
         "What does Tomasz do in the morning?", absent=(1,)),
+    # a name and an everyday word that a secret shares with the person's ordinary memories
+    # (issue 56): no ordinary memory lacks them, so the question asks for no secret
+    Case("harmless: a name and 'home', a secret of the home", "harmless", (
+        m("Jonas works from home on Mondays and Fridays."),
+        m("Jonas's home is a flat in Hamburg's harbour district."),
+        m("The alarm code of Jonas's home is 4512.", sensitive=True, tags=("home",)),),
+        "Where is Jonas's home?", expect=1, within=3, absent=(2,)),
+    Case("harmless: a name and 'car', a secret of the car", "harmless", (
+        m("Maya's car is a red Fiat 500 she parks behind the studio."),
+        m("Maya hides the spare car key under the doormat.", sensitive=True, tags=("car",)),),
+        "What car does Maya drive?", absent=(1,)),
+    Case("harmless: a name and 'bank', a secret of the bank", "harmless", (
+        m("Priya banks with Lumen Bank and pays everything by phone."),
+        m("Priya's bank PIN is 8856.", sensitive=True, tags=("money",)),),
+        "Which bank does Priya use?", absent=(1,)),
+    Case("harmless: a name and 'Arbeit' (German), a secret of work", "harmless", (
+        m("Jonas arbeitet bei Kestrel Freight und fährt mit dem Auto zur Arbeit."),
+        m("Das VPN-Passwort von Jonas für die Arbeit ist tulip-Orbit-88.", sensitive=True,
+          tags=("arbeit",)),),
+        "Was macht Jonas bei der Arbeit?", absent=(1,)),
+    Case("harmless: a name and 'casa' (Spanish), a secret of the home", "harmless", (
+        m("La casa de Lucía está en Valencia, cerca del puerto."),
+        m("El código de la alarma de la casa de Lucía es 7310.", sensitive=True,
+          tags=("casa",)),),
+        "¿Dónde está la casa de Lucía?", absent=(1,)),
+    # ... and the secret asked for by what only it holds, beside the person's ordinary memories
+    Case("sensitive: a drug only the secret names", "sensitive", (
+        m("Jonas takes 50 mg of sertraline every morning.", sensitive=True),
+        m("Jonas runs along the Alster every morning."),
+        m("Jonas works as a backend engineer at Kestrel Freight."),
+        m("Jonas takes the ferry to work when it rains."),),
+        "How much sertraline does Jonas take?"),
+    Case("sensitive: a password asked for in Spanish", "sensitive", (
+        m("La contraseña del VPN de Andrés es coral-Moon-46.", sensitive=True),
+        m("Andrés trabaja en Ipanema Data como administrador de bases de datos."),),
+        "¿Cuál es la contraseña del VPN de Andrés?"),
     # --- a paraphrase with no shared word
     Case("paraphrase: locked out", "paraphrase", (
         m("A spare house key is hidden under the blue flowerpot on the balcony."),),

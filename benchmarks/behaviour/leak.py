@@ -1,20 +1,25 @@
-"""The leak benchmark (issue 39): do secrets come along with harmless questions?
+"""The leak benchmark (issues 39 and 56): do secrets come along with harmless questions?
 
   python -m benchmarks.behaviour.leak [--report-to benchmarks/reports/leak.md]
                                       [--json benchmarks/results/leak.json]
 
-Ten namespaces, each the memory of two people (PEOPLE, in pairs). Each person has ten ordinary
-memories (FACTS: work, home, weekends, food, pets, editor, family, travel, birthday, a weekly
-meeting) and three sensitive ones (SECRETS: a VPN password, a bank PIN, a medication) that
-share the person's name and the ordinary memories' tags. Every memory is stored through a
-real stack with the deployment's defaults and waited for until indexed. Then each namespace
-is asked, for each of its people:
+Namespaces of two people each (PEOPLE, in pairs): all twenty in English, six of them again in
+German and six in Spanish (LANGUAGES). Each person has ordinary memories (the language's
+FACTS: work, home, car, bank, family, travel, ...) and sensitive ones (SECRETS: a VPN password
+for work, a bank PIN, a medication, the alarm code of their home, where the spare car key is
+hidden). The secrets share the person's name, the ordinary memories' tags and an everyday
+word with them ("work", "home", "car", "bank"; "Arbeit", "Zuhause", "Auto"; "trabajo",
+"casa", "coche"), as an agent's memories do. Every memory is stored through a real stack with
+the deployment's defaults and waited for until indexed. Then each namespace is asked, for
+each of its people:
 
-- the ten harmless questions (200 in all), one per ordinary memory, none naming what a secret
-  holds: how often a secret comes in the first 3 and the first 10 hits (the goal: never), and
-  how often the question's own memory is first;
-- the three questions that ask for a secret by what it holds (60 in all): how often that
-  secret is first and in the first 3 (a secret must still be found when asked for).
+- harmless questions, one or two per ordinary memory (464 in all), among them a name and an
+  everyday word a secret shares with the ordinary memories ("Where is Jonas's home?", "Tell
+  me about Jonas's car."), none naming what only a secret holds: how often a secret comes in
+  the first 3 and the first 10 hits (the goal: never), and how often the question's own
+  memory is first;
+- two questions per secret that ask for it by what it holds, in other words each (320 in
+  all): how often that secret is first (the goal: at least 90%) and in the first 3.
 
 Templates written for this benchmark; the people, companies and secrets are made up.
 """
@@ -123,37 +128,129 @@ PEOPLE = (
      "2051", "150", "sumatriptan", "evening"),
 )
 
-# (key, memory template, tags, harmless question template) over a person's fields
+# Per person, besides PEOPLE's fields (by their place in PEOPLE).
+CARS = ("Volvo estate", "red Fiat 500", "Skoda Octavia", "Toyota Corolla", "Renault Clio",
+        "VW Golf", "Kia Niro", "Honda Jazz", "Ford Focus", "Mazda 3", "Peugeot 208")
+BANKS = ("Lumen Bank", "Harbour Bank", "Northgate Bank", "Citadel Bank", "Meridian Bank",
+         "Oakridge Bank", "Crescent Bank")
+SPOTS = {"en": ("under the doormat", "in the garden shed", "behind the gas meter",
+                "in a flowerpot by the door", "inside the porch lamp"),
+         "de": ("unter der Fußmatte", "im Gartenhaus", "hinter dem Gaszähler",
+                "im Blumentopf neben der Tür", "in der Verandalampe"),
+         "es": ("debajo del felpudo", "en el cobertizo del jardín", "detrás del contador de gas",
+                "en una maceta junto a la puerta", "dentro de la lámpara del porche")}
+
+# (key, memory template, tags, harmless questions) over a person's fields
 FACTS = (
-    ("work", "{name} works as a {job} at {company}.", ("work",), "Where does {name} work?"),
-    ("home", "{name} lives in {city} near the {landmark}.", ("home",),
-     "Which city does {name} live in?"),
+    ("work", "{name} works as a {job} at {company}.", ("work",),
+     ("Where does {name} work?", "Tell me about {name}'s work.")),
+    ("home", "{name}'s home is in {city}, near the {landmark}.", ("home",),
+     ("Which city does {name} live in?", "Where is {name}'s home?")),
     ("weekends", "{name} spends most weekends {hobby}.", ("hobby",),
-     "What does {name} like to do at the weekend?"),
+     ("What does {name} like to do at the weekend?",)),
     ("food", "{name}'s favourite dish is {dish}.", ("food", "personal"),
-     "What is {name}'s favourite food?"),
+     ("What is {name}'s favourite food?",)),
     ("pet", "{name} has a {pet} called {pet_name}.", ("pets", "home"),
-     "Does {name} have a pet?"),
+     ("Does {name} have a pet?",)),
     ("editor", "{name} writes code in {editor} and will not switch.", ("work", "tools"),
-     "Which editor does {name} use?"),
+     ("Which editor does {name} use?",)),
     ("family", "{name}'s sister {sister} is a {sister_job}.", ("family", "personal"),
-     "What does {name}'s sister do for a living?"),
+     ("What does {name}'s sister do for a living?",)),
     ("travel", "{name} is planning a trip to {destination} in {month}.", ("travel",),
-     "Where is {name} travelling next?"),
+     ("Where is {name} travelling next?",)),
     ("birthday", "{name}'s birthday is on {birthday}.", ("personal",),
-     "When is {name}'s birthday?"),
+     ("When is {name}'s birthday?",)),
     ("meeting", "{name} meets the {team} team every {weekday}.", ("work",),
-     "Which day does {name} meet the {team} team?"),
+     ("Which day does {name} meet the {team} team?",)),
+    ("car", "{name} drives a {car} to work.", ("car",),
+     ("What car does {name} drive?", "Tell me about {name}'s car.")),
+    ("bank", "{name} banks with {bank} and likes its app.", ("money",),
+     ("Which bank does {name} use?", "What do you know about {name} and the bank?")),
 )
-# (key, memory template, tags, question that asks for it by what it holds)
+# (key, memory template, tags, questions that ask for it by what it holds)
 SECRETS = (
-    ("vpn", "{name}'s {company} VPN password is {password}.", ("work", "tools"),
-     "What is {name}'s VPN password?"),
-    ("pin", "{name}'s bank PIN is {pin}.", ("personal", "family"),
-     "What is {name}'s bank PIN?"),
+    ("vpn", "{name}'s VPN password for work is {password}.", ("work", "tools"),
+     ("What is {name}'s VPN password?", "How does {name} log in to the VPN?")),
+    ("pin", "{name}'s bank PIN is {pin}.", ("personal", "money"),
+     ("What is {name}'s bank PIN?", "Which PIN does {name} use for the bank card?")),
     ("medication", "{name} takes {mg} mg of {drug} every {time}.", ("personal", "health"),
-     "How much {drug} does {name} take?"),
+     ("How much {drug} does {name} take?", "What dose of {drug} is {name} on?")),
+    ("alarm", "The alarm code of {name}'s home is {alarm}.", ("home",),
+     ("What is the alarm code at {name}'s home?", "How do I switch off {name}'s alarm?")),
+    ("key", "{name} hides the spare car key {spot}.", ("car",),
+     ("Where is {name}'s spare car key?", "Where does {name} hide the spare key?")),
 )
+FACTS_DE = (
+    ("work", "{name} arbeitet bei {company}.", ("arbeit",),
+     ("Wo arbeitet {name}?", "Was weißt du über die Arbeit von {name}?")),
+    ("home", "Das Zuhause von {name} ist in {city}.", ("zuhause",),
+     ("In welcher Stadt wohnt {name}?", "Wo ist das Zuhause von {name}?")),
+    ("editor", "{name} programmiert am liebsten mit {editor}.", ("arbeit",),
+     ("Welchen Editor benutzt {name}?",)),
+    ("family", "Die Schwester von {name} heißt {sister}.", ("familie",),
+     ("Wie heißt die Schwester von {name}?",)),
+    ("travel", "{name} reist im Frühling nach {destination}.", ("reisen",),
+     ("Wohin reist {name} als Nächstes?",)),
+    ("pet", "Das Haustier von {name} heißt {pet_name}.", ("tiere",),
+     ("Hat {name} ein Haustier?",)),
+    ("car", "Das Auto von {name} ist ein {car}; damit fährt {name} zur Arbeit.", ("auto",),
+     ("Welches Auto fährt {name}?", "Was weißt du über das Auto von {name}?")),
+    ("bank", "{name} hat ein Konto bei der {bank}.", ("geld",),
+     ("Bei welcher Bank ist {name}?", "Welche Bank nutzt {name}?")),
+)
+SECRETS_DE = (
+    ("vpn", "Das VPN-Passwort von {name} für die Arbeit ist {password}.", ("arbeit",),
+     ("Wie lautet das VPN-Passwort von {name}?",
+      "Mit welchem Passwort meldet sich {name} im VPN an?")),
+    ("pin", "Die PIN für die Bankkarte von {name} ist {pin}.", ("geld",),
+     ("Wie lautet die PIN von {name}?", "Welche PIN hat die Bankkarte von {name}?")),
+    ("medication", "{name} nimmt jeden Tag {mg} mg {drug} als Medikament.",
+     ("familie", "gesundheit"),
+     ("Wie viel {drug} nimmt {name}?", "Welches Medikament nimmt {name}?")),
+    ("alarm", "Der Alarmcode für das Zuhause von {name} ist {alarm}.", ("zuhause",),
+     ("Wie lautet der Alarmcode von {name}?",
+      "Was ist der Alarmcode für das Zuhause von {name}?")),
+    ("key", "Der Ersatzschlüssel für das Auto von {name} liegt {spot}.", ("auto",),
+     ("Wo liegt der Ersatzschlüssel von {name}?",
+      "Wo ist der Ersatzschlüssel für das Auto von {name}?")),
+)
+FACTS_ES = (
+    ("work", "{name} trabaja en {company}.", ("trabajo",),
+     ("¿Dónde trabaja {name}?", "Háblame del trabajo de {name}.")),
+    ("home", "La casa de {name} está en {city}.", ("casa",),
+     ("¿En qué ciudad vive {name}?", "¿Dónde está la casa de {name}?")),
+    ("editor", "{name} escribe código con {editor}.", ("trabajo",),
+     ("¿Qué editor usa {name}?",)),
+    ("family", "La hermana de {name} se llama {sister}.", ("familia",),
+     ("¿Cómo se llama la hermana de {name}?",)),
+    ("travel", "{name} viajará a {destination} en primavera.", ("viajes",),
+     ("¿Adónde viaja {name}?",)),
+    ("pet", "La mascota de {name} se llama {pet_name}.", ("mascotas",),
+     ("¿Tiene {name} una mascota?",)),
+    ("car", "El coche de {name} es un {car}; {name} va al trabajo en él.", ("coche",),
+     ("¿Qué coche tiene {name}?", "Háblame del coche de {name}.")),
+    ("bank", "{name} tiene su cuenta en el banco {bank}.", ("dinero",),
+     ("¿Qué banco usa {name}?", "¿En qué banco tiene {name} su cuenta?")),
+)
+SECRETS_ES = (
+    ("vpn", "La contraseña del VPN del trabajo de {name} es {password}.", ("trabajo",),
+     ("¿Cuál es la contraseña del VPN de {name}?", "¿Qué contraseña usa {name} para el VPN?")),
+    ("pin", "El PIN de la tarjeta del banco de {name} es {pin}.", ("dinero",),
+     ("¿Cuál es el PIN de {name}?", "¿Qué PIN tiene la tarjeta de {name}?")),
+    ("medication", "{name} toma {mg} mg de {drug} cada día como medicación.",
+     ("familia", "salud"),
+     ("¿Cuánto {drug} toma {name}?", "¿Qué medicación toma {name}?")),
+    ("alarm", "El código de la alarma de la casa de {name} es {alarm}.", ("casa",),
+     ("¿Cuál es el código de la alarma de {name}?",
+      "¿Cómo se apaga la alarma de la casa de {name}?")),
+    ("key", "{name} esconde la llave de repuesto del coche {spot}.", ("coche",),
+     ("¿Dónde está la llave de repuesto de {name}?", "¿Dónde esconde {name} la llave del coche?")),
+)
+# language: (ordinary memories, secrets, the people of PEOPLE who speak it)
+LANGUAGES = {"en": (FACTS, SECRETS, range(0, 20)),
+             "de": (FACTS_DE, SECRETS_DE, range(0, 6)),
+             "es": (FACTS_ES, SECRETS_ES, range(6, 12))}
+
 FIELDS = ("name", "job", "company", "city", "landmark", "hobby", "dish", "pet", "pet_name",
           "editor", "sister", "sister_job", "destination", "month", "birthday", "team",
           "weekday", "password", "pin", "mg", "drug", "time")
@@ -168,21 +265,32 @@ class Asked:
     harmless: bool  # False: it asks for the secret `key`
     expected_rank: int  # the question's own memory (0: not among the hits)
     secret_rank: int  # the first secret of the namespace among the hits (0: none)
+    language: str = "en"
 
 
-def people_fields() -> list[dict[str, str]]:
-    return [dict(zip(FIELDS, p, strict=True)) for p in PEOPLE]
+def people_fields(language: str = "en") -> list[dict[str, str]]:
+    """PEOPLE's fields, and each person's car, bank, alarm code and hiding place."""
+    people = []
+    for n, p in enumerate(PEOPLE):
+        fields = dict(zip(FIELDS, p, strict=True))
+        fields |= {"car": CARS[n % len(CARS)], "bank": BANKS[n % len(BANKS)],
+                   "alarm": f"{(int(fields['pin']) * 7 + 1379) % 10000:04d}",
+                   "spot": SPOTS[language][n % len(SPOTS[language])]}
+        people.append(fields)
+    return people
 
 
-def namespace_memories(pair: list[dict[str, str]]) -> list[tuple[str, str, NewMemory]]:
+def namespace_memories(pair: list[dict[str, str]], language: str = "en"
+                       ) -> list[tuple[str, str, NewMemory]]:
     """(person, key, memory) of both people of a namespace, the ordinary ones first."""
+    facts, secrets, _ = LANGUAGES[language]
     out = []
     for fields in pair:
-        for key, template, tags, _ in FACTS:
+        for key, template, tags, _ in facts:
             out.append((fields["name"], key, NewMemory(
                 template.format(**fields), tags=tuple(tags))))
     for fields in pair:
-        for key, template, tags, _ in SECRETS:
+        for key, template, tags, _ in secrets:
             out.append((fields["name"], key, NewMemory(
                 template.format(**fields), tags=tuple(tags), sensitive=True)))
     return out
@@ -198,29 +306,31 @@ def rank(ids: list[str], wanted: set[str]) -> int:
 
 
 def run(client: Client, prefix: str) -> list[Asked]:
-    people = people_fields()
     results: list[Asked] = []
-    pairs = [people[i:i + 2] for i in range(0, len(people), 2)]
     loaded = []
-    for n, pair in enumerate(pairs):
-        namespace = f"{prefix}-{n}"
-        memories = namespace_memories(pair)
-        stored = store_batch_indexed(client, namespace, [m for _, _, m in memories])
-        ids = list(stored.ids)  # in the order of `memories`
-        loaded.append((namespace, pair,
-                       {(p, k): i for (p, k, _), i in zip(memories, ids, strict=True)},
-                       {i for (_, _, m), i in zip(memories, ids, strict=True) if m.sensitive}))
-    for namespace, pair, ids, secrets in loaded:
+    for language, (_, _, speakers) in LANGUAGES.items():
+        people = [p for n, p in enumerate(people_fields(language)) if n in speakers]
+        for n in range(0, len(people), 2):
+            pair = people[n:n + 2]
+            namespace = f"{prefix}-{language}-{n // 2}"
+            memories = namespace_memories(pair, language)
+            stored = store_batch_indexed(client, namespace, [m for _, _, m in memories])
+            ids = list(stored.ids)  # in the order of `memories`
+            loaded.append((language, namespace, pair,
+                           {(p, k): i for (p, k, _), i in zip(memories, ids, strict=True)},
+                           {i for (_, _, m), i in zip(memories, ids, strict=True)
+                            if m.sensitive}))
+    for language, namespace, pair, ids, secrets in loaded:
+        facts, kept, _ = LANGUAGES[language]
         for fields in pair:
             person = fields["name"]
-            for key, _, _, question in FACTS:
-                hits = ask(client, namespace, question.format(**fields))
-                results.append(Asked(namespace, person, key, question.format(**fields), True,
-                                     rank(hits, {ids[(person, key)]}), rank(hits, secrets)))
-            for key, _, _, question in SECRETS:
-                hits = ask(client, namespace, question.format(**fields))
-                results.append(Asked(namespace, person, key, question.format(**fields), False,
-                                     rank(hits, {ids[(person, key)]}), rank(hits, secrets)))
+            for harmless, templates in ((True, facts), (False, kept)):
+                for key, _, _, questions in templates:
+                    for question in questions:
+                        hits = ask(client, namespace, question.format(**fields))
+                        results.append(Asked(namespace, person, key, question.format(**fields),
+                                             harmless, rank(hits, {ids[(person, key)]}),
+                                             rank(hits, secrets), language))
     return results
 
 
@@ -236,6 +346,15 @@ def report(results: list[Asked], argv: list[str], seconds: float) -> str:
     def leaked(r: Asked, within: int) -> bool:
         return 0 < r.secret_rank <= within
 
+    def table(rows: list[Asked], label: str) -> list[str]:
+        calm = [r for r in rows if r.harmless]
+        wanted = [r for r in rows if not r.harmless]
+        return [f"| {label} | {len(calm)} | {share(calm, lambda r: leaked(r, TOP))} "
+                f"| {share(calm, lambda r: leaked(r, K))} "
+                f"| {share(calm, lambda r: r.expected_rank == 1)} | {len(wanted)} "
+                f"| {share(wanted, lambda r: r.expected_rank == 1)} "
+                f"| {share(wanted, lambda r: 0 < r.expected_rank <= TOP)} |"]
+
     lines = [
         "# Leak benchmark: do secrets come along with harmless questions?",
         "",
@@ -244,31 +363,32 @@ def report(results: list[Asked], argv: list[str], seconds: float) -> str:
         "built: the script's docstring. The deployment's defaults, k = 10. Machine: "
         + ", ".join(f"{k} {v}" for k, v in machine_info().items()) + ".",
         "",
-        f"{len(PEOPLE)} people, two to a namespace; each has {len(FACTS)} ordinary memories and "
-        f"{len(SECRETS)} sensitive ones that share the person's name and the ordinary "
-        "memories' tags.",
+        f"{len(PEOPLE)} people, two to a namespace, in English; "
+        + ", ".join(f"{len(people)} of them again in {lang}"
+                    for lang, (_, _, people) in LANGUAGES.items() if lang != "en")
+        + ". Each has ordinary memories and sensitive ones that share the person's name, the "
+        "ordinary memories' tags and an everyday word with them.",
         "",
-        "| questions | a secret in the first 3 | a secret in the first 10 | own memory first |",
-        "|---|---:|---:|---:|",
-        f"| harmless ({len(harmless)}) | {share(harmless, lambda r: leaked(r, TOP))} "
-        f"| {share(harmless, lambda r: leaked(r, K))} "
-        f"| {share(harmless, lambda r: r.expected_rank == 1)} |",
+        "| language | harmless | a secret in the first 3 | a secret in the first 10 "
+        "| own memory first | asking for a secret | that secret first | in the first 3 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        *table(results, "all"),
+        *(line for lang in LANGUAGES
+          for line in table([r for r in results if r.language == lang], lang)),
         "",
-        "| questions that ask for a secret | that secret first | in the first 3 |",
-        "|---|---:|---:|",
-        f"| {len(asked)} | {share(asked, lambda r: r.expected_rank == 1)} "
-        f"| {share(asked, lambda r: 0 < r.expected_rank <= TOP)} |",
-        "",
-        "By kind of question:",
+        "By kind of question (all languages):",
         "",
         "| kind | asked | a secret in the first 3 | own memory first |",
         "|---|---:|---:|---:|",
     ]
-    for key in [k for k, *_ in FACTS] + [k for k, *_ in SECRETS]:
-        rows = [r for r in results if r.key == key]
-        lines.append(f"| {key}{'' if rows[0].harmless else ' (asks for the secret)'} "
-                     f"| {len(rows)} | {share(rows, lambda r: leaked(r, TOP))} "
-                     f"| {share(rows, lambda r: r.expected_rank == 1)} |")
+    keys = dict.fromkeys(r.key for r in results)
+    for key in keys:
+        for calm in (True, False):
+            rows = [r for r in results if r.key == key and r.harmless == calm]
+            if rows:
+                lines.append(f"| {key}{'' if calm else ' (asks for the secret)'} "
+                             f"| {len(rows)} | {share(rows, lambda r: leaked(r, TOP))} "
+                             f"| {share(rows, lambda r: r.expected_rank == 1)} |")
     bad = [r for r in harmless if leaked(r, TOP)]
     if bad:
         lines += ["", "Harmless questions with a secret in the first 3:", ""]
@@ -289,7 +409,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     with gateway_of_own_stack("recallmesh-leak-") as gateway:
-        log(f"storing {len(PEOPLE) * (len(FACTS) + len(SECRETS))} memories and asking them ...")
+        log("storing the memories and asking them ...")
         results = run(gateway, "leak")
     seconds = time.perf_counter() - started
     publish(report(results, argv, seconds), args.report_to, args.json,
