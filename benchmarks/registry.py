@@ -535,6 +535,11 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               "reliability per split and the floor it supports (--write-catalogue ships it)",
               evidence("relevance", "benchmarks.quality.relevance"),
               ("relevance.md", "relevance.json"), EVIDENCE_SETS, ("hybrid_cc_bm25t",)),
+    Benchmark("context-curve", "what Context packs, by rule: the answer kept against the items "
+              "packed and the off-topic questions with an empty block, on the evidence sets "
+              "(docs/decisions/0014)",
+              evidence("context_curve", "benchmarks.quality.context_curve"),
+              ("context_curve.md", "context_curve.json"), EVIDENCE_SETS, ("hybrid_cc_bm25t",)),
     Benchmark("lever-replay", "levers replayed on the dev pools with exact vectors (speaker "
               "boost, PRF, embedding hop, chunks, routed weight, time windows)",
               replay("lever-replay", "benchmarks.replay.lever_replay", "lever_replay.json",

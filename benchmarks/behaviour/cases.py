@@ -52,6 +52,10 @@ class Case:
     # memory of this index was created (half a write gap later)
     filters: dict[str, Any] = field(default_factory=dict)
     as_of_after: int | None = None
+    # asked through Context with its defaults instead of Recall: the expected memory must be in
+    # the block (`within`: among its first that many lines), no `absent` memory anywhere in it;
+    # with expect None the block must be empty (docs/decisions/0014)
+    context: bool = False
 
 
 def m(content: str, **kw) -> Memory:
@@ -402,4 +406,47 @@ MULTILINGUAL: tuple[Case, ...] = (
         m("マンションの暗証番号は金庫の中のメモに書いてある。", sensitive=True),), "暗証番号"),
 )
 
-ALL_CASES = CASES + FILTERED + MULTILINGUAL
+# Context: what an agent puts before its prompt, in a namespace of memories about one person
+# (the demo's kind: every memory names her, so her name matches all of them). Issue 56.
+_PERSON = (
+    m("Maya is allergic to peanuts; always check restaurant menus for peanut oil."),
+    m("Maya is vegetarian on weekdays and eats fish at weekends."),
+    m("Maya's GitHub handle is maya-ok."),
+    m("Maya's manager at Northwind Labs is Tomás Ribeiro."),
+    m("Maya's home network uses a Ubiquiti router; the Wi-Fi name is Biscoito-5G."),
+    m("Maya uses Neovim with the LazyVim distribution as her editor."),
+    m("Maya's sister Adaeze lives in Manchester and is a nurse."),
+    m("Maya is training for the Lisbon half marathon in October."),
+    m("Maya lives in Lisbon and works remotely for Northwind Labs."),
+    m("Maya reads science fiction; she loved the Murderbot Diaries."),
+)
+_OTHER = (
+    m("Jonas cannot eat gluten; he has coeliac disease."),
+    m("Jonas's GitHub handle is jkrause."),
+    m("Jonas's team lead is Greta Vogel."),
+    m("Jonas sails on the Alster on Sunday mornings."),
+    m("Jonas lives in Hamburg near the harbour."),
+)
+_NOT_FOOD = (2, 3, 4, 5)
+CONTEXT: tuple[Case, ...] = (
+    Case("context: cooking for her packs her diet, not her handle", "context", _PERSON,
+         "What should I cook for Maya?", within=3, fillers=0, absent=_NOT_FOOD, context=True),
+    Case("context: cooking for another person", "context", _OTHER,
+         "What should I cook for Jonas?", within=3, fillers=0, absent=(1, 2, 3), context=True),
+    Case("context: her manager, alone", "context", _PERSON, "Who is Maya's manager?",
+         expect=3, fillers=0, absent=(0, 1, 2, 4), context=True),
+    Case("context: off-topic, a capital", "context", _PERSON,
+         "What is the capital of Australia?", expect=None, fillers=0, context=True),
+    Case("context: off-topic, a poem", "context", _PERSON, "Write a haiku about autumn leaves.",
+         expect=None, fillers=0, context=True),
+    Case("context: off-topic, a repair", "context", _PERSON, "How do I change a bicycle tyre?",
+         expect=None, fillers=0, context=True),
+    Case("context: off-topic, another person's", "context", _OTHER,
+         "What is the capital of Australia?", expect=None, fillers=0, context=True),
+    Case("context: cooking for her, in Portuguese", "context", _PERSON,
+         "Que devo cozinhar para a Maya?", within=3, fillers=0, absent=_NOT_FOOD, context=True),
+    Case("context: cooking for her, in German", "context", _PERSON,
+         "Was soll ich für Maya kochen?", within=3, fillers=0, absent=_NOT_FOOD, context=True),
+)
+
+ALL_CASES = CASES + FILTERED + MULTILINGUAL + CONTEXT

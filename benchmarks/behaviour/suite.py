@@ -140,6 +140,8 @@ def ask(client: Client, namespace: str, case: Case, ids: list[str],
         created = client.get(ids[case.as_of_after], namespace=namespace).created_at
         assert created is not None
         options["as_of"] = created + timedelta(seconds=WRITE_GAP_S / 2)
+    if case.context:
+        return ask_context(client, namespace, case, ids, options)
     response = client.recall(case.query, namespace=namespace, k=K, timeout=30,
                              **({"fusion": fusion} if fusion is not None else {}), **options)
     hit_ids = [h.memory.id for h in response.hits]
@@ -154,6 +156,23 @@ def ask(client: Client, namespace: str, case: Case, ids: list[str],
                       len(response.hits), response.hits[rank - 1].score if rank else 0.0,
                       len(set(first)) < len(first), case.expect is None,
                       response.hits[0].score if response.hits else 0.0)
+
+
+def ask_context(client: Client, namespace: str, case: Case, ids: list[str],
+                options: dict[str, Any]) -> CaseResult:
+    """A Context case: the block with Context's defaults; its lines stand for the hits (rank:
+    the expected memory's line; intruder: the first line of an `absent` memory, anywhere).
+    Context takes no fusion overrides: every configuration asks it with the deployment's."""
+    block = client.context(case.query, namespace=namespace, timeout=30, **options)
+    packed = [item.id for item in block.items]
+    expected = ids[case.expect] if case.expect is not None else None
+    rank = packed.index(expected) + 1 if expected in packed else 0
+    unwanted = {ids[i] for i in case.absent}
+    intruder = next((n for n, memory_id in enumerate(packed, 1) if memory_id in unwanted), 0)
+    lines = tuple(block.text.splitlines()[1:4])
+    return CaseResult(case.name, case.kind, case.within, rank, lines, intruder, len(packed),
+                      block.items[rank - 1].score if rank else 0.0, False, expected is None,
+                      block.items[0].score if block.items else 0.0)
 
 
 def load_cases(client: Client, cases: tuple[Case, ...] | list[Case], prefix: str

@@ -82,6 +82,7 @@ class Rows:
     question: np.ndarray  # index into `questions`
     fold: np.ndarray
     questions: list[dict]  # {"answerable", "relevant", "ranked", "cluster"}
+    place: np.ndarray | None = None  # each hit's place in its list (1 first)
 
 
 def fold_of(cluster: str, split: str, clusters: list[str]) -> int:
@@ -90,8 +91,10 @@ def fold_of(cluster: str, split: str, clusters: list[str]) -> int:
     return int(hashlib.sha256(cluster.encode()).hexdigest(), 16) % FOLDS
 
 
-def split_rows(pool: dict, setting: Setting, calibration: ScoreCalibration) -> Rows:
-    """Every hit of every question's served top K, with its evidence and label."""
+def split_rows(pool: dict, setting: Setting, calibration: ScoreCalibration,
+               depth: int = K) -> Rows:
+    """Every hit of every question's served top `depth` (Recall's K; Context recalls deeper),
+    with its evidence and label."""
     ds = load(dataset_path(pool["dataset"]), unanswerable=True)
     by_id = {q.query_id: q for q in [*ds.queries, *ds.unanswerable]}
     created = {m.corpus_id: m.created_at for ms in ds.scopes.values() for m in ms}
@@ -100,16 +103,18 @@ def split_rows(pool: dict, setting: Setting, calibration: ScoreCalibration) -> R
         for q in pool.get(kind, [])
         if q["query_id"] in by_id]
     clusters = sorted({by_id[q["query_id"]].cluster or q["query_id"] for q, _ in asked})
-    xs, ys, qs, folds, questions = [], [], [], [], []
+    xs, ys, qs, folds, places, questions = [], [], [], [], [], []
     for q, kind in asked:
         answerable = kind == "answerable"
         query = by_id[q["query_id"]]
-        ranked, policy = served_ranking(pool, q, query, setting, created, calibration)
-        top = ranked[:K]
+        ranked, policy = served_ranking(pool, q, query, setting, created, calibration, k=depth)
+        top = ranked[:depth]
         lists = leg_lists(q, policy.leg_depth, policy.weight("lexical"))
         relevant = set(q["relevant_ids"]) if answerable else set()
         cluster = query.cluster or q["query_id"]
-        for e, hit in zip(stages.evidence(top, lists, calibration), top, strict=True):
+        for place, (e, hit) in enumerate(zip(stages.evidence(top, lists, calibration), top,
+                                             strict=True), start=1):
+            places.append(place)
             xs.append([e.get(f, 0.0) for f in FEATURES])
             ys.append(1.0 if hit.memory_id in relevant else 0.0)
             qs.append(len(questions))
@@ -117,7 +122,7 @@ def split_rows(pool: dict, setting: Setting, calibration: ScoreCalibration) -> R
         questions.append({"answerable": answerable, "kind": kind, "relevant": sorted(relevant),
                           "ranked": [c.memory_id for c in top], "cluster": cluster})
     return Rows(pool["dataset"], np.array(xs, float).reshape(-1, len(FEATURES)),
-                np.array(ys), np.array(qs), np.array(folds), questions)
+                np.array(ys), np.array(qs), np.array(folds), questions, np.array(places))
 
 
 def fit(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -171,13 +176,18 @@ def served_scores(split: Rows, raw: np.ndarray) -> np.ndarray:
     return out
 
 
-def out_of_fold(splits: list[Rows]) -> dict[str, np.ndarray]:
-    """Each split's estimates, every fold predicted by the model fitted without it."""
+def out_of_fold(splits: list[Rows], fit_depth: int | None = None) -> dict[str, np.ndarray]:
+    """Each split's estimates, every fold predicted by the model fitted without it (on the
+    hits within `fit_depth` of their list where given: the shipped model is fitted on each
+    top K, and predicts deeper hits for Context)."""
     oof = {s.name: np.zeros(len(s.y)) for s in splits}
     for held in splits:
         for fold in sorted(set(held.fold.tolist())):
             mask = {s.name: (s.fold != fold) if s is held else np.ones(len(s.y), bool)
                     for s in splits}
+            if fit_depth is not None:
+                mask = {s.name: m & (s.place <= fit_depth) if s.place is not None else m
+                        for s, m in zip(splits, mask.values(), strict=True)}
             beta = fit_on(splits, mask)
             rows = held.fold == fold
             oof[held.name][rows] = predict(beta, held.x[rows])

@@ -234,11 +234,13 @@ def replay_split(pool: dict, dataset_dir: Path, grid: Iterable[Setting]) -> Spli
 
 def served_ranking(pool: dict, q: dict, query: Query, ranking: Setting,
                    created: dict[str, datetime | None], calibration: ScoreCalibration | None,
-                   fused_cache: dict | None = None) -> tuple[list[FusedCandidate], RecallPolicy]:
+                   fused_cache: dict | None = None, k: int = K
+                   ) -> tuple[list[FusedCandidate], RecallPolicy]:
     """One pool query served under `ranking` as the gateway serves it: the whole ranking (the
-    top K after context propagation, each scored with its relevance estimate as Recall scores
-    its k = K hits (stages.relevance_scores), then the rest of the fused list unscored, for the
-    session-level recall that reads deeper); and the request's policy."""
+    top k after context propagation, each scored with its relevance estimate as Recall scores
+    its k hits (stages.relevance_scores), then the rest of the fused list unscored, for the
+    session-level recall that reads deeper); and the request's policy. k is Recall's (K) by
+    default; Context recalls DEFAULT_CONTEXT_K."""
     routed = route(query.text) if ranking.intent_routing else None
     policy = ranking.policy().resolve(Overrides(), routed.overrides() if routed else None)
     weight = policy.weight("lexical")
@@ -254,11 +256,11 @@ def served_ranking(pool: dict, q: dict, query: Query, ranking: Setting,
     plan = stages.plan(policy, lists, "relevance", query.text, query.reference_time)
     if plan.window is not None:
         fused = boost(fused, created, plan.window, plan.time_boost)[0]
-    top = fused[:K]
+    top = fused[:k]
     if plan.context_hits:
         top, _ = stages.propagate_context(
             fused, top, pool["next"], pool["prev"], plan.context_hits,
-            plan.context_next_weight, plan.context_prev_weight, K)
+            plan.context_next_weight, plan.context_prev_weight, k)
     shown = {c.memory_id for c in top}
     scored_top = stages.relevance_scores(top, lists, policy.method, calibration)  # as served
     return [*scored_top, *(c for c in fused if c.memory_id not in shown)], policy

@@ -26,6 +26,17 @@ KNOWN_FAILURES: dict[str, str] = {
         "0.088, above the 0.075 floor: the estimate is fitted out of fold on the evidence "
         "sets, and a threshold moved until this case passes would be one tuned to it "
         "(docs/decisions/0012, issue 55)"),
+    # Context (docs/decisions/0014): the best memory of a namespace about one person is
+    # estimated 0.08-0.13 for these questions, as high as the relevant memories of MADial's
+    # answerable questions; no cut on the estimate that empties these blocks keeps 95% of the
+    # answers Context packs today on every evidence set (benchmarks/reports/context_curve.md).
+    "context: off-topic, a capital": "packs 'Maya lives in Lisbon ...' (estimate 0.099)",
+    "context: off-topic, a poem": "packs 'Maya reads science fiction ...' (estimate 0.118)",
+    "context: off-topic, another person's": "packs 'Jonas lives in Hamburg ...' (0.125)",
+    "context: cooking for her, in Portuguese": (
+        "packs her GitHub handle alone (0.080): the English model's cosine of a short memory "
+        "that holds only her name"),
+    "context: cooking for her, in German": "an empty block: no food memory reaches the floor",
 }
 
 
