@@ -35,6 +35,8 @@ same whatever order its shares are summed in. When the query's terms have many p
 rows (issue 44, _pruned_scores): the commonest terms, which cannot lift a memory into the k best
 on their own, are summed only for the memories the rarer terms make candidates.
 Chinese, Japanese and Korean runs are searched as character pairs (cjk.py).
+Under BM25 a misspelt term (one no memory of the namespace holds) is read as the namespace's
+most similar term by spelling, weighted by that similarity (SPELLED; docs/decisions/0013).
 The user's text only ever reaches Postgres as a bound parameter to
 plainto_tsquery, which cannot fail on any input (operators, quotes,
 backslashes, emoji, over-long tokens); the OR query is derived from the
@@ -271,6 +273,34 @@ def _pruned_scores(lookup: str) -> str:
     WHERE (SELECT rest FROM theta) > 0
 )"""
 
+# Misspellings (docs/decisions/0013-misspellings-by-trigram.md). A query term that no live memory
+# of the namespace holds (df 0), of at least SPELLING_MIN_CHARS characters and without a digit,
+# is read as the namespace's most similar term by pg_trgm's trigram similarity (migrations/0016),
+# when that similarity reaches the leg's threshold (%(spelling)s; pg_trgm's own default 0.3):
+# the most similar one, of equal similarity the one more memories hold, then the first in
+# order. It is scored as that term with its idf times the similarity, below 1: an exact match
+# of a term as rare outranks it, and the query's scale (the summed idf) counts it at that weight,
+# what a memory holding the corrected term once at average length scores. Shorter words and
+# numbers are not corrected: a letter more or less makes another word of them (cat, cut; 2023,
+# 2024). Chinese, Japanese and Korean terms are character pairs (cjk.py), never that long.
+SPELLING_MIN_CHARS = 4
+SPELLING_SIMILARITY = 0.3  # pg_trgm's default similarity_threshold; 1 turns corrections off
+SPELLED = """, spelled AS MATERIALIZED (
+    SELECT h.lexeme AS term, c.lexeme, c.df, c.similarity
+    FROM held h
+    CROSS JOIN LATERAL (
+        SELECT ls.lexeme, ls.df, similarity(ls.lexeme, h.lexeme)::float8 AS similarity
+        FROM lexeme_stats ls
+        WHERE ls.lexeme %% h.lexeme  -- the trigram index (at pg_trgm.similarity_threshold)
+          AND ls.namespace = %(ns)s AND ls.df > 0 AND ls.lexeme !~ '[0-9]'
+        ORDER BY similarity DESC, ls.df DESC, ls.lexeme
+        LIMIT 1
+    ) c
+    WHERE h.df = 0 AND %(spelling)s < 1 AND char_length(h.lexeme) >= """ + str(
+    SPELLING_MIN_CHARS) + """ AND h.lexeme !~ '[0-9]' AND c.similarity >= %(spelling)s
+)"""
+
+
 def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True
                    ) -> tuple[str, dict[str, Any]]:
     """The BM25 statement and its parameters (filters, sensitive_share). Callers add: ns,
@@ -329,6 +359,7 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True
     if scores is not _FULL_SCORES:
         params["seed_postings"] = _SEED_POSTINGS
     params["sensitive_share"] = SENSITIVE_SHARE_MIN
+    params["spelling"] = SPELLING_SIMILARITY
     sql = f"""
 WITH terms AS (
     SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
@@ -338,18 +369,25 @@ WITH terms AS (
     SELECT greatest(docs, 1)::float8 AS docs,
            greatest(total_len::float8 / greatest(docs, 1), 1) AS avgdl
     FROM namespace_stats WHERE namespace = %(ns)s
-), idf AS MATERIALIZED (  -- once per term, not per posting
-    SELECT t.lexeme, coalesce(l.df, 0) AS df,
-           ln(1 + (s.docs - coalesce(l.df, 0) + 0.5) / (coalesce(l.df, 0) + 0.5)) AS idf
+), held AS MATERIALIZED (  -- each term and how many live memories of the namespace hold it
+    SELECT t.lexeme, coalesce(l.df, 0) AS df
     FROM terms t
-    CROSS JOIN stats s
     LEFT JOIN LATERAL (
         SELECT df FROM lexeme_stats
         WHERE namespace = %(ns)s AND lexeme = t.lexeme
         LIMIT 1
     ) l ON true
-    ORDER BY t.lexeme  -- the query's scale and a sensitive memory's shares sum the terms' idf
-                       -- in this order, the same bits in the pruned and the full statement
+){SPELLED}, idf AS MATERIALIZED (  -- once per term, not per posting
+    SELECT DISTINCT ON (w.lexeme) w.lexeme, w.df,
+           w.weight * ln(1 + (s.docs - w.df + 0.5) / (w.df + 0.5)) AS idf
+    FROM (SELECT lexeme, df, 1.0::float8 AS weight FROM held
+          WHERE lexeme NOT IN (SELECT term FROM spelled)
+          UNION ALL
+          SELECT lexeme, df, similarity FROM spelled) w
+    CROSS JOIN stats s
+    ORDER BY w.lexeme,  -- the query's scale and a sensitive memory's shares sum the terms' idf
+                        -- in this order, the same bits in the pruned and the full statement
+             w.weight DESC  -- a correction that is also a term of the query counts once, exact
 ){scores}{passing}, looked AS (
     SELECT m.id, m.importance, m.created_at, sc.score, m.is_sensitive, sc.matched,
            CASE WHEN m.is_sensitive THEN m.search_vector END AS search_vector
@@ -358,7 +396,7 @@ WITH terms AS (
       AND sc.score >= {cutoff}
 ), hits AS (
     SELECT id, importance, created_at, is_sensitive, score,
-           matched = (SELECT count(*) FROM terms) AS all_terms
+           matched = (SELECT count(*) FROM terms) AND NOT EXISTS (SELECT FROM spelled) AS all_terms
     FROM looked WHERE NOT is_sensitive
     UNION ALL
     -- A sensitive memory is scored on the query terms of its own text only (content and its
@@ -366,7 +404,7 @@ WITH terms AS (
     -- is returned only when that text holds more than %(sensitive_share)s of the idf of the
     -- query's terms that the namespace holds at all. Only these rows pay for the check.
     SELECT l.id, l.importance, l.created_at, l.is_sensitive, l.score * own.share,
-           own.matched = (SELECT count(*) FROM terms)
+           own.matched = (SELECT count(*) FROM terms) AND NOT EXISTS (SELECT FROM spelled)
     FROM looked l
     CROSS JOIN LATERAL (
         SELECT coalesce(sum(i.idf) FILTER (WHERE i.lexeme = ANY(v.own)), 0)
@@ -401,6 +439,7 @@ BM25_WORK_MEM = "32MB"
 # question at 100,000 memories and up), the full one otherwise. Both return the same rows.
 PRUNE_MIN_POSTINGS = 50000
 BM25_PREPARE = """SELECT set_config('work_mem', %(work_mem)s, true),
+       set_config('pg_trgm.similarity_threshold', least(%(spelling)s, 1)::text, true),
        (SELECT coalesce(sum(df), 0) FROM lexeme_stats
         WHERE namespace = %(ns)s
           AND lexeme = ANY(tsvector_to_array(to_tsvector('english', %(query)s))))"""
@@ -411,8 +450,10 @@ class LexicalRetriever:
     primary pool's: recallmesh.shared.replicas)."""
 
     def __init__(self, reads: Any, or_min_rank: float = 0.01, ranking: str = "ts_rank",
-                 k1: float = 1.2, b: float = 0.75) -> None:
+                 k1: float = 1.2, b: float = 0.75,
+                 spelling: float = SPELLING_SIMILARITY) -> None:
         self.reads = as_reads(reads)
+        self.spelling = spelling
         self.or_min_rank = or_min_rank
         self.ranking = ranking
         self.k1 = k1
@@ -437,13 +478,14 @@ class LexicalRetriever:
             async with conn.transaction():
                 # one round trip: the statement's memory, and how many postings its terms have
                 cur = await conn.execute(BM25_PREPARE, {"ns": namespace, "query": terms,
-                                                         "work_mem": BM25_WORK_MEM})
+                                                         "work_mem": BM25_WORK_MEM,
+                                                         "spelling": self.spelling})
                 row = await cur.fetchone()
-                postings = int(row[1]) if row else 0
+                postings = int(row[2]) if row else 0
                 sql, params = build_bm25_sql(filters or Filters(), sort_by,
                                              prune=postings >= PRUNE_MIN_POSTINGS)
                 params.update(k1=self.k1 if k1 is None else k1, b=self.b if b is None else b,
-                              ns=namespace, query=terms, k=k)
+                              ns=namespace, query=terms, k=k, spelling=self.spelling)
                 cur = await conn.execute(sql, params)
                 rows: list[Any] = await cur.fetchall()
                 return rows
