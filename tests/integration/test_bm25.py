@@ -239,6 +239,71 @@ def test_the_k_best_pass_the_filters_even_when_better_scores_do_not(stack, gatew
     assert {c.memory_id for c in unfiltered.candidates} <= set(ids[:6])
 
 
+def similarity(db: psycopg.Connection, a: str, b: str) -> float:
+    return float(db.execute("SELECT similarity(%s, %s)::float8", (a, b)).fetchone()[0])
+
+
+def test_a_misspelt_term_is_read_as_the_namespaces_most_similar_term(stack, gateway, db, ns):
+    """Issue 56: a term no live memory of the namespace holds is scored as the namespace's most
+    similar live term (pg_trgm), its idf times the similarity, and the score scale counts it at
+    that weight; not from another namespace's terms, nor a deleted memory's."""
+    dose, _, _, deleted = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
+        namespace=ns, memories=[memory_pb2.Memory(content=t) for t in (
+            "Takes ibuprofen, the dosage is three tablets a day.",
+            "Aspirin is in the kitchen drawer.",
+            "The grey cat sleeps on the tables.",
+            "Ibuprofine from the old pharmacy.")]), timeout=10).ids
+    gateway.Delete(memory_pb2.DeleteRequest(namespace=ns, id=deleted), timeout=10)
+    # another namespace holds the misspelling itself: never read here
+    gateway.Store(memory_pb2.StoreRequest(namespace=f"{ns}-other", memory=memory_pb2.Memory(
+        content="ibuprofin dosege")), timeout=10)
+    df, (n, total) = stats(db, ns)
+    assert df["ibuprofen"] == 1 and "ibuprofin" not in df  # the deleted memory's stem: df 0
+    response = search(stack, ns, "ibuprofin dosege")
+    assert [c.memory_id for c in response.candidates] == [dose]
+    assert not response.candidates[0].exact_match  # no term of the query matched as written
+    weights = {"ibuprofen": similarity(db, "ibuprofin", "ibuprofen"),
+               "dosag": similarity(db, "doseg", "dosag")}
+    assert 0.3 <= min(weights.values()) and max(weights.values()) < 1
+    avgdl = total / n
+    dl = next(d for lexeme, memory_id, _, d in postings(db, ns) if memory_id == dose)
+    expected = sum(w * bm25(1, dl, avgdl, n, df[t]) for t, w in weights.items())
+    assert response.candidates[0].score == pytest.approx(expected)
+    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in weights}
+    assert response.score_scale == pytest.approx(sum(weights[t] * idf[t] for t in weights))
+
+
+def test_an_exact_match_outranks_a_corrected_one_and_is_never_corrected(stack, gateway, ns):
+    """A memory matching a term as written outranks one matching an equally rare term through
+    its correction; a term some memory holds is not corrected (tables, not tablets); words
+    under four characters, numbers and CJK character pairs are never corrected."""
+    dose, aspirin, cat, passport, _ = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
+        namespace=ns, memories=[memory_pb2.Memory(content=t) for t in (
+            "Takes ibuprofen, the dosage is three tablets a day.",
+            "Aspirin is in the kitchen drawer.",
+            "The grey cat sleeps on the tables.",
+            "我把护照放在书房的抽屉里",
+            "The lease ends in 2023.")]), timeout=10).ids
+    ranked = [c.memory_id for c in search(stack, ns, "aspirin ibuprofin").candidates]
+    assert ranked == [aspirin, dose]
+    assert [c.memory_id for c in search(stack, ns, "tables").candidates] == [cat]
+    assert [c.memory_id for c in search(stack, ns, "tablets").candidates] == [dose]
+    assert not search(stack, ns, "cot").candidates  # not corrected to cat
+    assert not search(stack, ns, "2024").candidates  # not corrected to 2023
+    assert not search(stack, ns, "护士").candidates  # a pair sharing a character with 护照
+    assert [c.memory_id for c in search(stack, ns, "护照").candidates] == [passport]
+
+
+def test_corrections_can_be_turned_off(db, gateway, ns):
+    """spelling 1 (RECALLMESH_LEXICAL_SPELLING_SIMILARITY=1): nothing is corrected."""
+    gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
+        content="Takes ibuprofen, the dosage is three tablets a day.")), timeout=10)
+    sql, params = core.build_bm25_sql(Filters(), "relevance")
+    asked = params | {"ns": ns, "query": "ibuprofin dosege", "k": 10, "k1": K1, "b": B}
+    assert len(db.execute(sql, asked).fetchall()) == 1
+    assert db.execute(sql, asked | {"spelling": 1.0}).fetchall() == []
+
+
 # A skewed vocabulary, each word with the share of memories it appears in.
 SKEWED_WORDS = {"note": 1.0, "harbour": 0.5, "tide": 0.25, "crane": 0.08, "gull": 0.04,
                 "lighthouse": 0.02}
@@ -404,7 +469,8 @@ def test_pruned_bm25_statement_equals_the_full_one(db, pruning_corpus):
 
     @settings(max_examples=150, deadline=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow])
-    @given(words=st.lists(st.sampled_from([*PRUNING_WORDS, "pad3", "item9", "absent"]),
+    @given(words=st.lists(st.sampled_from([*PRUNING_WORDS, "pad3", "item9", "absent",
+                                           "wbwrd", "wkwodr"]),
                           min_size=1, max_size=10),
            k=st.integers(1, 40), k1=st.sampled_from([0.0, 0.9, 1.2, 10.0]),
            b=st.sampled_from([0.0, 0.4, 1.0]), sort_by=st.sampled_from(["relevance", "importance"]),
