@@ -215,7 +215,10 @@ def test_postings_are_read_term_by_term_even_without_statistics(gateway, db, ns)
     assert {n["Relation Name"] for n in reads} == {"memory_lexemes", "lexeme_stats"}
     for n in reads:  # the term is part of the scan's own condition, not a later join filter
         condition = n.get("Index Cond", "") + n.get("Filter", "") + n.get("Recheck Cond", "")
-        assert "lexeme =" in condition, (n["Relation Name"], n["Node Type"], condition)
+        # the spelling lookup of a term no memory holds: by trigrams (core.SPELLED)
+        spelling = n["Relation Name"] == "lexeme_stats" and "lexeme % " in condition
+        assert "lexeme =" in condition or spelling, (n["Relation Name"], n["Node Type"],
+                                                     condition)
 
 
 def test_the_k_best_pass_the_filters_even_when_better_scores_do_not(stack, gateway, ns):
@@ -294,14 +297,34 @@ def test_an_exact_match_outranks_a_corrected_one_and_is_never_corrected(stack, g
     assert [c.memory_id for c in search(stack, ns, "护照").candidates] == [passport]
 
 
-def test_corrections_can_be_turned_off(db, gateway, ns):
-    """spelling 1 (RECALLMESH_LEXICAL_SPELLING_SIMILARITY=1): nothing is corrected."""
-    gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
-        content="Takes ibuprofen, the dosage is three tablets a day.")), timeout=10)
+async def test_corrections_can_be_turned_off_and_cost_nothing_when_unneeded(dsn, db, gateway,
+                                                                            ns):
+    """spelling 1 (RECALLMESH_LEXICAL_SPELLING_SIMILARITY=1): nothing is corrected. The leg runs
+    the statement without the spelling lookup where no term may be corrected; for such a
+    query both statements return the same rows."""
+    from psycopg_pool import AsyncConnectionPool
+
+    gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
+        memory_pb2.Memory(content=t) for t in (
+            "Takes ibuprofen, the dosage is three tablets a day.",
+            "Aspirin and ibuprofen are in the kitchen drawer.")]), timeout=10)
     sql, params = core.build_bm25_sql(Filters(), "relevance")
     asked = params | {"ns": ns, "query": "ibuprofin dosege", "k": 10, "k1": K1, "b": B}
-    assert len(db.execute(sql, asked).fetchall()) == 1
+    assert len(db.execute(sql, asked).fetchall()) == 2
     assert db.execute(sql, asked | {"spelling": 1.0}).fetchall() == []
+    plain, plain_params = core.build_bm25_sql(Filters(), "relevance", spelling=False)
+    assert "spelled" not in plain and "spelling" not in plain_params
+    for query in ("ibuprofen dosage", "aspirin 2023 cat", "aspirin kitchens"):
+        exact = {"ns": ns, "query": query, "k": 10, "k1": K1, "b": B}
+        assert (db.execute(sql, params | exact).fetchall()
+                == db.execute(plain, plain_params | exact).fetchall())
+    async with AsyncConnectionPool(dsn, min_size=1, max_size=1, open=False,
+                                   kwargs={"autocommit": True}) as pool:
+        on = core.LexicalRetriever(pool, ranking="bm25", k1=K1, b=B)
+        off = core.LexicalRetriever(pool, ranking="bm25", k1=K1, b=B, spelling=1.0)
+        assert len((await on.search(ns, "ibuprofin dosege", 10)).hits) == 2
+        assert (await off.search(ns, "ibuprofin dosege", 10)).hits == []
+        assert (await on.search(ns, "ibuprofen", 10)) == (await off.search(ns, "ibuprofen", 10))
 
 
 # A skewed vocabulary, each word with the share of memories it appears in.
@@ -504,9 +527,9 @@ async def test_the_leg_runs_the_pruned_statement_from_enough_postings(dsn, pruni
         seen: list[bool] = []
         build = core.build_bm25_sql
 
-        def spy(filters, sort_by, prune=True):
+        def spy(filters, sort_by, prune=True, spelling=True):
             seen.append(prune)
-            return build(filters, sort_by, prune)
+            return build(filters, sort_by, prune, spelling)
 
         monkeypatch.setattr(core, "build_bm25_sql", spy)
         for query, k, sort_by, tags in (("waword wbword wcword wkword", 3, "relevance", ()),

@@ -285,6 +285,7 @@ def _pruned_scores(lookup: str) -> str:
 # 2024). Chinese, Japanese and Korean terms are character pairs (cjk.py), never that long.
 SPELLING_MIN_CHARS = 4
 SPELLING_SIMILARITY = 0.3  # pg_trgm's default similarity_threshold; 1 turns corrections off
+_CORRECTABLE = "char_length({term}) >= " + str(SPELLING_MIN_CHARS) + " AND {term} !~ '[0-9]'"
 SPELLED = """, spelled AS MATERIALIZED (
     SELECT h.lexeme AS term, c.lexeme, c.df, c.similarity
     FROM held h
@@ -296,12 +297,49 @@ SPELLED = """, spelled AS MATERIALIZED (
         ORDER BY similarity DESC, ls.df DESC, ls.lexeme
         LIMIT 1
     ) c
-    WHERE h.df = 0 AND %(spelling)s < 1 AND char_length(h.lexeme) >= """ + str(
-    SPELLING_MIN_CHARS) + """ AND h.lexeme !~ '[0-9]' AND c.similarity >= %(spelling)s
+    WHERE h.df = 0 AND %(spelling)s < 1 AND """ + _CORRECTABLE.format(term="h.lexeme") + """
+      AND c.similarity >= %(spelling)s
 )"""
 
 
-def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True
+# The query's terms with their df and idf, once per term, not per posting (plain: every term as
+# written; spelled: a term no memory holds read as its correction, SPELLED).
+_IDF = """, idf AS MATERIALIZED (  -- once per term, not per posting
+    SELECT t.lexeme, coalesce(l.df, 0) AS df,
+           ln(1 + (s.docs - coalesce(l.df, 0) + 0.5) / (coalesce(l.df, 0) + 0.5)) AS idf
+    FROM terms t
+    CROSS JOIN stats s
+    LEFT JOIN LATERAL (
+        SELECT df FROM lexeme_stats
+        WHERE namespace = %(ns)s AND lexeme = t.lexeme
+        LIMIT 1
+    ) l ON true
+    ORDER BY t.lexeme  -- the query's scale and a sensitive memory's shares sum the terms' idf
+                       -- in this order, the same bits in the pruned and the full statement
+)"""
+_SPELLED_IDF = """, held AS MATERIALIZED (  -- each term and how many live memories hold it
+    SELECT t.lexeme, coalesce(l.df, 0) AS df
+    FROM terms t
+    LEFT JOIN LATERAL (
+        SELECT df FROM lexeme_stats
+        WHERE namespace = %(ns)s AND lexeme = t.lexeme
+        LIMIT 1
+    ) l ON true
+)""" + SPELLED + """, idf AS MATERIALIZED (  -- once per term, not per posting
+    SELECT DISTINCT ON (w.lexeme) w.lexeme, w.df,
+           w.weight * ln(1 + (s.docs - w.df + 0.5) / (w.df + 0.5)) AS idf
+    FROM (SELECT lexeme, df, 1.0::float8 AS weight FROM held
+          WHERE lexeme NOT IN (SELECT term FROM spelled)
+          UNION ALL
+          SELECT lexeme, df, similarity FROM spelled) w
+    CROSS JOIN stats s
+    ORDER BY w.lexeme,  -- the query's scale and a sensitive memory's shares sum the terms' idf
+                        -- in this order, the same bits in the pruned and the full statement
+             w.weight DESC  -- a correction that is also a term of the query counts once, exact
+)"""
+
+
+def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, spelling: bool = True
                    ) -> tuple[str, dict[str, Any]]:
     """The BM25 statement and its parameters (filters, sensitive_share). Callers add: ns,
     query, k, k1, b.
@@ -311,6 +349,9 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True
     `prune` (relevance and importance; recency needs every match) skips reading the postings
     of the commonest terms in full when they cannot change the k best (_PRUNED_SCORES): the
     same hits and scores as `prune=False`, which reads every posting of every term.
+    `spelling` reads a term no memory holds as its correction (SPELLED, with the parameter
+    `spelling`, the least similarity); without it, or where no term may be corrected
+    (`BM25_PREPARE` says), the statement is the same rows' cheaper form.
     """
     if sort_by not in BLEND:
         raise ValueError(f"unknown sort_by {sort_by!r}")
@@ -359,7 +400,11 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True
     if scores is not _FULL_SCORES:
         params["seed_postings"] = _SEED_POSTINGS
     params["sensitive_share"] = SENSITIVE_SHARE_MIN
-    params["spelling"] = SPELLING_SIMILARITY
+    if spelling:
+        params["spelling"] = SPELLING_SIMILARITY
+    # a memory matching a corrected term matched no term as written: never an exact match
+    exact = " AND NOT EXISTS (SELECT FROM spelled)" if spelling else ""
+    terms_idf = _SPELLED_IDF if spelling else _IDF
     sql = f"""
 WITH terms AS (
     SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
@@ -369,26 +414,7 @@ WITH terms AS (
     SELECT greatest(docs, 1)::float8 AS docs,
            greatest(total_len::float8 / greatest(docs, 1), 1) AS avgdl
     FROM namespace_stats WHERE namespace = %(ns)s
-), held AS MATERIALIZED (  -- each term and how many live memories of the namespace hold it
-    SELECT t.lexeme, coalesce(l.df, 0) AS df
-    FROM terms t
-    LEFT JOIN LATERAL (
-        SELECT df FROM lexeme_stats
-        WHERE namespace = %(ns)s AND lexeme = t.lexeme
-        LIMIT 1
-    ) l ON true
-){SPELLED}, idf AS MATERIALIZED (  -- once per term, not per posting
-    SELECT DISTINCT ON (w.lexeme) w.lexeme, w.df,
-           w.weight * ln(1 + (s.docs - w.df + 0.5) / (w.df + 0.5)) AS idf
-    FROM (SELECT lexeme, df, 1.0::float8 AS weight FROM held
-          WHERE lexeme NOT IN (SELECT term FROM spelled)
-          UNION ALL
-          SELECT lexeme, df, similarity FROM spelled) w
-    CROSS JOIN stats s
-    ORDER BY w.lexeme,  -- the query's scale and a sensitive memory's shares sum the terms' idf
-                        -- in this order, the same bits in the pruned and the full statement
-             w.weight DESC  -- a correction that is also a term of the query counts once, exact
-){scores}{passing}, looked AS (
+){terms_idf}{scores}{passing}, looked AS (
     SELECT m.id, m.importance, m.created_at, sc.score, m.is_sensitive, sc.matched,
            CASE WHEN m.is_sensitive THEN m.search_vector END AS search_vector
     FROM {source} sc
@@ -396,7 +422,7 @@ WITH terms AS (
       AND sc.score >= {cutoff}
 ), hits AS (
     SELECT id, importance, created_at, is_sensitive, score,
-           matched = (SELECT count(*) FROM terms) AND NOT EXISTS (SELECT FROM spelled) AS all_terms
+           matched = (SELECT count(*) FROM terms){exact} AS all_terms
     FROM looked WHERE NOT is_sensitive
     UNION ALL
     -- A sensitive memory is scored on the query terms of its own text only (content and its
@@ -404,7 +430,7 @@ WITH terms AS (
     -- is returned only when that text holds more than %(sensitive_share)s of the idf of the
     -- query's terms that the namespace holds at all. Only these rows pay for the check.
     SELECT l.id, l.importance, l.created_at, l.is_sensitive, l.score * own.share,
-           own.matched = (SELECT count(*) FROM terms) AND NOT EXISTS (SELECT FROM spelled)
+           own.matched = (SELECT count(*) FROM terms){exact}
     FROM looked l
     CROSS JOIN LATERAL (
         SELECT coalesce(sum(i.idf) FILTER (WHERE i.lexeme = ANY(v.own)), 0)
@@ -438,11 +464,19 @@ BM25_WORK_MEM = "32MB"
 # 2.2); it is run when the query's terms have at least this many postings (a common-word
 # question at 100,000 memories and up), the full one otherwise. Both return the same rows.
 PRUNE_MIN_POSTINGS = 50000
-BM25_PREPARE = """SELECT set_config('work_mem', %(work_mem)s, true),
+# Also whether some term of the query may be corrected (a term no live memory holds, long
+# enough, no digit: SPELLED); the statement reads no correction otherwise.
+BM25_PREPARE = """WITH terms AS (
+    SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
+)
+SELECT set_config('work_mem', %(work_mem)s, true),
        set_config('pg_trgm.similarity_threshold', least(%(spelling)s, 1)::text, true),
        (SELECT coalesce(sum(df), 0) FROM lexeme_stats
-        WHERE namespace = %(ns)s
-          AND lexeme = ANY(tsvector_to_array(to_tsvector('english', %(query)s))))"""
+        WHERE namespace = %(ns)s AND lexeme IN (SELECT lexeme FROM terms)),
+       (SELECT count(*) FROM terms t
+        WHERE """ + _CORRECTABLE.format(term="t.lexeme") + """
+          AND NOT EXISTS (SELECT FROM lexeme_stats
+                          WHERE namespace = %(ns)s AND lexeme = t.lexeme AND df > 0))"""
 
 
 class LexicalRetriever:
@@ -482,10 +516,14 @@ class LexicalRetriever:
                                                          "spelling": self.spelling})
                 row = await cur.fetchone()
                 postings = int(row[2]) if row else 0
+                correctable = bool(row and row[3]) and self.spelling < 1
                 sql, params = build_bm25_sql(filters or Filters(), sort_by,
-                                             prune=postings >= PRUNE_MIN_POSTINGS)
+                                             prune=postings >= PRUNE_MIN_POSTINGS,
+                                             spelling=correctable)
                 params.update(k1=self.k1 if k1 is None else k1, b=self.b if b is None else b,
-                              ns=namespace, query=terms, k=k, spelling=self.spelling)
+                              ns=namespace, query=terms, k=k)
+                if correctable:
+                    params["spelling"] = self.spelling
                 cur = await conn.execute(sql, params)
                 rows: list[Any] = await cur.fetchall()
                 return rows
