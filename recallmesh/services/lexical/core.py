@@ -274,15 +274,16 @@ def _pruned_scores(lookup: str) -> str:
 )"""
 
 # Misspellings (docs/decisions/0013-misspellings-by-trigram.md). A query term that no live memory
-# of the namespace holds (df 0), of at least SPELLING_MIN_CHARS characters and without a digit,
-# is read as the namespace's most similar term by pg_trgm's trigram similarity (migrations/0016),
-# when that similarity reaches the leg's threshold (%(spelling)s; pg_trgm's own default 0.3):
-# the most similar one, of equal similarity the one more memories hold, then the first in
-# order. It is scored as that term with its idf times the similarity, below 1: an exact match
-# of a term as rare outranks it, and the query's scale (the summed idf) counts it at that weight,
-# what a memory holding the corrected term once at average length scores. Shorter words and
-# numbers are not corrected: a letter more or less makes another word of them (cat, cut; 2023,
-# 2024). Chinese, Japanese and Korean terms are character pairs (cjk.py), never that long.
+# of the namespace holds (df 0) is read as the namespace's most similar live term by pg_trgm's
+# trigram similarity (migrations/0016), when that similarity reaches the leg's threshold
+# (%(spelling)s; pg_trgm's own default 0.3): the most similar one, of equal similarity the one
+# more memories hold, then the first in order. It is scored as that term with its idf times the
+# similarity, below 1: an exact match of a term as rare outranks it; and the query's scale (the
+# summed idf) counts it at that weight, what a memory holding the corrected term once at
+# average length scores. Neither the term nor its correction is shorter than
+# SPELLING_MIN_CHARS or holds a digit: a letter more or less makes another word of those (cat,
+# cut; user, use; 2023, 2024). Chinese, Japanese and Korean terms are character pairs
+# (cjk.py), never that long.
 SPELLING_MIN_CHARS = 4
 SPELLING_SIMILARITY = 0.3  # pg_trgm's default similarity_threshold; 1 turns corrections off
 _CORRECTABLE = "char_length({term}) >= " + str(SPELLING_MIN_CHARS) + " AND {term} !~ '[0-9]'"
@@ -293,7 +294,8 @@ SPELLED = """, spelled AS MATERIALIZED (
         SELECT ls.lexeme, ls.df, similarity(ls.lexeme, h.lexeme)::float8 AS similarity
         FROM lexeme_stats ls
         WHERE ls.lexeme %% h.lexeme  -- the trigram index (at pg_trgm.similarity_threshold)
-          AND ls.namespace = %(ns)s AND ls.df > 0 AND ls.lexeme !~ '[0-9]'
+          AND ls.namespace = %(ns)s AND ls.df > 0 AND """ + _CORRECTABLE.format(
+    term="ls.lexeme") + """
         ORDER BY similarity DESC, ls.df DESC, ls.lexeme
         LIMIT 1
     ) c
