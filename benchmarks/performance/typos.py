@@ -2,7 +2,8 @@
 (docs/decisions/0013-misspellings-by-trigram.md) against the statement of a baseline revision.
 
   python -m benchmarks.performance.typos [--baseline main] [--sets locomo,scifact]
-      [--queries 300] [--rounds 5] [--report-to benchmarks/reports/typos.md] [--json FILE]
+      [--queries 300] [--rounds 5] [--skip-behaviour]
+      [--report-to benchmarks/reports/typos.md] [--json FILE]
 
 An embedded Postgres of its own, migrated to this checkout's schema (the trigram index is there
 for both sides: the baseline's statement never reads it). Each set's memories are inserted
@@ -13,8 +14,14 @@ letters gets its middle-most vowel replaced by the next one of "aeiou"; determin
 through LexicalRetriever.search (BM25, the leg's defaults, k 50 as the gateway asks) of this
 checkout and of the baseline (its recallmesh/services/lexical/core.py read with `git show`),
 A and B in turn, question by question, --rounds times. Reported: p50 and p95 latency of each
-and their ratio; how many questions had a term corrected; the lexical leg's recall@10 alone
-(a relevant corpus id among its first 10 hits) as written and misspelt, on both sides.
+and their ratio, over all questions and over those as written; how many questions had a term
+corrected; the lexical leg's recall@10 alone (a relevant corpus id among its first 10 hits) as
+written and misspelt, on both sides.
+Then the behaviour suite's cases with a typo (benchmarks/behaviour/cases.py, every case whose
+name says "typo") on two stacks of their own with the deployment's defaults (BENCH_ENV), one
+with corrections off (RECALLMESH_LEXICAL_SPELLING_SIMILARITY=1, the lexical statement as before
+them) and one with the shipped setting: the expected memory's rank and score, or how many hits
+a question nothing answers got.
 """
 
 from __future__ import annotations
@@ -34,11 +41,23 @@ import numpy as np
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
+from benchmarks.behaviour.cases import ALL_CASES, Case
+from benchmarks.behaviour.suite import ask, load_cases
 from benchmarks.harness.data import Dataset, dataset_path, load
-from benchmarks.harness.script import log, machine_info, names, publish
+from benchmarks.harness.script import (
+    BENCH_ENV,
+    gateway_client,
+    log,
+    machine_info,
+    names,
+    publish,
+    start_stack,
+)
 from recallmesh.migrations.vector_schema import prepare_database
 from recallmesh.services.lexical import core
+from recallmesh.services.lexical.cjk import query_terms
 from recallmesh.shared.db import embedded_dsn, start_embedded
+from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.wire.filters import Filters
 
 K = 50  # what the gateway asks of a leg (leg_depth)
@@ -101,7 +120,7 @@ def corrected(dsn: str, ns: str, query: str) -> bool:
     sql, params = core.build_bm25_sql(Filters(), "relevance", prune=False)
     probe = sql[:sql.index(", looked AS (")] + " SELECT count(*) FROM spelled"
     with psycopg.connect(dsn) as conn:
-        row = conn.execute(probe, params | {"ns": ns, "query": core.query_terms(query), "k": K,
+        row = conn.execute(probe, params | {"ns": ns, "query": query_terms(query), "k": K,
                                             "k1": K1, "b": B}).fetchone()
     return bool(row and row[0])
 
@@ -129,6 +148,32 @@ async def measure(dsn: str, base: ModuleType, asks: list[tuple[str, str]], round
         return {"times": times, "answers": answers}
 
 
+def typo_cases() -> tuple[Case, ...]:
+    return tuple(c for c in ALL_CASES if "typo" in c.name)
+
+
+def behaviour(spelling: str) -> list[dict[str, Any]]:
+    """The typo cases on a stack of their own whose lexical leg corrects from `spelling`."""
+    with tempfile.TemporaryDirectory(prefix="recallmesh-typos-stack-") as tmp:
+        stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp, **free_port_env(),
+                           "RECALLMESH_LEXICAL_SPELLING_SIMILARITY": spelling})
+        start_stack(stack)
+        try:
+            with gateway_client(stack) as client:
+                loaded = load_cases(client, typo_cases(), "typos")
+                results = [ask(client, ns, case, ids) for case, ns, ids in loaded]
+        finally:
+            stack.stop()
+    return [{"name": r.name, "passed": r.passed, "rank": r.rank, "score": r.score,
+             "hits": r.hits, "top_score": r.top_score, "empty_wanted": r.empty_wanted}
+            for r in results]
+
+
+def written_times(times: list[float], n: int) -> list[float]:
+    """The times of the questions as written: the first n of every 2n (one round's asks)."""
+    return [t for i, t in enumerate(times) if i % (2 * n) < n]
+
+
 def recall_at_10(answers: list[list[str]], asks: list[tuple[str, str]],
                  relevant: list[frozenset[str]], ids: dict[str, dict[str, str]]) -> float:
     found = [bool({ids[ns].get(m) for m in hits[:10]} & rel)
@@ -144,6 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--scifact-corpus", type=int, default=2000)
+    parser.add_argument("--skip-behaviour", action="store_true")
     parser.add_argument("--report-to", type=Path)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
@@ -176,6 +222,11 @@ def main(argv: list[str] | None = None) -> None:
                 "latency_ms": {side: {"p50": float(np.percentile(t, 50)),
                                       "p95": float(np.percentile(t, 95))}
                                for side, t in run["times"].items()},
+                # the questions as written only (each round asks them first, n of 2n)
+                "latency_written_ms": {side: {
+                    "p50": float(np.percentile(written_times(t, n), 50)),
+                    "p95": float(np.percentile(written_times(t, n), 95))}
+                    for side, t in run["times"].items()},
                 "recall_at_10": {side: {
                     "written": recall_at_10(a[:n], asks[:n], relevant[:n], ids),
                     "misspelt": recall_at_10(a[n:], asks[n:], relevant[n:], ids)}
@@ -185,6 +236,11 @@ def main(argv: list[str] | None = None) -> None:
                     strict=True)),
             }
         server.cleanup()
+    if not args.skip_behaviour:
+        results["behaviour"] = {}
+        for side, spelling in (("off", "1"), ("on", str(core.SPELLING_SIMILARITY))):
+            log(f"behaviour cases with a typo, corrections {side} ...")
+            results["behaviour"][side] = behaviour(spelling)
     publish(report(results, args, argv, time.perf_counter() - started), args.report_to,
             args.json, results)
 
@@ -206,10 +262,18 @@ def report(results: dict[str, Any], args: argparse.Namespace, argv: list[str],
         "p95 ms baseline / corrections | p95 ratio |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for name, r in results.items():
+    sets = {name: r for name, r in results.items() if name != "behaviour"}
+    for name, r in sets.items():
         lat = r["latency_ms"]
         lines.append(
             f"| {name} | {r['memories']} ({r['namespaces']}) | {2 * r['questions']} | "
+            f"{lat['baseline']['p50']:.2f} / {lat['corrections']['p50']:.2f} | "
+            f"{lat['baseline']['p95']:.2f} / {lat['corrections']['p95']:.2f} | "
+            f"{lat['corrections']['p95'] / lat['baseline']['p95']:.3f} |")
+    for name, r in sets.items():
+        lat = r["latency_written_ms"]
+        lines.append(
+            f"| {name}, as written only | | {r['questions']} | "
             f"{lat['baseline']['p50']:.2f} / {lat['corrections']['p50']:.2f} | "
             f"{lat['baseline']['p95']:.2f} / {lat['corrections']['p95']:.2f} | "
             f"{lat['corrections']['p95'] / lat['baseline']['p95']:.3f} |")
@@ -223,14 +287,34 @@ def report(results: dict[str, Any], args: argparse.Namespace, argv: list[str],
         "corrected as written | corrected misspelt | same top 50 as written |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for name, r in results.items():
+    for name, r in sets.items():
         rec = r["recall_at_10"]
         lines.append(
             f"| {name} | {rec['baseline']['written']:.3f} / {rec['corrections']['written']:.3f} "
             f"| {rec['baseline']['misspelt']:.3f} / {rec['corrections']['misspelt']:.3f} | "
             f"{r['corrected_written']} of {r['questions']} | {r['corrected_misspelt']} of "
             f"{r['misspelt']} misspelt | {r['same_answers_written']} of {r['questions']} |")
+    if "behaviour" in results:
+        off, on = results["behaviour"]["off"], results["behaviour"]["on"]
+        lines += [
+            "",
+            "Behaviour cases with a typo (benchmarks/behaviour/cases.py), each on the deployment's "
+            "defaults but for the corrections: the expected memory's rank (its score), or the "
+            "hits a question nothing answers got; ✗ where the case fails.",
+            "",
+            f"| case | corrections off ({sum(r['passed'] for r in off)} of {len(off)} pass) | "
+            f"corrections on ({sum(r['passed'] for r in on)} of {len(on)} pass) |",
+            "|---|---:|---:|",
+        ]
+        for a, b in zip(off, on, strict=True):
+            lines.append(f"| {a['name']} | {case_cell(a)} | {case_cell(b)} |")
     return "\n".join(lines) + "\n"
+
+
+def case_cell(r: dict[str, Any]) -> str:
+    got = (f"{r['hits']} hits" if r["empty_wanted"]
+           else f"{r['rank']} ({r['score']:.3f})" if r["rank"] else f"none of {r['hits']} hits")
+    return got + ("" if r["passed"] else " ✗")
 
 
 if __name__ == "__main__":
