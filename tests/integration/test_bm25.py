@@ -312,6 +312,13 @@ async def test_corrections_can_be_turned_off_and_cost_nothing_when_unneeded(dsn,
     asked = params | {"ns": ns, "query": "ibuprofin dosege", "k": 10, "k1": K1, "b": B}
     assert len(db.execute(sql, asked).fetchall()) == 2
     assert db.execute(sql, asked | {"spelling": 1.0}).fetchall() == []
+    # the leg's first round trip counts the corrections; it runs the plain statement at 0
+    prepare = {"ns": ns, "work_mem": core.BM25_WORK_MEM}
+    for query, spelling, corrected in (("ibuprofin dosege", 0.3, 2), ("ibuprofin dosege", 1.0, 0),
+                                       ("ibuprofen dosage", 0.3, 0), ("aspirin xylophone", 0.3, 0)):
+        row = db.execute(core.BM25_PREPARE, prepare | {"query": query,
+                                                       "spelling": spelling}).fetchone()
+        assert row[2] == corrected, query
     plain, plain_params = core.build_bm25_sql(Filters(), "relevance", spelling=False)
     assert "spelled" not in plain and "spelling" not in plain_params
     for query in ("ibuprofen dosage", "aspirin 2023 cat", "aspirin kitchens"):

@@ -319,7 +319,7 @@ _IDF = """, idf AS MATERIALIZED (  -- once per term, not per posting
     ORDER BY t.lexeme  -- the query's scale and a sensitive memory's shares sum the terms' idf
                        -- in this order, the same bits in the pruned and the full statement
 )"""
-_SPELLED_IDF = """, held AS MATERIALIZED (  -- each term and how many live memories hold it
+_HELD = """, held AS MATERIALIZED (  -- each term and how many live memories hold it
     SELECT t.lexeme, coalesce(l.df, 0) AS df
     FROM terms t
     LEFT JOIN LATERAL (
@@ -327,7 +327,8 @@ _SPELLED_IDF = """, held AS MATERIALIZED (  -- each term and how many live memor
         WHERE namespace = %(ns)s AND lexeme = t.lexeme
         LIMIT 1
     ) l ON true
-)""" + SPELLED + """, idf AS MATERIALIZED (  -- once per term, not per posting
+)"""
+_SPELLED_IDF = _HELD + SPELLED + """, idf AS MATERIALIZED (  -- once per term, not per posting
     SELECT DISTINCT ON (w.lexeme) w.lexeme, w.df,
            w.weight * ln(1 + (s.docs - w.df + 0.5) / (w.df + 0.5)) AS idf
     FROM (SELECT lexeme, df, 1.0::float8 AS weight FROM held
@@ -352,7 +353,7 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, spelling:
     of the commonest terms in full when they cannot change the k best (_PRUNED_SCORES): the
     same hits and scores as `prune=False`, which reads every posting of every term.
     `spelling` reads a term no memory holds as its correction (SPELLED, with the parameter
-    `spelling`, the least similarity); without it, or where no term may be corrected
+    `spelling`, the least similarity); without it, or where no term is corrected
     (`BM25_PREPARE` says), the statement is the same rows' cheaper form.
     """
     if sort_by not in BLEND:
@@ -466,19 +467,16 @@ BM25_WORK_MEM = "32MB"
 # 2.2); it is run when the query's terms have at least this many postings (a common-word
 # question at 100,000 memories and up), the full one otherwise. Both return the same rows.
 PRUNE_MIN_POSTINGS = 50000
-# Also whether some term of the query may be corrected (a term no live memory holds, long
-# enough, no digit: SPELLED); the statement reads no correction otherwise.
+# Also how many terms of the query are corrected (SPELLED): the statement looks corrections up
+# only then, so a query with none pays for one lookup here and no more (the pg_trgm threshold
+# is set before the lookup: the FROM row comes first).
 BM25_PREPARE = """WITH terms AS (
     SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
-)
-SELECT set_config('work_mem', %(work_mem)s, true),
-       set_config('pg_trgm.similarity_threshold', least(%(spelling)s, 1)::text, true),
-       (SELECT coalesce(sum(df), 0) FROM lexeme_stats
-        WHERE namespace = %(ns)s AND lexeme IN (SELECT lexeme FROM terms)),
-       (SELECT count(*) FROM terms t
-        WHERE """ + _CORRECTABLE.format(term="t.lexeme") + """
-          AND NOT EXISTS (SELECT FROM lexeme_stats
-                          WHERE namespace = %(ns)s AND lexeme = t.lexeme AND df > 0))"""
+)""" + _HELD + SPELLED + """
+SELECT c.work_mem, (SELECT coalesce(sum(df), 0) FROM held), (SELECT count(*) FROM spelled)
+FROM (SELECT set_config('work_mem', %(work_mem)s, true) AS work_mem,
+             set_config('pg_trgm.similarity_threshold', least(%(spelling)s, 1)::text, true)
+     ) c"""
 
 
 class LexicalRetriever:
@@ -517,14 +515,14 @@ class LexicalRetriever:
                                                          "work_mem": BM25_WORK_MEM,
                                                          "spelling": self.spelling})
                 row = await cur.fetchone()
-                postings = int(row[2]) if row else 0
-                correctable = bool(row and row[3]) and self.spelling < 1
+                postings = int(row[1]) if row else 0
+                corrected = bool(row and row[2])
                 sql, params = build_bm25_sql(filters or Filters(), sort_by,
                                              prune=postings >= PRUNE_MIN_POSTINGS,
-                                             spelling=correctable)
+                                             spelling=corrected)
                 params.update(k1=self.k1 if k1 is None else k1, b=self.b if b is None else b,
                               ns=namespace, query=terms, k=k)
-                if correctable:
+                if corrected:
                     params["spelling"] = self.spelling
                 cur = await conn.execute(sql, params)
                 rows: list[Any] = await cur.fetchall()
