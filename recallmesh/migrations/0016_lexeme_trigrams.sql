@@ -9,5 +9,8 @@
 -- namespace is checked on the rows it finds. It indexes the lexeme only, never df, so the
 -- counters' updates on every write stay HOT (no index entry changes).
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
+-- fuzzystrmatch (contrib, trusted too): levenshtein_less_equal, the edits between a term and a
+-- candidate the trigram index found.
+CREATE EXTENSION IF NOT EXISTS fuzzystrmatch;
 
 CREATE INDEX lexeme_stats_trigrams ON lexeme_stats USING gin (lexeme gin_trgm_ops);

@@ -279,14 +279,22 @@ def test_a_misspelt_term_is_read_as_the_namespaces_most_similar_term(stack, gate
 def test_an_exact_match_outranks_a_corrected_one_and_is_never_corrected(stack, gateway, ns):
     """A memory matching a term as written outranks one matching an equally rare term through
     its correction; a term some memory holds is not corrected (tables, not tablets); words
-    under four characters, numbers and CJK character pairs are never corrected."""
-    dose, aspirin, cat, passport, _ = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
-        namespace=ns, memories=[memory_pb2.Memory(content=t) for t in (
-            "Takes ibuprofen, the dosage is three tablets a day.",
-            "Aspirin is in the kitchen drawer.",
-            "The grey cat sleeps on the tables.",
-            "我把护照放在书房的抽屉里",
-            "The lease ends in 2023.")]), timeout=10).ids
+    under four characters, numbers and CJK character pairs are never corrected; a correction
+    is one edit away, two in a term of eight characters or more."""
+    dose, aspirin, cat, passport, _, _, vaccine = gateway.StoreBatch(
+        memory_pb2.StoreBatchRequest(namespace=ns, memories=[
+            memory_pb2.Memory(content=t) for t in (
+                "Takes ibuprofen, the dosage is three tablets a day.",
+                "Aspirin is in the kitchen drawer.",
+                "The grey cat sleeps on the tables.",
+                "我把护照放在书房的抽屉里",
+                "The lease ends in 2023.",
+                "Reads a novel every night.",
+                "Der Impftermin ist im September.")]), timeout=10).ids
+    assert not search(stack, ns, "November").candidates  # novemb, novel: two edits, six letters
+    # impftemrin, impftermin: a swapped pair is two edits, in a word of ten letters
+    assert [c.memory_id for c in search(stack, ns, "Impftemrin").candidates] == [vaccine]
+
     ranked = [c.memory_id for c in search(stack, ns, "aspirin ibuprofin").candidates]
     assert ranked == [aspirin, dose]
     assert [c.memory_id for c in search(stack, ns, "tables").candidates] == [cat]

@@ -274,9 +274,11 @@ def _pruned_scores(lookup: str) -> str:
 )"""
 
 # Misspellings (docs/decisions/0013-misspellings-by-trigram.md). A query term that no live memory
-# of the namespace holds (df 0) is read as the namespace's most similar live term by pg_trgm's
-# trigram similarity (migrations/0016), when that similarity reaches the leg's threshold
-# (%(spelling)s; pg_trgm's own default 0.3): the most similar one, of equal similarity the one
+# of the namespace holds (df 0) is read as the namespace's nearest live term by spelling: one
+# edit away (a letter added, dropped or changed; two in a term of SPELLING_TWO_EDITS_CHARS
+# characters or more, where a swapped pair is two), among those whose pg_trgm trigram
+# similarity reaches the leg's threshold (%(spelling)s; pg_trgm's own default 0.3: the trigram
+# index finds them, migrations/0016); the fewest edits, then the most similar, then the one
 # more memories hold, then the first in order. It is scored as that term with its idf times the
 # similarity, below 1: an exact match of a term as rare outranks it; and the query's scale (the
 # summed idf) counts it at that weight, what a memory holding the corrected term once at
@@ -285,18 +287,23 @@ def _pruned_scores(lookup: str) -> str:
 # cut; user, use; 2023, 2024). Chinese, Japanese and Korean terms are character pairs
 # (cjk.py), never that long.
 SPELLING_MIN_CHARS = 4
+SPELLING_TWO_EDITS_CHARS = 8
 SPELLING_SIMILARITY = 0.3  # pg_trgm's default similarity_threshold; 1 turns corrections off
 _CORRECTABLE = "char_length({term}) >= " + str(SPELLING_MIN_CHARS) + " AND {term} !~ '[0-9]'"
 SPELLED = """, spelled AS MATERIALIZED (
     SELECT h.lexeme AS term, c.lexeme, c.df, c.similarity
     FROM held h
     CROSS JOIN LATERAL (
-        SELECT ls.lexeme, ls.df, similarity(ls.lexeme, h.lexeme)::float8 AS similarity
+        SELECT ls.lexeme, ls.df, similarity(ls.lexeme, h.lexeme)::float8 AS similarity,
+               levenshtein_less_equal(ls.lexeme, h.lexeme, 2) AS edits
         FROM lexeme_stats ls
         WHERE ls.lexeme %% h.lexeme  -- the trigram index (at pg_trgm.similarity_threshold)
           AND ls.namespace = %(ns)s AND ls.df > 0 AND """ + _CORRECTABLE.format(
     term="ls.lexeme") + """
-        ORDER BY similarity DESC, ls.df DESC, ls.lexeme
+          AND levenshtein_less_equal(ls.lexeme, h.lexeme, 2)
+              <= CASE WHEN char_length(h.lexeme) >= """ + str(SPELLING_TWO_EDITS_CHARS) + """
+                      THEN 2 ELSE 1 END
+        ORDER BY edits, similarity DESC, ls.df DESC, ls.lexeme
         LIMIT 1
     ) c
     WHERE h.df = 0 AND %(spelling)s < 1 AND """ + _CORRECTABLE.format(term="h.lexeme") + """
