@@ -148,8 +148,9 @@ class RecallPolicy:
         "RECALLMESH_LEXICAL_BM25_B", "BM25 length normalisation b", 0.0, 1.0, owner="lexical"))
     lexical_spelling_similarity: float | None = setting(None, Spec(
         "RECALLMESH_LEXICAL_SPELLING_SIMILARITY", "BM25: a query term no memory of the "
-        "namespace holds is read as the namespace's most similar term when their trigram "
-        "similarity (pg_trgm) reaches this, weighted by it (1: off)", 0.0, 1.0, proto=None,
+        "namespace holds is read as the namespace's nearest term by spelling (an edit away) "
+        "among those whose trigram similarity (pg_trgm) reaches this, weighted by it (1: off)",
+        0.0, 1.0, proto=None,
         owner="lexical"))
     graph_second_stage: bool = setting(False, Spec(
         "RECALLMESH_GRAPH_SECOND_STAGE", "ask the graph leg again, seeded by the other legs' "

@@ -215,10 +215,7 @@ def test_postings_are_read_term_by_term_even_without_statistics(gateway, db, ns)
     assert {n["Relation Name"] for n in reads} == {"memory_lexemes", "lexeme_stats"}
     for n in reads:  # the term is part of the scan's own condition, not a later join filter
         condition = n.get("Index Cond", "") + n.get("Filter", "") + n.get("Recheck Cond", "")
-        # the spelling lookup of a term no memory holds: by trigrams (core.SPELLED)
-        spelling = n["Relation Name"] == "lexeme_stats" and "lexeme % " in condition
-        assert "lexeme =" in condition or spelling, (n["Relation Name"], n["Node Type"],
-                                                     condition)
+        assert "lexeme =" in condition, (n["Relation Name"], n["Node Type"], condition)
 
 
 def test_the_k_best_pass_the_filters_even_when_better_scores_do_not(stack, gateway, ns):
@@ -240,6 +237,16 @@ def test_the_k_best_pass_the_filters_even_when_better_scores_do_not(stack, gatew
         assert [c.memory_id for c in got.candidates] == expected[:k], k
     unfiltered = search(stack, ns, "harbour", k=4)
     assert {c.memory_id for c in unfiltered.candidates} <= set(ids[:6])
+
+
+def corrections(db: psycopg.Connection, ns: str, query: str, spelling: float = 0.3
+                ) -> dict[str, object]:
+    """The leg's first round trip (core.BM25_PREPARE): the corrections of `query`'s terms, as
+    the corrected statement's parameters ({} for none)."""
+    with db.transaction():
+        return core.spelling_params(db.execute(core.BM25_PREPARE, {
+            "ns": ns, "query": query, "work_mem": core.BM25_WORK_MEM,
+            "spelling": spelling}).fetchone())
 
 
 def similarity(db: psycopg.Connection, a: str, b: str) -> float:
@@ -307,31 +314,31 @@ def test_an_exact_match_outranks_a_corrected_one_and_is_never_corrected(stack, g
 
 async def test_corrections_can_be_turned_off_and_cost_nothing_when_unneeded(dsn, db, gateway,
                                                                             ns):
-    """spelling 1 (RECALLMESH_LEXICAL_SPELLING_SIMILARITY=1): nothing is corrected. The leg runs
-    the statement without the spelling lookup where no term may be corrected; for such a
-    query both statements return the same rows."""
+    """The leg's first round trip looks the corrections up (core.BM25_PREPARE); a query with
+    none runs the plain statement, and the corrected statement returns its rows where nothing
+    is corrected. Spelling 1 (RECALLMESH_LEXICAL_SPELLING_SIMILARITY=1): nothing is corrected."""
     from psycopg_pool import AsyncConnectionPool
 
     gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
         memory_pb2.Memory(content=t) for t in (
             "Takes ibuprofen, the dosage is three tablets a day.",
             "Aspirin and ibuprofen are in the kitchen drawer.")]), timeout=10)
-    sql, params = core.build_bm25_sql(Filters(), "relevance")
-    asked = params | {"ns": ns, "query": "ibuprofin dosege", "k": 10, "k1": K1, "b": B}
-    assert len(db.execute(sql, asked).fetchall()) == 2
-    assert db.execute(sql, asked | {"spelling": 1.0}).fetchall() == []
-    # the leg's first round trip counts the corrections; it runs the plain statement at 0
-    prepare = {"ns": ns, "work_mem": core.BM25_WORK_MEM}
-    for query, spelling, corrected in (("ibuprofin dosege", 0.3, 2), ("ibuprofin dosege", 1.0, 0),
-                                       ("ibuprofen dosage", 0.3, 0), ("aspirin xylophone", 0.3, 0)):
-        row = db.execute(core.BM25_PREPARE, prepare | {"query": query,
-                                                       "spelling": spelling}).fetchone()
-        assert row[2] == corrected, query
-    plain, plain_params = core.build_bm25_sql(Filters(), "relevance", spelling=False)
-    assert "spelled" not in plain and "spelling" not in plain_params
+    found = corrections(db, ns, "ibuprofin dosege")
+    assert found["spelled_terms"] == ["doseg", "ibuprofin"]
+    assert found["spelled_lexemes"] == ["dosag", "ibuprofen"]
+    for query, spelling in (("ibuprofin dosege", 1.0), ("ibuprofen dosage", 0.3),
+                            ("aspirin xylophone", 0.3), ("aspirin 2023 cat", 0.3)):
+        assert corrections(db, ns, query, spelling) == {}, query
+    sql, params = core.build_bm25_sql(Filters(), "relevance", corrected=True)
+    plain, plain_params = core.build_bm25_sql(Filters(), "relevance")
+    assert "spelled" not in plain and "lexeme %" not in sql + plain
+    asked = {"ns": ns, "query": "ibuprofin dosege", "k": 10, "k1": K1, "b": B}
+    assert len(db.execute(sql, params | asked | found).fetchall()) == 2
+    assert db.execute(plain, plain_params | asked).fetchall() == []
+    nothing = {"spelled_terms": [], "spelled_lexemes": [], "spelled_similarity": []}
     for query in ("ibuprofen dosage", "aspirin 2023 cat", "aspirin kitchens"):
         exact = {"ns": ns, "query": query, "k": 10, "k1": K1, "b": B}
-        assert (db.execute(sql, params | exact).fetchall()
+        assert (db.execute(sql, params | exact | nothing).fetchall()
                 == db.execute(plain, plain_params | exact).fetchall())
     async with AsyncConnectionPool(dsn, min_size=1, max_size=1, open=False,
                                    kwargs={"autocommit": True}) as pool:
@@ -504,6 +511,7 @@ def test_pruned_bm25_statement_equals_the_full_one(db, pruning_corpus):
 
     ns = pruning_corpus
     skipped: list[bool] = []  # whether some term's postings were not read in full
+    corrected: list[bool] = []  # whether some term was corrected
 
     @settings(max_examples=150, deadline=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow])
@@ -516,8 +524,12 @@ def test_pruned_bm25_statement_equals_the_full_one(db, pruning_corpus):
     def check(words, k, k1, b, sort_by, tag):
         filters = Filters(tags=[tag] if tag else [])
         params = {"ns": ns, "query": " ".join(words), "k": k, "k1": k1, "b": b}
-        full_sql, full_params = core.build_bm25_sql(filters, sort_by, prune=False)
-        pruned_sql, pruned_params = core.build_bm25_sql(filters, sort_by)
+        found = corrections(db, ns, params["query"])  # misspelt words: corrected the leg's way
+        params |= found
+        full_sql, full_params = core.build_bm25_sql(filters, sort_by, prune=False,
+                                                    corrected=bool(found))
+        pruned_sql, pruned_params = core.build_bm25_sql(filters, sort_by, corrected=bool(found))
+        corrected.append(bool(found))
         assert "candidates_of_partial" in pruned_sql and "seed" not in full_sql
         full = db.execute(full_sql, full_params | params).fetchall()
         pruned = db.execute(pruned_sql, pruned_params | params).fetchall()
@@ -527,6 +539,7 @@ def test_pruned_bm25_statement_equals_the_full_one(db, pruning_corpus):
 
     check()
     assert sum(skipped) >= len(skipped) // 8  # the pruning is exercised, not only the fallback
+    assert any(corrected)  # and with corrections
 
 
 async def test_the_leg_runs_the_pruned_statement_from_enough_postings(dsn, pruning_corpus,
@@ -542,9 +555,9 @@ async def test_the_leg_runs_the_pruned_statement_from_enough_postings(dsn, pruni
         seen: list[bool] = []
         build = core.build_bm25_sql
 
-        def spy(filters, sort_by, prune=True, spelling=True):
+        def spy(filters, sort_by, prune=True, corrected=False):
             seen.append(prune)
-            return build(filters, sort_by, prune, spelling)
+            return build(filters, sort_by, prune, corrected)
 
         monkeypatch.setattr(core, "build_bm25_sql", spy)
         for query, k, sort_by, tags in (("waword wbword wcword wkword", 3, "relevance", ()),

@@ -335,21 +335,32 @@ _HELD = """, held AS MATERIALIZED (  -- each term and how many live memories hol
         LIMIT 1
     ) l ON true
 )"""
-_SPELLED_IDF = _HELD + SPELLED + """, idf AS MATERIALIZED (  -- once per term, not per posting
-    SELECT DISTINCT ON (w.lexeme) w.lexeme, w.df,
-           w.weight * ln(1 + (s.docs - w.df + 0.5) / (w.df + 0.5)) AS idf
-    FROM (SELECT lexeme, df, 1.0::float8 AS weight FROM held
+# The same with the corrections BM25_PREPARE found (parameters spelled_terms, spelled_lexemes,
+# spelled_similarity): each corrected term replaced by its correction, weighted by the similarity.
+_CORRECTED_IDF = """, spelled AS MATERIALIZED (
+    SELECT * FROM unnest(%(spelled_terms)s::text[], %(spelled_lexemes)s::text[],
+                         %(spelled_similarity)s::float8[]) AS s(term, lexeme, similarity)
+), idf AS MATERIALIZED (  -- once per term, not per posting
+    SELECT DISTINCT ON (w.lexeme) w.lexeme, coalesce(l.df, 0) AS df,
+           w.weight * ln(1 + (s.docs - coalesce(l.df, 0) + 0.5) / (coalesce(l.df, 0) + 0.5))
+               AS idf
+    FROM (SELECT lexeme, 1.0::float8 AS weight FROM terms
           WHERE lexeme NOT IN (SELECT term FROM spelled)
           UNION ALL
-          SELECT lexeme, df, similarity FROM spelled) w
+          SELECT lexeme, similarity FROM spelled) w
     CROSS JOIN stats s
+    LEFT JOIN LATERAL (
+        SELECT df FROM lexeme_stats
+        WHERE namespace = %(ns)s AND lexeme = w.lexeme
+        LIMIT 1
+    ) l ON true
     ORDER BY w.lexeme,  -- the query's scale and a sensitive memory's shares sum the terms' idf
                         -- in this order, the same bits in the pruned and the full statement
              w.weight DESC  -- a correction that is also a term of the query counts once, exact
 )"""
 
 
-def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, spelling: bool = True
+def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, corrected: bool = False
                    ) -> tuple[str, dict[str, Any]]:
     """The BM25 statement and its parameters (filters, sensitive_share). Callers add: ns,
     query, k, k1, b.
@@ -359,9 +370,8 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, spelling:
     `prune` (relevance and importance; recency needs every match) skips reading the postings
     of the commonest terms in full when they cannot change the k best (_PRUNED_SCORES): the
     same hits and scores as `prune=False`, which reads every posting of every term.
-    `spelling` reads a term no memory holds as its correction (SPELLED, with the parameter
-    `spelling`, the least similarity); without it, or where no term is corrected
-    (`BM25_PREPARE` says), the statement is the same rows' cheaper form.
+    `corrected`: the query's terms are read with the corrections BM25_PREPARE found (its
+    `spelling_params`); without, every term as written.
     """
     if sort_by not in BLEND:
         raise ValueError(f"unknown sort_by {sort_by!r}")
@@ -410,11 +420,9 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, spelling:
     if scores is not _FULL_SCORES:
         params["seed_postings"] = _SEED_POSTINGS
     params["sensitive_share"] = SENSITIVE_SHARE_MIN
-    if spelling:
-        params["spelling"] = SPELLING_SIMILARITY
     # a memory matching a corrected term matched no term as written: never an exact match
-    exact = " AND NOT EXISTS (SELECT FROM spelled)" if spelling else ""
-    terms_idf = _SPELLED_IDF if spelling else _IDF
+    exact = " AND NOT EXISTS (SELECT FROM spelled)" if corrected else ""
+    terms_idf = _CORRECTED_IDF if corrected else _IDF
     sql = f"""
 WITH terms AS (
     SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
@@ -474,16 +482,28 @@ BM25_WORK_MEM = "32MB"
 # 2.2); it is run when the query's terms have at least this many postings (a common-word
 # question at 100,000 memories and up), the full one otherwise. Both return the same rows.
 PRUNE_MIN_POSTINGS = 50000
-# Also how many terms of the query are corrected (SPELLED): the statement looks corrections up
-# only then, so a query with none pays for one lookup here and no more (the pg_trgm threshold
-# is set before the lookup: the FROM row comes first).
+# Also the query's corrections (SPELLED): the terms, their corrections and similarities, NULL
+# where none; the statement reads them only then (the pg_trgm threshold is set before the lookup:
+# the FROM row comes first).
 BM25_PREPARE = """WITH terms AS (
     SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
 )""" + _HELD + SPELLED + """
-SELECT c.work_mem, (SELECT coalesce(sum(df), 0) FROM held), (SELECT count(*) FROM spelled)
+SELECT c.work_mem, (SELECT coalesce(sum(df), 0) FROM held),
+       (SELECT array_agg(term ORDER BY term) FROM spelled),
+       (SELECT array_agg(lexeme ORDER BY term) FROM spelled),
+       (SELECT array_agg(similarity ORDER BY term) FROM spelled)
 FROM (SELECT set_config('work_mem', %(work_mem)s, true) AS work_mem,
              set_config('pg_trgm.similarity_threshold', least(%(spelling)s, 1)::text, true)
      ) c"""
+
+
+def spelling_params(prepared: Any) -> dict[str, Any]:
+    """The corrections of a BM25_PREPARE row as the corrected statement's parameters ({} for
+    none)."""
+    if not prepared or not prepared[2]:
+        return {}
+    return {"spelled_terms": list(prepared[2]), "spelled_lexemes": list(prepared[3]),
+            "spelled_similarity": [float(v) for v in prepared[4]]}
 
 
 class LexicalRetriever:
@@ -523,14 +543,12 @@ class LexicalRetriever:
                                                          "spelling": self.spelling})
                 row = await cur.fetchone()
                 postings = int(row[1]) if row else 0
-                corrected = bool(row and row[2])
+                corrections = spelling_params(row)
                 sql, params = build_bm25_sql(filters or Filters(), sort_by,
                                              prune=postings >= PRUNE_MIN_POSTINGS,
-                                             spelling=corrected)
+                                             corrected=bool(corrections))
                 params.update(k1=self.k1 if k1 is None else k1, b=self.b if b is None else b,
-                              ns=namespace, query=terms, k=k)
-                if corrected:
-                    params["spelling"] = self.spelling
+                              ns=namespace, query=terms, k=k, **corrections)
                 cur = await conn.execute(sql, params)
                 rows: list[Any] = await cur.fetchall()
                 return rows
