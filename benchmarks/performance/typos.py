@@ -58,7 +58,6 @@ from recallmesh.services.lexical import core
 from recallmesh.services.lexical.cjk import query_terms
 from recallmesh.shared.db import embedded_dsn, start_embedded
 from recallmesh.stack.supervisor import Stack, free_port_env
-from recallmesh.wire.filters import Filters
 
 K = 50  # what the gateway asks of a leg (leg_depth)
 K1, B = 0.9, 0.4  # the leg's defaults
@@ -116,13 +115,13 @@ def store(dsn: str, data: Dataset) -> dict[str, dict[str, str]]:
 
 
 def corrected(dsn: str, ns: str, query: str) -> bool:
-    """Whether this checkout's statement corrects some term of `query` in `ns`."""
-    sql, params = core.build_bm25_sql(Filters(), "relevance", prune=False)
-    probe = sql[:sql.index(", looked AS (")] + " SELECT count(*) FROM spelled"
+    """Whether this checkout's leg corrects some term of `query` in `ns` (its first round trip,
+    core.BM25_PREPARE)."""
     with psycopg.connect(dsn) as conn:
-        row = conn.execute(probe, params | {"ns": ns, "query": query_terms(query), "k": K,
-                                            "k1": K1, "b": B}).fetchone()
-    return bool(row and row[0])
+        row = conn.execute(core.BM25_PREPARE, {
+            "ns": ns, "query": query_terms(query), "work_mem": core.BM25_WORK_MEM,
+            "spelling": core.SPELLING_SIMILARITY}).fetchone()
+    return bool(core.spelling_params(row))
 
 
 async def measure(dsn: str, base: ModuleType, asks: list[tuple[str, str]], rounds: int
@@ -146,6 +145,13 @@ async def measure(dsn: str, base: ModuleType, asks: list[tuple[str, str]], round
                     if r == 0:
                         answers[name].append([h.memory_id for h in result.hits])
         return {"times": times, "answers": answers}
+
+
+def elsewhere(data: Dataset, namespace: str) -> str:
+    """The namespace after `namespace` among the set's, in sorted order of their scopes."""
+    scopes = sorted(data.scopes)
+    at = [data.namespace(s) for s in scopes].index(namespace)
+    return data.namespace(scopes[(at + 1) % len(scopes)])
 
 
 def typo_cases() -> tuple[Case, ...]:
@@ -186,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default="main")
     parser.add_argument("--sets", type=names, default="locomo,scifact")
-    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--queries", type=int, default=300, help="0: every question")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--scifact-corpus", type=int, default=2000)
     parser.add_argument("--skip-behaviour", action="store_true")
@@ -201,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
         dsn = embedded_dsn(server)
         prepare_database(dsn)
         for name in args.sets:
-            data = load(dataset_path(name), limit=args.queries,
+            data = load(dataset_path(name), limit=args.queries or None,
                         corpus_sample=args.scifact_corpus if name == "scifact" else None)
             log(f"{name}: storing {data.memories_stored} memories ...")
             ids = store(dsn, data)
@@ -219,6 +225,11 @@ def main(argv: list[str] | None = None) -> None:
                 "misspelt": sum(t != w for (_, t), (_, w) in zip(typed, written, strict=True)),
                 "corrected_written": sum(corrected(dsn, ns, q) for ns, q in written),
                 "corrected_misspelt": sum(corrected(dsn, ns, q) for ns, q in typed),
+                # each question asked in another namespace of the set (the next in sorted
+                # order, as pool.dump --foreign asks it), where nothing answers it
+                "corrected_elsewhere": sum(corrected(dsn, elsewhere(data, ns), q)
+                                           for ns, q in written) if len(data.scopes) > 1
+                else None,
                 "latency_ms": {side: {"p50": float(np.percentile(t, 50)),
                                       "p95": float(np.percentile(t, 95))}
                                for side, t in run["times"].items()},
@@ -284,8 +295,9 @@ def report(results: dict[str, Any], args: argparse.Namespace, argv: list[str],
         "namespace term similar enough).",
         "",
         "| set | as written: baseline / corrections | misspelt: baseline / corrections | "
-        "corrected as written | corrected misspelt | same top 50 as written |",
-        "|---|---:|---:|---:|---:|---:|",
+        "corrected as written | corrected misspelt | corrected, asked in another namespace | "
+        "same top 50 as written |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, r in sets.items():
         rec = r["recall_at_10"]
@@ -293,7 +305,10 @@ def report(results: dict[str, Any], args: argparse.Namespace, argv: list[str],
             f"| {name} | {rec['baseline']['written']:.3f} / {rec['corrections']['written']:.3f} "
             f"| {rec['baseline']['misspelt']:.3f} / {rec['corrections']['misspelt']:.3f} | "
             f"{r['corrected_written']} of {r['questions']} | {r['corrected_misspelt']} of "
-            f"{r['misspelt']} misspelt | {r['same_answers_written']} of {r['questions']} |")
+            f"{r['misspelt']} misspelt | "
+            + (f"{r['corrected_elsewhere']} of {r['questions']}"
+               if r["corrected_elsewhere"] is not None else "-")
+            + f" | {r['same_answers_written']} of {r['questions']} |")
     if "behaviour" in results:
         off, on = results["behaviour"]["off"], results["behaviour"]["on"]
         lines += [
