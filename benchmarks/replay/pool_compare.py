@@ -11,9 +11,10 @@ floor with the gateway's own code (benchmarks/replay/cross_validation.py `served
 stages.above_floor with RecallPolicy's min_score: an answer under the floor is empty). Per
 answerable question present in both, recall@10 and nDCG@10 with the floor (an empty answer
 scores 0) and without it; the deltas (new minus base) with a cluster bootstrap (the set's
-clusters: LoCoMo's conversations) and the count of clusters up and down. For the questions
-nothing answers (the set's unanswerable ones, and each question asked in another namespace),
-the share answered with nothing, on each side.
+clusters: LoCoMo's conversations) and the count of clusters up and down; the questions whose
+recall@10 with the floor changed, with their best hit's relevance estimate on each side. For
+the questions nothing answers (the set's unanswerable ones, and each question asked in another
+namespace), the share answered with nothing, on each side.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def served(pool: dict[str, Any], calibration: ScoreCalibration, min_score: float
             top = ranked[:K]
             kept = stages.above_floor(top, min_score)
             row: dict[str, Any] = {"kind": kind, "cluster": query.cluster or q["query_id"],
-                                   "empty": not kept}
+                                   "empty": not kept, "text": query.text,
+                                   "best": max((c.score for c in top), default=0.0)}
             if kind == "queries":
                 ids = [c.memory_id for c in top]
                 floor_ids = [c.memory_id for c in kept]
@@ -83,6 +85,11 @@ def compare(base: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> 
                 "clusters_up": sum(v > 0 for v in per_cluster.values()),
                 "clusters_down": sum(v < 0 for v in per_cluster.values()),
                 "questions_up": int((d > 0).sum()), "questions_down": int((d < 0).sum())}
+    result["changed"] = [
+        {"question": k.split(":", 1)[1].rsplit(":", 1)[0], "text": base[k]["text"],
+         "recall@10": [base[k]["floor"]["recall@10"], new[k]["floor"]["recall@10"]],
+         "best_estimate": [base[k]["best"], new[k]["best"]]}
+        for k in shared if base[k]["floor"]["recall@10"] != new[k]["floor"]["recall@10"]]
     for kind in ("unanswerable", "foreign"):
         keys = [k for k in base if k in new and base[k]["kind"] == kind]
         if keys:
@@ -115,6 +122,13 @@ def report(name: str, r: dict[str, Any], argv: list[str], base: dict[str, Any],
             lines.append(f"| {label} | {m['base']:.4f} | {m['new']:.4f} | {d:+.4f} "
                          f"[{lo:+.4f}, {hi:+.4f}] | {m['clusters_up']} / {m['clusters_down']} "
                          f"| {m['questions_up']} / {m['questions_down']} |")
+    if r["changed"]:
+        lines += ["", "Answerable questions whose recall@10 (floor) changed: its best hit's "
+                  "relevance estimate, base → new.", ""]
+        for c in r["changed"]:
+            lines.append(f"- {c['question']} ({c['text'][:80]}): recall@10 "
+                         f"{c['recall@10'][0]:g} → {c['recall@10'][1]:g}, best estimate "
+                         f"{c['best_estimate'][0]:.3f} → {c['best_estimate'][1]:.3f}")
     for kind in ("unanswerable", "foreign"):
         if f"empty:{kind}" in r:
             e = r[f"empty:{kind}"]
