@@ -310,6 +310,11 @@ def test_an_exact_match_outranks_a_corrected_one_and_is_never_corrected(stack, g
     assert not search(stack, ns, "2024").candidates  # not corrected to 2023
     assert not search(stack, ns, "护士").candidates  # a pair sharing a character with 护照
     assert [c.memory_id for c in search(stack, ns, "护照").candidates] == [passport]
+    # a term beyond levenshtein's 255 characters is not corrected (and fails nothing)
+    gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
+        content="x" * 299 + "y")), timeout=10)
+    assert not search(stack, ns, "x" * 300).candidates
+    assert not search(stack, ns, "x" * 200 + "z").candidates
 
 
 async def test_corrections_can_be_turned_off_and_cost_nothing_when_unneeded(dsn, db, gateway,

@@ -289,21 +289,26 @@ def _pruned_scores(lookup: str) -> str:
 SPELLING_MIN_CHARS = 4
 SPELLING_TWO_EDITS_CHARS = 8
 SPELLING_SIMILARITY = 0.3  # pg_trgm's default similarity_threshold; 1 turns corrections off
-_CORRECTABLE = "char_length({term}) >= " + str(SPELLING_MIN_CHARS) + " AND {term} !~ '[0-9]'"
+# levenshtein's limit: a longer term is never corrected, nor a correction (no word is as long)
+SPELLING_MAX_CHARS = 255
+_CORRECTABLE = ("char_length({term}) BETWEEN " + str(SPELLING_MIN_CHARS) + " AND "
+                + str(SPELLING_MAX_CHARS) + " AND {term} !~ '[0-9]'")
 SPELLED = """, spelled AS MATERIALIZED (
     SELECT h.lexeme AS term, c.lexeme, c.df, c.similarity
     FROM held h
     CROSS JOIN LATERAL (
-        SELECT ls.lexeme, ls.df, similarity(ls.lexeme, h.lexeme)::float8 AS similarity,
-               levenshtein_less_equal(ls.lexeme, h.lexeme, 2) AS edits
+        SELECT ls.lexeme, ls.df, similarity(ls.lexeme, h.lexeme)::float8 AS similarity, e.edits
         FROM lexeme_stats ls
+        CROSS JOIN LATERAL (  -- CASE: the length is checked before levenshtein sees the term
+            SELECT CASE WHEN """ + _CORRECTABLE.format(term="ls.lexeme") + """
+                             AND """ + _CORRECTABLE.format(term="h.lexeme") + """
+                        THEN levenshtein_less_equal(ls.lexeme, h.lexeme, 2) END AS edits
+        ) e
         WHERE ls.lexeme %% h.lexeme  -- the trigram index (at pg_trgm.similarity_threshold)
-          AND ls.namespace = %(ns)s AND ls.df > 0 AND """ + _CORRECTABLE.format(
-    term="ls.lexeme") + """
-          AND levenshtein_less_equal(ls.lexeme, h.lexeme, 2)
-              <= CASE WHEN char_length(h.lexeme) >= """ + str(SPELLING_TWO_EDITS_CHARS) + """
-                      THEN 2 ELSE 1 END
-        ORDER BY edits, similarity DESC, ls.df DESC, ls.lexeme
+          AND ls.namespace = %(ns)s AND ls.df > 0
+          AND e.edits <= CASE WHEN char_length(h.lexeme) >= """ + str(
+    SPELLING_TWO_EDITS_CHARS) + """ THEN 2 ELSE 1 END
+        ORDER BY e.edits, similarity DESC, ls.df DESC, ls.lexeme
         LIMIT 1
     ) c
     WHERE h.df = 0 AND %(spelling)s < 1 AND """ + _CORRECTABLE.format(term="h.lexeme") + """
