@@ -612,6 +612,12 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
                      "benchmarks/reports/listing.md", "--json",
                      "benchmarks/results/listing.json"),
               ("listing.md",), ("locomo", "longmemeval"), ("default",)),
+    Benchmark("typos", "misspellings (issue 56): the lexical leg with corrections against the "
+              "statement of `main` (--baseline), latency and recall@10 as written and misspelt; "
+              "the behaviour cases with a typo, corrections off and on",
+              module("benchmarks.performance.typos", "--report-to",
+                     "benchmarks/reports/typos.md", "--json", "benchmarks/results/typos.json"),
+              ("typos.md",), ("locomo", "scifact")),
     Benchmark("recall-latency", "p50/p95/p99 of 1,000 sequential recalls on the demo set: "
               "lexical-only, then hybrid (own stacks)", recall_latency),
     Benchmark("context-latency", "Context (recall packed into a token budget) next to plain "

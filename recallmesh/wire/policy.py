@@ -14,7 +14,7 @@ the merge rule (`RecallPolicy.resolve`):
 Adding a setting touches the proto (a `FusionOverrides` field named like the setting), one
 field here, and the code that uses it.
 
-Three settings belong to the lexical leg (`owner="lexical"`): the leg process reads their
+Four settings belong to the lexical leg (`owner="lexical"`): the leg process reads their
 environment variables itself (recallmesh.services.lexical), and the gateway passes them on only
 when a request sets them, so their policy value is None unless a request asked.
 """
@@ -146,6 +146,12 @@ class RecallPolicy:
         owner="lexical"))
     bm25_b: float | None = setting(None, Spec(
         "RECALLMESH_LEXICAL_BM25_B", "BM25 length normalisation b", 0.0, 1.0, owner="lexical"))
+    lexical_spelling_similarity: float | None = setting(None, Spec(
+        "RECALLMESH_LEXICAL_SPELLING_SIMILARITY", "BM25: a query term no memory of the "
+        "namespace holds is read as the namespace's nearest term by spelling (an edit away) "
+        "among those whose trigram similarity (pg_trgm) reaches this, weighted by it (1: off)",
+        0.0, 1.0, proto=None,
+        owner="lexical"))
     graph_second_stage: bool = setting(False, Spec(
         "RECALLMESH_GRAPH_SECOND_STAGE", "ask the graph leg again, seeded by the other legs' "
         "best fused hits (needs the graph leg)"))

@@ -239,6 +239,121 @@ def test_the_k_best_pass_the_filters_even_when_better_scores_do_not(stack, gatew
     assert {c.memory_id for c in unfiltered.candidates} <= set(ids[:6])
 
 
+def corrections(db: psycopg.Connection, ns: str, query: str, spelling: float = 0.3
+                ) -> dict[str, object]:
+    """The leg's first round trip (core.BM25_PREPARE): the corrections of `query`'s terms, as
+    the corrected statement's parameters ({} for none)."""
+    with db.transaction():
+        return core.spelling_params(db.execute(core.BM25_PREPARE, {
+            "ns": ns, "query": query, "work_mem": core.BM25_WORK_MEM,
+            "spelling": spelling}).fetchone())
+
+
+def similarity(db: psycopg.Connection, a: str, b: str) -> float:
+    return float(db.execute("SELECT similarity(%s, %s)::float8", (a, b)).fetchone()[0])
+
+
+def test_a_misspelt_term_is_read_as_the_namespaces_most_similar_term(stack, gateway, db, ns):
+    """Issue 56: a term no live memory of the namespace holds is scored as the namespace's most
+    similar live term (pg_trgm), its idf times the similarity, and the score scale counts it at
+    that weight; not from another namespace's terms, nor a deleted memory's."""
+    dose, _, _, deleted = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
+        namespace=ns, memories=[memory_pb2.Memory(content=t) for t in (
+            "Takes ibuprofen, the dosage is three tablets a day.",
+            "Aspirin is in the kitchen drawer.",
+            "The grey cat sleeps on the tables.",
+            "Ibuprofine from the old pharmacy.")]), timeout=10).ids
+    gateway.Delete(memory_pb2.DeleteRequest(namespace=ns, id=deleted), timeout=10)
+    # another namespace holds the misspelling itself: never read here
+    gateway.Store(memory_pb2.StoreRequest(namespace=f"{ns}-other", memory=memory_pb2.Memory(
+        content="ibuprofin dosege")), timeout=10)
+    df, (n, total) = stats(db, ns)
+    assert df["ibuprofen"] == 1 and "ibuprofin" not in df  # the deleted memory's stem: df 0
+    response = search(stack, ns, "ibuprofin dosege")
+    assert [c.memory_id for c in response.candidates] == [dose]
+    assert not response.candidates[0].exact_match  # no term of the query matched as written
+    weights = {"ibuprofen": similarity(db, "ibuprofin", "ibuprofen"),
+               "dosag": similarity(db, "doseg", "dosag")}
+    assert 0.3 <= min(weights.values()) and max(weights.values()) < 1
+    avgdl = total / n
+    dl = next(d for lexeme, memory_id, _, d in postings(db, ns) if memory_id == dose)
+    expected = sum(w * bm25(1, dl, avgdl, n, df[t]) for t, w in weights.items())
+    assert response.candidates[0].score == pytest.approx(expected)
+    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in weights}
+    assert response.score_scale == pytest.approx(sum(weights[t] * idf[t] for t in weights))
+
+
+def test_an_exact_match_outranks_a_corrected_one_and_is_never_corrected(stack, gateway, ns):
+    """A memory matching a term as written outranks one matching an equally rare term through
+    its correction; a term some memory holds is not corrected (tables, not tablets); words
+    under four characters, numbers and CJK character pairs are never corrected; a correction
+    is one edit away, two in a term of eight characters or more."""
+    dose, aspirin, cat, passport, _, _, vaccine = gateway.StoreBatch(
+        memory_pb2.StoreBatchRequest(namespace=ns, memories=[
+            memory_pb2.Memory(content=t) for t in (
+                "Takes ibuprofen, the dosage is three tablets a day.",
+                "Aspirin is in the kitchen drawer.",
+                "The grey cat sleeps on the tables.",
+                "我把护照放在书房的抽屉里",
+                "The lease ends in 2023.",
+                "Reads a novel every night.",
+                "Der Impftermin ist im September.")]), timeout=10).ids
+    assert not search(stack, ns, "November").candidates  # novemb, novel: two edits, six letters
+    # impftemrin, impftermin: a swapped pair is two edits, in a word of ten letters
+    assert [c.memory_id for c in search(stack, ns, "Impftemrin").candidates] == [vaccine]
+
+    ranked = [c.memory_id for c in search(stack, ns, "aspirin ibuprofin").candidates]
+    assert ranked == [aspirin, dose]
+    assert [c.memory_id for c in search(stack, ns, "tables").candidates] == [cat]
+    assert [c.memory_id for c in search(stack, ns, "tablets").candidates] == [dose]
+    assert not search(stack, ns, "cot").candidates  # not corrected to cat
+    assert not search(stack, ns, "2024").candidates  # not corrected to 2023
+    assert not search(stack, ns, "护士").candidates  # a pair sharing a character with 护照
+    assert [c.memory_id for c in search(stack, ns, "护照").candidates] == [passport]
+    # a term beyond levenshtein's 255 characters is not corrected (and fails nothing)
+    gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
+        content="x" * 299 + "y")), timeout=10)
+    assert not search(stack, ns, "x" * 300).candidates
+    assert not search(stack, ns, "x" * 200 + "z").candidates
+
+
+async def test_corrections_can_be_turned_off_and_cost_nothing_when_unneeded(dsn, db, gateway,
+                                                                            ns):
+    """The leg's first round trip looks the corrections up (core.BM25_PREPARE); a query with
+    none runs the plain statement, and the corrected statement returns its rows where nothing
+    is corrected. Spelling 1 (RECALLMESH_LEXICAL_SPELLING_SIMILARITY=1): nothing is corrected."""
+    from psycopg_pool import AsyncConnectionPool
+
+    gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
+        memory_pb2.Memory(content=t) for t in (
+            "Takes ibuprofen, the dosage is three tablets a day.",
+            "Aspirin and ibuprofen are in the kitchen drawer.")]), timeout=10)
+    found = corrections(db, ns, "ibuprofin dosege")
+    assert found["spelled_terms"] == ["doseg", "ibuprofin"]
+    assert found["spelled_lexemes"] == ["dosag", "ibuprofen"]
+    for query, spelling in (("ibuprofin dosege", 1.0), ("ibuprofen dosage", 0.3),
+                            ("aspirin xylophone", 0.3), ("aspirin 2023 cat", 0.3)):
+        assert corrections(db, ns, query, spelling) == {}, query
+    sql, params = core.build_bm25_sql(Filters(), "relevance", corrected=True)
+    plain, plain_params = core.build_bm25_sql(Filters(), "relevance")
+    assert "spelled" not in plain and "lexeme %" not in sql + plain
+    asked = {"ns": ns, "query": "ibuprofin dosege", "k": 10, "k1": K1, "b": B}
+    assert len(db.execute(sql, params | asked | found).fetchall()) == 2
+    assert db.execute(plain, plain_params | asked).fetchall() == []
+    nothing = {"spelled_terms": [], "spelled_lexemes": [], "spelled_similarity": []}
+    for query in ("ibuprofen dosage", "aspirin 2023 cat", "aspirin kitchens"):
+        exact = {"ns": ns, "query": query, "k": 10, "k1": K1, "b": B}
+        assert (db.execute(sql, params | exact | nothing).fetchall()
+                == db.execute(plain, plain_params | exact).fetchall())
+    async with AsyncConnectionPool(dsn, min_size=1, max_size=1, open=False,
+                                   kwargs={"autocommit": True}) as pool:
+        on = core.LexicalRetriever(pool, ranking="bm25", k1=K1, b=B)
+        off = core.LexicalRetriever(pool, ranking="bm25", k1=K1, b=B, spelling=1.0)
+        assert len((await on.search(ns, "ibuprofin dosege", 10)).hits) == 2
+        assert (await off.search(ns, "ibuprofin dosege", 10)).hits == []
+        assert (await on.search(ns, "ibuprofen", 10)) == (await off.search(ns, "ibuprofen", 10))
+
+
 # A skewed vocabulary, each word with the share of memories it appears in.
 SKEWED_WORDS = {"note": 1.0, "harbour": 0.5, "tide": 0.25, "crane": 0.08, "gull": 0.04,
                 "lighthouse": 0.02}
@@ -441,10 +556,12 @@ def test_pruned_bm25_statement_equals_the_full_one(db, pruning_corpus):
 
     ns = pruning_corpus
     skipped: list[bool] = []  # whether some term's postings were not read in full
+    corrected: list[bool] = []  # whether some term was corrected
 
     @settings(max_examples=150, deadline=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow])
-    @given(words=st.lists(st.sampled_from([*PRUNING_WORDS, "pad3", "item9", "absent"]),
+    @given(words=st.lists(st.sampled_from([*PRUNING_WORDS, "pad3", "item9", "absent",
+                                           "wbwrd", "wkwodr"]),
                           min_size=1, max_size=10),
            k=st.integers(1, 40), k1=st.sampled_from([0.0, 0.9, 1.2, 10.0]),
            b=st.sampled_from([0.0, 0.4, 1.0]), sort_by=st.sampled_from(["relevance", "importance"]),
@@ -452,8 +569,12 @@ def test_pruned_bm25_statement_equals_the_full_one(db, pruning_corpus):
     def check(words, k, k1, b, sort_by, tag):
         filters = Filters(tags=[tag] if tag else [])
         params = {"ns": ns, "query": " ".join(words), "k": k, "k1": k1, "b": b}
-        full_sql, full_params = core.build_bm25_sql(filters, sort_by, prune=False)
-        pruned_sql, pruned_params = core.build_bm25_sql(filters, sort_by)
+        found = corrections(db, ns, params["query"])  # misspelt words: corrected the leg's way
+        params |= found
+        full_sql, full_params = core.build_bm25_sql(filters, sort_by, prune=False,
+                                                    corrected=bool(found))
+        pruned_sql, pruned_params = core.build_bm25_sql(filters, sort_by, corrected=bool(found))
+        corrected.append(bool(found))
         assert "candidates_of_partial" in pruned_sql and "seed" not in full_sql
         full = db.execute(full_sql, full_params | params).fetchall()
         pruned = db.execute(pruned_sql, pruned_params | params).fetchall()
@@ -463,6 +584,7 @@ def test_pruned_bm25_statement_equals_the_full_one(db, pruning_corpus):
 
     check()
     assert sum(skipped) >= len(skipped) // 8  # the pruning is exercised, not only the fallback
+    assert any(corrected)  # and with corrections
 
 
 async def test_the_leg_runs_the_pruned_statement_from_enough_postings(dsn, pruning_corpus,
@@ -478,9 +600,9 @@ async def test_the_leg_runs_the_pruned_statement_from_enough_postings(dsn, pruni
         seen: list[bool] = []
         build = core.build_bm25_sql
 
-        def spy(filters, sort_by, prune=True):
+        def spy(filters, sort_by, prune=True, corrected=False):
             seen.append(prune)
-            return build(filters, sort_by, prune)
+            return build(filters, sort_by, prune, corrected)
 
         monkeypatch.setattr(core, "build_bm25_sql", spy)
         for query, k, sort_by, tags in (("waword wbword wcword wkword", 3, "relevance", ()),

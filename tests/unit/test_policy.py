@@ -77,6 +77,22 @@ def test_the_lexical_leg_reads_its_own_settings_through_the_policy():
     assert RecallPolicy.from_env(LEGS, {"RECALLMESH_LEXICAL_BM25_K1": "1.2"}).bm25_k1 is None
 
 
+def test_the_spelling_threshold_is_the_lexical_legs_deployment_setting():
+    """RECALLMESH_LEXICAL_SPELLING_SIMILARITY (docs/decisions/0013): pg_trgm's default 0.3,
+    within 0..1, no per-request override."""
+    from recallmesh.services.lexical.settings import LexicalSettings
+
+    spec, _ = RecallPolicy.specs()["lexical_spelling_similarity"]
+    assert (spec.owner, spec.proto, spec.env) == (
+        "lexical", None, "RECALLMESH_LEXICAL_SPELLING_SIMILARITY")
+    assert LexicalSettings().spelling_similarity == 0.3
+    assert lexical_setting("lexical_spelling_similarity", 0.3,
+                           {"RECALLMESH_LEXICAL_SPELLING_SIMILARITY": "1"}) == 1.0
+    with pytest.raises(ConfigError, match="RECALLMESH_LEXICAL_SPELLING_SIMILARITY"):
+        lexical_setting("lexical_spelling_similarity", 0.3,
+                        {"RECALLMESH_LEXICAL_SPELLING_SIMILARITY": "1.5"})
+
+
 def test_merge_request_over_route_over_deployment():
     deployment = RecallPolicy(context_hits=7, time_boost=2.0)
     route = Overrides.of(weights={"lexical": 0.1}, context_hits=0, time_boost=0.0)

@@ -33,6 +33,8 @@ same whatever order its shares are summed in. When the query's terms have many p
 rows (issue 44, _pruned_scores): the commonest terms, which cannot lift a memory into the k best
 on their own, are summed only for the memories the rarer terms make candidates.
 Chinese, Japanese and Korean runs are searched as character pairs (cjk.py).
+Under BM25 a misspelt term (one no memory of the namespace holds) is read as the namespace's
+most similar term by spelling, weighted by that similarity (SPELLED; docs/decisions/0013).
 The user's text only ever reaches Postgres as a bound parameter to
 plainto_tsquery, which cannot fail on any input (operators, quotes,
 backslashes, emoji, over-long tokens); the OR query is derived from the
@@ -302,7 +304,99 @@ def _pruned_scores(lookup: str) -> str:
     WHERE (SELECT rest FROM theta) > 0
 )"""
 
-def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True
+# Misspellings (docs/decisions/0013-misspellings-by-trigram.md). A query term that no live memory
+# of the namespace holds (df 0) is read as the namespace's nearest live term by spelling: one
+# edit away (a letter added, dropped or changed; two in a term of SPELLING_TWO_EDITS_CHARS
+# characters or more, where a swapped pair is two), among those whose pg_trgm trigram
+# similarity reaches the leg's threshold (%(spelling)s; pg_trgm's own default 0.3: the trigram
+# index finds them, migrations/0016); the fewest edits, then the most similar, then the one
+# more memories hold, then the first in order. It is scored as that term with its idf times the
+# similarity, below 1: an exact match of a term as rare outranks it; and the query's scale (the
+# summed idf) counts it at that weight, what a memory holding the corrected term once at
+# average length scores. Neither the term nor its correction is shorter than
+# SPELLING_MIN_CHARS or holds a digit: a letter more or less makes another word of those (cat,
+# cut; user, use; 2023, 2024). Chinese, Japanese and Korean terms are character pairs
+# (cjk.py), never that long.
+SPELLING_MIN_CHARS = 4
+SPELLING_TWO_EDITS_CHARS = 8
+SPELLING_SIMILARITY = 0.3  # pg_trgm's default similarity_threshold; 1 turns corrections off
+# levenshtein's limit: a longer term is never corrected, nor a correction (no word is as long)
+SPELLING_MAX_CHARS = 255
+_CORRECTABLE = ("char_length({term}) BETWEEN " + str(SPELLING_MIN_CHARS) + " AND "
+                + str(SPELLING_MAX_CHARS) + " AND {term} !~ '[0-9]'")
+SPELLED = """, spelled AS MATERIALIZED (
+    SELECT h.lexeme AS term, c.lexeme, c.df, c.similarity
+    FROM held h
+    CROSS JOIN LATERAL (
+        SELECT ls.lexeme, ls.df, similarity(ls.lexeme, h.lexeme)::float8 AS similarity, e.edits
+        FROM lexeme_stats ls
+        CROSS JOIN LATERAL (  -- CASE: the length is checked before levenshtein sees the term
+            SELECT CASE WHEN """ + _CORRECTABLE.format(term="ls.lexeme") + """
+                             AND """ + _CORRECTABLE.format(term="h.lexeme") + """
+                        THEN levenshtein_less_equal(ls.lexeme, h.lexeme, 2) END AS edits
+        ) e
+        WHERE ls.lexeme %% h.lexeme  -- the trigram index (at pg_trgm.similarity_threshold)
+          AND ls.namespace = %(ns)s AND ls.df > 0
+          AND e.edits <= CASE WHEN char_length(h.lexeme) >= """ + str(
+    SPELLING_TWO_EDITS_CHARS) + """ THEN 2 ELSE 1 END
+        ORDER BY e.edits, similarity DESC, ls.df DESC, ls.lexeme
+        LIMIT 1
+    ) c
+    WHERE h.df = 0 AND %(spelling)s < 1 AND """ + _CORRECTABLE.format(term="h.lexeme") + """
+      AND c.similarity >= %(spelling)s
+)"""
+
+
+# The query's terms with their df and idf, once per term, not per posting (plain: every term as
+# written; spelled: a term no memory holds read as its correction, SPELLED).
+_IDF = """, idf AS MATERIALIZED (  -- once per term, not per posting
+    SELECT t.lexeme, coalesce(l.df, 0) AS df,
+           ln(1 + (s.docs - coalesce(l.df, 0) + 0.5) / (coalesce(l.df, 0) + 0.5)) AS idf
+    FROM terms t
+    CROSS JOIN stats s
+    LEFT JOIN LATERAL (
+        SELECT df FROM lexeme_stats
+        WHERE namespace = %(ns)s AND lexeme = t.lexeme
+        LIMIT 1
+    ) l ON true
+    ORDER BY t.lexeme  -- the query's scale sums the terms' idf in this order, the same bits
+                       -- in the pruned and the full statement
+)"""
+_HELD = """, held AS MATERIALIZED (  -- each term and how many live memories hold it
+    SELECT t.lexeme, coalesce(l.df, 0) AS df
+    FROM terms t
+    LEFT JOIN LATERAL (
+        SELECT df FROM lexeme_stats
+        WHERE namespace = %(ns)s AND lexeme = t.lexeme
+        LIMIT 1
+    ) l ON true
+)"""
+# The same with the corrections BM25_PREPARE found (parameters spelled_terms, spelled_lexemes,
+# spelled_similarity): each corrected term replaced by its correction, weighted by the similarity.
+_CORRECTED_IDF = """, spelled AS MATERIALIZED (
+    SELECT * FROM unnest(%(spelled_terms)s::text[], %(spelled_lexemes)s::text[],
+                         %(spelled_similarity)s::float8[]) AS s(term, lexeme, similarity)
+), idf AS MATERIALIZED (  -- once per term, not per posting
+    SELECT DISTINCT ON (w.lexeme) w.lexeme, coalesce(l.df, 0) AS df,
+           w.weight * ln(1 + (s.docs - coalesce(l.df, 0) + 0.5) / (coalesce(l.df, 0) + 0.5))
+               AS idf
+    FROM (SELECT lexeme, 1.0::float8 AS weight FROM terms
+          WHERE lexeme NOT IN (SELECT term FROM spelled)
+          UNION ALL
+          SELECT lexeme, similarity FROM spelled) w
+    CROSS JOIN stats s
+    LEFT JOIN LATERAL (
+        SELECT df FROM lexeme_stats
+        WHERE namespace = %(ns)s AND lexeme = w.lexeme
+        LIMIT 1
+    ) l ON true
+    ORDER BY w.lexeme,  -- the query's scale sums the terms' idf in this order, the same bits
+                        -- in the pruned and the full statement
+             w.weight DESC  -- a correction that is also a term of the query counts once, exact
+)"""
+
+
+def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, corrected: bool = False
                    ) -> tuple[str, dict[str, Any]]:
     """The BM25 statement and its parameters (filters). Callers add: ns,
     query, k, k1, b.
@@ -312,6 +406,8 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True
     `prune` (relevance and importance; recency needs every match) skips reading the postings
     of the commonest terms in full when they cannot change the k best (_PRUNED_SCORES): the
     same hits and scores as `prune=False`, which reads every posting of every term.
+    `corrected`: the query's terms are read with the corrections BM25_PREPARE found (its
+    `spelling_params`); without, every term as written.
     """
     if sort_by not in BLEND:
         raise ValueError(f"unknown sort_by {sort_by!r}")
@@ -359,6 +455,9 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True
     scores = _pruned_scores(lookup) if prune and sort_by != "recency" else _FULL_SCORES
     if scores is not _FULL_SCORES:
         params["seed_postings"] = _SEED_POSTINGS
+    # a memory matching a corrected term matched no term as written: never an exact match
+    exact = " AND NOT EXISTS (SELECT FROM spelled)" if corrected else ""
+    terms_idf = _CORRECTED_IDF if corrected else _IDF
     sql = f"""
 WITH terms AS (
     SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
@@ -368,19 +467,7 @@ WITH terms AS (
     SELECT greatest(docs, 1)::float8 AS docs,
            greatest(total_len::float8 / greatest(docs, 1), 1) AS avgdl
     FROM namespace_stats WHERE namespace = %(ns)s
-), idf AS MATERIALIZED (  -- once per term, not per posting
-    SELECT t.lexeme, coalesce(l.df, 0) AS df,
-           ln(1 + (s.docs - coalesce(l.df, 0) + 0.5) / (coalesce(l.df, 0) + 0.5)) AS idf
-    FROM terms t
-    CROSS JOIN stats s
-    LEFT JOIN LATERAL (
-        SELECT df FROM lexeme_stats
-        WHERE namespace = %(ns)s AND lexeme = t.lexeme
-        LIMIT 1
-    ) l ON true
-    ORDER BY t.lexeme  -- the query's scale sums the terms' idf in this order, the same bits
-                       -- in the pruned and the full statement
-), asked AS MATERIALIZED (  -- read only when a sensitive memory is among the scored
+){terms_idf}, asked AS MATERIALIZED (  -- read only when a sensitive memory is among the scored
     SELECT {CONTENT_LEXEMES} AS lexemes
 ){scores}{passing}, looked AS (
     SELECT m.id, m.importance, m.created_at, sc.score, m.is_sensitive, sc.matched,
@@ -390,7 +477,7 @@ WITH terms AS (
       AND sc.score >= {cutoff}
 ), hits AS (
     SELECT id, importance, created_at, is_sensitive, score,
-           matched = (SELECT count(*) FROM terms) AS all_terms
+           matched = (SELECT count(*) FROM terms){exact} AS all_terms
     FROM looked
     -- only sensitive rows pay for the check
     WHERE NOT is_sensitive
@@ -415,10 +502,28 @@ BM25_WORK_MEM = "32MB"
 # 2.2); it is run when the query's terms have at least this many postings (a common-word
 # question at 100,000 memories and up), the full one otherwise. Both return the same rows.
 PRUNE_MIN_POSTINGS = 50000
-BM25_PREPARE = """SELECT set_config('work_mem', %(work_mem)s, true),
-       (SELECT coalesce(sum(df), 0) FROM lexeme_stats
-        WHERE namespace = %(ns)s
-          AND lexeme = ANY(tsvector_to_array(to_tsvector('english', %(query)s))))"""
+# Also the query's corrections (SPELLED): the terms, their corrections and similarities, NULL
+# where none; the statement reads them only then (the pg_trgm threshold is set before the lookup:
+# the FROM row comes first).
+BM25_PREPARE = """WITH terms AS (
+    SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
+)""" + _HELD + SPELLED + """
+SELECT c.work_mem, (SELECT coalesce(sum(df), 0) FROM held),
+       (SELECT array_agg(term ORDER BY term) FROM spelled),
+       (SELECT array_agg(lexeme ORDER BY term) FROM spelled),
+       (SELECT array_agg(similarity ORDER BY term) FROM spelled)
+FROM (SELECT set_config('work_mem', %(work_mem)s, true) AS work_mem,
+             set_config('pg_trgm.similarity_threshold', least(%(spelling)s, 1)::text, true)
+     ) c"""
+
+
+def spelling_params(prepared: Any) -> dict[str, Any]:
+    """The corrections of a BM25_PREPARE row as the corrected statement's parameters ({} for
+    none)."""
+    if not prepared or not prepared[2]:
+        return {}
+    return {"spelled_terms": list(prepared[2]), "spelled_lexemes": list(prepared[3]),
+            "spelled_similarity": [float(v) for v in prepared[4]]}
 
 
 class LexicalRetriever:
@@ -426,8 +531,10 @@ class LexicalRetriever:
     primary pool's: recallmesh.shared.replicas)."""
 
     def __init__(self, reads: Any, or_min_rank: float = 0.01, ranking: str = "ts_rank",
-                 k1: float = 1.2, b: float = 0.75) -> None:
+                 k1: float = 1.2, b: float = 0.75,
+                 spelling: float = SPELLING_SIMILARITY) -> None:
         self.reads = as_reads(reads)
+        self.spelling = spelling
         self.or_min_rank = or_min_rank
         self.ranking = ranking
         self.k1 = k1
@@ -452,13 +559,16 @@ class LexicalRetriever:
             async with conn.transaction():
                 # one round trip: the statement's memory, and how many postings its terms have
                 cur = await conn.execute(BM25_PREPARE, {"ns": namespace, "query": terms,
-                                                         "work_mem": BM25_WORK_MEM})
+                                                         "work_mem": BM25_WORK_MEM,
+                                                         "spelling": self.spelling})
                 row = await cur.fetchone()
                 postings = int(row[1]) if row else 0
+                corrections = spelling_params(row)
                 sql, params = build_bm25_sql(filters or Filters(), sort_by,
-                                             prune=postings >= PRUNE_MIN_POSTINGS)
+                                             prune=postings >= PRUNE_MIN_POSTINGS,
+                                             corrected=bool(corrections))
                 params.update(k1=self.k1 if k1 is None else k1, b=self.b if b is None else b,
-                              ns=namespace, query=terms, k=k)
+                              ns=namespace, query=terms, k=k, **corrections)
                 cur = await conn.execute(sql, params)
                 rows: list[Any] = await cur.fetchall()
                 return rows

@@ -48,4 +48,5 @@ class LexicalApp(RetrieverApp):
     async def build(self, pool: Any, reads: Reads) -> LexicalServicer:
         settings = LexicalSettings.from_env()
         return LexicalServicer(LexicalRetriever(reads, settings.or_min_rank, settings.ranking,
-                                                settings.bm25_k1, settings.bm25_b))
+                                                settings.bm25_k1, settings.bm25_b,
+                                                settings.spelling_similarity))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from recallmesh.services.lexical.core import SPELLING_SIMILARITY
 from recallmesh.shared.settings import env_float
 from recallmesh.wire.policy import lexical_setting
 
@@ -20,12 +21,17 @@ class LexicalSettings:
     ranking: str = "bm25"
     bm25_k1: float = 0.9
     bm25_b: float = 0.4
+    # A misspelt term read as the namespace's most similar one from this trigram similarity
+    # (docs/decisions/0013-misspellings-by-trigram.md); 1 turns it off. Deployment only.
+    spelling_similarity: float = SPELLING_SIMILARITY
 
     @classmethod
     def from_env(cls) -> LexicalSettings:
         return cls(or_min_rank=env_float("RECALLMESH_LEXICAL_OR_MIN_RANK", 0.01),
                    ranking=lexical_setting("lexical_ranking", cls.ranking),
                    bm25_k1=lexical_setting("bm25_k1", cls.bm25_k1),
-                   bm25_b=lexical_setting("bm25_b", cls.bm25_b))
+                   bm25_b=lexical_setting("bm25_b", cls.bm25_b),
+                   spelling_similarity=lexical_setting("lexical_spelling_similarity",
+                                                       cls.spelling_similarity))
 
 
