@@ -613,9 +613,10 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
                      "benchmarks/results/listing.json"),
               ("listing.md",), ("locomo", "longmemeval"), ("default",)),
     Benchmark("typos", "misspellings (issue 56): the lexical leg with corrections against the "
-              "statement of `main` (--baseline), latency and recall@10 as written and misspelt; "
-              "the behaviour cases with a typo, corrections off and on",
-              module("benchmarks.performance.typos", "--report-to",
+              "statement before them (--baseline), latency and recall@10 as written and "
+              "misspelt; the behaviour cases with a typo and Recall end to end, corrections off "
+              "and on",
+              module("benchmarks.performance.typos", "--queries", "0", "--report-to",
                      "benchmarks/reports/typos.md", "--json", "benchmarks/results/typos.json"),
               ("typos.md",), ("locomo", "scifact")),
     Benchmark("recall-latency", "p50/p95/p99 of 1,000 sequential recalls on the demo set: "

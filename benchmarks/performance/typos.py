@@ -1,7 +1,7 @@
 """Misspellings in the lexical leg (issue 56): its speed and its answers with corrections
 (docs/decisions/0013-misspellings-by-trigram.md) against the statement of a baseline revision.
 
-  python -m benchmarks.performance.typos [--baseline main] [--sets locomo,scifact]
+  python -m benchmarks.performance.typos [--baseline REV] [--sets locomo,scifact]
       [--queries 300] [--rounds 5] [--skip-behaviour]
       [--report-to benchmarks/reports/typos.md] [--json FILE]
 
@@ -22,6 +22,10 @@ name says "typo") on two stacks of their own with the deployment's defaults (BEN
 with corrections off (RECALLMESH_LEXICAL_SPELLING_SIMILARITY=1, the lexical statement as before
 them) and one with the shipped setting: the expected memory's rank and score, or how many hits
 a question nothing answers got.
+Last (--served-rounds, 0 to skip), Recall end to end: `python -m benchmarks.performance.
+recall_latency --legs lexical,vector` (a stack of its own, the demo's memories, sequential
+Recalls with the demo's questions as written) run with corrections off and on in turn, each
+--served-rounds times: p50 and p95 per run, and the medians' ratio.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -190,12 +196,15 @@ def recall_at_10(answers: list[list[str]], asks: list[tuple[str, str]],
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", default="main")
+    # main just before the corrections were merged (issue 56)
+    parser.add_argument("--baseline", default="c617e2f")
     parser.add_argument("--sets", type=names, default="locomo,scifact")
     parser.add_argument("--queries", type=int, default=300, help="0: every question")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--scifact-corpus", type=int, default=2000)
     parser.add_argument("--skip-behaviour", action="store_true")
+    parser.add_argument("--served-rounds", type=int, default=4)
+    parser.add_argument("--served-n", type=int, default=800)
     parser.add_argument("--report-to", type=Path)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
@@ -252,8 +261,48 @@ def main(argv: list[str] | None = None) -> None:
         for side, spelling in (("off", "1"), ("on", str(core.SPELLING_SIMILARITY))):
             log(f"behaviour cases with a typo, corrections {side} ...")
             results["behaviour"][side] = behaviour(spelling)
+    if args.served_rounds:
+        results["served"] = served(args.served_rounds, args.served_n)
     publish(report(results, args, argv, time.perf_counter() - started), args.report_to,
             args.json, results)
+
+
+def served(rounds: int, n: int) -> dict[str, list[dict[str, float]]]:
+    """recall_latency's p50 and p95 with corrections off and on, in turn, `rounds` times."""
+    runs: dict[str, list[dict[str, float]]] = {"off": [], "on": []}
+    with tempfile.TemporaryDirectory(prefix="recallmesh-typos-served-") as tmp:
+        for r in range(rounds):
+            for side, spelling in (("off", "1"), ("on", str(core.SPELLING_SIMILARITY))):
+                log(f"Recall end to end, corrections {side}, round {r + 1} of {rounds} ...")
+                out = Path(tmp) / f"{side}-{r}.json"
+                subprocess.run([sys.executable, "-m", "benchmarks.performance.recall_latency",
+                                "--legs", "lexical,vector", "--n", str(n), "--json", str(out)],
+                               check=True, capture_output=True,
+                               env={**os.environ,
+                                    "RECALLMESH_LEXICAL_SPELLING_SIMILARITY": spelling})
+                got = json.loads(out.read_text())
+                runs[side].append({"p50": got["p50_ms"], "p95": got["p95_ms"]})
+    return runs
+
+
+def served_lines(runs: dict[str, list[dict[str, float]]], n: int) -> list[str]:
+    def median(side: str, key: str) -> float:
+        return float(np.median([r[key] for r in runs[side]]))
+
+    return [
+        "",
+        f"Recall end to end (recall_latency: lexical and vector legs, the demo's memories, {n} "
+        "sequential Recalls with its questions as written, k 10), corrections off and on in "
+        "turn: p50 / p95 ms of each run, the median of the runs, and on over off.",
+        "",
+        "| corrections | runs: p50 / p95 ms | median p50 | median p95 |",
+        "|---|---|---:|---:|",
+        *(f"| {side} | " + ", ".join(f"{r['p50']:.1f} / {r['p95']:.1f}" for r in runs[side])
+          + f" | {median(side, 'p50'):.2f} | {median(side, 'p95'):.2f} |"
+          for side in ("off", "on")),
+        f"| on / off | | {median('on', 'p50') / median('off', 'p50'):.3f} "
+        f"| {median('on', 'p95') / median('off', 'p95'):.3f} |",
+    ]
 
 
 def report(results: dict[str, Any], args: argparse.Namespace, argv: list[str],
@@ -273,7 +322,7 @@ def report(results: dict[str, Any], args: argparse.Namespace, argv: list[str],
         "p95 ms baseline / corrections | p95 ratio |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    sets = {name: r for name, r in results.items() if name != "behaviour"}
+    sets = {name: r for name, r in results.items() if name not in ("behaviour", "served")}
     for name, r in sets.items():
         lat = r["latency_ms"]
         lines.append(
@@ -323,6 +372,8 @@ def report(results: dict[str, Any], args: argparse.Namespace, argv: list[str],
         ]
         for a, b in zip(off, on, strict=True):
             lines.append(f"| {a['name']} | {case_cell(a)} | {case_cell(b)} |")
+    if "served" in results:
+        lines += served_lines(results["served"], args.served_n)
     return "\n".join(lines) + "\n"
 
 
