@@ -323,20 +323,16 @@ def report(results: dict[str, Any], args: argparse.Namespace, argv: list[str],
         "|---|---:|---:|---:|---:|---:|",
     ]
     sets = {name: r for name, r in results.items() if name not in ("behaviour", "served")}
-    for name, r in sets.items():
-        lat = r["latency_ms"]
-        lines.append(
-            f"| {name} | {r['memories']} ({r['namespaces']}) | {2 * r['questions']} | "
-            f"{lat['baseline']['p50']:.2f} / {lat['corrections']['p50']:.2f} | "
-            f"{lat['baseline']['p95']:.2f} / {lat['corrections']['p95']:.2f} | "
-            f"{lat['corrections']['p95'] / lat['baseline']['p95']:.3f} |")
-    for name, r in sets.items():
-        lat = r["latency_written_ms"]
-        lines.append(
-            f"| {name}, as written only | | {r['questions']} | "
-            f"{lat['baseline']['p50']:.2f} / {lat['corrections']['p50']:.2f} | "
-            f"{lat['baseline']['p95']:.2f} / {lat['corrections']['p95']:.2f} | "
-            f"{lat['corrections']['p95'] / lat['baseline']['p95']:.3f} |")
+    for key, written in (("latency_ms", False), ("latency_written_ms", True)):
+        for name, r in sets.items():
+            lat = r[key]
+            label = (f"{name}, as written only | | {r['questions']}" if written else
+                     f"{name} | {r['memories']} ({r['namespaces']}) | {2 * r['questions']}")
+            lines.append(
+                f"| {label} | "
+                f"{lat['baseline']['p50']:.2f} / {lat['corrections']['p50']:.2f} | "
+                f"{lat['baseline']['p95']:.2f} / {lat['corrections']['p95']:.2f} | "
+                f"{lat['corrections']['p95'] / lat['baseline']['p95']:.3f} |")
     lines += [
         "",
         "The lexical leg alone: recall@10 (a relevant memory among its first 10 hits), and how "
