@@ -331,20 +331,20 @@ SPELLED = """, spelled AS MATERIALIZED (
         SELECT ls.lexeme, ls.df, similarity(ls.lexeme, h.lexeme)::float8 AS similarity, e.edits
         FROM lexeme_stats ls
         CROSS JOIN LATERAL (  -- CASE: the length is checked before levenshtein sees the term
-            SELECT CASE WHEN """ + _CORRECTABLE.format(term="ls.lexeme") + """
-                             AND """ + _CORRECTABLE.format(term="h.lexeme") + """
+            SELECT CASE WHEN {correctable_ls} AND {correctable_h}
                         THEN levenshtein_less_equal(ls.lexeme, h.lexeme, 2) END AS edits
         ) e
         WHERE ls.lexeme %% h.lexeme  -- the trigram index (at pg_trgm.similarity_threshold)
           AND ls.namespace = %(ns)s AND ls.df > 0
-          AND e.edits <= CASE WHEN char_length(h.lexeme) >= """ + str(
-    SPELLING_TWO_EDITS_CHARS) + """ THEN 2 ELSE 1 END
+          AND e.edits <= CASE WHEN char_length(h.lexeme) >= {two_edits} THEN 2 ELSE 1 END
         ORDER BY e.edits, similarity DESC, ls.df DESC, ls.lexeme
         LIMIT 1
     ) c
-    WHERE h.df = 0 AND %(spelling)s < 1 AND """ + _CORRECTABLE.format(term="h.lexeme") + """
+    WHERE h.df = 0 AND %(spelling)s < 1 AND {correctable_h}
       AND c.similarity >= %(spelling)s
-)"""
+)""".format(correctable_ls=_CORRECTABLE.format(term="ls.lexeme"),
+            correctable_h=_CORRECTABLE.format(term="h.lexeme"),
+            two_edits=SPELLING_TWO_EDITS_CHARS)
 
 
 # The query's terms with their df and idf, once per term, not per posting (plain: every term as
