@@ -349,28 +349,30 @@ SPELLED = """, spelled AS MATERIALIZED (
 
 # The query's terms with their df and idf, once per term, not per posting (plain: every term as
 # written; spelled: a term no memory holds read as its correction, SPELLED).
-_IDF = """, idf AS MATERIALIZED (  -- once per term, not per posting
-    SELECT t.lexeme, coalesce(l.df, 0) AS df,
-           ln(1 + (s.docs - coalesce(l.df, 0) + 0.5) / (coalesce(l.df, 0) + 0.5)) AS idf
-    FROM terms t
-    CROSS JOIN stats s
-    LEFT JOIN LATERAL (
+# A term's df in the namespace (`t` or `w`: the row naming the term, `l`: the answer) and its
+# idf beside the namespace's statistics `s`: the one lookup and formula of every term table below.
+_LEXEME_DF = {
+    "df_of_t": """    LEFT JOIN LATERAL (
         SELECT df FROM lexeme_stats
         WHERE namespace = %(ns)s AND lexeme = t.lexeme
         LIMIT 1
-    ) l ON true
+    ) l ON true""",
+    "idf": "ln(1 + (s.docs - coalesce(l.df, 0) + 0.5) / (coalesce(l.df, 0) + 0.5))",
+}
+_LEXEME_DF["df_of_w"] = _LEXEME_DF["df_of_t"].replace("t.lexeme", "w.lexeme")
+_IDF = """, idf AS MATERIALIZED (  -- once per term, not per posting
+    SELECT t.lexeme, coalesce(l.df, 0) AS df, {idf} AS idf
+    FROM terms t
+    CROSS JOIN stats s
+{df_of_t}
     ORDER BY t.lexeme  -- the query's scale sums the terms' idf in this order, the same bits
                        -- in the pruned and the full statement
-)"""
+)""".format(**_LEXEME_DF)
 _HELD = """, held AS MATERIALIZED (  -- each term and how many live memories hold it
     SELECT t.lexeme, coalesce(l.df, 0) AS df
     FROM terms t
-    LEFT JOIN LATERAL (
-        SELECT df FROM lexeme_stats
-        WHERE namespace = %(ns)s AND lexeme = t.lexeme
-        LIMIT 1
-    ) l ON true
-)"""
+{df_of_t}
+)""".format(**_LEXEME_DF)
 # The same with the corrections BM25_PREPARE found (parameters spelled_terms, spelled_lexemes,
 # spelled_similarity): each corrected term replaced by its correction, weighted by the similarity.
 _CORRECTED_IDF = """, spelled AS MATERIALIZED (
@@ -378,22 +380,17 @@ _CORRECTED_IDF = """, spelled AS MATERIALIZED (
                          %(spelled_similarity)s::float8[]) AS s(term, lexeme, similarity)
 ), idf AS MATERIALIZED (  -- once per term, not per posting
     SELECT DISTINCT ON (w.lexeme) w.lexeme, coalesce(l.df, 0) AS df,
-           w.weight * ln(1 + (s.docs - coalesce(l.df, 0) + 0.5) / (coalesce(l.df, 0) + 0.5))
-               AS idf
+           w.weight * {idf} AS idf
     FROM (SELECT lexeme, 1.0::float8 AS weight FROM terms
           WHERE lexeme NOT IN (SELECT term FROM spelled)
           UNION ALL
           SELECT lexeme, similarity FROM spelled) w
     CROSS JOIN stats s
-    LEFT JOIN LATERAL (
-        SELECT df FROM lexeme_stats
-        WHERE namespace = %(ns)s AND lexeme = w.lexeme
-        LIMIT 1
-    ) l ON true
+{df_of_w}
     ORDER BY w.lexeme,  -- the query's scale sums the terms' idf in this order, the same bits
                         -- in the pruned and the full statement
              w.weight DESC  -- a correction that is also a term of the query counts once, exact
-)"""
+)""".format(**_LEXEME_DF)
 
 
 def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, corrected: bool = False
