@@ -1,7 +1,7 @@
 """The pure stages after fusion, without I/O: which ones a recall runs (`plan`), and context
 propagation's scoring (`propagate_context`); the time window's parser and boost are in
 recallmesh/gateway/time_window.py, the intent route in query_intent.py and its merge in
-recallmesh/wire/policy.py. The gateway runs them around its database reads, and every benchmark
+recallmesh/policy.py. The gateway runs them around its database reads, and every benchmark
 replay imports them: there is no second implementation.
 
 Last, `current_first`: a memory whose validity has ended (valid_to passed: superseded by a
@@ -55,8 +55,8 @@ from datetime import UTC, datetime
 
 from recallmesh.embedding_models.calibration import ScoreCalibration
 from recallmesh.gateway.time_window import TimeWindow, resolve
+from recallmesh.policy import RecallPolicy
 from recallmesh.wire.fusion import Contribution, FusedCandidate, LegList
-from recallmesh.wire.policy import RecallPolicy
 
 # The pseudo-legs named in explain for what context propagation added to a memory stored
 # right after / right before a hit (rank: that hit's rank in the fused list).

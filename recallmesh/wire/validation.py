@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from recallmesh.policy import Overrides, checked
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import memory_pb2
 from recallmesh.wire.enums import RELATION_TYPE_NAMES, sort_by
@@ -23,7 +24,6 @@ from recallmesh.wire.filters import (
     filters_from_proto,
     metadata_key_problem,
 )
-from recallmesh.wire.policy import Overrides, checked
 from recallmesh.wire.real import as_real
 from recallmesh.wire.timestamps import from_proto_timestamp
 
@@ -78,7 +78,7 @@ class RecallQuery:
     filters: Filters = Filters()
     budget_ms: int | None = None
     explain: bool = False
-    fusion: Overrides = Overrides()  # the request's recall settings (recallmesh/wire/policy.py)
+    fusion: Overrides = Overrides()  # the request's recall settings (recallmesh/policy.py)
     reference_time: datetime | None = None  # None: the server's clock
     # The relevance floor cuts each hit (Context) instead of the answer as a whole (Recall).
     floor_each_hit: bool = False

@@ -9,8 +9,8 @@ import urllib.request
 import grpc
 import pytest
 
+from recallmesh.policy import RecallPolicy
 from recallmesh.v1 import memory_pb2
-from recallmesh.wire.policy import RecallPolicy
 from tests.helpers import expect_status, recall
 from tests.integration.test_degraded import lexical_ranking
 

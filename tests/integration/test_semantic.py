@@ -16,6 +16,7 @@ from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from recallmesh.embedding_models.manifest import ModelManifest
+from recallmesh.policy import DEFAULT_LEG_WEIGHTS
 from recallmesh.v1 import (
     embedder_pb2,
     embedder_pb2_grpc,
@@ -23,7 +24,6 @@ from recallmesh.v1 import (
     retriever_pb2,
     retriever_pb2_grpc,
 )
-from recallmesh.wire.policy import DEFAULT_LEG_WEIGHTS
 from tests.helpers import expect_status, recall
 
 pytestmark = pytest.mark.integration

@@ -1,5 +1,5 @@
 """The documentation stays true to the tree: the README opens with the two commands, every
-recall setting (recallmesh/wire/policy.py) is documented with its variable, and every relative link
+recall setting (recallmesh/policy.py) is documented with its variable, and every relative link
 in README.md and docs/ points at a file (and, within markdown, a heading) that exists."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from recallmesh.wire.policy import RecallPolicy
+from recallmesh.policy import RecallPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -131,7 +131,7 @@ def test_api_md_has_every_rpc_and_the_scope_each_needs():
 
 
 def test_reference_pages_name_the_default_fusion_method():
-    from recallmesh.wire.policy import RecallPolicy
+    from recallmesh.policy import RecallPolicy
 
     default = RecallPolicy().method
     said = re.compile(

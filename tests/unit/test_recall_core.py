@@ -19,6 +19,7 @@ from recallmesh.gateway.fanout import LegError
 from recallmesh.gateway.recall import Recaller
 from recallmesh.gateway.settings import GatewaySettings, LegTarget
 from recallmesh.gateway.store import StoredMemory
+from recallmesh.policy import Overrides, RecallPolicy
 from recallmesh.shared.errors import (
     DeadlineExceeded,
     InvalidArgument,
@@ -26,7 +27,6 @@ from recallmesh.shared.errors import (
     Unavailable,
 )
 from recallmesh.wire.fusion import LegCandidate
-from recallmesh.wire.policy import Overrides, RecallPolicy
 from recallmesh.wire.retriever import LegAnswer, LegQuery
 from recallmesh.wire.validation import RecallQuery
 

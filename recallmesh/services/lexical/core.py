@@ -171,7 +171,6 @@ LIMIT %(k)s
     return sql, params
 
 
-RANKINGS = ("ts_rank", "bm25")
 _NO_CUTOFF = "'-Infinity'::float8"  # a cut-off every score passes
 # A filter passing at most this many memories of the namespace is applied before the lookups
 # (build_bm25_sql).
