@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
 from google.protobuf import json_format
 
@@ -40,6 +40,8 @@ from recallmesh.wire.enums import (
     RELATION_TYPE_VALUES,
     SORT_BY_VALUES,
 )
+from recallmesh.wire.filters import FILTER_FIELDS, Filters, filters_to_proto
+from recallmesh.wire.memory_fields import BY_NAME, UPDATABLE, memory_from_proto_fields
 from recallmesh.wire.timestamps import optional_datetime, to_proto_timestamp
 from recallmesh.wire.validation import MAX_BATCH, MAX_IMPORT_VERSIONS
 
@@ -129,25 +131,28 @@ def _ts(value: datetime, target: Any) -> None:
     to_proto_timestamp(value, target)
 
 
-def memory_message(content: str, fields: MemoryFields) -> Any:
-    memory = memory_pb2.Memory(
-        id=fields.get("id") or str(uuid.uuid4()),
-        content=content,
-        category=fields.get("category", ""),
-        tags=list(fields.get("tags", ())),
-        sensitive=fields.get("sensitive", False),
-        thread=fields.get("thread", ""),
-        metadata=dict(fields.get("metadata", {})),
-        pinned=fields.get("pinned", False),
-    )
-    if (importance := fields.get("importance")) is not None:
-        memory.importance = importance
-    name: Literal["created_at", "valid_from", "valid_to", "expires_at"]
-    for name in ("created_at", "valid_from", "valid_to", "expires_at"):
-        if (value := fields.get(name)) is not None:
-            _ts(value, getattr(memory, name))
+def _set(memory: memory_pb2.Memory, name: str, value: Any) -> None:
+    """Set one field of a Memory message the way its kind takes it (wire/memory_fields.py)."""
+    kind = BY_NAME[name].kind
+    if kind == "time":
+        _ts(value, getattr(memory, name))
+    elif kind == "labels":
+        getattr(memory, name).extend(value)
+    elif kind == "map":
+        getattr(memory, name).update(value)
+    else:
+        setattr(memory, name, value)
+
+
+def memory_message(content: str, fields: MemoryFields) -> memory_pb2.Memory:
+    memory = memory_pb2.Memory(id=fields.get("id") or str(uuid.uuid4()), content=content)
     relations = [Relation("supersedes", i) for i in fields.get("supersedes", ())]
-    for relation in [*relations, *fields.get("relations", ())]:
+    for name, value in fields.items():
+        if name == "relations":
+            relations += value  # type: ignore[arg-type]  # MemoryFields types it
+        elif name not in ("id", "supersedes") and value is not None:
+            _set(memory, name, value)
+    for relation in relations:
         if relation.type not in RELATION_TYPE_VALUES:
             raise ValueError(f"relation type must be one of {', '.join(RELATION_TYPE_VALUES)}, "
                              f"got {relation.type!r}")
@@ -196,44 +201,35 @@ def update_request(namespace: str, memory_id: str, fields: UpdateFields,
         raise ValueError("update needs at least one field to change")
     memory = memory_pb2.Memory()
     for name, value in fields.items():
-        if name not in UpdateFields.__annotations__:
+        if name not in UPDATABLE:
             raise ValueError(f"update cannot change {name!r}")
-        if name in ("valid_from", "valid_to", "expires_at"):
-            if value is not None:
-                # the three names are datetime fields of UpdateFields (mypy sees a union)
-                _ts(value, getattr(memory, name))  # type: ignore[arg-type]
-        elif name == "tags":
-            memory.tags.extend(value)
-        elif name == "metadata":
-            memory.metadata.update(value)
-        else:
-            setattr(memory, name, value)
+        if value is not None:  # a time given as None: no longer set (named, left unset)
+            _set(memory, name, value)
     request = memory_pb2.UpdateRequest(namespace=namespace, id=memory_id, memory=memory,
                                        index_wait=_index_wait(wait_indexed))
     request.update_mask.paths.extend(fields)
     return request
 
 
-_TIMES = ("created_after", "created_before", "updated_after", "updated_before", "as_of")
-
-
-def _filters(options: FilterOptions) -> Any:
-    filters = memory_pb2.RecallFilters()
+def _filters(options: FilterOptions) -> memory_pb2.RecallFilters:
+    """The RecallFilters message of `options` (the server's own Filters, built by
+    recallmesh.wire.filters.filters_to_proto)."""
     for name in ("categories", "tags", "tags_all", "tags_none", "threads"):
-        values = options.get(name, ())
-        if isinstance(values, str):
+        if isinstance(values := options.get(name, ()), str):
             raise ValueError(f"{name} takes a list of strings, got the string {values!r}")
-        getattr(filters, name).extend(values)
-    for key, wanted in options.get("metadata", {}).items():
-        filters.metadata.add(key=key, values=[wanted] if isinstance(wanted, str)
-                             else list(wanted))
-    for bound in ("importance_min", "importance_max"):
-        if (value := options.get(bound)) is not None:
-            setattr(filters, bound, value)
-    for name in _TIMES:
-        if (when := options.get(name)) is not None:
-            _ts(when, getattr(filters, name))  # type: ignore[arg-type]
-    return filters
+    for name in ("created_after", "created_before", "updated_after", "updated_before", "as_of"):
+        if (when := options.get(name)) is not None and when.tzinfo is None:  # type: ignore[attr-defined]
+            raise ValueError(f"{when!r} needs a timezone (e.g. datetime.now(UTC))")
+    conditions: dict[str, Any] = {
+        name: tuple(value) if isinstance(value, (list, tuple)) else value
+        for name, value in options.items() if name in FILTER_FIELDS and name != "metadata"}
+    conditions["metadata"] = tuple(
+        (key, (value,) if isinstance(value, str) else tuple(value))
+        for key, value in options.get("metadata", {}).items())
+    filters = Filters(**conditions)
+    message = memory_pb2.RecallFilters()
+    filters_to_proto(filters, message)
+    return message
 
 
 LIST_ORDERS = {"created": memory_pb2.LIST_ORDER_CREATED, "updated": memory_pb2.LIST_ORDER_UPDATED,
@@ -304,17 +300,8 @@ def context_request(namespace: str, query: str, options: ContextOptions) -> Any:
     return request
 
 
-def memory_from(msg: Any) -> Memory:
-    return Memory(
-        id=msg.id, namespace=msg.namespace, content=msg.content, category=msg.category,
-        tags=tuple(msg.tags), importance=msg.importance if msg.HasField("importance") else 0.5,
-        sensitive=msg.sensitive, thread=msg.thread, metadata=dict(msg.metadata),
-        created_at=optional_datetime(msg, "created_at"),
-        updated_at=optional_datetime(msg, "updated_at"),
-        valid_from=optional_datetime(msg, "valid_from"),
-        valid_to=optional_datetime(msg, "valid_to"),
-        expires_at=optional_datetime(msg, "expires_at"), superseded_by=msg.superseded_by,
-        pinned=msg.pinned, deleted_at=optional_datetime(msg, "deleted_at"))
+def memory_from(msg: memory_pb2.Memory) -> Memory:
+    return Memory(**memory_from_proto_fields(msg))
 
 
 def store_result(reply: Any) -> StoreResult:

@@ -66,7 +66,7 @@ from recallmesh.gateway.metrics import (
 )
 from recallmesh.gateway.query_intent import Route, route
 from recallmesh.gateway.settings import GatewaySettings
-from recallmesh.gateway.store import MemoryStore, StoredMemory
+from recallmesh.gateway.store import MemoryStore
 from recallmesh.gateway.time_window import TimeWindow, boost
 from recallmesh.policy import GRAPH_LEG, RecallPolicy
 from recallmesh.services.embedding.client import Embeddings
@@ -79,6 +79,7 @@ from recallmesh.shared.errors import (
     Unavailable,
 )
 from recallmesh.wire.fusion import FusedCandidate
+from recallmesh.wire.memory_fields import StoredMemory
 from recallmesh.wire.retriever import LegQuery
 from recallmesh.wire.validation import RecallQuery
 

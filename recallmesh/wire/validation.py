@@ -10,7 +10,7 @@ import math
 import unicodedata
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +24,12 @@ from recallmesh.wire.filters import (
     filters_from_proto,
     metadata_key_problem,
 )
+from recallmesh.wire.memory_fields import (
+    DEFAULT_IMPORTANCE,
+    UPDATE_PATHS,
+    NewMemory,
+    column_values,
+)
 from recallmesh.wire.real import as_real
 from recallmesh.wire.timestamps import from_proto_timestamp
 
@@ -36,7 +42,6 @@ MAX_METADATA_VALUE_CHARS = 1024
 MAX_THREAD_CHARS = 128  # the column's CHECK (migration 0012)
 MAX_BATCH = 1000
 MAX_RELATIONS = 16
-DEFAULT_IMPORTANCE = 0.5
 DEFAULT_K = 10
 MAX_K = 100
 # A recall's budget holds a concurrency slot, a connection per leg and the embedding queue
@@ -50,24 +55,6 @@ MAX_BUDGET_MS = 10_000
 # 256 MiB of request bytes held at once, within the gateway's 768 MiB memory limit
 # (k8s/base/gateway.yaml); the old 64 MiB allowed 4 GiB.
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
-
-@dataclass(frozen=True)
-class NewMemory:
-    content: str
-    id: str | None = None  # client-supplied: the write's idempotency key (None: server assigns)
-    category: str = ""
-    tags: tuple[str, ...] = ()
-    importance: float = DEFAULT_IMPORTANCE
-    sensitive: bool = False
-    created_at: datetime | None = None
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
-    metadata: dict[str, str] = field(default_factory=dict)
-    relations: tuple[tuple[str, str], ...] = ()  # (relation type, target memory id)
-    expires_at: datetime | None = None  # None: the namespace's default TTL, if any
-    thread: str = ""  # the conversation / session it belongs to ('' = none)
-    pinned: bool = False  # always in Context, first
-
 
 @dataclass(frozen=True)
 class RecallQuery:
@@ -351,22 +338,6 @@ def context_query(msg: memory_pb2.ContextRequest) -> ContextQuery:
     return ContextQuery(recall, max_tokens, msg.include_sensitive)
 
 
-# Update paths a client may name, and the memories column each one writes.
-UPDATE_PATHS = {
-    "content": "content",
-    "category": "category",
-    "tags": "tags",
-    "importance": "importance",
-    "sensitive": "is_sensitive",
-    "metadata": "metadata",
-    "valid_from": "valid_from",
-    "valid_to": "valid_to",
-    "expires_at": "expires_at",
-    "thread": "thread",
-    "pinned": "pinned",
-}
-
-
 def memory_update(msg: memory_pb2.Memory, paths: Sequence[str], ns: str) -> dict[str, Any]:
     """Validate an UpdateRequest's memory + update_mask: {column: new value}.
 
@@ -399,20 +370,9 @@ def memory_update(msg: memory_pb2.Memory, paths: Sequence[str], ns: str) -> dict
         else:
             setattr(probe, name, getattr(msg, name))
     checked = new_memory(probe, ns)
-    values = {
-        "content": checked.content,
-        "category": checked.category,
-        "tags": list(checked.tags),
-        "importance": checked.importance,
-        "sensitive": checked.sensitive,
-        "metadata": checked.metadata,
-        "valid_from": checked.valid_from,
-        "valid_to": checked.valid_to,
-        "expires_at": checked.expires_at,  # named but unset: the memory no longer expires
-        "thread": checked.thread,
-        "pinned": checked.pinned,
-    }
-    return {UPDATE_PATHS[n]: values[n] for n in dict.fromkeys(names)}
+    # named but unset, expires_at is None: the memory no longer expires
+    values = column_values(checked, dict.fromkeys(names))
+    return {UPDATE_PATHS[n]: value for n, value in values.items()}
 
 
 # A write's wait for indexing holds a concurrency slot and polls the database every 100 ms:

@@ -32,7 +32,7 @@ from recallmesh.gateway.store import content_key
 from recallmesh.policy import FusionSettings
 from recallmesh.services.fusion.core import fuse
 from recallmesh.wire.fusion import FusedCandidate, LegCandidate, LegList
-from recallmesh.wire.validation import NewMemory
+from recallmesh.wire.memory_fields import NewMemory
 
 CAL = FusionSettings(method="calibrated", importance_strength=0.0, exact_bonus=0.0)
 

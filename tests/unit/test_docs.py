@@ -102,7 +102,7 @@ def section(text: str, heading: str) -> str:
 
 
 def test_api_md_lists_every_update_path_from_the_code():
-    from recallmesh.wire.validation import UPDATE_PATHS
+    from recallmesh.wire.memory_fields import UPDATE_PATHS
 
     text = API.read_text(encoding="utf-8")
     update = section(text, "### `Update`")
@@ -145,7 +145,7 @@ def test_api_md_quotes_every_fixed_refusal_of_fusion_overrides_and_filters():
     """A rule that refuses with a fixed message (no value in it) is quoted in api.md word for
     word: a rule documented the other way round (all-zero weights "allowed") fails here."""
     text = " ".join(API.read_text(encoding="utf-8").split())
-    for module in ("policy.py", "filters.py"):
-        source = (ROOT / "recallmesh" / "wire" / module).read_text(encoding="utf-8")
+    for module in ("policy.py", "wire/filters.py"):
+        source = (ROOT / "recallmesh" / module).read_text(encoding="utf-8")
         for message in re.findall(r'InvalidArgument\("([^"{}]+)"\)', source):
             assert message in text, f"api.md does not quote {message!r} ({module})"

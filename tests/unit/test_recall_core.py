@@ -18,7 +18,6 @@ from prometheus_client import REGISTRY
 from recallmesh.gateway.fanout import LegError
 from recallmesh.gateway.recall import Recaller
 from recallmesh.gateway.settings import GatewaySettings, LegTarget
-from recallmesh.gateway.store import StoredMemory
 from recallmesh.policy import Overrides, RecallPolicy
 from recallmesh.shared.errors import (
     DeadlineExceeded,
@@ -27,6 +26,7 @@ from recallmesh.shared.errors import (
     Unavailable,
 )
 from recallmesh.wire.fusion import LegCandidate
+from recallmesh.wire.memory_fields import StoredMemory
 from recallmesh.wire.retriever import LegAnswer, LegQuery
 from recallmesh.wire.validation import RecallQuery
 

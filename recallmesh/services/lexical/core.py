@@ -48,7 +48,7 @@ from typing import Any
 
 from recallmesh.services.lexical.cjk import query_terms
 from recallmesh.shared.replicas import as_reads
-from recallmesh.wire.filters import Filters, filter_sql
+from recallmesh.wire.filters import Filters, filter_sql, live
 
 # (ts_rank weight, importance weight) of the blended score per sort mode.
 BLEND = {"relevance": (0.7, 0.3), "importance": (0.4, 0.6), "recency": (0.7, 0.3)}
@@ -111,7 +111,7 @@ def asks_for_secret(vector: str, terms: str) -> str:
               ON py.namespace = px.namespace AND py.lexeme = y AND py.memory_id = px.memory_id
             JOIN memories m2 ON m2.id = px.memory_id
             WHERE px.namespace = %(ns)s AND px.lexeme = x AND NOT m2.is_sensitive
-              AND (m2.expires_at IS NULL OR m2.expires_at > now())))"""
+              AND {live('m2')}))"""
 
 
 # The question's words for `asks_for_secret`: its lexemes less the function words of every
@@ -144,8 +144,7 @@ def build_search_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any
     SELECT m.id, ts_rank(m.search_vector, qq.and_q) AS rank, m.importance, m.created_at,
            0 AS tier, m.is_sensitive
     FROM memories m, qq
-    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
-      AND (m.expires_at IS NULL OR m.expires_at > now())
+    WHERE m.namespace = %(ns)s AND {live('m')}
       AND m.search_vector @@ qq.and_q {where_filters}
 ), and_top AS (
     SELECT * FROM and_hits ORDER BY {order} LIMIT %(k)s
@@ -155,8 +154,7 @@ def build_search_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any
                1 AS tier, m.is_sensitive
         FROM memories m, qq
         WHERE (SELECT count(*) FROM and_top) < %(k)s
-          AND m.namespace = %(ns)s AND m.deleted_at IS NULL
-            AND (m.expires_at IS NULL OR m.expires_at > now())
+          AND m.namespace = %(ns)s AND {live('m')}
           AND m.search_vector @@ qq.or_q
           AND NOT (m.search_vector @@ qq.and_q) {where_filters}
     ) broadened
@@ -420,8 +418,7 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, corrected
         SELECT * FROM memories m WHERE m.id = sc.memory_id
         LIMIT 1  -- keeps the subquery from being flattened into a join the planner reorders
     ) m
-    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
-      AND (m.expires_at IS NULL OR m.expires_at > now()) {where_filters}"""
+    WHERE m.namespace = %(ns)s AND {live('m')} {where_filters}"""
     # relevance and importance keep the k best scores: only memories scoring at least the k-th
     # best score among those that pass the filters can be among them, and finding that score
     # looks up scored memories best first, only until k pass (a common term matches tens of
@@ -439,8 +436,7 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, corrected
         source = "candidates"
         passing = f""", passing AS MATERIALIZED (
     SELECT m.id FROM memories m
-    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
-      AND (m.expires_at IS NULL OR m.expires_at > now()) {where_filters}
+    WHERE m.namespace = %(ns)s AND {live('m')} {where_filters}
     LIMIT {PASSING_CAP + 1}
 ), candidates AS MATERIALIZED (
     SELECT * FROM scored
