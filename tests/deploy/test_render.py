@@ -399,9 +399,9 @@ def test_every_internal_service_has_a_wall(overlay):
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_internal_token_is_never_committed(overlay):
-    """The token comes from a Secret the operator creates (docs/operations/kubernetes.md); no overlay
-    renders a Secret, a ConfigMap value or a literal for it, and a missing Secret keeps the pod
-    from starting (optional: false) instead of starting it without its wall."""
+    """The token comes from a Secret the operator creates (docs/operations/kubernetes.md); no
+    overlay renders a Secret, a ConfigMap value or a literal for it, and a missing Secret keeps
+    the pod from starting (optional: false) instead of starting it without its wall."""
     objs = objects(f"overlays/{overlay}")
     assert not by_kind(objs, "Secret")
     for cm in by_kind(objs, "ConfigMap").values():

@@ -30,8 +30,9 @@ docs/decisions/0015-secrets-on-what-only-they-hold.md); it is then scored like a
 Each posting's share is rounded to a multiple of 2^-36 (CONTRIBUTION), so a score is the
 same whatever order its shares are summed in. When the query's terms have many postings
 (PRUNE_MIN_POSTINGS), relevance and importance run a pruned statement that returns the same
-rows (_pruned_scores; docs/decisions/0003-bm25-maxscore.md): the commonest terms, which cannot lift a memory into the k best
-on their own, are summed only for the memories the rarer terms make candidates.
+rows (_pruned_scores; docs/decisions/0003-bm25-maxscore.md): the commonest terms, which
+cannot lift a memory into the k best on their own, are summed only for the memories the rarer
+terms make candidates.
 Chinese, Japanese and Korean runs are searched as character pairs (cjk.py).
 Under BM25 a misspelt term (one no memory of the namespace holds) is read as the namespace's
 most similar term by spelling, weighted by that similarity (SPELLED; docs/decisions/0013).
@@ -496,8 +497,9 @@ ORDER BY {final_order}
 # batches, 12 MB on disk, for 317,000 postings).
 BM25_WORK_MEM = "32MB"
 # The pruned statement costs more than the full one where there is little to prune (a small
-# namespace; docs/decisions/0003-bm25-maxscore.md has the measurement); it is run when the query's terms have at least this many postings (a common-word
-# question at 100,000 memories and up), the full one otherwise. Both return the same rows.
+# namespace; docs/decisions/0003-bm25-maxscore.md has the measurement); it is run when the
+# query's terms have at least this many postings (a common-word question at 100,000 memories
+# and up), the full one otherwise. Both return the same rows.
 PRUNE_MIN_POSTINGS = 50000
 # Also the query's corrections (SPELLED): the terms, their corrections and similarities, NULL
 # where none; the statement reads them only then (the pg_trgm threshold is set before the lookup:
