@@ -312,7 +312,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     ) -> memory_pb2.DeleteMatchingResponse:
         query, sample_size = validation.delete_matching(request)
         # The sample is memories' content: only for a key that may read them (a write-only
-        # key learns how many matched, never what they say; issue 54).
+        # key learns how many matched, never what they say; docs/decisions/0011).
         matched, deleted, sample = await listing.delete_matching(
             self.store, query, sample_size if caller_may_read() else 0, request.confirm,
             request.purge)

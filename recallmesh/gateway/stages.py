@@ -19,11 +19,11 @@ newer says it changed: one of CHANGE_WORDS, "now", "moved", "switched", "no long
 the newer ranks just above the older, with at least its score: a changed preference or
 address stated again without a SUPERSEDES relation reads newest first. Nothing is removed,
 and no other hit moves. Conversation turns are left alone: in a transcript most turns of the
-top ten are that alike and share names and words, and reordering them newest first cost LoCoMo
-0.021 nDCG@10 (benchmarks/reports/floor.md). Nor do documents on one subject: two SciFact
-abstracts are that alike and share a dozen stems, and one of them says "changed" or
-"currently" somewhere; before RESTATED_SHARE, reordering them newest first cost SciFact 0.04
-nDCG@10 (issue 42).
+top ten are that alike and share names and words, and reordering them newest first lost
+ranking quality on LoCoMo. Nor do documents on one subject: two SciFact abstracts are that
+alike and share a dozen stems, and one of them says "changed" or "currently" somewhere;
+before RESTATED_SHARE, reordering them newest first lost ranking quality on SciFact (both
+measured: docs/decisions/0012-ranking-apart-from-scoring.md, "Restatements").
 
 Ranking apart from scoring (docs/decisions/0012-ranking-apart-from-scoring.md): fusion only
 ranks. `place_unseen` puts each sensitive hit, which the vector leg cannot see, where its

@@ -474,10 +474,11 @@ def delete_matching(msg: memory_pb2.DeleteMatchingRequest) -> tuple[ListQuery, i
             msg.sample_size or DEFAULT_SAMPLE)
 
 
-# Versions and the answers that carry them are bounded (issue 54). A memory keeps its newest
+# Versions and the answers that carry them are bounded (docs/decisions/0011-hostile-input-rules.md,
+# which holds the measurements). A memory keeps its newest
 # MAX_VERSIONS earlier states: the Update that makes one more drops the oldest, so History's
 # first version may be later than 1. One Import writes at most MAX_IMPORT_VERSIONS versions
-# under its namespace's lock (issue 54 measured 0.58 s for 2,000). A History or Export
+# under its namespace's lock, which it holds for as long as it writes. A History or Export
 # answer stays within MAX_RESPONSE_BYTES, below gRPC's 4 MiB default for what a client
 # receives: an Export page ends early (its token continues it), and a memory whose versions
 # alone would pass it leaves out its oldest versions and says how many (versions_left_out).

@@ -12,7 +12,8 @@ import pytest
 from recallmesh.policy import RecallPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+         *sorted((ROOT / "docs" / "operations").glob("*.md"))]
 
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
@@ -89,7 +90,8 @@ def test_anchors_in_markdown_links_name_headings_that_exist(page: Path):
 
 API = ROOT / "docs" / "api.md"
 REFERENCE_PAGES = [ROOT / "README.md", API, *(ROOT / "docs" / n for n in (
-    "cli.md", "client.md", "configuration.md", "mcp.md", "operations.md"))]
+    "cli.md", "client.md", "configuration.md", "mcp.md")),
+    *sorted((ROOT / "docs" / "operations").glob("*.md"))]
 
 
 def section(text: str, heading: str) -> str:

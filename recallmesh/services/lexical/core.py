@@ -30,8 +30,9 @@ docs/decisions/0015-secrets-on-what-only-they-hold.md); it is then scored like a
 Each posting's share is rounded to a multiple of 2^-36 (CONTRIBUTION), so a score is the
 same whatever order its shares are summed in. When the query's terms have many postings
 (PRUNE_MIN_POSTINGS), relevance and importance run a pruned statement that returns the same
-rows (issue 44, _pruned_scores): the commonest terms, which cannot lift a memory into the k best
-on their own, are summed only for the memories the rarer terms make candidates.
+rows (_pruned_scores; docs/decisions/0003-bm25-maxscore.md): the commonest terms, which
+cannot lift a memory into the k best on their own, are summed only for the memories the rarer
+terms make candidates.
 Chinese, Japanese and Korean runs are searched as character pairs (cjk.py).
 Under BM25 a misspelt term (one no memory of the namespace holds) is read as the namespace's
 most similar term by spelling, weighted by that similarity (SPELLED; docs/decisions/0013).
@@ -422,7 +423,8 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, corrected
     # relevance and importance keep the k best scores: only memories scoring at least the k-th
     # best score among those that pass the filters can be among them, and finding that score
     # looks up scored memories best first, only until k pass (a common term matches tens of
-    # thousands of memories; looking every one up cost 260 of 890 ms at 100,000 memories).
+    # thousands of memories, and looking every one up was a large share of the statement's
+    # time at 100,000 memories: docs/decisions/0003-bm25-maxscore.md).
     # recency keeps the newest matches, whatever their score: every match is looked up.
     # A filter that passes few memories (at most PASSING_CAP) is applied to the scores before any
     # lookup: the memories it passes are found once through their indexes (a metadata or tag
@@ -489,10 +491,10 @@ ORDER BY {final_order}
 # server's default (4 MB) they spilled to disk, and so did the scored memories (measured: 5
 # batches, 12 MB on disk, for 317,000 postings).
 BM25_WORK_MEM = "32MB"
-# The pruned statement costs about 10 ms more than the full one where there is little to prune
-# (a LoCoMo conversation of 600 memories: planning 2.7 against 1.1 ms, execution 11.3 against
-# 2.2); it is run when the query's terms have at least this many postings (a common-word
-# question at 100,000 memories and up), the full one otherwise. Both return the same rows.
+# The pruned statement costs more than the full one where there is little to prune (a small
+# namespace; docs/decisions/0003-bm25-maxscore.md has the measurement); it is run when the
+# query's terms have at least this many postings (a common-word question at 100,000 memories
+# and up), the full one otherwise. Both return the same rows.
 PRUNE_MIN_POSTINGS = 50000
 # Also the query's corrections (SPELLED): the terms, their corrections and similarities, NULL
 # where none; the statement reads them only then (the pg_trgm threshold is set before the lookup:

@@ -13,8 +13,9 @@ connection (this also holds behind PgBouncer in transaction mode).
     which also makes ties deterministic.
 The plan by namespace size. Left to itself, Postgres's planner searches a namespace of a few
 thousand memories without the HNSW index (the namespace index, every distance, a sort): exact,
-but linear, 13.4 ms p50 at 5,000 memories here against 2.9 through HNSW
-(benchmarks/reports/vector-plan.md). So the leg picks the plan itself, per search:
+but linear, several times slower than HNSW at 5,000 memories
+(docs/decisions/0008-ef-search-200.md, "The plan by namespace size"). So the leg picks the
+plan itself, per search:
   * HNSW, with sorting priced out for the transaction (enable_sort off, so the planner takes
     the index that returns rows in distance order rather than sorting the namespace), when
     the namespace holds more than `exact_max` vectors of the query's model AND they are at
