@@ -9,7 +9,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypedDict
 
-from google.protobuf import json_format
+from google.protobuf import json_format, timestamp_pb2
 
 from recallmesh.client.types import (
     BatchResult,
@@ -125,7 +125,7 @@ class ContextOptions(FilterOptions, total=False):
     min_score: float  # the relevance floor, 0..1 (default: the deployment's); none above: empty
 
 
-def _ts(value: datetime, target: Any) -> None:
+def _ts(value: datetime, target: timestamp_pb2.Timestamp) -> None:
     if value.tzinfo is None:
         raise ValueError(f"{value!r} needs a timezone (e.g. datetime.now(UTC))")
     to_proto_timestamp(value, target)
@@ -160,7 +160,7 @@ def memory_message(content: str, fields: MemoryFields) -> memory_pb2.Memory:
     return memory
 
 
-def new_memory_message(new: NewMemory) -> Any:
+def new_memory_message(new: NewMemory) -> memory_pb2.Memory:
     fields: dict[str, Any] = {k: getattr(new, k) for k in MemoryFields.__annotations__
                               if k != "supersedes" and getattr(new, k) not in (None, "", ())}
     # a TypedDict cannot be built by a comprehension: the keys are MemoryFields' own
@@ -175,7 +175,7 @@ def encoded_size(new: NewMemory) -> int:
     return size + 8  # the field's tag and length
 
 
-def _index_wait(wait_indexed: bool | float) -> Any:
+def _index_wait(wait_indexed: bool | float) -> memory_pb2.IndexWait | None:
     if wait_indexed is False:
         return None
     timeout_ms = 0 if wait_indexed is True else int(float(wait_indexed) * 1000)
@@ -183,20 +183,20 @@ def _index_wait(wait_indexed: bool | float) -> Any:
 
 
 def store_request(namespace: str, content: str, fields: MemoryFields,
-                  wait_indexed: bool | float) -> Any:
+                  wait_indexed: bool | float) -> memory_pb2.StoreRequest:
     return memory_pb2.StoreRequest(namespace=namespace, memory=memory_message(content, fields),
                                    index_wait=_index_wait(wait_indexed))
 
 
 def store_batch_request(namespace: str, memories: Iterable[NewMemory | str],
-                        wait_indexed: bool | float) -> Any:
+                        wait_indexed: bool | float) -> memory_pb2.StoreBatchRequest:
     messages = [new_memory_message(NewMemory(m) if isinstance(m, str) else m) for m in memories]
     return memory_pb2.StoreBatchRequest(namespace=namespace, memories=messages,
                                         index_wait=_index_wait(wait_indexed))
 
 
 def update_request(namespace: str, memory_id: str, fields: UpdateFields,
-                   wait_indexed: bool | float) -> Any:
+                   wait_indexed: bool | float) -> memory_pb2.UpdateRequest:
     if not fields:
         raise ValueError("update needs at least one field to change")
     memory = memory_pb2.Memory()
@@ -236,7 +236,8 @@ LIST_ORDERS = {"created": memory_pb2.LIST_ORDER_CREATED, "updated": memory_pb2.L
                "importance": memory_pb2.LIST_ORDER_IMPORTANCE}
 
 
-def list_request(namespace: str, page_size: int, page_token: str, options: ListOptions) -> Any:
+def list_request(namespace: str, page_size: int, page_token: str, options: ListOptions
+                 ) -> memory_pb2.ListRequest:
     order = options.get("order_by", "created")
     if order not in LIST_ORDERS:
         raise ValueError(f"order_by must be one of {', '.join(LIST_ORDERS)}, got {order!r}")
@@ -247,7 +248,7 @@ def list_request(namespace: str, page_size: int, page_token: str, options: ListO
         include_ended=options.get("include_ended", False))
 
 
-def count_request(namespace: str, options: ListOptions) -> Any:
+def count_request(namespace: str, options: ListOptions) -> memory_pb2.CountRequest:
     return memory_pb2.CountRequest(
         namespace=namespace, filters=_filters(options),
         include_deleted=options.get("include_deleted", False),
@@ -255,14 +256,14 @@ def count_request(namespace: str, options: ListOptions) -> Any:
 
 
 def delete_matching_request(namespace: str, confirm: bool, purge: bool, sample_size: int,
-                            options: FilterOptions) -> Any:
+                            options: FilterOptions) -> memory_pb2.DeleteMatchingRequest:
     return memory_pb2.DeleteMatchingRequest(
         namespace=namespace, filters=_filters(options), confirm=confirm, purge=purge,
         sample_size=sample_size)
 
 
 def export_request(namespace: str, page_size: int, page_token: str,
-                   options: FilterOptions) -> Any:
+                   options: FilterOptions) -> memory_pb2.ExportRequest:
     return memory_pb2.ExportRequest(namespace=namespace, filters=_filters(options),
                                     page_size=page_size, page_token=page_token)
 
@@ -270,7 +271,7 @@ def export_request(namespace: str, page_size: int, page_token: str,
 
 
 
-def recall_request(namespace: str, query: str, options: RecallOptions) -> Any:
+def recall_request(namespace: str, query: str, options: RecallOptions) -> memory_pb2.RecallRequest:
     sort_by = options.get("sort_by", "relevance")
     if sort_by not in SORT_BY_VALUES:
         raise ValueError(f"sort_by must be one of {', '.join(SORT_BY_VALUES)}, "
@@ -288,7 +289,8 @@ def recall_request(namespace: str, query: str, options: RecallOptions) -> Any:
     return request
 
 
-def context_request(namespace: str, query: str, options: ContextOptions) -> Any:
+def context_request(namespace: str, query: str, options: ContextOptions
+                    ) -> memory_pb2.ContextRequest:
     request = memory_pb2.ContextRequest(
         namespace=namespace, query=query, max_tokens=options.get("max_tokens", 0),
         k=options.get("k", 0), filters=_filters(options), budget_ms=options.get("budget_ms", 0),
@@ -304,29 +306,29 @@ def memory_from(msg: memory_pb2.Memory) -> Memory:
     return Memory(**memory_from_proto_fields(msg))
 
 
-def store_result(reply: Any) -> StoreResult:
+def store_result(reply: memory_pb2.StoreResponse | memory_pb2.UpdateResponse) -> StoreResult:
     """A StoreResponse or an UpdateResponse (which never answers an existing memory)."""
     existing = reply.existing if isinstance(reply, memory_pb2.StoreResponse) else False
     return StoreResult(memory_from(reply.memory), reply.indexed, existing)
 
 
-def batch_result(reply: Any) -> BatchResult:
+def batch_result(reply: memory_pb2.StoreBatchResponse) -> BatchResult:
     return BatchResult(tuple(reply.ids), reply.indexed, tuple(reply.existing))
 
 
-def get_result(reply: Any) -> Memory:
+def get_result(reply: memory_pb2.GetResponse) -> Memory:
     return memory_from(reply.memory)
 
 
-def namespace_deleted(reply: Any) -> int:
+def namespace_deleted(reply: memory_pb2.DeleteNamespaceResponse) -> int:
     return int(reply.memories_removed)
 
 
-def deleted_result(reply: Any) -> Deleted:
+def deleted_result(reply: memory_pb2.DeleteResponse) -> Deleted:
     return Deleted(reply.id, optional_datetime(reply, "deleted_at"), reply.purged)
 
 
-def recall_result(reply: Any) -> RecallResult:
+def recall_result(reply: memory_pb2.RecallResponse) -> RecallResult:
     hits = tuple(
         Hit(memory_from(h.memory), h.score,
             tuple(LegContribution(c.leg, c.rank, c.score, c.reason) for c in h.legs))
@@ -343,7 +345,7 @@ def recall_result(reply: Any) -> RecallResult:
                         window)
 
 
-def context_result(reply: Any) -> ContextResult:
+def context_result(reply: memory_pb2.ContextResponse) -> ContextResult:
     items = tuple(ContextItem(i.id, i.score, i.tokens, optional_datetime(i, "created_at"),
                               i.pinned) for i in reply.items)
     return ContextResult(
@@ -353,20 +355,20 @@ def context_result(reply: Any) -> ContextResult:
         over_budget_omitted=reply.over_budget_omitted)
 
 
-def page_result(reply: Any) -> Page:
+def page_result(reply: memory_pb2.ListResponse) -> Page:
     return Page(tuple(memory_from(m) for m in reply.memories), reply.next_page_token)
 
 
-def count_result(reply: Any) -> int:
+def count_result(reply: memory_pb2.CountResponse) -> int:
     return int(reply.count)
 
 
-def _link(msg: Any) -> Link:
+def _link(msg: memory_pb2.MemoryLink) -> Link:
     return Link(RELATION_TYPE_NAMES.get(msg.type, "unspecified"), msg.source_id, msg.target_id,
                 optional_datetime(msg, "created_at"))
 
 
-def history_result(reply: Any) -> History:
+def history_result(reply: memory_pb2.HistoryResponse) -> History:
     versions = tuple(Version(v.version, memory_from(v.memory), optional_datetime(v, "replaced_at"),
                              v.replaced_by, tuple(v.changed), v.imported_by)
                      for v in reply.versions)
@@ -375,7 +377,7 @@ def history_result(reply: Any) -> History:
                    reply.relations_left_out)
 
 
-def export_result(reply: Any) -> tuple[list[dict[str, Any]], str]:
+def export_result(reply: memory_pb2.ExportResponse) -> tuple[list[dict[str, Any]], str]:
     """An ExportResponse's records as JSON objects (one JSONL line each; `import_records`
     takes them back exactly) and the next page token."""
     records = [json_format.MessageToDict(r, preserving_proto_field_name=True)
@@ -383,12 +385,12 @@ def export_result(reply: Any) -> tuple[list[dict[str, Any]], str]:
     return records, reply.next_page_token
 
 
-def import_result(reply: Any) -> ImportResult:
+def import_result(reply: memory_pb2.ImportResponse) -> ImportResult:
     return ImportResult(reply.imported, reply.unchanged, reply.relations_written,
                         reply.relations_skipped)
 
 
-def delete_matching_result(reply: Any) -> DeleteMatchingResult:
+def delete_matching_result(reply: memory_pb2.DeleteMatchingResponse) -> DeleteMatchingResult:
     return DeleteMatchingResult(reply.matched, reply.deleted,
                                 tuple(memory_from(m) for m in reply.sample), reply.purged)
 
@@ -405,7 +407,7 @@ MAX_IMPORT_RECORDS = MAX_BATCH
 
 
 def import_requests(namespace: str, records: Sequence[Mapping[str, Any]],
-                    relations: bool) -> Iterable[Any]:
+                    relations: bool) -> Iterable[memory_pb2.ImportRequest]:
     """ImportRequests holding `records` in order (with or without their relations), each
     within MAX_IMPORT_RECORDS, MAX_IMPORT_BYTES and MAX_IMPORT_VERSIONS."""
     request = memory_pb2.ImportRequest(namespace=namespace)

@@ -28,7 +28,6 @@ ALL_LEGS = "lexical,vector,graph"
 # The legs that search sensitive memories: they are never embedded nor linked into the concept
 # graph, so every other leg is blind to them (calibrated fusion does not count it against them).
 SENSITIVE_LEGS = ("lexical",)
-# Most memories a graph search may be seeded with (SearchRequest.seed_memory_ids).
 
 @dataclass(frozen=True)
 class LegTarget:

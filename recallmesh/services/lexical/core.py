@@ -399,7 +399,7 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, corrected
     Scores come from the postings of the query's own lexemes (migrations/0006), so the
     cost grows with how many memories contain a query term, not with their length.
     `prune` (relevance and importance; recency needs every match) skips reading the postings
-    of the commonest terms in full when they cannot change the k best (_PRUNED_SCORES): the
+    of the commonest terms in full when they cannot change the k best (_pruned_scores): the
     same hits and scores as `prune=False`, which reads every posting of every term.
     `corrected`: the query's terms are read with the corrections BM25_PREPARE found (its
     `spelling_params`); without, every term as written.
