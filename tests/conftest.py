@@ -79,12 +79,12 @@ def stack_and_recorder(dsn: str, pg_dir: Path) -> Iterator[tuple[Stack, Recordin
 
 
 @pytest.fixture(scope="session")
-def stack(stack_and_recorder) -> Stack:
+def stack(stack_and_recorder: tuple[Stack, RecordingEmbedder]) -> Stack:
     return stack_and_recorder[0]
 
 
 @pytest.fixture(scope="session")
-def recorder(stack_and_recorder) -> RecordingEmbedder:
+def recorder(stack_and_recorder: tuple[Stack, RecordingEmbedder]) -> RecordingEmbedder:
     return stack_and_recorder[1]
 
 

@@ -26,7 +26,7 @@ def alerts() -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def rules_dir(tmp_path_factory):
+def rules_dir(tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("promtool")
     metric_names.write_prometheus_rules(out / "recallmesh-rules.yaml")
     shutil.copy(PROMTOOL_TESTS, out / PROMTOOL_TESTS.name)
@@ -39,20 +39,20 @@ def _promtool(*args, cwd):
     return done
 
 
-def test_promtool_check_rules(rules_dir):
+def test_promtool_check_rules(rules_dir) -> None:
     done = _promtool("check", "rules", "recallmesh-rules.yaml", cwd=rules_dir)
     assert done.returncode == 0, done.stdout + done.stderr
     count = sum(len(g["rules"]) for g in rule_groups()["groups"])
     assert f"SUCCESS: {count} rules found" in done.stdout
 
 
-def test_promtool_test_rules(rules_dir):
+def test_promtool_test_rules(rules_dir) -> None:
     done = _promtool("test", "rules", PROMTOOL_TESTS.name, cwd=rules_dir)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SUCCESS" in done.stdout
 
 
-def test_every_alert_has_a_firing_unit_test():
+def test_every_alert_has_a_firing_unit_test() -> None:
     tests = yaml.safe_load(PROMTOOL_TESTS.read_text())
     firing = {
         case["alertname"]
@@ -69,7 +69,7 @@ def github_anchor(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-def test_every_alert_has_a_runbook_in_operations_md():
+def test_every_alert_has_a_runbook_in_operations_md() -> None:
     anchors = {
         github_anchor(m.group(1))
         for m in re.finditer(r"^#+ (.+)$", OPERATIONS_MD.read_text(), flags=re.M)

@@ -68,7 +68,7 @@ def _targets():
 
 
 @pytest.mark.parametrize("target", _targets())
-def test_rendered_objects_validate(target, record_property):
+def test_rendered_objects_validate(target, record_property) -> None:
     tool("kubectl")
     counts: Counter[str] = Counter()
     errors = []
@@ -87,7 +87,7 @@ def test_rendered_objects_validate(target, record_property):
     assert counts["core"] and counts["crd"]
 
 
-def test_argocd_applications_validate():
+def test_argocd_applications_validate() -> None:
     apps = sorted((K8S / "argocd").glob("*.yaml"))
     assert [p.stem for p in apps] == ["recallmesh-dev", "recallmesh-production"]
     for path in apps:
@@ -97,7 +97,7 @@ def test_argocd_applications_validate():
         assert (K8S.parent / overlay / "kustomization.yaml").exists(), overlay
 
 
-def test_schema_validation_catches_mistakes():
+def test_schema_validation_catches_mistakes() -> None:
     """The validators are not vacuous: a misspelt field fails in a CRD and in a core kind."""
     cluster = next(o for o in rendered.render("overlays/dev") if o["kind"] == "Cluster")
     cluster["spec"]["instanses"] = 3

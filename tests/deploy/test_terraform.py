@@ -51,13 +51,13 @@ def blocks(kind: str) -> list[dict]:
     return [b for doc in parsed().values() for b in _many(doc.get(kind, []))]
 
 
-def test_hcl_parses():
+def test_hcl_parses() -> None:
     files = parsed()
     assert set(files) >= {"main.tf", "variables.tf", "outputs.tf", "versions.tf",
                           "examples/cluster/main.tf"}
 
 
-def test_providers_pinned_exactly():
+def test_providers_pinned_exactly() -> None:
     terraform_blocks = blocks("terraform")
     assert len(terraform_blocks) == 2  # the module and the example root
     for block in terraform_blocks:
@@ -68,7 +68,7 @@ def test_providers_pinned_exactly():
             assert EXACT.match(spec["version"]), (name, spec["version"])
 
 
-def test_helm_releases_pinned():
+def test_helm_releases_pinned() -> None:
     variables = {k: v for b in blocks("variable") for k, v in b.items()}
     releases = {k: v for b in blocks("resource") for k, v in b.get("helm_release", {}).items()}
     assert {r["chart"] for r in releases.values()} == {
@@ -79,7 +79,7 @@ def test_helm_releases_pinned():
         assert EXACT_CHART.match(variables[ref.group(1)]["default"]), name
 
 
-def test_cert_manager_matches_the_vendored_crds():
+def test_cert_manager_matches_the_vendored_crds() -> None:
     """The chart's release is the one whose Certificate / Issuer CRDs tests/deploy/schemas/
     holds."""
     variables = {k: v for b in blocks("variable") for k, v in b.items()}
@@ -88,7 +88,7 @@ def test_cert_manager_matches_the_vendored_crds():
     assert f"| cert-manager/cert-manager (`deploy/crds/`) | {version} |" in readme
 
 
-def test_variables_typed_and_described():
+def test_variables_typed_and_described() -> None:
     module_vars = _many(parsed()["variables.tf"]["variable"])
     names = {k for v in module_vars for k in v}
     assert {"overlay", "image", "storage_class", "namespace"} <= names
@@ -97,7 +97,7 @@ def test_variables_typed_and_described():
             assert spec.get("type") and spec.get("description"), name
 
 
-def test_registers_the_argocd_application():
+def test_registers_the_argocd_application() -> None:
     (app,) = [m for r in _many(parsed()["main.tf"]["resource"])
               for m in r.get("kubernetes_manifest", {}).values()]
     assert app["manifest"]["kind"] == "Application"
@@ -105,7 +105,7 @@ def test_registers_the_argocd_application():
 
 
 @pytest.mark.parametrize("kind", ["output"])
-def test_outputs_described(kind):
+def test_outputs_described(kind) -> None:
     for block in _many(parsed()["outputs.tf"][kind]):
         for name, spec in block.items():
             assert spec.get("description"), name

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from recallmesh.stack.supervisor import Stack
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,7 +19,8 @@ def python_blocks(text: str) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
 
 
-def test_client_guide_examples_run(stack, monkeypatch, capsys, tmp_path):
+def test_client_guide_examples_run(stack: Stack, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     monkeypatch.setenv("RECALLMESH_TARGET", stack.endpoints["gateway"])
     monkeypatch.setenv("RECALLMESH_API_KEY", stack.api_key)
     monkeypatch.chdir(tmp_path)  # no ca.pem here: the private-CA example is skipped
@@ -34,7 +37,8 @@ def test_client_guide_examples_run(stack, monkeypatch, capsys, tmp_path):
     assert "NOT_FOUND" in printed and "INVALID_ARGUMENT" in printed
 
 
-def test_readme_python_example_runs(stack, monkeypatch, capsys):
+def test_readme_python_example_runs(stack: Stack, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("RECALLMESH_TARGET", stack.endpoints["gateway"])
     monkeypatch.setenv("RECALLMESH_API_KEY", stack.api_key)
     (block,) = [b for b in python_blocks((ROOT / "README.md").read_text())

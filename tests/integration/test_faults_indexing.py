@@ -84,7 +84,7 @@ def _credential(context) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def faults(admin_dsn, pg_dir: Path):
+def faults(admin_dsn: str, pg_dir: Path):
     with scratch_database(admin_dsn) as dsn:
         env = stack_env(
             pg_dir / "faults", dsn,
@@ -142,13 +142,13 @@ def wait_for(what, timeout_s: float, every_s: float = 0.1):
         time.sleep(every_s)
 
 
-def vectors(db, ids: list[str]) -> dict[str, bool]:
+def vectors(db: psycopg.Connection, ids: list[str]) -> dict[str, bool]:
     rows = db.execute("SELECT id::text, embedding IS NOT NULL FROM memories "
                       "WHERE id = ANY(%s::uuid[])", (ids,)).fetchall()
     return dict(rows)
 
 
-def jobs_left(db, ids: list[str]) -> int:
+def jobs_left(db: psycopg.Connection, ids: list[str]) -> int:
     return db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
                       (ids,)).fetchone()[0]
 
@@ -168,7 +168,8 @@ def parked_gauge(stack: Stack) -> float | None:
     return None
 
 
-def store_batch(gateway, ns: str, contents: list[str], wait_ms: int = 0):
+def store_batch(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, contents: list[str],
+                wait_ms: int = 0):
     request = memory_pb2.StoreBatchRequest(
         namespace=ns, memories=[memory_pb2.Memory(content=c) for c in contents])
     if wait_ms:
@@ -176,7 +177,7 @@ def store_batch(gateway, ns: str, contents: list[str], wait_ms: int = 0):
     return gateway.StoreBatch(request, timeout=60)
 
 
-def test_a_poison_text_is_parked_and_the_rest_of_its_batch_embedded(faults, ns):
+def test_a_poison_text_is_parked_and_the_rest_of_its_batch_embedded(faults, ns: str) -> None:
     stack, proxy, db, gateway = faults
     poison = f"this note carries {MARKER} and the model cannot embed it"
     contents = [f"harbour ferry note number {i}" for i in range(12)]
@@ -239,7 +240,7 @@ def test_a_poison_text_is_parked_and_the_rest_of_its_batch_embedded(faults, ns):
     assert again.returncode == 2 and "no parked embedding job" in again.stderr
 
 
-def test_a_dropped_poison_job_leaves_the_memory_lexical_only(faults, ns):
+def test_a_dropped_poison_job_leaves_the_memory_lexical_only(faults, ns: str) -> None:
     stack, proxy, db, gateway = faults
     poison = f"another {MARKER} text"
     response = store_batch(gateway, ns, [poison, "a healthy neighbour"], wait_ms=30000)
@@ -256,7 +257,7 @@ def test_a_dropped_poison_job_leaves_the_memory_lexical_only(faults, ns):
     assert [h.memory.id for h in hits] == [bad]
 
 
-def test_sigkill_the_indexer_mid_batch(faults, ns):
+def test_sigkill_the_indexer_mid_batch(faults, ns: str) -> None:
     """Killed while its batch is being embedded: after a restart every memory is embedded
     exactly once (one vector write each) and no job is left behind."""
     stack, proxy, db, gateway = faults
@@ -287,7 +288,7 @@ def test_sigkill_the_indexer_mid_batch(faults, ns):
     assert any(sent.count(c) >= 2 for c in contents)
 
 
-def test_sigkill_the_embedding_service_under_a_write_load(faults, ns):
+def test_sigkill_the_embedding_service_under_a_write_load(faults, ns: str) -> None:
     """Writes go on while the model is dead; every acknowledged write is kept and embedded
     once it is back (an outage parks nothing, with MAX_ATTEMPTS = 3)."""
     stack, proxy, db, gateway = faults

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def own_dsn(admin_dsn):
+def own_dsn(admin_dsn: str):
     with scratch_database(admin_dsn) as url:
         prepare_database(url)
         yield url
@@ -73,14 +73,14 @@ class ScriptedEmbedder:
         return Embeddings(self.model, LIVE.dimension, [unit_vector(len(t)) for t in texts])
 
 
-def state(db, memory_id):
+def state(db: psycopg.Connection, memory_id):
     return db.execute(
         "SELECT m.embedding IS NOT NULL, m.embedding_model, j.attempts, j.last_error "
         "FROM memories m LEFT JOIN embedding_jobs j ON j.memory_id = m.id WHERE m.id = %s",
         (memory_id,)).fetchone()
 
 
-async def drain(indexer: Indexer, namespace_ids: list[str], db) -> None:
+async def drain(indexer: Indexer, namespace_ids: list[str], db: psycopg.Connection) -> None:
     # Other tests' jobs may be due too; run until ours are processed.
     for _ in range(50):
         await indexer.run_once()
@@ -90,7 +90,9 @@ async def drain(indexer: Indexer, namespace_ids: list[str], db) -> None:
             return
 
 
-async def test_edit_during_embedding_is_not_overwritten_by_the_stale_vector(pool, db, ns):
+async def test_edit_during_embedding_is_not_overwritten_by_the_stale_vector(pool,
+                                                                            db: psycopg.Connection,
+                                                                            ns: str) -> None:
     memory_id = insert(db, ns, "first version")
 
     def edit():
@@ -107,7 +109,8 @@ async def test_edit_during_embedding_is_not_overwritten_by_the_stale_vector(pool
     assert "second version" in second.seen
 
 
-async def test_delete_during_embedding_writes_nothing(pool, db, ns):
+async def test_delete_during_embedding_writes_nothing(pool, db: psycopg.Connection,
+                                                      ns: str) -> None:
     memory_id = insert(db, ns, "soon deleted")
 
     def delete():
@@ -117,7 +120,8 @@ async def test_delete_during_embedding_writes_nothing(pool, db, ns):
     assert state(db, memory_id) == (False, None, None, None)
 
 
-async def test_failure_backs_off_and_records_the_error(pool, db, ns):
+async def test_failure_backs_off_and_records_the_error(pool, db: psycopg.Connection,
+                                                       ns: str) -> None:
     memory_id = insert(db, ns, "will fail once")
     indexer = Indexer(pool, ScriptedEmbedder(fail=RuntimeError("model down")), batch_size=500,
                       base_backoff_s=30, max_backoff_s=60)
@@ -130,7 +134,8 @@ async def test_failure_backs_off_and_records_the_error(pool, db, ns):
     assert due  # backed off, not retried in a hot loop
 
 
-async def test_a_batch_that_runs_out_of_time_halves_the_next_claim(pool, db, ns):
+async def test_a_batch_that_runs_out_of_time_halves_the_next_claim(pool, db: psycopg.Connection,
+                                                                   ns: str) -> None:
     """A slow model must not leave the indexer retrying a batch it can never finish in time:
     each timeout halves the claim (down to one), each batch in time doubles it back (after
     probe_after batches in time, up to the batch size)."""
@@ -175,7 +180,8 @@ class SizeLimitedEmbedder(ScriptedEmbedder):
         return await super().__call__(texts)
 
 
-async def test_a_claim_that_ran_out_of_time_is_not_tried_again_batch_after_batch(pool, db, ns):
+async def test_a_claim_that_ran_out_of_time_is_not_tried_again_batch_after_batch(
+        pool, db: psycopg.Connection, ns: str) -> None:
     # 8 fails; 4 is done; back up to 6 (3/4 of 8), which fails; 3; then 4 (3/4 of 6), and it
     # stays there: doubling straight back to the size that failed threw away every other batch.
     ids = [insert(db, ns, f"long text {i}") for i in range(40)]
@@ -194,7 +200,8 @@ async def test_a_claim_that_ran_out_of_time_is_not_tried_again_batch_after_batch
     assert 8 in embedder.batches or 6 in embedder.batches
 
 
-async def test_a_job_for_a_sensitive_memory_is_dropped_unread(pool, db, ns):
+async def test_a_job_for_a_sensitive_memory_is_dropped_unread(pool, db: psycopg.Connection,
+                                                              ns: str) -> None:
     memory_id = insert(db, ns, "secret text never embedded", sensitive=True)
     # Simulate a job that should never exist (e.g. written by hand).
     db.execute("INSERT INTO embedding_jobs (memory_id) VALUES (%s)", (memory_id,))
@@ -204,7 +211,7 @@ async def test_a_job_for_a_sensitive_memory_is_dropped_unread(pool, db, ns):
     assert state(db, memory_id) == (False, None, None, None)
 
 
-async def test_vectors_of_another_model_are_refused(pool, db, ns):
+async def test_vectors_of_another_model_are_refused(pool, db: psycopg.Connection, ns: str) -> None:
     memory_id = insert(db, ns, "embedded by the wrong model")
     indexer = Indexer(pool, ScriptedEmbedder(model="not-the-live-model"), batch_size=500)
     result = await indexer.run_once()
@@ -230,19 +237,20 @@ class PoisonEmbedder(ScriptedEmbedder):
         return await super().__call__(texts)
 
 
-def job(db, memory_id):
+def job(db: psycopg.Connection, memory_id):
     return db.execute(
         "SELECT attempts, failures, parked_at IS NOT NULL, last_error, "
         "next_attempt_at = 'infinity' FROM embedding_jobs WHERE memory_id = %s",
         (memory_id,)).fetchone()
 
 
-def make_due(db, ids):
+def make_due(db: psycopg.Connection, ids):
     db.execute("UPDATE embedding_jobs SET next_attempt_at = clock_timestamp() "
                "WHERE memory_id = ANY(%s::uuid[]) AND parked_at IS NULL", (ids,))
 
 
-async def test_a_poison_text_is_split_off_retried_and_parked(pool, db, ns):
+async def test_a_poison_text_is_split_off_retried_and_parked(pool, db: psycopg.Connection,
+                                                             ns: str) -> None:
     good = [insert(db, ns, f"an ordinary note number {i}") for i in range(9)]
     bad = insert(db, ns, "a POISON note the model cannot embed")
     embedder = PoisonEmbedder()
@@ -283,7 +291,8 @@ async def test_a_poison_text_is_split_off_retried_and_parked(pool, db, ns):
     assert state(db, bad)[:2] == (True, LIVE_MODEL)
 
 
-async def test_a_service_that_fails_every_text_parks_nothing(pool, db, ns):
+async def test_a_service_that_fails_every_text_parks_nothing(pool, db: psycopg.Connection,
+                                                             ns: str) -> None:
     """INTERNAL-like failures for every text (the probe too) are an outage: backoff only."""
     ids = [insert(db, ns, f"note during a broken model {i}") for i in range(4)]
     indexer = Indexer(pool, ScriptedEmbedder(fail=RuntimeError("session broken")),
@@ -296,7 +305,8 @@ async def test_a_service_that_fails_every_text_parks_nothing(pool, db, ns):
     assert all(job(db, i)[0] >= 4 for i in ids)
 
 
-async def test_parked_jobs_list_retry_and_drop(pool, db, ns, own_dsn):
+async def test_parked_jobs_list_retry_and_drop(pool, db: psycopg.Connection, ns: str,
+                                               own_dsn) -> None:
     from recallmesh.services.indexer import jobs
 
     a = insert(db, ns, "POISON alpha")

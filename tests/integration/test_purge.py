@@ -6,9 +6,10 @@ column of every table with SQL, so a table added later is covered too."""
 from __future__ import annotations
 
 import grpc
+import psycopg
 import pytest
 
-from recallmesh.v1 import memory_pb2
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from tests.helpers import expect_status
 from tests.integration.test_graph import store_wait
 
@@ -18,7 +19,7 @@ GONE = "Zanzibarian"  # only in the purged memory
 SHARED = "Quillon Vexmoor"  # in both memories
 
 
-def columns(db) -> list[tuple[str, str, str]]:
+def columns(db: psycopg.Connection) -> list[tuple[str, str, str]]:
     """(table, column, type) of every column that can hold text or an id, in public tables."""
     return db.execute(
         "SELECT c.table_name, c.column_name, c.udt_name FROM information_schema.columns c "
@@ -28,7 +29,7 @@ def columns(db) -> list[tuple[str, str, str]]:
     ).fetchall()
 
 
-def traces(db, needle: str, memory_id: str | None = None) -> list[str]:
+def traces(db: psycopg.Connection, needle: str, memory_id: str | None = None) -> list[str]:
     """Where `needle` (a word, case-insensitive) or `memory_id` still appears: 'table.column'."""
     found = []
     stem = db.execute("SELECT to_tsvector('english', %s)::text", (needle,)).fetchone()[0]
@@ -58,7 +59,8 @@ def traces(db, needle: str, memory_id: str | None = None) -> list[str]:
     return found
 
 
-def test_purge_removes_the_memory_and_what_only_it_evidenced(gateway, db, ns):
+def test_purge_removes_the_memory_and_what_only_it_evidenced(
+        gateway: memory_pb2_grpc.MemoryServiceStub, db: psycopg.Connection, ns: str) -> None:
     gone, kept = store_wait(
         gateway, ns,
         f"{SHARED} founded the {GONE} orchard cooperative in Lisbon.",
@@ -99,7 +101,8 @@ def test_purge_removes_the_memory_and_what_only_it_evidenced(gateway, db, ns):
                   memory_pb2.DeleteRequest(namespace=ns, id=gone, purge=True))
 
 
-def test_purge_forgets_a_memory_deleted_earlier(gateway, db, ns):
+def test_purge_forgets_a_memory_deleted_earlier(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                db: psycopg.Connection, ns: str) -> None:
     (mid,) = store_wait(gateway, ns, f"The {GONE} ferry timetable changed in May.")
     gateway.Delete(memory_pb2.DeleteRequest(namespace=ns, id=mid), timeout=10)
     assert traces(db, GONE, mid)  # a soft delete keeps the row (and its leftovers)
@@ -107,7 +110,8 @@ def test_purge_forgets_a_memory_deleted_earlier(gateway, db, ns):
     assert traces(db, GONE, mid) == []
 
 
-def test_delete_namespace_leaves_nothing_with_its_name(gateway, db, ns):
+def test_delete_namespace_leaves_nothing_with_its_name(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                       db: psycopg.Connection, ns: str) -> None:
     store_wait(gateway, ns, f"{SHARED} keeps bees near the {GONE} hills.",
                f"{SHARED} sells honey on Saturdays.")
     other = ns + "-neighbour"
@@ -128,7 +132,8 @@ def test_delete_namespace_leaves_nothing_with_its_name(gateway, db, ns):
                                    timeout=30).memories_removed == 1
 
 
-def test_made_sensitive_a_memory_loses_its_vector_and_derived_concepts_at_once(gateway, db, ns):
+def test_made_sensitive_a_memory_loses_its_vector_and_derived_concepts_at_once(
+        gateway: memory_pb2_grpc.MemoryServiceStub, db: psycopg.Connection, ns: str) -> None:
     flipped, kept = store_wait(
         gateway, ns,
         f"{SHARED} founded the {GONE} orchard cooperative in Lisbon.",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def other_model(tmp_path) -> ModelManifest:
+def other_model(tmp_path: Path) -> ModelManifest:
     """The default model files under another id and CLS pooling: a 'different model'."""
     base = ModelManifest.load()
     raw = json.loads(base.path.read_text())
@@ -28,7 +29,7 @@ def other_model(tmp_path) -> ModelManifest:
     return ModelManifest.load(path)
 
 
-def test_reembed_then_switch(admin_dsn, other_model):
+def test_reembed_then_switch(admin_dsn: str, other_model: ModelManifest) -> None:
     with scratch_database(admin_dsn) as dsn:
         prepare_database(dsn)
         with psycopg.connect(dsn, autocommit=True) as db:

@@ -36,7 +36,8 @@ def states(response) -> dict[str, str]:
     return {leg.leg: memory_pb2.LegState.Name(leg.state) for leg in response.legs}
 
 
-def test_a_crash_loop_is_given_up_and_the_others_keep_serving(dsn: str, tmp_path: Path, ns):
+def test_a_crash_loop_is_given_up_and_the_others_keep_serving(dsn: str, tmp_path: Path,
+                                                              ns: str) -> None:
     stack = Stack(env=stack_env(tmp_path, dsn, RECALLMESH_FUSION_TARGET="local"),
                   services=("embedding", "lexical", "vector", "gateway"))
     stack.start(timeout_s=60)

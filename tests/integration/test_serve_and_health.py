@@ -111,7 +111,7 @@ def droppable(admin_dsn: str) -> Iterator[str]:
 
 
 def test_leg_readiness_follows_its_database_and_sigterm_exits_cleanly(
-        droppable, admin_dsn, tmp_path):
+        droppable: str, admin_dsn: str, tmp_path: Path) -> None:
     leg = Served("lexical", droppable, tmp_path)
     name = psycopg.conninfo.conninfo_to_dict(droppable)["dbname"]
     with serving(leg):
@@ -132,7 +132,7 @@ def test_leg_readiness_follows_its_database_and_sigterm_exits_cleanly(
     assert "not ready" in leg.log.read_text()  # the operator reads why in the log
 
 
-def test_gateway_is_not_ready_while_no_leg_is_serving(dsn, tmp_path):
+def test_gateway_is_not_ready_while_no_leg_is_serving(dsn: str, tmp_path: Path) -> None:
     leg = Served("lexical", dsn, tmp_path)
     with serving(leg):
         gateway = Served("gateway", dsn, tmp_path, RECALLMESH_LEGS="lexical",
@@ -149,7 +149,7 @@ def test_gateway_is_not_ready_while_no_leg_is_serving(dsn, tmp_path):
             assert gateway.stop() == 0
 
 
-def test_two_replicas_of_a_leg_both_receive_calls(dsn, ns, tmp_path):
+def test_two_replicas_of_a_leg_both_receive_calls(dsn: str, ns: str, tmp_path: Path) -> None:
     first, second = Served("lexical", dsn, tmp_path), Served("lexical", dsn, tmp_path)
     with serving(first, second):
         # one target naming both replicas, as a headless Service's DNS name resolves to its

@@ -16,6 +16,7 @@ import re
 import uuid
 
 import grpc
+import psycopg
 import pytest
 from google.protobuf import text_format
 from hypothesis import HealthCheck, settings
@@ -29,7 +30,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from recallmesh.v1 import memory_pb2
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from recallmesh.wire.validation import MAX_BUDGET_MS
 from tests.integration.test_purge import columns, traces
 from tests.unit.test_graph import WAIT
@@ -82,7 +83,8 @@ def expect_code(code: grpc.StatusCode, call, request) -> str:
     raise AssertionError(f"expected {code}, the call succeeded: {request}")
 
 
-def test_a_tenant_never_sees_another(graph_gateway, db):
+def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServiceStub,
+                                     db: psycopg.Connection) -> None:
     gateway = graph_gateway
     run_id = uuid.uuid4().hex[:8]
     counter = iter(range(10**6))

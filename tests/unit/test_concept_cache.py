@@ -37,7 +37,7 @@ def gauge() -> float:
     return REGISTRY.get_sample_value("recallmesh_indexer_concept_cache_bytes")
 
 
-async def test_the_cache_grows_incrementally_and_stays_within_its_bounds():
+async def test_the_cache_grows_incrementally_and_stays_within_its_bounds() -> None:
     writer = ConceptWriter(extractor=None, cache_namespaces=2, cache_bytes=100 * ROW_BYTES)
     conn = FakeConcepts({"a": 40, "b": 50, "c": 30, "big": 101})
     ids, matrix = await writer._known_vectors(conn, "a", "m")

@@ -23,14 +23,14 @@ PARAPHRASE_MEMORY = "Prefers Svelte for frontend work"
 
 
 @pytest.fixture(scope="module")
-def embedder(manifest) -> OnnxEmbedder:
+def embedder(manifest: ModelManifest) -> OnnxEmbedder:
     return OnnxEmbedder(manifest, provider="cpu", max_batch=8)
 
 
 # ----------------------------------------------------------------- manifest
 
 
-def test_default_manifest_is_verified_nomic(manifest):
+def test_default_manifest_is_verified_nomic(manifest: ModelManifest) -> None:
     manifest.verify()
     assert (manifest.dimension, manifest.max_length, manifest.pooling) == (768, 512, "mean")
     assert manifest.sha256["model.onnx"].startswith("8896af06")
@@ -54,12 +54,13 @@ def write_manifest(tmp_path: Path, **changes) -> Path:
     ({"dimension": "x"}, "bad manifest value"),
     ({"surprise": 1}, "unknown manifest keys"),
 ])
-def test_bad_manifests_are_clear_config_errors(tmp_path, changes, message):
+def test_bad_manifests_are_clear_config_errors(tmp_path: Path, changes, message) -> None:
     with pytest.raises(ConfigError, match=message):
         ModelManifest.load(write_manifest(tmp_path, **changes))
 
 
-def test_padding_uses_the_tokenizer_files_own_pad_id(manifest, tmp_path):
+def test_padding_uses_the_tokenizer_files_own_pad_id(manifest: ModelManifest,
+                                                     tmp_path: Path) -> None:
     # MPNet's tokenizer pads with <pad> (1) although its vocabulary also has a [PAD]: the id
     # the tokenizer file declares wins. Here: the default tokenizer, declaring [unused0].
     raw = json.loads(manifest.tokenizer.read_text())
@@ -79,12 +80,12 @@ def test_padding_uses_the_tokenizer_files_own_pad_id(manifest, tmp_path):
     assert np.abs(batch - singles).max() < 1e-5  # padded positions are masked out
 
 
-def test_missing_manifest_says_how_to_fetch(tmp_path):
+def test_missing_manifest_says_how_to_fetch(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="make models"):
         ModelManifest.load(tmp_path / "nope.json")
 
 
-def test_changed_model_file_fails_verification(tmp_path):
+def test_changed_model_file_fails_verification(tmp_path: Path) -> None:
     (tmp_path / "model.onnx").write_bytes(b"not the model")
     (tmp_path / "tokenizer.json").write_text("{}")
     path = write_manifest(tmp_path, sha256={"model.onnx": "0" * 64})
@@ -95,7 +96,8 @@ def test_changed_model_file_fails_verification(tmp_path):
 # ----------------------------------------------------------------- model core
 
 
-def test_vectors_are_normalised_and_deterministic(embedder, manifest):
+def test_vectors_are_normalised_and_deterministic(embedder: OnnxEmbedder,
+                                                  manifest: ModelManifest) -> None:
     first = embedder.embed(["Maya prefers Svelte", "Maya prefers Svelte", "Tea at noon"]).vectors
     again = embedder.embed(["Maya prefers Svelte"]).vectors
     assert first.shape == (3, manifest.dimension)
@@ -103,7 +105,7 @@ def test_vectors_are_normalised_and_deterministic(embedder, manifest):
     assert np.array_equal(first[0], first[1]) and np.array_equal(first[0], again[0])
 
 
-def test_length_sorted_sub_batches_keep_input_order(embedder):
+def test_length_sorted_sub_batches_keep_input_order(embedder: OnnxEmbedder) -> None:
     # max_batch=8: 20 texts of very different lengths run as 3 sorted sub-batches.
     texts = [("word " * (i * 7 % 40 + 1)) + str(i) for i in range(20)]
     batched = embedder.embed(texts).vectors
@@ -112,7 +114,7 @@ def test_length_sorted_sub_batches_keep_input_order(embedder):
 
 
 @given(st.lists(st.integers(min_value=1, max_value=256), max_size=200))
-def test_batch_plan_covers_every_text_once_within_limits(embedder, lengths):
+def test_batch_plan_covers_every_text_once_within_limits(embedder: OnnxEmbedder, lengths) -> None:
     runs = embedder.plan_batches(lengths)
     assert sorted(i for run in runs for i in run) == list(range(len(lengths)))
     for run in runs:
@@ -127,21 +129,21 @@ def test_batch_plan_covers_every_text_once_within_limits(embedder, lengths):
     assert [len(r) for r in plan] == [7, 1]
 
 
-def test_over_long_text_is_truncated_not_rejected(embedder):
+def test_over_long_text_is_truncated_not_rejected(embedder: OnnxEmbedder) -> None:
     long = "memory " * 2000
     result = embedder.embed([long, "short"])
     assert result.truncated == [True, False]
     assert np.isfinite(result.vectors).all()
 
 
-def test_paraphrase_is_closer_than_unrelated(embedder):
+def test_paraphrase_is_closer_than_unrelated(embedder: OnnxEmbedder) -> None:
     q = embedder.embed([PARAPHRASE_QUERY], "query").vectors[0]
     docs = embedder.embed([PARAPHRASE_MEMORY, "Allergic to peanuts and shellfish"], "document")
     sims = docs.vectors @ q
     assert sims[0] > sims[1] + 0.1
 
 
-def test_cuda_request_without_a_gpu_falls_back_to_cpu_and_says_so(manifest):
+def test_cuda_request_without_a_gpu_falls_back_to_cpu_and_says_so(manifest: ModelManifest) -> None:
     forced = OnnxEmbedder(manifest, provider="cuda", max_batch=2)
     if forced.provider == core.CUDA:
         pytest.skip("a CUDA device is present")
@@ -149,7 +151,7 @@ def test_cuda_request_without_a_gpu_falls_back_to_cpu_and_says_so(manifest):
     assert "CUDA" in forced.provider_note
 
 
-def test_two_onnxruntime_builds_are_detected(monkeypatch):
+def test_two_onnxruntime_builds_are_detected(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(core.metadata, "version", lambda name: "1.0")
     assert core.onnxruntime_distributions() == ["onnxruntime", "onnxruntime-gpu"]
 
@@ -169,7 +171,7 @@ class CountingModel:
         return Embedded(vectors.astype(np.float32), [False] * len(texts))
 
 
-async def test_concurrent_requests_are_coalesced_and_split_back():
+async def test_concurrent_requests_are_coalesced_and_split_back() -> None:
     model = CountingModel()
     batcher = MicroBatcher(model, max_batch=64, max_wait_s=0.005)
     batcher.start()
@@ -184,7 +186,7 @@ async def test_concurrent_requests_are_coalesced_and_split_back():
     assert len(model.calls) < 20  # requests shared model runs
 
 
-async def test_kinds_never_share_a_model_call():
+async def test_kinds_never_share_a_model_call() -> None:
     model = CountingModel(delay_s=0.0)
     batcher = MicroBatcher(model, max_batch=64, max_wait_s=0.01)
     batcher.start()
@@ -195,7 +197,7 @@ async def test_kinds_never_share_a_model_call():
     assert q.vectors[0, 1] == 1.0 and d.vectors[0, 1] == 2.0
 
 
-async def test_a_model_failure_reaches_every_waiting_caller():
+async def test_a_model_failure_reaches_every_waiting_caller() -> None:
     def broken(texts, kind):
         raise RuntimeError("model exploded")
 
@@ -223,7 +225,7 @@ class PoisonableModel(CountingModel):
         return super().__call__(texts, kind)  # records the call
 
 
-async def test_a_failing_text_fails_its_own_caller_only():
+async def test_a_failing_text_fails_its_own_caller_only() -> None:
     """Callers batched with a poison text get their vectors; only the poison's caller fails."""
     model = PoisonableModel(delay_s=0.0)
     batcher = MicroBatcher(model, max_batch=64, max_wait_s=0.05)
@@ -247,7 +249,7 @@ async def test_a_failing_text_fails_its_own_caller_only():
     assert sorted(map(tuple, model.calls[1:5])) == sorted(map(tuple, requests))
 
 
-async def test_stopping_is_unavailable():
+async def test_stopping_is_unavailable() -> None:
     """A caller refused because the service stops gets UNAVAILABLE (retry), not INTERNAL."""
     from recallmesh.shared.errors import Unavailable
 
@@ -259,7 +261,7 @@ async def test_stopping_is_unavailable():
     assert caught.value.code == "UNAVAILABLE" and isinstance(caught.value, RuntimeError)
 
 
-async def test_close_answers_every_waiting_caller():
+async def test_close_answers_every_waiting_caller() -> None:
     model = CountingModel(delay_s=0.3)
     batcher = MicroBatcher(model, max_batch=1, max_wait_s=0.0)
     batcher.start()

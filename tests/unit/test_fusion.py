@@ -40,7 +40,7 @@ def ids(fused):
 
 
 @given(orders, settings_st, importances)
-def test_lexical_alone_is_exactly_the_lexical_order(order, settings, importance):
+def test_lexical_alone_is_exactly_the_lexical_order(order, settings, importance) -> None:
     # Whatever the method, prior or bonus: the relevance fallback is the lexical ranking...
     fused = fuse([leg("lexical", order, importance=importance, exact=order[-1:])], settings)
     if settings.sort_by == "relevance":
@@ -51,7 +51,7 @@ def test_lexical_alone_is_exactly_the_lexical_order(order, settings, importance)
 
 
 @given(leg_lists, settings_st, importances)
-def test_leg_order_does_not_matter(lists, settings, importance):
+def test_leg_order_does_not_matter(lists, settings, importance) -> None:
     built = [leg(name, order, importance=importance) for name, order in lists.items()]
     forward = [(c.memory_id, c.score) for c in fuse(built, settings)]
     backward = [(c.memory_id, c.score) for c in fuse(list(reversed(built)), settings)]
@@ -59,7 +59,7 @@ def test_leg_order_does_not_matter(lists, settings, importance):
 
 
 @given(leg_lists, settings_st)
-def test_a_zero_weight_removes_a_leg(lists, settings):
+def test_a_zero_weight_removes_a_leg(lists, settings) -> None:
     built = [leg(name, order) for name, order in lists.items()]
     silenced = [*built, leg("ghost", IDS[::-1], weight=0.0)]
     assert [(c.memory_id, c.score) for c in fuse(silenced, settings)] == [
@@ -67,7 +67,7 @@ def test_a_zero_weight_removes_a_leg(lists, settings):
 
 
 @given(leg_lists, settings_st, importances)
-def test_scores_finite_and_pool_complete(lists, settings, importance):
+def test_scores_finite_and_pool_complete(lists, settings, importance) -> None:
     built = [leg(name, order, importance=importance) for name, order in lists.items()]
     fused = fuse(built, settings)
     # No candidate of any leg is barred from the pool by construction.
@@ -76,7 +76,7 @@ def test_scores_finite_and_pool_complete(lists, settings, importance):
     assert fuse(built, settings) == fused  # deterministic
 
 
-def test_rrf_formula_and_contributions():
+def test_rrf_formula_and_contributions() -> None:
     lexical = LegList("lexical", 1.0, [LegCandidate("a", 3.0), LegCandidate("b", 2.0)])
     vector = LegList("vector", 0.5, [LegCandidate("b", 0.9)])
     by_id = {c.memory_id: c for c in fuse([lexical, vector],
@@ -87,13 +87,13 @@ def test_rrf_formula_and_contributions():
         ("lexical", 2, 2.0), ("vector", 1, 0.9)]
 
 
-def test_ties_break_on_best_rank_then_id():
+def test_ties_break_on_best_rank_then_id() -> None:
     lists = [LegList("lexical", 1.0, [LegCandidate("x", 1.0)]),
              LegList("vector", 1.0, [LegCandidate("a", 1.0)])]
     assert ids(fuse(lists, FusionSettings(importance_strength=0, exact_bonus=0))) == ["a", "x"]
 
 
-def test_importance_prior_after_fusion():
+def test_importance_prior_after_fusion() -> None:
     lists = [leg("lexical", ["low", "high"], importance={"low": 0.0, "high": 1.0}),
              leg("vector", ["high", "low"], importance={"low": 0.0, "high": 1.0})]
     off = fuse(lists, FusionSettings(importance_strength=0, exact_bonus=0))
@@ -104,7 +104,7 @@ def test_importance_prior_after_fusion():
     assert on[1].score == pytest.approx(off[1].score * 0.7)
 
 
-def test_exact_bonus_keeps_a_perfect_lexical_hit_first():
+def test_exact_bonus_keeps_a_perfect_lexical_hit_first() -> None:
     # The known RRF weakness: one exact lexical hit vs a dense near-tie.
     lexical = leg("lexical", ["exact", "dense"], exact={"exact"})
     vector = leg("vector", ["dense", "other", "exact"])
@@ -114,13 +114,13 @@ def test_exact_bonus_keeps_a_perfect_lexical_hit_first():
     assert ids(bonus)[0] == "exact"
 
 
-def test_sort_by_importance_orders_the_pool_by_importance():
+def test_sort_by_importance_orders_the_pool_by_importance() -> None:
     imp = {"a": 0.2, "b": 0.9, "c": 0.9}
     lists = [leg("lexical", ["a", "b", "c"], importance=imp), leg("vector", ["c"], importance=imp)]
     assert ids(fuse(lists, FusionSettings(sort_by="importance"))) == ["c", "b", "a"]
 
 
-def test_convex_combination_minmax_and_bounded():
+def test_convex_combination_minmax_and_bounded() -> None:
     lexical = LegList("lexical", 1.0, [LegCandidate("a", 10.0), LegCandidate("b", 5.0),
                                        LegCandidate("c", 0.0)])
     vector = LegList("vector", 1.0, [LegCandidate("c", 0.9), LegCandidate("d", 0.5)], (-1.0, 1.0))
@@ -140,7 +140,7 @@ def calibrated(lists):
         lists, FusionSettings(method="calibrated", importance_strength=0, exact_bonus=0))}
 
 
-def test_calibrated_scores_mean_the_same_in_every_query():
+def test_calibrated_scores_mean_the_same_in_every_query() -> None:
     # lexical with a scale (BM25: the query's summed idf): score / scale, at most 1
     lexical = LegList("lexical", 1.0, [LegCandidate("a", 6.0), LegCandidate("b", 1.5)],
                       score_scale=3.0)
@@ -152,7 +152,7 @@ def test_calibrated_scores_mean_the_same_in_every_query():
         {"a": 1.0, "b": 0.5, "c": 0.6, "d": 0.0})
 
 
-def test_the_only_lexical_match_beats_the_best_of_vector_noise():
+def test_the_only_lexical_match_beats_the_best_of_vector_noise() -> None:
     """The case of issue 27: one memory holds the code word (sensitive: no vector); the
     vector leg returns twenty memories of cosine 0.36..0.50 (noise). min-max (cc) makes the
     best noise a perfect match and gives the lone lexical hit's floor (1.0) to everyone;
@@ -166,7 +166,7 @@ def test_the_only_lexical_match_beats_the_best_of_vector_noise():
     assert ids(fuse([lexical, vector], FusionSettings(method="calibrated")))[0] == "secret"
 
 
-def test_the_ranker_scores_a_sensitive_memory_on_what_its_legs_saw_and_never_rescales():
+def test_the_ranker_scores_a_sensitive_memory_on_what_its_legs_saw_and_never_rescales() -> None:
     """Fusion is the ranker only: a sensitive memory (never embedded: the vector leg is blind
     to it) gets what the lexical leg gave it, whether or not it holds every query term; where
     it belongs is decided after the ranker, on its relevance estimate
@@ -184,7 +184,7 @@ def test_the_ranker_scores_a_sensitive_memory_on_what_its_legs_saw_and_never_res
                                     "y": 0.0})
 
 
-def test_calibrated_without_a_scale_or_range_uses_the_list_top():
+def test_calibrated_without_a_scale_or_range_uses_the_list_top() -> None:
     graph = LegList("graph", 1.0, [LegCandidate("a", 0.3), LegCandidate("b", 0.2),
                                    LegCandidate("c", 0.1)])
     lexical = LegList("lexical", 1.0, [LegCandidate("c", 1.0)], score_scale=1.0)
@@ -197,18 +197,18 @@ def test_calibrated_without_a_scale_or_range_uses_the_list_top():
 @pytest.mark.parametrize("bad", [
     {"method": "borda"}, {"rrf_k": 0}, {"importance_strength": 1.5}, {"exact_bonus": -0.1},
 ])
-def test_bad_settings_are_rejected(bad):
+def test_bad_settings_are_rejected(bad) -> None:
     with pytest.raises(ValueError):
         FusionSettings(**bad)
 
 
-def test_negative_or_infinite_weights_are_rejected():
+def test_negative_or_infinite_weights_are_rejected() -> None:
     for weight in (-1.0, math.inf, math.nan):
         with pytest.raises(ValueError):
             fuse([LegList("lexical", weight, [LegCandidate("a", 1.0)])])
 
 
-def test_the_fusion_contract_carries_scale_and_sensitivity_and_refuses_a_bad_scale():
+def test_the_fusion_contract_carries_scale_and_sensitivity_and_refuses_a_bad_scale() -> None:
     from recallmesh.shared.errors import InvalidArgument
     from recallmesh.v1 import fusion_pb2
     from recallmesh.wire.fusion import lists_from_proto, lists_to_proto

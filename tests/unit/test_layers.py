@@ -16,14 +16,14 @@ PACKAGE = ROOT / "recallmesh"
 LAZY_BY_DESIGN = {PACKAGE / "cli.py"}
 
 
-def test_the_import_contracts_hold():
+def test_the_import_contracts_hold() -> None:
     lint = Path(sys.executable).with_name("lint-imports")
     result = subprocess.run([str(lint)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "0 broken" in result.stdout
 
 
-def test_no_module_imports_recallmesh_inside_a_function():
+def test_no_module_imports_recallmesh_inside_a_function() -> None:
     hidden = []
     for path in sorted(PACKAGE.rglob("*.py")):
         if path in LAZY_BY_DESIGN or "v1" in path.relative_to(PACKAGE).parts:

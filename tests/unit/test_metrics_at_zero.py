@@ -32,7 +32,7 @@ def value(name: str, **labels: str) -> float | None:
     return REGISTRY.get_sample_value(name, labels)
 
 
-def test_the_recall_series_exist_at_zero_for_the_configured_legs():
+def test_the_recall_series_exist_at_zero_for_the_configured_legs() -> None:
     legs = ("zero-lexical", "zero-vector")
     assert value("recallmesh_leg_failures_total", leg="zero-lexical", state="TIMEOUT") is None
     metrics.export_recall_zeros(legs)
@@ -50,13 +50,13 @@ def test_the_recall_series_exist_at_zero_for_the_configured_legs():
     assert 'recallmesh_leg_failures_total{leg="zero-vector",state="TIMEOUT"} 0.0' in scrape
 
 
-def test_a_graph_leg_brings_its_second_stage_label():
+def test_a_graph_leg_brings_its_second_stage_label() -> None:
     metrics.export_recall_zeros(["graph"])
     assert value("recallmesh_leg_failures_total", leg="graph_second_stage",
                  state="TIMEOUT") is not None
 
 
-def test_the_failure_states_are_the_ones_run_leg_counts():
+def test_the_failure_states_are_the_ones_run_leg_counts() -> None:
     """A failing and a late leg add to the series created at zero, and to no other."""
 
     class Failing:
@@ -82,7 +82,7 @@ def test_the_failure_states_are_the_ones_run_leg_counts():
     assert counted == {"TIMEOUT": 1.0, "ERROR": 1.0}
 
 
-def test_every_unary_method_answers_zero_for_the_codes_alerts_read():
+def test_every_unary_method_answers_zero_for_the_codes_alerts_read() -> None:
     export_rpc_zeros(["recallmesh.v1.MemoryService", health.SERVICE_NAME])
     for method in ("Recall", "Context", "Store"):
         for code in ZERO_CODES:
@@ -94,7 +94,7 @@ def test_every_unary_method_answers_zero_for_the_codes_alerts_read():
                  grpc_method="Watch", grpc_type="unary", grpc_code="OK") is None
 
 
-def test_indexer_outcomes_exist_at_zero():
+def test_indexer_outcomes_exist_at_zero() -> None:
     export_job_zeros()
     for outcome in JOB_OUTCOMES:
         assert value("recallmesh_indexer_jobs_total", outcome=outcome) is not None
@@ -130,7 +130,7 @@ def exported() -> dict[str, list[dict[str, str]]]:
     return samples
 
 
-def test_every_counter_the_rules_and_the_dashboard_read_is_exported_from_the_start():
+def test_every_counter_the_rules_and_the_dashboard_read_is_exported_from_the_start() -> None:
     """What each service does at start (GatewayApp.start, IndexerApp.start, serve() for every
     app's services), then every selector of a counter or a histogram count in
     prometheusrule.yaml and recallmesh-dashboard.json must find its series: a new alert on a

