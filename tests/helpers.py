@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 import psycopg
 import pytest
 
 from recallmesh.v1 import memory_pb2
+
+Row = TypeVar("Row")
 
 
 def store(gateway: Any, ns: str, content: str, **fields: Any) -> str:
@@ -31,8 +33,16 @@ def expect_status(code: grpc.StatusCode, call: Any, *args: Any, **kwargs: Any) -
     return info.value.details()
 
 
+def one_row(cursor: psycopg.Cursor[Row]) -> Row:
+    """The row a query returned (a query in a test that returns none fails it)."""
+    row = cursor.fetchone()
+    assert row is not None
+    return row
+
+
 def row_count(db: psycopg.Connection) -> int:
-    return db.execute("SELECT count(*) FROM memories").fetchone()[0]
+    count: int = one_row(db.execute("SELECT count(*) FROM memories"))[0]
+    return count
 
 
 # The internal credential of services a test starts one by one (`recallmesh serve`).

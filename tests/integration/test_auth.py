@@ -29,7 +29,7 @@ from recallmesh.v1 import (
 )
 from recallmesh.wire.channel import dial_blocking
 from tests.conftest import stack_env
-from tests.helpers import api_key, expect_status, row_count, store
+from tests.helpers import api_key, expect_status, one_row, row_count, store
 from tests.jwt_issuer import AUDIENCE, ISSUER, TestIssuer
 
 pytestmark = pytest.mark.integration
@@ -229,8 +229,8 @@ def test_keys_in_the_database_are_hashes_only(stack: Stack, db: psycopg.Connecti
             keys_pb2.CreateApiKeyRequest(name="hash check", namespaces=[ns], scopes=["read"]),
             timeout=10)
     secret = created.secret.split("_", 2)[2]
-    row = db.execute("SELECT row_to_json(k)::text FROM api_keys k WHERE id = %s",
-                     (created.key.id,)).fetchone()[0]
+    row = one_row(db.execute("SELECT row_to_json(k)::text FROM api_keys k WHERE id = %s",
+                             (created.key.id,)))[0]
     assert secret not in row and created.secret not in row
 
 

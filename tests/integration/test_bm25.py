@@ -15,7 +15,7 @@ from recallmesh.services.lexical import core
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2, retriever_pb2_grpc
 from recallmesh.wire.filters import Filters
-from tests.helpers import expect_status, recall
+from tests.helpers import expect_status, one_row, recall
 
 pytestmark = pytest.mark.integration
 
@@ -210,8 +210,8 @@ def test_postings_are_read_term_by_term_even_without_statistics(
         memory_pb2.Memory(content=f"note {i} about harbour cranes and tide tables {i % 7}")
         for i in range(300)]), timeout=30)
     sql, params = core.build_bm25_sql(Filters(), "relevance")
-    plan = db.execute("EXPLAIN (FORMAT JSON) " + sql, params | {
-        "ns": ns, "query": "harbour tide", "k": 10, "k1": K1, "b": B}).fetchone()[0]
+    plan = one_row(db.execute("EXPLAIN (FORMAT JSON) " + sql, params | {
+        "ns": ns, "query": "harbour tide", "k": 10, "k1": K1, "b": B}))[0]
 
     def scans(node):
         yield node
@@ -259,7 +259,7 @@ def corrections(db: psycopg.Connection, ns: str, query: str, spelling: float = 0
 
 
 def similarity(db: psycopg.Connection, a: str, b: str) -> float:
-    return float(db.execute("SELECT similarity(%s, %s)::float8", (a, b)).fetchone()[0])
+    return float(one_row(db.execute("SELECT similarity(%s, %s)::float8", (a, b)))[0])
 
 
 def test_a_misspelt_term_is_read_as_the_namespaces_most_similar_term(
@@ -598,7 +598,7 @@ def test_pruned_bm25_statement_equals_the_full_one(db: psycopg.Connection,
         pruned = db.execute(pruned_sql, pruned_params | params).fetchall()
         assert pruned == full
         theta = pruned_sql[:pruned_sql.index(", looked AS (")] + " SELECT rest FROM theta"
-        skipped.append(db.execute(theta, pruned_params | params).fetchone()[0] > 0)
+        skipped.append(one_row(db.execute(theta, pruned_params | params))[0] > 0)
 
     check()
     assert sum(skipped) >= len(skipped) // 8  # the pruning is exercised, not only the fallback

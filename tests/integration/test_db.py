@@ -12,7 +12,7 @@ import pytest
 
 from recallmesh.shared.db import NoDatabase, redact, resolve_dsn, running_embedded_dsn
 from recallmesh.stack.supervisor import free_port
-from tests.helpers import INTERNAL_TOKEN
+from tests.helpers import INTERNAL_TOKEN, one_row
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +29,7 @@ def test_attaches_to_a_running_embedded_postgres(monkeypatch: pytest.MonkeyPatch
     attached = resolve_dsn()
     assert attached == running_embedded_dsn(pg_dir / "pg")
     with psycopg.connect(attached) as conn:
-        assert conn.execute("SELECT to_regclass('memories')").fetchone()[0] == "memories"
+        assert one_row(conn.execute("SELECT to_regclass('memories')"))[0] == "memories"
 
 
 def test_never_starts_a_server_it_would_leak(monkeypatch: pytest.MonkeyPatch,

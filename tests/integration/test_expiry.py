@@ -24,7 +24,7 @@ from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
 from tests.conftest import extra_gateway, scratch_database, stack_env
-from tests.helpers import expect_status, recall
+from tests.helpers import expect_status, one_row, recall
 from tests.integration.test_context import QUERY, TURNS, at, context_entries, overrides
 from tests.integration.test_purge import traces
 
@@ -153,10 +153,10 @@ def test_the_indexer_runs_the_sweeper(stack: Stack, admin_dsn: str, pg_dir: Path
         sweeper.start(timeout_s=60)
         try:
             with psycopg.connect(dsn, autocommit=True) as db:
-                gone = str(db.execute(
+                gone = str(one_row(db.execute(
                     "INSERT INTO memories (namespace, content, is_sensitive, expires_at) "
                     "VALUES ('sweeper', 'A short-lived note.', true, "
-                    "now() + interval '1.5 seconds') RETURNING id").fetchone()[0])
+                    "now() + interval '1.5 seconds') RETURNING id"))[0])
                 deadline = time.monotonic() + 20
                 while row_exists(db, gone) and time.monotonic() < deadline:
                     time.sleep(0.2)

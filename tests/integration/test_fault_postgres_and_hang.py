@@ -30,6 +30,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from tests.conftest import stack_env
+from tests.helpers import one_row
 
 pytestmark = pytest.mark.integration
 
@@ -256,8 +257,8 @@ def test_postgres_restart_under_load_is_unavailable_then_whole_without_restarts(
 
     # every acknowledged write is there
     with psycopg.connect(stack.dsn, autocommit=True) as conn:
-        found = conn.execute("SELECT count(*) FROM memories WHERE id = ANY(%s::uuid[])",
-                             (load.acked,)).fetchone()[0]
+        found = one_row(conn.execute("SELECT count(*) FROM memories WHERE id = ANY(%s::uuid[])",
+                                     (load.acked,)))[0]
     assert load.acked and found == len(load.acked)
 
     # and nothing was restarted to get there

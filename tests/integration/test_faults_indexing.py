@@ -31,6 +31,7 @@ from recallmesh.shared.transport import grpc_options
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import embedder_pb2_grpc, memory_pb2, memory_pb2_grpc
 from tests.conftest import scratch_database, stack_env
+from tests.helpers import one_row
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -149,8 +150,9 @@ def vectors(db: psycopg.Connection, ids: list[str]) -> dict[str, bool]:
 
 
 def jobs_left(db: psycopg.Connection, ids: list[str]) -> int:
-    return db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
-                      (ids,)).fetchone()[0]
+    return one_row(db.execute(
+        "SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
+        (ids,)))[0]
 
 
 def cli(dsn: str, *args: str) -> subprocess.CompletedProcess:
@@ -246,8 +248,9 @@ def test_a_dropped_poison_job_leaves_the_memory_lexical_only(faults, ns: str) ->
     response = store_batch(gateway, ns, [poison, "a healthy neighbour"], wait_ms=30000)
     bad = response.ids[0]
     assert not response.indexed
-    assert db.execute("SELECT parked_at IS NOT NULL FROM embedding_jobs WHERE memory_id = %s",
-                      (bad,)).fetchone()[0]
+    assert one_row(db.execute(
+        "SELECT parked_at IS NOT NULL FROM embedding_jobs WHERE memory_id = %s",
+        (bad,)))[0]
     dropped = cli(stack.dsn, "jobs", "drop", bad)
     assert dropped.returncode == 0, dropped.stderr
     assert "1 parked job(s) dropped" in dropped.stdout
@@ -273,9 +276,10 @@ def test_sigkill_the_indexer_mid_batch(faults, ns: str) -> None:
         proxy.hold.clear()
         proxy.release.set()
     # The killed batch is leased, not lost: its jobs are there, claimed once.
-    leased = db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[]) "
-                        "AND attempts = 1 AND next_attempt_at > clock_timestamp()",
-                        (ids,)).fetchone()[0]
+    leased = one_row(db.execute(
+        "SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[]) "
+        "AND attempts = 1 AND next_attempt_at > clock_timestamp()",
+        (ids,)))[0]
     assert leased >= 1
     assert not any(vectors(db, ids).values())
     stack.start_service("indexer", timeout_s=90)
@@ -327,13 +331,13 @@ def test_sigkill_the_embedding_service_under_a_write_load(faults, ns: str) -> No
     assert not errors, errors[:5]
     assert during > 10  # writes were acknowledged while the model was dead
     assert len(set(acked)) == len(acked)
-    live = db.execute("SELECT count(*) FROM memories WHERE id = ANY(%s::uuid[]) "
-                      "AND deleted_at IS NULL", (acked,)).fetchone()[0]
+    live = one_row(db.execute("SELECT count(*) FROM memories WHERE id = ANY(%s::uuid[]) "
+                              "AND deleted_at IS NULL", (acked,)))[0]
     assert live == len(acked)  # zero acknowledged writes lost
     done = wait_for(lambda: all(vectors(db, acked).values()) and jobs_left(db, acked) == 0, 90,
                     every_s=0.5)
-    parked = db.execute("SELECT count(*) FROM embedding_jobs WHERE parked_at IS NOT NULL "
-                        "AND memory_id = ANY(%s::uuid[])", (acked,)).fetchone()[0]
+    parked = one_row(db.execute("SELECT count(*) FROM embedding_jobs WHERE parked_at IS NOT NULL "
+                                "AND memory_id = ANY(%s::uuid[])", (acked,)))[0]
     missing = sum(not v for v in vectors(db, acked).values())
     assert done, f"{missing} of {len(acked)} without a vector, {parked} parked"
     writes = db.execute("SELECT count(*), count(DISTINCT memory_id) FROM test_vector_writes "

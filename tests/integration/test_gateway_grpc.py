@@ -14,7 +14,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
-from tests.helpers import expect_status, recall, recalled_contents, store
+from tests.helpers import expect_status, one_row, recall, recalled_contents, store
 
 pytestmark = pytest.mark.integration
 
@@ -193,7 +193,7 @@ def test_soft_delete_hides_from_recall_and_get(gateway: memory_pb2_grpc.MemorySe
     expect_status(grpc.StatusCode.NOT_FOUND, gateway.Delete,
                   memory_pb2.DeleteRequest(namespace=ns, id=gone))
     # Soft: the row is still there, marked deleted.
-    deleted_at = db.execute("SELECT deleted_at FROM memories WHERE id = %s", (gone,)).fetchone()[0]
+    deleted_at = one_row(db.execute("SELECT deleted_at FROM memories WHERE id = %s", (gone,)))[0]
     assert deleted_at is not None
 
 

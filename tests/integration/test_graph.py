@@ -15,7 +15,7 @@ from recallmesh.services.graph.core import (
 )
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2, retriever_pb2_grpc
-from tests.helpers import expect_status, recall, store
+from tests.helpers import expect_status, one_row, recall, store
 from tests.unit.test_graph import WAIT
 
 
@@ -196,8 +196,8 @@ def test_relations_are_validated_and_nothing_is_half_written(
                   memory_pb2.StoreRequest(namespace=ns + "-x", memory=foreign))
     after = db.execute("SELECT count(*) FROM memories WHERE namespace = %s", (ns,)).fetchone()
     assert before == after
-    assert db.execute("SELECT count(*) FROM memory_edges WHERE namespace = %s",
-                      (ns,)).fetchone()[0] == 0
+    assert one_row(db.execute("SELECT count(*) FROM memory_edges WHERE namespace = %s",
+                              (ns,)))[0] == 0
 
 
 @pytest.mark.integration
@@ -206,8 +206,8 @@ def test_sensitive_memories_get_no_concepts(gateway: memory_pb2_grpc.MemoryServi
     (secret,) = store_wait(gateway, ns, "My bank PIN is hidden under the Zanzibar mug.",
                            sensitive=True)
     store_wait(gateway, ns, "The Zanzibar mug is blue.")
-    linked = db.execute("SELECT count(*) FROM memory_concepts WHERE memory_id = %s",
-                        (secret,)).fetchone()[0]
+    linked = one_row(db.execute("SELECT count(*) FROM memory_concepts WHERE memory_id = %s",
+                                (secret,)))[0]
     assert linked == 0
     assert "pin" not in concepts_of(db, ns) and "bank pin" not in concepts_of(db, ns)
 

@@ -11,7 +11,7 @@ import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
-from tests.helpers import expect_status, recall, row_count
+from tests.helpers import expect_status, one_row, recall, row_count
 
 pytestmark = pytest.mark.integration
 EXISTS = grpc.StatusCode.ALREADY_EXISTS
@@ -23,7 +23,7 @@ def store_request(ns: str, uid, content="the spare key is under the blue flowerp
 
 
 def rows_with_id(db: psycopg.Connection, uid) -> int:
-    return db.execute("SELECT count(*) FROM memories WHERE id = %s", (uid,)).fetchone()[0]
+    return one_row(db.execute("SELECT count(*) FROM memories WHERE id = %s", (uid,)))[0]
 
 
 def test_store_retried_after_a_lost_reply_stores_once_and_answers_the_original(
@@ -33,15 +33,15 @@ def test_store_retried_after_a_lost_reply_stores_once_and_answers_the_original(
                             metadata={"source": "chat"},
                             created_at=Timestamp(seconds=1_700_000_000))
     first = gateway.Store(request, timeout=10)
-    jobs = db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = %s",
-                      (uid,)).fetchone()[0]
+    jobs = one_row(db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = %s",
+                              (uid,)))[0]
     before = row_count(db)
     second = gateway.Store(request, timeout=10)  # the client never saw `first`
     assert second.memory == first.memory  # same id, created_at, updated_at, every field
     assert first.memory.id == uid and second.indexed == first.indexed
     assert row_count(db) == before and rows_with_id(db, uid) == 1
-    assert db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = %s",
-                      (uid,)).fetchone()[0] <= jobs  # no second job queued
+    assert one_row(db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = %s",
+                              (uid,)))[0] <= jobs  # no second job queued
     # Upper-case and hyphen-less spellings are the same id.
     third = gateway.Store(store_request(ns, uid.replace("-", "").upper(), category="home",
                                         tags=["keys"], importance=0.8, metadata={"source": "chat"},
@@ -91,8 +91,8 @@ def test_store_batch_retried_stores_once(gateway: memory_pb2_grpc.MemoryServiceS
     assert list(first.ids) == list(second.ids) == [a, b, c]
     assert second.indexed == first.indexed
     assert row_count(db) == before
-    assert db.execute("SELECT count(*) FROM memory_edges WHERE src = ANY(%s::uuid[])",
-                      ([a, b, c],)).fetchone()[0] == 1
+    assert one_row(db.execute("SELECT count(*) FROM memory_edges WHERE src = ANY(%s::uuid[])",
+                              ([a, b, c],)))[0] == 1
     # A batch may mix a retried memory with new ones: only the new ones are written.
     mixed = gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
         memory_pb2.Memory(content="batch retry four"), request.memories[0]]), timeout=10)

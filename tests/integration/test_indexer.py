@@ -16,6 +16,7 @@ from recallmesh.migrations.vector_schema import prepare_database
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.services.indexer.core import Indexer
 from tests.conftest import scratch_database
+from tests.helpers import one_row
 
 pytestmark = pytest.mark.integration
 
@@ -41,9 +42,9 @@ async def pool(own_dsn):
 
 
 def insert(db: psycopg.Connection, ns: str, content: str, sensitive: bool = False) -> str:
-    return db.execute(
+    return one_row(db.execute(
         "INSERT INTO memories (namespace, content, is_sensitive) VALUES (%s, %s, %s) "
-        "RETURNING id::text", (ns, content, sensitive)).fetchone()[0]
+        "RETURNING id::text", (ns, content, sensitive)))[0]
 
 
 LIVE = ModelManifest.load()  # the model and width prepare_database records
@@ -129,8 +130,8 @@ async def test_failure_backs_off_and_records_the_error(pool, db: psycopg.Connect
     assert result.failed >= 1 and "model down" in result.error
     has_vector, _, attempts, error = state(db, memory_id)
     assert not has_vector and attempts == 1 and "model down" in error
-    due = db.execute("SELECT next_attempt_at > clock_timestamp() + interval '20 seconds' "
-                     "FROM embedding_jobs WHERE memory_id = %s", (memory_id,)).fetchone()[0]
+    due = one_row(db.execute("SELECT next_attempt_at > clock_timestamp() + interval '20 seconds' "
+                             "FROM embedding_jobs WHERE memory_id = %s", (memory_id,)))[0]
     assert due  # backed off, not retried in a hot loop
 
 
@@ -265,8 +266,9 @@ async def test_a_poison_text_is_split_off_retried_and_parked(pool, db: psycopg.C
     assert ["a POISON note the model cannot embed"] in embedder.calls  # then alone
     attempts, failures, parked, error, _ = job(db, bad)
     assert (attempts, failures, parked) == (1, 1, False) and "failed on an input" in error
-    due_later = db.execute("SELECT next_attempt_at > clock_timestamp() + interval '20 seconds' "
-                           "FROM embedding_jobs WHERE memory_id = %s", (bad,)).fetchone()[0]
+    due_later = one_row(db.execute(
+        "SELECT next_attempt_at > clock_timestamp() + interval '20 seconds' "
+        "FROM embedding_jobs WHERE memory_id = %s", (bad,)))[0]
     assert due_later  # its own backoff
     for _ in range(2):
         make_due(db, [bad])
@@ -279,8 +281,8 @@ async def test_a_poison_text_is_split_off_retried_and_parked(pool, db: psycopg.C
     embedder.calls.clear()
     await indexer.run_once()
     assert not any("POISON" in t for c in embedder.calls for t in c)
-    waiting = db.execute("SELECT count(*) FROM embedding_jobs WHERE parked_at IS NULL "
-                         "AND memory_id = %s", (bad,)).fetchone()[0]
+    waiting = one_row(db.execute("SELECT count(*) FROM embedding_jobs WHERE parked_at IS NULL "
+                                 "AND memory_id = %s", (bad,)))[0]
     assert waiting == 0
     await indexer.pending()
     assert REGISTRY.get_sample_value("recallmesh_indexer_parked_jobs") >= 1

@@ -20,6 +20,7 @@ from recallmesh.migrations.vector_schema import (
     ensure_embedding_column,
     prepare_database,
 )
+from tests.helpers import one_row
 
 pytestmark = pytest.mark.integration
 
@@ -47,7 +48,7 @@ def test_failed_migration_rolls_back_and_is_not_recorded(scratch_dsn: str, tmp_p
         apply_migrations(scratch_dsn, tmp_path)
     assert current_version(scratch_dsn) == 1
     with psycopg.connect(scratch_dsn) as conn:
-        assert conn.execute("SELECT to_regclass('half')").fetchone()[0] is None
+        assert one_row(conn.execute("SELECT to_regclass('half')"))[0] is None
 
 
 def test_edited_applied_migration_is_refused(scratch_dsn: str, tmp_path: Path) -> None:
@@ -79,7 +80,7 @@ def test_project_migrations_build_the_schema(scratch_dsn: str) -> None:
             "INSERT INTO memories (namespace, content, category, tags) "
             "VALUES ('n', 'Running shoes', 'gear', ARRAY['sport'])"
         )
-        vector = conn.execute("SELECT search_vector::text FROM memories").fetchone()[0]
+        vector = one_row(conn.execute("SELECT search_vector::text FROM memories"))[0]
     # content at weight A, tags at C, category at D
     assert "'run':1A" in vector and "'sport':3C" in vector and "'gear':4" in vector
 
@@ -87,12 +88,12 @@ def test_project_migrations_build_the_schema(scratch_dsn: str) -> None:
 def test_vector_column_is_sized_from_the_manifest_and_guarded(scratch_dsn: str) -> None:
     prepare_database(scratch_dsn)
     with psycopg.connect(scratch_dsn) as conn:
-        kind = conn.execute(
+        kind = one_row(conn.execute(
             "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
-            "WHERE attrelid = 'memories'::regclass AND attname = 'embedding'").fetchone()[0]
-        index = conn.execute(
+            "WHERE attrelid = 'memories'::regclass AND attname = 'embedding'"))[0]
+        index = one_row(conn.execute(
             "SELECT indexdef FROM pg_indexes WHERE indexname = 'memories_embedding_hnsw_idx'"
-        ).fetchone()[0]
+        ))[0]
     assert kind == "halfvec(768)"  # the default model, nomic-embed-text-v1.5
     assert "hnsw" in index and "halfvec_cosine_ops" in index and "m='16'" in index
     assert "ef_construction='64'" in index
