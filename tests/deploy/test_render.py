@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,20 +42,20 @@ MCP_OVERLAYS = {"dev": {"recallmesh-mcp"}}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _kubectl():
+def _kubectl() -> None:
     tool("kubectl")
 
 
-def objects(target: str) -> list[dict]:
+def objects(target: str) -> list[dict[str, Any]]:
     return rendered.render(target)
 
 
-def by_kind(objs: list[dict], kind: str) -> dict[str, dict]:
+def by_kind(objs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
     return {o["metadata"]["name"]: o for o in objs if o["kind"] == kind}
 
 
 @pytest.mark.parametrize("target", ["base"] + [f"overlays/{o}" for o in OVERLAYS])
-def test_renders(target) -> None:
+def test_renders(target: str) -> None:
     objs = objects(target)
     kinds = {o["kind"] for o in objs}
     assert {"Deployment", "Service", "ConfigMap", "Job", "NetworkPolicy", "Cluster", "Database",
@@ -64,7 +65,7 @@ def test_renders(target) -> None:
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_every_object_in_the_overlay_namespace(overlay) -> None:
+def test_every_object_in_the_overlay_namespace(overlay: str) -> None:
     for obj in objects(f"overlays/{overlay}"):
         if obj["kind"] == "Namespace":
             assert obj["metadata"]["name"] == NAMESPACES[overlay]
@@ -73,7 +74,7 @@ def test_every_object_in_the_overlay_namespace(overlay) -> None:
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_image_pinned_by_digest(overlay) -> None:
+def test_image_pinned_by_digest(overlay: str) -> None:
     for obj in objects(f"overlays/{overlay}"):
         if obj["kind"] in ("Deployment", "Job"):
             for c in obj["spec"]["template"]["spec"]["containers"]:
@@ -81,7 +82,7 @@ def test_image_pinned_by_digest(overlay) -> None:
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_services_keep_the_runtime_contract(overlay) -> None:
+def test_services_keep_the_runtime_contract(overlay: str) -> None:
     objs = objects(f"overlays/{overlay}")
     deployments = by_kind(objs, "Deployment")
     services = by_kind(objs, "Service")
@@ -133,7 +134,7 @@ def test_services_keep_the_runtime_contract(overlay) -> None:
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_pod_security(overlay) -> None:
+def test_pod_security(overlay: str) -> None:
     for obj in objects(f"overlays/{overlay}"):
         if obj["kind"] not in ("Deployment", "Job"):
             continue
@@ -174,7 +175,7 @@ def test_dev_is_small() -> None:
 
 
 @pytest.mark.parametrize("overlay", ["production", "production-gpu"])
-def test_production_scales_and_survives_disruption(overlay) -> None:
+def test_production_scales_and_survives_disruption(overlay: str) -> None:
     objs = objects(f"overlays/{overlay}")
     deployments = by_kind(objs, "Deployment")
     hpas = by_kind(objs, "HorizontalPodAutoscaler")
@@ -255,7 +256,7 @@ def _target_host(target: str) -> str:
 
 
 @pytest.mark.parametrize("overlay", TLS_OVERLAYS)
-def test_tls_every_service_mounts_its_own_certificate(overlay) -> None:
+def test_tls_every_service_mounts_its_own_certificate(overlay: str) -> None:
     objs = objects(f"overlays/{overlay}")
     deployments = by_kind(objs, "Deployment")
     certificates = by_kind(objs, "Certificate")
@@ -286,7 +287,7 @@ def test_tls_every_service_mounts_its_own_certificate(overlay) -> None:
 
 
 @pytest.mark.parametrize("overlay", TLS_OVERLAYS)
-def test_tls_certificates_cover_every_name_a_peer_dials(overlay) -> None:
+def test_tls_certificates_cover_every_name_a_peer_dials(overlay: str) -> None:
     objs = objects(f"overlays/{overlay}")
     services = by_kind(objs, "Service")
     names = {c["spec"]["secretName"].removesuffix("-tls"): set(c["spec"]["dnsNames"])
@@ -310,7 +311,7 @@ def test_tls_certificates_cover_every_name_a_peer_dials(overlay) -> None:
 
 
 @pytest.mark.parametrize("overlay", TLS_OVERLAYS)
-def test_tls_ca_bootstrapped_with_cert_manager(overlay) -> None:
+def test_tls_ca_bootstrapped_with_cert_manager(overlay: str) -> None:
     objs = objects(f"overlays/{overlay}")
     issuers = by_kind(objs, "Issuer")
     assert issuers["recallmesh-selfsigned"]["spec"] == {"selfSigned": {}}
@@ -359,7 +360,7 @@ def test_no_overlay_turns_authentication_off() -> None:
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_every_internal_service_has_a_wall(overlay) -> None:
+def test_every_internal_service_has_a_wall(overlay: str) -> None:
     """What each service would decide at start (recallmesh.auth.interceptors.internal_guard,
     the very code `recallmesh serve` runs) from its rendered settings: the gateway is public;
     every other service accepts internal callers only, by mutual TLS in the TLS overlays and by
@@ -378,7 +379,7 @@ def test_every_internal_service_has_a_wall(overlay) -> None:
                     if ref == INTERNAL_TOKEN})
         auth = AuthSettings.from_env(env)
 
-        def path(var: str, env: dict = env) -> Path | None:
+        def path(var: str, env: dict[str, Any] = env) -> Path | None:
             return Path(env[var]) if env.get(var) else None
 
         tls = TlsSettings(path("RECALLMESH_TLS_CERT"), path("RECALLMESH_TLS_KEY"),
@@ -398,7 +399,7 @@ def test_every_internal_service_has_a_wall(overlay) -> None:
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_internal_token_is_never_committed(overlay) -> None:
+def test_internal_token_is_never_committed(overlay: str) -> None:
     """The token comes from a Secret the operator creates (docs/operations.md); no overlay
     renders a Secret, a ConfigMap value or a literal for it, and a missing Secret keeps the pod
     from starting (optional: false) instead of starting it without its wall."""

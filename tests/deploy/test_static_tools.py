@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from tests.deploy.tools import K8S, OVERLAYS, ROOT, TERRAFORM, tool
 
 
 @pytest.fixture(scope="module")
-def checkov_report(tmp_path_factory: pytest.TempPathFactory):
+def checkov_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One checkov run over everything we ship. Kubernetes objects are scanned as rendered
     (what Argo CD applies: namespace, digest-pinned image, merged patches), not as the base's
     fragments. Skips are `checkov.io/skip<n>: <ID>=<reason>` annotations on the object."""
@@ -48,7 +49,7 @@ def checkov_report(tmp_path_factory: pytest.TempPathFactory):
             "stderr": done.stderr}
 
 
-def test_checkov_no_failed_checks(checkov_report) -> None:
+def test_checkov_no_failed_checks(checkov_report: dict[str, Any]) -> None:
     failed = [
         f"{c['check_id']} {c['resource']} ({c['file_path']}): {c['check_name']}"
         for r in checkov_report["reports"].values() if "results" in r
@@ -60,7 +61,7 @@ def test_checkov_no_failed_checks(checkov_report) -> None:
     assert kube["passed"] > 1000 and kube["parsing_errors"] == 0
 
 
-def test_checkov_skips_are_justified(checkov_report) -> None:
+def test_checkov_skips_are_justified(checkov_report: dict[str, Any]) -> None:
     skipped = {
         kind: r["results"].get("skipped_checks", [])
         for kind, r in checkov_report["reports"].items() if "results" in r

@@ -6,6 +6,7 @@ kubernetes_namespace_v1 or kubernetes_manifest, so that scan checks nothing ther
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import hcl2
 import pytest
@@ -17,7 +18,7 @@ EXACT = re.compile(r"^\d+\.\d+\.\d+$")
 EXACT_CHART = re.compile(r"^v?\d+\.\d+\.\d+$")
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """python-hcl2's output made plain: one-element lists unwrapped, position and block
     markers (`__start_line__`, `__is_block__`) dropped, and the double quotes python-hcl2 8
     keeps around string values and block labels removed. Use `_many` where a block kind may
@@ -35,7 +36,7 @@ def _unquote(text: str) -> str:
     return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
 
 
-def parsed() -> dict[str, dict]:
+def parsed() -> dict[str, dict[str, Any]]:
     out = {}
     for path in sorted(TERRAFORM.rglob("*.tf")):
         with path.open() as f:
@@ -43,11 +44,11 @@ def parsed() -> dict[str, dict]:
     return out
 
 
-def _many(value) -> list:
+def _many(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def blocks(kind: str) -> list[dict]:
+def blocks(kind: str) -> list[dict[str, Any]]:
     return [b for doc in parsed().values() for b in _many(doc.get(kind, []))]
 
 
@@ -105,7 +106,7 @@ def test_registers_the_argocd_application() -> None:
 
 
 @pytest.mark.parametrize("kind", ["output"])
-def test_outputs_described(kind) -> None:
+def test_outputs_described(kind: str) -> None:
     for block in _many(parsed()["outputs.tf"][kind]):
         for name, spec in block.items():
             assert spec.get("description"), name
