@@ -15,11 +15,15 @@ Row = TypeVar("Row")
 
 def store(gateway: Any, ns: str, content: str, **fields: Any) -> str:
     memory = memory_pb2.Memory(content=content, **fields)
-    return gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory), timeout=10).memory.id
+    stored: memory_pb2.StoreResponse = gateway.Store(
+        memory_pb2.StoreRequest(namespace=ns, memory=memory), timeout=10)
+    return stored.memory.id
 
 
-def recall(gateway: Any, ns: str, query: str, **fields: Any) -> Any:
-    return gateway.Recall(memory_pb2.RecallRequest(namespace=ns, query=query, **fields), timeout=10)
+def recall(gateway: Any, ns: str, query: str, **fields: Any) -> memory_pb2.RecallResponse:
+    response: memory_pb2.RecallResponse = gateway.Recall(
+        memory_pb2.RecallRequest(namespace=ns, query=query, **fields), timeout=10)
+    return response
 
 
 def recalled_contents(gateway: Any, ns: str, query: str, **fields: Any) -> list[str]:
@@ -30,7 +34,8 @@ def expect_status(code: grpc.StatusCode, call: Any, *args: Any, **kwargs: Any) -
     with pytest.raises(grpc.RpcError) as info:
         call(*args, timeout=10, **kwargs)
     assert info.value.code() == code, info.value.details()
-    return info.value.details()
+    details: str = info.value.details()
+    return details
 
 
 def one_row(cursor: psycopg.Cursor[Row]) -> Row:
