@@ -13,7 +13,7 @@ CJK = st.text(st.one_of(HAN, KANA), min_size=1, max_size=30)
 
 
 @given(CJK, st.data())
-def test_every_word_inside_a_run_is_found(text, data) -> None:
+def test_every_word_inside_a_run_is_found(text: str, data: st.DataObject) -> None:
     """Any piece of a stored run, searched alone, is all indexed terms: the AND tier."""
     start = data.draw(st.integers(0, len(text) - 1))
     piece = text[start:data.draw(st.integers(start + 1, len(text)))]

@@ -32,7 +32,7 @@ manifest_keys = st.sampled_from([
 
 
 @given(st.dictionaries(manifest_keys, json_values, max_size=12) | json_values)
-def test_any_manifest_json_is_a_manifest_or_a_config_error(raw) -> None:
+def test_any_manifest_json_is_a_manifest_or_a_config_error(raw: object) -> None:
     try:
         manifest = ModelManifest.from_dict(raw, Path("/models/x/manifest.json"))
     except ConfigError:
@@ -55,7 +55,8 @@ memories = st.builds(
 
 
 @given(memories, paths)
-def test_update_masks_are_validated_or_rejected(memory, mask) -> None:
+def test_update_masks_are_validated_or_rejected(memory: memory_pb2.Memory,
+                                                mask: list[str]) -> None:
     try:
         changes = memory_update(memory, mask, "ns")
     except InvalidArgument:
@@ -69,7 +70,8 @@ def test_update_masks_are_validated_or_rejected(memory, mask) -> None:
 
 
 @given(st.booleans(), st.integers(min_value=-(2**31), max_value=2**31 - 1), st.booleans())
-def test_index_wait_is_none_a_bound_or_invalid(wait, timeout_ms, present) -> None:
+def test_index_wait_is_none_a_bound_or_invalid(wait: bool, timeout_ms: int,
+                                               present: bool) -> None:
     msg = memory_pb2.IndexWait(wait=wait, timeout_ms=timeout_ms)
     try:
         result = index_wait(msg, present)
@@ -77,7 +79,7 @@ def test_index_wait_is_none_a_bound_or_invalid(wait, timeout_ms, present) -> Non
         assert present and wait
         return
     if present and wait:
-        assert result == timeout_ms and 0 <= result
+        assert result == timeout_ms and result is not None and 0 <= result
     else:
         assert result is None
 

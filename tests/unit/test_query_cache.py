@@ -58,7 +58,9 @@ async def test_least_recently_used_goes_first_within_the_byte_bound() -> None:
 async def test_cached_vectors_are_read_only_and_zero_bytes_turns_it_off() -> None:
     cache, model = QueryVectorCache(1 << 20), Model()
     await cache.embed(["x"], model)
-    vector, _ = cache.get("x")
+    cached = cache.get("x")
+    assert cached is not None
+    vector, _ = cached
     with pytest.raises(ValueError):
         vector[0] = 1.0
     off = QueryVectorCache(0)
@@ -72,7 +74,8 @@ async def test_cached_vectors_are_read_only_and_zero_bytes_turns_it_off() -> Non
 @given(st.lists(st.lists(st.sampled_from([f"t{i}" for i in range(12)]), min_size=1,
                          max_size=6), min_size=1, max_size=20),
        st.integers(min_value=0, max_value=6))
-def test_answers_equal_the_model_and_bytes_stay_bounded(batches, entries) -> None:
+def test_answers_equal_the_model_and_bytes_stay_bounded(batches: list[list[str]],
+                                                        entries: int) -> None:
     import asyncio
 
     bound = entries * entry_bytes("t0", vector_of("t0"))

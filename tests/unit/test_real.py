@@ -14,7 +14,7 @@ from recallmesh.wire.real import as_real
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False))
-def test_as_real_is_the_nearest_single(value) -> None:
+def test_as_real_is_the_nearest_single(value: float) -> None:
     with np.errstate(over="ignore"):
         want = float(np.float32(value))
     assert as_real(value) == want

@@ -34,7 +34,7 @@ def test_ended_memories_keep_their_order_and_ratios_below_every_current_score() 
 
 @given(st.lists(st.tuples(st.sampled_from("abcdefgh"), st.sampled_from([None, -1, 0, 1])),
                 unique_by=lambda x: x[0], max_size=8))
-def test_the_order_is_kept_within_each_group(rows) -> None:
+def test_the_order_is_kept_within_each_group(rows: list[tuple[str, int | None]]) -> None:
     top = [FusedCandidate(i, float(-n)) for n, (i, _) in enumerate(rows)]
     valid_to = {i: None if d is None else NOW + timedelta(seconds=d) for i, d in rows}
     got = [c.memory_id for c in current_first(top, valid_to, NOW)]

@@ -12,7 +12,7 @@ from recallmesh.shared.tls import TlsSettings
 
 
 @pytest.fixture
-def files(tmp_path: Path):
+def files(tmp_path: Path) -> Path:
     for name in ("cert.pem", "key.pem", "ca.pem"):
         (tmp_path / name).write_text("-----BEGIN PLACEHOLDER-----\n")
     return tmp_path
@@ -23,7 +23,7 @@ def test_off_by_default() -> None:
     assert not settings.enabled and settings.ca is None
 
 
-def test_mutual_tls_for_internal_services_only_by_default(files) -> None:
+def test_mutual_tls_for_internal_services_only_by_default(files: Path) -> None:
     settings = TlsSettings.from_env({"RECALLMESH_TLS_CERT": str(files / "cert.pem"),
                                      "RECALLMESH_TLS_KEY": str(files / "key.pem"),
                                      "RECALLMESH_TLS_CA": str(files / "ca.pem")})
@@ -46,7 +46,8 @@ def test_mutual_tls_for_internal_services_only_by_default(files) -> None:
      "mutual TLS needs RECALLMESH_TLS_CA"),
     ({"RECALLMESH_TLS_CLIENT_AUTH": "sometimes"}, "must be one of internal, all, none"),
 ])
-def test_half_a_configuration_is_a_clear_error(files, env, message) -> None:
+def test_half_a_configuration_is_a_clear_error(files: Path, env: dict[str, str],
+                                               message: str) -> None:
     env = {k: str(files / v) if v.endswith(".pem") else v for k, v in env.items()}
     with pytest.raises(ConfigError, match=message):
         TlsSettings.from_env(env)

@@ -30,7 +30,7 @@ def test_importance_zero_is_kept_not_defaulted() -> None:
 
 
 @pytest.mark.parametrize("importance", [-0.01, 1.01, float("inf"), float("nan")])
-def test_importance_out_of_range(importance) -> None:
+def test_importance_out_of_range(importance: float) -> None:
     with pytest.raises(InvalidArgument, match="importance"):
         validation.new_memory(memory_pb2.Memory(content="x", importance=importance), "ns")
 
@@ -69,7 +69,7 @@ OTHER_BAD = ["\u00a0", "\u2028", "\u2029", "\u3000", "\ue000", "\U0010fffd", "\u
 
 
 @pytest.mark.parametrize("char", INVISIBLE + CONTROL + OTHER_BAD)
-def test_namespace_rejects_invisible_control_and_separator_characters(char) -> None:
+def test_namespace_rejects_invisible_control_and_separator_characters(char: str) -> None:
     raw = f"tenant{char}-a" + "x" * 40
     with pytest.raises(InvalidArgument) as info:
         validation.namespace(raw)
@@ -105,7 +105,8 @@ _NAMESPACE_CHARS = st.one_of(
 
 
 @given(st.one_of(st.text(), st.lists(_NAMESPACE_CHARS, max_size=140).map("".join)))
-def test_namespace_property_accepted_are_nfc_printable_rejected_are_invalid_argument(raw) -> None:
+def test_namespace_property_accepted_are_nfc_printable_rejected_are_invalid_argument(
+        raw: str) -> None:
     import unicodedata
     try:
         ns = validation.namespace(raw)
@@ -133,7 +134,7 @@ def test_recall_query_defaults() -> None:
 
 
 @pytest.mark.parametrize("k", [-1, 101, 1000])
-def test_recall_k_bounds(k) -> None:
+def test_recall_k_bounds(k: int) -> None:
     with pytest.raises(InvalidArgument, match="k must"):
         validation.recall_query(memory_pb2.RecallRequest(namespace="n", query="q", k=k))
 
@@ -143,7 +144,7 @@ def test_sort_by_names() -> None:
     assert enums.sort_by(memory_pb2.SORT_BY_IMPORTANCE) == "importance"
     assert enums.sort_by(memory_pb2.SORT_BY_RECENCY) == "recency"
     with pytest.raises(InvalidArgument, match="sort_by"):
-        enums.sort_by(42)
+        enums.sort_by(42)  # type: ignore[arg-type]  # a value outside the enum, on purpose
 
 
 def test_filters_parse_and_render() -> None:
@@ -162,7 +163,7 @@ def test_filters_parse_and_render() -> None:
 
 
 @given(st.text(max_size=200))
-def test_query_text_validation_total(text) -> None:
+def test_query_text_validation_total(text: str) -> None:
     """Any text is either accepted unchanged or rejected with InvalidArgument."""
     try:
         assert validation.query_text(text) == text
@@ -193,7 +194,7 @@ def test_importance_is_checked_as_the_single_it_is_stored_as() -> None:
 
 
 @pytest.mark.parametrize("key", [" ", "\t\n", ""])
-def test_a_blank_metadata_key_is_refused_with_its_reason(key) -> None:
+def test_a_blank_metadata_key_is_refused_with_its_reason(key: str) -> None:
     with pytest.raises(InvalidArgument, match="must not be empty or only white space"):
         validation.new_memory(memory_pb2.Memory(content="x", metadata={key: "v"}), "ns")
 
