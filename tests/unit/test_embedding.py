@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -38,9 +39,9 @@ def test_default_manifest_is_verified_nomic(manifest: ModelManifest) -> None:
                                                                  "search_document: ")
 
 
-def write_manifest(tmp_path: Path, **changes) -> Path:
-    base = {"model_id": "m", "onnx": "model.onnx", "tokenizer": "tokenizer.json",
-            "dimension": 8, "max_length": 16}
+def write_manifest(tmp_path: Path, **changes: object) -> Path:
+    base: dict[str, object] = {"model_id": "m", "onnx": "model.onnx",
+                               "tokenizer": "tokenizer.json", "dimension": 8, "max_length": 16}
     base.update(changes)
     path = tmp_path / "manifest.json"
     path.write_text(json.dumps({k: v for k, v in base.items() if v is not None}))
@@ -54,7 +55,8 @@ def write_manifest(tmp_path: Path, **changes) -> Path:
     ({"dimension": "x"}, "bad manifest value"),
     ({"surprise": 1}, "unknown manifest keys"),
 ])
-def test_bad_manifests_are_clear_config_errors(tmp_path: Path, changes, message) -> None:
+def test_bad_manifests_are_clear_config_errors(tmp_path: Path, changes: dict[str, object],
+                                               message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         ModelManifest.load(write_manifest(tmp_path, **changes))
 
@@ -114,7 +116,8 @@ def test_length_sorted_sub_batches_keep_input_order(embedder: OnnxEmbedder) -> N
 
 
 @given(st.lists(st.integers(min_value=1, max_value=256), max_size=200))
-def test_batch_plan_covers_every_text_once_within_limits(embedder: OnnxEmbedder, lengths) -> None:
+def test_batch_plan_covers_every_text_once_within_limits(embedder: OnnxEmbedder,
+                                                         lengths: list[int]) -> None:
     runs = embedder.plan_batches(lengths)
     assert sorted(i for run in runs for i in run) == list(range(len(lengths)))
     for run in runs:
@@ -152,7 +155,7 @@ def test_cuda_request_without_a_gpu_falls_back_to_cpu_and_says_so(manifest: Mode
 
 
 def test_two_onnxruntime_builds_are_detected(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(core.metadata, "version", lambda name: "1.0")
+    monkeypatch.setattr(metadata, "version", lambda name: "1.0")  # the module core reads
     assert core.onnxruntime_distributions() == ["onnxruntime", "onnxruntime-gpu"]
 
 
@@ -198,7 +201,7 @@ async def test_kinds_never_share_a_model_call() -> None:
 
 
 async def test_a_model_failure_reaches_every_waiting_caller() -> None:
-    def broken(texts, kind):
+    def broken(texts: list[str], kind: str) -> Embedded:
         raise RuntimeError("model exploded")
 
     batcher = MicroBatcher(broken, max_batch=8, max_wait_s=0.005)
@@ -242,6 +245,7 @@ async def test_a_failing_text_fails_its_own_caller_only() -> None:
     assert isinstance(results[1], RuntimeError) and "failed on an input" in str(results[1])
     for texts, result in zip(requests, results, strict=True):
         if texts is not requests[1]:
+            assert isinstance(result, Embedded)
             assert result.vectors[:, 0].tolist() == [len(t) for t in texts]
     assert after.vectors[0, 0] == len("later text")
     # They shared one model run first (the one that failed), then each ran alone.

@@ -36,7 +36,7 @@ class GatedModel:
         return Embedded(np.ones((len(texts), 2), dtype=np.float32), [False] * len(texts))
 
 
-async def busy(batcher: MicroBatcher, model: GatedModel) -> asyncio.Future:
+async def busy(batcher: MicroBatcher, model: GatedModel) -> asyncio.Future[Embedded]:
     """A first request that occupies the model, so that later ones queue."""
     first = asyncio.ensure_future(batcher.embed(["first"], "query"))
     await asyncio.get_running_loop().run_in_executor(None, model.running.wait, 5)

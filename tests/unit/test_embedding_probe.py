@@ -77,7 +77,8 @@ def test_a_probe_round_trips_through_the_manifest(tmp_path: Path) -> None:
     ({"extra": 1}, "unknown probe keys"),
     ({"texts": []}, "needs lists"),
 ])
-def test_a_bad_probe_is_a_config_error(tmp_path: Path, change, message) -> None:
+def test_a_bad_probe_is_a_config_error(tmp_path: Path, change: dict[str, object],
+                                       message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         manifest_with(tmp_path, make_probe(reference, TEXTS) | change)
 

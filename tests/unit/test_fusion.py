@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from recallmesh.services.fusion.core import fuse
-from recallmesh.wire.fusion import METHODS, RRF_K, FusionSettings, LegCandidate, LegList
+from recallmesh.wire.fusion import (
+    METHODS,
+    RRF_K,
+    FusedCandidate,
+    FusionSettings,
+    LegCandidate,
+    LegList,
+)
 
 IDS = [f"m{i:02d}" for i in range(30)]
 orders = st.lists(st.sampled_from(IDS), unique=True, max_size=20)
@@ -26,7 +35,9 @@ settings_st = st.builds(
 leg_lists = st.dictionaries(st.sampled_from(["lexical", "vector", "graph"]), orders, min_size=1)
 
 
-def leg(name, order, weight=1.0, importance=None, exact=(), bounds=None):
+def leg(name: str, order: list[str], weight: float = 1.0,
+        importance: dict[str, float] | None = None, exact: Collection[str] = (),
+        bounds: tuple[float, float] | None = None) -> LegList:
     importance = importance or {}
     return LegList(name, weight, [
         LegCandidate(m, float(len(order) - i) / max(len(order), 1), importance.get(m, 0.5),
@@ -35,12 +46,13 @@ def leg(name, order, weight=1.0, importance=None, exact=(), bounds=None):
     ], bounds)
 
 
-def ids(fused):
+def ids(fused: Iterable[FusedCandidate]) -> list[str]:
     return [c.memory_id for c in fused]
 
 
 @given(orders, settings_st, importances)
-def test_lexical_alone_is_exactly_the_lexical_order(order, settings, importance) -> None:
+def test_lexical_alone_is_exactly_the_lexical_order(order: list[str], settings: FusionSettings,
+                                                    importance: dict[str, float]) -> None:
     # Whatever the method, prior or bonus: the relevance fallback is the lexical ranking...
     fused = fuse([leg("lexical", order, importance=importance, exact=order[-1:])], settings)
     if settings.sort_by == "relevance":
@@ -51,7 +63,8 @@ def test_lexical_alone_is_exactly_the_lexical_order(order, settings, importance)
 
 
 @given(leg_lists, settings_st, importances)
-def test_leg_order_does_not_matter(lists, settings, importance) -> None:
+def test_leg_order_does_not_matter(lists: dict[str, list[str]], settings: FusionSettings,
+                                   importance: dict[str, float]) -> None:
     built = [leg(name, order, importance=importance) for name, order in lists.items()]
     forward = [(c.memory_id, c.score) for c in fuse(built, settings)]
     backward = [(c.memory_id, c.score) for c in fuse(list(reversed(built)), settings)]
@@ -59,7 +72,8 @@ def test_leg_order_does_not_matter(lists, settings, importance) -> None:
 
 
 @given(leg_lists, settings_st)
-def test_a_zero_weight_removes_a_leg(lists, settings) -> None:
+def test_a_zero_weight_removes_a_leg(lists: dict[str, list[str]],
+                                     settings: FusionSettings) -> None:
     built = [leg(name, order) for name, order in lists.items()]
     silenced = [*built, leg("ghost", IDS[::-1], weight=0.0)]
     assert [(c.memory_id, c.score) for c in fuse(silenced, settings)] == [
@@ -67,7 +81,8 @@ def test_a_zero_weight_removes_a_leg(lists, settings) -> None:
 
 
 @given(leg_lists, settings_st, importances)
-def test_scores_finite_and_pool_complete(lists, settings, importance) -> None:
+def test_scores_finite_and_pool_complete(lists: dict[str, list[str]], settings: FusionSettings,
+                                         importance: dict[str, float]) -> None:
     built = [leg(name, order, importance=importance) for name, order in lists.items()]
     fused = fuse(built, settings)
     # No candidate of any leg is barred from the pool by construction.
@@ -135,7 +150,7 @@ def test_convex_combination_minmax_and_bounded() -> None:
     assert bounded == pytest.approx({"a": 1.75, "b": 1.25, "c": 0.95, "d": 0.75})
 
 
-def calibrated(lists):
+def calibrated(lists: Sequence[LegList]) -> dict[str, float]:
     return {c.memory_id: c.score for c in fuse(
         lists, FusionSettings(method="calibrated", importance_strength=0, exact_bonus=0))}
 
@@ -197,7 +212,7 @@ def test_calibrated_without_a_scale_or_range_uses_the_list_top() -> None:
 @pytest.mark.parametrize("bad", [
     {"method": "borda"}, {"rrf_k": 0}, {"importance_strength": 1.5}, {"exact_bonus": -0.1},
 ])
-def test_bad_settings_are_rejected(bad) -> None:
+def test_bad_settings_are_rejected(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         FusionSettings(**bad)
 

