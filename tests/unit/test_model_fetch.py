@@ -162,7 +162,8 @@ def test_a_member_from_the_last_parts_of_a_long_archive(
     assert len(filler) > skipped * step - 200
     entry: dict[str, Any] = {"name": "m", "archive": {"offset": skipped * step, "parts": tail,
                                                       "sha256": sha(joined)},
-                             "files": {"tokenizer.json": {"archive_path": "a/model.gguf", "sha256": sha(wanted)}},
+                             "files": {"tokenizer.json": {"archive_path": "a/model.gguf",
+                                                          "sha256": sha(wanted)}},
                              "manifest": MANIFEST}
     (folder / "m.json").write_text(json.dumps(entry))
     path = fetch("m", tmp_path / "cache")
