@@ -26,7 +26,7 @@ def test_client_guide_examples_run(stack: Stack, monkeypatch: pytest.MonkeyPatch
     monkeypatch.chdir(tmp_path)  # no ca.pem here: the private-CA example is skipped
     blocks = python_blocks(DOC.read_text())
     assert len(blocks) >= 10
-    scope: dict = {"__name__": "docs_client_md"}
+    scope: dict[str, object] = {"__name__": "docs_client_md"}
     for number, block in enumerate(blocks, start=1):
         try:
             exec(compile(block, f"docs/client.md block {number}", "exec"), scope)

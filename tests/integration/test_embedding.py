@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import urllib.request
 import uuid
+from collections.abc import Iterator
 
 import grpc
 import numpy as np
@@ -17,7 +18,7 @@ from tests.helpers import expect_status
 
 
 @pytest.fixture(scope="module")
-def embedder_stub(stack: Stack):
+def embedder_stub(stack: Stack) -> Iterator[embedder_pb2_grpc.EmbedderServiceStub]:
     with stack.dial("embedding") as channel:
         yield embedder_pb2_grpc.EmbedderServiceStub(channel)
 

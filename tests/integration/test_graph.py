@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import urllib.request
+from typing import Any
 
 import grpc
 import numpy as np
@@ -25,7 +26,7 @@ def concepts_of(db: psycopg.Connection, ns: str) -> dict[str, int]:
 
 
 def store_wait(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, *texts: str,
-               **fields) -> list[str]:
+               **fields: Any) -> list[str]:
     response = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
         namespace=ns, memories=[memory_pb2.Memory(content=t, **fields) for t in texts],
         index_wait=WAIT), timeout=40)

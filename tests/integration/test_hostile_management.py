@@ -17,6 +17,7 @@ import grpc
 import psycopg
 import pytest
 from google.protobuf import field_mask_pb2
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
@@ -31,12 +32,13 @@ INVALID = grpc.StatusCode.INVALID_ARGUMENT
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def stub_for(stack: Stack, token: str | None = None):
+def stub_for(stack: Stack,
+             token: str | None = None) -> tuple[grpc.Channel, memory_pb2_grpc.MemoryServiceStub]:
     channel = stack.dial(token=token)
     return channel, memory_pb2_grpc.MemoryServiceStub(channel)
 
 
-def ts(when: datetime):
+def ts(when: datetime) -> Timestamp:
     msg = memory_pb2.Memory().created_at
     to_proto_timestamp(when, msg)
     return msg
@@ -95,7 +97,7 @@ def test_a_write_only_key_deletes_by_filter_without_reading(
 
 @pytest.mark.parametrize("tiny", [1e-50, 7e-46, 5e-324])
 def test_importance_below_the_smallest_single_is_zero_everywhere(
-        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, tiny) -> None:
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, tiny: float) -> None:
     kept = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
         content="a note of no importance at all", importance=tiny)), timeout=10).memory
     assert kept.importance == 0.0
@@ -295,7 +297,7 @@ def test_imported_versions_say_who_imported_them(stack: Stack, ns: str) -> None:
 
 @pytest.mark.parametrize("key", [" ", "\t", "  \n "])
 def test_a_blank_metadata_key_is_refused_where_stored_and_where_filtered(
-        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, key) -> None:
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, key: str) -> None:
     details = expect_status(INVALID, gateway.Store, memory_pb2.StoreRequest(
         namespace=ns, memory=memory_pb2.Memory(content="x", metadata={key: "v"})))
     assert "must not be empty or only white space" in details

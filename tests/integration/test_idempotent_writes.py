@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import grpc
 import psycopg
@@ -17,13 +18,15 @@ pytestmark = pytest.mark.integration
 EXISTS = grpc.StatusCode.ALREADY_EXISTS
 
 
-def store_request(ns: str, uid, content="the spare key is under the blue flowerpot", **fields):
+def store_request(ns: str, uid: str, content: str = "the spare key is under the blue flowerpot",
+                  **fields: Any) -> memory_pb2.StoreRequest:
     return memory_pb2.StoreRequest(
         namespace=ns, memory=memory_pb2.Memory(id=uid, content=content, **fields))
 
 
-def rows_with_id(db: psycopg.Connection, uid) -> int:
-    return one_row(db.execute("SELECT count(*) FROM memories WHERE id = %s", (uid,)))[0]
+def rows_with_id(db: psycopg.Connection, uid: str) -> int:
+    count: int = one_row(db.execute("SELECT count(*) FROM memories WHERE id = %s", (uid,)))[0]
+    return count
 
 
 def test_store_retried_after_a_lost_reply_stores_once_and_answers_the_original(

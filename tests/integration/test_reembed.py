@@ -34,10 +34,11 @@ def test_reembed_then_switch(admin_dsn: str, other_model: ModelManifest) -> None
     with scratch_database(admin_dsn) as dsn:
         prepare_database(dsn)
         with psycopg.connect(dsn, autocommit=True) as db:
-            def add(content, sensitive=False):
-                return one_row(db.execute("INSERT INTO memories (namespace, content, is_sensitive) "
-                                          "VALUES ('n', %s, %s) RETURNING id::text",
-                                          (content, sensitive)))[0]
+            def add(content: str, sensitive: bool = False) -> str:
+                memory_id: str = one_row(db.execute(
+                    "INSERT INTO memories (namespace, content, is_sensitive) "
+                    "VALUES ('n', %s, %s) RETURNING id::text", (content, sensitive)))[0]
+                return memory_id
 
             first, secret, second = add("likes Svelte"), add("PIN 1234", True), add("jazz fan")
             embedder = OnnxEmbedder(other_model, provider="cpu")

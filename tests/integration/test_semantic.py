@@ -7,6 +7,7 @@ the indexer embeds through the recording proxy (tests/recording_embedder.py).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import grpc
@@ -69,7 +70,7 @@ def texts(*contents: str, **fields) -> list[memory_pb2.Memory]:
 
 
 @pytest.fixture(scope="module")
-def embedder_stub(stack: Stack):
+def embedder_stub(stack: Stack) -> Iterator[embedder_pb2_grpc.EmbedderServiceStub]:
     with stack.dial("embedding") as channel:
         yield embedder_pb2_grpc.EmbedderServiceStub(channel)
 

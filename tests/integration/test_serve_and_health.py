@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
@@ -49,7 +49,7 @@ class Served:
             "RECALLMESH_DB_POOL_MAX": "2", f"{prefix}PORT": str(self.port),
             f"{prefix}METRICS_PORT": str(self.metrics_port), "PYTHONUNBUFFERED": "1", **env})
         self.log = tmp / f"{service}-{self.port}.log"
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.address = f"localhost:{self.port}"
 
     def start(self) -> Served:
@@ -74,13 +74,15 @@ class Served:
 def health(address: str, service: str = "") -> int | None:
     with grpc.insecure_channel(address) as channel:
         try:
-            return health_pb2_grpc.HealthStub(channel).Check(
+            status: int = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=service), timeout=2).status
+            return status
         except grpc.RpcError:
             return None
 
 
-def wait_for(condition, timeout_s: float, served: Served | None = None) -> None:
+def wait_for(condition: Callable[[], object], timeout_s: float,
+             served: Served | None = None) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if condition():

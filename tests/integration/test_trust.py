@@ -19,8 +19,9 @@ pytestmark = pytest.mark.integration
 
 def batch(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str,
           *memories: memory_pb2.Memory) -> memory_pb2.StoreBatchResponse:
-    return gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=memories),
-                              timeout=10)
+    response: memory_pb2.StoreBatchResponse = gateway.StoreBatch(
+        memory_pb2.StoreBatchRequest(namespace=ns, memories=memories), timeout=10)
+    return response
 
 
 def test_a_file_imported_twice_changes_nothing(gateway: memory_pb2_grpc.MemoryServiceStub,
@@ -119,7 +120,7 @@ def test_scores_are_probabilities_and_the_floor_leaves_out_what_is_below(
 
 @pytest.mark.parametrize("value", [1.5, -0.1, float("nan")])
 def test_a_floor_outside_zero_to_one_is_invalid_argument(gateway: memory_pb2_grpc.MemoryServiceStub,
-                                                         ns: str, value) -> None:
+                                                         ns: str, value: float) -> None:
     detail = expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Recall,
                            memory_pb2.RecallRequest(namespace=ns, query="x",
                                                     fusion=memory_pb2.FusionOverrides(

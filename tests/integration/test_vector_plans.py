@@ -6,6 +6,7 @@ the plan follows the namespace's size."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -38,7 +39,7 @@ QUESTIONS = ["what pets does the user have", "which database runs in production"
 
 
 @pytest.fixture(scope="module")
-def embedder_stub(stack: Stack):
+def embedder_stub(stack: Stack) -> Iterator[embedder_pb2_grpc.EmbedderServiceStub]:
     with stack.dial("embedding") as channel:
         yield embedder_pb2_grpc.EmbedderServiceStub(channel)
 
@@ -48,7 +49,8 @@ def plans() -> dict[str, float]:
 
 
 def test_exact_and_hnsw_agree_and_the_size_picks_the_plan(
-        gateway: memory_pb2_grpc.MemoryServiceStub, embedder_stub, dsn: str, ns: str) -> None:
+        gateway: memory_pb2_grpc.MemoryServiceStub,
+        embedder_stub: embedder_pb2_grpc.EmbedderServiceStub, dsn: str, ns: str) -> None:
     assert gateway.StoreBatch(memory_pb2.StoreBatchRequest(
         namespace=ns, memories=[memory_pb2.Memory(content=c) for c in CONTENTS],
         index_wait=WAIT), timeout=120).indexed

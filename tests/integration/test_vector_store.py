@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -43,7 +44,7 @@ def write(stub: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     assert response.indexed
 
 
-def rows(dsn: str, ns: str) -> list[tuple]:
+def rows(dsn: str, ns: str) -> list[tuple[Any, ...]]:
     with psycopg.connect(dsn) as db:
         found = db.execute(f"SELECT {COLUMNS} FROM memories WHERE namespace = %s "
                            "ORDER BY content", (ns,)).fetchall()

@@ -147,7 +147,8 @@ async def test_no_limit_admits_everything(
     (ValueError("a bug"), grpc.StatusCode.INTERNAL, "internal error (ref "),
 ])
 async def test_database_failures_are_retryable_statuses_never_internal(
-        served_factory: Callable[..., Awaitable[tuple[Served, Any]]], raised, code, words) -> None:
+        served_factory: Callable[..., Awaitable[tuple[Served, Any]]], raised: Exception,
+        code: grpc.StatusCode, words: str) -> None:
     async def failing(request: bytes, context: Any) -> bytes:
         raise raised
 

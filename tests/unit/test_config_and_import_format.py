@@ -20,7 +20,7 @@ def test_server_config_defaults_and_overrides() -> None:
 
 
 @pytest.mark.parametrize("bad", ["0", "-1", "http", "1.5"])
-def test_bad_ports_are_config_errors(bad) -> None:
+def test_bad_ports_are_config_errors(bad: str) -> None:
     with pytest.raises(ConfigError, match="RECALLMESH_GATEWAY_PORT"):
         ServerConfig.from_env("gateway", {"RECALLMESH_GATEWAY_PORT": bad})
 
@@ -104,7 +104,7 @@ def test_import_record_full() -> None:
     ({"content": "c", "colour": "red"}, "unknown field"),
     (["not", "an", "object"], "JSON object"),
 ])
-def test_import_record_type_errors_name_the_line(record, message) -> None:
+def test_import_record_type_errors_name_the_line(record: object, message: str) -> None:
     with pytest.raises(InputError, match=message) as info:
         memory_from_json(record, "file.jsonl:7")
     assert "file.jsonl:7" in str(info.value)
@@ -124,7 +124,8 @@ def test_bad_log_level_falls_back_to_info(monkeypatch: pytest.MonkeyPatch,
         assert root.level == logging.INFO
         assert "not a log level" in capsys.readouterr().err
     finally:
-        root.handlers[:], _ = saved[0], root.setLevel(saved[1])
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
 
 
 def test_import_batches_stay_within_the_request_limit_by_encoded_size() -> None:

@@ -21,12 +21,12 @@ from recallmesh.wire import validation
 @pytest.mark.parametrize("text, seconds", [
     ("86400", 86400), ("90s", 90), ("15m", 900), ("12h", 43200), ("30d", 2592000),
     (" 2 D ", 172800), ("0", 0)])
-def test_durations(text, seconds) -> None:
+def test_durations(text: str, seconds: int) -> None:
     assert parse_duration_s(text, "X") == seconds
 
 
 @pytest.mark.parametrize("text", ["", "-5", "1.5h", "3w", "h", "1e3", "36600000d"])
-def test_bad_durations(text) -> None:
+def test_bad_durations(text: str) -> None:
     with pytest.raises(ConfigError, match="^X: "):
         parse_duration_s(text, "X")
 
@@ -50,7 +50,7 @@ def test_namespace_ttl_rules() -> None:
     ("a*=1h,a*=0", "'a\\*' has two rules"),
     ("a=soon", "a duration is whole seconds"),
 ])
-def test_bad_namespace_ttl(raw, message) -> None:
+def test_bad_namespace_ttl(raw: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_namespace_ttl(raw)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from recallmesh.services.graph.core import (
     GraphRetriever,
     GraphSettings,
+    NamespaceGraph,
     bfs,
     build_graph,
     personalized_pagerank,
@@ -23,14 +25,15 @@ NOW = datetime(2025, 1, 1, tzinfo=UTC)
 WAIT = memory_pb2.IndexWait(wait=True, timeout_ms=30000)
 
 
-def memory_row(i: int):
+def memory_row(i: int) -> tuple[str, float, str, list[str], datetime, None]:
     return (f"00000000-0000-4000-8000-{i:012d}", 0.5, "", [], NOW, None)
 
 
-def toy_graph(extra_memories: int = 0):
+def toy_graph(
+        extra_memories: int = 0) -> tuple[NamespaceGraph, list[tuple[Any, ...]]]:
     """m1 mentions svelte + frontend; m2 mentions frontend + vite (two hops from svelte);
     m3 mentions lunch and the word 'svelte' nowhere; extra memories hang off 'noise'."""
-    memories = [memory_row(i) for i in range(1, 4 + extra_memories)]
+    memories: list[tuple[Any, ...]] = [memory_row(i) for i in range(1, 4 + extra_memories)]
     concepts = [(1, "svelte", None, ""), (2, "frontend", None, ""), (3, "vite", None, ""),
                 (4, "lunch", None, ""), (5, "noise", None, "")]
     links = [(memories[0][0], 1, 1.0), (memories[0][0], 2, 1.0), (memories[1][0], 2, 1.0),
@@ -124,11 +127,11 @@ def test_filters_apply_to_graph_hits() -> None:
 
 
 @pytest.fixture(scope="module")
-def extractor():
+def extractor() -> SpacyExtractor:
     return SpacyExtractor()
 
 
-def test_extraction_is_deterministic_and_skips_dates(extractor) -> None:
+def test_extraction_is_deterministic_and_skips_dates(extractor: SpacyExtractor) -> None:
     texts = ["Melanie works at Northwind Labs as a designer since March 2023.",
              "Maya prefers Svelte for frontend work."]
     first = extractor.extract(texts, [[], ["ui"]])

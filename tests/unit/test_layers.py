@@ -32,9 +32,10 @@ def test_no_module_imports_recallmesh_inside_a_function() -> None:
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             for inner in ast.walk(node):
+                if not isinstance(inner, ast.Import | ast.ImportFrom):
+                    continue
                 names = ([a.name for a in inner.names] if isinstance(inner, ast.Import)
-                         else [inner.module or ""] if isinstance(inner, ast.ImportFrom)
-                         else [])
+                         else [inner.module or ""])
                 hidden += [f"{path.relative_to(ROOT)}:{inner.lineno} {name}"
                            for name in names if name.startswith("recallmesh")]
     assert not hidden, hidden

@@ -23,8 +23,9 @@ def rpc_error(code: grpc.StatusCode, details: str = PEER_TEXT) -> grpc.aio.AioRp
     ("embedding service", True, "embedding service: UNAVAILABLE"),
     ("fusion service", True, "fusion service: UNAVAILABLE"),
 ])
-def test_failure_names_the_code_and_logs_the_peer_text(caplog: pytest.LogCaptureFixture, source,
-                                                       named, expected) -> None:
+def test_failure_names_the_code_and_logs_the_peer_text(caplog: pytest.LogCaptureFixture,
+                                                       source: str, named: bool,
+                                                       expected: str) -> None:
     with caplog.at_level(logging.WARNING, logger="recallmesh.gateway.legs"):
         failure = leg_failure(rpc_error(grpc.StatusCode.UNAVAILABLE), source, named=named)
     assert isinstance(failure, LegError) and str(failure) == expected

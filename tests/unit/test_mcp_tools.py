@@ -116,8 +116,9 @@ def test_list_memories_passes_the_filters_and_pages() -> None:
 def test_filters_refuse_unknown_keys_naive_times_and_a_condition_given_twice() -> None:
     fake = FakeClient()
     fake.replies["count"] = 3
-    for bad in ({"tag": ["x"]}, {"created_after": "2026-01-01T00:00:00"},
-                {"importance_min": 1.5}, {"metadata": {"k": []}}):
+    bads: list[dict[str, object]] = [{"tag": ["x"]}, {"created_after": "2026-01-01T00:00:00"},
+                                     {"importance_min": 1.5}, {"metadata": {"k": []}}]
+    for bad in bads:
         result = run_tool(fake, "count_memories", {"filters": bad})
         assert result.is_error, bad
     assert fake.calls == []

@@ -13,7 +13,7 @@ from grpc_health.v1 import health
 from prometheus_client import REGISTRY, generate_latest
 
 from recallmesh.gateway import metrics
-from recallmesh.gateway.fanout import LegError, run_leg
+from recallmesh.gateway.fanout import LegError, LegOutcome, run_leg
 from recallmesh.gateway.servicer import GatewayApp
 from recallmesh.services.embedding.servicer import EmbeddingApp
 from recallmesh.services.fusion.servicer import FusionApp
@@ -22,7 +22,7 @@ from recallmesh.services.retriever_app import RetrieverApp
 from recallmesh.shared.replicas import export_read_zeros
 from recallmesh.shared.telemetry import ZERO_CODES, export_rpc_zeros
 from recallmesh.wire.filters import Filters
-from recallmesh.wire.retriever import LegQuery
+from recallmesh.wire.retriever import LegAnswer, LegQuery
 from tests.deploy import metric_names
 
 APPS = (GatewayApp, RetrieverApp, FusionApp, EmbeddingApp)  # the indexer serves no service
@@ -62,17 +62,18 @@ def test_the_failure_states_are_the_ones_run_leg_counts() -> None:
     class Failing:
         name, needs_vector = "zero-run", False
 
-        async def search(self, query, timeout_s):
+        async def search(self, query: LegQuery, timeout_s: float) -> LegAnswer:
             raise LegError("UNAVAILABLE")
 
     class Late(Failing):
-        async def search(self, query, timeout_s):
+        async def search(self, query: LegQuery, timeout_s: float) -> LegAnswer:
             await asyncio.sleep(1)
+            raise AssertionError("not reached: the leg's time runs out first")
 
     metrics.export_recall_zeros([Failing.name])
     query = LegQuery(namespace="ns", query="q", k=5, filters=Filters(), sort_by="")
 
-    async def scenario():
+    async def scenario() -> list[LegOutcome]:
         return [await run_leg(Failing(), query, 0.5), await run_leg(Late(), query, 0.01)]
 
     assert [o.state for o in asyncio.run(scenario())] == ["ERROR", "TIMEOUT"]

@@ -84,7 +84,7 @@ def statements() -> list[tuple[str, str, int, str]]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 text = node.value
             elif isinstance(node, ast.JoinedStr):
-                text = "".join(v.value if isinstance(v, ast.Constant) else "{}"
+                text = "".join(str(v.value) if isinstance(v, ast.Constant) else "{}"
                                for v in node.values)
             else:
                 continue

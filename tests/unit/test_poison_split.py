@@ -62,7 +62,7 @@ async def run(model: Model, texts: list[str], budget_s: float = 5.0) -> _Round:
 
 
 @pytest.mark.parametrize("bad", [0, 5, 15])
-async def test_a_failing_batch_is_split_down_to_the_poison_text(bad) -> None:
+async def test_a_failing_batch_is_split_down_to_the_poison_text(bad: int) -> None:
     texts = [f"text {i}" for i in range(16)]
     texts[bad] = "a POISON text"
     model = Model()
@@ -98,7 +98,7 @@ async def test_a_service_that_fails_every_text_is_an_outage_not_poison() -> None
 
 @pytest.mark.parametrize("code", ["UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED",
                                   "CANCELLED", "UNAUTHENTICATED"])
-async def test_an_outage_is_never_split(code) -> None:
+async def test_an_outage_is_never_split(code: str) -> None:
     model = Model(broken=FakeRpcError(code, "down"))
     outcome = await run(model, [f"text {i}" for i in range(8)])
     assert len(model.calls) == 1 and outcome.poisoned == {}

@@ -5,6 +5,7 @@ intent named in a real Recall through gRPC."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -31,7 +32,7 @@ from tests.unit.test_recall_core import context_recaller, mid
     ("Recommend some podcasts for my commute.", "recommend some"),
     ("Thanks! Suggest a wine for tonight.", "suggest a"),
 ])
-def test_requests_for_advice_are_read_as_advice(query, phrase) -> None:
+def test_requests_for_advice_are_read_as_advice(query: str, phrase: str) -> None:
     assert route(query) == Route(ADVICE, phrase, lexical_weight=ADVICE_LEXICAL_WEIGHT,
                                  context_hits=0, time_boost=0.0)
 
@@ -45,12 +46,12 @@ def test_requests_for_advice_are_read_as_advice(query, phrase) -> None:
     "0-dimensional biomaterials show inductive properties.",
     "",
 ])
-def test_questions_of_fact_are_not_routed(query) -> None:
+def test_questions_of_fact_are_not_routed(query: str) -> None:
     assert route(query) is None
 
 
 @given(st.text(max_size=300))
-def test_route_never_fails_and_names_words_of_the_query(text) -> None:
+def test_route_never_fails_and_names_words_of_the_query(text: str) -> None:
     for query in (text, text + " Any tips?", "Should I " + text):
         routed = route(query)
         if routed is not None:
@@ -61,7 +62,7 @@ def test_route_never_fails_and_names_words_of_the_query(text) -> None:
 ADVICE_QUERY = "Any tips for my garden?"
 
 
-def query(text: str = ADVICE_QUERY, **fusion) -> RecallQuery:
+def query(text: str = ADVICE_QUERY, **fusion: Any) -> RecallQuery:
     return RecallQuery("ns", text, k=10, fusion=Overrides.of(method="rrf", **fusion))
 
 

@@ -56,7 +56,9 @@ seconds = st.floats(min_value=0.0, max_value=20.0, allow_nan=False)
 
 @given(budget=st.floats(min_value=0.01, max_value=10.0), reserve=st.floats(0.0, 0.5),
        after=st.none() | seconds, client=st.none() | seconds)
-def test_the_plan_is_ordered_and_honours_the_caller(budget, reserve, after, client) -> None:
+def test_the_plan_is_ordered_and_honours_the_caller(budget: float, reserve: float,
+                                                    after: float | None,
+                                                    client: float | None) -> None:
     p = plan(budget, reserve, after, client)
     assert MIN_LEG_TIMEOUT_S <= p.legs_s <= p.answer_s <= p.hard_s
     assert p.answer_s <= budget or p.answer_s == MIN_LEG_TIMEOUT_S

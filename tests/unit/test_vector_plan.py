@@ -26,6 +26,7 @@ class Rows:
 class Conn:
     """Answers the two counts the plan reads; counts how often each was asked."""
 
+    passing: int  # the vectors that pass a filter, set by the test that plans with one
     def __init__(self, namespace_vectors: int, table_rows: int) -> None:
         self.namespace_vectors, self.table_rows = namespace_vectors, table_rows
         self.asked: list[str] = []
@@ -53,7 +54,7 @@ def plan(namespace_vectors: int, table_rows: int, exact_max: int = 1000, k: int 
     (20_000, 1_000_000, "hnsw"),  # 2%: 200 / 0.02 = 10,000 tuples, half of max_scan_tuples
     (5000, 0, "hnsw"),            # a table never analysed: its size unknown
 ])
-def test_plan_by_size_and_share(vectors, rows, expected) -> None:
+def test_plan_by_size_and_share(vectors: int, rows: int, expected: str) -> None:
     assert plan(vectors, rows) == expected
 
 
@@ -87,7 +88,7 @@ def test_plan_settings() -> None:
     (5000, "exact"),       # 0.5 % of the table: HNSW's filtered scan would come back short
     (50_000, "hnsw"),      # 5 %: as a namespace of that share
 ])
-def test_a_filtered_search_plans_on_the_vectors_that_pass(passing, expected) -> None:
+def test_a_filtered_search_plans_on_the_vectors_that_pass(passing: int, expected: str) -> None:
     from recallmesh.wire.filters import Filters
 
     retriever = VectorRetriever(None, 4, ef_search=200, exact_max=1000)
