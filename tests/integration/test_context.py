@@ -6,6 +6,7 @@ or of another one, gain nothing, however close in time they were stored."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import grpc
 import pytest
@@ -47,15 +48,16 @@ def turns(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> list[str]:
     return list(response.ids)
 
 
-def overrides(**fields) -> memory_pb2.FusionOverrides:
+def overrides(**fields: Any) -> memory_pb2.FusionOverrides:
     return memory_pb2.FusionOverrides(**fields)
 
 
-def ranker_score(hit) -> float:
-    return next(c.score for c in hit.legs if c.leg == "ranker")
+def ranker_score(hit: memory_pb2.RecallHit) -> float:
+    score: float = next(c.score for c in hit.legs if c.leg == "ranker")
+    return score
 
 
-def context_entries(response) -> dict[str, list[tuple[str, int, str]]]:
+def context_entries(response: memory_pb2.RecallResponse) -> dict[str, list[tuple[str, int, str]]]:
     return {h.memory.id: [(c.leg, c.rank, c.reason) for c in h.legs if c.leg.startswith("context")]
             for h in response.hits}
 
@@ -146,7 +148,7 @@ def test_memories_without_a_thread_have_no_neighbours(gateway: memory_pb2_grpc.M
 
 @pytest.mark.parametrize("sensitive", [False, True])
 def test_a_sensitive_memory_is_never_surfaced_as_a_neighbour(
-        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, sensitive) -> None:
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, sensitive: bool) -> None:
     """Sensitive memories are found by the lexical leg only: context propagation does not add
     one that no leg found (the same turns without the flag show the neighbour would come)."""
     ids = list(gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[

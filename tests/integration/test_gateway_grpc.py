@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import urllib.request
 from datetime import UTC, datetime
+from typing import Any
 
 import grpc
 import psycopg
@@ -154,7 +155,7 @@ def test_filters_restrict_every_hit(gateway: memory_pb2_grpc.MemoryServiceStub, 
     store(gateway, ns, "Paris trip budget", category="finance", tags=["booked"],
           created_at=ts(2024, 7))
 
-    def ids(**filters):
+    def ids(**filters: Any) -> list[str]:
         request = memory_pb2.RecallRequest(namespace=ns, query="Paris trip",
                                            filters=memory_pb2.RecallFilters(**filters))
         return [h.memory.id for h in gateway.Recall(request, timeout=10).hits]
@@ -240,7 +241,8 @@ def test_health_and_reflection(channel: grpc.Channel) -> None:
     ("indexer", ""),
     ("fusion", "recallmesh.v1.FusionService"),
 ])
-def test_every_service_serves_health_and_reflection(stack: Stack, name, service) -> None:
+def test_every_service_serves_health_and_reflection(stack: Stack, name: str,
+                                                    service: str) -> None:
     with stack.dial(name) as ch:
         health = health_pb2_grpc.HealthStub(ch)
         status = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)

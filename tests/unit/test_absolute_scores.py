@@ -43,7 +43,8 @@ def vector_list(scores: dict[str, float], floor: float | None) -> LegList:
 
 
 @given(st.lists(st.floats(-1.0, 1.0, allow_nan=False), max_size=60))
-def test_with_a_floor_a_score_does_not_depend_on_the_rest_of_the_list(others) -> None:
+def test_with_a_floor_a_score_does_not_depend_on_the_rest_of_the_list(others: list[float]
+                                                                        ) -> None:
     """The same memory and cosine score the same whatever else the leg returned."""
     alone = fuse([vector_list({"m": 0.8}, 0.55)], CAL)[0].score
     crowd = {"m": 0.8} | {f"o{i}": s for i, s in enumerate(others)}
@@ -116,7 +117,8 @@ def test_a_hit_without_a_legs_evidence_is_estimated_by_the_model_fitted_without_
 
 
 @given(st.lists(st.floats(0.0, 1.0, allow_nan=False), max_size=40))
-def test_non_increasing_never_rises_keeps_the_sum_and_leaves_a_falling_list_alone(values) -> None:
+def test_non_increasing_never_rises_keeps_the_sum_and_leaves_a_falling_list_alone(
+        values: list[float]) -> None:
     fitted = non_increasing(values)
     assert len(fitted) == len(values)
     assert all(a >= b - 1e-12 for a, b in zip(fitted, fitted[1:], strict=False))
@@ -168,8 +170,8 @@ def test_a_sensitive_memory_with_weak_evidence_stays_below_what_answers() -> Non
 
 
 @given(st.floats(-50, 50), st.floats(0, 50), st.floats(0, 1.5), st.floats(0, 1.5))
-def test_the_relevance_model_is_a_probability_and_monotone_in_its_evidence(intercept, w, a,
-                                                                           b) -> None:
+def test_the_relevance_model_is_a_probability_and_monotone_in_its_evidence(
+        intercept: float, w: float, a: float, b: float) -> None:
     model = RelevanceModel(intercept, {"lexical": w})
     low, high = sorted((a, b))
     assert 0.0 <= model.probability({"lexical": low}) <= model.probability({"lexical": high}) <= 1.0
@@ -213,7 +215,7 @@ def test_every_shipped_calibration_names_a_catalogue_model_and_is_found_by_its_i
         "rank": {"intercept": 0}}}},
     {"relevance": {"intercept": 0}},
 ])
-def test_a_malformed_calibration_is_refused(raw) -> None:
+def test_a_malformed_calibration_is_refused(raw: dict[str, object]) -> None:
     with pytest.raises((ValueError, KeyError)):
         ScoreCalibration.from_dict(raw)
 
@@ -272,7 +274,7 @@ def test_two_documents_on_one_subject_are_not_a_restatement() -> None:
 
 
 @given(st.permutations(range(5)))
-def test_restatements_end_newest_first_whatever_the_order(order) -> None:
+def test_restatements_end_newest_first_whatever_the_order(order: list[int]) -> None:
     """Five restatements of one thing: whatever order fusion gave, newest first after."""
     ids = [f"m{i}" for i in order]
     top = [FusedCandidate(i, 1.0 - n / 10) for n, i in enumerate(ids)]

@@ -5,6 +5,7 @@ the merge rule request > intent route > deployment > built-in."""
 from __future__ import annotations
 
 from dataclasses import fields, replace
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -63,7 +64,7 @@ def test_built_in_defaults_and_the_environment() -> None:
     ("RECALLMESH_LEG_WEIGHTS", "mystery=1", "not a configured leg"),
     ("RECALLMESH_LEG_WEIGHTS", "lexical=-1", "must be >= 0"),
 ])
-def test_bad_environment_values_name_the_variable(env, value, message) -> None:
+def test_bad_environment_values_name_the_variable(env: str, value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=f"{env}.*{message}|{message}"):
         RecallPolicy.from_env(LEGS, {env: value})
 
@@ -129,9 +130,10 @@ def test_requests_naming_legs_the_gateway_lacks_or_asking_nothing_are_refused() 
     ("exact_bonus", -0.1, r"fusion.exact_bonus must be within \[0, 1\]"),
     ("time_boost", float("inf"), r"fusion.time_boost must be within \[0, 10\]"),
 ])
-def test_bad_request_values_name_the_field(field, value, message) -> None:
+def test_bad_request_values_name_the_field(field: str, value: float, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
-        Overrides.from_proto(memory_pb2.FusionOverrides(**{field: value}))
+        Overrides.from_proto(memory_pb2.FusionOverrides(
+            **{field: value}))  # type: ignore[arg-type]  # the field is named at run time
 
 
 def test_unset_proto_fields_stay_unset() -> None:
@@ -160,7 +162,8 @@ settings_strategy = st.fixed_dictionaries({}, optional={
 
 
 @given(settings_strategy, st.dictionaries(st.sampled_from(LEGS), st.floats(0, 5), max_size=3))
-def test_overrides_survive_the_proto_and_the_command_line(values, weights) -> None:
+def test_overrides_survive_the_proto_and_the_command_line(values: dict[str, Any],
+                                                           weights: dict[str, float]) -> None:
     overrides = Overrides.of(weights=weights, **values)
     assert Overrides.from_proto(overrides.to_proto()) == overrides
     assignments = [f"{name}={value}" for name, value in values.items()] + [
@@ -176,7 +179,8 @@ def test_overrides_survive_the_proto_and_the_command_line(values, weights) -> No
 
 @given(st.sampled_from(sorted(RecallPolicy.specs())), st.one_of(
     st.integers(-10**6, 10**6), st.floats(allow_nan=True), st.text(max_size=20)))
-def test_checked_accepts_or_refuses_with_the_field_name_never_crashes(name, value) -> None:
+def test_checked_accepts_or_refuses_with_the_field_name_never_crashes(name: str,
+                                                                      value: float | str) -> None:
     spec, kind = RecallPolicy.specs()[name]
     if kind in (int, float) and isinstance(value, str):
         return  # the proto's types make a string impossible for a number field
@@ -187,7 +191,7 @@ def test_checked_accepts_or_refuses_with_the_field_name_never_crashes(name, valu
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
-def test_non_finite_values_are_refused_for_every_numeric_setting(value) -> None:
+def test_non_finite_values_are_refused_for_every_numeric_setting(value: float) -> None:
     # found by hypothesis: graph_second_stage_min_ms (no upper bound) with nan raised TypeError
     for name, (spec, kind) in RecallPolicy.specs().items():
         if kind in (int, float) and not spec.choices:
@@ -202,6 +206,6 @@ def test_non_finite_values_are_refused_for_every_numeric_setting(value) -> None:
     ("graph_second_stage_seeds=3", "unknown setting 'graph_second_stage_seeds'"),  # deployment
     ("rrf_k", "expected name=value"),
 ])
-def test_bad_command_line_settings_say_what_is_wrong(assignment, message) -> None:
+def test_bad_command_line_settings_say_what_is_wrong(assignment: str, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
         Overrides.parse([assignment])
