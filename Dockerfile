@@ -1,4 +1,4 @@
-# recallmesh: one image, every service by its command (docs/operations.md#container-image).
+# recallmesh: one image, every service by its command (docs/operations/image.md).
 #   docker build -t recallmesh:local .                          (official python:3.12-slim base)
 #   docker build --build-arg BASE_IMAGE=recallmesh-base:local .  (a local Debian base: make image)
 #   docker build --build-arg ORT=gpu -t recallmesh:local-gpu .   (onnxruntime-gpu: the CUDA variant)

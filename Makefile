@@ -84,7 +84,7 @@ bench: models
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info
 
-## The container image (docs/operations.md#container-image): hadolint, then `docker build` on a
+## The container image (docs/operations/image.md): hadolint, then `docker build` on a
 ## local debootstrapped Debian base (BASE_IMAGE=python:3.12-slim where a registry is reachable);
 ## installs and starts Docker (docker.io) and debootstrap when missing (as root). ORT=gpu: CUDA.
 .PHONY: image image-test

@@ -11,7 +11,7 @@ presenting the process's own certificate (the services but the gateway require o
 the server's certificate for the name RECALLMESH_HEALTHCHECK_SERVER_NAME (default `localhost`:
 the k8s/components/tls certificates carry it for this check). Kubernetes' native gRPC probes
 cannot speak TLS, so the TLS pods run this as their exec startup and readiness probe; plaintext
-pods keep the native gRPC probes (docs/operations.md, "TLS on Kubernetes").
+pods keep the native gRPC probes (docs/operations/kubernetes.md, "TLS on Kubernetes").
 """
 
 from __future__ import annotations

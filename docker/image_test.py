@@ -7,9 +7,10 @@
    to run the embedded wheel would test nothing of ours; its Unix socket is bind-mounted into
    the containers (read-only root, uid 10001), so the database needs no TCP port at all;
 2. `recallmesh migrate` as a one-shot container (must exit 0), then the first admin key the way
-   docs/operations.md bootstraps a deployment's: `recallmesh keys create --database --name ops
-   --namespace '*' --scope admin,read,write` as a one-shot container with the gateway's settings
-   (what `kubectl exec deploy/recallmesh-gateway -- ...` runs), the key read from its stdout;
+   docs/operations/kubernetes.md bootstraps a deployment's: `recallmesh keys create --database
+   --name ops --namespace '*' --scope admin,read,write` as a one-shot container with the
+   gateway's settings (what `kubectl exec deploy/recallmesh-gateway -- ...` runs), the key read
+   from its stdout;
 3. every service as its own container: `--network host` (the only network used here), each
    bound to 127.0.0.1 on free ports, read-only root filesystem with a tmpfs /tmp, uid 10001,
    all capabilities dropped, no-new-privileges; waits for each one's gRPC health (from the host);
@@ -86,7 +87,7 @@ MEMORIES = [
 ]
 LEXICAL_QUERY, LEXICAL_ANSWER = "peanuts allergy", "allergic to peanuts"
 VECTOR_QUERY, VECTOR_ANSWER = "who is her boss?", "manager at Northwind Labs"
-# The first admin key of a deployment, as docs/operations.md creates it (`kubectl exec
+# The first admin key of a deployment, as docs/operations/kubernetes.md creates it (`kubectl exec
 # deploy/recallmesh-gateway -- ...`): written straight into the database, shown once on stdout.
 BOOTSTRAP_KEY = ["recallmesh", "keys", "create", "--database", "--name", "ops",
                  "--namespace", "*", "--scope", "admin,read,write"]

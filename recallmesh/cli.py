@@ -708,14 +708,14 @@ def cmd_update(args: argparse.Namespace) -> int:
 
 
 def _fusion(assignments: list[str] | None) -> dict[str, Any] | None:
-    """recall --set NAME=VALUE (recallmesh/wire/policy.py, checked here) as the client's
+    """recall --set NAME=VALUE (recallmesh/policy.py, checked here) as the client's
     `fusion` option (FusionOverrides' JSON names)."""
     if not assignments:
         return None
     from google.protobuf.json_format import MessageToDict
 
+    from recallmesh.policy import Overrides
     from recallmesh.shared.errors import InvalidArgument
-    from recallmesh.wire.policy import Overrides
 
     try:
         overrides = Overrides.parse(assignments).to_proto()
@@ -778,10 +778,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_settings(args: argparse.Namespace) -> int:
-    """Every recall setting (recallmesh/wire/policy.py): its built-in default, the value this
+    """Every recall setting (recallmesh/policy.py): its built-in default, the value this
     environment gives it, its variable and whether a request may override it."""
+    from recallmesh.policy import LEG_WEIGHTS_ENV, RecallPolicy
     from recallmesh.services.lexical.settings import LexicalSettings
-    from recallmesh.wire.policy import LEG_WEIGHTS_ENV, RecallPolicy
 
     try:
         deployment, lexical = RecallPolicy.from_env(), LexicalSettings.from_env()

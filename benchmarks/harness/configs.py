@@ -18,14 +18,14 @@ from typing import Any
 from google.protobuf import json_format
 
 from recallmesh.gateway.settings import DEFAULT_LEGS
+from recallmesh.policy import Overrides
 from recallmesh.v1 import memory_pb2
-from recallmesh.wire.policy import Overrides
 
 
 @dataclass(frozen=True)
 class Config:
     """A named preset: the legs it asks and the recall settings it sets per request
-    (recallmesh.wire.policy.Overrides; whatever it leaves unset is the deployment's)."""
+    (recallmesh.policy.Overrides; whatever it leaves unset is the deployment's)."""
 
     name: str
     description: str
@@ -60,7 +60,7 @@ class Config:
 
 def preset(name: str, description: str, legs: tuple[str, ...] = ("lexical", "vector"),
            weights: dict[str, float] | None = None, **settings: Any) -> Config:
-    """A configuration from recall settings named as in recallmesh.wire.policy.RecallPolicy
+    """A configuration from recall settings named as in recallmesh.policy.RecallPolicy
     (checked like a request's)."""
     return Config(name, description, tuple(legs), Overrides.of(weights=weights, **settings))
 

@@ -48,6 +48,7 @@ from benchmarks.harness.script import (
 )
 from benchmarks.harness.stats import percentile
 from recallmesh.client import Client, NewMemory
+from recallmesh.policy import RecallPolicy
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import (
     embedder_pb2,
@@ -57,7 +58,6 @@ from recallmesh.v1 import (
     retriever_pb2,
     retriever_pb2_grpc,
 )
-from recallmesh.wire.policy import RecallPolicy
 from recallmesh.wire.validation import MAX_CONTENT_BYTES
 
 DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"  # beside the checkout

@@ -67,9 +67,9 @@ from benchmarks.performance.vector_leg import load_queries
 from recallmesh.client import Client
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.gateway.listing import page_token
-from recallmesh.gateway.store import COLUMNS, StoredMemory
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.wire.filters import Filters
+from recallmesh.wire.memory_fields import COLUMNS, StoredMemory
 from recallmesh.wire.validation import ListQuery
 
 NAMESPACE = "scale"  # scale.py's loaders write this namespace

@@ -55,8 +55,8 @@ from benchmarks.replay.pool import K, rounded, write_reports
 from recallmesh.embedding_models.calibration import calibration_for
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.gateway.context_block import TokenCounter, pack
-from recallmesh.gateway.store import StoredMemory
-from recallmesh.wire.policy import DEFAULT_MIN_SCORE, RecallPolicy
+from recallmesh.policy import DEFAULT_MIN_SCORE, RecallPolicy
+from recallmesh.wire.memory_fields import StoredMemory
 from recallmesh.wire.validation import DEFAULT_CONTEXT_K, DEFAULT_CONTEXT_TOKENS
 
 MIN_KEPT_RATIO = 0.95  # the constraint: the answer kept at least this often as today

@@ -54,7 +54,7 @@ from benchmarks.harness import metrics
 from benchmarks.harness.script import paths
 from benchmarks.harness.stats import paired_bootstrap
 from recallmesh.embedding_models.calibration import ScoreCalibration, calibration_for
-from recallmesh.wire.policy import RecallPolicy
+from recallmesh.policy import RecallPolicy
 
 # The floors the curve is read at: fine where relevance estimates mostly lie, coarse above.
 FLOORS = [0.0, 0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1,

@@ -6,7 +6,7 @@ one of its configurations ran with, instead of loading the dataset again.
 
 A configuration that differs from `default` only in settings the deployment now has as its
 defaults (the same legs, per-leg weights equal to
-recallmesh.wire.policy.DEFAULT_LEG_WEIGHTS, nothing else set; no lexical weight at all,
+recallmesh.policy.DEFAULT_LEG_WEIGHTS, nothing else set; no lexical weight at all,
 since query-intent routing sets that one only when a request
 leaves it unset) asks the gateway for exactly what `default` now gets with no overrides, so its
 ranking is the same query by query. `OUTDIR/<from>.json` becomes `OUTDIR/default.json`, and the
@@ -14,7 +14,7 @@ old `default.json` (run under the previous deployment default) becomes `<displac
 The first half is checked here. The second is the caller's word: a result file does not hold
 the gateway's defaults, so each moved file gets a `relabelled` entry with the name it ran under
 and its git commit, which a reader can check against that commit's
-recallmesh/wire/policy.py. Nothing
+recallmesh/policy.py. Nothing
 is moved unless every folder has both files.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from benchmarks.harness.configs import CONFIGS, Config
 from recallmesh.gateway.settings import DEFAULT_LEGS
-from recallmesh.wire.policy import DEFAULT_LEG_WEIGHTS
+from recallmesh.policy import DEFAULT_LEG_WEIGHTS
 
 TARGET = "default"
 

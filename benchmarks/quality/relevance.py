@@ -62,7 +62,7 @@ from recallmesh.embedding_models.calibration import (
 from recallmesh.embedding_models.fetch import CATALOGUE_DIR, catalogue_entry, catalogue_names
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.gateway import stages
-from recallmesh.wire.policy import RecallPolicy
+from recallmesh.policy import RecallPolicy
 
 FOLDS = 5
 BINS = 10

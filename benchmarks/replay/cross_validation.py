@@ -7,7 +7,7 @@
 
 Each dev split's candidate pools (benchmarks/replay/pool.py: dumped once through the real
 stack) are replayed under every recall setting of a grid with the gateway's own code: the
-deployment policy (`recallmesh.wire.policy.RecallPolicy`) with the query's intent route merged as
+deployment policy (`recallmesh.policy.RecallPolicy`) with the query's intent route merged as
 the gateway merges it (`resolve`), `recallmesh.services.fusion.core.fuse` by the setting's method,
 `recallmesh.gateway.stages.plan` (which refinements apply), the time-window boost
 (`time_window.boost`, against the query's reference time as the harness sends it), context
@@ -74,9 +74,9 @@ from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.gateway import stages
 from recallmesh.gateway.query_intent import route
 from recallmesh.gateway.time_window import boost
+from recallmesh.policy import DEFAULT_MIN_SCORE, FusionSettings, Overrides, RecallPolicy
 from recallmesh.services.fusion.core import fuse
-from recallmesh.wire.fusion import FusedCandidate, FusionSettings
-from recallmesh.wire.policy import DEFAULT_MIN_SCORE, Overrides, RecallPolicy
+from recallmesh.wire.fusion import FusedCandidate
 
 FOLDS = 5
 METHODS = ("calibrated", "cc", "cc_bounded", "rrf")

@@ -47,13 +47,13 @@ from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.gateway.settings import ALL_LEGS
 from recallmesh.gateway.stages import contributing_legs, propagate_context
 from recallmesh.gateway.store import MemoryStore
+from recallmesh.policy import FusionSettings, RecallPolicy
 from recallmesh.services.fusion.core import fuse
 from recallmesh.shared.db import ADMIN, open_pool, resolve_dsn
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from recallmesh.wire.filters import Filters
-from recallmesh.wire.fusion import FusedCandidate, FusionSettings, LegCandidate, LegList
-from recallmesh.wire.policy import RecallPolicy
+from recallmesh.wire.fusion import FusedCandidate, LegCandidate, LegList
 from recallmesh.wire.validation import MAX_BUDGET_MS
 
 K = 10

@@ -34,7 +34,7 @@ from benchmarks.replay.pool import K
 from recallmesh.embedding_models.calibration import ScoreCalibration, calibration_for
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.gateway import stages
-from recallmesh.wire.policy import RecallPolicy
+from recallmesh.policy import RecallPolicy
 
 MEASURES = ("recall@10", "ndcg@10")
 

@@ -9,8 +9,8 @@ accepts only calls carrying RECALLMESH_INTERNAL_TOKEN. Health checks and reflect
 everywhere (probes, grpcurl).
 
 Every refusal of either wall (UNAUTHENTICATED, PERMISSION_DENIED) writes one audit line,
-WARNING "call refused" with `audit: "refused"` (audit_refusal; docs/operations.md,
-Observability, "Audit lines of refused calls").
+WARNING "call refused" with `audit: "refused"` (audit_refusal; docs/operations/observability.md,
+"Audit lines of refused calls").
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
-from google.protobuf import json_format
+from google.protobuf import json_format, timestamp_pb2
 
 from recallmesh.client.types import (
     BatchResult,
@@ -40,6 +40,8 @@ from recallmesh.wire.enums import (
     RELATION_TYPE_VALUES,
     SORT_BY_VALUES,
 )
+from recallmesh.wire.filters import FILTER_FIELDS, Filters, filters_to_proto
+from recallmesh.wire.memory_fields import BY_NAME, UPDATABLE, memory_from_proto_fields
 from recallmesh.wire.timestamps import optional_datetime, to_proto_timestamp
 from recallmesh.wire.validation import MAX_BATCH, MAX_IMPORT_VERSIONS
 
@@ -123,31 +125,34 @@ class ContextOptions(FilterOptions, total=False):
     min_score: float  # the relevance floor, 0..1 (default: the deployment's); none above: empty
 
 
-def _ts(value: datetime, target: Any) -> None:
+def _ts(value: datetime, target: timestamp_pb2.Timestamp) -> None:
     if value.tzinfo is None:
         raise ValueError(f"{value!r} needs a timezone (e.g. datetime.now(UTC))")
     to_proto_timestamp(value, target)
 
 
-def memory_message(content: str, fields: MemoryFields) -> Any:
-    memory = memory_pb2.Memory(
-        id=fields.get("id") or str(uuid.uuid4()),
-        content=content,
-        category=fields.get("category", ""),
-        tags=list(fields.get("tags", ())),
-        sensitive=fields.get("sensitive", False),
-        thread=fields.get("thread", ""),
-        metadata=dict(fields.get("metadata", {})),
-        pinned=fields.get("pinned", False),
-    )
-    if (importance := fields.get("importance")) is not None:
-        memory.importance = importance
-    name: Literal["created_at", "valid_from", "valid_to", "expires_at"]
-    for name in ("created_at", "valid_from", "valid_to", "expires_at"):
-        if (value := fields.get(name)) is not None:
-            _ts(value, getattr(memory, name))
+def _set(memory: memory_pb2.Memory, name: str, value: Any) -> None:
+    """Set one field of a Memory message the way its kind takes it (wire/memory_fields.py)."""
+    kind = BY_NAME[name].kind
+    if kind == "time":
+        _ts(value, getattr(memory, name))
+    elif kind == "labels":
+        getattr(memory, name).extend(value)
+    elif kind == "map":
+        getattr(memory, name).update(value)
+    else:
+        setattr(memory, name, value)
+
+
+def memory_message(content: str, fields: MemoryFields) -> memory_pb2.Memory:
+    memory = memory_pb2.Memory(id=fields.get("id") or str(uuid.uuid4()), content=content)
     relations = [Relation("supersedes", i) for i in fields.get("supersedes", ())]
-    for relation in [*relations, *fields.get("relations", ())]:
+    for name, value in fields.items():
+        if name == "relations":
+            relations += value  # type: ignore[arg-type]  # MemoryFields types it
+        elif name not in ("id", "supersedes") and value is not None:
+            _set(memory, name, value)
+    for relation in relations:
         if relation.type not in RELATION_TYPE_VALUES:
             raise ValueError(f"relation type must be one of {', '.join(RELATION_TYPE_VALUES)}, "
                              f"got {relation.type!r}")
@@ -155,7 +160,7 @@ def memory_message(content: str, fields: MemoryFields) -> Any:
     return memory
 
 
-def new_memory_message(new: NewMemory) -> Any:
+def new_memory_message(new: NewMemory) -> memory_pb2.Memory:
     fields: dict[str, Any] = {k: getattr(new, k) for k in MemoryFields.__annotations__
                               if k != "supersedes" and getattr(new, k) not in (None, "", ())}
     # a TypedDict cannot be built by a comprehension: the keys are MemoryFields' own
@@ -170,7 +175,7 @@ def encoded_size(new: NewMemory) -> int:
     return size + 8  # the field's tag and length
 
 
-def _index_wait(wait_indexed: bool | float) -> Any:
+def _index_wait(wait_indexed: bool | float) -> memory_pb2.IndexWait | None:
     if wait_indexed is False:
         return None
     timeout_ms = 0 if wait_indexed is True else int(float(wait_indexed) * 1000)
@@ -178,69 +183,61 @@ def _index_wait(wait_indexed: bool | float) -> Any:
 
 
 def store_request(namespace: str, content: str, fields: MemoryFields,
-                  wait_indexed: bool | float) -> Any:
+                  wait_indexed: bool | float) -> memory_pb2.StoreRequest:
     return memory_pb2.StoreRequest(namespace=namespace, memory=memory_message(content, fields),
                                    index_wait=_index_wait(wait_indexed))
 
 
 def store_batch_request(namespace: str, memories: Iterable[NewMemory | str],
-                        wait_indexed: bool | float) -> Any:
+                        wait_indexed: bool | float) -> memory_pb2.StoreBatchRequest:
     messages = [new_memory_message(NewMemory(m) if isinstance(m, str) else m) for m in memories]
     return memory_pb2.StoreBatchRequest(namespace=namespace, memories=messages,
                                         index_wait=_index_wait(wait_indexed))
 
 
 def update_request(namespace: str, memory_id: str, fields: UpdateFields,
-                   wait_indexed: bool | float) -> Any:
+                   wait_indexed: bool | float) -> memory_pb2.UpdateRequest:
     if not fields:
         raise ValueError("update needs at least one field to change")
     memory = memory_pb2.Memory()
     for name, value in fields.items():
-        if name not in UpdateFields.__annotations__:
+        if name not in UPDATABLE:
             raise ValueError(f"update cannot change {name!r}")
-        if name in ("valid_from", "valid_to", "expires_at"):
-            if value is not None:
-                # the three names are datetime fields of UpdateFields (mypy sees a union)
-                _ts(value, getattr(memory, name))  # type: ignore[arg-type]
-        elif name == "tags":
-            memory.tags.extend(value)
-        elif name == "metadata":
-            memory.metadata.update(value)
-        else:
-            setattr(memory, name, value)
+        if value is not None:  # a time given as None: no longer set (named, left unset)
+            _set(memory, name, value)
     request = memory_pb2.UpdateRequest(namespace=namespace, id=memory_id, memory=memory,
                                        index_wait=_index_wait(wait_indexed))
     request.update_mask.paths.extend(fields)
     return request
 
 
-_TIMES = ("created_after", "created_before", "updated_after", "updated_before", "as_of")
-
-
-def _filters(options: FilterOptions) -> Any:
-    filters = memory_pb2.RecallFilters()
+def _filters(options: FilterOptions) -> memory_pb2.RecallFilters:
+    """The RecallFilters message of `options` (the server's own Filters, built by
+    recallmesh.wire.filters.filters_to_proto)."""
     for name in ("categories", "tags", "tags_all", "tags_none", "threads"):
-        values = options.get(name, ())
-        if isinstance(values, str):
+        if isinstance(values := options.get(name, ()), str):
             raise ValueError(f"{name} takes a list of strings, got the string {values!r}")
-        getattr(filters, name).extend(values)
-    for key, wanted in options.get("metadata", {}).items():
-        filters.metadata.add(key=key, values=[wanted] if isinstance(wanted, str)
-                             else list(wanted))
-    for bound in ("importance_min", "importance_max"):
-        if (value := options.get(bound)) is not None:
-            setattr(filters, bound, value)
-    for name in _TIMES:
-        if (when := options.get(name)) is not None:
-            _ts(when, getattr(filters, name))  # type: ignore[arg-type]
-    return filters
+    for name in ("created_after", "created_before", "updated_after", "updated_before", "as_of"):
+        if (when := options.get(name)) is not None and when.tzinfo is None:  # type: ignore[attr-defined]
+            raise ValueError(f"{when!r} needs a timezone (e.g. datetime.now(UTC))")
+    conditions: dict[str, Any] = {
+        name: tuple(value) if isinstance(value, (list, tuple)) else value
+        for name, value in options.items() if name in FILTER_FIELDS and name != "metadata"}
+    conditions["metadata"] = tuple(
+        (key, (value,) if isinstance(value, str) else tuple(value))
+        for key, value in options.get("metadata", {}).items())
+    filters = Filters(**conditions)
+    message = memory_pb2.RecallFilters()
+    filters_to_proto(filters, message)
+    return message
 
 
 LIST_ORDERS = {"created": memory_pb2.LIST_ORDER_CREATED, "updated": memory_pb2.LIST_ORDER_UPDATED,
                "importance": memory_pb2.LIST_ORDER_IMPORTANCE}
 
 
-def list_request(namespace: str, page_size: int, page_token: str, options: ListOptions) -> Any:
+def list_request(namespace: str, page_size: int, page_token: str, options: ListOptions
+                 ) -> memory_pb2.ListRequest:
     order = options.get("order_by", "created")
     if order not in LIST_ORDERS:
         raise ValueError(f"order_by must be one of {', '.join(LIST_ORDERS)}, got {order!r}")
@@ -251,7 +248,7 @@ def list_request(namespace: str, page_size: int, page_token: str, options: ListO
         include_ended=options.get("include_ended", False))
 
 
-def count_request(namespace: str, options: ListOptions) -> Any:
+def count_request(namespace: str, options: ListOptions) -> memory_pb2.CountRequest:
     return memory_pb2.CountRequest(
         namespace=namespace, filters=_filters(options),
         include_deleted=options.get("include_deleted", False),
@@ -259,14 +256,14 @@ def count_request(namespace: str, options: ListOptions) -> Any:
 
 
 def delete_matching_request(namespace: str, confirm: bool, purge: bool, sample_size: int,
-                            options: FilterOptions) -> Any:
+                            options: FilterOptions) -> memory_pb2.DeleteMatchingRequest:
     return memory_pb2.DeleteMatchingRequest(
         namespace=namespace, filters=_filters(options), confirm=confirm, purge=purge,
         sample_size=sample_size)
 
 
 def export_request(namespace: str, page_size: int, page_token: str,
-                   options: FilterOptions) -> Any:
+                   options: FilterOptions) -> memory_pb2.ExportRequest:
     return memory_pb2.ExportRequest(namespace=namespace, filters=_filters(options),
                                     page_size=page_size, page_token=page_token)
 
@@ -274,7 +271,7 @@ def export_request(namespace: str, page_size: int, page_token: str,
 
 
 
-def recall_request(namespace: str, query: str, options: RecallOptions) -> Any:
+def recall_request(namespace: str, query: str, options: RecallOptions) -> memory_pb2.RecallRequest:
     sort_by = options.get("sort_by", "relevance")
     if sort_by not in SORT_BY_VALUES:
         raise ValueError(f"sort_by must be one of {', '.join(SORT_BY_VALUES)}, "
@@ -292,7 +289,8 @@ def recall_request(namespace: str, query: str, options: RecallOptions) -> Any:
     return request
 
 
-def context_request(namespace: str, query: str, options: ContextOptions) -> Any:
+def context_request(namespace: str, query: str, options: ContextOptions
+                    ) -> memory_pb2.ContextRequest:
     request = memory_pb2.ContextRequest(
         namespace=namespace, query=query, max_tokens=options.get("max_tokens", 0),
         k=options.get("k", 0), filters=_filters(options), budget_ms=options.get("budget_ms", 0),
@@ -304,42 +302,33 @@ def context_request(namespace: str, query: str, options: ContextOptions) -> Any:
     return request
 
 
-def memory_from(msg: Any) -> Memory:
-    return Memory(
-        id=msg.id, namespace=msg.namespace, content=msg.content, category=msg.category,
-        tags=tuple(msg.tags), importance=msg.importance if msg.HasField("importance") else 0.5,
-        sensitive=msg.sensitive, thread=msg.thread, metadata=dict(msg.metadata),
-        created_at=optional_datetime(msg, "created_at"),
-        updated_at=optional_datetime(msg, "updated_at"),
-        valid_from=optional_datetime(msg, "valid_from"),
-        valid_to=optional_datetime(msg, "valid_to"),
-        expires_at=optional_datetime(msg, "expires_at"), superseded_by=msg.superseded_by,
-        pinned=msg.pinned, deleted_at=optional_datetime(msg, "deleted_at"))
+def memory_from(msg: memory_pb2.Memory) -> Memory:
+    return Memory(**memory_from_proto_fields(msg))
 
 
-def store_result(reply: Any) -> StoreResult:
+def store_result(reply: memory_pb2.StoreResponse | memory_pb2.UpdateResponse) -> StoreResult:
     """A StoreResponse or an UpdateResponse (which never answers an existing memory)."""
     existing = reply.existing if isinstance(reply, memory_pb2.StoreResponse) else False
     return StoreResult(memory_from(reply.memory), reply.indexed, existing)
 
 
-def batch_result(reply: Any) -> BatchResult:
+def batch_result(reply: memory_pb2.StoreBatchResponse) -> BatchResult:
     return BatchResult(tuple(reply.ids), reply.indexed, tuple(reply.existing))
 
 
-def get_result(reply: Any) -> Memory:
+def get_result(reply: memory_pb2.GetResponse) -> Memory:
     return memory_from(reply.memory)
 
 
-def namespace_deleted(reply: Any) -> int:
+def namespace_deleted(reply: memory_pb2.DeleteNamespaceResponse) -> int:
     return int(reply.memories_removed)
 
 
-def deleted_result(reply: Any) -> Deleted:
+def deleted_result(reply: memory_pb2.DeleteResponse) -> Deleted:
     return Deleted(reply.id, optional_datetime(reply, "deleted_at"), reply.purged)
 
 
-def recall_result(reply: Any) -> RecallResult:
+def recall_result(reply: memory_pb2.RecallResponse) -> RecallResult:
     hits = tuple(
         Hit(memory_from(h.memory), h.score,
             tuple(LegContribution(c.leg, c.rank, c.score, c.reason) for c in h.legs))
@@ -356,7 +345,7 @@ def recall_result(reply: Any) -> RecallResult:
                         window)
 
 
-def context_result(reply: Any) -> ContextResult:
+def context_result(reply: memory_pb2.ContextResponse) -> ContextResult:
     items = tuple(ContextItem(i.id, i.score, i.tokens, optional_datetime(i, "created_at"),
                               i.pinned) for i in reply.items)
     return ContextResult(
@@ -366,20 +355,20 @@ def context_result(reply: Any) -> ContextResult:
         over_budget_omitted=reply.over_budget_omitted)
 
 
-def page_result(reply: Any) -> Page:
+def page_result(reply: memory_pb2.ListResponse) -> Page:
     return Page(tuple(memory_from(m) for m in reply.memories), reply.next_page_token)
 
 
-def count_result(reply: Any) -> int:
+def count_result(reply: memory_pb2.CountResponse) -> int:
     return int(reply.count)
 
 
-def _link(msg: Any) -> Link:
+def _link(msg: memory_pb2.MemoryLink) -> Link:
     return Link(RELATION_TYPE_NAMES.get(msg.type, "unspecified"), msg.source_id, msg.target_id,
                 optional_datetime(msg, "created_at"))
 
 
-def history_result(reply: Any) -> History:
+def history_result(reply: memory_pb2.HistoryResponse) -> History:
     versions = tuple(Version(v.version, memory_from(v.memory), optional_datetime(v, "replaced_at"),
                              v.replaced_by, tuple(v.changed), v.imported_by)
                      for v in reply.versions)
@@ -388,7 +377,7 @@ def history_result(reply: Any) -> History:
                    reply.relations_left_out)
 
 
-def export_result(reply: Any) -> tuple[list[dict[str, Any]], str]:
+def export_result(reply: memory_pb2.ExportResponse) -> tuple[list[dict[str, Any]], str]:
     """An ExportResponse's records as JSON objects (one JSONL line each; `import_records`
     takes them back exactly) and the next page token."""
     records = [json_format.MessageToDict(r, preserving_proto_field_name=True)
@@ -396,12 +385,12 @@ def export_result(reply: Any) -> tuple[list[dict[str, Any]], str]:
     return records, reply.next_page_token
 
 
-def import_result(reply: Any) -> ImportResult:
+def import_result(reply: memory_pb2.ImportResponse) -> ImportResult:
     return ImportResult(reply.imported, reply.unchanged, reply.relations_written,
                         reply.relations_skipped)
 
 
-def delete_matching_result(reply: Any) -> DeleteMatchingResult:
+def delete_matching_result(reply: memory_pb2.DeleteMatchingResponse) -> DeleteMatchingResult:
     return DeleteMatchingResult(reply.matched, reply.deleted,
                                 tuple(memory_from(m) for m in reply.sample), reply.purged)
 
@@ -418,7 +407,7 @@ MAX_IMPORT_RECORDS = MAX_BATCH
 
 
 def import_requests(namespace: str, records: Sequence[Mapping[str, Any]],
-                    relations: bool) -> Iterable[Any]:
+                    relations: bool) -> Iterable[memory_pb2.ImportRequest]:
     """ImportRequests holding `records` in order (with or without their relations), each
     within MAX_IMPORT_RECORDS, MAX_IMPORT_BYTES and MAX_IMPORT_VERSIONS."""
     request = memory_pb2.ImportRequest(namespace=namespace)

@@ -51,9 +51,9 @@ from recallmesh.shared.settings import ConfigError
 POOLINGS = ("mean", "cls")
 KINDS = ("query", "document")
 DEFAULT_MODEL = "nomic-embed-text-v1.5"
-# The lowest cosine a probe text's vector may have to its reference. Measured on nomic
-# (256 LoCoMo texts): the fp32 build 1.0, the int8 build with reduce_range 0.971 mean and
-# 0.959 lowest, the int8 build without it on an AVX2 CPU without VNNI 0.12 mean (noise).
+# The lowest cosine a probe text's vector may have to its reference: below every right build
+# (fp32, int8 with reduce_range), far above the noise of an int8 build without reduce_range on
+# a CPU without VNNI (docs/decisions/0005-int8-model.md, "The probe").
 PROBE_MIN_COSINE = 0.9
 
 

@@ -26,7 +26,7 @@ from datetime import datetime
 
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.gateway import time_window
-from recallmesh.gateway.store import StoredMemory
+from recallmesh.wire.memory_fields import StoredMemory
 
 log = logging.getLogger(__name__)
 

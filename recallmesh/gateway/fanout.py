@@ -26,11 +26,11 @@ from opentelemetry import trace
 
 from recallmesh.gateway.metrics import LEG_FAILURES, SECOND_STAGE_LEG, SECOND_STAGES
 from recallmesh.gateway.settings import SENSITIVE_LEGS
+from recallmesh.policy import GRAPH_LEG, FusionSettings
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.services.fusion.core import fuse
 from recallmesh.shared.telemetry import LEG_LATENCY_SECONDS
-from recallmesh.wire.fusion import FusionSettings, LegCandidate, LegList
-from recallmesh.wire.policy import GRAPH_LEG
+from recallmesh.wire.fusion import LegCandidate, LegList
 from recallmesh.wire.retriever import LegAnswer, LegQuery
 
 log = logging.getLogger(__name__)

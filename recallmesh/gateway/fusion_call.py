@@ -18,12 +18,12 @@ from opentelemetry.instrumentation.grpc import aio_client_interceptors
 from recallmesh.gateway.fanout import LegError, LegTimeout
 from recallmesh.gateway.legs import leg_failure
 from recallmesh.gateway.metrics import FALLBACKS
+from recallmesh.policy import FusionSettings
 from recallmesh.services.fusion.core import fuse
 from recallmesh.v1 import fusion_pb2, fusion_pb2_grpc
 from recallmesh.wire.channel import dial_internal
 from recallmesh.wire.fusion import (
     FusedCandidate,
-    FusionSettings,
     LegList,
     hits_from_proto,
     lists_to_proto,

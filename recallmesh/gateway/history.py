@@ -10,18 +10,14 @@ export -> import reproduces a namespace and a second import changes nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import replace
 from typing import Any
-
-from psycopg.types.json import Jsonb
 
 from recallmesh.gateway.listing import PageTokens, list_page
 from recallmesh.gateway.store import (
-    COLUMNS,
     VERSION_COLUMNS,
     MemoryStore,
-    StoredMemory,
+    column_params,
     content_key,
     same_write,
     successors,
@@ -29,37 +25,23 @@ from recallmesh.gateway.store import (
 from recallmesh.services.lexical.cjk import index_terms
 from recallmesh.shared.db import WRITE, transaction
 from recallmesh.shared.errors import AlreadyExists, NotFound
+from recallmesh.wire.filters import live
+from recallmesh.wire.memory_fields import (
+    BY_NAME,
+    COLUMNS,
+    UPDATABLE,
+    VERSIONED_COLUMNS,
+    VERSIONED_PARAMS,
+    Link,
+    Record,
+    StoredMemory,
+    Version,
+    from_column,
+)
 from recallmesh.wire.validation import ImportedMemory, ListQuery
 
-
-@dataclass(frozen=True)
-class Link:
-    type: str  # supersedes, derived_from, references, about
-    source_id: str
-    target_id: str
-    created_at: datetime
-
-
-@dataclass(frozen=True)
-class Version:
-    version: int
-    memory: StoredMemory  # the fields as they were
-    replaced_at: datetime
-    replaced_by: str
-    changed: tuple[str, ...]
-    imported_by: str = ""  # who wrote it here by Import ("" for a version an Update kept)
-
-
-@dataclass(frozen=True)
-class Record:
-    memory: StoredMemory
-    relations: list[Link]  # the ones it states
-    versions: list[Version]
-
-
-_VERSIONS = """
-SELECT memory_id::text, version, content, category, tags, importance, is_sensitive, updated_at,
-       valid_from, valid_to, metadata, expires_at, thread, pinned, replaced_at, replaced_by,
+_VERSIONS = f"""
+SELECT memory_id::text, version, updated_at, {VERSIONED_COLUMNS}, replaced_at, replaced_by,
        changed, imported_by
 FROM memory_versions WHERE namespace = %s AND memory_id = ANY(%s::uuid[])
 ORDER BY memory_id, version
@@ -71,13 +53,14 @@ async def _versions(conn: Any, ns: str, current: list[StoredMemory]
     by_id = {m.id: m for m in current}
     cur = await conn.execute(_VERSIONS, (ns, list(by_id)))
     out: dict[str, list[Version]] = {m: [] for m in by_id}
+    kept = len(UPDATABLE)
     for r in await cur.fetchall():
-        now = by_id[r[0]]
-        was = replace(now, content=r[2], category=r[3], tags=tuple(r[4]), importance=float(r[5]),
-                      sensitive=bool(r[6]), updated_at=r[7], valid_from=r[8], valid_to=r[9],
-                      metadata=dict(r[10] or {}), expires_at=r[11], thread=r[12],
-                      pinned=bool(r[13]), superseded_by="", deleted_at=None)
-        out[r[0]].append(Version(int(r[1]), was, r[14], r[15], tuple(r[16]), r[17]))
+        fields = {name: from_column(BY_NAME[name].kind, value)
+                  for name, value in zip(UPDATABLE, r[3:3 + kept], strict=True)}
+        was = replace(by_id[r[0]], **fields, updated_at=r[2], superseded_by="", deleted_at=None)
+        replaced_at, replaced_by, changed, imported_by = r[3 + kept:]
+        out[r[0]].append(Version(int(r[1]), was, replaced_at, replaced_by, tuple(changed),
+                                 imported_by))
     return out
 
 
@@ -98,7 +81,7 @@ async def history(store: MemoryStore, ns: str, memory_id: str
     async with store.pool.connection() as conn:
         cur = await conn.execute(
             f"SELECT {COLUMNS} FROM memories WHERE namespace = %s AND id = %s "
-            "AND (expires_at IS NULL OR expires_at > now())", (ns, memory_id))
+            f"AND {live(include_deleted=True)}", (ns, memory_id))
         row = await cur.fetchone()
         if row is None:
             raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
@@ -125,32 +108,20 @@ async def export_page(store: MemoryStore, query: ListQuery, pages: PageTokens
     return [Record(m, stated[m.id], versions[m.id]) for m in memories], more
 
 
-_IMPORT = """
-INSERT INTO memories (id, namespace, content, category, tags, importance, is_sensitive,
-                      created_at, updated_at, valid_from, valid_to, metadata, expires_at,
-                      thread, keywords, content_key, pinned)
-VALUES (%(id)s, %(ns)s, %(content)s, %(category)s, %(tags)s, %(importance)s, %(sensitive)s,
-        %(created_at)s, %(updated_at)s, %(valid_from)s, %(valid_to)s, %(metadata)s,
-        %(expires_at)s, %(thread)s, %(keywords)s, %(content_key)s, %(pinned)s)
+_IMPORT = f"""
+INSERT INTO memories (id, namespace, created_at, updated_at, keywords, content_key,
+                      {VERSIONED_COLUMNS})
+VALUES (%(id)s, %(ns)s, %(created_at)s, %(updated_at)s, %(keywords)s, %(content_key)s,
+        {VERSIONED_PARAMS})
 ON CONFLICT (id) DO NOTHING
 RETURNING id
 """
 
 _IMPORT_VERSION = f"""
 INSERT INTO memory_versions ({VERSION_COLUMNS}, imported_by)
-VALUES (%(id)s, %(version)s, %(ns)s, %(content)s, %(category)s, %(tags)s, %(importance)s,
-        %(sensitive)s, %(updated_at)s, %(valid_from)s, %(valid_to)s, %(metadata)s,
-        %(expires_at)s, %(thread)s, %(pinned)s, %(replaced_at)s, %(replaced_by)s, %(changed)s,
-        %(imported_by)s)
+VALUES (%(id)s, %(version)s, %(ns)s, %(updated_at)s, {VERSIONED_PARAMS}, %(replaced_at)s,
+        %(replaced_by)s, %(changed)s, %(imported_by)s)
 """
-
-
-def _fields(memory: Any) -> dict[str, Any]:
-    return {"content": memory.content, "category": memory.category, "tags": list(memory.tags),
-            "importance": memory.importance, "sensitive": memory.sensitive,
-            "valid_from": memory.valid_from, "valid_to": memory.valid_to,
-            "metadata": Jsonb(memory.metadata), "expires_at": memory.expires_at,
-            "thread": memory.thread, "pinned": memory.pinned}
 
 
 def _held(i: int, memory_id: str) -> AlreadyExists:
@@ -183,14 +154,14 @@ async def import_records(store: MemoryStore, ns: str, records: list[ImportedMemo
                 raise _held(i, memory.id)
             # A write of the same id in another namespace may land after the read above (the
             # namespace lock is this namespace's): the insert's own conflict answers it.
-            cur = await conn.execute(_IMPORT, _fields(memory) | {
+            cur = await conn.execute(_IMPORT, column_params(memory) | {
                 "id": memory.id, "ns": ns, "created_at": memory.created_at,
                 "updated_at": record.updated_at, "keywords": index_terms(memory.content),
                 "content_key": content_key(memory)})
             if await cur.fetchone() is None:
                 raise _held(i, memory.id)
             for version in record.versions:
-                await conn.execute(_IMPORT_VERSION, _fields(version.fields) | {
+                await conn.execute(_IMPORT_VERSION, column_params(version.fields) | {
                     "id": memory.id, "ns": ns, "version": version.version,
                     "updated_at": version.updated_at, "replaced_at": version.replaced_at,
                     "replaced_by": version.replaced_by, "changed": list(version.changed),

@@ -7,8 +7,9 @@ from __future__ import annotations
 import logging
 
 from recallmesh.gateway.metrics import CONTEXT_EXPANSIONS
-from recallmesh.gateway.store import MemoryStore, StoredMemory
+from recallmesh.gateway.store import MemoryStore
 from recallmesh.wire.fusion import FusedCandidate
+from recallmesh.wire.memory_fields import StoredMemory
 from recallmesh.wire.validation import RecallQuery
 
 log = logging.getLogger(__name__)

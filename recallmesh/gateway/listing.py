@@ -22,10 +22,11 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from recallmesh.gateway.store import COLUMNS, MemoryStore, StoredMemory, successors
+from recallmesh.gateway.store import MemoryStore, successors
 from recallmesh.shared.db import ADMIN, WRITE, transaction
 from recallmesh.shared.errors import InvalidArgument
-from recallmesh.wire.filters import filter_sql
+from recallmesh.wire.filters import filter_sql, live
+from recallmesh.wire.memory_fields import COLUMNS, StoredMemory
 from recallmesh.wire.validation import PAGE_TOKEN_NOT_OURS, ListQuery
 
 
@@ -96,9 +97,7 @@ def _unb64(text: str) -> bytes:
 def where(query: ListQuery, alias: str = "m") -> tuple[str, dict[str, Any]]:
     """The WHERE clause (without WHERE) of the memories `query` sees, and its parameters."""
     a = alias
-    parts = [f"{a}.namespace = %(ns)s", f"({a}.expires_at IS NULL OR {a}.expires_at > now())"]
-    if not query.include_deleted:
-        parts.append(f"{a}.deleted_at IS NULL")
+    parts = [f"{a}.namespace = %(ns)s", live(a, include_deleted=query.include_deleted)]
     if not query.include_ended and query.filters.as_of is None:
         parts.append(f"({a}.valid_to IS NULL OR {a}.valid_to > now())")
     filters, params = filter_sql(query.filters, alias=a)

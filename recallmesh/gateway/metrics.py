@@ -12,8 +12,8 @@ from collections.abc import Iterable
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from recallmesh.policy import GRAPH_LEG
 from recallmesh.shared.telemetry import LEG_LATENCY_SECONDS
-from recallmesh.wire.policy import GRAPH_LEG
 
 QUERY_EMBED_SECONDS = Histogram(
     "recallmesh_gateway_query_embedding_seconds",

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from recallmesh.wire.policy import Overrides
+from recallmesh.policy import Overrides
 
 ADVICE = "advice"
 ADVICE_LEXICAL_WEIGHT = 0.1

@@ -1,4 +1,4 @@
-"""The recall path, in order: the request's policy (recallmesh/wire/policy.py: request > intent
+"""The recall path, in order: the request's policy (recallmesh/policy.py: request > intent
 route > deployment), fan-out to every leg under the budget (fanout.py), fusion in the fusion
 service or in-process (fusion_call.py), the refinements after fusion (stages.py: time window,
 context propagation), hydration (hydration.py), then superseded memories after current ones
@@ -66,8 +66,9 @@ from recallmesh.gateway.metrics import (
 )
 from recallmesh.gateway.query_intent import Route, route
 from recallmesh.gateway.settings import GatewaySettings
-from recallmesh.gateway.store import MemoryStore, StoredMemory
+from recallmesh.gateway.store import MemoryStore
 from recallmesh.gateway.time_window import TimeWindow, boost
+from recallmesh.policy import GRAPH_LEG, RecallPolicy
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.services.fusion.core import fuse
 from recallmesh.shared import db
@@ -78,7 +79,7 @@ from recallmesh.shared.errors import (
     Unavailable,
 )
 from recallmesh.wire.fusion import FusedCandidate
-from recallmesh.wire.policy import GRAPH_LEG, RecallPolicy
+from recallmesh.wire.memory_fields import StoredMemory
 from recallmesh.wire.retriever import LegQuery
 from recallmesh.wire.validation import RecallQuery
 

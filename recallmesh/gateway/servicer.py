@@ -25,7 +25,7 @@ from recallmesh.gateway.metrics import export_recall_zeros
 from recallmesh.gateway.recall import Recaller, RecallOutcome
 from recallmesh.gateway.settings import GatewaySettings
 from recallmesh.gateway.stages import CONTEXT_NEXT, CONTEXT_PREV, RANKER
-from recallmesh.gateway.store import MemoryStore, StoredMemory
+from recallmesh.gateway.store import MemoryStore
 from recallmesh.gateway.time_window import TIME_WINDOW_LEG
 from recallmesh.migrations import latest_version
 from recallmesh.services.embedding.client import EmbedderClient, Embeddings
@@ -35,88 +35,20 @@ from recallmesh.shared.replicas import Reads
 from recallmesh.shared.settings import AuthSettings
 from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
 from recallmesh.wire import validation
-from recallmesh.wire.enums import LEG_STATE_VALUES, RELATION_TYPE_VALUES
+from recallmesh.wire.enums import LEG_STATE_VALUES
+from recallmesh.wire.replies import (
+    ANSWER_ROOM,
+    FIELD_OVERHEAD,
+    fit,
+    link_to_proto,
+    memory_to_proto,
+    record_to_proto,
+    version_to_proto,
+)
 from recallmesh.wire.timestamps import to_proto_timestamp
-from recallmesh.wire.validation import MAX_IMPORT_VERSIONS, MAX_RESPONSE_BYTES
+from recallmesh.wire.validation import MAX_IMPORT_VERSIONS
 
 log = logging.getLogger(__name__)
-
-def memory_to_proto(memory: StoredMemory) -> memory_pb2.Memory:
-    msg = memory_pb2.Memory(
-        id=memory.id,
-        namespace=memory.namespace,
-        content=memory.content,
-        category=memory.category,
-        tags=list(memory.tags),
-        importance=memory.importance,
-        sensitive=memory.sensitive,
-        metadata=memory.metadata,
-        thread=memory.thread,
-    )
-    to_proto_timestamp(memory.created_at, msg.created_at)
-    to_proto_timestamp(memory.updated_at, msg.updated_at)
-    if memory.valid_from is not None:
-        to_proto_timestamp(memory.valid_from, msg.valid_from)
-    if memory.valid_to is not None:
-        to_proto_timestamp(memory.valid_to, msg.valid_to)
-    if memory.expires_at is not None:
-        to_proto_timestamp(memory.expires_at, msg.expires_at)
-    msg.superseded_by = memory.superseded_by
-    msg.pinned = memory.pinned
-    if memory.deleted_at is not None:
-        to_proto_timestamp(memory.deleted_at, msg.deleted_at)
-    return msg
-
-
-def link_to_proto(link: history.Link) -> memory_pb2.MemoryLink:
-    msg = memory_pb2.MemoryLink(type=RELATION_TYPE_VALUES[link.type], source_id=link.source_id,
-                                target_id=link.target_id)
-    to_proto_timestamp(link.created_at, msg.created_at)
-    return msg
-
-
-def version_to_proto(version: history.Version) -> memory_pb2.MemoryVersion:
-    msg = memory_pb2.MemoryVersion(version=version.version, memory=memory_to_proto(
-        version.memory), replaced_by=version.replaced_by, changed=list(version.changed),
-        imported_by=version.imported_by)
-    to_proto_timestamp(version.replaced_at, msg.replaced_at)
-    return msg
-
-
-def record_to_proto(record: history.Record) -> memory_pb2.MemoryRecord:
-    """A record within MAX_RESPONSE_BYTES on its own: its oldest versions left out (and
-    counted) where all of them would pass it."""
-    msg = memory_pb2.MemoryRecord(
-        memory=memory_to_proto(record.memory),
-        relations=[link_to_proto(link) for link in record.relations])
-    exported = [version_to_proto(v) for v in record.versions]
-    for version in exported:  # this deployment's own record, like the vectors: an import
-        version.ClearField("imported_by")  # writes its own, so export-import-export is exact
-    versions, msg.versions_left_out = _fit(exported, _ANSWER_ROOM - msg.ByteSize(),
-                                           newest=True)
-    msg.versions.extend(versions)
-    return msg
-
-
-def _fit(items: list[Any], room: int, newest: bool) -> tuple[list[Any], int]:
-    """The messages of `items` (oldest first) that fit in `room` bytes, as a repeated field
-    holds them: the newest (`newest`) or the oldest ones, in their order; and how many were
-    left out."""
-    kept: list[Any] = []
-    for item in reversed(items) if newest else items:
-        room -= item.ByteSize() + _FIELD_OVERHEAD
-        if room < 0:
-            break
-        kept.append(item)
-    return (kept[::-1] if newest else kept), len(items) - len(kept)
-
-
-# A repeated message field's bytes beyond the message's own: its tag and length (at most 5).
-_FIELD_OVERHEAD = 6
-# What the records, versions and relations of one History or Export answer may take: the
-# limit less room for the answer's own small fields (a page token, the left-out counts).
-_ANSWER_ROOM = MAX_RESPONSE_BYTES - 256
-
 
 def caller_name() -> str:
     """Who is calling, as History records it: the API key's name or the JWT's subject;
@@ -336,13 +268,13 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
             self.store, ns, validation.memory_id(request.id))
         response = memory_pb2.HistoryResponse(memory=memory_to_proto(memory))
         # within MAX_RESPONSE_BYTES: the oldest relations first, then the newest versions
-        kept_links, response.relations_left_out = _fit(
+        kept_links, response.relations_left_out = fit(
             [link_to_proto(link) for link in links],
-            _ANSWER_ROOM - response.ByteSize(), newest=False)
+            ANSWER_ROOM - response.ByteSize(), newest=False)
         response.relations.extend(kept_links)
-        kept, response.versions_left_out = _fit(
+        kept, response.versions_left_out = fit(
             [version_to_proto(v) for v in versions],
-            _ANSWER_ROOM - response.ByteSize(), newest=True)
+            ANSWER_ROOM - response.ByteSize(), newest=True)
         response.versions.extend(kept)
         return response
 
@@ -355,9 +287,9 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         size = versions = 0
         for record in records:
             msg = record_to_proto(record)
-            size += msg.ByteSize() + _FIELD_OVERHEAD
+            size += msg.ByteSize() + FIELD_OVERHEAD
             versions += len(msg.versions)
-            if response.records and (size > _ANSWER_ROOM or versions > MAX_IMPORT_VERSIONS):
+            if response.records and (size > ANSWER_ROOM or versions > MAX_IMPORT_VERSIONS):
                 more = True  # the page ends early; the token continues after its last record
                 break
             response.records.append(msg)
@@ -380,7 +312,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     ) -> memory_pb2.DeleteMatchingResponse:
         query, sample_size = validation.delete_matching(request)
         # The sample is memories' content: only for a key that may read them (a write-only
-        # key learns how many matched, never what they say; issue 54).
+        # key learns how many matched, never what they say; docs/decisions/0011).
         matched, deleted, sample = await listing.delete_matching(
             self.store, query, sample_size if caller_may_read() else 0, request.confirm,
             request.purge)

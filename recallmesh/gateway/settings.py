@@ -1,11 +1,12 @@
 """The gateway's own settings: the legs it fans out to, its budget, its targets, the default
-expiry by namespace; how it ranks is its `policy` (recallmesh/wire/policy.py)."""
+expiry by namespace; how it ranks is its `policy` (recallmesh/policy.py)."""
 
 from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass, field
 
+from recallmesh.policy import RecallPolicy
 from recallmesh.shared.settings import (
     ConfigError,
     at_most,
@@ -15,7 +16,6 @@ from recallmesh.shared.settings import (
     env_str,
     parse_duration_s,
 )
-from recallmesh.wire.policy import RecallPolicy
 from recallmesh.wire.validation import MAX_BUDGET_MS, MAX_INDEX_WAIT_MS
 
 # Legs searched with the embedded query (RECALLMESH_<LEG>_NEEDS_VECTOR overrides).
@@ -28,7 +28,6 @@ ALL_LEGS = "lexical,vector,graph"
 # The legs that search sensitive memories: they are never embedded nor linked into the concept
 # graph, so every other leg is blind to them (calibrated fusion does not count it against them).
 SENSITIVE_LEGS = ("lexical",)
-# Most memories a graph search may be seeded with (SearchRequest.seed_memory_ids).
 
 @dataclass(frozen=True)
 class LegTarget:
@@ -86,7 +85,7 @@ def parse_namespace_ttl(raw: str, name: str = "RECALLMESH_NAMESPACE_TTL") -> Nam
 @dataclass(frozen=True)
 class GatewaySettings:
     """Where the gateway finds everything and how long it waits; how it ranks is its
-    `policy` (recallmesh/wire/policy.py: every recall setting, with its env variable)."""
+    `policy` (recallmesh/policy.py: every recall setting, with its env variable)."""
 
     legs: tuple[LegTarget, ...]
     default_budget_ms: int

@@ -1,7 +1,7 @@
 """The pure stages after fusion, without I/O: which ones a recall runs (`plan`), and context
 propagation's scoring (`propagate_context`); the time window's parser and boost are in
 recallmesh/gateway/time_window.py, the intent route in query_intent.py and its merge in
-recallmesh/wire/policy.py. The gateway runs them around its database reads, and every benchmark
+recallmesh/policy.py. The gateway runs them around its database reads, and every benchmark
 replay imports them: there is no second implementation.
 
 Last, `current_first`: a memory whose validity has ended (valid_to passed: superseded by a
@@ -19,11 +19,11 @@ newer says it changed: one of CHANGE_WORDS, "now", "moved", "switched", "no long
 the newer ranks just above the older, with at least its score: a changed preference or
 address stated again without a SUPERSEDES relation reads newest first. Nothing is removed,
 and no other hit moves. Conversation turns are left alone: in a transcript most turns of the
-top ten are that alike and share names and words, and reordering them newest first cost LoCoMo
-0.021 nDCG@10 (benchmarks/reports/floor.md). Nor do documents on one subject: two SciFact
-abstracts are that alike and share a dozen stems, and one of them says "changed" or
-"currently" somewhere; before RESTATED_SHARE, reordering them newest first cost SciFact 0.04
-nDCG@10 (issue 42).
+top ten are that alike and share names and words, and reordering them newest first lost
+ranking quality on LoCoMo. Nor do documents on one subject: two SciFact abstracts are that
+alike and share a dozen stems, and one of them says "changed" or "currently" somewhere;
+before RESTATED_SHARE, reordering them newest first lost ranking quality on SciFact (both
+measured: docs/decisions/0012-ranking-apart-from-scoring.md, "Restatements").
 
 Ranking apart from scoring (docs/decisions/0012-ranking-apart-from-scoring.md): fusion only
 ranks. `place_unseen` puts each sensitive hit, which the vector leg cannot see, where its
@@ -55,8 +55,8 @@ from datetime import UTC, datetime
 
 from recallmesh.embedding_models.calibration import ScoreCalibration
 from recallmesh.gateway.time_window import TimeWindow, resolve
+from recallmesh.policy import RecallPolicy
 from recallmesh.wire.fusion import Contribution, FusedCandidate, LegList
-from recallmesh.wire.policy import RecallPolicy
 
 # The pseudo-legs named in explain for what context propagation added to a memory stored
 # right after / right before a hit (rank: that hit's rank in the fused list).

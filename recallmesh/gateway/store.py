@@ -20,7 +20,7 @@ import hashlib
 import json
 import time
 import unicodedata
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -31,107 +31,55 @@ from recallmesh.services.lexical.cjk import index_terms
 from recallmesh.shared.db import ADMIN, WRITE, transaction
 from recallmesh.shared.errors import AlreadyExists, InvalidArgument, NotFound
 from recallmesh.shared.replicas import Reads, as_reads, wal_position
-from recallmesh.wire.filters import Filters, filter_sql
-from recallmesh.wire.real import as_real
-from recallmesh.wire.validation import MAX_VERSIONS, NewMemory
-
-COLUMNS = (
-    "id::text, namespace, content, category, tags, importance, is_sensitive, created_at, "
-    "updated_at, valid_from, valid_to, metadata, expires_at, thread, pinned, deleted_at"
+from recallmesh.wire.filters import Filters, filter_sql, live
+from recallmesh.wire.memory_fields import (
+    COLUMNS,
+    UPDATABLE,
+    UPDATE_PATHS,
+    VERSIONED_COLUMNS,
+    NewMemory,
+    StoredMemory,
+    column_values,
 )
-
-
-def live(alias: str = "") -> str:
-    """The condition a readable memory meets: not deleted, not expired (an expired memory
-    is treated exactly like a deleted one until the indexer's sweeper purges it)."""
-    a = f"{alias}." if alias else ""
-    return f"{a}deleted_at IS NULL AND ({a}expires_at IS NULL OR {a}expires_at > now())"
-
+from recallmesh.wire.real import as_real
+from recallmesh.wire.validation import MAX_VERSIONS
 
 LIVE = live()
-
-
-@dataclass(frozen=True)
-class StoredMemory:
-    id: str
-    namespace: str
-    content: str
-    category: str
-    tags: tuple[str, ...]
-    importance: float
-    sensitive: bool
-    created_at: datetime
-    updated_at: datetime
-    valid_from: datetime | None
-    valid_to: datetime | None
-    metadata: dict[str, str]
-    expires_at: datetime | None = None
-    thread: str = ""
-    superseded_by: str = ""  # the memory that superseded this one (read with it)
-    pinned: bool = False
-    deleted_at: datetime | None = None
-
-    @classmethod
-    def from_row(cls, row: tuple[Any, ...]) -> StoredMemory:
-        return cls(
-            id=row[0],
-            namespace=row[1],
-            content=row[2],
-            category=row[3],
-            tags=tuple(row[4]),
-            importance=float(row[5]),
-            sensitive=bool(row[6]),
-            created_at=row[7],
-            updated_at=row[8],
-            valid_from=row[9],
-            valid_to=row[10],
-            metadata=dict(row[11] or {}),
-            expires_at=row[12],
-            thread=row[13],
-            pinned=bool(row[14]),
-            deleted_at=row[15],
-        )
 
 
 # A client-supplied id that already exists inserts nothing (and returns no row): the write
 # is then a retry, or a conflict (_existing). Without an expires_at of its own a memory gets
 # created_at + the namespace's default TTL (%(ttl_s)s; NULL: none, and make_interval is NULL).
+# The fields a client sets that the INSERT writes as given (expires_at has its default).
+_AS_GIVEN = tuple(name for name in UPDATABLE if name != "expires_at")
 _INSERT = f"""
-INSERT INTO memories (id, namespace, content, category, tags, importance, is_sensitive,
-                      created_at, updated_at, valid_from, valid_to, metadata, expires_at, thread,
-                      keywords, content_key, pinned)
-VALUES (coalesce(%(id)s::uuid, gen_random_uuid()), %(ns)s, %(content)s, %(category)s, %(tags)s,
-        %(importance)s, %(sensitive)s, coalesce(%(created_at)s, clock_timestamp()),
+INSERT INTO memories (id, namespace, created_at, updated_at, expires_at, keywords, content_key,
+                      {", ".join(UPDATE_PATHS[name] for name in _AS_GIVEN)})
+VALUES (coalesce(%(id)s::uuid, gen_random_uuid()), %(ns)s,
+        coalesce(%(created_at)s, clock_timestamp()),
         clock_timestamp(),  -- after created_at's: a new memory is never updated before it was made
-        %(valid_from)s, %(valid_to)s, %(metadata)s,
         coalesce(%(expires_at)s, coalesce(%(created_at)s, clock_timestamp())
                                  + make_interval(secs => %(ttl_s)s::float8)),
-        %(thread)s, %(keywords)s, %(content_key)s, %(pinned)s)
+        %(keywords)s, %(content_key)s, {", ".join(f"%({name})s" for name in _AS_GIVEN)})
 ON CONFLICT (id) DO NOTHING
 RETURNING {COLUMNS}
 """
 
 
+def column_params(memory: NewMemory | StoredMemory, names: tuple[str, ...] = UPDATABLE
+            ) -> dict[str, Any]:
+    """The column values of `memory`'s fields named (by default those a version keeps), as
+    the statements' parameters name them (recallmesh/wire/memory_fields.py)."""
+    values = column_values(memory, names)
+    if "metadata" in values:
+        values["metadata"] = Jsonb(values["metadata"])
+    return values
+
+
 def _insert_params(ns: str, memory: NewMemory, ttl_s: int | None) -> dict[str, Any]:
-    return {
-        "id": memory.id,
-        "ns": ns,
-        "content": memory.content,
-        "category": memory.category,
-        "tags": list(memory.tags),
-        "importance": memory.importance,
-        "sensitive": memory.sensitive,
-        "created_at": memory.created_at,
-        "valid_from": memory.valid_from,
-        "valid_to": memory.valid_to,
-        "metadata": Jsonb(memory.metadata),
-        "expires_at": memory.expires_at,
-        "ttl_s": ttl_s,
-        "thread": memory.thread,
-        "keywords": index_terms(memory.content),
-        "content_key": content_key(memory),
-        "pinned": memory.pinned,
-    }
+    return column_params(memory, (*UPDATABLE, "id", "created_at")) | {
+        "ns": ns, "ttl_s": ttl_s, "keywords": index_terms(memory.content),
+        "content_key": content_key(memory)}
 
 
 def normalised_content(content: str) -> str:
@@ -221,22 +169,17 @@ async def _relate(conn: Any, ns: str, source: str, memory: NewMemory, where: str
 
 def same_write(stored: StoredMemory, memory: NewMemory, relations: set[tuple[str, str]]) -> bool:
     """Whether `stored` (and its relations) is what writing `memory` stores: every field the
-    write sets; created_at only when the write gave it (else the server chose it)."""
-    return (
-        stored.content == memory.content
-        and stored.category == memory.category
-        and stored.tags == memory.tags
-        and as_real(stored.importance) == as_real(memory.importance)
-        and stored.sensitive == memory.sensitive
-        and stored.metadata == memory.metadata
-        and stored.valid_from == memory.valid_from
-        and stored.valid_to == memory.valid_to
-        and (memory.created_at is None or stored.created_at == memory.created_at)
-        and (memory.expires_at is None or stored.expires_at == memory.expires_at)
-        and stored.thread == memory.thread
-        and stored.pinned == memory.pinned
-        and relations == set(memory.relations)
-    )
+    write sets; created_at and expires_at only when the write gave them (else the server chose
+    them); importance as the column holds it."""
+    for name in (*UPDATABLE, "created_at"):
+        want, have = getattr(memory, name), getattr(stored, name)
+        if want is None and name in ("created_at", "expires_at"):
+            continue
+        if name == "importance":
+            want, have = as_real(want), as_real(have)
+        if want != have:
+            return False
+    return relations == set(memory.relations)
 
 
 async def _existing(conn: Any, ns: str, memory: NewMemory) -> StoredMemory:
@@ -268,19 +211,15 @@ async def _pin(conn: Any, ns: str, memory_ids: list[str]) -> None:
 
 
 # The columns of a memory version (migration 0014), as an Update and an Import write them.
-VERSION_COLUMNS = (
-    "memory_id, version, namespace, content, category, tags, importance, is_sensitive, "
-    "updated_at, valid_from, valid_to, metadata, expires_at, thread, pinned, replaced_at, "
-    "replaced_by, changed"
-)
+VERSION_COLUMNS = (f"memory_id, version, namespace, updated_at, {VERSIONED_COLUMNS}, "
+                   "replaced_at, replaced_by, changed")
 
 # Keeps the state an Update replaces as the memory's next version (History).
 _KEEP_VERSION = f"""
 INSERT INTO memory_versions ({VERSION_COLUMNS})
 SELECT id, coalesce((SELECT max(v.version) FROM memory_versions v WHERE v.memory_id = m.id), 0)
            + 1,
-       namespace, content, category, tags, importance, is_sensitive, updated_at, valid_from,
-       valid_to, metadata, expires_at, thread, pinned, clock_timestamp(), %(by)s, %(changed)s
+       namespace, updated_at, {VERSIONED_COLUMNS}, clock_timestamp(), %(by)s, %(changed)s
 FROM memories m WHERE namespace = %(ns)s AND id = %(id)s AND {LIVE}
 """
 

@@ -332,7 +332,7 @@ def domain_error(exc: BaseException) -> RequestError | None:
       column's type, one that does not convert; and psycopg's own refusal of a NUL in text):
       INVALID_ARGUMENT, with the reason. Validation
       (recallmesh.wire) refuses or rounds every such value first; this keeps one it missed a
-      clear answer to the caller instead of INTERNAL (issue 54).
+      clear answer to the caller instead of INTERNAL (docs/decisions/0011-hostile-input-rules.md).
     """
     if isinstance(exc, psycopg_pool.TooManyRequests):
         return ResourceExhausted("database busy: too many requests waiting for a connection, "

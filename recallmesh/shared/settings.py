@@ -3,7 +3,7 @@
 The readers (env_int, env_float, env_bool, env_str...) and the settings every process shares
 (where it listens, the database pool, authentication). Each service declares its own settings
 class beside its code (recallmesh/services/<name>/settings.py, recallmesh/gateway/settings.py)
-with these readers; recall settings are declared once in recallmesh/wire/policy.py. The table
+with these readers; recall settings are declared once in recallmesh/policy.py. The table
 in docs/configuration.md lists each variable; keep them in step.
 """
 

@@ -1,6 +1,6 @@
 """Throwaway certificates for TLS on one host: a CA and certificates for localhost /
 127.0.0.1 signed by it (the TLS tests, `benchmarks.performance.security_overhead`, trying
-RECALLMESH_TLS_* locally). Never for production: use cert-manager (docs/operations.md).
+RECALLMESH_TLS_* locally). Never for production: use cert-manager (docs/operations/kubernetes.md).
 Needs `cryptography` (the dev extra)."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -67,6 +67,9 @@ class Filters:
         return (self.threads, self.metadata, self.importance_min, self.importance_max,
                 self.updated_after, self.updated_before, self.as_of) == (
                     (), (), None, None, None, None, None)
+
+
+FILTER_FIELDS = tuple(f.name for f in fields(Filters))  # the conditions, by name
 
 
 def _labels(values: Sequence[str], what: str, max_chars: int = MAX_LABEL_CHARS
@@ -181,6 +184,17 @@ def filters_to_proto(filters: Filters, msg: memory_pb2.RecallFilters) -> None:
         value = getattr(filters, name)
         if value is not None:
             to_proto_timestamp(value, getattr(msg, name))
+
+
+def live(alias: str = "", include_deleted: bool = False) -> str:
+    """The condition a readable memory meets, for every read of memories: not deleted, not
+    expired (an expired memory is treated exactly like a deleted one until the indexer's
+    sweeper purges it). `alias`: the memories table's alias in the statement, if any;
+    `include_deleted`: deleted memories too (List and History may show them), never expired
+    ones."""
+    a = f"{alias}." if alias else ""
+    unexpired = f"({a}expires_at IS NULL OR {a}expires_at > now())"
+    return unexpired if include_deleted else f"{a}deleted_at IS NULL AND {unexpired}"
 
 
 def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, dict[str, Any]]:

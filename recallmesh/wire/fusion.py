@@ -9,14 +9,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from recallmesh.policy import (
+    DEFAULT_EXACT_BONUS,
+    DEFAULT_IMPORTANCE_STRENGTH,
+    RRF_K,
+    FusionSettings,
+)
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import fusion_pb2
 from recallmesh.wire.enums import FUSION_METHOD_NAMES, FUSION_METHOD_VALUES, SORT_BY_VALUES, sort_by
-
-RRF_K = 60
-METHODS = ("rrf", "cc", "cc_bounded", "calibrated")
-DEFAULT_IMPORTANCE_STRENGTH = 0.3
-DEFAULT_EXACT_BONUS = 0.05
 
 
 @dataclass(frozen=True)
@@ -37,25 +38,6 @@ class LegList:
     score_scale: float | None = None  # the score of a full match, if the leg can say
     blind_to_sensitive: bool = False  # the leg cannot return sensitive memories
     score_floor: float | None = None  # an unrelated candidate's typical score, if known
-
-
-@dataclass(frozen=True)
-class FusionSettings:
-    method: str = "rrf"
-    rrf_k: int = RRF_K
-    importance_strength: float = DEFAULT_IMPORTANCE_STRENGTH
-    exact_bonus: float = DEFAULT_EXACT_BONUS
-    sort_by: str = "relevance"
-
-    def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ValueError(f"fusion method must be one of {METHODS}, got {self.method!r}")
-        if not 1 <= self.rrf_k <= 1000:
-            raise ValueError(f"rrf_k must be within 1..1000, got {self.rrf_k}")
-        for name in ("importance_strength", "exact_bonus"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-                raise ValueError(f"{name} must be within [0, 1], got {value}")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Postgres rounds a double sent to a `real` column, or compared with `::real`, to the nearest
 single, and refuses one that is not zero but rounds to zero (underflow: below about 7e-46)
 or lies past the largest single (overflow). Every number bound for a `real` is rounded here
-first, the way Postgres rounds it, and checked as rounded (issue 54): a value the database
+first, the way Postgres rounds it, and checked as rounded: a value the database
 would refuse reaches it as the single it means (1e-50 is 0), never as an error, and a filter
 bound equal to a stored value still keeps it (both are the same single). docs/decisions/0011.
 """

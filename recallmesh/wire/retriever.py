@@ -10,12 +10,12 @@ import math
 import uuid
 from dataclasses import dataclass, field
 
+from recallmesh.policy import MAX_LEG_DEPTH, MAX_SEED_MEMORIES
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import retriever_pb2
 from recallmesh.wire.enums import SORT_BY_VALUES, sort_by
 from recallmesh.wire.filters import Filters, filters_from_proto, filters_to_proto
 from recallmesh.wire.fusion import LegCandidate
-from recallmesh.wire.policy import MAX_LEG_DEPTH, MAX_SEED_MEMORIES
 from recallmesh.wire.validation import memory_id, namespace, query_text
 
 

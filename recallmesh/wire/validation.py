@@ -10,10 +10,11 @@ import math
 import unicodedata
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from recallmesh.policy import Overrides, checked
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import memory_pb2
 from recallmesh.wire.enums import RELATION_TYPE_NAMES, sort_by
@@ -23,7 +24,12 @@ from recallmesh.wire.filters import (
     filters_from_proto,
     metadata_key_problem,
 )
-from recallmesh.wire.policy import Overrides, checked
+from recallmesh.wire.memory_fields import (
+    DEFAULT_IMPORTANCE,
+    UPDATE_PATHS,
+    NewMemory,
+    column_values,
+)
 from recallmesh.wire.real import as_real
 from recallmesh.wire.timestamps import from_proto_timestamp
 
@@ -36,7 +42,6 @@ MAX_METADATA_VALUE_CHARS = 1024
 MAX_THREAD_CHARS = 128  # the column's CHECK (migration 0012)
 MAX_BATCH = 1000
 MAX_RELATIONS = 16
-DEFAULT_IMPORTANCE = 0.5
 DEFAULT_K = 10
 MAX_K = 100
 # A recall's budget holds a concurrency slot, a connection per leg and the embedding queue
@@ -52,24 +57,6 @@ MAX_BUDGET_MS = 10_000
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 @dataclass(frozen=True)
-class NewMemory:
-    content: str
-    id: str | None = None  # client-supplied: the write's idempotency key (None: server assigns)
-    category: str = ""
-    tags: tuple[str, ...] = ()
-    importance: float = DEFAULT_IMPORTANCE
-    sensitive: bool = False
-    created_at: datetime | None = None
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
-    metadata: dict[str, str] = field(default_factory=dict)
-    relations: tuple[tuple[str, str], ...] = ()  # (relation type, target memory id)
-    expires_at: datetime | None = None  # None: the namespace's default TTL, if any
-    thread: str = ""  # the conversation / session it belongs to ('' = none)
-    pinned: bool = False  # always in Context, first
-
-
-@dataclass(frozen=True)
 class RecallQuery:
     namespace: str
     query: str
@@ -78,7 +65,7 @@ class RecallQuery:
     filters: Filters = Filters()
     budget_ms: int | None = None
     explain: bool = False
-    fusion: Overrides = Overrides()  # the request's recall settings (recallmesh/wire/policy.py)
+    fusion: Overrides = Overrides()  # the request's recall settings (recallmesh/policy.py)
     reference_time: datetime | None = None  # None: the server's clock
     # The relevance floor cuts each hit (Context) instead of the answer as a whole (Recall).
     floor_each_hit: bool = False
@@ -351,22 +338,6 @@ def context_query(msg: memory_pb2.ContextRequest) -> ContextQuery:
     return ContextQuery(recall, max_tokens, msg.include_sensitive)
 
 
-# Update paths a client may name, and the memories column each one writes.
-UPDATE_PATHS = {
-    "content": "content",
-    "category": "category",
-    "tags": "tags",
-    "importance": "importance",
-    "sensitive": "is_sensitive",
-    "metadata": "metadata",
-    "valid_from": "valid_from",
-    "valid_to": "valid_to",
-    "expires_at": "expires_at",
-    "thread": "thread",
-    "pinned": "pinned",
-}
-
-
 def memory_update(msg: memory_pb2.Memory, paths: Sequence[str], ns: str) -> dict[str, Any]:
     """Validate an UpdateRequest's memory + update_mask: {column: new value}.
 
@@ -399,20 +370,9 @@ def memory_update(msg: memory_pb2.Memory, paths: Sequence[str], ns: str) -> dict
         else:
             setattr(probe, name, getattr(msg, name))
     checked = new_memory(probe, ns)
-    values = {
-        "content": checked.content,
-        "category": checked.category,
-        "tags": list(checked.tags),
-        "importance": checked.importance,
-        "sensitive": checked.sensitive,
-        "metadata": checked.metadata,
-        "valid_from": checked.valid_from,
-        "valid_to": checked.valid_to,
-        "expires_at": checked.expires_at,  # named but unset: the memory no longer expires
-        "thread": checked.thread,
-        "pinned": checked.pinned,
-    }
-    return {UPDATE_PATHS[n]: values[n] for n in dict.fromkeys(names)}
+    # named but unset, expires_at is None: the memory no longer expires
+    values = column_values(checked, dict.fromkeys(names))
+    return {UPDATE_PATHS[n]: value for n, value in values.items()}
 
 
 # A write's wait for indexing holds a concurrency slot and polls the database every 100 ms:
@@ -514,10 +474,11 @@ def delete_matching(msg: memory_pb2.DeleteMatchingRequest) -> tuple[ListQuery, i
             msg.sample_size or DEFAULT_SAMPLE)
 
 
-# Versions and the answers that carry them are bounded (issue 54). A memory keeps its newest
+# Versions and the answers that carry them are bounded (docs/decisions/0011-hostile-input-rules.md,
+# which holds the measurements). A memory keeps its newest
 # MAX_VERSIONS earlier states: the Update that makes one more drops the oldest, so History's
 # first version may be later than 1. One Import writes at most MAX_IMPORT_VERSIONS versions
-# under its namespace's lock (issue 54 measured 0.58 s for 2,000). A History or Export
+# under its namespace's lock, which it holds for as long as it writes. A History or Export
 # answer stays within MAX_RESPONSE_BYTES, below gRPC's 4 MiB default for what a client
 # receives: an Export page ends early (its token continues it), and a memory whose versions
 # alone would pass it leaves out its oldest versions and says how many (versions_left_out).

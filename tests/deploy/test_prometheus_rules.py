@@ -1,5 +1,5 @@
 """The PrometheusRule passes `promtool check rules`, every alert has a promtool unit test and a
-runbook in docs/operations.md, and `promtool test rules` passes."""
+runbook in docs/operations/alerts.md, and `promtool test rules` passes."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from tests.deploy import metric_names
-from tests.deploy.tools import OPERATIONS_MD, PROMTOOL_TESTS, tool
+from tests.deploy.tools import ALERTS_MD, PROMTOOL_TESTS, tool
 
-RUNBOOK_BASE = "https://github.com/recallmesh/recallmesh/blob/main/docs/operations.md#"
+RUNBOOK_BASE = "https://github.com/recallmesh/recallmesh/blob/main/docs/operations/alerts.md#"
 
 
 def rule_groups() -> dict[str, Any]:
@@ -71,16 +71,16 @@ def github_anchor(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-def test_every_alert_has_a_runbook_in_operations_md() -> None:
+def test_every_alert_has_a_runbook_in_alerts_md() -> None:
     anchors = {
         github_anchor(m.group(1))
-        for m in re.finditer(r"^#+ (.+)$", OPERATIONS_MD.read_text(), flags=re.M)
+        for m in re.finditer(r"^#+ (.+)$", ALERTS_MD.read_text(), flags=re.M)
     }
     for alert in alerts():
         url = alert["annotations"]["runbook_url"]
         assert url.startswith(RUNBOOK_BASE), url
         anchor = url[len(RUNBOOK_BASE):]
         assert anchor == alert["alert"].lower()
-        assert anchor in anchors, f"docs/operations.md has no heading for #{anchor}"
+        assert anchor in anchors, f"docs/operations/alerts.md has no heading for #{anchor}"
         assert alert["labels"]["severity"] in {"info", "warning", "critical"}
         assert {"summary", "description"} <= set(alert["annotations"])

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.deploy import rendered
-from tests.deploy.tools import K8S, OPERATIONS_MD, OVERLAYS, ROOT, tool
+from tests.deploy.tools import K8S, KUBERNETES_MD, OVERLAYS, ROOT, tool
 
 SERVICES = {
     # service: (gRPC port, metrics port, uses the database)
@@ -400,9 +400,9 @@ def test_every_internal_service_has_a_wall(overlay: str) -> None:
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_internal_token_is_never_committed(overlay: str) -> None:
-    """The token comes from a Secret the operator creates (docs/operations.md); no overlay
-    renders a Secret, a ConfigMap value or a literal for it, and a missing Secret keeps the pod
-    from starting (optional: false) instead of starting it without its wall."""
+    """The token comes from a Secret the operator creates (docs/operations/kubernetes.md); no
+    overlay renders a Secret, a ConfigMap value or a literal for it, and a missing Secret keeps
+    the pod from starting (optional: false) instead of starting it without its wall."""
     objs = objects(f"overlays/{overlay}")
     assert not by_kind(objs, "Secret")
     for cm in by_kind(objs, "ConfigMap").values():
@@ -417,8 +417,8 @@ def test_internal_token_is_never_committed(overlay: str) -> None:
                     "name": INTERNAL_TOKEN[0], "key": INTERNAL_TOKEN[1], "optional": False}
 
 
-def test_operations_md_says_how_to_create_the_internal_token() -> None:
-    text = OPERATIONS_MD.read_text()
+def test_kubernetes_md_says_how_to_create_the_internal_token() -> None:
+    text = KUBERNETES_MD.read_text()
     assert (f"kubectl -n recallmesh-dev create secret generic {INTERNAL_TOKEN[0]}"
             in text)
     assert f"--from-literal={INTERNAL_TOKEN[1]}=" in text

@@ -20,7 +20,9 @@ TERRAFORM = ROOT / "terraform"
 RULES = K8S / "base" / "observability" / "prometheusrule.yaml"
 DASHBOARD = K8S / "base" / "observability" / "recallmesh-dashboard.json"
 PROMTOOL_TESTS = Path(__file__).resolve().parent / "promtool" / "recallmesh-rules.test.yaml"
-OPERATIONS_MD = ROOT / "docs" / "operations.md"
+OPERATIONS = ROOT / "docs" / "operations"
+ALERTS_MD = OPERATIONS / "alerts.md"  # the runbooks the alert rules link to
+KUBERNETES_MD = OPERATIONS / "kubernetes.md"
 # The Kubernetes version the rendered objects are validated against: the oldest one the
 # manifests support (image-volume extensions for PostgreSQL need 1.33 with the ImageVolume gate).
 KUBERNETES_VERSION = "1.33.0"

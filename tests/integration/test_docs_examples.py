@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ def test_client_guide_examples_run(stack: Stack, monkeypatch: pytest.MonkeyPatch
     monkeypatch.chdir(tmp_path)  # no ca.pem here: the private-CA example is skipped
     blocks = python_blocks(DOC.read_text())
     assert len(blocks) >= 10
-    scope: dict[str, object] = {"__name__": "docs_client_md"}
+    scope: dict[str, Any] = {"__name__": "docs_client_md"}
     for number, block in enumerate(blocks, start=1):
         try:
             exec(compile(block, f"docs/client.md block {number}", "exec"), scope)
@@ -37,11 +38,15 @@ def test_client_guide_examples_run(stack: Stack, monkeypatch: pytest.MonkeyPatch
     assert "NOT_FOUND" in printed and "INVALID_ARGUMENT" in printed
 
 
-def test_readme_python_example_runs(stack: Stack, monkeypatch: pytest.MonkeyPatch,
+def test_readme_python_examples_run(stack: Stack, monkeypatch: pytest.MonkeyPatch,
                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """README.md's Python examples (Recall, From an agent), in order: both use the typed client."""
     monkeypatch.setenv("RECALLMESH_TARGET", stack.endpoints["gateway"])
     monkeypatch.setenv("RECALLMESH_API_KEY", stack.api_key)
-    (block,) = [b for b in python_blocks((ROOT / "README.md").read_text())
-                if "recallmesh.client" in b]
-    exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
-    assert "Helix" in capsys.readouterr().out
+    blocks = python_blocks((ROOT / "README.md").read_text())
+    assert len(blocks) == 2 and all("from recallmesh.client import Client" in b for b in blocks)
+    for number, block in enumerate(blocks, start=1):
+        exec(compile(block, f"README.md block {number}", "exec"), {"__name__": "readme"})
+    printed = capsys.readouterr().out
+    assert "Tomás Ribeiro is away until March" in printed and "all legs answered" in printed
+    assert "Helix" in printed

@@ -9,9 +9,9 @@ import urllib.request
 import grpc
 import pytest
 
+from recallmesh.policy import RecallPolicy
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
-from recallmesh.wire.policy import RecallPolicy
 from tests.helpers import expect_status, recall
 from tests.integration.test_degraded import lexical_ranking
 

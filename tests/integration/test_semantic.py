@@ -7,7 +7,6 @@ the indexer embeds through the recording proxy (tests/recording_embedder.py).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import grpc
@@ -17,6 +16,7 @@ from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from recallmesh.embedding_models.manifest import ModelManifest
+from recallmesh.policy import DEFAULT_LEG_WEIGHTS
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import (
     embedder_pb2,
@@ -26,8 +26,7 @@ from recallmesh.v1 import (
     retriever_pb2,
     retriever_pb2_grpc,
 )
-from recallmesh.wire.policy import DEFAULT_LEG_WEIGHTS
-from tests.helpers import expect_status, one_row, recall
+from tests.helpers import expect_status, recall
 from tests.recording_embedder import RecordingEmbedder
 
 pytestmark = pytest.mark.integration
@@ -70,7 +69,7 @@ def texts(*contents: str, **fields) -> list[memory_pb2.Memory]:
 
 
 @pytest.fixture(scope="module")
-def embedder_stub(stack: Stack) -> Iterator[embedder_pb2_grpc.EmbedderServiceStub]:
+def embedder_stub(stack: Stack):
     with stack.dial("embedding") as channel:
         yield embedder_pb2_grpc.EmbedderServiceStub(channel)
 
@@ -238,9 +237,8 @@ def test_sensitive_memories_never_reach_the_embedder(gateway: memory_pb2_grpc.Me
     ids = store_all(gateway, ns, memories)
     vectors = vectors_of(db, ids)
     assert [vectors[i] is None for i in ids] == [True, True, True, False]
-    assert one_row(db.execute(
-        "SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
-        (ids,)))[0] == 0
+    assert db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
+                      (ids,)).fetchone()[0] == 0
     # Still found, lexically (top of the lexical list; plain RRF may tie it with the
     # vector leg's best, which is the known weakness the fusion issue addresses).
     response = recall(gateway, ns, "bank password hunter1", explain=True)
@@ -257,8 +255,8 @@ def test_sensitive_memories_never_reach_the_embedder(gateway: memory_pb2_grpc.Me
     gateway.Update(memory_pb2.UpdateRequest(
         namespace=ns, id=public, memory=memory_pb2.Memory(content=f"Sensitive {ns}: new text"),
         update_mask=FieldMask(paths=["content"])), timeout=10)
-    assert one_row(db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = %s",
-                              (public,)))[0] == 0
+    assert db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = %s",
+                      (public,)).fetchone()[0] == 0
     # The recorder saw the public text only, and never any sensitive one (session-wide).
     assert f"Public {ns}: likes jazz" in recorder.documents
     assert not any(t in recorder.documents for t in secret_texts)
@@ -349,17 +347,16 @@ def test_embedding_service_down_loses_nothing(stack: Stack,
         stack.start_service("embedding")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        done = one_row(db.execute("SELECT count(*) FROM memories WHERE id = ANY(%s::uuid[]) "
-                                  "AND embedding IS NOT NULL", (ids,)))[0]
+        done = db.execute("SELECT count(*) FROM memories WHERE id = ANY(%s::uuid[]) "
+                          "AND embedding IS NOT NULL", (ids,)).fetchone()[0]
         if done == 50:
             break
         time.sleep(0.2)
     assert done == 50
-    assert one_row(db.execute("SELECT count(*) FROM memories WHERE namespace = %s",
-                              (ns,)))[0] == 50
-    assert one_row(db.execute(
-        "SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
-        (ids,)))[0] == 0
+    assert db.execute("SELECT count(*) FROM memories WHERE namespace = %s",
+                      (ns,)).fetchone()[0] == 50
+    assert db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
+                      (ids,)).fetchone()[0] == 0
     response = recall(gateway, ns, "outage memory topic 7")
     assert not response.degraded
 

@@ -29,9 +29,10 @@ from recallmesh.gateway.stages import (
     scores_are_estimates,
 )
 from recallmesh.gateway.store import content_key
+from recallmesh.policy import FusionSettings
 from recallmesh.services.fusion.core import fuse
-from recallmesh.wire.fusion import FusedCandidate, FusionSettings, LegCandidate, LegList
-from recallmesh.wire.validation import NewMemory
+from recallmesh.wire.fusion import FusedCandidate, LegCandidate, LegList
+from recallmesh.wire.memory_fields import NewMemory
 
 CAL = FusionSettings(method="calibrated", importance_strength=0.0, exact_bonus=0.0)
 

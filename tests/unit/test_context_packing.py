@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from recallmesh.embedding_models.manifest import DEFAULT_MODEL
 from recallmesh.gateway.context_block import HEADING, TokenCounter, is_temporal, line_for, pack
-from recallmesh.gateway.store import StoredMemory
+from recallmesh.wire.memory_fields import StoredMemory
 from tests.models import suite_manifest
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)

@@ -1,5 +1,5 @@
 """The documentation stays true to the tree: the README opens with the two commands, every
-recall setting (recallmesh/wire/policy.py) is documented with its variable, and every relative link
+recall setting (recallmesh/policy.py) is documented with its variable, and every relative link
 in README.md and docs/ points at a file (and, within markdown, a heading) that exists."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from recallmesh.wire.policy import RecallPolicy
+from recallmesh.policy import RecallPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+         *sorted((ROOT / "docs" / "operations").glob("*.md"))]
 
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
@@ -89,7 +90,8 @@ def test_anchors_in_markdown_links_name_headings_that_exist(page: Path) -> None:
 
 API = ROOT / "docs" / "api.md"
 REFERENCE_PAGES = [ROOT / "README.md", API, *(ROOT / "docs" / n for n in (
-    "cli.md", "client.md", "configuration.md", "mcp.md", "operations.md"))]
+    "cli.md", "client.md", "configuration.md", "mcp.md")),
+    *sorted((ROOT / "docs" / "operations").glob("*.md"))]
 
 
 def section(text: str, heading: str) -> str:
@@ -102,7 +104,7 @@ def section(text: str, heading: str) -> str:
 
 
 def test_api_md_lists_every_update_path_from_the_code() -> None:
-    from recallmesh.wire.validation import UPDATE_PATHS
+    from recallmesh.wire.memory_fields import UPDATE_PATHS
 
     text = API.read_text(encoding="utf-8")
     update = section(text, "### `Update`")
@@ -131,7 +133,7 @@ def test_api_md_has_every_rpc_and_the_scope_each_needs() -> None:
 
 
 def test_reference_pages_name_the_default_fusion_method() -> None:
-    from recallmesh.wire.policy import RecallPolicy
+    from recallmesh.policy import RecallPolicy
 
     default = RecallPolicy().method
     said = re.compile(
@@ -145,7 +147,7 @@ def test_api_md_quotes_every_fixed_refusal_of_fusion_overrides_and_filters() -> 
     """A rule that refuses with a fixed message (no value in it) is quoted in api.md word for
     word: a rule documented the other way round (all-zero weights "allowed") fails here."""
     text = " ".join(API.read_text(encoding="utf-8").split())
-    for module in ("policy.py", "filters.py"):
-        source = (ROOT / "recallmesh" / "wire" / module).read_text(encoding="utf-8")
+    for module in ("policy.py", "wire/filters.py"):
+        source = (ROOT / "recallmesh" / module).read_text(encoding="utf-8")
         for message in re.findall(r'InvalidArgument\("([^"{}]+)"\)', source):
             assert message in text, f"api.md does not quote {message!r} ({module})"

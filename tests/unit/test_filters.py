@@ -15,10 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recallmesh.gateway.listing import PageTokens, _digest, where
-from recallmesh.gateway.store import StoredMemory
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import memory_pb2
 from recallmesh.wire.filters import Filters, filter_sql, filters_from_proto, filters_to_proto
+from recallmesh.wire.memory_fields import StoredMemory
 from recallmesh.wire.real import as_real
 from recallmesh.wire.validation import ListQuery
 

@@ -10,15 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from recallmesh.policy import METHODS, RRF_K, FusionSettings
 from recallmesh.services.fusion.core import fuse
-from recallmesh.wire.fusion import (
-    METHODS,
-    RRF_K,
-    FusedCandidate,
-    FusionSettings,
-    LegCandidate,
-    LegList,
-)
+from recallmesh.wire.fusion import FusedCandidate, LegCandidate, LegList
 
 IDS = [f"m{i:02d}" for i in range(30)]
 orders = st.lists(st.sampled_from(IDS), unique=True, max_size=20)

@@ -4,9 +4,9 @@ Read from the source (every string literal of recallmesh/ that holds SQL): a sta
 touches a table with a namespace column must hold an equality on namespace with a value
 (`namespace = %(ns)s`, `namespace = %s`, `namespace = ANY(...)`), or be an INSERT that writes
 the namespace column. That is what tenant isolation wants anyway, and what sharding by namespace
-needs (docs/operations.md, "A path to sharding": on Citus every such statement routes to the one
-shard of its namespace). The exceptions are listed below, each with why; a new statement that
-is neither scoped nor listed fails here.
+needs (docs/operations/sharding.md, "A path to sharding": on Citus every such statement routes
+to the one shard of its namespace). The exceptions are listed below, each with why; a new
+statement that is neither scoped nor listed fails here.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.settings import ConfigError
 from recallmesh.v1 import memory_pb2
-from recallmesh.wire.validation import UPDATE_PATHS, index_wait, memory_update
+from recallmesh.wire.memory_fields import UPDATE_PATHS
+from recallmesh.wire.validation import index_wait, memory_update
 
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
 json_values = st.recursive(

@@ -1,4 +1,4 @@
-"""The recall policy (recallmesh/wire/policy.py): one declaration per setting gives the
+"""The recall policy (recallmesh/policy.py): one declaration per setting gives the
 environment's parsing, the request's validation, the proto round trip, the CLI's --set and
 the merge rule request > intent route > deployment > built-in."""
 
@@ -11,16 +11,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recallmesh.shared.errors import InvalidArgument
-from recallmesh.shared.settings import ConfigError
-from recallmesh.v1 import memory_pb2
-from recallmesh.wire.policy import (
+from recallmesh.policy import (
     DEFAULT_LEG_WEIGHTS,
     Overrides,
     RecallPolicy,
     checked,
     lexical_setting,
 )
+from recallmesh.shared.errors import InvalidArgument
+from recallmesh.shared.settings import ConfigError
+from recallmesh.v1 import memory_pb2
 
 LEGS = ("lexical", "vector", "graph")
 

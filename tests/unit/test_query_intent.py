@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recallmesh.gateway.query_intent import ADVICE, ADVICE_LEXICAL_WEIGHT, Route, route
-from recallmesh.wire.policy import Overrides
+from recallmesh.policy import Overrides
 from recallmesh.wire.validation import RecallQuery
 from tests.unit.test_recall_core import context_recaller, mid
 

@@ -18,7 +18,7 @@ from prometheus_client import REGISTRY
 from recallmesh.gateway.fanout import LegError
 from recallmesh.gateway.recall import Recaller
 from recallmesh.gateway.settings import GatewaySettings, LegTarget
-from recallmesh.gateway.store import StoredMemory
+from recallmesh.policy import Overrides, RecallPolicy
 from recallmesh.shared.errors import (
     DeadlineExceeded,
     InvalidArgument,
@@ -26,7 +26,7 @@ from recallmesh.shared.errors import (
     Unavailable,
 )
 from recallmesh.wire.fusion import LegCandidate
-from recallmesh.wire.policy import Overrides, RecallPolicy
+from recallmesh.wire.memory_fields import StoredMemory
 from recallmesh.wire.retriever import LegAnswer, LegQuery
 from recallmesh.wire.validation import RecallQuery
 

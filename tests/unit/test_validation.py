@@ -11,6 +11,7 @@ from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import memory_pb2, retriever_pb2
 from recallmesh.wire import enums, retriever, validation
 from recallmesh.wire.filters import Filters, filter_sql, filters_from_proto
+from recallmesh.wire.memory_fields import DEFAULT_IMPORTANCE
 
 
 def test_new_memory_defaults_and_normalisation() -> None:
@@ -20,7 +21,7 @@ def test_new_memory_defaults_and_normalisation() -> None:
     assert memory.content == "  keep my spaces  "
     assert memory.category == "pref"
     assert memory.tags == ("a", "b")  # trimmed and de-duplicated, order kept
-    assert memory.importance == validation.DEFAULT_IMPORTANCE
+    assert memory.importance == DEFAULT_IMPORTANCE
     assert memory.created_at is None
 
 

@@ -44,12 +44,8 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 
-from recallmesh.wire.fusion import (
-    Contribution,
-    FusedCandidate,
-    FusionSettings,
-    LegList,
-)
+from recallmesh.policy import FusionSettings
+from recallmesh.wire.fusion import Contribution, FusedCandidate, LegList
 
 
 def _normaliser(scores: list[float],

@@ -43,7 +43,7 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from recallmesh.services.graph.extraction import normalise
 from recallmesh.shared.replicas import as_reads
-from recallmesh.wire.filters import Filters, filter_sql
+from recallmesh.wire.filters import Filters, filter_sql, live
 
 MAX_SEED_WORDS = 4
 Row = tuple[Any, ...]  # a database row (psycopg returns tuples)
@@ -139,12 +139,11 @@ class GraphHit:
 
 
 _VERSION = "SELECT version FROM graph_versions WHERE namespace = %s"
-_MEMORIES = """
+_MEMORIES = f"""
 SELECT m.id::text, m.importance, m.category, m.tags, m.created_at,
        least(m.valid_to, m.expires_at)  -- when the node goes: the cached graph expires then
 FROM memories m
-WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
-  AND (m.expires_at IS NULL OR m.expires_at > now()) AND NOT m.is_sensitive
+WHERE m.namespace = %(ns)s AND {live('m')} AND NOT m.is_sensitive
   AND (m.valid_to IS NULL OR m.valid_to > now())
   AND EXISTS (SELECT 1 FROM memory_concepts mc WHERE mc.memory_id = m.id)
 ORDER BY m.id
@@ -165,10 +164,9 @@ WHERE namespace = %(ns)s AND retracted_at IS NULL AND (valid_to IS NULL OR valid
 GROUP BY src, dst
 """
 _MEMORY_EDGES = "SELECT src::text, dst::text FROM memory_edges WHERE namespace = %(ns)s"
-_LIVE = """
+_LIVE = f"""
 SELECT id::text FROM memories
-WHERE namespace = %s AND id = ANY(%s::uuid[]) AND deleted_at IS NULL AND NOT is_sensitive
-  AND (expires_at IS NULL OR expires_at > now())
+WHERE namespace = %s AND id = ANY(%s::uuid[]) AND {live()} AND NOT is_sensitive
   AND (valid_to IS NULL OR valid_to > now())
 """
 
@@ -305,8 +303,8 @@ class GraphRetriever:
                 seed_memories))
             hits = hits[:k]
         if stale and hits:
-            live = await self._live(namespace, [h.memory_id for h in hits])
-            hits = [h for h in hits if h.memory_id in live]
+            alive = await self._live(namespace, [h.memory_id for h in hits])
+            hits = [h for h in hits if h.memory_id in alive]
         return hits
 
 

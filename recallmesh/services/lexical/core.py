@@ -30,8 +30,9 @@ docs/decisions/0015-secrets-on-what-only-they-hold.md); it is then scored like a
 Each posting's share is rounded to a multiple of 2^-36 (CONTRIBUTION), so a score is the
 same whatever order its shares are summed in. When the query's terms have many postings
 (PRUNE_MIN_POSTINGS), relevance and importance run a pruned statement that returns the same
-rows (issue 44, _pruned_scores): the commonest terms, which cannot lift a memory into the k best
-on their own, are summed only for the memories the rarer terms make candidates.
+rows (_pruned_scores; docs/decisions/0003-bm25-maxscore.md): the commonest terms, which
+cannot lift a memory into the k best on their own, are summed only for the memories the rarer
+terms make candidates.
 Chinese, Japanese and Korean runs are searched as character pairs (cjk.py).
 Under BM25 a misspelt term (one no memory of the namespace holds) is read as the namespace's
 most similar term by spelling, weighted by that similarity (SPELLED; docs/decisions/0013).
@@ -48,7 +49,7 @@ from typing import Any
 
 from recallmesh.services.lexical.cjk import query_terms
 from recallmesh.shared.replicas import as_reads
-from recallmesh.wire.filters import Filters, filter_sql
+from recallmesh.wire.filters import Filters, filter_sql, live
 
 # (ts_rank weight, importance weight) of the blended score per sort mode.
 BLEND = {"relevance": (0.7, 0.3), "importance": (0.4, 0.6), "recency": (0.7, 0.3)}
@@ -111,7 +112,7 @@ def asks_for_secret(vector: str, terms: str) -> str:
               ON py.namespace = px.namespace AND py.lexeme = y AND py.memory_id = px.memory_id
             JOIN memories m2 ON m2.id = px.memory_id
             WHERE px.namespace = %(ns)s AND px.lexeme = x AND NOT m2.is_sensitive
-              AND (m2.expires_at IS NULL OR m2.expires_at > now())))"""
+              AND {live('m2')}))"""
 
 
 # The question's words for `asks_for_secret`: its lexemes less the function words of every
@@ -144,8 +145,7 @@ def build_search_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any
     SELECT m.id, ts_rank(m.search_vector, qq.and_q) AS rank, m.importance, m.created_at,
            0 AS tier, m.is_sensitive
     FROM memories m, qq
-    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
-      AND (m.expires_at IS NULL OR m.expires_at > now())
+    WHERE m.namespace = %(ns)s AND {live('m')}
       AND m.search_vector @@ qq.and_q {where_filters}
 ), and_top AS (
     SELECT * FROM and_hits ORDER BY {order} LIMIT %(k)s
@@ -155,8 +155,7 @@ def build_search_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any
                1 AS tier, m.is_sensitive
         FROM memories m, qq
         WHERE (SELECT count(*) FROM and_top) < %(k)s
-          AND m.namespace = %(ns)s AND m.deleted_at IS NULL
-            AND (m.expires_at IS NULL OR m.expires_at > now())
+          AND m.namespace = %(ns)s AND {live('m')}
           AND m.search_vector @@ qq.or_q
           AND NOT (m.search_vector @@ qq.and_q) {where_filters}
     ) broadened
@@ -171,7 +170,6 @@ LIMIT %(k)s
     return sql, params
 
 
-RANKINGS = ("ts_rank", "bm25")
 _NO_CUTOFF = "'-Infinity'::float8"  # a cut-off every score passes
 # A filter passing at most this many memories of the namespace is applied before the lookups
 # (build_bm25_sql).
@@ -401,7 +399,7 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, corrected
     Scores come from the postings of the query's own lexemes (migrations/0006), so the
     cost grows with how many memories contain a query term, not with their length.
     `prune` (relevance and importance; recency needs every match) skips reading the postings
-    of the commonest terms in full when they cannot change the k best (_PRUNED_SCORES): the
+    of the commonest terms in full when they cannot change the k best (_pruned_scores): the
     same hits and scores as `prune=False`, which reads every posting of every term.
     `corrected`: the query's terms are read with the corrections BM25_PREPARE found (its
     `spelling_params`); without, every term as written.
@@ -421,12 +419,12 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, corrected
         SELECT * FROM memories m WHERE m.id = sc.memory_id
         LIMIT 1  -- keeps the subquery from being flattened into a join the planner reorders
     ) m
-    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
-      AND (m.expires_at IS NULL OR m.expires_at > now()) {where_filters}"""
+    WHERE m.namespace = %(ns)s AND {live('m')} {where_filters}"""
     # relevance and importance keep the k best scores: only memories scoring at least the k-th
     # best score among those that pass the filters can be among them, and finding that score
     # looks up scored memories best first, only until k pass (a common term matches tens of
-    # thousands of memories; looking every one up cost 260 of 890 ms at 100,000 memories).
+    # thousands of memories, and looking every one up was a large share of the statement's
+    # time at 100,000 memories: docs/decisions/0003-bm25-maxscore.md).
     # recency keeps the newest matches, whatever their score: every match is looked up.
     # A filter that passes few memories (at most PASSING_CAP) is applied to the scores before any
     # lookup: the memories it passes are found once through their indexes (a metadata or tag
@@ -440,8 +438,7 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, corrected
         source = "candidates"
         passing = f""", passing AS MATERIALIZED (
     SELECT m.id FROM memories m
-    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
-      AND (m.expires_at IS NULL OR m.expires_at > now()) {where_filters}
+    WHERE m.namespace = %(ns)s AND {live('m')} {where_filters}
     LIMIT {PASSING_CAP + 1}
 ), candidates AS MATERIALIZED (
     SELECT * FROM scored
@@ -494,10 +491,10 @@ ORDER BY {final_order}
 # server's default (4 MB) they spilled to disk, and so did the scored memories (measured: 5
 # batches, 12 MB on disk, for 317,000 postings).
 BM25_WORK_MEM = "32MB"
-# The pruned statement costs about 10 ms more than the full one where there is little to prune
-# (a LoCoMo conversation of 600 memories: planning 2.7 against 1.1 ms, execution 11.3 against
-# 2.2); it is run when the query's terms have at least this many postings (a common-word
-# question at 100,000 memories and up), the full one otherwise. Both return the same rows.
+# The pruned statement costs more than the full one where there is little to prune (a small
+# namespace; docs/decisions/0003-bm25-maxscore.md has the measurement); it is run when the
+# query's terms have at least this many postings (a common-word question at 100,000 memories
+# and up), the full one otherwise. Both return the same rows.
 PRUNE_MIN_POSTINGS = 50000
 # Also the query's corrections (SPELLED): the terms, their corrections and similarities, NULL
 # where none; the statement reads them only then (the pg_trgm threshold is set before the lookup:

@@ -6,12 +6,12 @@ from typing import Any
 
 import grpc
 
+from recallmesh.policy import checked
 from recallmesh.services.lexical.core import LexicalRetriever
 from recallmesh.services.lexical.settings import LexicalSettings
 from recallmesh.services.retriever_app import RetrieverApp
 from recallmesh.shared.replicas import Reads
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
-from recallmesh.wire.policy import checked
 from recallmesh.wire.retriever import search_request
 
 

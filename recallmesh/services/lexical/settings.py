@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from recallmesh.policy import lexical_setting
 from recallmesh.services.lexical.core import SPELLING_SIMILARITY
 from recallmesh.shared.settings import env_float
-from recallmesh.wire.policy import lexical_setting
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,7 @@ class LexicalSettings:
     or_min_rank: float = 0.01
     # BM25 (k1 0.9, b 0.4) by default: it beat ts_rank in every fused configuration measured
     # (benchmarks/reports/retrieval.md); "ts_rank" is the faithful Postgres full-text baseline.
-    # The three are recall settings the lexical leg owns (recallmesh/wire/policy.py): their
+    # The three are recall settings the lexical leg owns (recallmesh/policy.py): their
     # variables and bounds are declared there, a request may override them.
     ranking: str = "bm25"
     bm25_k1: float = 0.9

@@ -13,8 +13,9 @@ connection (this also holds behind PgBouncer in transaction mode).
     which also makes ties deterministic.
 The plan by namespace size. Left to itself, Postgres's planner searches a namespace of a few
 thousand memories without the HNSW index (the namespace index, every distance, a sort): exact,
-but linear, 13.4 ms p50 at 5,000 memories here against 2.9 through HNSW
-(benchmarks/reports/vector-plan.md). So the leg picks the plan itself, per search:
+but linear, several times slower than HNSW at 5,000 memories
+(docs/decisions/0008-ef-search-200.md, "The plan by namespace size"). So the leg picks the
+plan itself, per search:
   * HNSW, with sorting priced out for the transaction (enable_sort off, so the planner takes
     the index that returns rows in distance order rather than sorting the namespace), when
     the namespace holds more than `exact_max` vectors of the query's model AND they are at
@@ -56,7 +57,7 @@ from recallmesh.migrations.vector_schema import vector_literal
 from recallmesh.services.vector.settings import DEFAULT_EF_SEARCH, DEFAULT_EXACT_MAX
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.replicas import as_reads
-from recallmesh.wire.filters import Filters, filter_sql
+from recallmesh.wire.filters import Filters, filter_sql, live
 
 EXACT_SEARCHES = Counter(
     "recallmesh_vector_searches_total",
@@ -111,8 +112,7 @@ def build_search_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
 WITH nearest AS MATERIALIZED (
     SELECT m.id, m.importance, m.embedding <=> %(vector)s::halfvec AS distance
     FROM memories m
-    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL
-      AND (m.expires_at IS NULL OR m.expires_at > now())
+    WHERE m.namespace = %(ns)s AND {live('m')}
       AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s {where_filters}
     ORDER BY {order}
     LIMIT %(k)s
@@ -188,7 +188,7 @@ class VectorRetriever:
         cur = await conn.execute(
             "SELECT count(*) FROM (SELECT 1 FROM memories m WHERE m.namespace = %(ns)s "
             "AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s "
-            "AND m.deleted_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > now()) "
+            f"AND {live('m')} "
             f"{where_filters} LIMIT %(cap)s) passing",
             params | {"ns": namespace, "model": model, "cap": cap})
         row = await cur.fetchone()

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from recallmesh.shared.settings import ConfigError, at_most, env_int, env_str
 
 # HNSW candidate list per vector search (hnsw.ef_search). 200, not pgvector's 40 or the 100 it
-# was: at 100,000 memories 100 left recall@10 at 0.93-0.96 with single queries at 0.00, 200
-# gives 0.98 for about 2 ms more (docs/performance.md, benchmarks/reports/scale*.md).
+# was: at 100,000 memories 100 left single queries with none of their exact top 10, and 200
+# finds nearly all of it for a little more time (docs/decisions/0008-ef-search-200.md).
 DEFAULT_EF_SEARCH = 200
 # Namespaces of at most this many vectors are searched exactly, not through HNSW: up to 2,000 the
-# two cost the same here (p50 5.2 ms each) and exact is exact; at 5,000 HNSW p50 is 2.9 ms against
-# 13.4 (benchmarks/reports/vector-plan.md). 0: HNSW for every namespace that is a large enough
-# share of the table (services/vector/core.py).
+# two cost the same and exact is exact; at 5,000 HNSW is several times faster
+# (docs/decisions/0008-ef-search-200.md, "The plan by namespace size"). 0: HNSW for every
+# namespace that is a large enough share of the table (services/vector/core.py).
 DEFAULT_EXACT_MAX = 2000
 
 

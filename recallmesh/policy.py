@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.settings import (
@@ -36,16 +36,34 @@ from recallmesh.shared.settings import (
     parse_bool,
 )
 from recallmesh.v1 import memory_pb2
-from recallmesh.wire.fusion import (
-    DEFAULT_EXACT_BONUS,
-    DEFAULT_IMPORTANCE_STRENGTH,
-    METHODS,
-    RRF_K,
-    FusionSettings,
-)
 
-if TYPE_CHECKING:  # imported where it is used, in to_proto
-    from recallmesh.v1 import memory_pb2
+RRF_K = 60
+METHODS = ("rrf", "cc", "cc_bounded", "calibrated")
+DEFAULT_IMPORTANCE_STRENGTH = 0.3
+DEFAULT_EXACT_BONUS = 0.05
+
+
+@dataclass(frozen=True)
+class FusionSettings:
+    """How one recall's lists are fused (the part of the policy the fusion math reads; it
+    crosses the fusion contract as FusionSettings, recallmesh/wire/fusion.py)."""
+
+    method: str = "rrf"
+    rrf_k: int = RRF_K
+    importance_strength: float = DEFAULT_IMPORTANCE_STRENGTH
+    exact_bonus: float = DEFAULT_EXACT_BONUS
+    sort_by: str = "relevance"
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"fusion method must be one of {METHODS}, got {self.method!r}")
+        if not 1 <= self.rrf_k <= 1000:
+            raise ValueError(f"rrf_k must be within 1..1000, got {self.rrf_k}")
+        for name in ("importance_strength", "exact_bonus"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+                raise ValueError(f"{name} must be within [0, 1], got {value}")
+
 
 MAX_SEED_MEMORIES = 100  # memories one request may name as seeds (graph leg)
 LEXICAL_RANKINGS = ("ts_rank", "bm25")
