@@ -56,9 +56,7 @@ def dsn(pg_dir: Path) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def admin_dsn(dsn: str) -> str:
     """DSN of the server's `postgres` database (for creating scratch databases)."""
-    info = psycopg.conninfo.conninfo_to_dict(dsn)
-    info["dbname"] = "postgres"
-    return psycopg.conninfo.make_conninfo(**info)
+    return psycopg.conninfo.make_conninfo(dsn, dbname="postgres")
 
 
 @pytest.fixture(scope="session")
@@ -79,12 +77,12 @@ def stack_and_recorder(dsn: str, pg_dir: Path) -> Iterator[tuple[Stack, Recordin
 
 
 @pytest.fixture(scope="session")
-def stack(stack_and_recorder) -> Stack:
+def stack(stack_and_recorder: tuple[Stack, RecordingEmbedder]) -> Stack:
     return stack_and_recorder[0]
 
 
 @pytest.fixture(scope="session")
-def recorder(stack_and_recorder) -> RecordingEmbedder:
+def recorder(stack_and_recorder: tuple[Stack, RecordingEmbedder]) -> RecordingEmbedder:
     return stack_and_recorder[1]
 
 
@@ -156,10 +154,8 @@ def scratch_database(admin_dsn: str) -> Iterator[str]:
     name = f"scratch_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    info = psycopg.conninfo.conninfo_to_dict(admin_dsn)
-    info["dbname"] = name
     try:
-        yield psycopg.conninfo.make_conninfo(**info)
+        yield psycopg.conninfo.make_conninfo(admin_dsn, dbname=name)
     finally:
         with psycopg.connect(admin_dsn, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

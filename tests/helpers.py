@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 import psycopg
@@ -10,14 +10,20 @@ import pytest
 
 from recallmesh.v1 import memory_pb2
 
+Row = TypeVar("Row")
+
 
 def store(gateway: Any, ns: str, content: str, **fields: Any) -> str:
     memory = memory_pb2.Memory(content=content, **fields)
-    return gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory), timeout=10).memory.id
+    stored: memory_pb2.StoreResponse = gateway.Store(
+        memory_pb2.StoreRequest(namespace=ns, memory=memory), timeout=10)
+    return stored.memory.id
 
 
-def recall(gateway: Any, ns: str, query: str, **fields: Any) -> Any:
-    return gateway.Recall(memory_pb2.RecallRequest(namespace=ns, query=query, **fields), timeout=10)
+def recall(gateway: Any, ns: str, query: str, **fields: Any) -> memory_pb2.RecallResponse:
+    response: memory_pb2.RecallResponse = gateway.Recall(
+        memory_pb2.RecallRequest(namespace=ns, query=query, **fields), timeout=10)
+    return response
 
 
 def recalled_contents(gateway: Any, ns: str, query: str, **fields: Any) -> list[str]:
@@ -28,11 +34,20 @@ def expect_status(code: grpc.StatusCode, call: Any, *args: Any, **kwargs: Any) -
     with pytest.raises(grpc.RpcError) as info:
         call(*args, timeout=10, **kwargs)
     assert info.value.code() == code, info.value.details()
-    return info.value.details()
+    details: str = info.value.details()
+    return details
+
+
+def one_row(cursor: psycopg.Cursor[Row]) -> Row:
+    """The row a query returned (a query in a test that returns none fails it)."""
+    row = cursor.fetchone()
+    assert row is not None
+    return row
 
 
 def row_count(db: psycopg.Connection) -> int:
-    return db.execute("SELECT count(*) FROM memories").fetchone()[0]
+    count: int = one_row(db.execute("SELECT count(*) FROM memories"))[0]
+    return count
 
 
 # The internal credential of services a test starts one by one (`recallmesh serve`).

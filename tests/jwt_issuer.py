@@ -28,7 +28,8 @@ AUDIENCE = "recallmesh"
 NAMESPACES_CLAIM = "recallmesh_namespaces"
 SCOPES_CLAIM = "scope"
 
-_CURVES = {"ES256": ec.SECP256R1, "ES384": ec.SECP384R1, "ES512": ec.SECP521R1}
+_CURVES: dict[str, type[ec.EllipticCurve]] = {
+    "ES256": ec.SECP256R1, "ES384": ec.SECP384R1, "ES512": ec.SECP521R1}
 
 
 @dataclass
@@ -132,8 +133,9 @@ class TestIssuer:
     def public_pem(self, kid: str | None = None) -> bytes:
         from cryptography.hazmat.primitives import serialization
 
-        return self.key(kid).private.public_key().public_bytes(
+        pem: bytes = self.key(kid).private.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        return pem
 
     def claims(self, *, namespaces: Any = ("acme-*",), scopes: Any = "read write",
                sub: str | None = "agent-7", aud: Any = None, iss: Any = None,

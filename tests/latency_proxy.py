@@ -94,10 +94,9 @@ class LatencyProxy:
 def distant_dsn(dsn: str, delay_s: float) -> Iterator[str]:
     """`dsn` reached through a LatencyProxy: every round trip `delay_s` longer."""
     info = psycopg.conninfo.conninfo_to_dict(dsn)
-    proxy = LatencyProxy(info.get("host") or "localhost", int(info.get("port") or 5432),
+    proxy = LatencyProxy(str(info.get("host") or "localhost"), int(info.get("port") or 5432),
                          delay_s).start()
     try:
-        yield psycopg.conninfo.make_conninfo(
-            **{**info, "host": "127.0.0.1", "port": str(proxy.listen_port)})
+        yield psycopg.conninfo.make_conninfo(dsn, host="127.0.0.1", port=str(proxy.listen_port))
     finally:
         proxy.stop()

@@ -36,7 +36,8 @@ class RecordingEmbedder(embedder_pb2_grpc.EmbedderServiceServicer):
             ).fetchall()
         return [r[0] for r in rows]
 
-    def Embed(self, request, context):
+    def Embed(self, request: embedder_pb2.EmbedRequest,
+              context: grpc.ServicerContext) -> embedder_pb2.EmbedResponse:
         texts = list(request.texts)
         leaked = self._sensitive(texts)
         with self.lock:
@@ -46,17 +47,21 @@ class RecordingEmbedder(embedder_pb2_grpc.EmbedderServiceServicer):
         if leaked:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, "sensitive text sent to embedder")
         try:
-            return self.stub.Embed(request, timeout=context.time_remaining(),
-                                   metadata=_credential(context))
+            response: embedder_pb2.EmbedResponse = self.stub.Embed(
+                request, timeout=context.time_remaining(), metadata=_credential(context))
+            return response
         except grpc.RpcError as exc:  # pass the real service's failure through
             context.abort(exc.code(), exc.details())
+            raise  # not reached: abort raises
 
-    def ModelInfo(self, request, context):
-        return self.stub.ModelInfo(request, timeout=context.time_remaining(),
-                                   metadata=_credential(context))
+    def ModelInfo(self, request: embedder_pb2.ModelInfoRequest,
+                  context: grpc.ServicerContext) -> embedder_pb2.ModelInfoResponse:
+        info: embedder_pb2.ModelInfoResponse = self.stub.ModelInfo(
+            request, timeout=context.time_remaining(), metadata=_credential(context))
+        return info
 
 
-def _credential(context) -> list[tuple[str, str]]:
+def _credential(context: grpc.ServicerContext) -> list[tuple[str, str]]:
     """The caller's internal credential, passed on (a transparent proxy)."""
     return [(k, v) for k, v in context.invocation_metadata() if k == "authorization"]
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -65,9 +66,10 @@ def names_in_expr(expr: str) -> set[str]:
     return names
 
 
-def prometheus_rule_groups() -> dict:
+def prometheus_rule_groups() -> dict[str, Any]:
     """The PrometheusRule's spec: a plain Prometheus rule file's content (`groups: [...]`)."""
-    return yaml.safe_load(RULES.read_text())["spec"]
+    groups: dict[str, Any] = yaml.safe_load(RULES.read_text())["spec"]
+    return groups
 
 
 def write_prometheus_rules(path: Path) -> Path:

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -43,7 +44,7 @@ def render_text(target: str = "overlays/dev") -> str:
     return done.stdout
 
 
-def render(target: str = "overlays/dev") -> list[dict]:
+def render(target: str = "overlays/dev") -> list[dict[str, Any]]:
     """Every object the target renders (fresh copies: callers may modify them)."""
     return [doc for doc in yaml.safe_load_all(render_text(target)) if doc]
 
@@ -59,7 +60,7 @@ class ServiceSpec:
     ports: dict[str, int] = field(default_factory=dict)
 
 
-def _config_maps(objects: list[dict]) -> dict[str, dict[str, str]]:
+def _config_maps(objects: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
     return {
         o["metadata"]["name"]: dict(o.get("data") or {})
         for o in objects
@@ -67,7 +68,8 @@ def _config_maps(objects: list[dict]) -> dict[str, dict[str, str]]:
     }
 
 
-def _spec(name: str, kind: str, container: dict, config_maps: dict) -> ServiceSpec:
+def _spec(name: str, kind: str, container: dict[str, Any],
+          config_maps: dict[str, Any]) -> ServiceSpec:
     env: dict[str, str] = {}
     secret_env: dict[str, tuple[str, str]] = {}
     for source in container.get("envFrom") or []:

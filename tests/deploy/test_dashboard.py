@@ -10,7 +10,7 @@ from tests.deploy import metric_names
 from tests.deploy.tools import DASHBOARD
 
 
-def test_dashboard_panels():
+def test_dashboard_panels() -> None:
     dash = json.loads(DASHBOARD.read_text())
     assert dash["uid"] == "recallmesh"
     titles = {p["title"] for p in dash["panels"] if p["type"] != "row"}
@@ -26,7 +26,7 @@ def test_dashboard_panels():
             assert "$namespace" in target["expr"], (panel["title"], target["expr"])
 
 
-def test_dashboard_uses_only_recording_rules_that_exist():
+def test_dashboard_uses_only_recording_rules_that_exist() -> None:
     recorded = metric_names.recording_rule_names()
     for expr in metric_names.dashboard_exprs():
         for name in re.findall(r"recallmesh:[a-z_:0-9]+", expr):

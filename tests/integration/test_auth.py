@@ -10,8 +10,10 @@ import os
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import grpc
+import psycopg
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -27,7 +29,7 @@ from recallmesh.v1 import (
 )
 from recallmesh.wire.channel import dial_blocking
 from tests.conftest import stack_env
-from tests.helpers import api_key, expect_status, row_count, store
+from tests.helpers import api_key, expect_status, one_row, row_count, store
 from tests.jwt_issuer import AUDIENCE, ISSUER, TestIssuer
 
 pytestmark = pytest.mark.integration
@@ -69,7 +71,9 @@ def json_or_none(line: str) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def test_every_credential_failure_is_refused_before_anything_is_written(stack, dsn, db, ns):
+def test_every_credential_failure_is_refused_before_anything_is_written(stack: Stack, dsn: str,
+                                                                        db: psycopg.Connection,
+                                                                        ns: str) -> None:
     write = memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(content="a secret"))
     read = memory_pb2.RecallRequest(namespace=ns, query="secret")
     revoked = api_key(dsn, (ns,))
@@ -136,7 +140,9 @@ def test_every_credential_failure_is_refused_before_anything_is_written(stack, d
     assert raw_call(stack, [("authorization", "Bearer")], read)[0] == UNAUTHENTICATED
 
 
-def test_a_denial_says_nothing_about_other_tenants(stack, gateway, dsn, ns):
+def test_a_denial_says_nothing_about_other_tenants(stack: Stack,
+                                                   gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                   dsn: str, ns: str) -> None:
     store(gateway, ns, "Alice's bank PIN is 4921")
     outsider = api_key(dsn, ("elsewhere",))
     request = {n: memory_pb2.RecallRequest(namespace=n, query="PIN") for n in (ns, ns + "-none")}
@@ -145,7 +151,7 @@ def test_a_denial_says_nothing_about_other_tenants(stack, gateway, dsn, ns):
     assert taken[1].replace(ns, "N") == free[1].replace(ns + "-none", "N")  # same words
 
 
-def test_grants_bind_every_rpc_to_its_namespaces(stack, dsn, ns):
+def test_grants_bind_every_rpc_to_its_namespaces(stack: Stack, dsn: str, ns: str) -> None:
     mine, theirs = f"{ns}-team-a", f"{ns}-other"
     token = api_key(dsn, (f"{ns}-team-*",), scopes=("read", "write"))
     channel, stub = stubs(stack, token)
@@ -173,7 +179,8 @@ def test_grants_bind_every_rpc_to_its_namespaces(stack, dsn, ns):
         assert stub.Get(memory_pb2.GetRequest(namespace=f" {mine} ", id=memory_id), timeout=10)
 
 
-def test_key_management_stays_within_the_callers_own_grants(stack, dsn, ns):
+def test_key_management_stays_within_the_callers_own_grants(stack: Stack, dsn: str,
+                                                            ns: str) -> None:
     team_admin = api_key(dsn, (f"{ns}-*",), scopes=("read", "write", "admin"), name="team")
     with stack.dial(token=team_admin) as channel:
         keys = keys_pb2_grpc.KeyServiceStub(channel)
@@ -215,18 +222,19 @@ def test_key_management_stays_within_the_callers_own_grants(stack, dsn, ns):
                       keys_pb2.ListApiKeysRequest())
 
 
-def test_keys_in_the_database_are_hashes_only(stack, db, ns):
+def test_keys_in_the_database_are_hashes_only(stack: Stack, db: psycopg.Connection,
+                                              ns: str) -> None:
     with stack.dial() as channel:
         created = keys_pb2_grpc.KeyServiceStub(channel).CreateApiKey(
             keys_pb2.CreateApiKeyRequest(name="hash check", namespaces=[ns], scopes=["read"]),
             timeout=10)
     secret = created.secret.split("_", 2)[2]
-    row = db.execute("SELECT row_to_json(k)::text FROM api_keys k WHERE id = %s",
-                     (created.key.id,)).fetchone()[0]
+    row = one_row(db.execute("SELECT row_to_json(k)::text FROM api_keys k WHERE id = %s",
+                             (created.key.id,)))[0]
     assert secret not in row and created.secret not in row
 
 
-def test_internal_services_answer_internal_callers_only(stack, ns):
+def test_internal_services_answer_internal_callers_only(stack: Stack, ns: str) -> None:
     search = retriever_pb2.SearchRequest(namespace=ns, query="anything", k=5)
     log_path = stack.log_path("lexical")
     log_start = log_path.stat().st_size
@@ -261,7 +269,7 @@ def test_internal_services_answer_internal_callers_only(stack, ns):
                 health_pb2.HealthCheckResponse.SERVING
 
 
-def test_an_internal_service_will_not_start_without_a_wall(dsn):
+def test_an_internal_service_will_not_start_without_a_wall(dsn: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECALLMESH_")}
     env.update(RECALLMESH_DSN=dsn, RECALLMESH_LEXICAL_PORT=str(free_port()),
                RECALLMESH_LEXICAL_METRICS_PORT="0")
@@ -276,7 +284,8 @@ def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
-def test_keys_cli_creates_lists_and_revokes(stack, dsn, ns, tmp_path):
+def test_keys_cli_creates_lists_and_revokes(stack: Stack, dsn: str, ns: str,
+                                            tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECALLMESH_")}
     env.update(RECALLMESH_TARGET=stack.endpoints["gateway"], RECALLMESH_API_KEY=stack.api_key,
                RECALLMESH_DATA_DIR=str(tmp_path), COLUMNS="250")
@@ -309,7 +318,7 @@ def test_keys_cli_creates_lists_and_revokes(stack, dsn, ns, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def jwt_gateway(stack, tmp_path_factory):
+def jwt_gateway(stack: Stack, tmp_path_factory: pytest.TempPathFactory):
     """A gateway over the session's services that also accepts JWTs from a test issuer."""
     folder = tmp_path_factory.mktemp("jwt-gateway")
     issuer = TestIssuer()
@@ -325,7 +334,7 @@ def jwt_gateway(stack, tmp_path_factory):
     gateway.stop()
 
 
-def test_jwt_callers_get_the_namespaces_and_scopes_their_token_lists(jwt_gateway, ns):
+def test_jwt_callers_get_the_namespaces_and_scopes_their_token_lists(jwt_gateway, ns: str) -> None:
     gateway, issuer = jwt_gateway
     token = issuer.mint(namespaces=[f"{ns}-*"], scopes="recallmesh:read write openid")
     with gateway.dial(token=token) as channel:
@@ -344,7 +353,7 @@ def test_jwt_callers_get_the_namespaces_and_scopes_their_token_lists(jwt_gateway
             memory_pb2.RecallRequest(namespace=f"{ns}-a", query="parks"), timeout=10).hits
 
 
-def test_every_jwt_failure_is_unauthenticated(jwt_gateway, ns):
+def test_every_jwt_failure_is_unauthenticated(jwt_gateway, ns: str) -> None:
     gateway, issuer = jwt_gateway
     request = memory_pb2.RecallRequest(namespace=f"{ns}-a", query="anything")
     cases = {
@@ -366,7 +375,7 @@ def test_every_jwt_failure_is_unauthenticated(jwt_gateway, ns):
     assert call_as(gateway, no_scope, "Recall", request)[0] == PERMISSION_DENIED
 
 
-def test_auth_off_is_explicit_and_open(stack, ns, tmp_path):
+def test_auth_off_is_explicit_and_open(stack: Stack, ns: str, tmp_path: Path) -> None:
     env = stack_env(tmp_path, stack.dsn, RECALLMESH_AUTH="off",
                     RECALLMESH_INTERNAL_TOKEN=stack.internal_token,
                     RECALLMESH_LEGS="lexical", RECALLMESH_FUSION_TARGET="local",

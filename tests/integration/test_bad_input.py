@@ -5,12 +5,14 @@ from __future__ import annotations
 import urllib.request
 
 import grpc
+import psycopg
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recallmesh.v1 import memory_pb2, retriever_pb2, retriever_pb2_grpc
+from recallmesh.stack.supervisor import Stack
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2, retriever_pb2_grpc
 from recallmesh.wire.validation import MAX_CONTENT_BYTES
 from tests.helpers import expect_status, row_count, store
 
@@ -57,7 +59,8 @@ BAD_STORES = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_STORES))
-def test_bad_store_is_rejected_and_writes_nothing(gateway, db, case):
+def test_bad_store_is_rejected_and_writes_nothing(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                  db: psycopg.Connection, case) -> None:
     request, mentions = BAD_STORES[case]
     before = row_count(db)
     details = expect_status(INVALID, gateway.Store, request)
@@ -66,7 +69,8 @@ def test_bad_store_is_rejected_and_writes_nothing(gateway, db, case):
     assert row_count(db) == before
 
 
-def test_bad_batch_writes_nothing_and_names_the_index(gateway, db, ns):
+def test_bad_batch_writes_nothing_and_names_the_index(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                      db: psycopg.Connection, ns: str) -> None:
     before = row_count(db)
     memories = [mem(content=f"fine {i}") for i in range(5)] + [mem(importance=7.0)]
     details = expect_status(INVALID, gateway.StoreBatch,
@@ -100,14 +104,15 @@ BAD_RECALLS = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_RECALLS))
-def test_bad_recall_is_invalid_argument(gateway, case):
+def test_bad_recall_is_invalid_argument(gateway: memory_pb2_grpc.MemoryServiceStub, case) -> None:
     fields, mentions = BAD_RECALLS[case]
     fields = {"namespace": "ns", **fields}
     details = expect_status(INVALID, gateway.Recall, memory_pb2.RecallRequest(**fields))
     assert mentions in details
 
 
-def test_get_and_delete_bad_ids(gateway, db, ns):
+def test_get_and_delete_bad_ids(gateway: memory_pb2_grpc.MemoryServiceStub, db: psycopg.Connection,
+                                ns: str) -> None:
     before = row_count(db)
     expect_status(INVALID, gateway.Get, memory_pb2.GetRequest(namespace=ns, id="not-a-uuid"))
     expect_status(INVALID, gateway.Get, memory_pb2.GetRequest(namespace="", id="x"))
@@ -122,7 +127,8 @@ def test_get_and_delete_bad_ids(gateway, db, ns):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(query=st.text(min_size=0, max_size=300))
-def test_any_query_text_never_yields_internal(gateway, query):
+def test_any_query_text_never_yields_internal(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                              query) -> None:
     ns = "hypothesis-queries"
     request = memory_pb2.RecallRequest(namespace=ns, query=query)
     try:
@@ -131,7 +137,8 @@ def test_any_query_text_never_yields_internal(gateway, query):
         assert exc.code() == INVALID, (query, exc.code(), exc.details())
 
 
-def test_bad_namespace_characters_are_rejected_by_every_rpc_and_leg(gateway, stack, db):
+def test_bad_namespace_characters_are_rejected_by_every_rpc_and_leg(
+        gateway: memory_pb2_grpc.MemoryServiceStub, stack: Stack, db: psycopg.Connection) -> None:
     raw = "tenant-\u200b" + "secret" * 10  # a zero-width space hidden in a namespace
     uid = "00000000-0000-4000-8000-000000000000"
     before = row_count(db)
@@ -165,7 +172,7 @@ def test_bad_namespace_characters_are_rejected_by_every_rpc_and_leg(gateway, sta
     assert row_count(db) == before
 
 
-def test_namespaces_are_nfc_normalised(gateway, ns):
+def test_namespaces_are_nfc_normalised(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     composed, decomposed = f"{ns}-caf\u00e9", f"{ns}-cafe\u0301"
     stored = gateway.Store(memory_pb2.StoreRequest(
         namespace=decomposed, memory=mem(content="normalised namespace probe")), timeout=10)
@@ -179,7 +186,8 @@ def test_namespaces_are_nfc_normalised(gateway, ns):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(namespace=st.text(min_size=0, max_size=140))
-def test_any_namespace_is_served_or_invalid_argument(gateway, namespace):
+def test_any_namespace_is_served_or_invalid_argument(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                     namespace) -> None:
     request = memory_pb2.RecallRequest(namespace=namespace, query="alpha")
     try:
         gateway.Recall(request, timeout=10)
@@ -189,7 +197,7 @@ def test_any_namespace_is_served_or_invalid_argument(gateway, namespace):
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _hypothesis_corpus(gateway):
+def _hypothesis_corpus(gateway: memory_pb2_grpc.MemoryServiceStub):
     for text in ["alpha beta gamma", "C++ & Rust <-> tsquery", "emoji 😀 party", "O'Neil's \\"]:
         store(gateway, "hypothesis-queries", text)
 
@@ -205,7 +213,9 @@ MALFORMED = {
 
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
-def test_a_malformed_request_is_invalid_argument_counted_and_logged_once(stack, db, case):
+def test_a_malformed_request_is_invalid_argument_counted_and_logged_once(stack: Stack,
+                                                                         db: psycopg.Connection,
+                                                                         case) -> None:
     """Without a key even: INVALID_ARGUMENT with a short message (not UNKNOWN with an
     exception's class name), counted in the RPC metrics, one WARNING line and no traceback
     in the gateway's log; nothing written."""

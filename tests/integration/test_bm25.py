@@ -12,9 +12,10 @@ import pytest
 from google.protobuf import field_mask_pb2
 
 from recallmesh.services.lexical import core
-from recallmesh.v1 import memory_pb2, retriever_pb2, retriever_pb2_grpc
+from recallmesh.stack.supervisor import Stack
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2, retriever_pb2_grpc
 from recallmesh.wire.filters import Filters
-from tests.helpers import expect_status, recall
+from tests.helpers import expect_status, one_row, recall
 
 pytestmark = pytest.mark.integration
 
@@ -46,14 +47,15 @@ def recounted_postings(db: psycopg.Connection, ns: str) -> set[tuple[str, str, i
         "WHERE m.namespace = %s AND m.deleted_at IS NULL", (ns,)).fetchall())
 
 
-def search(stack, ns: str, query: str, **fields):
+def search(stack: Stack, ns: str, query: str, **fields):
     with stack.dial("lexical") as ch:
         return retriever_pb2_grpc.RetrieverServiceStub(ch).Search(
             retriever_pb2.SearchRequest(namespace=ns, query=query, ranking="bm25",
                                         **({"k": 10} | fields)), timeout=10)
 
 
-def test_scores_match_a_hand_computation(stack, gateway, db, ns):
+def test_scores_match_a_hand_computation(stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub,
+                                         db: psycopg.Connection, ns: str) -> None:
     ids = gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
         memory_pb2.Memory(content=t) for t in
         ("apples apples bananas", "apples", "cherries", "bananas cherries plums")]),
@@ -82,7 +84,8 @@ def test_scores_match_a_hand_computation(stack, gateway, db, ns):
     assert [c.score for c in flat.candidates] == pytest.approx([math.log(1 + 2.5 / 2.5)] * 2)
 
 
-def test_chinese_and_japanese_words_are_found_inside_unspaced_text(stack, gateway, ns):
+def test_chinese_and_japanese_words_are_found_inside_unspaced_text(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     """Postgres keeps an unspaced CJK run as one token; the leg indexes and searches
     character pairs (legs/lexical/cjk.py), also after an Update of the content."""
     ids = gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
@@ -98,7 +101,8 @@ def test_chinese_and_japanese_words_are_found_inside_unspaced_text(stack, gatewa
     assert [c.memory_id for c in search(stack, ns, "钥匙").candidates] == [ids[2]]
 
 
-def test_statistics_follow_edits_and_deletes(gateway, db, ns):
+def test_statistics_follow_edits_and_deletes(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                             db: psycopg.Connection, ns: str) -> None:
     first = gateway.Store(memory_pb2.StoreRequest(
         namespace=ns, memory=memory_pb2.Memory(content="violins and cellos")), timeout=10).memory
     second = gateway.Store(memory_pb2.StoreRequest(
@@ -116,7 +120,8 @@ def test_statistics_follow_edits_and_deletes(gateway, db, ns):
     assert postings(db, ns) == {("cello", second.id, 1, 1)}  # none for the deleted memory
 
 
-def test_gateway_switches_ranking_per_request(gateway, ns):
+def test_gateway_switches_ranking_per_request(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                              ns: str) -> None:
     gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
         memory_pb2.Memory(content=t) for t in
         ("the meeting is about the budget", "budget budget budget",
@@ -138,7 +143,8 @@ def test_gateway_switches_ranking_per_request(gateway, ns):
         namespace=ns, query="x", fusion=memory_pb2.FusionOverrides(leg_depth=5000)))
 
 
-def test_concurrent_writers_in_one_namespace_keep_exact_statistics(gateway, db, ns):
+def test_concurrent_writers_in_one_namespace_keep_exact_statistics(
+        gateway: memory_pb2_grpc.MemoryServiceStub, db: psycopg.Connection, ns: str) -> None:
     """Many batches stored at once in one namespace, sharing words in clashing orders:
     every write succeeds (no deadlock between the statistics' row locks) and the counts
     equal a recount from the stored vectors."""
@@ -171,7 +177,8 @@ def test_concurrent_writers_in_one_namespace_keep_exact_statistics(gateway, db, 
     assert lengths[0] == 8 * 3 * 8
 
 
-def test_importance_orders_equal_scores_and_the_importance_sort(stack, gateway, ns):
+def test_importance_orders_equal_scores_and_the_importance_sort(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     """BM25 ties go to the more important memory; sort_by importance keeps the best-scoring
     matches and puts the most important first."""
     ids = gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
@@ -185,7 +192,8 @@ def test_importance_orders_equal_scores_and_the_importance_sort(stack, gateway, 
     assert [c.memory_id for c in top3.candidates] == [ids[1], ids[2], ids[0]]
 
 
-def test_postings_are_read_term_by_term_even_without_statistics(gateway, db, ns):
+def test_postings_are_read_term_by_term_even_without_statistics(
+        gateway: memory_pb2_grpc.MemoryServiceStub, db: psycopg.Connection, ns: str) -> None:
     """A namespace the planner has no statistics for yet (a bulk load before ANALYZE) must
     still read postings and term statistics through their (namespace, lexeme) key: a scan of
     the namespace's postings joined to the terms afterwards took 52 s on one SciFact query."""
@@ -202,8 +210,8 @@ def test_postings_are_read_term_by_term_even_without_statistics(gateway, db, ns)
         memory_pb2.Memory(content=f"note {i} about harbour cranes and tide tables {i % 7}")
         for i in range(300)]), timeout=30)
     sql, params = core.build_bm25_sql(Filters(), "relevance")
-    plan = db.execute("EXPLAIN (FORMAT JSON) " + sql, params | {
-        "ns": ns, "query": "harbour tide", "k": 10, "k1": K1, "b": B}).fetchone()[0]
+    plan = one_row(db.execute("EXPLAIN (FORMAT JSON) " + sql, params | {
+        "ns": ns, "query": "harbour tide", "k": 10, "k1": K1, "b": B}))[0]
 
     def scans(node):
         yield node
@@ -218,7 +226,8 @@ def test_postings_are_read_term_by_term_even_without_statistics(gateway, db, ns)
         assert "lexeme =" in condition, (n["Relation Name"], n["Node Type"], condition)
 
 
-def test_the_k_best_pass_the_filters_even_when_better_scores_do_not(stack, gateway, ns):
+def test_the_k_best_pass_the_filters_even_when_better_scores_do_not(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     """Only memories scoring at least the k-th best filtered score are looked up: the best
     scores here are all filtered out, ties sit on the cut, and fewer than k may pass."""
     # equal texts kept apart by their metadata (the same write would be one memory)
@@ -250,10 +259,12 @@ def corrections(db: psycopg.Connection, ns: str, query: str, spelling: float = 0
 
 
 def similarity(db: psycopg.Connection, a: str, b: str) -> float:
-    return float(db.execute("SELECT similarity(%s, %s)::float8", (a, b)).fetchone()[0])
+    return float(one_row(db.execute("SELECT similarity(%s, %s)::float8", (a, b)))[0])
 
 
-def test_a_misspelt_term_is_read_as_the_namespaces_most_similar_term(stack, gateway, db, ns):
+def test_a_misspelt_term_is_read_as_the_namespaces_most_similar_term(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, db: psycopg.Connection,
+        ns: str) -> None:
     """Issue 56: a term no live memory of the namespace holds is scored as the namespace's most
     similar live term (pg_trgm), its idf times the similarity, and the score scale counts it at
     that weight; not from another namespace's terms, nor a deleted memory's."""
@@ -283,7 +294,8 @@ def test_a_misspelt_term_is_read_as_the_namespaces_most_similar_term(stack, gate
     assert response.score_scale == pytest.approx(sum(weights[t] * idf[t] for t in weights))
 
 
-def test_an_exact_match_outranks_a_corrected_one_and_is_never_corrected(stack, gateway, ns):
+def test_an_exact_match_outranks_a_corrected_one_and_is_never_corrected(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     """A memory matching a term as written outranks one matching an equally rare term through
     its correction; a term some memory holds is not corrected (tables, not tablets); words
     under four characters, numbers and CJK character pairs are never corrected; a correction
@@ -317,8 +329,9 @@ def test_an_exact_match_outranks_a_corrected_one_and_is_never_corrected(stack, g
     assert not search(stack, ns, "x" * 200 + "z").candidates
 
 
-async def test_corrections_can_be_turned_off_and_cost_nothing_when_unneeded(dsn, db, gateway,
-                                                                            ns):
+async def test_corrections_can_be_turned_off_and_cost_nothing_when_unneeded(
+        dsn: str, db: psycopg.Connection, gateway: memory_pb2_grpc.MemoryServiceStub,
+        ns: str) -> None:
     """The leg's first round trip looks the corrections up (core.BM25_PREPARE); a query with
     none runs the plain statement, and the corrected statement returns its rows where nothing
     is corrected. Spelling 1 (RECALLMESH_LEXICAL_SPELLING_SIMILARITY=1): nothing is corrected."""
@@ -360,7 +373,7 @@ SKEWED_WORDS = {"note": 1.0, "harbour": 0.5, "tide": 0.25, "crane": 0.08, "gull"
 
 
 @pytest.fixture(scope="module")
-def skewed_corpus(gateway) -> str:
+def skewed_corpus(gateway: memory_pb2_grpc.MemoryServiceStub) -> str:
     """One namespace for every example: 150 memories of random lengths, term frequencies,
     importances and tags (c on 1 in 20: fewer than k pass among the best scores), 5 of them
     deleted."""
@@ -383,7 +396,7 @@ def skewed_corpus(gateway) -> str:
     return ns
 
 
-def reference_bm25(db, ns: str, query: str, k1: float, b: float, tag: str | None
+def reference_bm25(db: psycopg.Connection, ns: str, query: str, k1: float, b: float, tag: str | None
                    ) -> dict[str, tuple[float, float, int]]:
     """Okapi BM25 by the module's formula, in Python, from the live memories' postings:
     memory id -> (score, importance, terms matched) for the memories that may be returned."""
@@ -404,7 +417,8 @@ def reference_bm25(db, ns: str, query: str, k1: float, b: float, tag: str | None
     return {m: (math.fsum(p), live[m], len(p)) for m, p in parts.items()}
 
 
-def test_bm25_statement_returns_the_reference_k_best(db, skewed_corpus):
+def test_bm25_statement_returns_the_reference_k_best(db: psycopg.Connection,
+                                                     skewed_corpus: str) -> None:
     """The statement's cut (only memories down to the k-th best passing score are looked up,
     the best few first) returns exactly the k best of a plain Python scoring, for any query, k,
     k1, b, sort and filter: scores, importances and tiers in order, every id a true match."""
@@ -449,7 +463,9 @@ def test_bm25_statement_returns_the_reference_k_best(db, skewed_corpus):
     check()
 
 
-def test_a_secret_is_returned_only_for_what_no_ordinary_memory_holds(stack, gateway, db, ns):
+def test_a_secret_is_returned_only_for_what_no_ordinary_memory_holds(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, db: psycopg.Connection,
+        ns: str) -> None:
     """Docs/decisions/0015: a sensitive memory is returned only when one of the question's
     words, or two of them together, are in its own text (not its tags) and in no ordinary
     memory of the namespace; then it is scored like any memory. Both rankings."""
@@ -491,7 +507,8 @@ def test_a_secret_is_returned_only_for_what_no_ordinary_memory_holds(stack, gate
     assert asked[0].memory_id == vpn and asked[0].exact_match and asked[0].sensitive
 
 
-def test_function_words_of_other_languages_ask_for_no_secret(stack, gateway, ns):
+def test_function_words_of_other_languages_ask_for_no_secret(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     """The English configuration keeps German and Spanish function words ("die", "von",
     "del"): they are no one's secret (core.CONTENT_LEXEMES)."""
     _, secret, _, secreto = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
@@ -515,7 +532,7 @@ PRUNING_WORDS = [f"w{chr(97 + i)}word" for i in range(20)]
 
 
 @pytest.fixture(scope="module")
-def pruning_corpus(gateway, dsn) -> str:
+def pruning_corpus(gateway: memory_pb2_grpc.MemoryServiceStub, dsn: str) -> str:
     """One namespace for the pruned-against-full check: 400 memories, each word of
     PRUNING_WORDS in a share of them falling from 60% to about 0.3%, repeated 1 to 3 times,
     random lengths, importances and tags; one in eight sensitive, 8 deleted, 8 expired."""
@@ -546,7 +563,8 @@ def pruning_corpus(gateway, dsn) -> str:
     return ns
 
 
-def test_pruned_bm25_statement_equals_the_full_one(db, pruning_corpus):
+def test_pruned_bm25_statement_equals_the_full_one(db: psycopg.Connection,
+                                                   pruning_corpus: str) -> None:
     """Issue 44: the pruned statement (the commonest terms' postings read only for candidates)
     returns the full statement's rows: the same ids in the same order, the same scores to the
     last bit (ties between memories of equal scores fall the same way), tiers, importances,
@@ -580,15 +598,15 @@ def test_pruned_bm25_statement_equals_the_full_one(db, pruning_corpus):
         pruned = db.execute(pruned_sql, pruned_params | params).fetchall()
         assert pruned == full
         theta = pruned_sql[:pruned_sql.index(", looked AS (")] + " SELECT rest FROM theta"
-        skipped.append(db.execute(theta, pruned_params | params).fetchone()[0] > 0)
+        skipped.append(one_row(db.execute(theta, pruned_params | params))[0] > 0)
 
     check()
     assert sum(skipped) >= len(skipped) // 8  # the pruning is exercised, not only the fallback
     assert any(corrected)  # and with corrections
 
 
-async def test_the_leg_runs_the_pruned_statement_from_enough_postings(dsn, pruning_corpus,
-                                                                       monkeypatch):
+async def test_the_leg_runs_the_pruned_statement_from_enough_postings(
+        dsn: str, pruning_corpus: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """LexicalRetriever.search: with the pruning threshold at 0 it runs the pruned statement
     (in its transaction, with the BM25 work_mem), and returns what it returns with the
     threshold out of reach (the full statement)."""

@@ -20,6 +20,7 @@ from recallmesh.client import (
     PermissionDeniedError,
     UnauthenticatedError,
 )
+from recallmesh.stack.supervisor import Stack
 from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
 from tests.helpers import api_key
 
@@ -31,12 +32,12 @@ INDEX_WAIT_S = MAX_INDEX_WAIT_MS / 1000
 
 
 @pytest.fixture(scope="module")
-def client(stack):
+def client(stack: Stack):
     with Client(stack.endpoints["gateway"], api_key=stack.api_key, tls=False) as c:
         yield c
 
 
-def test_store_get_update_recall_forget(client, ns):
+def test_store_get_update_recall_forget(client, ns: str) -> None:
     stored = client.store("Maya's favourite frontend framework is Svelte; she finds React "
                           "verbose", namespace=ns, category="preference",
                           tags=["frontend", "maya"], importance=0.8, thread="chat-1",
@@ -66,7 +67,7 @@ def test_store_get_update_recall_forget(client, ns):
     assert client.recall("which UI library does Maya like?", namespace=ns).hits == ()
 
 
-def test_store_batch_and_a_retried_write_is_the_same_write(client, ns):
+def test_store_batch_and_a_retried_write_is_the_same_write(client, ns: str) -> None:
     batch = client.store_batch(["The office is in Lyon", NewMemory("Standup is at 9:30",
                                                                    category="fact")],
                                namespace=ns)
@@ -79,7 +80,7 @@ def test_store_batch_and_a_retried_write_is_the_same_write(client, ns):
         client.store("something else", namespace=ns, id=memory_id)
 
 
-def test_errors_keep_their_status_and_message(client, stack, ns):
+def test_errors_keep_their_status_and_message(client, stack: Stack, ns: str) -> None:
     with pytest.raises(InvalidArgumentError, match="content"):
         client.store("   ", namespace=ns)
     with pytest.raises(InvalidArgumentError, match="max_tokens"):
@@ -94,7 +95,7 @@ def test_errors_keep_their_status_and_message(client, stack, ns):
             c.context("anything")
 
 
-def test_context_packs_current_facts_within_the_budget(client, ns):
+def test_context_packs_current_facts_within_the_budget(client, ns: str) -> None:
     old = client.store("The user's favourite editor is Vim", namespace=ns,
                        category="preference").memory
     new = client.store("The user switched editors and now prefers VS Code", namespace=ns,
@@ -125,7 +126,7 @@ def test_context_packs_current_facts_within_the_budget(client, ns):
     assert small.tokens <= 24 and len(small.items) == 1 and small.over_budget_omitted >= 1
 
 
-async def test_async_client_round_trip(stack, ns):
+async def test_async_client_round_trip(stack: Stack, ns: str) -> None:
     async with AsyncClient(stack.endpoints["gateway"], namespace=ns, api_key=stack.api_key,
                            tls=False) as c:
         stored = await c.store("Ravi is allergic to peanuts", category="fact",
@@ -142,7 +143,9 @@ async def test_async_client_round_trip(stack, ns):
             await c.get(stored.memory.id)
 
 
-def test_context_command_prints_the_block(client, stack, ns, monkeypatch, capsys):
+def test_context_command_prints_the_block(client, stack: Stack, ns: str,
+                                          monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
     from recallmesh.cli import main
@@ -161,7 +164,7 @@ def test_context_command_prints_the_block(client, stack, ns, monkeypatch, capsys
     assert "INVALID_ARGUMENT" in capsys.readouterr().err
 
 
-def test_context_calls_are_timed_like_every_rpc(client, stack, ns):
+def test_context_calls_are_timed_like_every_rpc(client, stack: Stack, ns: str) -> None:
     import urllib.request
 
     client.context("anything at all", namespace=ns)
@@ -173,8 +176,9 @@ def test_context_calls_are_timed_like_every_rpc(client, stack, ns):
     assert 'grpc_code="INVALID_ARGUMENT",grpc_method="Context"' in text
 
 
-def test_delete_namespace_removes_every_memory_and_says_how_many(client, stack, ns, capsys,
-                                                                 monkeypatch):
+def test_delete_namespace_removes_every_memory_and_says_how_many(
+        client, stack: Stack, ns: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from recallmesh.cli import main
 
     client.store_batch(["first of three", "second of three", "third of three"], namespace=ns)

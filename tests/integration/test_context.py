@@ -6,12 +6,13 @@ or of another one, gain nothing, however close in time they were stored."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from recallmesh.v1 import memory_pb2
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
 from tests.helpers import expect_status, recall
 
@@ -35,7 +36,7 @@ def at(seconds: int) -> Timestamp:
 
 
 @pytest.fixture
-def turns(gateway, ns) -> list[str]:
+def turns(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> list[str]:
     # Context propagation needs two contributing legs: the turns must have their vectors
     # (the session's indexer may still be working through earlier tests' writes).
     response = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
@@ -47,20 +48,22 @@ def turns(gateway, ns) -> list[str]:
     return list(response.ids)
 
 
-def overrides(**fields) -> memory_pb2.FusionOverrides:
+def overrides(**fields: Any) -> memory_pb2.FusionOverrides:
     return memory_pb2.FusionOverrides(**fields)
 
 
-def ranker_score(hit) -> float:
-    return next(c.score for c in hit.legs if c.leg == "ranker")
+def ranker_score(hit: memory_pb2.RecallHit) -> float:
+    score: float = next(c.score for c in hit.legs if c.leg == "ranker")
+    return score
 
 
-def context_entries(response) -> dict[str, list[tuple[str, int, str]]]:
+def context_entries(response: memory_pb2.RecallResponse) -> dict[str, list[tuple[str, int, str]]]:
     return {h.memory.id: [(c.leg, c.rank, c.reason) for c in h.legs if c.leg.startswith("context")]
             for h in response.hits}
 
 
-def test_the_reply_after_a_matched_question_gains_from_it(gateway, ns, turns):
+def test_the_reply_after_a_matched_question_gains_from_it(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, turns: list[str]) -> None:
     # The ranker's scores (explain's "ranker"), to which propagation adds (a hit's score is
     # its relevance estimate, computed after propagation).
     without = recall(gateway, ns, QUERY, fusion=overrides(context_hits=0, method="cc"),
@@ -85,7 +88,8 @@ def test_the_reply_after_a_matched_question_gains_from_it(gateway, ns, turns):
                                                  "stored just before hit 1")]
 
 
-def test_neighbours_are_along_the_thread_under_the_filters(gateway, ns, turns):
+def test_neighbours_are_along_the_thread_under_the_filters(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, turns: list[str]) -> None:
     # The race's neighbours in time (the happy reply before it, the pottery note after it)
     # belong to another thread and to none: nothing gains from it.
     race = recall(gateway, ns, "charity race for mental health", explain=True,
@@ -100,7 +104,8 @@ def test_neighbours_are_along_the_thread_under_the_filters(gateway, ns, turns):
     assert entries[turns[2]] == [("context_next", 1, "stored next after hit 1")]
 
 
-def test_the_thread_is_stored_returned_and_updated(gateway, ns, turns):
+def test_the_thread_is_stored_returned_and_updated(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                   ns: str, turns: list[str]) -> None:
     got = gateway.Get(memory_pb2.GetRequest(namespace=ns, id=turns[0]), timeout=10)
     assert got.memory.thread == "s1"
     moved = gateway.Update(memory_pb2.UpdateRequest(
@@ -114,7 +119,8 @@ def test_the_thread_is_stored_returned_and_updated(gateway, ns, turns):
     assert context_entries(race)[turns[4]] == [("context_next", 1, "stored next after hit 1")]
 
 
-def test_out_of_range_context_hits_is_invalid(gateway, ns):
+def test_out_of_range_context_hits_is_invalid(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                              ns: str) -> None:
     detail = expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Recall,
                            memory_pb2.RecallRequest(namespace=ns, query="x",
                                                     fusion=overrides(context_hits=51)))
@@ -126,7 +132,8 @@ def test_out_of_range_context_hits_is_invalid(gateway, ns):
         assert f"fusion.{field} must be within [0, 1], got 1.5" in detail
 
 
-def test_memories_without_a_thread_have_no_neighbours(gateway, ns):
+def test_memories_without_a_thread_have_no_neighbours(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                      ns: str) -> None:
     """Stored one after another, but with no thread: none is another's context."""
     ids = list(gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
         memory_pb2.Memory(content=c, created_at=at(i)) for i, c in enumerate((
@@ -140,7 +147,8 @@ def test_memories_without_a_thread_have_no_neighbours(gateway, ns):
 
 
 @pytest.mark.parametrize("sensitive", [False, True])
-def test_a_sensitive_memory_is_never_surfaced_as_a_neighbour(gateway, ns, sensitive):
+def test_a_sensitive_memory_is_never_surfaced_as_a_neighbour(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, sensitive: bool) -> None:
     """Sensitive memories are found by the lexical leg only: context propagation does not add
     one that no leg found (the same turns without the flag show the neighbour would come)."""
     ids = list(gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[

@@ -12,26 +12,28 @@ import pytest
 
 from recallmesh.shared.db import NoDatabase, redact, resolve_dsn, running_embedded_dsn
 from recallmesh.stack.supervisor import free_port
-from tests.helpers import INTERNAL_TOKEN
+from tests.helpers import INTERNAL_TOKEN, one_row
 
 pytestmark = pytest.mark.integration
 
 
-def test_configured_dsn_wins(monkeypatch, dsn):
+def test_configured_dsn_wins(monkeypatch: pytest.MonkeyPatch, dsn: str) -> None:
     monkeypatch.setenv("RECALLMESH_DSN", dsn)
     assert resolve_dsn() == dsn
 
 
-def test_attaches_to_a_running_embedded_postgres(monkeypatch, pg_dir: Path, dsn):
+def test_attaches_to_a_running_embedded_postgres(monkeypatch: pytest.MonkeyPatch, pg_dir: Path,
+                                                 dsn: str) -> None:
     monkeypatch.delenv("RECALLMESH_DSN", raising=False)
     monkeypatch.setenv("RECALLMESH_DATA_DIR", str(pg_dir))  # the session server runs on pg_dir/pg
     attached = resolve_dsn()
     assert attached == running_embedded_dsn(pg_dir / "pg")
     with psycopg.connect(attached) as conn:
-        assert conn.execute("SELECT to_regclass('memories')").fetchone()[0] == "memories"
+        assert one_row(conn.execute("SELECT to_regclass('memories')"))[0] == "memories"
 
 
-def test_never_starts_a_server_it_would_leak(monkeypatch, tmp_path: Path):
+def test_never_starts_a_server_it_would_leak(monkeypatch: pytest.MonkeyPatch,
+                                             tmp_path: Path) -> None:
     monkeypatch.delenv("RECALLMESH_DSN", raising=False)
     monkeypatch.setenv("RECALLMESH_DATA_DIR", str(tmp_path))
     with pytest.raises(NoDatabase, match="recallmesh up"):
@@ -39,7 +41,7 @@ def test_never_starts_a_server_it_would_leak(monkeypatch, tmp_path: Path):
     assert not (tmp_path / "pg").exists()
 
 
-def test_service_without_database_exits_with_a_clear_message(tmp_path: Path):
+def test_service_without_database_exits_with_a_clear_message(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "RECALLMESH_DSN"}
     env.update(RECALLMESH_DATA_DIR=str(tmp_path), RECALLMESH_INTERNAL_TOKEN=INTERNAL_TOKEN,
                RECALLMESH_LEXICAL_PORT=str(free_port()),
@@ -50,6 +52,6 @@ def test_service_without_database_exits_with_a_clear_message(tmp_path: Path):
     assert "no database" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_redact_hides_passwords():
+def test_redact_hides_passwords() -> None:
     assert "s3cret" not in redact("postgresql://app:s3cret@db.example:5432/recall")
     assert "db.example" in redact("postgresql://app:s3cret@db.example:5432/recall")

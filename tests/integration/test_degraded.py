@@ -75,7 +75,7 @@ def slow_leg():
 
 
 @pytest.fixture(scope="module")
-def degraded_gateway(dsn, pg_dir: Path, slow_leg, junk_leg):
+def degraded_gateway(dsn: str, pg_dir: Path, slow_leg, junk_leg):
     _, slow_target = slow_leg
     env = stack_env(
         pg_dir / "degraded", dsn,
@@ -121,7 +121,9 @@ def lexical_ranking(stack: Stack, ns: str, query: str, k: int) -> list[str]:
     return [c.memory_id for c in response.candidates][:k]
 
 
-def test_fallback_is_exactly_the_lexical_ranking(gateway, stack, degraded_gateway, ns, slow_leg):
+def test_fallback_is_exactly_the_lexical_ranking(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                 stack: Stack, degraded_gateway, ns: str,
+                                                 slow_leg) -> None:
     for i, importance in enumerate([0.2, 0.9, 0.5, 0.7]):
         store(gateway, ns, f"note {i} about the harbour ferry timetable", importance=importance)
     store(gateway, ns, "ferry tickets are in the drawer")
@@ -151,7 +153,8 @@ def test_fallback_is_exactly_the_lexical_ranking(gateway, stack, degraded_gatewa
     assert slow_leg[0].cancelled_after and slow_leg[0].cancelled_after[-1] < 1.0
 
 
-def test_request_budget_and_client_deadline_shorten_leg_deadlines(degraded_gateway, gateway, ns):
+def test_request_budget_and_client_deadline_shorten_leg_deadlines(
+        degraded_gateway, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     store(gateway, ns, "budgeted recall probe")
     response = recall(degraded_gateway, ns, "budgeted recall probe", budget_ms=120)
     slow = next(leg for leg in response.legs if leg.leg == "slow")
@@ -164,7 +167,7 @@ def test_request_budget_and_client_deadline_shorten_leg_deadlines(degraded_gatew
     assert states(response)["slow"] == "LEG_STATE_TIMEOUT"
 
 
-def test_no_leg_answering_is_unavailable_naming_the_legs(dsn, pg_dir: Path, ns):
+def test_no_leg_answering_is_unavailable_naming_the_legs(dsn: str, pg_dir: Path, ns: str) -> None:
     env = stack_env(pg_dir / "unavailable", dsn, RECALLMESH_LEGS="dead",
                     RECALLMESH_DEAD_TARGET=f"localhost:{free_port()}",
                     RECALLMESH_FUSION_TARGET="local")
@@ -187,7 +190,8 @@ def test_no_leg_answering_is_unavailable_naming_the_legs(dsn, pg_dir: Path, ns):
         stack.stop()
 
 
-def test_concurrent_recalls_during_leg_failure_all_answer(distant_db_gateway, gateway, ns):
+def test_concurrent_recalls_during_leg_failure_all_answer(
+        distant_db_gateway, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     """A leg that always outlasts its deadline costs only its own candidates: 16 recalls
     released together reach the reads after the legs together, and those take longer than
     the reserve (a database 25 ms away, the connections shared). Every one is answered,
@@ -213,7 +217,9 @@ def test_concurrent_recalls_during_leg_failure_all_answer(distant_db_gateway, ga
     assert results == [(1, True, "LEG_STATE_TIMEOUT")] * concurrency
 
 
-def test_the_legs_end_early_enough_for_a_slow_database(distant_db_gateway, gateway, ns):
+def test_the_legs_end_early_enough_for_a_slow_database(distant_db_gateway,
+                                                       gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                       ns: str) -> None:
     """Once the gateway has seen how long its reads after the legs take, a recall with a leg
     that never answers is cut early enough to be answered within its budget (300 ms)."""
     store(gateway, ns, "planned budget probe")

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from recallmesh.stack.supervisor import Stack
 
 pytestmark = pytest.mark.integration
 
@@ -17,13 +20,14 @@ def python_blocks(text: str) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
 
 
-def test_client_guide_examples_run(stack, monkeypatch, capsys, tmp_path):
+def test_client_guide_examples_run(stack: Stack, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     monkeypatch.setenv("RECALLMESH_TARGET", stack.endpoints["gateway"])
     monkeypatch.setenv("RECALLMESH_API_KEY", stack.api_key)
     monkeypatch.chdir(tmp_path)  # no ca.pem here: the private-CA example is skipped
     blocks = python_blocks(DOC.read_text())
     assert len(blocks) >= 10
-    scope: dict = {"__name__": "docs_client_md"}
+    scope: dict[str, Any] = {"__name__": "docs_client_md"}
     for number, block in enumerate(blocks, start=1):
         try:
             exec(compile(block, f"docs/client.md block {number}", "exec"), scope)
@@ -34,7 +38,8 @@ def test_client_guide_examples_run(stack, monkeypatch, capsys, tmp_path):
     assert "NOT_FOUND" in printed and "INVALID_ARGUMENT" in printed
 
 
-def test_readme_python_examples_run(stack, monkeypatch, capsys):
+def test_readme_python_examples_run(stack: Stack, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
     """README.md's Python examples (Recall, From an agent), in order: both use the typed client."""
     monkeypatch.setenv("RECALLMESH_TARGET", stack.endpoints["gateway"])
     monkeypatch.setenv("RECALLMESH_API_KEY", stack.api_key)

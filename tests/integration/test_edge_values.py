@@ -28,6 +28,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import keys_pb2, keys_pb2_grpc, memory_pb2, memory_pb2_grpc
 
 pytestmark = pytest.mark.integration
@@ -230,7 +231,7 @@ def _logs(stack: Any) -> dict[Path, int]:
 
 
 @pytest.fixture(scope="module")
-def edge_ctx(stack, gateway):
+def edge_ctx(stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub):
     """The namespace the requests name, its memories, and the size of every service log
     before the first edge request."""
     ns = f"edges-{uuid.uuid4().hex[:8]}"
@@ -243,7 +244,7 @@ def edge_ctx(stack, gateway):
         gateway.DeleteNamespace(memory_pb2.DeleteNamespaceRequest(namespace=name), timeout=60)
 
 
-def test_every_public_rpc_has_a_valid_base_request(stack, edge_ctx):
+def test_every_public_rpc_has_a_valid_base_request(stack: Stack, edge_ctx) -> None:
     bases = base_requests(edge_ctx)
     assert set(bases) == set(RPCS)  # a new RPC needs its base request here
     for method, request in bases.items():
@@ -252,7 +253,7 @@ def test_every_public_rpc_has_a_valid_base_request(stack, edge_ctx):
 
 
 @pytest.mark.parametrize("method", sorted(RPCS))
-def test_every_field_at_every_edge(stack, edge_ctx, method):
+def test_every_field_at_every_edge(stack: Stack, edge_ctx, method) -> None:
     base = base_requests(edge_ctx)[method]
     failures = []
     for path, field in leaf_paths(base.DESCRIPTOR):
@@ -283,13 +284,13 @@ def edged(draw: st.DrawFn, method: str, ctx: dict[str, Any]) -> Any:
 @settings(max_examples=25, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
 @given(data=st.data())
-def test_several_fields_at_their_edges(stack, edge_ctx, method, data):
+def test_several_fields_at_their_edges(stack: Stack, edge_ctx, method, data) -> None:
     request = data.draw(edged(method, edge_ctx))
     code, details = call(stack, method, request)
     check(method, request, code, details, str(request)[:200])
 
 
-def test_no_service_logged_a_traceback_for_an_edge_value(stack, edge_ctx):
+def test_no_service_logged_a_traceback_for_an_edge_value(stack: Stack, edge_ctx) -> None:
     """Runs after the RPCs above (file order): what every service wrote since."""
     bad = []
     for path in _logs(stack):

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import urllib.request
 import uuid
+from collections.abc import Iterator
 
 import grpc
 import numpy as np
 import pytest
 
+from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.services.embedding import core
+from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
 from tests.helpers import expect_status
 
 
 @pytest.fixture(scope="module")
-def embedder_stub(stack):
+def embedder_stub(stack: Stack) -> Iterator[embedder_pb2_grpc.EmbedderServiceStub]:
     with stack.dial("embedding") as channel:
         yield embedder_pb2_grpc.EmbedderServiceStub(channel)
 
@@ -26,7 +29,7 @@ def embed(stub, texts, kind=embedder_pb2.EMBED_KIND_QUERY) -> np.ndarray:
 
 
 @pytest.mark.integration
-def test_grpc_batch_of_32_equals_32_single_calls(embedder_stub, manifest):
+def test_grpc_batch_of_32_equals_32_single_calls(embedder_stub, manifest: ModelManifest) -> None:
     texts = [f"memory {i}: " + "the user mentioned something " * (i % 5) for i in range(32)]
     batch = embed(embedder_stub, texts, embedder_pb2.EMBED_KIND_DOCUMENT)
     singles = np.vstack([embed(embedder_stub, [t], embedder_pb2.EMBED_KIND_DOCUMENT)
@@ -36,14 +39,14 @@ def test_grpc_batch_of_32_equals_32_single_calls(embedder_stub, manifest):
 
 
 @pytest.mark.integration
-def test_grpc_identical_texts_identical_vectors(embedder_stub):
+def test_grpc_identical_texts_identical_vectors(embedder_stub) -> None:
     a, b = embed(embedder_stub, ["same text", "same text"])
     assert np.array_equal(a, b)
     assert np.array_equal(a, embed(embedder_stub, ["same text"])[0])
 
 
 @pytest.mark.integration
-def test_model_info_reports_the_provider_in_use(embedder_stub, manifest):
+def test_model_info_reports_the_provider_in_use(embedder_stub, manifest: ModelManifest) -> None:
     info = embedder_stub.ModelInfo(embedder_pb2.ModelInfoRequest(), timeout=10)
     assert info.model_id == manifest.model_id == "nomic-embed-text-v1.5-onnx-fp32"  # the default
     assert (info.dimension, info.max_tokens, info.precision) == (768, 512, "fp32")
@@ -52,7 +55,7 @@ def test_model_info_reports_the_provider_in_use(embedder_stub, manifest):
 
 
 @pytest.mark.integration
-def test_bad_embed_calls_are_invalid_argument(embedder_stub):
+def test_bad_embed_calls_are_invalid_argument(embedder_stub) -> None:
     expect_status(grpc.StatusCode.INVALID_ARGUMENT, embedder_stub.Embed,
                   embedder_pb2.EmbedRequest(texts=[]))
     details = expect_status(grpc.StatusCode.INVALID_ARGUMENT, embedder_stub.Embed,
@@ -61,13 +64,13 @@ def test_bad_embed_calls_are_invalid_argument(embedder_stub):
 
 
 @pytest.mark.integration
-def test_grpc_truncation_is_reported(embedder_stub):
+def test_grpc_truncation_is_reported(embedder_stub) -> None:
     response = embedder_stub.Embed(
         embedder_pb2.EmbedRequest(texts=["long " * 5000, "short"]), timeout=30)
     assert response.truncated == 1 and len(response.embeddings) == 2
 
 
-def _cache_hits(stack) -> float:
+def _cache_hits(stack: Stack) -> float:
     text = urllib.request.urlopen(
         f"http://localhost:{stack.metrics['embedding']}/metrics", timeout=5).read().decode()
     for line in text.splitlines():
@@ -77,7 +80,7 @@ def _cache_hits(stack) -> float:
 
 
 @pytest.mark.integration
-def test_a_repeated_query_is_answered_from_the_query_cache(embedder_stub, stack):
+def test_a_repeated_query_is_answered_from_the_query_cache(embedder_stub, stack: Stack) -> None:
     text = f"what did I decide about the garden shed? {uuid.uuid4()}"
     before = _cache_hits(stack)
     first = embed(embedder_stub, [text])

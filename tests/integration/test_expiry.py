@@ -9,6 +9,7 @@ import asyncio
 import time
 import urllib.request
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import grpc
 import psycopg
@@ -20,10 +21,10 @@ from recallmesh.migrations.vector_schema import prepare_database
 from recallmesh.services.indexer.expiry import sweep_expired
 from recallmesh.shared.db import open_pool
 from recallmesh.stack.supervisor import Stack
-from recallmesh.v1 import memory_pb2
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
 from tests.conftest import extra_gateway, scratch_database, stack_env
-from tests.helpers import expect_status, recall
+from tests.helpers import expect_status, one_row, recall
 from tests.integration.test_context import QUERY, TURNS, at, context_entries, overrides
 from tests.integration.test_purge import traces
 
@@ -43,16 +44,17 @@ def wait_until(ts: Timestamp) -> None:
     time.sleep(max(0.0, ts.ToDatetime(tzinfo=UTC).timestamp() - time.time()) + 0.2)
 
 
-def row_exists(db, memory_id: str) -> bool:
+def row_exists(db: psycopg.Connection, memory_id: str) -> bool:
     return db.execute("SELECT 1 FROM memories WHERE id = %s", (memory_id,)).fetchone() is not None
 
 
-def candidates(gateway, ns: str, query: str) -> dict[str, int]:
+def candidates(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, query: str) -> dict[str, int]:
     """How many candidates each leg found (leg depth well above the namespace's size)."""
     return {leg.leg: leg.candidates for leg in recall(gateway, ns, query, k=50).legs}
 
 
-def test_an_expired_memory_is_never_read(gateway, db, ns):
+def test_an_expired_memory_is_never_read(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                         db: psycopg.Connection, ns: str) -> None:
     # Everything that must outlive it is stored (and embedded) first, so that the memory's
     # few seconds of life are not spent waiting for the indexer.
     kept = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
@@ -109,7 +111,9 @@ def test_an_expired_memory_is_never_read(gateway, db, ns):
             memory_pb2.MemoryRelation(type=memory_pb2.RELATION_TYPE_ABOUT, target_id=gone)])))
 
 
-def test_the_sweeper_purges_expired_memories_and_what_they_evidenced(gateway, db, ns, dsn):
+def test_the_sweeper_purges_expired_memories_and_what_they_evidenced(
+        gateway: memory_pb2_grpc.MemoryServiceStub, db: psycopg.Connection, ns: str,
+        dsn: str) -> None:
     expires = ts_in(2)
     gone = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
         content=f"Quillon Vexmoor planted the {WORD} orchard in Lisbon.", expires_at=expires),
@@ -134,7 +138,7 @@ def test_the_sweeper_purges_expired_memories_and_what_they_evidenced(gateway, db
     assert asyncio.run(sweep()) == 0 or not row_exists(db, gone)
 
 
-def test_the_indexer_runs_the_sweeper(stack, admin_dsn, pg_dir):
+def test_the_indexer_runs_the_sweeper(stack: Stack, admin_dsn: str, pg_dir: Path) -> None:
     """An indexer with RECALLMESH_EXPIRY_SWEEP_S=1 purges an expired memory on its own and
     counts it in recallmesh_expired_purged_total. On a database of its own: the session
     stack's indexer sweeps too (every 60 s), and purging the memory first it left this
@@ -149,10 +153,10 @@ def test_the_indexer_runs_the_sweeper(stack, admin_dsn, pg_dir):
         sweeper.start(timeout_s=60)
         try:
             with psycopg.connect(dsn, autocommit=True) as db:
-                gone = str(db.execute(
+                gone = str(one_row(db.execute(
                     "INSERT INTO memories (namespace, content, is_sensitive, expires_at) "
                     "VALUES ('sweeper', 'A short-lived note.', true, "
-                    "now() + interval '1.5 seconds') RETURNING id").fetchone()[0])
+                    "now() + interval '1.5 seconds') RETURNING id"))[0])
                 deadline = time.monotonic() + 20
                 while row_exists(db, gone) and time.monotonic() < deadline:
                     time.sleep(0.2)
@@ -167,7 +171,7 @@ def test_the_indexer_runs_the_sweeper(stack, admin_dsn, pg_dir):
             sweeper.stop()
 
 
-def test_expires_at_is_validated(gateway, ns):
+def test_expires_at_is_validated(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     past = ts_in(-60)
     detail = expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Store,
                            memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
@@ -191,7 +195,8 @@ def test_expires_at_is_validated(gateway, ns):
     assert "expires_at must be in the future" in detail
 
 
-def test_update_sets_and_clears_expires_at(gateway, ns):
+def test_update_sets_and_clears_expires_at(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                           ns: str) -> None:
     mid = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
         content="A note that may expire.")), timeout=10).memory.id
     later = ts_in(3600)
@@ -208,7 +213,7 @@ def test_update_sets_and_clears_expires_at(gateway, ns):
 
 
 @pytest.fixture(scope="module")
-def ttl_gateway(stack, pg_dir):
+def ttl_gateway(stack: Stack, pg_dir: Path):
     """A gateway whose namespaces `ttl-*` keep memories an hour by default, except
     `ttl-keep-*`, and `ttl-short-*` two seconds."""
     with extra_gateway(pg_dir / "ttl-gateway", stack, RECALLMESH_LEGS="lexical",
@@ -218,7 +223,8 @@ def ttl_gateway(stack, pg_dir):
         yield stub
 
 
-def test_a_namespace_default_ttl_applies_to_memories_stored_without_one(ttl_gateway, ns):
+def test_a_namespace_default_ttl_applies_to_memories_stored_without_one(ttl_gateway,
+                                                                        ns: str) -> None:
     def store(namespace: str, **fields) -> memory_pb2.Memory:
         return ttl_gateway.Store(memory_pb2.StoreRequest(
             namespace=namespace, memory=memory_pb2.Memory(content="A note.", **fields)),
@@ -252,7 +258,8 @@ def test_a_namespace_default_ttl_applies_to_memories_stored_without_one(ttl_gate
     assert recall(ttl_gateway, f"ttl-short-{ns}", "note").hits == []
 
 
-def test_the_graph_leg_drops_an_expired_memory_from_its_cached_graph(graph_gateway, ns):
+def test_the_graph_leg_drops_an_expired_memory_from_its_cached_graph(
+        graph_gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     """The graph leg caches a namespace's graph until its version changes; the cached graph
     also expires when one of its memories does, so the leg itself stops returning it."""
     expires = ts_in(6)
@@ -273,6 +280,7 @@ def test_the_graph_leg_drops_an_expired_memory_from_its_cached_graph(graph_gatew
     assert graph_leg("Arjun editor") == (1, {kept})
 
 
-def gateway_store_wait(gateway, ns: str, text: str, **fields) -> str:
+def gateway_store_wait(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, text: str,
+                       **fields) -> str:
     return gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
         content=text, **fields), index_wait=WAIT), timeout=90).memory.id

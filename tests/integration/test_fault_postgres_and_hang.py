@@ -30,6 +30,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from tests.conftest import stack_env
+from tests.helpers import one_row
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +74,7 @@ def postgres(pg_dir: Path, action: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def own(tmp_path_factory) -> Iterator[Own]:
+def own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Own]:
     """A stack on an embedded Postgres the test may stop and start (its own data directory)."""
     root = tmp_path_factory.mktemp("faults")
     pg_dir = root / "pg"
@@ -116,7 +117,7 @@ def states(response) -> dict[str, str]:
 
 # ------------------------------------------------------------------ a hung leg (SIGSTOP)
 
-def test_a_hung_leg_costs_a_recall_its_budget_and_no_more(own):
+def test_a_hung_leg_costs_a_recall_its_budget_and_no_more(own: Own) -> None:
     stack = own.stack
     ns = f"hang-{uuid.uuid4().hex[:8]}"
     with stack.dial() as channel:
@@ -215,7 +216,7 @@ class Load:
         return min(times) - since if times else None
 
 
-def test_postgres_restart_under_load_is_unavailable_then_whole_without_restarts(own):
+def test_postgres_restart_under_load_is_unavailable_then_whole_without_restarts(own: Own) -> None:
     stack = own.stack
     pids = {name: p.pid for name, p in stack.processes.items()}
     load = Load(stack, f"pg-restart-{uuid.uuid4().hex[:8]}")
@@ -256,8 +257,8 @@ def test_postgres_restart_under_load_is_unavailable_then_whole_without_restarts(
 
     # every acknowledged write is there
     with psycopg.connect(stack.dsn, autocommit=True) as conn:
-        found = conn.execute("SELECT count(*) FROM memories WHERE id = ANY(%s::uuid[])",
-                             (load.acked,)).fetchone()[0]
+        found = one_row(conn.execute("SELECT count(*) FROM memories WHERE id = ANY(%s::uuid[])",
+                                     (load.acked,)))[0]
     assert load.acked and found == len(load.acked)
 
     # and nothing was restarted to get there

@@ -31,6 +31,7 @@ from recallmesh.shared.transport import grpc_options
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import embedder_pb2_grpc, memory_pb2, memory_pb2_grpc
 from tests.conftest import scratch_database, stack_env
+from tests.helpers import one_row
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -84,7 +85,7 @@ def _credential(context) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def faults(admin_dsn, pg_dir: Path):
+def faults(admin_dsn: str, pg_dir: Path):
     with scratch_database(admin_dsn) as dsn:
         env = stack_env(
             pg_dir / "faults", dsn,
@@ -142,15 +143,16 @@ def wait_for(what, timeout_s: float, every_s: float = 0.1):
         time.sleep(every_s)
 
 
-def vectors(db, ids: list[str]) -> dict[str, bool]:
+def vectors(db: psycopg.Connection, ids: list[str]) -> dict[str, bool]:
     rows = db.execute("SELECT id::text, embedding IS NOT NULL FROM memories "
                       "WHERE id = ANY(%s::uuid[])", (ids,)).fetchall()
     return dict(rows)
 
 
-def jobs_left(db, ids: list[str]) -> int:
-    return db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
-                      (ids,)).fetchone()[0]
+def jobs_left(db: psycopg.Connection, ids: list[str]) -> int:
+    return one_row(db.execute(
+        "SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
+        (ids,)))[0]
 
 
 def cli(dsn: str, *args: str) -> subprocess.CompletedProcess:
@@ -168,7 +170,8 @@ def parked_gauge(stack: Stack) -> float | None:
     return None
 
 
-def store_batch(gateway, ns: str, contents: list[str], wait_ms: int = 0):
+def store_batch(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, contents: list[str],
+                wait_ms: int = 0):
     request = memory_pb2.StoreBatchRequest(
         namespace=ns, memories=[memory_pb2.Memory(content=c) for c in contents])
     if wait_ms:
@@ -176,7 +179,7 @@ def store_batch(gateway, ns: str, contents: list[str], wait_ms: int = 0):
     return gateway.StoreBatch(request, timeout=60)
 
 
-def test_a_poison_text_is_parked_and_the_rest_of_its_batch_embedded(faults, ns):
+def test_a_poison_text_is_parked_and_the_rest_of_its_batch_embedded(faults, ns: str) -> None:
     stack, proxy, db, gateway = faults
     poison = f"this note carries {MARKER} and the model cannot embed it"
     contents = [f"harbour ferry note number {i}" for i in range(12)]
@@ -239,14 +242,15 @@ def test_a_poison_text_is_parked_and_the_rest_of_its_batch_embedded(faults, ns):
     assert again.returncode == 2 and "no parked embedding job" in again.stderr
 
 
-def test_a_dropped_poison_job_leaves_the_memory_lexical_only(faults, ns):
+def test_a_dropped_poison_job_leaves_the_memory_lexical_only(faults, ns: str) -> None:
     stack, proxy, db, gateway = faults
     poison = f"another {MARKER} text"
     response = store_batch(gateway, ns, [poison, "a healthy neighbour"], wait_ms=30000)
     bad = response.ids[0]
     assert not response.indexed
-    assert db.execute("SELECT parked_at IS NOT NULL FROM embedding_jobs WHERE memory_id = %s",
-                      (bad,)).fetchone()[0]
+    assert one_row(db.execute(
+        "SELECT parked_at IS NOT NULL FROM embedding_jobs WHERE memory_id = %s",
+        (bad,)))[0]
     dropped = cli(stack.dsn, "jobs", "drop", bad)
     assert dropped.returncode == 0, dropped.stderr
     assert "1 parked job(s) dropped" in dropped.stdout
@@ -256,7 +260,7 @@ def test_a_dropped_poison_job_leaves_the_memory_lexical_only(faults, ns):
     assert [h.memory.id for h in hits] == [bad]
 
 
-def test_sigkill_the_indexer_mid_batch(faults, ns):
+def test_sigkill_the_indexer_mid_batch(faults, ns: str) -> None:
     """Killed while its batch is being embedded: after a restart every memory is embedded
     exactly once (one vector write each) and no job is left behind."""
     stack, proxy, db, gateway = faults
@@ -272,9 +276,10 @@ def test_sigkill_the_indexer_mid_batch(faults, ns):
         proxy.hold.clear()
         proxy.release.set()
     # The killed batch is leased, not lost: its jobs are there, claimed once.
-    leased = db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[]) "
-                        "AND attempts = 1 AND next_attempt_at > clock_timestamp()",
-                        (ids,)).fetchone()[0]
+    leased = one_row(db.execute(
+        "SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[]) "
+        "AND attempts = 1 AND next_attempt_at > clock_timestamp()",
+        (ids,)))[0]
     assert leased >= 1
     assert not any(vectors(db, ids).values())
     stack.start_service("indexer", timeout_s=90)
@@ -287,7 +292,7 @@ def test_sigkill_the_indexer_mid_batch(faults, ns):
     assert any(sent.count(c) >= 2 for c in contents)
 
 
-def test_sigkill_the_embedding_service_under_a_write_load(faults, ns):
+def test_sigkill_the_embedding_service_under_a_write_load(faults, ns: str) -> None:
     """Writes go on while the model is dead; every acknowledged write is kept and embedded
     once it is back (an outage parks nothing, with MAX_ATTEMPTS = 3)."""
     stack, proxy, db, gateway = faults
@@ -326,13 +331,13 @@ def test_sigkill_the_embedding_service_under_a_write_load(faults, ns):
     assert not errors, errors[:5]
     assert during > 10  # writes were acknowledged while the model was dead
     assert len(set(acked)) == len(acked)
-    live = db.execute("SELECT count(*) FROM memories WHERE id = ANY(%s::uuid[]) "
-                      "AND deleted_at IS NULL", (acked,)).fetchone()[0]
+    live = one_row(db.execute("SELECT count(*) FROM memories WHERE id = ANY(%s::uuid[]) "
+                              "AND deleted_at IS NULL", (acked,)))[0]
     assert live == len(acked)  # zero acknowledged writes lost
     done = wait_for(lambda: all(vectors(db, acked).values()) and jobs_left(db, acked) == 0, 90,
                     every_s=0.5)
-    parked = db.execute("SELECT count(*) FROM embedding_jobs WHERE parked_at IS NOT NULL "
-                        "AND memory_id = ANY(%s::uuid[])", (acked,)).fetchone()[0]
+    parked = one_row(db.execute("SELECT count(*) FROM embedding_jobs WHERE parked_at IS NOT NULL "
+                                "AND memory_id = ANY(%s::uuid[])", (acked,)))[0]
     missing = sum(not v for v in vectors(db, acked).values())
     assert done, f"{missing} of {len(acked)} without a vector, {parked} parked"
     writes = db.execute("SELECT count(*), count(DISTINCT memory_id) FROM test_vector_writes "

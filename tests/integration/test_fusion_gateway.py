@@ -10,7 +10,8 @@ import grpc
 import pytest
 
 from recallmesh.policy import RecallPolicy
-from recallmesh.v1 import memory_pb2
+from recallmesh.stack.supervisor import Stack
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from tests.helpers import expect_status, recall
 from tests.integration.test_degraded import lexical_ranking
 
@@ -33,7 +34,7 @@ EXACT_CASE = [
 EXACT_QUERY = "staging password hunter2"
 
 
-def store_all(gateway, ns, contents):
+def store_all(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, contents):
     response = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
         namespace=ns, memories=[memory_pb2.Memory(content=c) for c in contents],
         index_wait=WAIT), timeout=60)
@@ -45,7 +46,8 @@ def hit_ids(response):
     return [h.memory.id for h in response.hits]
 
 
-def test_exact_match_bonus_keeps_the_exact_hit_first(gateway, ns):
+def test_exact_match_bonus_keeps_the_exact_hit_first(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                     ns: str) -> None:
     exact, *_ = store_all(gateway, ns, EXACT_CASE)
     with_bonus = recall(gateway, ns, EXACT_QUERY, explain=True)
     assert with_bonus.hits[0].memory.id == exact
@@ -63,7 +65,9 @@ def test_exact_match_bonus_keeps_the_exact_hit_first(gateway, ns):
     assert ranked[0] > ranked[1]
 
 
-def test_fusion_service_down_gives_the_same_ranking(stack, gateway, ns):
+def test_fusion_service_down_gives_the_same_ranking(stack: Stack,
+                                                    gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                    ns: str) -> None:
     store_all(gateway, ns, EXACT_CASE)
     up = recall(gateway, ns, EXACT_QUERY, explain=True)
     assert up.fusion == f"{DEFAULT_FUSION_METHOD} (service)"
@@ -87,7 +91,8 @@ def test_fusion_service_down_gives_the_same_ranking(stack, gateway, ns):
     assert 'recallmesh_recall_fallbacks_total{kind="local_fusion"}' in metrics
 
 
-def test_dead_vector_leg_falls_back_to_lexical_then_recovers(stack, gateway, ns):
+def test_dead_vector_leg_falls_back_to_lexical_then_recovers(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     store_all(gateway, ns, EXACT_CASE)
     stack.stop_service("vector")
     try:
@@ -112,7 +117,9 @@ def test_dead_vector_leg_falls_back_to_lexical_then_recovers(stack, gateway, ns)
     assert 'recallmesh_recall_seconds_count{degraded="true"}' in metrics
 
 
-def test_request_overrides_weights_methods_and_skips(stack, gateway, ns):
+def test_request_overrides_weights_methods_and_skips(stack: Stack,
+                                                     gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                     ns: str) -> None:
     store_all(gateway, ns, EXACT_CASE)
     lexical_order = lexical_ranking(stack, ns, EXACT_QUERY, 10)
     skipped = recall(gateway, ns, EXACT_QUERY,
@@ -141,7 +148,8 @@ def test_request_overrides_weights_methods_and_skips(stack, gateway, ns):
     (memory_pb2.FusionOverrides(skip_legs=["lexical", "vector"]), "at least one leg"),
     (memory_pb2.FusionOverrides(weights={"lexical": 0, "vector": 0}), "every asked leg weight 0"),
 ])
-def test_bad_overrides_are_invalid_argument(gateway, ns, overrides, message):
+def test_bad_overrides_are_invalid_argument(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str,
+                                            overrides, message) -> None:
     details = expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Recall,
                             memory_pb2.RecallRequest(namespace=ns, query="q", fusion=overrides))
     assert message in details

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import urllib.request
 from datetime import UTC, datetime
+from typing import Any
 
 import grpc
+import psycopg
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from recallmesh.v1 import memory_pb2
-from tests.helpers import expect_status, recall, recalled_contents, store
+from recallmesh.stack.supervisor import Stack
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from tests.helpers import expect_status, one_row, recall, recalled_contents, store
 
 pytestmark = pytest.mark.integration
 
@@ -23,7 +26,9 @@ def ts(year: int, month: int = 1, day: int = 1) -> Timestamp:
     return t
 
 
-def test_store_then_recall_round_trip(gateway, lexical_gateway, ns):
+def test_store_then_recall_round_trip(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                      lexical_gateway: memory_pb2_grpc.MemoryServiceStub,
+                                      ns: str) -> None:
     gateway = lexical_gateway  # exact leg details below are the lexical baseline's
     memory_id = store(
         gateway, ns, "Prefers Svelte for frontend work", category="preference",
@@ -46,13 +51,14 @@ def test_store_then_recall_round_trip(gateway, lexical_gateway, ns):
     assert leg.candidates == 1 and leg.latency_ms > 0
 
 
-def test_explain_off_has_no_leg_contributions(gateway, ns):
+def test_explain_off_has_no_leg_contributions(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                              ns: str) -> None:
     store(gateway, ns, "Tea with lemon in the afternoon")
     [hit] = recall(gateway, ns, "lemon tea").hits
     assert len(hit.legs) == 0
 
 
-def test_get_returns_what_was_stored(gateway, ns):
+def test_get_returns_what_was_stored(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     stored = gateway.Store(
         memory_pb2.StoreRequest(
             namespace=ns,
@@ -71,7 +77,8 @@ def test_get_returns_what_was_stored(gateway, ns):
     assert not got.HasField("valid_to")
 
 
-def test_and_match_first_then_or_broaden(lexical_gateway, ns):
+def test_and_match_first_then_or_broaden(lexical_gateway: memory_pb2_grpc.MemoryServiceStub,
+                                         ns: str) -> None:
     gateway = lexical_gateway
     both = store(gateway, ns, "Maya likes hiking in the Alps")
     only_hiking = store(gateway, ns, "Hiking boots need new laces")
@@ -85,7 +92,8 @@ def test_and_match_first_then_or_broaden(lexical_gateway, ns):
     assert unrelated not in [h.memory.id for h in response.hits]
 
 
-def test_or_broaden_ranks_below_and_even_with_higher_importance(lexical_gateway, ns):
+def test_or_broaden_ranks_below_and_even_with_higher_importance(
+        lexical_gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     gateway = lexical_gateway
     and_hit = store(gateway, ns, "green tea and jasmine", importance=0.0)
     or_hit = store(gateway, ns, "green paint for the fence", importance=1.0)
@@ -93,7 +101,8 @@ def test_or_broaden_ranks_below_and_even_with_higher_importance(lexical_gateway,
     assert ids == [and_hit, or_hit]
 
 
-def test_importance_blend_orders_equal_text_matches(lexical_gateway, ns):
+def test_importance_blend_orders_equal_text_matches(
+        lexical_gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     gateway = lexical_gateway
     # Equal text, kept apart by their metadata (the same write would be one memory).
     low = store(gateway, ns, "Quarterly report about budget", importance=0.1, metadata={"n": "1"})
@@ -106,7 +115,8 @@ def test_importance_blend_orders_equal_text_matches(lexical_gateway, ns):
     assert scores == sorted(scores, reverse=True)
 
 
-def test_importance_mode_lets_importance_beat_text_rank(lexical_gateway, ns):
+def test_importance_mode_lets_importance_beat_text_rank(
+        lexical_gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     gateway = lexical_gateway  # the lexical leg's own importance blend
     # Strong text match, low importance vs weak text match, high importance.
     strong = store(gateway, ns, "kayak kayak kayak trip", importance=0.0)
@@ -119,7 +129,7 @@ def test_importance_mode_lets_importance_beat_text_rank(lexical_gateway, ns):
     assert set(relevance) == {strong, weak}
 
 
-def test_recency_orders_by_created_at(gateway, ns):
+def test_recency_orders_by_created_at(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     old = store(gateway, ns, "dentist appointment booked", created_at=ts(2020))
     new = store(gateway, ns, "dentist appointment moved", created_at=ts(2025))
     mid = store(gateway, ns, "dentist appointment confirmed", created_at=ts(2022))
@@ -128,7 +138,8 @@ def test_recency_orders_by_created_at(gateway, ns):
     assert ids == [new, mid, old]
 
 
-def test_batch_without_times_keeps_insertion_order_for_recency(gateway, ns):
+def test_batch_without_times_keeps_insertion_order_for_recency(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     contents = [f"violin practice log {i}" for i in range(6)]
     gateway.StoreBatch(memory_pb2.StoreBatchRequest(
         namespace=ns, memories=[memory_pb2.Memory(content=c) for c in contents]), timeout=10)
@@ -136,7 +147,7 @@ def test_batch_without_times_keeps_insertion_order_for_recency(gateway, ns):
     assert got == contents[::-1]
 
 
-def test_filters_restrict_every_hit(gateway, ns):
+def test_filters_restrict_every_hit(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     store(gateway, ns, "Paris trip planned", category="travel", tags=["france"],
           created_at=ts(2023))
     keep = store(gateway, ns, "Paris trip booked", category="travel", tags=["booked"],
@@ -144,7 +155,7 @@ def test_filters_restrict_every_hit(gateway, ns):
     store(gateway, ns, "Paris trip budget", category="finance", tags=["booked"],
           created_at=ts(2024, 7))
 
-    def ids(**filters):
+    def ids(**filters: Any) -> list[str]:
         request = memory_pb2.RecallRequest(namespace=ns, query="Paris trip",
                                            filters=memory_pb2.RecallFilters(**filters))
         return [h.memory.id for h in gateway.Recall(request, timeout=10).hits]
@@ -155,7 +166,7 @@ def test_filters_restrict_every_hit(gateway, ns):
     assert ids(categories=["nothing-here"]) == []
 
 
-def test_namespace_isolation(gateway, ns):
+def test_namespace_isolation(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     other = "elsewhere-" + ns[::-1]
     memory_id = store(gateway, ns, "secret project codename bluebird")
     assert recall(gateway, other, "bluebird codename").hits == []
@@ -171,7 +182,8 @@ def test_namespace_isolation(gateway, ns):
     assert [h.memory.id for h in recall(gateway, ns, "bluebird").hits] == [memory_id]
 
 
-def test_soft_delete_hides_from_recall_and_get(gateway, ns, db):
+def test_soft_delete_hides_from_recall_and_get(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str,
+                                               db: psycopg.Connection) -> None:
     keep = store(gateway, ns, "walk the dog at seven")
     gone = store(gateway, ns, "walk the dog at eight")
     response = gateway.Delete(memory_pb2.DeleteRequest(namespace=ns, id=gone), timeout=10)
@@ -182,11 +194,12 @@ def test_soft_delete_hides_from_recall_and_get(gateway, ns, db):
     expect_status(grpc.StatusCode.NOT_FOUND, gateway.Delete,
                   memory_pb2.DeleteRequest(namespace=ns, id=gone))
     # Soft: the row is still there, marked deleted.
-    deleted_at = db.execute("SELECT deleted_at FROM memories WHERE id = %s", (gone,)).fetchone()[0]
+    deleted_at = one_row(db.execute("SELECT deleted_at FROM memories WHERE id = %s", (gone,)))[0]
     assert deleted_at is not None
 
 
-def test_store_batch_is_ordered_and_recallable(gateway, ns):
+def test_store_batch_is_ordered_and_recallable(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                               ns: str) -> None:
     contents = [f"batch memory number {i} about gardening" for i in range(25)]
     response = gateway.StoreBatch(
         memory_pb2.StoreBatchRequest(
@@ -200,7 +213,8 @@ def test_store_batch_is_ordered_and_recallable(gateway, ns):
     assert len(recall(gateway, ns, "gardening", k=100).hits) == 25
 
 
-def test_user_text_that_looks_like_tsquery_syntax(gateway, ns):
+def test_user_text_that_looks_like_tsquery_syntax(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                  ns: str) -> None:
     store(gateway, ns, "Use C++ & Rust: it's O'Neil's \\ backslash test 😀")
     for query in ["C++ & Rust", "!!!", "a:* | b <-> c", "'O'Neil'", "\\\\", "😀", "x" * 3000,
                   "(((", "&|!<->:*", "Rust"]:
@@ -208,7 +222,7 @@ def test_user_text_that_looks_like_tsquery_syntax(gateway, ns):
     assert recalled_contents(gateway, ns, "O'Neil backslash")
 
 
-def test_health_and_reflection(channel):
+def test_health_and_reflection(channel: grpc.Channel) -> None:
     health = health_pb2_grpc.HealthStub(channel)
     for service in ("", "recallmesh.v1.MemoryService"):
         status = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5).status
@@ -227,7 +241,8 @@ def test_health_and_reflection(channel):
     ("indexer", ""),
     ("fusion", "recallmesh.v1.FusionService"),
 ])
-def test_every_service_serves_health_and_reflection(stack, name, service):
+def test_every_service_serves_health_and_reflection(stack: Stack, name: str,
+                                                    service: str) -> None:
     with stack.dial(name) as ch:
         health = health_pb2_grpc.HealthStub(ch)
         status = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
@@ -239,7 +254,8 @@ def test_every_service_serves_health_and_reflection(stack, name, service):
         assert "grpc.health.v1.Health" in names and (not service or service in names)
 
 
-def test_metrics_expose_rpc_histograms(stack, gateway, ns):
+def test_metrics_expose_rpc_histograms(stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub,
+                                       ns: str) -> None:
     gateway.Store(memory_pb2.StoreRequest(  # waits: the indexer has indexed at least this one
         namespace=ns, memory=memory_pb2.Memory(content="metrics probe memory"),
         index_wait=memory_pb2.IndexWait(wait=True)), timeout=40)

@@ -4,25 +4,29 @@ from __future__ import annotations
 
 import time
 import urllib.request
+from typing import Any
 
 import grpc
 import numpy as np
+import psycopg
 import pytest
 
 from recallmesh.services.graph.core import (
     float4_arrays,
 )
-from recallmesh.v1 import memory_pb2, retriever_pb2, retriever_pb2_grpc
-from tests.helpers import expect_status, recall, store
+from recallmesh.stack.supervisor import Stack
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2, retriever_pb2_grpc
+from tests.helpers import expect_status, one_row, recall, store
 from tests.unit.test_graph import WAIT
 
 
-def concepts_of(db, ns: str) -> dict[str, int]:
+def concepts_of(db: psycopg.Connection, ns: str) -> dict[str, int]:
     return dict(db.execute("SELECT alias, concept_id FROM concept_aliases WHERE namespace = %s",
                            (ns,)).fetchall())
 
 
-def store_wait(gateway, ns: str, *texts: str, **fields) -> list[str]:
+def store_wait(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, *texts: str,
+               **fields: Any) -> list[str]:
     response = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
         namespace=ns, memories=[memory_pb2.Memory(content=t, **fields) for t in texts],
         index_wait=WAIT), timeout=40)
@@ -31,7 +35,8 @@ def store_wait(gateway, ns: str, *texts: str, **fields) -> list[str]:
 
 
 @pytest.mark.integration
-def test_surface_forms_resolve_to_one_concept(gateway, db, ns):
+def test_surface_forms_resolve_to_one_concept(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                              db: psycopg.Connection, ns: str) -> None:
     store_wait(gateway, ns, "I have been learning Svelte lately.",
                "svelte makes components small.", "We rebuilt the site in the Svelte framework.",
                "Solid is another reactive library.")
@@ -41,7 +46,8 @@ def test_surface_forms_resolve_to_one_concept(gateway, db, ns):
 
 
 @pytest.mark.integration
-def test_graph_leg_finds_two_hop_memory_with_its_path(graph_gateway, ns):
+def test_graph_leg_finds_two_hop_memory_with_its_path(
+        graph_gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     a, b, _ = store_wait(
         graph_gateway, ns, "Priya adopted a greyhound named Biscuit.",
         "Biscuit needs a long walk along the Dunmore canal every morning.",
@@ -57,8 +63,9 @@ def test_graph_leg_finds_two_hop_memory_with_its_path(graph_gateway, ns):
 
 
 @pytest.mark.integration
-def test_second_stage_reaches_what_the_other_legs_best_hit_links_to(graph_gateway, gateway,
-                                                                     stack, ns):
+def test_second_stage_reaches_what_the_other_legs_best_hit_links_to(
+        graph_gateway: memory_pb2_grpc.MemoryServiceStub,
+        gateway: memory_pb2_grpc.MemoryServiceStub, stack: Stack, ns: str) -> None:
     # The query shares words with the first memory only; the second shares no word with
     # the query, just the concept 'Marisol' with the first. Without the second stage every
     # graph path starts at a query concept; with it, the walk also starts at the best hit.
@@ -90,7 +97,8 @@ def test_second_stage_reaches_what_the_other_legs_best_hit_links_to(graph_gatewa
 
 
 @pytest.mark.integration
-def test_graph_leg_metrics(stack, graph_gateway, ns):
+def test_graph_leg_metrics(stack: Stack, graph_gateway: memory_pb2_grpc.MemoryServiceStub,
+                           ns: str) -> None:
     store_wait(graph_gateway, ns, "Noor repairs vintage radios.")
     recall(graph_gateway, ns, "Noor radios")
     recall(graph_gateway, ns, "Noor radios")
@@ -103,7 +111,9 @@ def test_graph_leg_metrics(stack, graph_gateway, ns):
 
 
 @pytest.mark.integration
-def test_deleted_superseded_and_foreign_memories_never_come_back(graph_gateway, gateway, ns):
+def test_deleted_superseded_and_foreign_memories_never_come_back(
+        graph_gateway: memory_pb2_grpc.MemoryServiceStub,
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     old, other = store_wait(gateway, ns, "Arjun's favourite editor is Emacs.",
                             "Arjun's laptop runs Debian.")
     new = gateway.Store(memory_pb2.StoreRequest(namespace=ns, index_wait=WAIT, memory=(
@@ -128,7 +138,8 @@ def test_deleted_superseded_and_foreign_memories_never_come_back(graph_gateway, 
 
 @pytest.mark.integration
 def test_changed_graph_is_reloaded_in_the_background_and_stale_hits_are_checked(
-        stack, graph_gateway, gateway, ns):
+        stack: Stack, graph_gateway: memory_pb2_grpc.MemoryServiceStub,
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     first, second = store_wait(gateway, ns, "Lena keeps bees on the allotment.",
                                "Lena sells the allotment honey at the Saturday market.")
     only_graph = memory_pb2.FusionOverrides(skip_legs=["lexical", "vector"])
@@ -153,7 +164,7 @@ def test_changed_graph_is_reloaded_in_the_background_and_stale_hits_are_checked(
 
 
 @pytest.mark.integration
-def test_concept_vectors_load_from_binary_arrays(db):
+def test_concept_vectors_load_from_binary_arrays(db: psycopg.Connection) -> None:
     rows = db.execute(
         "SELECT array_send(v) FROM (VALUES (1, ARRAY[1.5, -2.25, 3e-8]::real[]), "
         "(2, NULL), (3, ARRAY[7]::real[]), (4, ARRAY[0.1, 0.2, 0.3]::real[])) t(i, v) "
@@ -166,7 +177,8 @@ def test_concept_vectors_load_from_binary_arrays(db):
 
 
 @pytest.mark.integration
-def test_relations_are_validated_and_nothing_is_half_written(gateway, db, ns):
+def test_relations_are_validated_and_nothing_is_half_written(
+        gateway: memory_pb2_grpc.MemoryServiceStub, db: psycopg.Connection, ns: str) -> None:
     target = store(gateway, ns, "A memory to point at.")
     before = db.execute("SELECT count(*) FROM memories WHERE namespace = %s", (ns,)).fetchone()
     bad_type = memory_pb2.Memory(content="x", relations=[
@@ -185,23 +197,26 @@ def test_relations_are_validated_and_nothing_is_half_written(gateway, db, ns):
                   memory_pb2.StoreRequest(namespace=ns + "-x", memory=foreign))
     after = db.execute("SELECT count(*) FROM memories WHERE namespace = %s", (ns,)).fetchone()
     assert before == after
-    assert db.execute("SELECT count(*) FROM memory_edges WHERE namespace = %s",
-                      (ns,)).fetchone()[0] == 0
+    assert one_row(db.execute("SELECT count(*) FROM memory_edges WHERE namespace = %s",
+                              (ns,)))[0] == 0
 
 
 @pytest.mark.integration
-def test_sensitive_memories_get_no_concepts(gateway, db, ns):
+def test_sensitive_memories_get_no_concepts(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                            db: psycopg.Connection, ns: str) -> None:
     (secret,) = store_wait(gateway, ns, "My bank PIN is hidden under the Zanzibar mug.",
                            sensitive=True)
     store_wait(gateway, ns, "The Zanzibar mug is blue.")
-    linked = db.execute("SELECT count(*) FROM memory_concepts WHERE memory_id = %s",
-                        (secret,)).fetchone()[0]
+    linked = one_row(db.execute("SELECT count(*) FROM memory_concepts WHERE memory_id = %s",
+                                (secret,)))[0]
     assert linked == 0
     assert "pin" not in concepts_of(db, ns) and "bank pin" not in concepts_of(db, ns)
 
 
 @pytest.mark.integration
-def test_graph_leg_outage_degrades_like_any_leg(stack, graph_gateway, ns):
+def test_graph_leg_outage_degrades_like_any_leg(stack: Stack,
+                                                graph_gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                ns: str) -> None:
     store_wait(graph_gateway, ns, "Ola keeps bees on the roof.")
     healthy = recall(graph_gateway, ns, "Ola bees")
     assert not healthy.degraded
@@ -219,7 +234,8 @@ def test_graph_leg_outage_degrades_like_any_leg(stack, graph_gateway, ns):
 
 
 @pytest.mark.integration
-def test_a_filter_the_graph_does_not_cache_runs_in_the_database(graph_gateway, ns):
+def test_a_filter_the_graph_does_not_cache_runs_in_the_database(
+        graph_gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     # Two memories reached through 'Priya' -> 'Biscuit'; only one carries the metadata asked
     # for. The graph caches category, tags and created_at, not metadata: the leg ranks every
     # reachable memory and the database keeps those that pass.

@@ -17,7 +17,9 @@ import grpc
 import psycopg
 import pytest
 from google.protobuf import field_mask_pb2
+from google.protobuf.timestamp_pb2 import Timestamp
 
+from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from recallmesh.wire.timestamps import to_proto_timestamp
 from recallmesh.wire.validation import MAX_IMPORT_VERSIONS, MAX_RESPONSE_BYTES, MAX_VERSIONS
@@ -30,12 +32,13 @@ INVALID = grpc.StatusCode.INVALID_ARGUMENT
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def stub_for(stack, token: str | None = None):
+def stub_for(stack: Stack,
+             token: str | None = None) -> tuple[grpc.Channel, memory_pb2_grpc.MemoryServiceStub]:
     channel = stack.dial(token=token)
     return channel, memory_pb2_grpc.MemoryServiceStub(channel)
 
 
-def ts(when: datetime):
+def ts(when: datetime) -> Timestamp:
     msg = memory_pb2.Memory().created_at
     to_proto_timestamp(when, msg)
     return msg
@@ -57,7 +60,8 @@ def record(memory_id: str, content: str, versions: int = 0, version_content: str
 
 # --- 1. a write-only key never reads content -------------------------------------------------
 
-def test_a_write_only_key_deletes_by_filter_without_reading(stack, gateway, ns):
+def test_a_write_only_key_deletes_by_filter_without_reading(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     secret = store(gateway, ns, "the vault code is 4711", tags=["secret"], sensitive=True)
     plain = store(gateway, ns, "the office opens at nine", tags=["secret"])
     writer = api_key(stack.dsn, (ns,), scopes=("write",), name="writer-only")
@@ -92,7 +96,8 @@ def test_a_write_only_key_deletes_by_filter_without_reading(stack, gateway, ns):
 # --- 2. numbers as single precision ----------------------------------------------------------
 
 @pytest.mark.parametrize("tiny", [1e-50, 7e-46, 5e-324])
-def test_importance_below_the_smallest_single_is_zero_everywhere(stack, gateway, ns, tiny):
+def test_importance_below_the_smallest_single_is_zero_everywhere(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, tiny: float) -> None:
     kept = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
         content="a note of no importance at all", importance=tiny)), timeout=10).memory
     assert kept.importance == 0.0
@@ -119,7 +124,8 @@ def test_importance_below_the_smallest_single_is_zero_everywhere(stack, gateway,
     assert dry.matched == 3
 
 
-def test_importance_just_past_one_rounds_to_one_and_beyond_is_refused(gateway, ns):
+def test_importance_just_past_one_rounds_to_one_and_beyond_is_refused(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     one = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
         content="exactly as important as can be", importance=1.00000001)), timeout=10).memory
     assert one.importance == 1.0
@@ -133,7 +139,8 @@ def test_importance_just_past_one_rounds_to_one_and_beyond_is_refused(gateway, n
 
 # --- 3. an Import racing a write of the same id ----------------------------------------------
 
-def test_import_racing_a_write_of_the_same_id_elsewhere_is_already_exists(stack, gateway, ns):
+def test_import_racing_a_write_of_the_same_id_elsewhere_is_already_exists(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     memory_id = str(uuid.uuid4())
     with psycopg.connect(stack.dsn) as other:  # a write of the id in another namespace, open
         other.execute("INSERT INTO memories (id, namespace, content) VALUES (%s, %s, %s)",
@@ -164,7 +171,8 @@ def _b64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def test_forged_and_altered_page_tokens_are_invalid_argument(gateway, ns):
+def test_forged_and_altered_page_tokens_are_invalid_argument(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     for i in range(3):
         store(gateway, ns, f"paged note {i}", importance=0.1 * (i + 1))
     first = gateway.List(memory_pb2.ListRequest(
@@ -199,7 +207,8 @@ def test_forged_and_altered_page_tokens_are_invalid_argument(gateway, ns):
 
 # --- 5. versions and answers are bounded -------------------------------------------------------
 
-def test_a_memory_keeps_its_newest_versions(gateway, ns):
+def test_a_memory_keeps_its_newest_versions(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                            ns: str) -> None:
     memory_id = store(gateway, ns, "counter at 0", sensitive=True)  # sensitive: no embedding
     for i in range(MAX_VERSIONS + 2):
         gateway.Update(memory_pb2.UpdateRequest(
@@ -219,7 +228,8 @@ def test_a_memory_keeps_its_newest_versions(gateway, ns):
                           timeout=10).imported == 1
 
 
-def test_imports_are_bounded_in_versions(gateway, ns):
+def test_imports_are_bounded_in_versions(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                         ns: str) -> None:
     too_many = record(str(uuid.uuid4()), "a long story", versions=MAX_VERSIONS + 1)
     assert "at most 100" in expect_status(INVALID, gateway.Import, memory_pb2.ImportRequest(
         namespace=ns, records=[too_many]))
@@ -233,7 +243,8 @@ def test_imports_are_bounded_in_versions(gateway, ns):
     expect_status(INVALID, gateway.Import, memory_pb2.ImportRequest(namespace=ns, records=[gap]))
 
 
-def test_history_and_export_answers_stay_within_their_byte_limit(gateway, ns):
+def test_history_and_export_answers_stay_within_their_byte_limit(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     big = "x" * 32_000
     ids = [str(uuid.uuid4()) for _ in range(3)]
     # one record whose versions alone pass 3 MiB (100 x 32 kB), and two of about 1 MB
@@ -264,7 +275,7 @@ def test_history_and_export_answers_stay_within_their_byte_limit(gateway, ns):
 
 # --- 6. an imported history says who imported it ---------------------------------------------
 
-def test_imported_versions_say_who_imported_them(stack, ns):
+def test_imported_versions_say_who_imported_them(stack: Stack, ns: str) -> None:
     importer = api_key(stack.dsn, (ns,), scopes=("read", "write"), name="migration-job")
     channel, as_importer = stub_for(stack, importer)
     memory_id = str(uuid.uuid4())
@@ -285,7 +296,8 @@ def test_imported_versions_say_who_imported_them(stack, ns):
 # --- 7. a blank metadata key ------------------------------------------------------------------
 
 @pytest.mark.parametrize("key", [" ", "\t", "  \n "])
-def test_a_blank_metadata_key_is_refused_where_stored_and_where_filtered(gateway, ns, key):
+def test_a_blank_metadata_key_is_refused_where_stored_and_where_filtered(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, key: str) -> None:
     details = expect_status(INVALID, gateway.Store, memory_pb2.StoreRequest(
         namespace=ns, memory=memory_pb2.Memory(content="x", metadata={key: "v"})))
     assert "must not be empty or only white space" in details
@@ -302,7 +314,8 @@ def test_a_blank_metadata_key_is_refused_where_stored_and_where_filtered(gateway
 
 # --- 8. the documented edges ------------------------------------------------------------------
 
-def test_an_upper_case_source_id_names_the_record_itself(gateway, ns):
+def test_an_upper_case_source_id_names_the_record_itself(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                         ns: str) -> None:
     memory_id, target = str(uuid.uuid4()), str(uuid.uuid4())
     gateway.Import(memory_pb2.ImportRequest(namespace=ns, records=[record(target, "target")]),
                    timeout=10)
@@ -317,7 +330,8 @@ def test_an_upper_case_source_id_names_the_record_itself(gateway, ns):
         INVALID, gateway.Import, memory_pb2.ImportRequest(namespace=ns, records=[rec]))
 
 
-def test_pinned_memories_are_in_context_even_under_a_floor_of_one(gateway, ns):
+def test_pinned_memories_are_in_context_even_under_a_floor_of_one(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     pinned = store(gateway, ns, "The user is called Ada and prefers short answers.",
                    pinned=True)
     store(gateway, ns, "Ada's favourite editor is vim.")
@@ -326,7 +340,8 @@ def test_pinned_memories_are_in_context_even_under_a_floor_of_one(gateway, ns):
     assert [(i.id, i.pinned) for i in block.items] == [(pinned, True)]
 
 
-def test_as_of_with_include_deleted_lists_the_deleted_ones(gateway, ns):
+def test_as_of_with_include_deleted_lists_the_deleted_ones(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     kept = store(gateway, ns, "still here")
     gone = store(gateway, ns, "deleted later")
     gateway.Delete(memory_pb2.DeleteRequest(namespace=ns, id=gone), timeout=10)
@@ -339,7 +354,8 @@ def test_as_of_with_include_deleted_lists_the_deleted_ones(gateway, ns):
     assert sorted(m.id for m in with_deleted.memories) == sorted([kept, gone])
 
 
-def test_a_condition_every_memory_meets_deletes_the_namespace(gateway, ns):
+def test_a_condition_every_memory_meets_deletes_the_namespace(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     for i in range(3):
         store(gateway, ns, f"memory number {i}", importance=i / 4)
     dry = gateway.DeleteMatching(memory_pb2.DeleteMatchingRequest(

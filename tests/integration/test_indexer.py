@@ -16,12 +16,13 @@ from recallmesh.migrations.vector_schema import prepare_database
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.services.indexer.core import Indexer
 from tests.conftest import scratch_database
+from tests.helpers import one_row
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def own_dsn(admin_dsn):
+def own_dsn(admin_dsn: str):
     with scratch_database(admin_dsn) as url:
         prepare_database(url)
         yield url
@@ -41,9 +42,9 @@ async def pool(own_dsn):
 
 
 def insert(db: psycopg.Connection, ns: str, content: str, sensitive: bool = False) -> str:
-    return db.execute(
+    return one_row(db.execute(
         "INSERT INTO memories (namespace, content, is_sensitive) VALUES (%s, %s, %s) "
-        "RETURNING id::text", (ns, content, sensitive)).fetchone()[0]
+        "RETURNING id::text", (ns, content, sensitive)))[0]
 
 
 LIVE = ModelManifest.load()  # the model and width prepare_database records
@@ -73,14 +74,14 @@ class ScriptedEmbedder:
         return Embeddings(self.model, LIVE.dimension, [unit_vector(len(t)) for t in texts])
 
 
-def state(db, memory_id):
+def state(db: psycopg.Connection, memory_id):
     return db.execute(
         "SELECT m.embedding IS NOT NULL, m.embedding_model, j.attempts, j.last_error "
         "FROM memories m LEFT JOIN embedding_jobs j ON j.memory_id = m.id WHERE m.id = %s",
         (memory_id,)).fetchone()
 
 
-async def drain(indexer: Indexer, namespace_ids: list[str], db) -> None:
+async def drain(indexer: Indexer, namespace_ids: list[str], db: psycopg.Connection) -> None:
     # Other tests' jobs may be due too; run until ours are processed.
     for _ in range(50):
         await indexer.run_once()
@@ -90,7 +91,9 @@ async def drain(indexer: Indexer, namespace_ids: list[str], db) -> None:
             return
 
 
-async def test_edit_during_embedding_is_not_overwritten_by_the_stale_vector(pool, db, ns):
+async def test_edit_during_embedding_is_not_overwritten_by_the_stale_vector(pool,
+                                                                            db: psycopg.Connection,
+                                                                            ns: str) -> None:
     memory_id = insert(db, ns, "first version")
 
     def edit():
@@ -107,7 +110,8 @@ async def test_edit_during_embedding_is_not_overwritten_by_the_stale_vector(pool
     assert "second version" in second.seen
 
 
-async def test_delete_during_embedding_writes_nothing(pool, db, ns):
+async def test_delete_during_embedding_writes_nothing(pool, db: psycopg.Connection,
+                                                      ns: str) -> None:
     memory_id = insert(db, ns, "soon deleted")
 
     def delete():
@@ -117,7 +121,8 @@ async def test_delete_during_embedding_writes_nothing(pool, db, ns):
     assert state(db, memory_id) == (False, None, None, None)
 
 
-async def test_failure_backs_off_and_records_the_error(pool, db, ns):
+async def test_failure_backs_off_and_records_the_error(pool, db: psycopg.Connection,
+                                                       ns: str) -> None:
     memory_id = insert(db, ns, "will fail once")
     indexer = Indexer(pool, ScriptedEmbedder(fail=RuntimeError("model down")), batch_size=500,
                       base_backoff_s=30, max_backoff_s=60)
@@ -125,12 +130,13 @@ async def test_failure_backs_off_and_records_the_error(pool, db, ns):
     assert result.failed >= 1 and "model down" in result.error
     has_vector, _, attempts, error = state(db, memory_id)
     assert not has_vector and attempts == 1 and "model down" in error
-    due = db.execute("SELECT next_attempt_at > clock_timestamp() + interval '20 seconds' "
-                     "FROM embedding_jobs WHERE memory_id = %s", (memory_id,)).fetchone()[0]
+    due = one_row(db.execute("SELECT next_attempt_at > clock_timestamp() + interval '20 seconds' "
+                             "FROM embedding_jobs WHERE memory_id = %s", (memory_id,)))[0]
     assert due  # backed off, not retried in a hot loop
 
 
-async def test_a_batch_that_runs_out_of_time_halves_the_next_claim(pool, db, ns):
+async def test_a_batch_that_runs_out_of_time_halves_the_next_claim(pool, db: psycopg.Connection,
+                                                                   ns: str) -> None:
     """A slow model must not leave the indexer retrying a batch it can never finish in time:
     each timeout halves the claim (down to one), each batch in time doubles it back (after
     probe_after batches in time, up to the batch size)."""
@@ -175,7 +181,8 @@ class SizeLimitedEmbedder(ScriptedEmbedder):
         return await super().__call__(texts)
 
 
-async def test_a_claim_that_ran_out_of_time_is_not_tried_again_batch_after_batch(pool, db, ns):
+async def test_a_claim_that_ran_out_of_time_is_not_tried_again_batch_after_batch(
+        pool, db: psycopg.Connection, ns: str) -> None:
     # 8 fails; 4 is done; back up to 6 (3/4 of 8), which fails; 3; then 4 (3/4 of 6), and it
     # stays there: doubling straight back to the size that failed threw away every other batch.
     ids = [insert(db, ns, f"long text {i}") for i in range(40)]
@@ -194,7 +201,8 @@ async def test_a_claim_that_ran_out_of_time_is_not_tried_again_batch_after_batch
     assert 8 in embedder.batches or 6 in embedder.batches
 
 
-async def test_a_job_for_a_sensitive_memory_is_dropped_unread(pool, db, ns):
+async def test_a_job_for_a_sensitive_memory_is_dropped_unread(pool, db: psycopg.Connection,
+                                                              ns: str) -> None:
     memory_id = insert(db, ns, "secret text never embedded", sensitive=True)
     # Simulate a job that should never exist (e.g. written by hand).
     db.execute("INSERT INTO embedding_jobs (memory_id) VALUES (%s)", (memory_id,))
@@ -204,7 +212,7 @@ async def test_a_job_for_a_sensitive_memory_is_dropped_unread(pool, db, ns):
     assert state(db, memory_id) == (False, None, None, None)
 
 
-async def test_vectors_of_another_model_are_refused(pool, db, ns):
+async def test_vectors_of_another_model_are_refused(pool, db: psycopg.Connection, ns: str) -> None:
     memory_id = insert(db, ns, "embedded by the wrong model")
     indexer = Indexer(pool, ScriptedEmbedder(model="not-the-live-model"), batch_size=500)
     result = await indexer.run_once()
@@ -230,19 +238,20 @@ class PoisonEmbedder(ScriptedEmbedder):
         return await super().__call__(texts)
 
 
-def job(db, memory_id):
+def job(db: psycopg.Connection, memory_id):
     return db.execute(
         "SELECT attempts, failures, parked_at IS NOT NULL, last_error, "
         "next_attempt_at = 'infinity' FROM embedding_jobs WHERE memory_id = %s",
         (memory_id,)).fetchone()
 
 
-def make_due(db, ids):
+def make_due(db: psycopg.Connection, ids):
     db.execute("UPDATE embedding_jobs SET next_attempt_at = clock_timestamp() "
                "WHERE memory_id = ANY(%s::uuid[]) AND parked_at IS NULL", (ids,))
 
 
-async def test_a_poison_text_is_split_off_retried_and_parked(pool, db, ns):
+async def test_a_poison_text_is_split_off_retried_and_parked(pool, db: psycopg.Connection,
+                                                             ns: str) -> None:
     good = [insert(db, ns, f"an ordinary note number {i}") for i in range(9)]
     bad = insert(db, ns, "a POISON note the model cannot embed")
     embedder = PoisonEmbedder()
@@ -257,8 +266,9 @@ async def test_a_poison_text_is_split_off_retried_and_parked(pool, db, ns):
     assert ["a POISON note the model cannot embed"] in embedder.calls  # then alone
     attempts, failures, parked, error, _ = job(db, bad)
     assert (attempts, failures, parked) == (1, 1, False) and "failed on an input" in error
-    due_later = db.execute("SELECT next_attempt_at > clock_timestamp() + interval '20 seconds' "
-                           "FROM embedding_jobs WHERE memory_id = %s", (bad,)).fetchone()[0]
+    due_later = one_row(db.execute(
+        "SELECT next_attempt_at > clock_timestamp() + interval '20 seconds' "
+        "FROM embedding_jobs WHERE memory_id = %s", (bad,)))[0]
     assert due_later  # its own backoff
     for _ in range(2):
         make_due(db, [bad])
@@ -271,8 +281,8 @@ async def test_a_poison_text_is_split_off_retried_and_parked(pool, db, ns):
     embedder.calls.clear()
     await indexer.run_once()
     assert not any("POISON" in t for c in embedder.calls for t in c)
-    waiting = db.execute("SELECT count(*) FROM embedding_jobs WHERE parked_at IS NULL "
-                         "AND memory_id = %s", (bad,)).fetchone()[0]
+    waiting = one_row(db.execute("SELECT count(*) FROM embedding_jobs WHERE parked_at IS NULL "
+                                 "AND memory_id = %s", (bad,)))[0]
     assert waiting == 0
     await indexer.pending()
     assert REGISTRY.get_sample_value("recallmesh_indexer_parked_jobs") >= 1
@@ -283,7 +293,8 @@ async def test_a_poison_text_is_split_off_retried_and_parked(pool, db, ns):
     assert state(db, bad)[:2] == (True, LIVE_MODEL)
 
 
-async def test_a_service_that_fails_every_text_parks_nothing(pool, db, ns):
+async def test_a_service_that_fails_every_text_parks_nothing(pool, db: psycopg.Connection,
+                                                             ns: str) -> None:
     """INTERNAL-like failures for every text (the probe too) are an outage: backoff only."""
     ids = [insert(db, ns, f"note during a broken model {i}") for i in range(4)]
     indexer = Indexer(pool, ScriptedEmbedder(fail=RuntimeError("session broken")),
@@ -296,7 +307,8 @@ async def test_a_service_that_fails_every_text_parks_nothing(pool, db, ns):
     assert all(job(db, i)[0] >= 4 for i in ids)
 
 
-async def test_parked_jobs_list_retry_and_drop(pool, db, ns, own_dsn):
+async def test_parked_jobs_list_retry_and_drop(pool, db: psycopg.Connection, ns: str,
+                                               own_dsn) -> None:
     from recallmesh.services.indexer import jobs
 
     a = insert(db, ns, "POISON alpha")

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from recallmesh.stack.supervisor import Stack
+
 pytestmark = pytest.mark.integration
 
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -41,7 +43,7 @@ def run(*args: str, cwd: Path, env: dict[str, str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def light_venv(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+def light_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     root = tmp_path_factory.mktemp("light-client")
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "VIRTUAL_ENV") and not k.startswith("RECALLMESH_")}
@@ -55,7 +57,8 @@ def light_venv(tmp_path_factory) -> tuple[Path, dict[str, str]]:
 
 
 @pytest.mark.timeout(600)  # the wheel's build and install (pip's cache warm: under a minute)
-def test_the_package_without_extras_installs_only_the_clients_dependencies(light_venv):
+def test_the_package_without_extras_installs_only_the_clients_dependencies(
+        light_venv: tuple[Path, dict[str, str]]) -> None:
     venv, env = light_venv
     listed = json.loads(run(str(venv / "bin" / "pip"), "list", "--format", "json",
                             cwd=venv, env=env))
@@ -63,7 +66,7 @@ def test_the_package_without_extras_installs_only_the_clients_dependencies(light
     assert names <= ALLOWED_DISTRIBUTIONS, names - ALLOWED_DISTRIBUTIONS
 
 
-def test_importing_the_client_loads_no_server_code(light_venv):
+def test_importing_the_client_loads_no_server_code(light_venv: tuple[Path, dict[str, str]]) -> None:
     venv, env = light_venv
     loaded = json.loads(run(str(venv / "bin" / "python"), "-c",
                             "import json, sys, recallmesh.client; "
@@ -77,7 +80,8 @@ def test_importing_the_client_loads_no_server_code(light_venv):
     assert not [m for m in loaded if m.split(".")[0] in SERVER_ONLY]
 
 
-def test_the_light_client_stores_and_recalls_through_the_gateway(light_venv, stack, ns):
+def test_the_light_client_stores_and_recalls_through_the_gateway(
+        light_venv: tuple[Path, dict[str, str]], stack: Stack, ns: str) -> None:
     venv, env = light_venv
     script = (
         "import sys\n"

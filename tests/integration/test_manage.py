@@ -10,9 +10,11 @@ import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 import pytest
 
 from recallmesh.client import Client, InvalidArgumentError, NewMemory, NotFoundError
+from recallmesh.stack.supervisor import Stack
 from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
 
 pytestmark = pytest.mark.integration
@@ -21,7 +23,7 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
-def client(stack):
+def client(stack: Stack):
     with Client(stack.endpoints["gateway"], api_key=stack.api_key, tls=False) as c:
         yield c
 
@@ -36,7 +38,7 @@ def _seed(client: Client, ns: str, n: int = 25) -> list[str]:
     return list(client.store_batch(memories, namespace=ns).ids)
 
 
-def test_list_pages_in_a_stable_order_with_filters_and_counts(client, ns):
+def test_list_pages_in_a_stable_order_with_filters_and_counts(client, ns: str) -> None:
     ids = _seed(client, ns)
     seen, token, pages = [], "", 0
     while True:
@@ -72,7 +74,7 @@ def test_list_pages_in_a_stable_order_with_filters_and_counts(client, ns):
         client.list(namespace=ns, page_token="not-a-token")
 
 
-def test_recall_filters_run_inside_the_legs(client, ns):
+def test_recall_filters_run_inside_the_legs(client, ns: str) -> None:
     _seed(client, ns)
     hits = client.recall("compiler flag number", namespace=ns, k=5,
                          metadata={"source": "email"}).hits
@@ -86,7 +88,7 @@ def test_recall_filters_run_inside_the_legs(client, ns):
                                          .memories[0].id]
 
 
-def test_as_of_sees_the_fact_that_was_current_then(client, ns):
+def test_as_of_sees_the_fact_that_was_current_then(client, ns: str) -> None:
     old = client.store("Maya lives in Lyon", namespace=ns).memory
     time.sleep(0.05)
     between = datetime.now(UTC)
@@ -103,7 +105,8 @@ def test_as_of_sees_the_fact_that_was_current_then(client, ns):
     assert ctx.ids == [old.id]  # current at that time, so not left out as superseded
 
 
-def test_history_keeps_every_version_and_relations_both_ways(client, ns, db):
+def test_history_keeps_every_version_and_relations_both_ways(client, ns: str,
+                                                             db: psycopg.Connection) -> None:
     first = client.store("The deploy window is Tuesday", namespace=ns, category="decision",
                          metadata={"by": "ops"}).memory
     client.update(first.id, namespace=ns, content="The deploy window is Wednesday")
@@ -138,7 +141,7 @@ def _snapshot(client: Client, ns: str) -> list[dict]:
     return records
 
 
-def test_export_then_import_reproduces_a_namespace_exactly(client, ns):
+def test_export_then_import_reproduces_a_namespace_exactly(client, ns: str) -> None:
     _seed(client, ns, 6)
     a = client.store("Alex prefers tea", namespace=ns, pinned=True,
                      expires_at=datetime.now(UTC) + timedelta(days=30)).memory
@@ -176,7 +179,8 @@ def client_relation(kind: str, target: str):
     return Relation(kind, target)
 
 
-def test_delete_matching_is_a_dry_run_until_confirmed_and_stays_in_its_namespace(client, ns):
+def test_delete_matching_is_a_dry_run_until_confirmed_and_stays_in_its_namespace(client,
+                                                                                 ns: str) -> None:
     _seed(client, ns, 10)
     other = ns + "-neighbour"
     _seed(client, other, 10)
@@ -198,7 +202,7 @@ def test_delete_matching_is_a_dry_run_until_confirmed_and_stays_in_its_namespace
     client.delete_namespace(namespace=other)
 
 
-def test_pinned_memories_come_first_in_context_whatever_the_query(client, ns):
+def test_pinned_memories_come_first_in_context_whatever_the_query(client, ns: str) -> None:
     client.store_batch([f"Trivia {i}: the museum opens at {i} o'clock" for i in range(8)],
                        namespace=ns, wait_indexed=MAX_INDEX_WAIT_MS / 1000)
     pin = client.store("The user is called Robin and wants short answers", namespace=ns,
@@ -213,7 +217,7 @@ def test_pinned_memories_come_first_in_context_whatever_the_query(client, ns):
     assert pin.id not in client.context("when does the museum open", namespace=ns).ids[:1]
 
 
-def test_bad_filters_and_pages_are_clear_errors(client, ns):
+def test_bad_filters_and_pages_are_clear_errors(client, ns: str) -> None:
     with pytest.raises(InvalidArgumentError, match="importance_min"):
         client.count(namespace=ns, importance_min=1.5)
     with pytest.raises(InvalidArgumentError, match="tags_none"):

@@ -680,7 +680,7 @@ def test_example_mcp_json_matches_the_cli() -> None:
 
 
 def test_http_probes_need_no_credential_and_tell_the_truth(http_url: str, stack: Stack,
-                                                            tmp_path) -> None:
+                                                            tmp_path: Path) -> None:
     base = http_url.removesuffix("/mcp")
     assert httpx2.get(f"{base}/healthz", timeout=10).status_code == 200
     ready = httpx2.get(f"{base}/readyz", timeout=10)

@@ -20,6 +20,7 @@ from recallmesh.migrations.vector_schema import (
     ensure_embedding_column,
     prepare_database,
 )
+from tests.helpers import one_row
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +29,7 @@ def write(directory: Path, name: str, sql: str) -> None:
     (directory / name).write_text(sql)
 
 
-def test_applies_in_version_order_once(scratch_dsn, tmp_path):
+def test_applies_in_version_order_once(scratch_dsn: str, tmp_path: Path) -> None:
     write(tmp_path, "0002_second.sql", "INSERT INTO t VALUES (2);")
     write(tmp_path, "0001_first.sql", "CREATE TABLE t (v int); INSERT INTO t VALUES (1);")
     assert apply_migrations(scratch_dsn, tmp_path) == [1, 2]
@@ -40,17 +41,17 @@ def test_applies_in_version_order_once(scratch_dsn, tmp_path):
     assert names == ["first", "second"]
 
 
-def test_failed_migration_rolls_back_and_is_not_recorded(scratch_dsn, tmp_path):
+def test_failed_migration_rolls_back_and_is_not_recorded(scratch_dsn: str, tmp_path: Path) -> None:
     write(tmp_path, "0001_ok.sql", "CREATE TABLE ok (v int);")
     write(tmp_path, "0002_broken.sql", "CREATE TABLE half (v int); SELECT no_such_function();")
     with pytest.raises(psycopg.Error):
         apply_migrations(scratch_dsn, tmp_path)
     assert current_version(scratch_dsn) == 1
     with psycopg.connect(scratch_dsn) as conn:
-        assert conn.execute("SELECT to_regclass('half')").fetchone()[0] is None
+        assert one_row(conn.execute("SELECT to_regclass('half')"))[0] is None
 
 
-def test_edited_applied_migration_is_refused(scratch_dsn, tmp_path):
+def test_edited_applied_migration_is_refused(scratch_dsn: str, tmp_path: Path) -> None:
     write(tmp_path, "0001_first.sql", "CREATE TABLE t (v int);")
     apply_migrations(scratch_dsn, tmp_path)
     write(tmp_path, "0001_first.sql", "CREATE TABLE t (v bigint);")
@@ -58,7 +59,7 @@ def test_edited_applied_migration_is_refused(scratch_dsn, tmp_path):
         apply_migrations(scratch_dsn, tmp_path)
 
 
-def test_bad_file_names_and_duplicate_versions(tmp_path):
+def test_bad_file_names_and_duplicate_versions(tmp_path: Path) -> None:
     write(tmp_path, "1_short.sql", "")
     with pytest.raises(MigrationError, match="0001_name.sql"):
         discover(tmp_path)
@@ -69,7 +70,7 @@ def test_bad_file_names_and_duplicate_versions(tmp_path):
         discover(tmp_path)
 
 
-def test_project_migrations_build_the_schema(scratch_dsn):
+def test_project_migrations_build_the_schema(scratch_dsn: str) -> None:
     assert current_version(scratch_dsn) == 0
     prepare_database(scratch_dsn)
     assert current_version(scratch_dsn) == latest_version() >= 1
@@ -79,20 +80,20 @@ def test_project_migrations_build_the_schema(scratch_dsn):
             "INSERT INTO memories (namespace, content, category, tags) "
             "VALUES ('n', 'Running shoes', 'gear', ARRAY['sport'])"
         )
-        vector = conn.execute("SELECT search_vector::text FROM memories").fetchone()[0]
+        vector = one_row(conn.execute("SELECT search_vector::text FROM memories"))[0]
     # content at weight A, tags at C, category at D
     assert "'run':1A" in vector and "'sport':3C" in vector and "'gear':4" in vector
 
 
-def test_vector_column_is_sized_from_the_manifest_and_guarded(scratch_dsn):
+def test_vector_column_is_sized_from_the_manifest_and_guarded(scratch_dsn: str) -> None:
     prepare_database(scratch_dsn)
     with psycopg.connect(scratch_dsn) as conn:
-        kind = conn.execute(
+        kind = one_row(conn.execute(
             "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
-            "WHERE attrelid = 'memories'::regclass AND attname = 'embedding'").fetchone()[0]
-        index = conn.execute(
+            "WHERE attrelid = 'memories'::regclass AND attname = 'embedding'"))[0]
+        index = one_row(conn.execute(
             "SELECT indexdef FROM pg_indexes WHERE indexname = 'memories_embedding_hnsw_idx'"
-        ).fetchone()[0]
+        ))[0]
     assert kind == "halfvec(768)"  # the default model, nomic-embed-text-v1.5
     assert "hnsw" in index and "halfvec_cosine_ops" in index and "m='16'" in index
     assert "ef_construction='64'" in index
@@ -104,7 +105,8 @@ def test_vector_column_is_sized_from_the_manifest_and_guarded(scratch_dsn):
         ensure_embedding_column(scratch_dsn, 768, "other-model")
 
 
-def test_memories_stored_before_semantic_recall_get_embedding_jobs(scratch_dsn, tmp_path):
+def test_memories_stored_before_semantic_recall_get_embedding_jobs(scratch_dsn: str,
+                                                                   tmp_path: Path) -> None:
     first = MIGRATIONS_DIR / "0001_memories.sql"
     (tmp_path / first.name).write_text(first.read_text())
     apply_migrations(scratch_dsn, tmp_path)  # a v1 database...

@@ -34,7 +34,8 @@ def scrape(port: int) -> str:
     return urllib.request.urlopen(f"http://localhost:{port}/metrics", timeout=5).read().decode()
 
 
-def test_every_metric_the_rules_and_dashboard_use_is_exported(stack, gateway, ns):
+def test_every_metric_the_rules_and_dashboard_use_is_exported(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     stored = gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
         memory_pb2.Memory(content=f"The ferry to island {i} leaves at dawn") for i in range(5)],
         index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=30_000)), timeout=40)
@@ -89,7 +90,8 @@ def wait_for(condition, timeout_s: float, what: str):
 
 
 @pytest.mark.timeout(300)
-def test_prometheus_alerts_when_the_vector_leg_stops_under_load(dsn, pg_dir, ns, tmp_path):
+def test_prometheus_alerts_when_the_vector_leg_stops_under_load(dsn: str, pg_dir: Path, ns: str,
+                                                                tmp_path: Path) -> None:
     prometheus = shutil.which("prometheus")
     assert prometheus, "prometheus is missing: `make deploy-tools` installs Debian's package"
     env = stack_env(pg_dir / "alerting", dsn, RECALLMESH_LEGS="lexical,vector",

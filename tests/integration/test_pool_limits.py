@@ -24,7 +24,7 @@ async def settings_of(conn) -> tuple[str, str]:
     return await cur.fetchone()
 
 
-async def test_a_callers_wait_for_a_connection_ends_at_its_deadline(dsn):
+async def test_a_callers_wait_for_a_connection_ends_at_its_deadline(dsn: str) -> None:
     pool = await open_pool(dsn, PoolSettings(1, 1, timeout_s=1.5, max_waiting=4), name="t1")
     try:
         held = await pool.getconn()
@@ -45,7 +45,7 @@ async def test_a_callers_wait_for_a_connection_ends_at_its_deadline(dsn):
         await pool.close()
 
 
-async def test_beyond_max_waiting_a_caller_is_refused_at_once(dsn):
+async def test_beyond_max_waiting_a_caller_is_refused_at_once(dsn: str) -> None:
     pool = await open_pool(dsn, PoolSettings(1, 1, timeout_s=2.0, max_waiting=1), name="t2")
     try:
         held = await pool.getconn()
@@ -61,7 +61,7 @@ async def test_beyond_max_waiting_a_caller_is_refused_at_once(dsn):
         await pool.close()
 
 
-async def test_statements_run_under_their_query_class(dsn):
+async def test_statements_run_under_their_query_class(dsn: str) -> None:
     pool = await open_pool(dsn, PoolSettings(1, 2), name="t3")
     try:
         async with pool.connection() as conn:
@@ -81,7 +81,7 @@ async def test_statements_run_under_their_query_class(dsn):
         await pool.close()
 
 
-async def test_a_connection_killed_on_the_server_is_not_handed_out(dsn):
+async def test_a_connection_killed_on_the_server_is_not_handed_out(dsn: str) -> None:
     pool = await open_pool(dsn, PoolSettings(1, 1), name="t4")
     try:
         async with pool.connection() as conn:
@@ -97,7 +97,7 @@ async def test_a_connection_killed_on_the_server_is_not_handed_out(dsn):
 
 
 async def test_a_connection_comes_back_even_when_its_caller_is_cancelled_while_returning_it(
-        dsn):
+        dsn: str) -> None:
     """A call cancelled twice (its deadline, then the client's cancellation) while its
     connection goes back to the pool must not lose that connection: with one connection, the
     next caller gets it at once."""

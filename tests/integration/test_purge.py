@@ -6,10 +6,11 @@ column of every table with SQL, so a table added later is covered too."""
 from __future__ import annotations
 
 import grpc
+import psycopg
 import pytest
 
-from recallmesh.v1 import memory_pb2
-from tests.helpers import expect_status
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
+from tests.helpers import expect_status, one_row
 from tests.integration.test_graph import store_wait
 
 pytestmark = pytest.mark.integration
@@ -18,7 +19,7 @@ GONE = "Zanzibarian"  # only in the purged memory
 SHARED = "Quillon Vexmoor"  # in both memories
 
 
-def columns(db) -> list[tuple[str, str, str]]:
+def columns(db: psycopg.Connection) -> list[tuple[str, str, str]]:
     """(table, column, type) of every column that can hold text or an id, in public tables."""
     return db.execute(
         "SELECT c.table_name, c.column_name, c.udt_name FROM information_schema.columns c "
@@ -28,10 +29,10 @@ def columns(db) -> list[tuple[str, str, str]]:
     ).fetchall()
 
 
-def traces(db, needle: str, memory_id: str | None = None) -> list[str]:
+def traces(db: psycopg.Connection, needle: str, memory_id: str | None = None) -> list[str]:
     """Where `needle` (a word, case-insensitive) or `memory_id` still appears: 'table.column'."""
     found = []
-    stem = db.execute("SELECT to_tsvector('english', %s)::text", (needle,)).fetchone()[0]
+    stem = one_row(db.execute("SELECT to_tsvector('english', %s)::text", (needle,)))[0]
     for table, column, kind in columns(db):
         if kind in ("text", "varchar", "jsonb", "_text"):
             hit = db.execute(f'SELECT 1 FROM "{table}" WHERE "{column}"::text ILIKE %s LIMIT 1',
@@ -58,37 +59,40 @@ def traces(db, needle: str, memory_id: str | None = None) -> list[str]:
     return found
 
 
-def test_purge_removes_the_memory_and_what_only_it_evidenced(gateway, db, ns):
+def test_purge_removes_the_memory_and_what_only_it_evidenced(
+        gateway: memory_pb2_grpc.MemoryServiceStub, db: psycopg.Connection, ns: str) -> None:
     gone, kept = store_wait(
         gateway, ns,
         f"{SHARED} founded the {GONE} orchard cooperative in Lisbon.",
         f"{SHARED} drinks green tea every morning in Lisbon.")
     assert traces(db, GONE, gone)  # the memory, its postings and its concepts are there
-    shared_concepts = db.execute(
+    shared_concepts = one_row(db.execute(
         "SELECT count(*) FROM concept_aliases WHERE namespace = %s AND alias ILIKE %s",
-        (ns, f"%{SHARED.split()[1].lower()}%")).fetchone()[0]
+        (ns, f"%{SHARED.split()[1].lower()}%")))[0]
     assert shared_concepts > 0, "the indexer extracted no concept; the test would prove nothing"
     # an update keeps the text it replaces as a version (History): the purge takes it too
     gateway.Update(memory_pb2.UpdateRequest(namespace=ns, id=gone, memory=memory_pb2.Memory(
         content=f"{SHARED} founded the {GONE} orchard cooperative in Lisbon in 1998."),
         update_mask={"paths": ["content"]}), timeout=10)
-    assert db.execute("SELECT count(*) FROM memory_versions WHERE memory_id = %s AND content "
-                      "LIKE %s", (gone, f"%{GONE}%")).fetchone()[0] == 1
+    assert one_row(db.execute(
+        "SELECT count(*) FROM memory_versions WHERE memory_id = %s AND content "
+        "LIKE %s", (gone, f"%{GONE}%")))[0] == 1
 
     response = gateway.Delete(memory_pb2.DeleteRequest(namespace=ns, id=gone, purge=True),
                               timeout=10)
     assert response.purged and response.id == gone
     assert traces(db, GONE, gone) == []
     # what the other memory evidences stays: its row, its concepts, the shared concept
-    assert db.execute("SELECT count(*) FROM memories WHERE id = %s", (kept,)).fetchone()[0] == 1
-    assert db.execute(
+    assert one_row(db.execute("SELECT count(*) FROM memories WHERE id = %s", (kept,)))[0] == 1
+    assert one_row(db.execute(
         "SELECT count(*) FROM concept_aliases WHERE namespace = %s AND alias ILIKE %s",
-        (ns, f"%{SHARED.split()[1].lower()}%")).fetchone()[0] > 0
-    assert db.execute("SELECT count(*) FROM memory_concepts WHERE memory_id = %s",
-                      (kept,)).fetchone()[0] > 0
+        (ns, f"%{SHARED.split()[1].lower()}%")))[0] > 0
+    assert one_row(db.execute("SELECT count(*) FROM memory_concepts WHERE memory_id = %s",
+                              (kept,)))[0] > 0
     # no edge keeps the purged id; none is left without evidence it had before
-    assert db.execute("SELECT count(*) FROM concept_edges WHERE namespace = %s AND %s = ANY "
-                      "(evidence)", (ns, gone)).fetchone()[0] == 0
+    assert one_row(db.execute(
+        "SELECT count(*) FROM concept_edges WHERE namespace = %s AND %s = ANY "
+        "(evidence)", (ns, gone)))[0] == 0
     hits = gateway.Recall(memory_pb2.RecallRequest(namespace=ns, query=f"{GONE} orchard"),
                           timeout=10).hits
     assert gone not in [h.memory.id for h in hits]
@@ -99,7 +103,8 @@ def test_purge_removes_the_memory_and_what_only_it_evidenced(gateway, db, ns):
                   memory_pb2.DeleteRequest(namespace=ns, id=gone, purge=True))
 
 
-def test_purge_forgets_a_memory_deleted_earlier(gateway, db, ns):
+def test_purge_forgets_a_memory_deleted_earlier(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                db: psycopg.Connection, ns: str) -> None:
     (mid,) = store_wait(gateway, ns, f"The {GONE} ferry timetable changed in May.")
     gateway.Delete(memory_pb2.DeleteRequest(namespace=ns, id=mid), timeout=10)
     assert traces(db, GONE, mid)  # a soft delete keeps the row (and its leftovers)
@@ -107,7 +112,8 @@ def test_purge_forgets_a_memory_deleted_earlier(gateway, db, ns):
     assert traces(db, GONE, mid) == []
 
 
-def test_delete_namespace_leaves_nothing_with_its_name(gateway, db, ns):
+def test_delete_namespace_leaves_nothing_with_its_name(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                       db: psycopg.Connection, ns: str) -> None:
     store_wait(gateway, ns, f"{SHARED} keeps bees near the {GONE} hills.",
                f"{SHARED} sells honey on Saturdays.")
     other = ns + "-neighbour"
@@ -128,22 +134,23 @@ def test_delete_namespace_leaves_nothing_with_its_name(gateway, db, ns):
                                    timeout=30).memories_removed == 1
 
 
-def test_made_sensitive_a_memory_loses_its_vector_and_derived_concepts_at_once(gateway, db, ns):
+def test_made_sensitive_a_memory_loses_its_vector_and_derived_concepts_at_once(
+        gateway: memory_pb2_grpc.MemoryServiceStub, db: psycopg.Connection, ns: str) -> None:
     flipped, kept = store_wait(
         gateway, ns,
         f"{SHARED} founded the {GONE} orchard cooperative in Lisbon.",
         f"{SHARED} drinks green tea every morning in Lisbon.")
-    assert db.execute("SELECT embedding IS NOT NULL FROM memories WHERE id = %s",
-                      (flipped,)).fetchone()[0]
+    assert one_row(db.execute("SELECT embedding IS NOT NULL FROM memories WHERE id = %s",
+                              (flipped,)))[0]
     graph = [t for t in traces(db, GONE, flipped) if t.startswith("concept")]
     assert graph  # its concepts and edge evidence exist before the flip
     gateway.Update(memory_pb2.UpdateRequest(
         namespace=ns, id=flipped, memory=memory_pb2.Memory(sensitive=True),
         update_mask={"paths": ["sensitive"]}), timeout=10)
-    assert db.execute("SELECT embedding IS NULL FROM memories WHERE id = %s",
-                      (flipped,)).fetchone()[0]
+    assert one_row(db.execute("SELECT embedding IS NULL FROM memories WHERE id = %s",
+                              (flipped,)))[0]
     assert [t for t in traces(db, GONE, flipped)
             if t.startswith(("concept", "memory_concepts"))] == []
     # the other memory keeps its links, and the concept both evidenced stays
-    assert db.execute("SELECT count(*) FROM memory_concepts WHERE memory_id = %s",
-                      (kept,)).fetchone()[0] > 0
+    assert one_row(db.execute("SELECT count(*) FROM memory_concepts WHERE memory_id = %s",
+                              (kept,)))[0] > 0

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from recallmesh.v1 import memory_pb2
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from tests.helpers import recall
 
 
 @pytest.mark.integration
-def test_the_response_names_the_intent_and_the_vector_leg_leads(gateway, ns):
+def test_the_response_names_the_intent_and_the_vector_leg_leads(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     ids = list(gateway.StoreBatch(memory_pb2.StoreBatchRequest(
         namespace=ns, memories=[
             memory_pb2.Memory(content="I have been growing tomatoes and basil on my balcony"),

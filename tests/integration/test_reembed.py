@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -12,12 +13,13 @@ from recallmesh.migrations.vector_schema import prepare_database
 from recallmesh.services.embedding.core import OnnxEmbedder
 from recallmesh.services.embedding.reembed import reembed, switch
 from tests.conftest import scratch_database
+from tests.helpers import one_row
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def other_model(tmp_path) -> ModelManifest:
+def other_model(tmp_path: Path) -> ModelManifest:
     """The default model files under another id and CLS pooling: a 'different model'."""
     base = ModelManifest.load()
     raw = json.loads(base.path.read_text())
@@ -28,14 +30,15 @@ def other_model(tmp_path) -> ModelManifest:
     return ModelManifest.load(path)
 
 
-def test_reembed_then_switch(admin_dsn, other_model):
+def test_reembed_then_switch(admin_dsn: str, other_model: ModelManifest) -> None:
     with scratch_database(admin_dsn) as dsn:
         prepare_database(dsn)
         with psycopg.connect(dsn, autocommit=True) as db:
-            def add(content, sensitive=False):
-                return db.execute("INSERT INTO memories (namespace, content, is_sensitive) "
-                                  "VALUES ('n', %s, %s) RETURNING id::text",
-                                  (content, sensitive)).fetchone()[0]
+            def add(content: str, sensitive: bool = False) -> str:
+                memory_id: str = one_row(db.execute(
+                    "INSERT INTO memories (namespace, content, is_sensitive) "
+                    "VALUES ('n', %s, %s) RETURNING id::text", (content, sensitive)))[0]
+                return memory_id
 
             first, secret, second = add("likes Svelte"), add("PIN 1234", True), add("jazz fan")
             embedder = OnnxEmbedder(other_model, provider="cpu")
@@ -52,12 +55,12 @@ def test_reembed_then_switch(admin_dsn, other_model):
             assert rows[second] == (False, None)
             jobs = [r[0] for r in db.execute("SELECT memory_id::text FROM embedding_jobs")]
             assert jobs == [second]  # the indexer (new model) embeds it next
-            assert db.execute("SELECT model_id FROM embedding_space").fetchone()[0] == (
+            assert one_row(db.execute("SELECT model_id FROM embedding_space"))[0] == (
                 "minilm-cls-test")
-            index = db.execute("SELECT indexdef FROM pg_indexes "
-                               "WHERE indexname = 'memories_embedding_hnsw_idx'").fetchone()[0]
+            index = one_row(db.execute("SELECT indexdef FROM pg_indexes "
+                                       "WHERE indexname = 'memories_embedding_hnsw_idx'"))[0]
             assert "(embedding halfvec_cosine_ops)" in index
             # The write path still works on the renamed column.
             third = add("new memory")
-            assert db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = %s",
-                              (third,)).fetchone()[0] == 1
+            assert one_row(db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = %s",
+                                      (third,)))[0] == 1

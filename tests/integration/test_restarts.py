@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,18 +26,19 @@ pytestmark = pytest.mark.integration
 FAST = RestartPolicy(backoff_s=0.05, max_backoff_s=0.2, limit=3, window_s=60)
 
 
-def wait_until(condition, timeout_s: float, what: str) -> None:
+def wait_until(condition: Callable[[], object], timeout_s: float, what: str) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         assert time.monotonic() < deadline, f"not within {timeout_s:g} s: {what}"
         time.sleep(0.05)
 
 
-def states(response) -> dict[str, str]:
+def states(response: memory_pb2.RecallResponse) -> dict[str, str]:
     return {leg.leg: memory_pb2.LegState.Name(leg.state) for leg in response.legs}
 
 
-def test_a_crash_loop_is_given_up_and_the_others_keep_serving(dsn: str, tmp_path: Path, ns):
+def test_a_crash_loop_is_given_up_and_the_others_keep_serving(dsn: str, tmp_path: Path,
+                                                              ns: str) -> None:
     stack = Stack(env=stack_env(tmp_path, dsn, RECALLMESH_FUSION_TARGET="local"),
                   services=("embedding", "lexical", "vector", "gateway"))
     stack.start(timeout_s=60)

@@ -17,14 +17,17 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.policy import DEFAULT_LEG_WEIGHTS
+from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import (
     embedder_pb2,
     embedder_pb2_grpc,
     memory_pb2,
+    memory_pb2_grpc,
     retriever_pb2,
     retriever_pb2_grpc,
 )
 from tests.helpers import expect_status, recall
+from tests.recording_embedder import RecordingEmbedder
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +55,8 @@ def ts(year: int, month: int = 1, day: int = 1) -> Timestamp:
     return t
 
 
-def store_all(gateway, ns: str, memories: list[memory_pb2.Memory]) -> list[str]:
+def store_all(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str,
+              memories: list[memory_pb2.Memory]) -> list[str]:
     response = gateway.StoreBatch(
         memory_pb2.StoreBatchRequest(namespace=ns, memories=memories, index_wait=WAIT), timeout=40
     )
@@ -65,13 +69,13 @@ def texts(*contents: str, **fields) -> list[memory_pb2.Memory]:
 
 
 @pytest.fixture(scope="module")
-def embedder_stub(stack):
+def embedder_stub(stack: Stack):
     with stack.dial("embedding") as channel:
         yield embedder_pb2_grpc.EmbedderServiceStub(channel)
 
 
 @pytest.fixture(scope="module")
-def vector_leg(stack):
+def vector_leg(stack: Stack):
     with stack.dial("vector") as channel:
         yield retriever_pb2_grpc.RetrieverServiceStub(channel)
 
@@ -99,7 +103,8 @@ def vectors_of(db: psycopg.Connection, ids: list[str]) -> dict[str, str | None]:
 # ------------------------------------------------------------------ recall by meaning
 
 
-def test_paraphrase_found_by_meaning_among_distractors(gateway, ns):
+def test_paraphrase_found_by_meaning_among_distractors(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                       ns: str) -> None:
     [target, *_] = store_all(gateway, ns, texts("Prefers Svelte for frontend work", *DISTRACTORS))
     response = recall(gateway, ns, "what UI library do they like?", k=5, explain=True)
     assert response.hits[0].memory.id == target
@@ -110,7 +115,8 @@ def test_paraphrase_found_by_meaning_among_distractors(gateway, ns):
     assert top["vector"][0] == 1 and 0 < top["vector"][1] <= 1  # cosine similarity
 
 
-def test_hybrid_explain_shows_both_legs(gateway, ns):
+def test_hybrid_explain_shows_both_legs(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                        ns: str) -> None:
     [target] = store_all(gateway, ns, texts("Maya's favourite frontend framework is Svelte"))
     store_all(gateway, ns, texts(*DISTRACTORS[:4]))
     # context propagation off: the score below is the fusion arithmetic alone
@@ -134,7 +140,9 @@ def test_hybrid_explain_shows_both_legs(gateway, ns):
 # ------------------------------------------------------------------ vector leg contract
 
 
-def test_vector_leg_honours_namespace_and_filters(vector_leg, embedder_stub, gateway, ns):
+def test_vector_leg_honours_namespace_and_filters(vector_leg, embedder_stub,
+                                                  gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                  ns: str) -> None:
     other_ns = ns + "-other"
     store_all(gateway, other_ns, texts("Prefers Svelte for frontend work"))
     old, tagged, plain = store_all(gateway, ns, [
@@ -162,8 +170,8 @@ def test_vector_leg_honours_namespace_and_filters(vector_leg, embedder_stub, gat
         vector_leg, embedder_stub, ns, query)
 
 
-def test_vector_leg_only_compares_vectors_of_the_same_model(vector_leg, embedder_stub, gateway,
-                                                           ns):
+def test_vector_leg_only_compares_vectors_of_the_same_model(
+        vector_leg, embedder_stub, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     store_all(gateway, ns, texts("Prefers Svelte for frontend work"))
     vector, _ = query_vector(embedder_stub, "svelte")
     request = retriever_pb2.SearchRequest(namespace=ns, query="svelte", query_vector=vector,
@@ -171,7 +179,9 @@ def test_vector_leg_only_compares_vectors_of_the_same_model(vector_leg, embedder
     assert list(vector_leg.Search(request, timeout=10).candidates) == []
 
 
-def test_query_vector_scale_does_not_matter(vector_leg, embedder_stub, gateway, ns):
+def test_query_vector_scale_does_not_matter(vector_leg, embedder_stub,
+                                            gateway: memory_pb2_grpc.MemoryServiceStub,
+                                            ns: str) -> None:
     [memory_id] = store_all(gateway, ns, texts("Prefers Svelte for frontend work"))
     vector, model = query_vector(embedder_stub, "svelte")
     for scale in (70000.0, 1e-12):  # beyond halfvec's range / below its precision
@@ -193,7 +203,8 @@ DIM = ModelManifest.load().dimension  # the stored column's width (the served mo
     ([], "m", "needs query_vector"),
     ([0.1] * DIM, "", "needs vector_model"),
 ])
-def test_bad_query_vectors_are_invalid_argument(vector_leg, ns, vector, model, message):
+def test_bad_query_vectors_are_invalid_argument(vector_leg, ns: str, vector, model,
+                                                message) -> None:
     details = expect_status(
         grpc.StatusCode.INVALID_ARGUMENT, vector_leg.Search,
         retriever_pb2.SearchRequest(namespace=ns, query="q", query_vector=vector,
@@ -204,7 +215,8 @@ def test_bad_query_vectors_are_invalid_argument(vector_leg, ns, vector, model, m
 # ------------------------------------------------------------------ write path
 
 
-def test_store_waits_for_index_and_reports_it(gateway, ns, db):
+def test_store_waits_for_index_and_reports_it(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str,
+                                              db: psycopg.Connection) -> None:
     response = gateway.Store(memory_pb2.StoreRequest(
         namespace=ns, memory=memory_pb2.Memory(content="Keeps a sourdough starter"),
         index_wait=WAIT), timeout=40)
@@ -216,7 +228,9 @@ def test_store_waits_for_index_and_reports_it(gateway, ns, db):
     assert secret.indexed  # nothing to index, ever
 
 
-def test_sensitive_memories_never_reach_the_embedder(gateway, ns, db, recorder):
+def test_sensitive_memories_never_reach_the_embedder(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                     ns: str, db: psycopg.Connection,
+                                                     recorder: RecordingEmbedder) -> None:
     secret_texts = [f"Sensitive {ns}: bank password hunter{i}" for i in range(3)]
     memories = [memory_pb2.Memory(content=t, sensitive=True) for t in secret_texts]
     memories.append(memory_pb2.Memory(content=f"Public {ns}: likes jazz"))
@@ -249,8 +263,9 @@ def test_sensitive_memories_never_reach_the_embedder(gateway, ns, db, recorder):
     assert recorder.violations == []
 
 
-def test_update_reembeds_and_delete_removes_from_vector_leg(gateway, vector_leg, embedder_stub,
-                                                           ns, db):
+def test_update_reembeds_and_delete_removes_from_vector_leg(
+        gateway: memory_pb2_grpc.MemoryServiceStub, vector_leg, embedder_stub, ns: str,
+        db: psycopg.Connection) -> None:
     [memory_id] = store_all(gateway, ns, texts("Prefers Svelte for frontend work"))
     before = vectors_of(db, [memory_id])[memory_id]
     response = gateway.Update(memory_pb2.UpdateRequest(
@@ -271,7 +286,8 @@ def test_update_reembeds_and_delete_removes_from_vector_leg(gateway, vector_leg,
     assert vector_search(vector_leg, embedder_stub, ns, "gardening vegetables") == []
 
 
-def test_bad_updates_are_rejected_without_writing(gateway, ns, db):
+def test_bad_updates_are_rejected_without_writing(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                  ns: str, db: psycopg.Connection) -> None:
     [memory_id] = store_all(gateway, ns, texts("Original text"))
     cases = [
         (FieldMask(paths=[]), memory_pb2.Memory(), "at least one field"),
@@ -297,7 +313,9 @@ def test_bad_updates_are_rejected_without_writing(gateway, ns, db):
         update_mask=FieldMask(paths=["category"])))
 
 
-def test_embedding_service_down_loses_nothing(stack, gateway, ns, db):
+def test_embedding_service_down_loses_nothing(stack: Stack,
+                                              gateway: memory_pb2_grpc.MemoryServiceStub, ns: str,
+                                              db: psycopg.Connection) -> None:
     """Stop the model, store 50, restart it: all 50 get exactly one vector, nothing duplicated."""
     stack.stop_service("embedding")
     try:
@@ -343,7 +361,8 @@ def test_embedding_service_down_loses_nothing(stack, gateway, ns, db):
     assert not response.degraded
 
 
-def test_importance_sort_orders_the_fused_pool_by_importance(gateway, ns):
+def test_importance_sort_orders_the_fused_pool_by_importance(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     low, high, mid = store_all(gateway, ns, [
         memory_pb2.Memory(content="Prefers Svelte for frontend work", importance=0.1),
         memory_pb2.Memory(content="Uses React at the day job", importance=0.9),

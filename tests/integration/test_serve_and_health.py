@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
@@ -49,7 +49,7 @@ class Served:
             "RECALLMESH_DB_POOL_MAX": "2", f"{prefix}PORT": str(self.port),
             f"{prefix}METRICS_PORT": str(self.metrics_port), "PYTHONUNBUFFERED": "1", **env})
         self.log = tmp / f"{service}-{self.port}.log"
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.address = f"localhost:{self.port}"
 
     def start(self) -> Served:
@@ -74,13 +74,15 @@ class Served:
 def health(address: str, service: str = "") -> int | None:
     with grpc.insecure_channel(address) as channel:
         try:
-            return health_pb2_grpc.HealthStub(channel).Check(
+            status: int = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=service), timeout=2).status
+            return status
         except grpc.RpcError:
             return None
 
 
-def wait_for(condition, timeout_s: float, served: Served | None = None) -> None:
+def wait_for(condition: Callable[[], object], timeout_s: float,
+             served: Served | None = None) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if condition():
@@ -111,7 +113,7 @@ def droppable(admin_dsn: str) -> Iterator[str]:
 
 
 def test_leg_readiness_follows_its_database_and_sigterm_exits_cleanly(
-        droppable, admin_dsn, tmp_path):
+        droppable: str, admin_dsn: str, tmp_path: Path) -> None:
     leg = Served("lexical", droppable, tmp_path)
     name = psycopg.conninfo.conninfo_to_dict(droppable)["dbname"]
     with serving(leg):
@@ -132,7 +134,7 @@ def test_leg_readiness_follows_its_database_and_sigterm_exits_cleanly(
     assert "not ready" in leg.log.read_text()  # the operator reads why in the log
 
 
-def test_gateway_is_not_ready_while_no_leg_is_serving(dsn, tmp_path):
+def test_gateway_is_not_ready_while_no_leg_is_serving(dsn: str, tmp_path: Path) -> None:
     leg = Served("lexical", dsn, tmp_path)
     with serving(leg):
         gateway = Served("gateway", dsn, tmp_path, RECALLMESH_LEGS="lexical",
@@ -149,7 +151,7 @@ def test_gateway_is_not_ready_while_no_leg_is_serving(dsn, tmp_path):
             assert gateway.stop() == 0
 
 
-def test_two_replicas_of_a_leg_both_receive_calls(dsn, ns, tmp_path):
+def test_two_replicas_of_a_leg_both_receive_calls(dsn: str, ns: str, tmp_path: Path) -> None:
     first, second = Served("lexical", dsn, tmp_path), Served("lexical", dsn, tmp_path)
     with serving(first, second):
         # one target naming both replicas, as a headless Service's DNS name resolves to its

@@ -16,6 +16,7 @@ import re
 import uuid
 
 import grpc
+import psycopg
 import pytest
 from google.protobuf import text_format
 from hypothesis import HealthCheck, settings
@@ -29,8 +30,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from recallmesh.v1 import memory_pb2
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from recallmesh.wire.validation import MAX_BUDGET_MS
+from tests.helpers import one_row
 from tests.integration.test_purge import columns, traces
 from tests.unit.test_graph import WAIT
 
@@ -82,7 +84,8 @@ def expect_code(code: grpc.StatusCode, call, request) -> str:
     raise AssertionError(f"expected {code}, the call succeeded: {request}")
 
 
-def test_a_tenant_never_sees_another(graph_gateway, db):
+def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServiceStub,
+                                     db: psycopg.Connection) -> None:
     gateway = graph_gateway
     run_id = uuid.uuid4().hex[:8]
     counter = iter(range(10**6))
@@ -225,15 +228,15 @@ def test_a_tenant_never_sees_another(graph_gateway, db):
             if not foreign:
                 return
             target = data.draw(st.sampled_from(foreign), label="foreign id")
-            before = db.execute("SELECT count(*) FROM memories WHERE namespace = %s",
-                                (self.ns[t],)).fetchone()[0]
+            before = one_row(db.execute("SELECT count(*) FROM memories WHERE namespace = %s",
+                                        (self.ns[t],)))[0]
             details = expect_code(grpc.StatusCode.NOT_FOUND, gateway.Store, memory_pb2.StoreRequest(
                 namespace=self.ns[t], memory=memory_pb2.Memory(
                     content=data.draw(text_of(t)),
                     relations=[memory_pb2.MemoryRelation(type=kind, target_id=target)])))
             self._check_clean(t, details.replace(target, ""))  # it may echo the id it was given
-            assert db.execute("SELECT count(*) FROM memories WHERE namespace = %s",
-                              (self.ns[t],)).fetchone()[0] == before
+            assert one_row(db.execute("SELECT count(*) FROM memories WHERE namespace = %s",
+                                      (self.ns[t],)))[0] == before
 
         @precondition(lambda self: any(self.live))
         @rule(data=st.data())

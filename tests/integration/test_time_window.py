@@ -9,7 +9,7 @@ import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from recallmesh.gateway.time_window import TIME_WINDOW_LEG
-from recallmesh.v1 import memory_pb2
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from tests.helpers import expect_status, recall
 from tests.unit.test_time_window import SATURDAY, day, stamp
 
@@ -29,7 +29,7 @@ ASKED = day("2025-03-05T12:00")  # a Wednesday
 
 
 @pytest.fixture
-def concerts(gateway, ns) -> list[str]:
+def concerts(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> list[str]:
     return list(gateway.StoreBatch(memory_pb2.StoreBatchRequest(
         namespace=ns, memories=[memory_pb2.Memory(content=c, created_at=stamp(t))
                                 for t, c in MEMORIES],
@@ -37,7 +37,8 @@ def concerts(gateway, ns) -> list[str]:
 
 
 @pytest.mark.integration
-def test_a_memory_from_the_named_day_is_raised_and_explained(gateway, ns, concerts):
+def test_a_memory_from_the_named_day_is_raised_and_explained(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, concerts: list[str]) -> None:
     # The ranker's scores (explain's "ranker"), which the explained boost multiplies (a hit's
     # score is its relevance estimate, computed after the boost).
     plain = recall(gateway, ns, QUESTION, reference_time=stamp(ASKED), explain=True,
@@ -59,7 +60,8 @@ def test_a_memory_from_the_named_day_is_raised_and_explained(gateway, ns, concer
 
 
 @pytest.mark.integration
-def test_without_a_reference_time_the_server_clock_is_used(gateway, ns, concerts):
+def test_without_a_reference_time_the_server_clock_is_used(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, concerts: list[str]) -> None:
     # Read against today, "last Saturday" is long after these memories: nothing is raised.
     response = recall(gateway, ns, QUESTION, fusion=memory_pb2.FusionOverrides(time_boost=2.0))
     assert response.time_window.phrase == "last saturday"
@@ -77,7 +79,8 @@ def test_without_a_reference_time_the_server_clock_is_used(gateway, ns, concerts
 
 
 @pytest.mark.integration
-def test_bad_time_boost_and_reference_time_are_invalid(gateway, ns):
+def test_bad_time_boost_and_reference_time_are_invalid(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                       ns: str) -> None:
     for value in (-0.5, 10.5, float("nan")):
         detail = expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Recall,
                                memory_pb2.RecallRequest(

@@ -96,7 +96,7 @@ def wait_serving(port: int, creds, process: Process, timeout_s: float = 60) -> N
 
 
 @pytest.fixture
-def tls_leg(dsn, pki, tmp_path) -> Iterator[int]:
+def tls_leg(dsn: str, pki: dict[str, Path], tmp_path: Path) -> Iterator[int]:
     leg, port = serve("lexical", dsn, tmp_path, **tls_env(pki))
     try:
         wait_serving(port, credentials(pki["ca"], pki["cert"], pki["key"]), leg)
@@ -111,7 +111,8 @@ def refused(call) -> grpc.StatusCode:
     return info.value.code()
 
 
-def test_a_leg_answers_only_mutual_tls_from_the_deployments_ca(tls_leg, pki, ns):
+def test_a_leg_answers_only_mutual_tls_from_the_deployments_ca(tls_leg: int, pki: dict[str, Path],
+                                                               ns: str) -> None:
     good = credentials(pki["ca"], pki["cert"], pki["key"])
     assert health(tls_leg, good) == SERVING
     with grpc.secure_channel(f"localhost:{tls_leg}", good) as channel:
@@ -127,7 +128,7 @@ def test_a_leg_answers_only_mutual_tls_from_the_deployments_ca(tls_leg, pki, ns)
 
 
 def test_gateway_dials_its_leg_over_mutual_tls_and_serves_verified_clients(
-        tls_leg, dsn, pki, ns, tmp_path):
+        tls_leg: int, dsn: str, pki: dict[str, Path], ns: str, tmp_path: Path) -> None:
     gateway, port = serve("gateway", dsn, tmp_path, RECALLMESH_LEGS="lexical",
                           RECALLMESH_LEXICAL_TARGET=f"localhost:{tls_leg}",
                           RECALLMESH_FUSION_TARGET="local", **tls_env(pki))
@@ -154,7 +155,8 @@ def test_gateway_dials_its_leg_over_mutual_tls_and_serves_verified_clients(
         gateway.stop()
 
 
-def test_the_image_healthcheck_probes_a_mutual_tls_leg(tls_leg, pki, monkeypatch):
+def test_the_image_healthcheck_probes_a_mutual_tls_leg(tls_leg: int, pki: dict[str, Path],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     # what the exec probe of k8s/components/tls runs: the pod's own settings, over mutual TLS
     check = image_healthcheck().main
     command = ["recallmesh", "serve", "lexical"]
@@ -173,7 +175,8 @@ def test_the_image_healthcheck_probes_a_mutual_tls_leg(tls_leg, pki, monkeypatch
     assert check(["recallmesh", "migrate"]) == 0  # not a server: healthy
 
 
-def test_a_rotated_certificate_is_served_without_a_restart(tls_leg, pki):
+def test_a_rotated_certificate_is_served_without_a_restart(tls_leg: int,
+                                                           pki: dict[str, Path]) -> None:
     assert health(tls_leg, credentials(pki["ca"], pki["cert"], pki["key"])) == SERVING
     # rotate to a new CA: the leg's files are overwritten in place (a Secret update)
     new = pki["dir"] / "new"

@@ -6,21 +6,26 @@ from __future__ import annotations
 import uuid
 
 import grpc
+import psycopg
 import pytest
 
 from recallmesh.client import Client
-from recallmesh.v1 import memory_pb2
+from recallmesh.stack.supervisor import Stack
+from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from tests.helpers import expect_status, recall, row_count
 
 pytestmark = pytest.mark.integration
 
 
-def batch(gateway, ns, *memories: memory_pb2.Memory) -> memory_pb2.StoreBatchResponse:
-    return gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=memories),
-                              timeout=10)
+def batch(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str,
+          *memories: memory_pb2.Memory) -> memory_pb2.StoreBatchResponse:
+    response: memory_pb2.StoreBatchResponse = gateway.StoreBatch(
+        memory_pb2.StoreBatchRequest(namespace=ns, memories=memories), timeout=10)
+    return response
 
 
-def test_a_file_imported_twice_changes_nothing(gateway, db, ns):
+def test_a_file_imported_twice_changes_nothing(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                               db: psycopg.Connection, ns: str) -> None:
     lines = [memory_pb2.Memory(content=f"Fact number {i} about the garden.", thread="import",
                                metadata={"line": str(i)}) for i in range(5)]
     first = batch(gateway, ns, *lines)
@@ -31,7 +36,8 @@ def test_a_file_imported_twice_changes_nothing(gateway, db, ns):
     assert not any(first.existing) and row_count(db) == before
 
 
-def test_a_repeat_inside_a_batch_is_stored_once(gateway, ns):
+def test_a_repeat_inside_a_batch_is_stored_once(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                ns: str) -> None:
     thanks = memory_pb2.Memory(content="Thanks!", thread="chat-1")
     reply = batch(gateway, ns, thanks, memory_pb2.Memory(content="Thanks!", thread="chat-2"),
                   memory_pb2.Memory(content="thanks! ", thread="chat-1"))
@@ -39,14 +45,16 @@ def test_a_repeat_inside_a_batch_is_stored_once(gateway, ns):
     assert list(reply.existing) == [False, False, True]
 
 
-def test_a_retry_with_the_clients_id_is_a_retry_not_a_duplicate(gateway, ns):
+def test_a_retry_with_the_clients_id_is_a_retry_not_a_duplicate(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     request = memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
         id=str(uuid.uuid4()), content="The boiler was serviced in October."))
     first, retry = gateway.Store(request, timeout=10), gateway.Store(request, timeout=10)
     assert first.memory == retry.memory and not retry.existing
 
 
-def test_a_restated_ended_fact_is_stored_again(gateway, ns):
+def test_a_restated_ended_fact_is_stored_again(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                               ns: str) -> None:
     old = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
         content="Lives in Munich.")), timeout=10).memory.id
     gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
@@ -57,7 +65,8 @@ def test_a_restated_ended_fact_is_stored_again(gateway, ns):
     assert back.memory.id != old and not back.existing  # the old one ended: this is news
 
 
-def test_a_superseded_memory_names_its_replacement_everywhere(gateway, stack, ns):
+def test_a_superseded_memory_names_its_replacement_everywhere(
+        gateway: memory_pb2_grpc.MemoryServiceStub, stack: Stack, ns: str) -> None:
     old = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
         content="The team's CI runs on Jenkins.")), timeout=10).memory.id
     new = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
@@ -78,7 +87,8 @@ def test_a_superseded_memory_names_its_replacement_everywhere(gateway, stack, ns
                 .hits] == ["", new]
 
 
-def test_scores_are_probabilities_and_the_floor_leaves_out_what_is_below(gateway, ns):
+def test_scores_are_probabilities_and_the_floor_leaves_out_what_is_below(
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     """Recall answers nothing when its best hit is below the floor; Context leaves out each
     hit below it."""
     batch(gateway, ns, memory_pb2.Memory(content="Maya's cat is called Pixel."),
@@ -109,7 +119,8 @@ def test_scores_are_probabilities_and_the_floor_leaves_out_what_is_below(gateway
 
 
 @pytest.mark.parametrize("value", [1.5, -0.1, float("nan")])
-def test_a_floor_outside_zero_to_one_is_invalid_argument(gateway, ns, value):
+def test_a_floor_outside_zero_to_one_is_invalid_argument(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                                         ns: str, value: float) -> None:
     detail = expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Recall,
                            memory_pb2.RecallRequest(namespace=ns, query="x",
                                                     fusion=memory_pb2.FusionOverrides(

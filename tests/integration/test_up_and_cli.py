@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from recallmesh.embedding_models.manifest import default_manifest_path
+from recallmesh.embedding_models.manifest import ModelManifest, default_manifest_path
 from recallmesh.shared.services import BY_NAME
-from recallmesh.stack.supervisor import StackError, free_port_env, wait_serving
+from recallmesh.stack.supervisor import Stack, StackError, free_port_env, wait_serving
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from recallmesh.wire.channel import dial_blocking
 
@@ -81,7 +81,7 @@ def cli(env: dict[str, str], *args: str, expect_rc: int = 0,
     return result.stdout + result.stderr
 
 
-def test_up_demo_cli_and_restart_keeps_data(tmp_path: Path):
+def test_up_demo_cli_and_restart_keeps_data(tmp_path: Path) -> None:
     env = up_env(tmp_path / "data")
     process, lines = start_up(env, "--demo")
     try:
@@ -235,7 +235,7 @@ class Output:
         return "".join(self.lines)
 
 
-def test_up_restarts_a_killed_service_and_gives_up_a_crash_loop(tmp_path: Path):
+def test_up_restarts_a_killed_service_and_gives_up_a_crash_loop(tmp_path: Path) -> None:
     env = up_env(tmp_path / "data") | {
         # a second between an exit and its restart (time to see the degraded recall), and
         # the second exit of a service within a minute is a crash loop
@@ -310,7 +310,8 @@ def test_up_restarts_a_killed_service_and_gives_up_a_crash_loop(tmp_path: Path):
 @pytest.mark.parametrize("manifest, message", [
     ("/nonexistent/manifest.json", "make models"),
 ])
-def test_setup_errors_are_one_clear_line_not_a_traceback(tmp_path: Path, manifest, message):
+def test_setup_errors_are_one_clear_line_not_a_traceback(tmp_path: Path, manifest: ModelManifest,
+                                                         message) -> None:
     env = up_env(tmp_path / "data")
     env["RECALLMESH_EMBEDDING_MANIFEST"] = manifest
     for command in (["migrate"], ["up"]):
@@ -318,7 +319,7 @@ def test_setup_errors_are_one_clear_line_not_a_traceback(tmp_path: Path, manifes
         assert message in output and "Traceback" not in output
 
 
-def client_env(stack, tmp_path: Path) -> dict[str, str]:
+def client_env(stack: Stack, tmp_path: Path) -> dict[str, str]:
     """The CLI's environment against the session's stack, as a narrow terminal would set it
     (COLUMNS=80): output that is piped must not wrap at it all the same."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECALLMESH_")}
@@ -339,7 +340,7 @@ def as_json(env: dict[str, str], *args: str) -> Any:
     return json.loads(run(env, *args, "--json").stdout)
 
 
-def test_cli_stores_updates_lists_and_shows_history(stack, ns, tmp_path: Path):
+def test_cli_stores_updates_lists_and_shows_history(stack: Stack, ns: str, tmp_path: Path) -> None:
     env = client_env(stack, tmp_path)
     old = as_json(env, "store", "-n", ns, "Maya lives in Lyon", "--tag", "home",
                   "--metadata", "src=chat")["memory"]
@@ -410,7 +411,8 @@ def test_cli_stores_updates_lists_and_shows_history(stack, ns, tmp_path: Path):
     assert "NOT_FOUND" in run(env, "history", "-n", ns + "-x", new["id"], expect_rc=1).stderr
 
 
-def test_cli_export_delete_import_round_trip_and_delete_matching(stack, ns, tmp_path: Path):
+def test_cli_export_delete_import_round_trip_and_delete_matching(stack: Stack, ns: str,
+                                                                 tmp_path: Path) -> None:
     env = client_env(stack, tmp_path)
     first, second = str(uuid.uuid4()), str(uuid.uuid4())
     plain = tmp_path / "plain.jsonl"
@@ -466,7 +468,8 @@ def test_cli_export_delete_import_round_trip_and_delete_matching(stack, ns, tmp_
         "count": 4}
 
 
-def test_a_32_kib_memory_lists_in_a_few_unwrapped_lines(stack, ns, tmp_path: Path):
+def test_a_32_kib_memory_lists_in_a_few_unwrapped_lines(stack: Stack, ns: str,
+                                                        tmp_path: Path) -> None:
     env = client_env(stack, tmp_path)  # COLUMNS=80, output piped
     content = ("The quarterly report covers every region in detail. " * 700)[:32 * 1024]
     memory_id = run(env, "store", "-n", ns, content, "--category", "report").stdout.strip()
@@ -485,7 +488,7 @@ def test_a_32_kib_memory_lists_in_a_few_unwrapped_lines(stack, ns, tmp_path: Pat
     assert len(err.splitlines()) == 1 and len(err) > 80
 
 
-def test_settings_lists_each_recall_setting_with_this_environment_s_value(tmp_path: Path):
+def test_settings_lists_each_recall_setting_with_this_environment_s_value(tmp_path: Path) -> None:
     env = up_env(tmp_path / "data") | {"RECALLMESH_CONTEXT_HITS": "7", "COLUMNS": "250"}
     out = cli(env, "settings")
     row = next(line for line in out.splitlines() if " context_hits " in line)
@@ -496,7 +499,7 @@ def test_settings_lists_each_recall_setting_with_this_environment_s_value(tmp_pa
     assert "RECALLMESH_CONTEXT_HITS must be <= 50, got 99" in out and "Traceback" not in out
 
 
-def test_switch_without_a_reembed_run_is_a_clear_error(tmp_path: Path):
+def test_switch_without_a_reembed_run_is_a_clear_error(tmp_path: Path) -> None:
     env = up_env(tmp_path / "data")
     manifest = str(default_manifest_path())
     output = cli(env, "reembed", "--manifest", manifest, "--switch", expect_rc=2)

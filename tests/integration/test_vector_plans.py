@@ -6,6 +6,7 @@ the plan follows the namespace's size."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -18,7 +19,8 @@ from recallmesh.services.vector.core import (
     build_search_sql,
     plan_settings,
 )
-from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc, memory_pb2
+from recallmesh.stack.supervisor import Stack
+from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc, memory_pb2, memory_pb2_grpc
 from recallmesh.wire.filters import Filters
 
 pytestmark = pytest.mark.integration
@@ -37,7 +39,7 @@ QUESTIONS = ["what pets does the user have", "which database runs in production"
 
 
 @pytest.fixture(scope="module")
-def embedder_stub(stack):
+def embedder_stub(stack: Stack) -> Iterator[embedder_pb2_grpc.EmbedderServiceStub]:
     with stack.dial("embedding") as channel:
         yield embedder_pb2_grpc.EmbedderServiceStub(channel)
 
@@ -46,7 +48,9 @@ def plans() -> dict[str, float]:
     return {p: EXACT_SEARCHES.labels(p)._value.get() for p in ("exact", "hnsw")}
 
 
-def test_exact_and_hnsw_agree_and_the_size_picks_the_plan(gateway, embedder_stub, dsn, ns):
+def test_exact_and_hnsw_agree_and_the_size_picks_the_plan(
+        gateway: memory_pb2_grpc.MemoryServiceStub,
+        embedder_stub: embedder_pb2_grpc.EmbedderServiceStub, dsn: str, ns: str) -> None:
     assert gateway.StoreBatch(memory_pb2.StoreBatchRequest(
         namespace=ns, memories=[memory_pb2.Memory(content=c) for c in CONTENTS],
         index_wait=WAIT), timeout=120).indexed

@@ -10,6 +10,8 @@ column for column."""
 from __future__ import annotations
 
 import urllib.request
+from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -42,7 +44,7 @@ def write(stub: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     assert response.indexed
 
 
-def rows(dsn: str, ns: str) -> list[tuple]:
+def rows(dsn: str, ns: str) -> list[tuple[Any, ...]]:
     with psycopg.connect(dsn) as db:
         found = db.execute(f"SELECT {COLUMNS} FROM memories WHERE namespace = %s "
                            "ORDER BY content", (ns,)).fetchall()
@@ -57,8 +59,9 @@ def store_hits(stack: Stack) -> float:
     return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(prefix))
 
 
-def test_rows_written_from_stored_vectors_equal_the_model_s(admin_dsn, gateway, stack, ns,
-                                                             tmp_path):
+def test_rows_written_from_stored_vectors_equal_the_model_s(
+        admin_dsn: str, gateway: memory_pb2_grpc.MemoryServiceStub, stack: Stack, ns: str,
+        tmp_path: Path) -> None:
     write(gateway, ns)
     reference = rows(stack.dsn, ns)
     with scratch_database(admin_dsn) as dsn:

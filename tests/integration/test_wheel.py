@@ -30,7 +30,7 @@ def run(*args: str, cwd: Path, env: dict[str, str], timeout: int = 600) -> str:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """(the new virtualenv, an environment without anything pointing into the checkout)."""
     root = tmp_path_factory.mktemp("wheel-outside-checkout")
     assert CHECKOUT not in root.parents
@@ -46,7 +46,7 @@ def installed(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     return venv, env | {"PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
 
 
-def test_the_wheel_holds_only_the_recallmesh_package_and_its_data(tmp_path):
+def test_the_wheel_holds_only_the_recallmesh_package_and_its_data(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(CHECKOUT), "-w",
         str(tmp_path), cwd=tmp_path, env=env)
@@ -69,7 +69,8 @@ def test_the_wheel_holds_only_the_recallmesh_package_and_its_data(tmp_path):
 
 
 @pytest.mark.timeout(600)  # the wheel's build and install (pip's cache warm: about a minute)
-def test_installed_outside_the_checkout_up_demo_serves_a_recall(installed, tmp_path):
+def test_installed_outside_the_checkout_up_demo_serves_a_recall(
+        installed: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     venv, env = installed
     where = run(str(venv / "bin" / "python"), "-c",
                 "import recallmesh.migrations as m, recallmesh; "

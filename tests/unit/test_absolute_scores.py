@@ -44,7 +44,8 @@ def vector_list(scores: dict[str, float], floor: float | None) -> LegList:
 
 
 @given(st.lists(st.floats(-1.0, 1.0, allow_nan=False), max_size=60))
-def test_with_a_floor_a_score_does_not_depend_on_the_rest_of_the_list(others):
+def test_with_a_floor_a_score_does_not_depend_on_the_rest_of_the_list(others: list[float]
+                                                                        ) -> None:
     """The same memory and cosine score the same whatever else the leg returned."""
     alone = fuse([vector_list({"m": 0.8}, 0.55)], CAL)[0].score
     crowd = {"m": 0.8} | {f"o{i}": s for i, s in enumerate(others)}
@@ -52,13 +53,13 @@ def test_with_a_floor_a_score_does_not_depend_on_the_rest_of_the_list(others):
     assert among == pytest.approx(alone) == pytest.approx((0.8 - 0.55) / (1 - 0.55))
 
 
-def test_without_a_floor_the_median_still_measures():
+def test_without_a_floor_the_median_still_measures() -> None:
     """A leg that gives no floor (the graph leg, an uncalibrated model): as before."""
     fused = fuse([vector_list({"a": 0.9, "b": 0.5, "c": 0.1}, None)], CAL)
     assert [round(c.score, 6) for c in fused] == [round(0.4 / 0.5, 6), 0.0, 0.0]
 
 
-def test_a_cosine_at_or_below_the_floor_adds_nothing():
+def test_a_cosine_at_or_below_the_floor_adds_nothing() -> None:
     fused = fuse([vector_list({"a": 0.5, "b": 0.3}, 0.55)], CAL)
     assert all(c.score == 0.0 for c in fused)
 
@@ -85,7 +86,7 @@ def legs(cosines: dict[str, float], bm25: dict[str, float], scale: float = 2.0,
     ]
 
 
-def test_evidence_is_read_from_the_legs_own_values_never_from_the_rankers_score():
+def test_evidence_is_read_from_the_legs_own_values_never_from_the_rankers_score() -> None:
     lists = legs({"a": 0.8, "b": 0.6, "c": 0.55}, {"a": 1.0, "z": 3.0}, sensitive=frozenset("z"))
     top = [FusedCandidate("a", 99.0), FusedCandidate("b", 0.1), FusedCandidate("z", 5.0),
            FusedCandidate("q", 0.0)]
@@ -101,7 +102,7 @@ def test_evidence_is_read_from_the_legs_own_values_never_from_the_rankers_score(
     assert e[3]["cosine"] == pytest.approx(0.05) and e[3]["cosine_gap"] == pytest.approx(-0.25)
 
 
-def test_a_hit_without_a_legs_evidence_is_estimated_by_the_model_fitted_without_it():
+def test_a_hit_without_a_legs_evidence_is_estimated_by_the_model_fitted_without_it() -> None:
     lexical_only = RelevanceModel(-1.0, {"lexical": 2.0})
     model = RelevanceModel(-4.0, {"cosine": 12.0, "lexical": 3.0}, {"vector": lexical_only})
     assert model.probability({"lexical": 1.0}) == pytest.approx(lexical_only.probability(
@@ -117,7 +118,8 @@ def test_a_hit_without_a_legs_evidence_is_estimated_by_the_model_fitted_without_
 
 
 @given(st.lists(st.floats(0.0, 1.0, allow_nan=False), max_size=40))
-def test_non_increasing_never_rises_keeps_the_sum_and_leaves_a_falling_list_alone(values):
+def test_non_increasing_never_rises_keeps_the_sum_and_leaves_a_falling_list_alone(
+        values: list[float]) -> None:
     fitted = non_increasing(values)
     assert len(fitted) == len(values)
     assert all(a >= b - 1e-12 for a, b in zip(fitted, fitted[1:], strict=False))
@@ -126,7 +128,7 @@ def test_non_increasing_never_rises_keeps_the_sum_and_leaves_a_falling_list_alon
     assert non_increasing(falling) == pytest.approx(falling)
 
 
-def test_relevance_scores_are_the_models_estimates_made_non_increasing_in_ranking_order():
+def test_relevance_scores_are_the_models_estimates_made_non_increasing_in_ranking_order() -> None:
     lists = legs({"a": 0.55, "b": 0.9}, {"b": 2.0})
     top = [FusedCandidate("a", 1.0), FusedCandidate("b", 0.5)]  # the ranker put a first
     raw = [MODEL.probability(e) for e in evidence(top, lists, CALIBRATION)]
@@ -138,7 +140,7 @@ def test_relevance_scores_are_the_models_estimates_made_non_increasing_in_rankin
     assert [c.score for c in by_recency] == pytest.approx(raw)  # no relevance order to follow
 
 
-def test_without_a_calibration_the_score_is_the_share_and_other_methods_keep_theirs():
+def test_without_a_calibration_the_score_is_the_share_and_other_methods_keep_theirs() -> None:
     top = candidates(1.3, 0.65)
     assert [c.score for c in relevance_scores(top, LISTS, "calibrated", None)] == \
         pytest.approx([1.0, 0.5])
@@ -147,7 +149,7 @@ def test_without_a_calibration_the_score_is_the_share_and_other_methods_keep_the
     assert not scores_are_estimates("cc", None)
 
 
-def test_a_secret_asked_for_by_what_it_holds_is_placed_by_its_own_evidence():
+def test_a_secret_asked_for_by_what_it_holds_is_placed_by_its_own_evidence() -> None:
     """The ranker put the secret last (the vector leg cannot see it); it holds every query
     term, and its lexical evidence is stronger than the others' whole evidence, so it is
     placed first, its ranker score raised to stay there."""
@@ -161,7 +163,7 @@ def test_a_secret_asked_for_by_what_it_holds_is_placed_by_its_own_evidence():
 
 
 
-def test_a_sensitive_memory_with_weak_evidence_stays_below_what_answers():
+def test_a_sensitive_memory_with_weak_evidence_stays_below_what_answers() -> None:
     lists = legs({"a": 0.8, "b": 0.55}, {"s": 0.4, "a": 1.6}, sensitive=frozenset("s"),
                  exact=frozenset("s"))
     fused = [FusedCandidate("a", 0.9), FusedCandidate("b", 0.8), FusedCandidate("s", 0.3)]
@@ -169,13 +171,14 @@ def test_a_sensitive_memory_with_weak_evidence_stays_below_what_answers():
 
 
 @given(st.floats(-50, 50), st.floats(0, 50), st.floats(0, 1.5), st.floats(0, 1.5))
-def test_the_relevance_model_is_a_probability_and_monotone_in_its_evidence(intercept, w, a, b):
+def test_the_relevance_model_is_a_probability_and_monotone_in_its_evidence(
+        intercept: float, w: float, a: float, b: float) -> None:
     model = RelevanceModel(intercept, {"lexical": w})
     low, high = sorted((a, b))
     assert 0.0 <= model.probability({"lexical": low}) <= model.probability({"lexical": high}) <= 1.0
 
 
-def test_the_floor_leaves_out_what_scores_below_it():
+def test_the_floor_leaves_out_what_scores_below_it() -> None:
     """Context (each hit): what scores below the floor is left out. Recall (the answer): all
     of it when its best hit clears the floor, else nothing."""
     top = candidates(0.9, 0.5, 0.2)
@@ -189,7 +192,7 @@ def test_the_floor_leaves_out_what_scores_below_it():
         assert above_floor(top, 0.95, False, each_hit) == top  # no absolute scale
 
 
-def test_every_shipped_calibration_names_a_catalogue_model_and_is_found_by_its_id():
+def test_every_shipped_calibration_names_a_catalogue_model_and_is_found_by_its_id() -> None:
     found = 0
     for name in catalogue_names():
         entry = catalogue_entry(name)
@@ -213,7 +216,7 @@ def test_every_shipped_calibration_names_a_catalogue_model_and_is_found_by_its_i
         "rank": {"intercept": 0}}}},
     {"relevance": {"intercept": 0}},
 ])
-def test_a_malformed_calibration_is_refused(raw):
+def test_a_malformed_calibration_is_refused(raw: dict[str, object]) -> None:
     with pytest.raises((ValueError, KeyError)):
         ScoreCalibration.from_dict(raw)
 
@@ -221,7 +224,7 @@ def test_a_malformed_calibration_is_refused(raw):
 NOW = datetime(2026, 11, 27, tzinfo=UTC)
 
 
-def test_a_newer_restatement_moves_just_above_the_older_one():
+def test_a_newer_restatement_moves_just_above_the_older_one() -> None:
     top = candidates(0.9, 0.7, 0.6, 0.5)  # m0 old, m2 its newer restatement (a change)
     created = {f"m{i}": NOW - timedelta(days=10 - i) for i in range(4)}
     content = {"m0": "The user's favourite editor is Vim.",
@@ -234,7 +237,7 @@ def test_a_newer_restatement_moves_just_above_the_older_one():
     assert [c.score for c in ranked] == [0.9, 0.9, 0.7, 0.5]  # still best first
 
 
-def test_a_near_duplicate_without_shared_words_or_already_newer_first_stays():
+def test_a_near_duplicate_without_shared_words_or_already_newer_first_stays() -> None:
     top = candidates(0.9, 0.7)
     created = {"m0": NOW - timedelta(days=2), "m1": NOW - timedelta(days=1)}
     unrelated = {"m0": "Jonas works at Kestrel Freight.", "m1": "Maya likes Svelte."}
@@ -250,7 +253,7 @@ def test_a_near_duplicate_without_shared_words_or_already_newer_first_stays():
     assert newer_first(top, created, change, [("m0", "m1", 0.9)], {"m1"}) == (top, 0)
 
 
-def test_two_documents_on_one_subject_are_not_a_restatement():
+def test_two_documents_on_one_subject_are_not_a_restatement() -> None:
     """Two abstracts on one subject: near-duplicate vectors, a dozen stems in common and a
     change word in the newer, but the newer does not say again most of what the older said:
     both keep their places (SciFact lost 0.04 nDCG@10 to this before issue 42)."""
@@ -272,7 +275,7 @@ def test_two_documents_on_one_subject_are_not_a_restatement():
 
 
 @given(st.permutations(range(5)))
-def test_restatements_end_newest_first_whatever_the_order(order):
+def test_restatements_end_newest_first_whatever_the_order(order: list[int]) -> None:
     """Five restatements of one thing: whatever order fusion gave, newest first after."""
     ids = [f"m{i}" for i in order]
     top = [FusedCandidate(i, 1.0 - n / 10) for n, i in enumerate(ids)]
@@ -284,13 +287,13 @@ def test_restatements_end_newest_first_whatever_the_order(order):
     assert all(a.score >= b.score for a, b in zip(ranked, ranked[1:], strict=False))
 
 
-def test_content_words_meet_across_inflections_and_skip_stopwords():
+def test_content_words_meet_across_inflections_and_skip_stopwords() -> None:
     assert content_words("The user's favourite editors") & content_words("an editor") == {
         "edito"}
     assert not content_words("and the it is to")
 
 
-def test_one_key_for_what_says_the_same_and_apart_otherwise():
+def test_one_key_for_what_says_the_same_and_apart_otherwise() -> None:
     base = NewMemory("Prefers tea over coffee.", thread="chat-1", metadata={"source": "a"})
     same = NewMemory("  prefers TEA over\tcoffee. ", thread="chat-1", metadata={"source": "a"},
                      importance=0.9, id="4a7c1f0e-5b8d-4b1e-9d7a-2f3c4b5a6d7e")
@@ -306,7 +309,7 @@ def test_one_key_for_what_says_the_same_and_apart_otherwise():
         assert content_key(other) != content_key(base)
 
 
-def test_only_facts_of_which_one_says_it_changed_are_looked_up():
+def test_only_facts_of_which_one_says_it_changed_are_looked_up() -> None:
     top = candidates(0.9, 0.7, 0.6)
     content = {"m0": "Lives at Harbour Road 3.", "m1": "Now lives on Mill Lane.",
                "m2": "Caroline: we now meet on Fridays."}

@@ -73,7 +73,8 @@ def shed(reason: str, method: str = "Slow") -> float:
     return REGISTRY.get_sample_value("recallmesh_shed_total", labels) or 0.0
 
 
-async def test_calls_beyond_the_limit_are_refused_at_once_with_a_pushback_hint(served_factory):
+async def test_calls_beyond_the_limit_are_refused_at_once_with_a_pushback_hint(
+        served_factory: Callable[..., Awaitable[tuple[Served, Any]]]) -> None:
     gate = asyncio.Event()
 
     async def slow(request: bytes, context: Any) -> bytes:
@@ -114,7 +115,8 @@ async def test_calls_beyond_the_limit_are_refused_at_once_with_a_pushback_hint(s
     assert await call(channel, "Slow")(b"", timeout=5) == b"done"  # slots are given back
 
 
-async def test_no_limit_admits_everything(served_factory):
+async def test_no_limit_admits_everything(
+        served_factory: Callable[..., Awaitable[tuple[Served, Any]]]) -> None:
     gate = asyncio.Event()
 
     async def slow(request: bytes, context: Any) -> bytes:
@@ -145,7 +147,8 @@ async def test_no_limit_admits_everything(served_factory):
     (ValueError("a bug"), grpc.StatusCode.INTERNAL, "internal error (ref "),
 ])
 async def test_database_failures_are_retryable_statuses_never_internal(
-        served_factory, raised, code, words):
+        served_factory: Callable[..., Awaitable[tuple[Served, Any]]], raised: Exception,
+        code: grpc.StatusCode, words: str) -> None:
     async def failing(request: bytes, context: Any) -> bytes:
         raise raised
 
@@ -159,7 +162,8 @@ async def test_database_failures_are_retryable_statuses_never_internal(
     assert (pushback is not None) == (code == grpc.StatusCode.RESOURCE_EXHAUSTED)
 
 
-async def test_the_calls_deadline_bounds_its_database_waits(served_factory):
+async def test_the_calls_deadline_bounds_its_database_waits(
+        served_factory: Callable[..., Awaitable[tuple[Served, Any]]]) -> None:
     async def left(request: bytes, context: Any) -> bytes:
         return repr(time_left()).encode()
 
@@ -169,7 +173,8 @@ async def test_the_calls_deadline_bounds_its_database_waits(served_factory):
     assert 2.0 < seconds <= 3.1  # (gRPC reads its deadline off another clock)
 
 
-async def test_calls_that_fail_fast_do_not_shrink_the_pushback_hint(served_factory):
+async def test_calls_that_fail_fast_do_not_shrink_the_pushback_hint(
+        served_factory: Callable[..., Awaitable[tuple[Served, Any]]]) -> None:
     """Only answered calls teach the hint how long work takes: calls that end at once in an
     error (a database refusal under overload) must not drive it to its floor, or the refused
     come straight back and the overload feeds itself."""
@@ -210,7 +215,7 @@ def run_window(pushback: Pushback, clock: FakeClock, answered: int, refused: int
     return hints
 
 
-def test_the_pushback_hint_grows_while_refusals_dominate_and_shrinks_when_they_stop():
+def test_the_pushback_hint_grows_while_refusals_dominate_and_shrinks_when_they_stop() -> None:
     """Far over its limit a server must spread the refused clients out: one handling time as
     the hint brings them straight back, and refusing them again takes the CPU the admitted
     calls need. The factor doubles per window while refusals outnumber a quarter of the
@@ -235,7 +240,7 @@ def test_the_pushback_hint_grows_while_refusals_dominate_and_shrinks_when_they_s
     assert pushback.factor == 1.0
 
 
-def test_the_pushback_hint_stays_within_its_bounds():
+def test_the_pushback_hint_stays_within_its_bounds() -> None:
     clock = FakeClock()
     pushback = Pushback(clock=clock)
     pushback.mean_s = 2.0

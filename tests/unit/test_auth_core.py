@@ -8,6 +8,7 @@ import json
 import logging
 import string
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import grpc
 import pytest
@@ -49,17 +50,17 @@ grants = st.one_of(names, names.map(lambda n: n + "*"), st.just("*"))
 
 
 @given(outer=grants, inner=grants, namespace=names)
-def test_a_covered_grant_never_reaches_beyond_its_cover(outer, inner, namespace):
+def test_a_covered_grant_never_reaches_beyond_its_cover(outer, inner, namespace) -> None:
     if grant_covers(outer, inner) and grant_matches(inner, namespace):
         assert grant_matches(outer, namespace)
 
 
 @given(grant=grants)
-def test_a_grant_covers_itself(grant):
+def test_a_grant_covers_itself(grant) -> None:
     assert grant_covers(grant, grant)
 
 
-def test_prefix_grants_match_by_prefix_only():
+def test_prefix_grants_match_by_prefix_only() -> None:
     caller = Principal("t", ("acme-*", "solo"), frozenset({Scope.READ}))
     assert caller.allows("acme-alice") and caller.allows("acme-") and caller.allows("solo")
     assert not caller.allows("acmex") and not caller.allows("solo2") and not caller.allows("s")
@@ -68,7 +69,7 @@ def test_prefix_grants_match_by_prefix_only():
         ["solo*"])
 
 
-def test_require_names_only_what_was_asked():
+def test_require_names_only_what_was_asked() -> None:
     caller = Principal("t", ("acme-*",), frozenset({Scope.READ}))
     caller.require(Scope.READ, "acme-a")
     with pytest.raises(PermissionDenied, match="lacks the 'write' scope"):
@@ -79,7 +80,7 @@ def test_require_names_only_what_was_asked():
     assert "acme" not in info.value.message
 
 
-def test_grants_and_scopes_are_parsed_strictly():
+def test_grants_and_scopes_are_parsed_strictly() -> None:
     assert parse_grant(" acme-* ") == "acme-*" and parse_grant("*") == "*"
     assert parse_grant("Cafe\u0301") == "Caf\u00e9"  # NFC, like a request's namespace
     for bad in ("", "*\u200b", "a\x00b", "  *x*\u202e"):
@@ -98,16 +99,16 @@ def test_grants_and_scopes_are_parsed_strictly():
     ([("authorization", "Bearer a"), ("authorization", "Bearer b")], "more than one"),
     ([("authorization", b"Bearer a")], "expected 'Bearer"),
 ])
-def test_bearer_header_problems_are_unauthenticated(metadata, message):
+def test_bearer_header_problems_are_unauthenticated(metadata, message) -> None:
     with pytest.raises(Unauthenticated, match=message):
         bearer_token(metadata)
 
 
-def test_bearer_scheme_is_case_insensitive():
+def test_bearer_scheme_is_case_insensitive() -> None:
     assert bearer_token([("Authorization", "bearer  tok ")]) == "tok"
 
 
-def test_keys_round_trip_and_malformed_keys_are_refused_without_echo():
+def test_keys_round_trip_and_malformed_keys_are_refused_without_echo() -> None:
     key, key_id, digest = new_key()
     assert split_key(key) == (key_id, key[len("rmk_") + 17:])
     assert secret_hash(split_key(key)[1]) == digest
@@ -143,7 +144,7 @@ def bearer(token: str) -> list[tuple[str, str]]:
     return [("authorization", f"Bearer {token}")]
 
 
-def test_authenticator_caches_keys_for_the_configured_time_and_sees_revocation_after():
+def test_authenticator_caches_keys_for_the_configured_time_and_sees_revocation_after() -> None:
     async def scenario():
         now = [0.0]
         keys = FakeKeys()
@@ -168,7 +169,7 @@ def test_authenticator_caches_keys_for_the_configured_time_and_sees_revocation_a
     asyncio.run(scenario())
 
 
-def test_authenticator_refuses_expired_unknown_and_unconfigured_jwt():
+def test_authenticator_refuses_expired_unknown_and_unconfigured_jwt() -> None:
     async def scenario():
         keys = FakeKeys()
         expired = keys.add(expires_at=datetime.now(UTC) - timedelta(seconds=1))
@@ -187,7 +188,7 @@ def test_authenticator_refuses_expired_unknown_and_unconfigured_jwt():
     asyncio.run(scenario())
 
 
-def test_every_public_method_has_a_scope():
+def test_every_public_method_has_a_scope() -> None:
     listed = set()
     for module, service in ((memory_pb2, "MemoryService"), (keys_pb2, "KeyService")):
         desc = module.DESCRIPTOR.services_by_name[service]
@@ -195,7 +196,7 @@ def test_every_public_method_has_a_scope():
     assert listed == set(METHOD_SCOPES)
 
 
-def test_an_internal_service_needs_a_wall_when_authentication_is_on(tmp_path):
+def test_an_internal_service_needs_a_wall_when_authentication_is_on(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="RECALLMESH_INTERNAL_TOKEN"):
         internal_guard("lexical", AuthSettings(), TlsSettings())
     assert internal_guard("gateway", AuthSettings(), TlsSettings()) is None
@@ -209,7 +210,7 @@ def test_an_internal_service_needs_a_wall_when_authentication_is_on(tmp_path):
                        TlsSettings(cert, cert, cert, client_auth="none"))
 
 
-def test_auth_settings_are_checked():
+def test_auth_settings_are_checked() -> None:
     assert AuthSettings.from_env({}).required
     with pytest.raises(ConfigError, match="RECALLMESH_AUTH"):
         AuthSettings.from_env({"RECALLMESH_AUTH": "maybe"})
@@ -261,14 +262,15 @@ async def call_through(interceptor, method: str, request, metadata, behavior=Non
         return exc
 
 
-def audit_lines(caplog) -> list[dict]:
+def audit_lines(caplog: pytest.LogCaptureFixture) -> list[dict]:
     """The audit lines logged, as the JSON log lines they become (recallmesh.shared.logs)."""
     formatter = JsonFormatter("gateway")
     return [json.loads(formatter.format(r)) for r in caplog.records
             if getattr(r, "audit", None) == "refused"]
 
 
-def test_every_refusal_of_the_gateway_writes_one_audit_line_without_the_secret(caplog):
+def test_every_refusal_of_the_gateway_writes_one_audit_line_without_the_secret(
+        caplog: pytest.LogCaptureFixture) -> None:
     keys = FakeKeys()
     good = keys.add()
     key_id, secret = split_key(good)
@@ -316,7 +318,8 @@ def test_every_refusal_of_the_gateway_writes_one_audit_line_without_the_secret(c
         assert secretive not in text
 
 
-def test_audit_names_a_jwt_subject_and_the_servicers_own_refusals(caplog):
+def test_audit_names_a_jwt_subject_and_the_servicers_own_refusals(
+        caplog: pytest.LogCaptureFixture) -> None:
     class JwtCaller:
         async def authenticate(self, metadata):
             return Principal("jwt:alice@example.com", ("team-*",), frozenset({Scope.ADMIN}),
@@ -350,7 +353,7 @@ def test_audit_names_a_jwt_subject_and_the_servicers_own_refusals(caplog):
     assert "c2lnbmF0dXJl" not in caplog.text
 
 
-def test_an_internal_service_audits_the_calls_it_refuses(caplog):
+def test_an_internal_service_audits_the_calls_it_refuses(caplog: pytest.LogCaptureFixture) -> None:
     wall = InternalOnly("t" * 32)
     search = "/recallmesh.v1.RetrieverService/Search"
 
@@ -367,7 +370,7 @@ def test_an_internal_service_audits_the_calls_it_refuses(caplog):
     assert "guess-" not in caplog.text and "t" * 32 not in caplog.text
 
 
-def test_presented_key_id_is_the_id_of_a_well_formed_key_only():
+def test_presented_key_id_is_the_id_of_a_well_formed_key_only() -> None:
     key, key_id, _ = new_key()
     assert presented_key_id(bearer(key)) == key_id
     for other in (bearer("rmk_not-a-key"), bearer("eyJ.eyJ.sig"), bearer("hunter2"), [], None):

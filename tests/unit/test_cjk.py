@@ -13,19 +13,19 @@ CJK = st.text(st.one_of(HAN, KANA), min_size=1, max_size=30)
 
 
 @given(CJK, st.data())
-def test_every_word_inside_a_run_is_found(text, data):
+def test_every_word_inside_a_run_is_found(text: str, data: st.DataObject) -> None:
     """Any piece of a stored run, searched alone, is all indexed terms: the AND tier."""
     start = data.draw(st.integers(0, len(text) - 1))
     piece = text[start:data.draw(st.integers(start + 1, len(text)))]
     assert set(query_terms(piece).split()) <= set(index_terms(f"x {text} y").split())
 
 
-def test_latin_text_is_left_to_the_parser():
+def test_latin_text_is_left_to_the_parser() -> None:
     assert index_terms("The passport is in the study") == ""
     assert query_terms("where is my passport?") == "where is my passport?"
 
 
-def test_runs_become_pairs_and_single_characters():
+def test_runs_become_pairs_and_single_characters() -> None:
     assert index_terms("护照在") == "护 照 在 护照 照在"
     assert query_terms("护照在哪里") == " 护照 照在 在哪 哪里 "
     assert query_terms("书") == " 书 "

@@ -36,7 +36,7 @@ def parse(*argv: str) -> argparse.Namespace:
     return build_parser().parse_args(list(argv))
 
 
-def test_every_filter_option_becomes_its_filter():
+def test_every_filter_option_becomes_its_filter() -> None:
     args = parse("list", "-n", "ns", "--category", "fact", "--category", "note", "--tag", "a",
                  "--tag-all", "b", "--tag-all", "c", "--tag-none", "d", "--thread", "t1",
                  "--meta", "src=chat", "--meta", "src=email", "--meta", "lang=en",
@@ -62,7 +62,7 @@ def test_every_filter_option_becomes_its_filter():
         "metadata": {"note": "a=b"}}  # the first = splits
 
 
-def test_list_options_and_the_request_they_make():
+def test_list_options_and_the_request_they_make() -> None:
     args = parse("list", "-n", "ns", "--order", "importance", "--ascending", "--include-ended",
                  "--include-deleted", "--tag", "x", "--meta", "k=v")
     options = list_options(args)
@@ -83,14 +83,14 @@ def test_list_options_and_the_request_they_make():
     (["--created-after", "2026-01-01"], "list: --created-after needs a timezone"),
     (["--as-of", "yesterday"], "--as-of must be an ISO 8601 time"),
 ])
-def test_bad_filters_are_input_errors(argv, message):
+def test_bad_filters_are_input_errors(argv, message) -> None:
     with pytest.raises(InputError, match=re.escape(message)):
         filter_options(parse("list", "-n", "ns", *argv))
 
 
 @pytest.mark.parametrize("command", ["recall", "context", "list", "count", "export",
                                      "delete-matching"])
-def test_the_filter_options_are_shared(command):
+def test_the_filter_options_are_shared(command) -> None:
     positional = ["a query"] if command in ("recall", "context") else []
     args = parse(command, "-n", "ns", *positional, "--tag-none", "x", "--as-of",
                  "2026-01-01T00:00:00Z", "--json")
@@ -99,7 +99,7 @@ def test_the_filter_options_are_shared(command):
     assert args.json
 
 
-def test_recall_options_reach_the_request():
+def test_recall_options_reach_the_request() -> None:
     args = parse("recall", "-n", "ns", "q", "--set", "method=rrf", "--set", "skip_legs=vector",
                  "--thread", "t", "--meta", "k=v")
     fusion = cli._fusion(args.set)
@@ -110,7 +110,7 @@ def test_recall_options_reach_the_request():
         cli._fusion(["colour=red"])
 
 
-def test_update_sends_only_the_fields_given():
+def test_update_sends_only_the_fields_given() -> None:
     def fields(*argv: str) -> dict:
         return update_fields(parse("update", "-n", "ns", ID, *argv))
 
@@ -141,7 +141,7 @@ def test_update_sends_only_the_fields_given():
             parse("update", "-n", "ns", ID, *clash)
 
 
-def test_store_options():
+def test_store_options() -> None:
     args = parse("store", "-n", "ns", "text", "--tags", "a,b", "--tag", "c", "--tag", "a",
                  "--metadata", "src=chat", "--supersedes", ID.upper(), "--pin", "--wait")
     fields = store_fields(args)
@@ -153,7 +153,7 @@ def test_store_options():
         store_fields(parse("store", "-n", "ns", "text", "--importance", "3"))
 
 
-def test_the_plain_format_takes_id_relations_and_pinned():
+def test_the_plain_format_takes_id_relations_and_pinned() -> None:
     memory = memory_from_json({
         "content": "c", "id": ID.upper(), "pinned": True,
         "relations": [{"type": "supersedes", "target_id": ID},
@@ -176,12 +176,12 @@ def test_the_plain_format_takes_id_relations_and_pinned():
      "relations[0].target_id: not a memory id"),
     ({"content": "c", "metadata": {"n": 1}}, "metadata values must be strings"),
 ])
-def test_bad_plain_records_name_the_line(record, message):
+def test_bad_plain_records_name_the_line(record, message) -> None:
     with pytest.raises(InputError, match=re.escape(message)):
         memory_from_json(record, "f:1")
 
 
-def test_an_export_is_told_apart_from_plain_memories(tmp_path):
+def test_an_export_is_told_apart_from_plain_memories(tmp_path: Path) -> None:
     exported = tmp_path / "export.jsonl"
     exported.write_text(json.dumps({"memory": {"id": ID, "content": "c"}}) + "\n\n"
                         + json.dumps({"content": "plain"}) + "\n")
@@ -197,7 +197,7 @@ def test_an_export_is_told_apart_from_plain_memories(tmp_path):
         cli.exported_records(cli.read_json_lines(exported), exported)
 
 
-def test_export_lines_are_stable():
+def test_export_lines_are_stable() -> None:
     a = {"memory": {"id": ID, "metadata": {"z": "1", "a": "2"}},
          "versions": [{"memory": {"metadata": {"y": "1", "b": "2"}}}]}
     b = {"memory": {"id": ID, "metadata": {"a": "2", "z": "1"}},
@@ -206,7 +206,7 @@ def test_export_lines_are_stable():
     assert cli.export_line(a).endswith("}\n") and cli.export_line(a).count("\n") == 1
 
 
-def test_tables_cut_content_and_json_prints_iso_times():
+def test_tables_cut_content_and_json_prints_iso_times() -> None:
     text = "word " * 10_000 + "\n\nend"
     assert len(cli.short(text)) == cli.TABLE_CONTENT_CHARS and cli.short(text).endswith("…")
     assert cli.short(" two\n lines ") == "two lines"
@@ -220,7 +220,7 @@ def test_tables_cut_content_and_json_prints_iso_times():
     json.dumps(as_json)
 
 
-def test_output_that_is_not_a_terminal_is_never_wrapped(monkeypatch):
+def test_output_that_is_not_a_terminal_is_never_wrapped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("sys.stdout", io.StringIO())
     console = cli._console()
     assert console.width == cli.NOT_A_TERMINAL_WIDTH and console.soft_wrap
@@ -228,7 +228,8 @@ def test_output_that_is_not_a_terminal_is_never_wrapped(monkeypatch):
     assert console.file.getvalue().count("\n") == 1
 
 
-def test_a_32_kib_memory_is_a_few_table_lines(monkeypatch, capsys):
+def test_a_32_kib_memory_is_a_few_table_lines(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(cli, "console", cli._console())
     memory = Memory(ID, "ns", "lorem ipsum " * 2800)
     cli.console.print(cli.memory_table([memory], "1 memory"))
@@ -238,7 +239,8 @@ def test_a_32_kib_memory_is_a_few_table_lines(monkeypatch, capsys):
     assert "lorem ipsum" in row and "…" in row
 
 
-def test_a_narrow_terminal_drops_columns_but_never_cuts_an_id(monkeypatch, capsys):
+def test_a_narrow_terminal_drops_columns_but_never_cuts_an_id(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from rich.console import Console
 
     monkeypatch.setattr(cli, "console", Console(width=80, file=io.StringIO()))
@@ -267,7 +269,7 @@ def summary() -> str:
     return re.search(r"^```\n(.*?)^```", text, re.S | re.M).group(1)
 
 
-def test_the_docs_summary_names_every_command():
+def test_the_docs_summary_names_every_command() -> None:
     lines = summary()
     missing = []
     for name, sub in subcommands(build_parser()).items():
@@ -295,7 +297,7 @@ def shell_commands() -> list[tuple[str, list[str]]]:
     return found
 
 
-def test_the_docs_examples_parse():
+def test_the_docs_examples_parse() -> None:
     commands = shell_commands()
     assert len(commands) >= 20
     for line, argv in commands:
@@ -305,7 +307,7 @@ def test_the_docs_examples_parse():
             pytest.fail(f"docs/cli.md: {line!r} does not parse")
 
 
-def test_ids_are_canonical_uuids():
+def test_ids_are_canonical_uuids() -> None:
     assert cli._memory_ids([ID.upper()]) == [ID]
     with pytest.raises(InputError, match="not a memory id"):
         cli._memory_ids([str(uuid.uuid4())[:-1]])

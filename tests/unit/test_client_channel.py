@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
+from typing import Any
 
 import grpc
 import pytest
@@ -30,13 +32,15 @@ MEMORY_ID = "00000000-0000-4000-8000-000000000001"
 class Scripted(memory_pb2_grpc.MemoryServiceServicer):
     """Answers Get with the scripted failures first, then the memory; records each call."""
 
-    def __init__(self, name: str, failures: list[tuple[grpc.StatusCode, int | None]] = ()):
+    def __init__(self, name: str,
+                 failures: Sequence[tuple[grpc.StatusCode, int | None]] = ()) -> None:
         self.name = name
         self.failures = list(failures)
         self.calls: list[tuple[float, str]] = []
         self.lock = threading.Lock()
 
-    def Get(self, request, context):
+    def Get(self, request: memory_pb2.GetRequest,
+            context: grpc.ServicerContext) -> memory_pb2.GetResponse:
         with self.lock:
             auth = dict(context.invocation_metadata()).get("authorization", "")
             self.calls.append((time.monotonic(), auth))
@@ -51,13 +55,13 @@ class Scripted(memory_pb2_grpc.MemoryServiceServicer):
 
 
 @pytest.fixture
-def serve():
+def serve() -> Iterator[Callable[[Scripted], int]]:
     servers = []
 
     def start(servicer: Scripted) -> int:
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         memory_pb2_grpc.add_MemoryServiceServicer_to_server(servicer, server)
-        port = server.add_insecure_port("127.0.0.1:0")
+        port: int = server.add_insecure_port("127.0.0.1:0")
         server.start()
         servers.append(server)
         return port
@@ -67,11 +71,12 @@ def serve():
         server.stop(0)
 
 
-def client(target: str, **kw) -> Client:
+def client(target: str, **kw: Any) -> Client:
     return Client(target, namespace="ns", api_key="test-key", tls=False, timeout=5, **kw)
 
 
-def test_resource_exhausted_is_retried_after_the_servers_pushback(serve):
+def test_resource_exhausted_is_retried_after_the_servers_pushback(
+        serve: Callable[[Scripted], int]) -> None:
     servicer = Scripted("a", [(grpc.StatusCode.RESOURCE_EXHAUSTED, 400)])
     port = serve(servicer)
     with client(f"127.0.0.1:{port}") as c:
@@ -81,7 +86,8 @@ def test_resource_exhausted_is_retried_after_the_servers_pushback(serve):
     assert second - first >= 0.4  # the hint, not the policy's 0.1 s backoff
 
 
-def test_unavailable_is_retried_and_the_credential_sent_each_time(serve):
+def test_unavailable_is_retried_and_the_credential_sent_each_time(
+        serve: Callable[[Scripted], int]) -> None:
     servicer = Scripted("a", [(grpc.StatusCode.UNAVAILABLE, None)] * 2)
     port = serve(servicer)
     with client(f"127.0.0.1:{port}") as c:
@@ -89,7 +95,7 @@ def test_unavailable_is_retried_and_the_credential_sent_each_time(serve):
     assert [auth for _, auth in servicer.calls] == ["Bearer test-key"] * 3
 
 
-def test_retries_end_with_the_status_and_the_hint(serve):
+def test_retries_end_with_the_status_and_the_hint(serve: Callable[[Scripted], int]) -> None:
     servicer = Scripted("a", [(grpc.StatusCode.RESOURCE_EXHAUSTED, 10)] * 10)
     port = serve(servicer)
     with client(f"127.0.0.1:{port}", retry=RetryPolicy(max_attempts=3)) as c:
@@ -101,7 +107,7 @@ def test_retries_end_with_the_status_and_the_hint(serve):
     assert "scripted RESOURCE_EXHAUSTED" in str(caught.value)
 
 
-def test_other_errors_are_not_retried(serve):
+def test_other_errors_are_not_retried(serve: Callable[[Scripted], int]) -> None:
     servicer = Scripted("a", [(grpc.StatusCode.INVALID_ARGUMENT, None),
                               (grpc.StatusCode.NOT_FOUND, None)])
     port = serve(servicer)
@@ -114,7 +120,7 @@ def test_other_errors_are_not_retried(serve):
     assert isinstance(caught.value, RecallmeshError)
 
 
-def test_no_retries_policy(serve):
+def test_no_retries_policy(serve: Callable[[Scripted], int]) -> None:
     servicer = Scripted("a", [(grpc.StatusCode.UNAVAILABLE, None)])
     port = serve(servicer)
     with client(f"127.0.0.1:{port}", retry=NO_RETRIES) as c:
@@ -123,7 +129,7 @@ def test_no_retries_policy(serve):
     assert len(servicer.calls) == 1
 
 
-def test_round_robin_over_every_address_of_the_target(serve):
+def test_round_robin_over_every_address_of_the_target(serve: Callable[[Scripted], int]) -> None:
     a, b = Scripted("a"), Scripted("b")
     target = f"ipv4:127.0.0.1:{serve(a)},127.0.0.1:{serve(b)}"
     with client(target) as c:
@@ -132,7 +138,7 @@ def test_round_robin_over_every_address_of_the_target(serve):
     assert len(a.calls) + len(b.calls) == 10 and min(len(a.calls), len(b.calls)) >= 3
 
 
-def test_no_gateway_is_unavailable_within_the_deadline():
+def test_no_gateway_is_unavailable_within_the_deadline() -> None:
     started = time.monotonic()
     with Client("127.0.0.1:1", namespace="ns", api_key="k", tls=False, timeout=1) as c:
         with pytest.raises((UnavailableError, RecallmeshError)) as caught:
@@ -141,7 +147,7 @@ def test_no_gateway_is_unavailable_within_the_deadline():
     assert time.monotonic() - started < 5
 
 
-def test_arguments_checked_before_any_call():
+def test_arguments_checked_before_any_call() -> None:
     with Client("127.0.0.1:1", api_key="k", tls=False) as c:
         with pytest.raises(ValueError, match="namespace"):
             c.get(MEMORY_ID)
@@ -153,7 +159,7 @@ def test_arguments_checked_before_any_call():
         Client("127.0.0.1:1", api_key="k", token="t", tls=False)
 
 
-def test_a_write_that_waits_for_indexing_gets_a_deadline_longer_than_its_wait():
+def test_a_write_that_waits_for_indexing_gets_a_deadline_longer_than_its_wait() -> None:
     with Client("127.0.0.1:1", api_key="k", tls=False, timeout=10) as c:
         assert c._timeout(None) == 10
         assert c._timeout(3) == 3  # the caller's own deadline wins

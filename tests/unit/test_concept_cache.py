@@ -28,17 +28,20 @@ class FakeConcepts:
         self.read.append((ns, len(rows)))
 
         class Cursor:
-            async def fetchall(self) -> list:
+            async def fetchall(self) -> list[tuple[int, list[float]]]:
                 return rows
         return Cursor()
 
 
 def gauge() -> float:
-    return REGISTRY.get_sample_value("recallmesh_indexer_concept_cache_bytes")
+    value = REGISTRY.get_sample_value("recallmesh_indexer_concept_cache_bytes")
+    assert value is not None
+    return value
 
 
-async def test_the_cache_grows_incrementally_and_stays_within_its_bounds():
-    writer = ConceptWriter(extractor=None, cache_namespaces=2, cache_bytes=100 * ROW_BYTES)
+async def test_the_cache_grows_incrementally_and_stays_within_its_bounds() -> None:
+    writer = ConceptWriter(extractor=None,  # type: ignore[arg-type]  # the cache extracts nothing
+                           cache_namespaces=2, cache_bytes=100 * ROW_BYTES)
     conn = FakeConcepts({"a": 40, "b": 50, "c": 30, "big": 101})
     ids, matrix = await writer._known_vectors(conn, "a", "m")
     assert ids == list(range(1, 41)) and matrix.shape == (40, DIM)

@@ -12,7 +12,7 @@ from recallmesh.gateway.settings import GatewaySettings
 from recallmesh.shared.settings import ConfigError, ServerConfig
 
 
-def test_server_config_defaults_and_overrides():
+def test_server_config_defaults_and_overrides() -> None:
     config = ServerConfig.from_env("gateway", {})
     assert (config.host, config.port, config.metrics_port) == ("localhost", 50051, 9451)
     config = ServerConfig.from_env("lexical", {"RECALLMESH_LEXICAL_PORT": "6000"})
@@ -20,12 +20,12 @@ def test_server_config_defaults_and_overrides():
 
 
 @pytest.mark.parametrize("bad", ["0", "-1", "http", "1.5"])
-def test_bad_ports_are_config_errors(bad):
+def test_bad_ports_are_config_errors(bad: str) -> None:
     with pytest.raises(ConfigError, match="RECALLMESH_GATEWAY_PORT"):
         ServerConfig.from_env("gateway", {"RECALLMESH_GATEWAY_PORT": bad})
 
 
-def test_leg_target_follows_the_leg_port(monkeypatch):
+def test_leg_target_follows_the_leg_port(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RECALLMESH_LEXICAL_PORT", "6123")
     monkeypatch.delenv("RECALLMESH_LEXICAL_TARGET", raising=False)
     monkeypatch.delenv("RECALLMESH_LEGS", raising=False)
@@ -38,20 +38,20 @@ def test_leg_target_follows_the_leg_port(monkeypatch):
     assert GatewaySettings.from_env().legs[0].target == "lexical.recallmesh.svc:50052"
 
 
-def test_unknown_leg_needs_a_target(monkeypatch):
+def test_unknown_leg_needs_a_target(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RECALLMESH_LEGS", "lexical,mystery")
     with pytest.raises(ConfigError, match="RECALLMESH_MYSTERY_TARGET"):
         GatewaySettings.from_env()
 
 
-def test_budget_reserve_must_fit(monkeypatch):
+def test_budget_reserve_must_fit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RECALLMESH_RECALL_BUDGET_MS", "100")
     monkeypatch.setenv("RECALLMESH_RECALL_RESERVE_MS", "100")
     with pytest.raises(ConfigError, match="RESERVE"):
         GatewaySettings.from_env()
 
 
-def test_graph_second_stage_settings(monkeypatch):
+def test_graph_second_stage_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     policy = GatewaySettings.from_env().policy
     assert (policy.graph_second_stage, policy.graph_second_stage_seeds,
             policy.graph_second_stage_min_ms) == (False, 5, 50)
@@ -64,7 +64,7 @@ def test_graph_second_stage_settings(monkeypatch):
         GatewaySettings.from_env()
 
 
-def test_context_settings(monkeypatch):
+def test_context_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("HITS", "NEXT_WEIGHT", "PREV_WEIGHT"):
         monkeypatch.delenv(f"RECALLMESH_CONTEXT_{name}", raising=False)
     policy = GatewaySettings.from_env().policy
@@ -78,7 +78,7 @@ def test_context_settings(monkeypatch):
         GatewaySettings.from_env()
 
 
-def test_import_record_full():
+def test_import_record_full() -> None:
     memory = memory_from_json({
         "content": "c", "category": "fact", "tags": ["a", "b"], "importance": 1,
         "sensitive": True, "metadata": {"k": "v"}, "created_at": "2024-05-01T10:00:00+02:00",
@@ -104,13 +104,14 @@ def test_import_record_full():
     ({"content": "c", "colour": "red"}, "unknown field"),
     (["not", "an", "object"], "JSON object"),
 ])
-def test_import_record_type_errors_name_the_line(record, message):
+def test_import_record_type_errors_name_the_line(record: object, message: str) -> None:
     with pytest.raises(InputError, match=message) as info:
         memory_from_json(record, "file.jsonl:7")
     assert "file.jsonl:7" in str(info.value)
 
 
-def test_bad_log_level_falls_back_to_info(monkeypatch, capsys):
+def test_bad_log_level_falls_back_to_info(monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
     import logging
 
     from recallmesh.shared.logs import configure_logging
@@ -123,10 +124,11 @@ def test_bad_log_level_falls_back_to_info(monkeypatch, capsys):
         assert root.level == logging.INFO
         assert "not a log level" in capsys.readouterr().err
     finally:
-        root.handlers[:], _ = saved[0], root.setLevel(saved[1])
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
 
 
-def test_import_batches_stay_within_the_request_limit_by_encoded_size():
+def test_import_batches_stay_within_the_request_limit_by_encoded_size() -> None:
     from recallmesh.cli import batches
     from recallmesh.client import NewMemory, encoded_size
     from recallmesh.client._wire import new_memory_message

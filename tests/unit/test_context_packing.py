@@ -26,7 +26,7 @@ def memory(content: str, i: int = 0, **kw) -> StoredMemory:
     return StoredMemory(**fields)
 
 
-def test_best_first_one_line_each_with_the_heading():
+def test_best_first_one_line_each_with_the_heading() -> None:
     hits = [(memory("Maya prefers Svelte", 1, category="preference"), 0.9),
             (memory("The office is in Lyon", 2), 0.4)]
     packed = pack(hits, 1000, WORDS, NOW, dated=False)
@@ -36,13 +36,13 @@ def test_best_first_one_line_each_with_the_heading():
     assert packed.tokens == WORDS.count(HEADING) + (5 + 1) + (6 + 1)  # words + newline
 
 
-def test_dates_shown_only_when_dated():
+def test_dates_shown_only_when_dated() -> None:
     m = memory("Moved to Berlin", 3)
     assert line_for(m, dated=True) == "- [2026-11-23] Moved to Berlin"
     assert line_for(m, dated=False) == "- Moved to Berlin"
 
 
-def test_superseded_and_sensitive_left_out_and_counted():
+def test_superseded_and_sensitive_left_out_and_counted() -> None:
     old = memory("Favourite editor is Vim", 1, valid_to=NOW - timedelta(hours=1))
     new = memory("Favourite editor is VS Code", 2)
     secret = memory("Bank PIN hint: lighthouse", 3, sensitive=True)
@@ -56,7 +56,7 @@ def test_superseded_and_sensitive_left_out_and_counted():
     assert pack([(later, 1.0)], 1000, WORDS, NOW, dated=False).items
 
 
-def test_a_long_memory_is_skipped_and_a_shorter_one_still_fits():
+def test_a_long_memory_is_skipped_and_a_shorter_one_still_fits() -> None:
     long = memory("word " * 50, 1)
     short = memory("short fact", 2)
     packed = pack([(long, 0.9), (short, 0.5)], 20, WORDS, NOW, dated=False)
@@ -64,13 +64,13 @@ def test_a_long_memory_is_skipped_and_a_shorter_one_still_fits():
     assert packed.over_budget_omitted == 1
 
 
-def test_nothing_fits_or_nothing_recalled_gives_empty_text():
+def test_nothing_fits_or_nothing_recalled_gives_empty_text() -> None:
     assert pack([], 100, WORDS, NOW, dated=False).text == ""
     packed = pack([(memory("word " * 50), 1.0)], 16, WORDS, NOW, dated=False)
     assert (packed.text, packed.tokens, packed.over_budget_omitted) == ("", 0, 1)
 
 
-def test_temporal_questions():
+def test_temporal_questions() -> None:
     for q in ("When did I move to Berlin?", "what did we decide last week",
               "How long ago was the trip?", "what happened two weeks ago"):
         assert is_temporal(q, NOW), q
@@ -78,7 +78,7 @@ def test_temporal_questions():
         assert not is_temporal(q, NOW), q
 
 
-def test_the_model_tokenizer_counts_without_special_tokens():
+def test_the_model_tokenizer_counts_without_special_tokens() -> None:
     suite_manifest(DEFAULT_MODEL)  # fails with the make step that fetches it, when missing
     counter = TokenCounter.load()
     assert counter.name.startswith("tokenizer:")
@@ -89,7 +89,7 @@ def test_the_model_tokenizer_counts_without_special_tokens():
 @settings(max_examples=200, deadline=None)
 @given(contents=st.lists(st.text(min_size=1, max_size=200), max_size=30),
        budget=st.integers(min_value=16, max_value=400), dated=st.booleans())
-def test_never_over_budget_and_relevance_order_kept(contents, budget, dated):
+def test_never_over_budget_and_relevance_order_kept(contents, budget, dated) -> None:
     hits = [(memory(c if c.strip() else "x", i), 1.0 - i / 100) for i, c in enumerate(contents)]
     for counter in (APPROX, WORDS):
         packed = pack(hits, budget, counter, NOW, dated)

@@ -47,13 +47,13 @@ def anchors(page: Path) -> set[str]:
     return found
 
 
-def test_readme_starts_with_the_two_commands():
+def test_readme_starts_with_the_two_commands() -> None:
     blocks = FENCE.findall((ROOT / "README.md").read_text(encoding="utf-8"))
     assert blocks, "README.md has no fenced code block"
     assert blocks[0] == "make run\nmake test\n"
 
 
-def test_every_recall_setting_and_its_variable_is_in_configuration_md():
+def test_every_recall_setting_and_its_variable_is_in_configuration_md() -> None:
     text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     missing = []
     for name, (spec, _) in RecallPolicy.specs().items():
@@ -65,7 +65,7 @@ def test_every_recall_setting_and_its_variable_is_in_configuration_md():
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_relative_links_point_at_files_that_exist(page: Path):
+def test_relative_links_point_at_files_that_exist(page: Path) -> None:
     broken = []
     for target in relative_links(page):
         path = target.split("#", 1)[0]
@@ -75,7 +75,7 @@ def test_relative_links_point_at_files_that_exist(page: Path):
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_anchors_in_markdown_links_name_headings_that_exist(page: Path):
+def test_anchors_in_markdown_links_name_headings_that_exist(page: Path) -> None:
     broken = []
     for target in relative_links(page):
         path, _, anchor = target.partition("#")
@@ -103,7 +103,7 @@ def section(text: str, heading: str) -> str:
     return rest[:end.start()] if end else rest
 
 
-def test_api_md_lists_every_update_path_from_the_code():
+def test_api_md_lists_every_update_path_from_the_code() -> None:
     from recallmesh.wire.memory_fields import UPDATE_PATHS
 
     text = API.read_text(encoding="utf-8")
@@ -114,7 +114,7 @@ def test_api_md_lists_every_update_path_from_the_code():
     assert set(UPDATE_PATHS) <= rows, f"paths without a row: {set(UPDATE_PATHS) - rows}"
 
 
-def test_api_md_has_every_rpc_and_the_scope_each_needs():
+def test_api_md_has_every_rpc_and_the_scope_each_needs() -> None:
     from recallmesh.auth.interceptors import MEMORY_SERVICE, METHOD_SCOPES
     from recallmesh.v1 import memory_pb2
 
@@ -132,7 +132,7 @@ def test_api_md_has_every_rpc_and_the_scope_each_needs():
                 f"api.md does not say that {name} needs the {scope.value} scope")
 
 
-def test_reference_pages_name_the_default_fusion_method():
+def test_reference_pages_name_the_default_fusion_method() -> None:
     from recallmesh.policy import RecallPolicy
 
     default = RecallPolicy().method
@@ -143,7 +143,7 @@ def test_reference_pages_name_the_default_fusion_method():
             assert found == default, f"{page.name} calls {found!r} the default fusion"
 
 
-def test_api_md_quotes_every_fixed_refusal_of_fusion_overrides_and_filters():
+def test_api_md_quotes_every_fixed_refusal_of_fusion_overrides_and_filters() -> None:
     """A rule that refuses with a fixed message (no value in it) is quoted in api.md word for
     word: a rule documented the other way round (all-zero weights "allowed") fails here."""
     text = " ".join(API.read_text(encoding="utf-8").split())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -23,14 +24,14 @@ PARAPHRASE_MEMORY = "Prefers Svelte for frontend work"
 
 
 @pytest.fixture(scope="module")
-def embedder(manifest) -> OnnxEmbedder:
+def embedder(manifest: ModelManifest) -> OnnxEmbedder:
     return OnnxEmbedder(manifest, provider="cpu", max_batch=8)
 
 
 # ----------------------------------------------------------------- manifest
 
 
-def test_default_manifest_is_verified_nomic(manifest):
+def test_default_manifest_is_verified_nomic(manifest: ModelManifest) -> None:
     manifest.verify()
     assert (manifest.dimension, manifest.max_length, manifest.pooling) == (768, 512, "mean")
     assert manifest.sha256["model.onnx"].startswith("8896af06")
@@ -38,9 +39,9 @@ def test_default_manifest_is_verified_nomic(manifest):
                                                                  "search_document: ")
 
 
-def write_manifest(tmp_path: Path, **changes) -> Path:
-    base = {"model_id": "m", "onnx": "model.onnx", "tokenizer": "tokenizer.json",
-            "dimension": 8, "max_length": 16}
+def write_manifest(tmp_path: Path, **changes: object) -> Path:
+    base: dict[str, object] = {"model_id": "m", "onnx": "model.onnx",
+                               "tokenizer": "tokenizer.json", "dimension": 8, "max_length": 16}
     base.update(changes)
     path = tmp_path / "manifest.json"
     path.write_text(json.dumps({k: v for k, v in base.items() if v is not None}))
@@ -54,12 +55,14 @@ def write_manifest(tmp_path: Path, **changes) -> Path:
     ({"dimension": "x"}, "bad manifest value"),
     ({"surprise": 1}, "unknown manifest keys"),
 ])
-def test_bad_manifests_are_clear_config_errors(tmp_path, changes, message):
+def test_bad_manifests_are_clear_config_errors(tmp_path: Path, changes: dict[str, object],
+                                               message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         ModelManifest.load(write_manifest(tmp_path, **changes))
 
 
-def test_padding_uses_the_tokenizer_files_own_pad_id(manifest, tmp_path):
+def test_padding_uses_the_tokenizer_files_own_pad_id(manifest: ModelManifest,
+                                                     tmp_path: Path) -> None:
     # MPNet's tokenizer pads with <pad> (1) although its vocabulary also has a [PAD]: the id
     # the tokenizer file declares wins. Here: the default tokenizer, declaring [unused0].
     raw = json.loads(manifest.tokenizer.read_text())
@@ -79,12 +82,12 @@ def test_padding_uses_the_tokenizer_files_own_pad_id(manifest, tmp_path):
     assert np.abs(batch - singles).max() < 1e-5  # padded positions are masked out
 
 
-def test_missing_manifest_says_how_to_fetch(tmp_path):
+def test_missing_manifest_says_how_to_fetch(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="make models"):
         ModelManifest.load(tmp_path / "nope.json")
 
 
-def test_changed_model_file_fails_verification(tmp_path):
+def test_changed_model_file_fails_verification(tmp_path: Path) -> None:
     (tmp_path / "model.onnx").write_bytes(b"not the model")
     (tmp_path / "tokenizer.json").write_text("{}")
     path = write_manifest(tmp_path, sha256={"model.onnx": "0" * 64})
@@ -95,7 +98,8 @@ def test_changed_model_file_fails_verification(tmp_path):
 # ----------------------------------------------------------------- model core
 
 
-def test_vectors_are_normalised_and_deterministic(embedder, manifest):
+def test_vectors_are_normalised_and_deterministic(embedder: OnnxEmbedder,
+                                                  manifest: ModelManifest) -> None:
     first = embedder.embed(["Maya prefers Svelte", "Maya prefers Svelte", "Tea at noon"]).vectors
     again = embedder.embed(["Maya prefers Svelte"]).vectors
     assert first.shape == (3, manifest.dimension)
@@ -103,7 +107,7 @@ def test_vectors_are_normalised_and_deterministic(embedder, manifest):
     assert np.array_equal(first[0], first[1]) and np.array_equal(first[0], again[0])
 
 
-def test_length_sorted_sub_batches_keep_input_order(embedder):
+def test_length_sorted_sub_batches_keep_input_order(embedder: OnnxEmbedder) -> None:
     # max_batch=8: 20 texts of very different lengths run as 3 sorted sub-batches.
     texts = [("word " * (i * 7 % 40 + 1)) + str(i) for i in range(20)]
     batched = embedder.embed(texts).vectors
@@ -112,7 +116,8 @@ def test_length_sorted_sub_batches_keep_input_order(embedder):
 
 
 @given(st.lists(st.integers(min_value=1, max_value=256), max_size=200))
-def test_batch_plan_covers_every_text_once_within_limits(embedder, lengths):
+def test_batch_plan_covers_every_text_once_within_limits(embedder: OnnxEmbedder,
+                                                         lengths: list[int]) -> None:
     runs = embedder.plan_batches(lengths)
     assert sorted(i for run in runs for i in run) == list(range(len(lengths)))
     for run in runs:
@@ -127,21 +132,21 @@ def test_batch_plan_covers_every_text_once_within_limits(embedder, lengths):
     assert [len(r) for r in plan] == [7, 1]
 
 
-def test_over_long_text_is_truncated_not_rejected(embedder):
+def test_over_long_text_is_truncated_not_rejected(embedder: OnnxEmbedder) -> None:
     long = "memory " * 2000
     result = embedder.embed([long, "short"])
     assert result.truncated == [True, False]
     assert np.isfinite(result.vectors).all()
 
 
-def test_paraphrase_is_closer_than_unrelated(embedder):
+def test_paraphrase_is_closer_than_unrelated(embedder: OnnxEmbedder) -> None:
     q = embedder.embed([PARAPHRASE_QUERY], "query").vectors[0]
     docs = embedder.embed([PARAPHRASE_MEMORY, "Allergic to peanuts and shellfish"], "document")
     sims = docs.vectors @ q
     assert sims[0] > sims[1] + 0.1
 
 
-def test_cuda_request_without_a_gpu_falls_back_to_cpu_and_says_so(manifest):
+def test_cuda_request_without_a_gpu_falls_back_to_cpu_and_says_so(manifest: ModelManifest) -> None:
     forced = OnnxEmbedder(manifest, provider="cuda", max_batch=2)
     if forced.provider == core.CUDA:
         pytest.skip("a CUDA device is present")
@@ -149,8 +154,8 @@ def test_cuda_request_without_a_gpu_falls_back_to_cpu_and_says_so(manifest):
     assert "CUDA" in forced.provider_note
 
 
-def test_two_onnxruntime_builds_are_detected(monkeypatch):
-    monkeypatch.setattr(core.metadata, "version", lambda name: "1.0")
+def test_two_onnxruntime_builds_are_detected(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(metadata, "version", lambda name: "1.0")  # the module core reads
     assert core.onnxruntime_distributions() == ["onnxruntime", "onnxruntime-gpu"]
 
 
@@ -169,7 +174,7 @@ class CountingModel:
         return Embedded(vectors.astype(np.float32), [False] * len(texts))
 
 
-async def test_concurrent_requests_are_coalesced_and_split_back():
+async def test_concurrent_requests_are_coalesced_and_split_back() -> None:
     model = CountingModel()
     batcher = MicroBatcher(model, max_batch=64, max_wait_s=0.005)
     batcher.start()
@@ -184,7 +189,7 @@ async def test_concurrent_requests_are_coalesced_and_split_back():
     assert len(model.calls) < 20  # requests shared model runs
 
 
-async def test_kinds_never_share_a_model_call():
+async def test_kinds_never_share_a_model_call() -> None:
     model = CountingModel(delay_s=0.0)
     batcher = MicroBatcher(model, max_batch=64, max_wait_s=0.01)
     batcher.start()
@@ -195,8 +200,8 @@ async def test_kinds_never_share_a_model_call():
     assert q.vectors[0, 1] == 1.0 and d.vectors[0, 1] == 2.0
 
 
-async def test_a_model_failure_reaches_every_waiting_caller():
-    def broken(texts, kind):
+async def test_a_model_failure_reaches_every_waiting_caller() -> None:
+    def broken(texts: list[str], kind: str) -> Embedded:
         raise RuntimeError("model exploded")
 
     batcher = MicroBatcher(broken, max_batch=8, max_wait_s=0.005)
@@ -223,7 +228,7 @@ class PoisonableModel(CountingModel):
         return super().__call__(texts, kind)  # records the call
 
 
-async def test_a_failing_text_fails_its_own_caller_only():
+async def test_a_failing_text_fails_its_own_caller_only() -> None:
     """Callers batched with a poison text get their vectors; only the poison's caller fails."""
     model = PoisonableModel(delay_s=0.0)
     batcher = MicroBatcher(model, max_batch=64, max_wait_s=0.05)
@@ -240,6 +245,7 @@ async def test_a_failing_text_fails_its_own_caller_only():
     assert isinstance(results[1], RuntimeError) and "failed on an input" in str(results[1])
     for texts, result in zip(requests, results, strict=True):
         if texts is not requests[1]:
+            assert isinstance(result, Embedded)
             assert result.vectors[:, 0].tolist() == [len(t) for t in texts]
     assert after.vectors[0, 0] == len("later text")
     # They shared one model run first (the one that failed), then each ran alone.
@@ -247,7 +253,7 @@ async def test_a_failing_text_fails_its_own_caller_only():
     assert sorted(map(tuple, model.calls[1:5])) == sorted(map(tuple, requests))
 
 
-async def test_stopping_is_unavailable():
+async def test_stopping_is_unavailable() -> None:
     """A caller refused because the service stops gets UNAVAILABLE (retry), not INTERNAL."""
     from recallmesh.shared.errors import Unavailable
 
@@ -259,7 +265,7 @@ async def test_stopping_is_unavailable():
     assert caught.value.code == "UNAVAILABLE" and isinstance(caught.value, RuntimeError)
 
 
-async def test_close_answers_every_waiting_caller():
+async def test_close_answers_every_waiting_caller() -> None:
     model = CountingModel(delay_s=0.3)
     batcher = MicroBatcher(model, max_batch=1, max_wait_s=0.0)
     batcher.start()

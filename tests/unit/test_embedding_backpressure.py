@@ -36,14 +36,14 @@ class GatedModel:
         return Embedded(np.ones((len(texts), 2), dtype=np.float32), [False] * len(texts))
 
 
-async def busy(batcher: MicroBatcher, model: GatedModel) -> asyncio.Future:
+async def busy(batcher: MicroBatcher, model: GatedModel) -> asyncio.Future[Embedded]:
     """A first request that occupies the model, so that later ones queue."""
     first = asyncio.ensure_future(batcher.embed(["first"], "query"))
     await asyncio.get_running_loop().run_in_executor(None, model.running.wait, 5)
     return first
 
 
-async def test_a_full_queue_refuses_at_once_and_recovers():
+async def test_a_full_queue_refuses_at_once_and_recovers() -> None:
     model = GatedModel()
     batcher = MicroBatcher(model, max_batch=8, max_wait_s=0.0, max_queue_texts=4)
     batcher.start()
@@ -68,7 +68,7 @@ async def test_a_full_queue_refuses_at_once_and_recovers():
         await batcher.close()
 
 
-async def test_a_lone_request_larger_than_the_bound_is_taken_when_nothing_waits():
+async def test_a_lone_request_larger_than_the_bound_is_taken_when_nothing_waits() -> None:
     model = GatedModel()
     model.gate.set()
     batcher = MicroBatcher(model, max_batch=64, max_wait_s=0.0, max_queue_texts=4)
@@ -80,7 +80,7 @@ async def test_a_lone_request_larger_than_the_bound_is_taken_when_nothing_waits(
         await batcher.close()
 
 
-async def test_a_request_whose_deadline_passed_while_queued_is_dropped_not_embedded():
+async def test_a_request_whose_deadline_passed_while_queued_is_dropped_not_embedded() -> None:
     model = GatedModel()
     batcher = MicroBatcher(model, max_batch=8, max_wait_s=0.0, max_queue_texts=64)
     batcher.start()
@@ -113,7 +113,7 @@ class DocumentGatedModel(GatedModel):
         return super().__call__(texts, kind)
 
 
-async def test_a_query_is_not_held_behind_a_document_run():
+async def test_a_query_is_not_held_behind_a_document_run() -> None:
     """A recall waits for its query vector under a budget of a few hundred milliseconds; the
     indexer's documents have seconds: a burst of writes must not queue recalls behind it."""
     model = DocumentGatedModel()
@@ -134,7 +134,7 @@ async def test_a_query_is_not_held_behind_a_document_run():
         await batcher.close()
 
 
-async def test_a_request_the_queue_could_not_serve_within_its_deadline_is_refused_at_once():
+async def test_a_request_the_queue_could_not_serve_within_its_deadline_is_refused_at_once() -> None:
     model = GatedModel()
     batcher = MicroBatcher(model, max_batch=1, max_wait_s=0.0, max_queue_texts=256)
     batcher.lanes["query"].s_per_text = 0.1

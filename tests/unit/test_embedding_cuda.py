@@ -26,6 +26,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.services.embedding.core import CPU, CUDA, OnnxEmbedder
 
 MAX_ABS_DIFF = 2e-3
@@ -51,7 +52,7 @@ QUERIES = [
 
 
 @pytest.fixture(scope="module")
-def cuda_embedder(manifest) -> OnnxEmbedder:
+def cuda_embedder(manifest: ModelManifest) -> OnnxEmbedder:
     if CUDA not in ort.get_available_providers():
         pytest.skip(f"onnxruntime {ort.__version__} has no {CUDA} "
                     f"(providers: {ort.get_available_providers()}); `make install ORT=gpu` "
@@ -63,7 +64,7 @@ def cuda_embedder(manifest) -> OnnxEmbedder:
 
 
 @pytest.fixture(scope="module")
-def cpu_embedder(manifest) -> OnnxEmbedder:
+def cpu_embedder(manifest: ModelManifest) -> OnnxEmbedder:
     return OnnxEmbedder(manifest, provider="cpu")
 
 
@@ -74,7 +75,7 @@ def vectors(embedder: OnnxEmbedder) -> tuple[np.ndarray, list[bool]]:
             docs.truncated + queries.truncated)
 
 
-def test_cuda_embeddings_match_cpu(cuda_embedder, cpu_embedder):
+def test_cuda_embeddings_match_cpu(cuda_embedder: OnnxEmbedder, cpu_embedder: OnnxEmbedder) -> None:
     assert cpu_embedder.provider == CPU
     on_gpu, truncated_gpu = vectors(cuda_embedder)
     on_cpu, truncated_cpu = vectors(cpu_embedder)
@@ -87,14 +88,15 @@ def test_cuda_embeddings_match_cpu(cuda_embedder, cpu_embedder):
     assert cosine.min() >= MIN_COSINE, f"worst text #{int(np.argmin(cosine))}"
 
 
-def test_cuda_batched_matches_one_text_at_a_time(cuda_embedder):
+def test_cuda_batched_matches_one_text_at_a_time(cuda_embedder: OnnxEmbedder) -> None:
     batched = cuda_embedder.embed(DOCUMENTS, "document").vectors
     alone = np.stack([cuda_embedder.embed([t], "document").vectors[0] for t in DOCUMENTS])
     assert np.abs(batched - alone).max() <= MAX_ABS_DIFF
     assert np.sum(batched * alone, axis=1).min() >= MIN_COSINE
 
 
-def test_auto_picks_cuda_where_it_works(cuda_embedder, manifest):
+def test_auto_picks_cuda_where_it_works(cuda_embedder: OnnxEmbedder,
+                                        manifest: ModelManifest) -> None:
     auto = OnnxEmbedder(manifest, provider="auto")
     assert auto.provider == CUDA
     assert auto.provider_note == ""

@@ -56,7 +56,7 @@ def manifest_with(tmp_path: Path, probe: object | None) -> ModelManifest:
     return ModelManifest.load(path)
 
 
-def test_a_probe_round_trips_through_the_manifest(tmp_path):
+def test_a_probe_round_trips_through_the_manifest(tmp_path: Path) -> None:
     probe = make_probe(reference, TEXTS)
     manifest = manifest_with(tmp_path, probe)
     assert manifest.probe is not None
@@ -77,17 +77,18 @@ def test_a_probe_round_trips_through_the_manifest(tmp_path):
     ({"extra": 1}, "unknown probe keys"),
     ({"texts": []}, "needs lists"),
 ])
-def test_a_bad_probe_is_a_config_error(tmp_path, change, message):
+def test_a_bad_probe_is_a_config_error(tmp_path: Path, change: dict[str, object],
+                                       message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         manifest_with(tmp_path, make_probe(reference, TEXTS) | change)
 
 
-def test_a_model_that_computes_its_reference_passes(tmp_path):
+def test_a_model_that_computes_its_reference_passes(tmp_path: Path) -> None:
     manifest = manifest_with(tmp_path, make_probe(reference, TEXTS))
     assert check_probe(manifest, reference) == pytest.approx(1.0, abs=1e-5)
 
 
-def test_a_model_that_computes_wrong_vectors_is_refused(tmp_path):
+def test_a_model_that_computes_wrong_vectors_is_refused(tmp_path: Path) -> None:
     manifest = manifest_with(tmp_path, make_probe(reference, TEXTS))
     assert probe_cosine(manifest, noise) < PROBE_MIN_COSINE
     with pytest.raises(ConfigError) as err:
@@ -99,18 +100,19 @@ def test_a_model_that_computes_wrong_vectors_is_refused(tmp_path):
     assert "fp32 model" in message and "RECALLMESH_EMBEDDING_MANIFEST" in message
 
 
-def test_a_lower_min_cosine_of_the_probe_lets_it_pass(tmp_path):
+def test_a_lower_min_cosine_of_the_probe_lets_it_pass(tmp_path: Path) -> None:
     manifest = manifest_with(tmp_path, make_probe(reference, TEXTS) | {"min_cosine": -1})
     assert check_probe(manifest, noise) is not None
 
 
-def test_a_manifest_without_a_probe_is_not_checked(tmp_path, caplog):
+def test_a_manifest_without_a_probe_is_not_checked(tmp_path: Path,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="recallmesh.services.embedding.core"):
         assert check_probe(manifest_with(tmp_path, None), noise) is None
     assert [r.getMessage() for r in caplog.records if "no probe" in r.getMessage()]
 
 
-def test_the_catalogue_probes():
+def test_the_catalogue_probes() -> None:
     """Every probe parses; the int8 entry's references are the fp32 model's vectors."""
     fp32, int8 = catalogue_entry("nomic-embed-text-v1.5"), catalogue_entry(
         "nomic-embed-text-v1.5-int8")
@@ -123,7 +125,7 @@ def test_the_catalogue_probes():
             assert float(np.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-3)
 
 
-def test_the_served_model_passes_its_catalogue_probe(manifest):
+def test_the_served_model_passes_its_catalogue_probe(manifest: ModelManifest) -> None:
     """The real default model (fp32) against its catalogue probe, whether or not the cached
     manifest.json has been rewritten with it yet."""
     probe = ModelProbe.from_dict(catalogue_entry("nomic-embed-text-v1.5")["probe"], 768)
@@ -132,7 +134,7 @@ def test_the_served_model_passes_its_catalogue_probe(manifest):
     assert check_probe(manifest, embedder.embed) == pytest.approx(1.0, abs=1e-3)
 
 
-def test_minilm_passes_its_catalogue_probe():
+def test_minilm_passes_its_catalogue_probe() -> None:
     manifest = ModelManifest.load(suite_manifest("all-MiniLM-L6-v2"))
     probe = ModelProbe.from_dict(catalogue_entry("all-MiniLM-L6-v2")["probe"], 384)
     manifest = dataclasses.replace(manifest, probe=probe)

@@ -21,17 +21,17 @@ from recallmesh.wire import validation
 @pytest.mark.parametrize("text, seconds", [
     ("86400", 86400), ("90s", 90), ("15m", 900), ("12h", 43200), ("30d", 2592000),
     (" 2 D ", 172800), ("0", 0)])
-def test_durations(text, seconds):
+def test_durations(text: str, seconds: int) -> None:
     assert parse_duration_s(text, "X") == seconds
 
 
 @pytest.mark.parametrize("text", ["", "-5", "1.5h", "3w", "h", "1e3", "36600000d"])
-def test_bad_durations(text):
+def test_bad_durations(text: str) -> None:
     with pytest.raises(ConfigError, match="^X: "):
         parse_duration_s(text, "X")
 
 
-def test_namespace_ttl_rules():
+def test_namespace_ttl_rules() -> None:
     ttl = parse_namespace_ttl("*=7d, team-*=1h, team-keep-*=0, team-a=90s,,")
     assert ttl.ttl_s("team-a") == 90  # exact beats prefix
     assert ttl.ttl_s("team-b") == 3600  # the longer prefix beats "*"
@@ -50,12 +50,12 @@ def test_namespace_ttl_rules():
     ("a*=1h,a*=0", "'a\\*' has two rules"),
     ("a=soon", "a duration is whole seconds"),
 ])
-def test_bad_namespace_ttl(raw, message):
+def test_bad_namespace_ttl(raw: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_namespace_ttl(raw)
 
 
-def test_settings_read_the_variables(monkeypatch):
+def test_settings_read_the_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RECALLMESH_NAMESPACE_TTL", "tmp-*=1h")
     monkeypatch.setenv("RECALLMESH_EXPIRY_SWEEP_S", "5")
     assert GatewaySettings.from_env().namespace_ttl.ttl_s("tmp-1") == 3600
@@ -68,7 +68,7 @@ def test_settings_read_the_variables(monkeypatch):
         IndexerSettings.from_env()
 
 
-def test_cli_expires_in():
+def test_cli_expires_in() -> None:
     now = datetime(2026, 1, 1, tzinfo=UTC)
     assert expires_at("90s", now) == (now + timedelta(seconds=90)).isoformat()
     assert expires_at("3600", now) == (now + timedelta(hours=1)).isoformat()
@@ -88,7 +88,7 @@ def ts(when: datetime) -> Timestamp:
     return out
 
 
-def test_expires_at_validation():
+def test_expires_at_validation() -> None:
     future = datetime.now(UTC) + timedelta(hours=1)
     memory = validation.new_memory(memory_pb2.Memory(content="x", expires_at=ts(future)), "ns")
     assert memory.expires_at == future
@@ -102,7 +102,7 @@ def test_expires_at_validation():
             "ns")
 
 
-def test_update_names_expires_at():
+def test_update_names_expires_at() -> None:
     future = datetime.now(UTC) + timedelta(hours=1)
     changes = validation.memory_update(memory_pb2.Memory(expires_at=ts(future)),
                                        FieldMask(paths=["expires_at"]).paths, "ns")

@@ -51,7 +51,7 @@ def filters(draw: st.DrawFn) -> Filters:
 
 
 @given(filters())
-def test_filters_round_trip_through_the_proto(f):
+def test_filters_round_trip_through_the_proto(f) -> None:
     f = Filters(**{**f.__dict__, "tags_none": tuple(t for t in f.tags_none
                                                     if t not in f.tags_all)})
     msg = memory_pb2.RecallFilters()
@@ -60,26 +60,26 @@ def test_filters_round_trip_through_the_proto(f):
 
 
 @given(filters())
-def test_filter_sql_binds_every_parameter_it_names(f):
+def test_filter_sql_binds_every_parameter_it_names(f) -> None:
     sql, params = filter_sql(f, alias="m")
     assert set(re.findall(r"%\((\w+)\)s", sql)) == set(params)
     assert (sql == "") == f.empty
 
 
-def test_metadata_is_containment_one_value_equality_several_membership():
+def test_metadata_is_containment_one_value_equality_several_membership() -> None:
     sql, params = filter_sql(Filters(metadata=(("user", ("u1",)), ("src", ("a", "b")))))
     assert "m.metadata @> %(f_meta)s::jsonb" in sql and params["f_meta"] == '{"user": "u1"}'
     assert "(m.metadata @> %(f_meta_0_0)s::jsonb OR m.metadata @> %(f_meta_0_1)s::jsonb)" in sql
 
 
-def test_importance_compares_at_the_columns_precision():
+def test_importance_compares_at_the_columns_precision() -> None:
     sql, _ = filter_sql(Filters(importance_min=0.7))
     assert "m.importance >= %(f_importance_min)s::real" in sql
 
 
 @pytest.mark.parametrize(("given_value", "compared"), [
     (1e-50, 0.0), (7e-46, 0.0), (5e-324, 0.0), (0.1, 0.10000000149011612), (1.00000001, 1.0)])
-def test_importance_bounds_are_rounded_to_single_precision_first(given_value, compared):
+def test_importance_bounds_are_rounded_to_single_precision_first(given_value, compared) -> None:
     """What Postgres would round (and refuse as underflow) reaches it as the single it means."""
     f = filters_from_proto(memory_pb2.RecallFilters(importance_min=given_value,
                                                     importance_max=given_value))
@@ -87,7 +87,7 @@ def test_importance_bounds_are_rounded_to_single_precision_first(given_value, co
 
 
 @pytest.mark.parametrize("key", [" ", "\t", "", "k" * 129, "a\x00"])
-def test_a_metadata_key_filter_follows_the_stored_keys_rule(key):
+def test_a_metadata_key_filter_follows_the_stored_keys_rule(key) -> None:
     msg = memory_pb2.RecallFilters()
     msg.metadata.add(key=key, values=["v"])
     with pytest.raises(InvalidArgument, match=r"filters.metadata\[0\].key (must not be empty or "
@@ -109,7 +109,7 @@ def test_a_metadata_key_filter_follows_the_stored_keys_rule(key):
                 m.updated_before.FromDatetime(datetime(2026, 1, 1))),
      "filters.updated_after must be earlier"),
 ])
-def test_bad_filters_are_refused_naming_the_field(build, message):
+def test_bad_filters_are_refused_naming_the_field(build, message) -> None:
     msg = memory_pb2.RecallFilters()
     build(msg)
     with pytest.raises(InvalidArgument, match=re.escape(message)):
@@ -124,7 +124,7 @@ def _memory(created: datetime) -> StoredMemory:
 PAGES = PageTokens(b"k" * 32)
 
 
-def test_a_page_token_continues_only_its_own_query():
+def test_a_page_token_continues_only_its_own_query() -> None:
     query = ListQuery("ns", Filters(tags=("a",)))
     token = PAGES.make(query, _memory(datetime(2026, 1, 1, tzinfo=UTC)))
     assert PAGES.after(ListQuery("ns", Filters(tags=("a",)), page_token=token, page_size=7)) == (
@@ -151,14 +151,14 @@ def test_a_page_token_continues_only_its_own_query():
 
 
 @given(st.text(max_size=200))
-def test_any_page_token_text_is_a_page_or_invalid_argument(raw):
+def test_any_page_token_text_is_a_page_or_invalid_argument(raw) -> None:
     try:
         PAGES.after(ListQuery("ns", page_token=raw))
     except InvalidArgument:
         pass
 
 
-def test_importance_tokens_and_what_a_listing_sees():
+def test_importance_tokens_and_what_a_listing_sees() -> None:
     query = ListQuery("ns", order_by="importance")
     token = PAGES.make(query, _memory(datetime(2026, 1, 1, tzinfo=UTC)))
     assert PAGES.after(ListQuery("ns", order_by="importance", page_token=token))[0] == 0.25

@@ -8,7 +8,7 @@ from recallmesh.shared.services import SERVICES
 from recallmesh.stack.supervisor import free_port_env
 
 
-def test_one_stacks_ports_are_all_different_and_free():
+def test_one_stacks_ports_are_all_different_and_free() -> None:
     for _ in range(50):
         env = free_port_env()
         ports = [int(v) for v in env.values()]

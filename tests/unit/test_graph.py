@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from recallmesh.services.graph.core import (
     GraphRetriever,
     GraphSettings,
+    NamespaceGraph,
     bfs,
     build_graph,
     personalized_pagerank,
@@ -23,14 +25,15 @@ NOW = datetime(2025, 1, 1, tzinfo=UTC)
 WAIT = memory_pb2.IndexWait(wait=True, timeout_ms=30000)
 
 
-def memory_row(i: int):
+def memory_row(i: int) -> tuple[str, float, str, list[str], datetime, None]:
     return (f"00000000-0000-4000-8000-{i:012d}", 0.5, "", [], NOW, None)
 
 
-def toy_graph(extra_memories: int = 0):
+def toy_graph(
+        extra_memories: int = 0) -> tuple[NamespaceGraph, list[tuple[Any, ...]]]:
     """m1 mentions svelte + frontend; m2 mentions frontend + vite (two hops from svelte);
     m3 mentions lunch and the word 'svelte' nowhere; extra memories hang off 'noise'."""
-    memories = [memory_row(i) for i in range(1, 4 + extra_memories)]
+    memories: list[tuple[Any, ...]] = [memory_row(i) for i in range(1, 4 + extra_memories)]
     concepts = [(1, "svelte", None, ""), (2, "frontend", None, ""), (3, "vite", None, ""),
                 (4, "lunch", None, ""), (5, "noise", None, "")]
     links = [(memories[0][0], 1, 1.0), (memories[0][0], 2, 1.0), (memories[1][0], 2, 1.0),
@@ -40,7 +43,7 @@ def toy_graph(extra_memories: int = 0):
     return build_graph(1, memories, links, concepts, aliases, [], [], 0.25), memories
 
 
-def test_ppr_reaches_two_hops_and_ignores_unrelated():
+def test_ppr_reaches_two_hops_and_ignores_unrelated() -> None:
     graph, memories = toy_graph()
     hits = rank(graph, "which frontend tool is svelte built with", (), "", 10, Filters(),
                 GraphSettings())
@@ -54,7 +57,7 @@ def test_ppr_reaches_two_hops_and_ignores_unrelated():
     assert only_svelte[1].path == "'svelte' -> memory 00000000 -> 'frontend' -> memory 00000000"
 
 
-def test_seed_memories_walk_to_what_they_link_to():
+def test_seed_memories_walk_to_what_they_link_to() -> None:
     graph, memories = toy_graph()
     # No query concept: only the seed memory (m1: svelte + frontend) starts the walk.
     hits = rank(graph, "what else", (), "", 10, Filters(), GraphSettings(),
@@ -67,7 +70,7 @@ def test_seed_memories_walk_to_what_they_link_to():
                 seed_memories=[unknown]) == []
 
 
-def test_graph_cache_keeps_within_its_count_and_size_limits():
+def test_graph_cache_keeps_within_its_count_and_size_limits() -> None:
     big = np.zeros((1000, 384), dtype=np.float32)  # 1.5 MB of name vectors
     retriever = GraphRetriever(None, GraphSettings(cache_namespaces=3, cache_mb=4))
     for ns in ("a", "b", "c"):
@@ -90,7 +93,7 @@ def test_graph_cache_keeps_within_its_count_and_size_limits():
     assert list(retriever._cache) == ["h"]  # the newest graph stays even when too large
 
 
-def test_ranking_is_deterministic_and_hop_mode_agrees_on_order():
+def test_ranking_is_deterministic_and_hop_mode_agrees_on_order() -> None:
     graph, _ = toy_graph(extra_memories=20)
     first = rank(graph, "svelte noise", (), "", 10, Filters(), GraphSettings())
     for _ in range(3):
@@ -99,7 +102,7 @@ def test_ranking_is_deterministic_and_hop_mode_agrees_on_order():
     assert [h.score for h in hops] == sorted((h.score for h in hops), reverse=True)
 
 
-def test_node_cap_is_respected():
+def test_node_cap_is_respected() -> None:
     graph, _ = toy_graph(extra_memories=50)
     seed = graph.memories + 4  # the 'noise' concept: 50 neighbours
     nodes, _ = bfs(graph.adjacency, [seed], cap=10)
@@ -108,7 +111,7 @@ def test_node_cap_is_respected():
     assert len(capped) == 9  # the seed concept plus nine memories fit under the cap
 
 
-def test_ppr_is_a_distribution_and_finite():
+def test_ppr_is_a_distribution_and_finite() -> None:
     graph, _ = toy_graph(extra_memories=5)
     p = np.zeros(graph.adjacency.shape[0])
     p[graph.memories] = 1.0
@@ -116,7 +119,7 @@ def test_ppr_is_a_distribution_and_finite():
     assert np.all(np.isfinite(r)) and r.sum() == pytest.approx(1.0)
 
 
-def test_filters_apply_to_graph_hits():
+def test_filters_apply_to_graph_hits() -> None:
     graph, memories = toy_graph()
     graph.categories[1] = "work"
     hits = rank(graph, "svelte", (), "", 10, Filters(categories=("work",)), GraphSettings())
@@ -124,11 +127,11 @@ def test_filters_apply_to_graph_hits():
 
 
 @pytest.fixture(scope="module")
-def extractor():
+def extractor() -> SpacyExtractor:
     return SpacyExtractor()
 
 
-def test_extraction_is_deterministic_and_skips_dates(extractor):
+def test_extraction_is_deterministic_and_skips_dates(extractor: SpacyExtractor) -> None:
     texts = ["Melanie works at Northwind Labs as a designer since March 2023.",
              "Maya prefers Svelte for frontend work."]
     first = extractor.extract(texts, [[], ["ui"]])

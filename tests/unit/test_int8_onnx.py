@@ -30,7 +30,7 @@ ROWS = [[2, 5, 6, 7, 8, 9, 3], [2, 6, 12, 3], [2] + [5, 6, 7, 8] * 12 + [3]]
 
 
 @pytest.fixture(scope="module")
-def fp32(tmp_path_factory) -> Path:
+def fp32(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("int8")
     gguf, _ = tiny_model(folder)
     build(gguf, folder / "fp32.onnx")
@@ -51,7 +51,7 @@ def pooled(model: Path) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def test_quantized_graph_runs_close_to_fp32(fp32, tmp_path):
+def test_quantized_graph_runs_close_to_fp32(fp32: Path, tmp_path: Path) -> None:
     report = quantize(fp32, tmp_path / "int8.onnx")
     model = onnx.load(str(tmp_path / "int8.onnx"))
     ops = [n.op_type for n in model.graph.node]
@@ -70,7 +70,7 @@ def test_quantized_graph_runs_close_to_fp32(fp32, tmp_path):
     assert cosines.min() > 0.999, cosines
 
 
-def test_build_is_byte_identical_and_says_where_it_came_from(fp32, tmp_path):
+def test_build_is_byte_identical_and_says_where_it_came_from(fp32: Path, tmp_path: Path) -> None:
     quantize(fp32, tmp_path / "a.onnx")
     quantize(fp32, tmp_path / "b.onnx")
     assert (tmp_path / "a.onnx").read_bytes() == (tmp_path / "b.onnx").read_bytes()
@@ -82,7 +82,7 @@ def test_build_is_byte_identical_and_says_where_it_came_from(fp32, tmp_path):
     assert model.producer_name == "recallmesh.embedding_models.build.int8_onnx"
 
 
-def test_other_options_are_other_bytes(fp32, tmp_path):
+def test_other_options_are_other_bytes(fp32: Path, tmp_path: Path) -> None:
     quantize(fp32, tmp_path / "default.onnx")
     report = quantize(fp32, tmp_path / "all.onnx", Options(op_types=()))
     assert report["ops"].get("DequantizeLinear")  # the embedding Gathers quantized too
@@ -92,7 +92,7 @@ def test_other_options_are_other_bytes(fp32, tmp_path):
     assert (pooled(fp32) * pooled(tmp_path / "all.onnx")).sum(1).min() > 0.99
 
 
-def test_a_graph_with_nothing_to_quantize_is_an_error(tmp_path):
+def test_a_graph_with_nothing_to_quantize_is_an_error(tmp_path: Path) -> None:
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["y"])], "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
@@ -114,7 +114,7 @@ MANIFEST = {"model_id": "tiny", "onnx": "model.onnx", "tokenizer": "tokenizer.js
 
 
 @pytest.fixture
-def catalogue(tmp_path, monkeypatch, fp32):
+def catalogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fp32: Path):
     """A catalogue of the tiny fp32 model (from a wheel made here) and its int8 entry, built
     by the real int8_onnx builder from the fp32 entry's model.onnx."""
     folder = tmp_path / "catalogue"
@@ -147,7 +147,8 @@ def catalogue(tmp_path, monkeypatch, fp32):
     return folder, entry, downloads, tokenizer
 
 
-def test_an_int8_entry_built_from_another_entrys_model(catalogue, tmp_path, fp32):
+def test_an_int8_entry_built_from_another_entrys_model(catalogue, tmp_path: Path,
+                                                       fp32: Path) -> None:
     folder, entry, downloads, tokenizer = catalogue
     cache = tmp_path / "cache"
     path = fetch("tiny-int8", cache)
@@ -174,7 +175,7 @@ def test_an_int8_entry_built_from_another_entrys_model(catalogue, tmp_path, fp32
     assert downloads == ["tiny==1"]
 
 
-def test_a_pin_from_another_onnxruntime_says_so(catalogue, tmp_path):
+def test_a_pin_from_another_onnxruntime_says_so(catalogue, tmp_path: Path) -> None:
     folder, entry, _, _ = catalogue
     entry["files"]["model.onnx"]["sha256"] = "0" * 64
     entry["files"]["model.onnx"]["built_with"] = {"onnxruntime": "0.0.1"}
@@ -195,7 +196,8 @@ def test_a_pin_from_another_onnxruntime_says_so(catalogue, tmp_path):
         fetch("tiny-int8", tmp_path / "cache")
 
 
-def test_a_source_that_does_not_match_the_other_entry_is_an_error(catalogue, tmp_path):
+def test_a_source_that_does_not_match_the_other_entry_is_an_error(catalogue,
+                                                                  tmp_path: Path) -> None:
     folder, entry, _, _ = catalogue
     entry["files"]["tokenizer.json"]["sha256"] = "1" * 64
     (folder / "tiny-int8.json").write_text(json.dumps(entry))
@@ -209,7 +211,7 @@ def test_a_source_that_does_not_match_the_other_entry_is_an_error(catalogue, tmp
         fetch("tiny-int8", tmp_path / "cache")
 
 
-def test_excluded_matmuls_stay_fp32(fp32, tmp_path):
+def test_excluded_matmuls_stay_fp32(fp32: Path, tmp_path: Path) -> None:
     report = quantize(fp32, tmp_path / "some.onnx", Options(exclude=r"/ffn_down"))
     assert len(report["excluded"]) == 2 and all("ffn_down" in n for n in report["excluded"])
     assert report["ops"]["MatMulInteger"] == 3 * 2
@@ -220,7 +222,7 @@ def test_excluded_matmuls_stay_fp32(fp32, tmp_path):
 
 
 def test_the_build_spec_options_reach_the_quantizer_and_the_probe_the_manifest(
-        catalogue, tmp_path, fp32):
+        catalogue, tmp_path: Path, fp32: Path) -> None:
     folder, entry, _, _ = catalogue
     entry["files"]["model.onnx"]["options"] = {"reduce_range": True}
     probe = {"kind": "document", "texts": ["a"], "vectors": [encode_vector([0.5] * 8)]}

@@ -82,7 +82,8 @@ def forge(header: dict, payload: dict, signature: bytes = b"not-a-signature") ->
 
 
 @pytest.mark.parametrize("kid", ["rsa-1", "ec-1", "ed-1"])
-async def test_a_good_token_gives_its_grants_and_scopes(verifier, issuer, kid):
+async def test_a_good_token_gives_its_grants_and_scopes(verifier: JwtVerifier, issuer: TestIssuer,
+                                                        kid) -> None:
     token = issuer.mint(kid=kid, namespaces=["acme-*", "shared"], scopes="read write")
     principal = await verifier.verify(token)
     assert principal.kind == "jwt"
@@ -93,7 +94,8 @@ async def test_a_good_token_gives_its_grants_and_scopes(verifier, issuer, kid):
     assert not principal.allows("other")
 
 
-async def test_the_algorithm_comes_from_the_token_header(verifier, issuer):
+async def test_the_algorithm_comes_from_the_token_header(verifier: JwtVerifier,
+                                                         issuer: TestIssuer) -> None:
     assert issuer.key("rsa-1").alg == "RS256"
     principal = await verifier.verify(issuer.mint(kid="ec-1", alg="ES256"))
     assert principal.grants == ("acme-*",)
@@ -106,7 +108,8 @@ async def test_the_algorithm_comes_from_the_token_header(verifier, issuer):
     (["team one", "*"], ("team one", "*")),  # a namespace with a space: the list form only
     (["a", "a", " a "], ("a",)),
 ])
-async def test_namespaces_claim_as_a_list_or_a_string(verifier, issuer, namespaces, expected):
+async def test_namespaces_claim_as_a_list_or_a_string(verifier: JwtVerifier, issuer: TestIssuer,
+                                                      namespaces, expected) -> None:
     assert (await verifier.verify(issuer.mint(namespaces=namespaces))).grants == expected
 
 
@@ -120,11 +123,12 @@ async def test_namespaces_claim_as_a_list_or_a_string(verifier, issuer, namespac
     ("", set()),
     (None, set()),  # no scope claim: a token that may do nothing
 ])
-async def test_scopes_claim_keeps_known_scopes_only(verifier, issuer, scopes, expected):
+async def test_scopes_claim_keeps_known_scopes_only(verifier: JwtVerifier, issuer: TestIssuer,
+                                                    scopes, expected) -> None:
     assert (await verifier.verify(issuer.mint(scopes=scopes))).scopes == expected
 
 
-async def test_claim_names_come_from_the_settings(jwks_file, issuer):
+async def test_claim_names_come_from_the_settings(jwks_file: Path, issuer: TestIssuer) -> None:
     verifier = JwtVerifier(auth_settings(jwks_file, jwt_namespaces_claim="ns",
                                          jwt_scopes_claim="scp"))
     token = issuer.mint(namespaces=None, scopes=None, ns=["team-*"], scp=["recallmesh:admin"])
@@ -133,29 +137,32 @@ async def test_claim_names_come_from_the_settings(jwks_file, issuer):
     assert await refused(verifier, issuer.mint()) == "JWT has no 'ns' claim (its namespace grants)"
 
 
-async def test_audience_may_be_a_list_that_contains_ours(verifier, issuer):
+async def test_audience_may_be_a_list_that_contains_ours(verifier: JwtVerifier,
+                                                         issuer: TestIssuer) -> None:
     principal = await verifier.verify(issuer.mint(aud=["other-api", AUDIENCE]))
     assert principal.grants == ("acme-*",)
 
 
-async def test_subject_without_sub_and_with_odd_characters(verifier, issuer):
+async def test_subject_without_sub_and_with_odd_characters(verifier: JwtVerifier,
+                                                           issuer: TestIssuer) -> None:
     assert (await verifier.verify(issuer.mint(sub=None))).subject == "jwt:?"
     assert (await verifier.verify(issuer.mint(sub="a\nb"))).subject == "jwt:a?b"
     assert len((await verifier.verify(issuer.mint(sub="x" * 1000))).subject) == 4 + 128
 
 
-async def test_a_token_without_kid_uses_the_only_key(tmp_path):
+async def test_a_token_without_kid_uses_the_only_key(tmp_path: Path) -> None:
     single = TestIssuer()
     verifier = JwtVerifier(auth_settings(single.write_jwks(tmp_path / "one.json")))
     assert (await verifier.verify(single.mint(omit_kid=True))).subject == "jwt:agent-7"
 
 
-async def test_a_token_without_kid_is_refused_when_there_are_several_keys(verifier, issuer):
+async def test_a_token_without_kid_is_refused_when_there_are_several_keys(
+        verifier: JwtVerifier, issuer: TestIssuer) -> None:
     assert await refused(verifier, issuer.mint(omit_kid=True)) == (
         "JWT has no key id ('kid') and the key set holds several keys")
 
 
-async def test_rsa_key_without_alg_accepts_rs_and_ps_algorithms(tmp_path):
+async def test_rsa_key_without_alg_accepts_rs_and_ps_algorithms(tmp_path: Path) -> None:
     single = TestIssuer()
     verifier = JwtVerifier(auth_settings(single.write_jwks(tmp_path / "k.json",
                                                            with_alg=False)))
@@ -163,7 +170,8 @@ async def test_rsa_key_without_alg_accepts_rs_and_ps_algorithms(tmp_path):
         assert (await verifier.verify(single.mint(alg=alg))).kind == "jwt", alg
 
 
-async def test_a_key_that_states_its_alg_verifies_only_that_alg(verifier, issuer):
+async def test_a_key_that_states_its_alg_verifies_only_that_alg(verifier: JwtVerifier,
+                                                                issuer: TestIssuer) -> None:
     assert await refused(verifier, issuer.mint(kid="rsa-1", alg="PS256")) == (
         "JWT algorithm 'PS256' is not accepted for key id 'rsa-1'")
     # an RSA-signed token that names the EC key's kid (algorithm confusion across keys)
@@ -175,57 +183,57 @@ async def test_a_key_that_states_its_alg_verifies_only_that_alg(verifier, issuer
 # --- tokens that are refused -----------------------------------------------------------------
 
 
-async def test_bad_signature(verifier, issuer):
+async def test_bad_signature(verifier: JwtVerifier, issuer: TestIssuer) -> None:
     forged = issuer.untrusted()  # same kids, other key material
     for kid in ("rsa-1", "ec-1", "ed-1"):
         assert await refused(verifier, forged.mint(kid=kid)) == "JWT signature does not verify"
 
 
-async def test_tampered_payload(verifier, issuer):
+async def test_tampered_payload(verifier: JwtVerifier, issuer: TestIssuer) -> None:
     header, _, signature = issuer.mint().split(".")
     payload = issuer.claims(namespaces=["*"], scopes="admin")
     tampered = ".".join((header, b64(json.dumps(payload).encode()), signature))
     assert await refused(verifier, tampered) == "JWT signature does not verify"
 
 
-async def test_wrong_audience(verifier, issuer):
+async def test_wrong_audience(verifier: JwtVerifier, issuer: TestIssuer) -> None:
     assert await refused(verifier, issuer.mint(aud="someone-else")) == (
         "JWT audience is not 'recallmesh'")
     assert await refused(verifier, issuer.mint(aud=["a", "b"])) == (
         "JWT audience is not 'recallmesh'")
 
 
-async def test_wrong_issuer(verifier, issuer):
+async def test_wrong_issuer(verifier: JwtVerifier, issuer: TestIssuer) -> None:
     assert await refused(verifier, issuer.mint(iss="https://evil.example/")) == (
         f"JWT issuer is not {ISSUER!r}")
 
 
-async def test_expired_beyond_the_leeway(verifier, issuer):
+async def test_expired_beyond_the_leeway(verifier: JwtVerifier, issuer: TestIssuer) -> None:
     assert await refused(verifier, issuer.mint(exp_in_s=-60)) == "JWT expired"
     # within the 30 s leeway: still accepted
     assert (await verifier.verify(issuer.mint(exp_in_s=-10))).kind == "jwt"
 
 
-async def test_not_yet_valid(verifier, issuer):
+async def test_not_yet_valid(verifier: JwtVerifier, issuer: TestIssuer) -> None:
     assert await refused(verifier, issuer.mint(nbf_in_s=120)) == "JWT not yet valid"
     assert await refused(verifier, issuer.mint(iat_in_s=120)) == "JWT not yet valid"
     assert (await verifier.verify(issuer.mint(nbf_in_s=10))).kind == "jwt"
 
 
 @pytest.mark.parametrize("claim", ["exp", "iss", "aud"])
-async def test_required_claims(verifier, issuer, claim):
+async def test_required_claims(verifier: JwtVerifier, issuer: TestIssuer, claim) -> None:
     payload = issuer.claims()
     del payload[claim]
     assert await refused(verifier, issuer.mint_payload(payload)) == (
         f"JWT has no {claim!r} claim")
 
 
-async def test_non_numeric_exp_is_malformed(verifier, issuer):
+async def test_non_numeric_exp_is_malformed(verifier: JwtVerifier, issuer: TestIssuer) -> None:
     payload = issuer.claims(exp="tomorrow")
     assert await refused(verifier, issuer.mint_payload(payload)) == "malformed JWT"
 
 
-async def test_unknown_kid(verifier, issuer):
+async def test_unknown_kid(verifier: JwtVerifier, issuer: TestIssuer) -> None:
     stranger = rsa_key("nope")
     assert await refused(verifier, issuer.mint(key=stranger)) == "JWT key id 'nope' is unknown"
     # a long kid is cut short in the message
@@ -234,7 +242,8 @@ async def test_unknown_kid(verifier, issuer):
     assert message.startswith("JWT key id 'kkkk") and len(message) < 100
 
 
-async def test_hs256_signed_with_the_public_key_is_refused(verifier, issuer):
+async def test_hs256_signed_with_the_public_key_is_refused(verifier: JwtVerifier,
+                                                           issuer: TestIssuer) -> None:
     """The classic algorithm confusion: HMAC 'signed' with the RSA public key as secret."""
     pem = issuer.public_pem("rsa-1")
     header = {"alg": "HS256", "typ": "JWT", "kid": "rsa-1"}
@@ -248,7 +257,7 @@ async def test_hs256_signed_with_the_public_key_is_refused(verifier, issuer):
             f"JWT algorithm {alg!r} is not accepted")
 
 
-async def test_alg_none_is_refused(verifier, issuer):
+async def test_alg_none_is_refused(verifier: JwtVerifier, issuer: TestIssuer) -> None:
     for alg in ("none", "None", "NONE"):
         token = forge({"alg": alg, "kid": "rsa-1"}, issuer.claims(), signature=b"")
         assert await refused(verifier, token) == f"JWT algorithm {alg!r} is not accepted"
@@ -263,22 +272,23 @@ async def test_alg_none_is_refused(verifier, issuer):
     "ü.ü.ü",
     "\ud800.e30.e30",  # a lone surrogate cannot even be encoded
 ])
-async def test_malformed_tokens(verifier, token):
+async def test_malformed_tokens(verifier: JwtVerifier, token) -> None:
     message = await refused(verifier, token)
     assert message.startswith("malformed JWT"), message
 
 
-async def test_a_huge_token_is_refused_before_parsing(verifier):
+async def test_a_huge_token_is_refused_before_parsing(verifier: JwtVerifier) -> None:
     assert await refused(verifier, "a" * 20000 + ".b.c") == (
         "malformed JWT (longer than 16384 characters)")
 
 
-async def test_a_non_string_kid_header_is_malformed(verifier, issuer):
+async def test_a_non_string_kid_header_is_malformed(verifier: JwtVerifier,
+                                                    issuer: TestIssuer) -> None:
     assert await refused(verifier, forge({"alg": "RS256", "kid": 5}, issuer.claims())) == (
         "malformed JWT")
 
 
-async def test_missing_namespaces_claim(verifier, issuer):
+async def test_missing_namespaces_claim(verifier: JwtVerifier, issuer: TestIssuer) -> None:
     assert await refused(verifier, issuer.mint(namespaces=None)) == (
         "JWT has no 'recallmesh_namespaces' claim (its namespace grants)")
 
@@ -287,30 +297,33 @@ async def test_missing_namespaces_claim(verifier, issuer):
     ["acme\x07bell"], "acme\x07bell", ["ok", "bad\u200bzero-width"], ["x" * 200],
     "acme\tteam",  # the string form splits on spaces only
 ])
-async def test_an_invalid_grant_in_the_claim(verifier, issuer, namespaces):
+async def test_an_invalid_grant_in_the_claim(verifier: JwtVerifier, issuer: TestIssuer,
+                                             namespaces) -> None:
     assert await refused(verifier, issuer.mint(namespaces=namespaces)) == (
         "JWT claim 'recallmesh_namespaces' holds an invalid namespace grant")
 
 
 @pytest.mark.parametrize("namespaces", [5, {"a": 1}, ["a", 5], [["a"]], True])
-async def test_a_namespaces_claim_of_the_wrong_shape(verifier, issuer, namespaces):
+async def test_a_namespaces_claim_of_the_wrong_shape(verifier: JwtVerifier, issuer: TestIssuer,
+                                                     namespaces) -> None:
     assert await refused(verifier, issuer.mint(namespaces=namespaces)) == (
         "JWT claim 'recallmesh_namespaces' must be a list of strings or a space-separated "
         "string")
 
 
 @pytest.mark.parametrize("namespaces", [[], "", "   ", ["", " "]])
-async def test_an_empty_namespaces_claim(verifier, issuer, namespaces):
+async def test_an_empty_namespaces_claim(verifier: JwtVerifier, issuer: TestIssuer,
+                                         namespaces) -> None:
     assert await refused(verifier, issuer.mint(namespaces=namespaces)) == (
         "JWT claim 'recallmesh_namespaces' holds no namespace grants")
 
 
-async def test_a_scopes_claim_of_the_wrong_shape(verifier, issuer):
+async def test_a_scopes_claim_of_the_wrong_shape(verifier: JwtVerifier, issuer: TestIssuer) -> None:
     assert await refused(verifier, issuer.mint(scopes=["read", 1])) == (
         "JWT claim 'scope' must be a space-separated string or a list of strings")
 
 
-async def test_sub_jti_iat_of_the_wrong_type(verifier, issuer):
+async def test_sub_jti_iat_of_the_wrong_type(verifier: JwtVerifier, issuer: TestIssuer) -> None:
     payload = issuer.claims()
     for claim, value, message in (("sub", 5, "JWT claim 'sub' must be a string"),
                                   ("jti", 5, "JWT claim 'jti' must be a string"),
@@ -319,7 +332,7 @@ async def test_sub_jti_iat_of_the_wrong_type(verifier, issuer):
         assert await refused(verifier, token) == message
 
 
-def test_settings_without_issuer_or_audience_are_refused(jwks_file):
+def test_settings_without_issuer_or_audience_are_refused(jwks_file: Path) -> None:
     with pytest.raises(ValueError):
         JwtVerifier(auth_settings(jwks_file, jwt_issuer=""))
     with pytest.raises(ValueError):
@@ -337,7 +350,8 @@ def test_settings_without_issuer_or_audience_are_refused(jwks_file):
               st.binary(max_size=80), st.binary(max_size=80))
     .map(lambda t: ".".join((b64(json.dumps(t[0]).encode()), b64(t[1]), b64(t[2])))),
 ))
-def test_arbitrary_tokens_only_ever_raise_unauthenticated(jwks_path_for_property, token):
+def test_arbitrary_tokens_only_ever_raise_unauthenticated(jwks_path_for_property: Path,
+                                                          token) -> None:
     verifier = JwtVerifier(auth_settings(jwks_path_for_property))
     loop = asyncio.new_event_loop()
     try:
@@ -348,14 +362,15 @@ def test_arbitrary_tokens_only_ever_raise_unauthenticated(jwks_path_for_property
 
 
 @pytest.fixture(scope="module")
-def jwks_path_for_property(tmp_path_factory, issuer) -> Path:
+def jwks_path_for_property(tmp_path_factory: pytest.TempPathFactory, issuer: TestIssuer) -> Path:
     return issuer.write_jwks(tmp_path_factory.mktemp("jwks") / "jwks.json")
 
 
 # --- the key set: a rotating file ------------------------------------------------------------
 
 
-async def test_a_rotated_jwks_file_is_picked_up_without_restart(tmp_path, caplog):
+async def test_a_rotated_jwks_file_is_picked_up_without_restart(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     old = TestIssuer(keys=[rsa_key("2024-key")])
     path = old.write_jwks(tmp_path / "jwks.json")
     verifier = JwtVerifier(auth_settings(path))
@@ -379,14 +394,14 @@ async def test_a_rotated_jwks_file_is_picked_up_without_restart(tmp_path, caplog
     assert await refused(verifier, old_token) == "JWT key id '2024-key' is unknown"
 
 
-async def test_both_keys_verify_during_an_overlap(tmp_path):
+async def test_both_keys_verify_during_an_overlap(tmp_path: Path) -> None:
     both = TestIssuer(keys=[rsa_key("old"), rsa_key("new")])
     verifier = JwtVerifier(auth_settings(both.write_jwks(tmp_path / "jwks.json")))
     assert (await verifier.verify(both.mint(kid="old"))).kind == "jwt"
     assert (await verifier.verify(both.mint(kid="new"))).kind == "jwt"
 
 
-async def test_a_missing_jwks_file_is_unavailable(tmp_path):
+async def test_a_missing_jwks_file_is_unavailable(tmp_path: Path) -> None:
     verifier = JwtVerifier(auth_settings(tmp_path / "absent.json"))
     with pytest.raises(Unavailable) as info:
         await verifier.verify(TestIssuer().mint())
@@ -402,7 +417,7 @@ async def test_a_missing_jwks_file_is_unavailable(tmp_path):
      "the key set holds no usable signing keys"),
     ('[1, 2]', "the key set holds no usable signing keys"),
 ])
-async def test_an_unusable_jwks_file_is_unavailable(tmp_path, content, reason):
+async def test_an_unusable_jwks_file_is_unavailable(tmp_path: Path, content, reason) -> None:
     path = tmp_path / "jwks.json"
     path.write_text(content, encoding="utf-8")
     with pytest.raises(Unavailable) as info:
@@ -410,7 +425,8 @@ async def test_an_unusable_jwks_file_is_unavailable(tmp_path, content, reason):
     assert info.value.message == f"JWT keys unavailable: {reason}"
 
 
-async def test_symmetric_and_encryption_keys_in_the_set_are_ignored(tmp_path, issuer):
+async def test_symmetric_and_encryption_keys_in_the_set_are_ignored(tmp_path: Path,
+                                                                    issuer: TestIssuer) -> None:
     document = issuer.jwks()
     document["keys"].append({"kty": "oct", "k": b64(b"s" * 32), "kid": "hmac", "alg": "HS256"})
     document["keys"].append({**issuer.key("rsa-1").public_jwk(), "kid": "enc", "use": "enc"})
@@ -425,7 +441,8 @@ async def test_symmetric_and_encryption_keys_in_the_set_are_ignored(tmp_path, is
 
 
 @pytest.mark.filterwarnings("ignore::jwt.warnings.InsecureKeyLengthWarning")
-async def test_short_rsa_keys_in_the_set_are_ignored(tmp_path, caplog):
+async def test_short_rsa_keys_in_the_set_are_ignored(tmp_path: Path,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
     weak = TestIssuer(keys=[rsa_key("weak", bits=1024), rsa_key("strong")])
     verifier = JwtVerifier(auth_settings(weak.write_jwks(tmp_path / "jwks.json")))
     with caplog.at_level(logging.WARNING, logger=LOGGER):
@@ -435,7 +452,7 @@ async def test_short_rsa_keys_in_the_set_are_ignored(tmp_path, caplog):
     assert (await verifier.verify(weak.mint(kid="strong"))).kind == "jwt"
 
 
-async def test_odd_entries_in_the_set_are_skipped(tmp_path, issuer):
+async def test_odd_entries_in_the_set_are_skipped(tmp_path: Path, issuer: TestIssuer) -> None:
     good = issuer.key("rsa-1").public_jwk()
     document = {"keys": [
         "not an object", 5, None,
@@ -501,7 +518,8 @@ def jwks_server() -> Iterator[JwksServer]:
         thread.join(5)
 
 
-async def test_jwks_from_a_url_is_fetched_once_and_cached(jwks_server, issuer):
+async def test_jwks_from_a_url_is_fetched_once_and_cached(jwks_server: JwksServer,
+                                                          issuer: TestIssuer) -> None:
     jwks_server.serve(issuer.jwks())
     verifier = JwtVerifier(auth_settings(jwks_server.url))
     for kid in ("rsa-1", "ec-1", "ed-1", "rsa-1"):
@@ -509,7 +527,8 @@ async def test_jwks_from_a_url_is_fetched_once_and_cached(jwks_server, issuer):
     assert jwks_server.requests == 1
 
 
-async def test_concurrent_first_tokens_share_one_fetch(jwks_server, issuer):
+async def test_concurrent_first_tokens_share_one_fetch(jwks_server: JwksServer,
+                                                       issuer: TestIssuer) -> None:
     jwks_server.serve(issuer.jwks())
     verifier = JwtVerifier(auth_settings(jwks_server.url))
     tokens = [issuer.mint(kid=kid) for kid in ("rsa-1", "ec-1", "ed-1")] * 5
@@ -518,7 +537,8 @@ async def test_concurrent_first_tokens_share_one_fetch(jwks_server, issuer):
     assert jwks_server.requests == 1
 
 
-async def test_an_unknown_kid_refetches_a_url_set_after_the_cooldown(jwks_server, monkeypatch):
+async def test_an_unknown_kid_refetches_a_url_set_after_the_cooldown(
+        jwks_server: JwksServer, monkeypatch: pytest.MonkeyPatch) -> None:
     old = TestIssuer(keys=[rsa_key("old")])
     jwks_server.serve(old.jwks())
     verifier = JwtVerifier(auth_settings(jwks_server.url))
@@ -536,8 +556,9 @@ async def test_an_unknown_kid_refetches_a_url_set_after_the_cooldown(jwks_server
     assert await refused(verifier, old.mint()) == "JWT key id 'old' is unknown"
 
 
-async def test_a_failed_refresh_keeps_the_last_good_url_set(jwks_server, issuer, monkeypatch,
-                                                            caplog):
+async def test_a_failed_refresh_keeps_the_last_good_url_set(
+        jwks_server: JwksServer, issuer: TestIssuer, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
     jwks_server.serve(issuer.jwks())
     verifier = JwtVerifier(auth_settings(jwks_server.url))
     assert (await verifier.verify(issuer.mint())).kind == "jwt"
@@ -562,7 +583,8 @@ async def test_a_failed_refresh_keeps_the_last_good_url_set(jwks_server, issuer,
     (200, b"[1]", "the key set is not a JSON object"),
     (200, b'{"keys": []}', "the key set holds no usable signing keys"),
 ])
-async def test_an_unusable_url_is_unavailable(jwks_server, issuer, status, body, reason):
+async def test_an_unusable_url_is_unavailable(jwks_server: JwksServer, issuer: TestIssuer, status,
+                                              body, reason) -> None:
     jwks_server.status, jwks_server.body = status, body
     verifier = JwtVerifier(auth_settings(jwks_server.url))
     with pytest.raises(Unavailable) as info:
@@ -571,7 +593,8 @@ async def test_an_unusable_url_is_unavailable(jwks_server, issuer, status, body,
     assert jwks_server.url not in info.value.message
 
 
-async def test_an_unreachable_url_is_unavailable_then_recovers(jwks_server, issuer, monkeypatch):
+async def test_an_unreachable_url_is_unavailable_then_recovers(
+        jwks_server: JwksServer, issuer: TestIssuer, monkeypatch: pytest.MonkeyPatch) -> None:
     jwks_server.status, jwks_server.body = 500, b""
     verifier = JwtVerifier(auth_settings(jwks_server.url))
     with pytest.raises(Unavailable):
@@ -587,7 +610,7 @@ async def test_an_unreachable_url_is_unavailable_then_recovers(jwks_server, issu
     assert jwks_server.requests == 2
 
 
-async def test_a_closed_port_is_unavailable():
+async def test_a_closed_port_is_unavailable() -> None:
     with socket.socket() as sock:  # a port on 127.0.0.1 that nothing listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]

@@ -16,14 +16,14 @@ PACKAGE = ROOT / "recallmesh"
 LAZY_BY_DESIGN = {PACKAGE / "cli.py"}
 
 
-def test_the_import_contracts_hold():
+def test_the_import_contracts_hold() -> None:
     lint = Path(sys.executable).with_name("lint-imports")
     result = subprocess.run([str(lint)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "0 broken" in result.stdout
 
 
-def test_no_module_imports_recallmesh_inside_a_function():
+def test_no_module_imports_recallmesh_inside_a_function() -> None:
     hidden = []
     for path in sorted(PACKAGE.rglob("*.py")):
         if path in LAZY_BY_DESIGN or "v1" in path.relative_to(PACKAGE).parts:
@@ -32,9 +32,10 @@ def test_no_module_imports_recallmesh_inside_a_function():
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             for inner in ast.walk(node):
+                if not isinstance(inner, ast.Import | ast.ImportFrom):
+                    continue
                 names = ([a.name for a in inner.names] if isinstance(inner, ast.Import)
-                         else [inner.module or ""] if isinstance(inner, ast.ImportFrom)
-                         else [])
+                         else [inner.module or ""])
                 hidden += [f"{path.relative_to(ROOT)}:{inner.lineno} {name}"
                            for name in names if name.startswith("recallmesh")]
     assert not hidden, hidden

@@ -8,7 +8,7 @@ from recallmesh.services.lexical.core import BLEND, build_search_sql
 from recallmesh.wire.filters import Filters
 
 
-def test_relevance_and_importance_blends():
+def test_relevance_and_importance_blends() -> None:
     assert BLEND["relevance"] == (0.7, 0.3)
     assert BLEND["importance"] == (0.4, 0.6)
     sql, _ = build_search_sql(Filters(), "relevance")
@@ -17,12 +17,12 @@ def test_relevance_and_importance_blends():
     assert "(rank * 0.4 + importance * 0.6) DESC, id" in sql
 
 
-def test_recency_orders_by_created_at():
+def test_recency_orders_by_created_at() -> None:
     sql, _ = build_search_sql(Filters(), "recency")
     assert "ORDER BY tier, created_at DESC, id" in sql
 
 
-def test_user_text_is_only_a_bound_parameter():
+def test_user_text_is_only_a_bound_parameter() -> None:
     evil = "x'); DROP TABLE memories; --"
     sql, params = build_search_sql(Filters(categories=(evil,)), "relevance")
     assert "DROP TABLE" not in sql
@@ -30,7 +30,7 @@ def test_user_text_is_only_a_bound_parameter():
     assert params == {"f_categories": [evil]}
 
 
-def test_broaden_step_is_gated_and_excludes_and_hits():
+def test_broaden_step_is_gated_and_excludes_and_hits() -> None:
     sql, _ = build_search_sql(Filters(), "relevance")
     assert "(SELECT count(*) FROM and_top) < %(k)s" in sql
     assert "NOT (m.search_vector @@ qq.and_q)" in sql
@@ -38,7 +38,7 @@ def test_broaden_step_is_gated_and_excludes_and_hits():
     assert "ORDER BY tier," in sql  # AND hits before OR hits
 
 
-def test_filters_apply_to_both_tiers():
+def test_filters_apply_to_both_tiers() -> None:
     sql, params = build_search_sql(Filters(tags=("a",)), "relevance")
     assert sql.count("m.tags && %(f_tags)s::text[]") == 2
     assert sql.count("m.deleted_at IS NULL") == 2
@@ -46,12 +46,12 @@ def test_filters_apply_to_both_tiers():
     assert sql.count("m.namespace = %(ns)s") == 2
 
 
-def test_unknown_sort_mode_is_a_programming_error():
+def test_unknown_sort_mode_is_a_programming_error() -> None:
     with pytest.raises(ValueError):
         build_search_sql(Filters(), "random")
 
 
-def test_bm25_prunes_unless_every_match_is_needed():
+def test_bm25_prunes_unless_every_match_is_needed() -> None:
     """Issue 44: relevance and importance run the pruned BM25 statement (the commonest terms'
     postings read only for candidates); recency, which keeps the newest matches whatever their
     score, and prune=False read every posting of every term."""

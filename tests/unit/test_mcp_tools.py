@@ -76,7 +76,7 @@ def text(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
 
 
-def test_list_memories_passes_the_filters_and_pages():
+def test_list_memories_passes_the_filters_and_pages() -> None:
     fake = FakeClient()
     fake.replies["list"] = Page((memory(metadata={"source": "email"}, thread="t1",
                                         tags=("frontend",), pinned=True),), "tok-2")
@@ -113,11 +113,12 @@ def test_list_memories_passes_the_filters_and_pages():
     assert "'tok-2'" in text(result)
 
 
-def test_filters_refuse_unknown_keys_naive_times_and_a_condition_given_twice():
+def test_filters_refuse_unknown_keys_naive_times_and_a_condition_given_twice() -> None:
     fake = FakeClient()
     fake.replies["count"] = 3
-    for bad in ({"tag": ["x"]}, {"created_after": "2026-01-01T00:00:00"},
-                {"importance_min": 1.5}, {"metadata": {"k": []}}):
+    bads: list[dict[str, object]] = [{"tag": ["x"]}, {"created_after": "2026-01-01T00:00:00"},
+                                     {"importance_min": 1.5}, {"metadata": {"k": []}}]
+    for bad in bads:
         result = run_tool(fake, "count_memories", {"filters": bad})
         assert result.is_error, bad
     assert fake.calls == []
@@ -129,7 +130,7 @@ def test_filters_refuse_unknown_keys_naive_times_and_a_condition_given_twice():
         filter_options(MemoryFilters(categories=["fact"]), categories=["note"])
 
 
-def test_count_memories():
+def test_count_memories() -> None:
     fake = FakeClient()
     fake.replies["count"] = 1
     result = run_tool(fake, "count_memories", {"filters": {"threads": ["t1"]},
@@ -139,7 +140,7 @@ def test_count_memories():
                                          "threads": ["t1"]})]
 
 
-def test_recall_takes_the_filters_and_reports_intent_and_time_window():
+def test_recall_takes_the_filters_and_reports_intent_and_time_window() -> None:
     fake = FakeClient()
     fake.replies["recall"] = RecallResult(
         (Hit(memory(pinned=True), 0.42),), (), False, "cc", 3.0,
@@ -156,7 +157,7 @@ def test_recall_takes_the_filters_and_reports_intent_and_time_window():
     assert "'last saturday': 2026-02-26 12:00 UTC to 2026-02-27 12:00 UTC" in text(result)
 
 
-def test_context_takes_the_filters_and_names_the_pinned():
+def test_context_takes_the_filters_and_names_the_pinned() -> None:
     fake = FakeClient()
     fake.replies["context"] = ContextResult(
         "Relevant memories:\n- Maya prefers Svelte", (ContextItem(M1, 0.0, 5, NOW, True),),
@@ -168,7 +169,7 @@ def test_context_takes_the_filters_and_names_the_pinned():
     assert result.structured_content["pinned"] == [M1]
 
 
-def test_update_memory_changes_every_field_an_update_can():
+def test_update_memory_changes_every_field_an_update_can() -> None:
     fake = FakeClient()
     fake.replies["update"] = StoreResult(memory(pinned=True), True)
     result = run_tool(fake, "update_memory", {
@@ -197,7 +198,7 @@ def test_update_memory_changes_every_field_an_update_can():
         assert run_tool(fake, "update_memory", bad).is_error, bad
 
 
-def test_store_memory_takes_pinned_and_metadata():
+def test_store_memory_takes_pinned_and_metadata() -> None:
     fake = FakeClient()
     fake.replies["store"] = StoreResult(memory(pinned=True, metadata={"source": "chat"}), True)
     result = run_tool(fake, "store_memory", {"content": "Maya prefers Svelte", "pinned": True,
@@ -225,7 +226,7 @@ def history(sensitive_now: bool = False) -> History:
     ), (Link("supersedes", M1, M2, NOW), Link("supersedes", M3, M1, NOW)))
 
 
-def test_memory_history_shows_versions_and_relations_both_ways():
+def test_memory_history_shows_versions_and_relations_both_ways() -> None:
     fake = FakeClient()
     fake.replies["history"] = history()
     result = run_tool(fake, "memory_history", {"id": M1}, show_sensitive=True)
@@ -245,7 +246,7 @@ def test_memory_history_shows_versions_and_relations_both_ways():
     assert f"- [{M3}] supersedes this memory" in lines
 
 
-def test_memory_history_says_who_imported_a_version():
+def test_memory_history_says_who_imported_a_version() -> None:
     fake = FakeClient()
     base = history()
     imported = Version(1, base.versions[0].memory, NOW, "the-ceo", ("content",),
@@ -257,7 +258,7 @@ def test_memory_history_says_who_imported_a_version():
     assert any(line.startswith(said) for line in text(result).splitlines())
 
 
-def test_memory_history_withholds_what_a_memory_said_before_it_was_marked_sensitive():
+def test_memory_history_withholds_what_a_memory_said_before_it_was_marked_sensitive() -> None:
     """Version 1 was not sensitive, but the update after it marked the memory sensitive:
     what it said then is withheld too (unless the server shows sensitive memories)."""
     fake = FakeClient()
@@ -273,7 +274,7 @@ def test_memory_history_withholds_what_a_memory_said_before_it_was_marked_sensit
     assert withheld["memory"]["content"] == "" and withheld["memory"]["metadata"] == {}
 
 
-def test_gateway_refusals_are_tool_errors():
+def test_gateway_refusals_are_tool_errors() -> None:
     fake = FakeClient()
     fake.replies["list"] = InvalidArgumentError("page_token continues another query")
     result = run_tool(fake, "list_memories", {"page_token": "x"})

@@ -26,29 +26,29 @@ def names(cls: type) -> set[str]:
     return {f.name for f in fields(cls)}
 
 
-def test_every_field_of_the_proto_memory_is_in_the_table_and_nothing_else():
+def test_every_field_of_the_proto_memory_is_in_the_table_and_nothing_else() -> None:
     assert [f.name for f in FIELDS] == [f.name for f in memory_pb2.Memory.DESCRIPTOR.fields]
 
 
-def test_the_server_and_client_shapes_hold_the_tables_fields():
+def test_the_server_and_client_shapes_hold_the_tables_fields() -> None:
     assert names(StoredMemory) == {f.name for f in RETURNED}
     assert names(client_types.Memory) == {f.name for f in RETURNED}
     assert names(NewMemory) == set(STORE_FIELDS)
     assert names(client_types.NewMemory) == set(STORE_FIELDS)
 
 
-def test_the_clients_typed_arguments_are_what_a_client_may_set():
+def test_the_clients_typed_arguments_are_what_a_client_may_set() -> None:
     assert set(UpdateFields.__annotations__) == set(UPDATABLE)
     # `supersedes` is the client's shorthand for SUPERSEDES relations; content is positional
     assert set(MemoryFields.__annotations__) == (set(STORE_FIELDS) - {"content"}) | {"supersedes"}
 
 
-def test_the_select_list_reads_every_stored_field_in_the_tables_order():
+def test_the_select_list_reads_every_stored_field_in_the_tables_order() -> None:
     assert [c.strip() for c in COLUMNS.split(",")] == [
         "id::text" if f.name == "id" else f.column for f in STORED]
     assert {f.name for f in STORED} == {f.name for f in RETURNED} - {"superseded_by"}
 
 
-def test_what_a_client_may_change_is_what_a_version_keeps():
+def test_what_a_client_may_change_is_what_a_version_keeps() -> None:
     assert UPDATABLE == tuple(f.name for f in FIELDS if f.set_by is SetBy.CLIENT)
     assert "id" not in UPDATABLE and "created_at" not in UPDATABLE

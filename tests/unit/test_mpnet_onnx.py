@@ -107,7 +107,7 @@ def reference(weights: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> tuple[dict[str, np.ndarray], Path, Path]:
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, np.ndarray], Path, Path]:
     folder = tmp_path_factory.mktemp("tiny-mpnet")
     weights = tiny_checkpoint(folder)
     out = folder / "model.onnx"
@@ -115,7 +115,8 @@ def tiny(tmp_path_factory) -> tuple[dict[str, np.ndarray], Path, Path]:
     return weights, folder, out
 
 
-def test_graph_matches_a_numpy_forward_pass_with_padding(tiny):
+def test_graph_matches_a_numpy_forward_pass_with_padding(
+        tiny: tuple[dict[str, np.ndarray], Path, Path]) -> None:
     weights, _, onnx_path = tiny
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     texts = [[0, 5, 9, 17, 2], [0, 33, 2], [0] + list(range(3, 30)) + [2]]  # up to 29 tokens
@@ -135,7 +136,7 @@ def test_graph_matches_a_numpy_forward_pass_with_padding(tiny):
         assert np.abs(alone[0] - states[row, :len(t)]).max() < 1e-5
 
 
-def test_builds_are_byte_identical(tiny):
+def test_builds_are_byte_identical(tiny: tuple[dict[str, np.ndarray], Path, Path]) -> None:
     _, folder, first = tiny
     again = folder / "again.onnx"
     build(folder / "model.safetensors", folder / "config.json", again)

@@ -84,7 +84,7 @@ def statements() -> list[tuple[str, str, int, str]]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 text = node.value
             elif isinstance(node, ast.JoinedStr):
-                text = "".join(v.value if isinstance(v, ast.Constant) else "{}"
+                text = "".join(str(v.value) if isinstance(v, ast.Constant) else "{}"
                                for v in node.values)
             else:
                 continue
@@ -106,7 +106,7 @@ def unscoped(text: str) -> list[str]:
     return sorted(tables)
 
 
-def test_the_scanner_sees_the_services_statements():
+def test_the_scanner_sees_the_services_statements() -> None:
     found = statements()
     assert len(found) > 100
     assert unscoped("SELECT id FROM memories WHERE id = %s") == ["memories"]
@@ -115,7 +115,7 @@ def test_the_scanner_sees_the_services_statements():
     assert unscoped("SELECT 1 FROM api_keys WHERE id = %s") == []
 
 
-def test_every_statement_on_a_tenant_table_is_scoped_to_one_namespace():
+def test_every_statement_on_a_tenant_table_is_scoped_to_one_namespace() -> None:
     failures = []
     for file, owner, line, text in statements():
         if (file, owner) in EXCEPTIONS or (file, "*") in EXCEPTIONS:
@@ -126,26 +126,26 @@ def test_every_statement_on_a_tenant_table_is_scoped_to_one_namespace():
     assert not failures, "statements not scoped to one namespace:\n" + "\n".join(failures)
 
 
-def test_the_listed_exceptions_still_exist():
+def test_the_listed_exceptions_still_exist() -> None:
     owners = {(file, owner) for file, owner, _, _ in statements()}
     files = {file for file, _ in owners}
     for file, owner in EXCEPTIONS:
         assert (file, owner) in owners or (owner == "*" and file in files), (file, owner)
 
 
-def test_a_version_is_written_with_its_namespace():
+def test_a_version_is_written_with_its_namespace() -> None:
     from recallmesh.gateway.store import VERSION_COLUMNS
 
     assert "namespace" in [c.strip() for c in VERSION_COLUMNS.split(",")]
 
 
-def test_listings_where_clause_leads_with_the_namespace():
+def test_listings_where_clause_leads_with_the_namespace() -> None:
     for query in (ListQuery("ns"), ListQuery("ns", include_deleted=True, include_ended=True)):
         clause, params = where(query)
         assert clause.startswith("m.namespace = %(ns)s") and params["ns"] == "ns"
 
 
-def test_the_tables_without_a_namespace_column_are_the_listed_ones():
+def test_the_tables_without_a_namespace_column_are_the_listed_ones() -> None:
     migrations = "\n".join(p.read_text(encoding="utf-8")
                            for p in sorted((ROOT / "recallmesh" / "migrations").glob("*.sql")))
     tables = dict(re.findall(r"CREATE TABLE (\w+) \((.*?)\n\);", migrations, re.S))

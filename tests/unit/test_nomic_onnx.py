@@ -120,14 +120,14 @@ def reference(w: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
+def exported(tmp_path_factory: pytest.TempPathFactory):
     folder = tmp_path_factory.mktemp("nomic")
     gguf, weights = tiny_model(folder)
     build(gguf, folder / "model.onnx")
     return folder, gguf, weights, ort.InferenceSession(str(folder / "model.onnx"))
 
 
-def test_graph_matches_a_numpy_forward_pass_with_padding(exported):
+def test_graph_matches_a_numpy_forward_pass_with_padding(exported) -> None:
     _, _, weights, session = exported
     assert [i.name for i in session.get_inputs()] == [
         "input_ids", "attention_mask", "token_type_ids"]
@@ -149,13 +149,13 @@ def test_graph_matches_a_numpy_forward_pass_with_padding(exported):
     assert np.abs(out[0] - reference(weights, long[0])).max() < 1e-4
 
 
-def test_build_is_byte_identical(exported, tmp_path):
+def test_build_is_byte_identical(exported, tmp_path: Path) -> None:
     folder, gguf, _, _ = exported
     build(gguf, tmp_path / "again.onnx")
     assert (tmp_path / "again.onnx").read_bytes() == (folder / "model.onnx").read_bytes()
 
 
-def test_tokenizer_restores_bert_wordpiece_spelling(exported, tmp_path):
+def test_tokenizer_restores_bert_wordpiece_spelling(exported, tmp_path: Path) -> None:
     _, gguf, _, _ = exported
     build_tokenizer(gguf, tmp_path / "tokenizer.json")
     tokenizer = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
@@ -168,7 +168,7 @@ def test_tokenizer_restores_bert_wordpiece_spelling(exported, tmp_path):
     assert (tmp_path / "again.json").read_bytes() == built
 
 
-def test_files_it_cannot_read_are_clear_errors(tmp_path):
+def test_files_it_cannot_read_are_clear_errors(tmp_path: Path) -> None:
     not_gguf = tmp_path / "x.gguf"
     not_gguf.write_bytes(b"PK\x03\x04 not a gguf")
     with pytest.raises(GGUFError, match="not a GGUF file"):

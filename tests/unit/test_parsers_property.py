@@ -33,7 +33,7 @@ manifest_keys = st.sampled_from([
 
 
 @given(st.dictionaries(manifest_keys, json_values, max_size=12) | json_values)
-def test_any_manifest_json_is_a_manifest_or_a_config_error(raw):
+def test_any_manifest_json_is_a_manifest_or_a_config_error(raw: object) -> None:
     try:
         manifest = ModelManifest.from_dict(raw, Path("/models/x/manifest.json"))
     except ConfigError:
@@ -56,7 +56,8 @@ memories = st.builds(
 
 
 @given(memories, paths)
-def test_update_masks_are_validated_or_rejected(memory, mask):
+def test_update_masks_are_validated_or_rejected(memory: memory_pb2.Memory,
+                                                mask: list[str]) -> None:
     try:
         changes = memory_update(memory, mask, "ns")
     except InvalidArgument:
@@ -70,7 +71,8 @@ def test_update_masks_are_validated_or_rejected(memory, mask):
 
 
 @given(st.booleans(), st.integers(min_value=-(2**31), max_value=2**31 - 1), st.booleans())
-def test_index_wait_is_none_a_bound_or_invalid(wait, timeout_ms, present):
+def test_index_wait_is_none_a_bound_or_invalid(wait: bool, timeout_ms: int,
+                                               present: bool) -> None:
     msg = memory_pb2.IndexWait(wait=wait, timeout_ms=timeout_ms)
     try:
         result = index_wait(msg, present)
@@ -78,12 +80,12 @@ def test_index_wait_is_none_a_bound_or_invalid(wait, timeout_ms, present):
         assert present and wait
         return
     if present and wait:
-        assert result == timeout_ms and 0 <= result
+        assert result == timeout_ms and result is not None and 0 <= result
     else:
         assert result is None
 
 
-def test_update_of_content_alone_ignores_unrelated_garbage():
+def test_update_of_content_alone_ignores_unrelated_garbage() -> None:
     memory = memory_pb2.Memory(content="new text", importance=7.0, category="x" * 500)
     assert memory_update(memory, ["content"], "ns") == {"content": "new text"}
     with pytest.raises(InvalidArgument, match="importance"):

@@ -62,7 +62,7 @@ async def run(model: Model, texts: list[str], budget_s: float = 5.0) -> _Round:
 
 
 @pytest.mark.parametrize("bad", [0, 5, 15])
-async def test_a_failing_batch_is_split_down_to_the_poison_text(bad):
+async def test_a_failing_batch_is_split_down_to_the_poison_text(bad: int) -> None:
     texts = [f"text {i}" for i in range(16)]
     texts[bad] = "a POISON text"
     model = Model()
@@ -78,14 +78,14 @@ async def test_a_failing_batch_is_split_down_to_the_poison_text(bad):
     assert ([PROBE_TEXT] in model.calls) == (bad == 0)
 
 
-async def test_two_poison_texts_are_both_found():
+async def test_two_poison_texts_are_both_found() -> None:
     texts = [f"text {i}" for i in range(10)]
     texts[2], texts[7] = "POISON one", "POISON two"
     outcome = await run(Model(), texts)
     assert set(outcome.poisoned) == {2, 7} and len(outcome.vectors) == 8
 
 
-async def test_a_service_that_fails_every_text_is_an_outage_not_poison():
+async def test_a_service_that_fails_every_text_is_an_outage_not_poison() -> None:
     """INTERNAL for every text, the probe included: nothing is blamed on a text, and the split
     stops at the first single text (no 2n calls)."""
     model = Model(broken=FakeRpcError("INTERNAL", "session broken"))
@@ -98,14 +98,14 @@ async def test_a_service_that_fails_every_text_is_an_outage_not_poison():
 
 @pytest.mark.parametrize("code", ["UNAVAILABLE", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED",
                                   "CANCELLED", "UNAUTHENTICATED"])
-async def test_an_outage_is_never_split(code):
+async def test_an_outage_is_never_split(code: str) -> None:
     model = Model(broken=FakeRpcError(code, "down"))
     outcome = await run(model, [f"text {i}" for i in range(8)])
     assert len(model.calls) == 1 and outcome.poisoned == {}
     assert outcome.error is not None
 
 
-async def test_the_budget_covers_all_split_calls_and_keeps_what_was_embedded():
+async def test_the_budget_covers_all_split_calls_and_keeps_what_was_embedded() -> None:
     texts = [f"text {i}" for i in range(8)]
     texts[7] = "POISON"
     model = Model(delay_s=0.1)  # 8 (fails), 4 ok, 4 (fails), 2 ok, ... ~0.6 s in all
@@ -116,7 +116,7 @@ async def test_the_budget_covers_all_split_calls_and_keeps_what_was_embedded():
     assert outcome.poisoned == {}  # not found out in time: nothing blamed
 
 
-async def test_concept_names_that_fail_alone_get_no_vector():
+async def test_concept_names_that_fail_alone_get_no_vector() -> None:
     model = Model()
     embedded = await indexer(model)._embed_names(["alpha", "POISON name", "gamma"])
     assert embedded.model_id == "m"
@@ -124,12 +124,12 @@ async def test_concept_names_that_fail_alone_get_no_vector():
     assert embedded.vectors[0] == [5.0, 1.0] and embedded.vectors[2] == [5.0, 1.0]
 
 
-async def test_concept_names_raise_on_an_outage():
+async def test_concept_names_raise_on_an_outage() -> None:
     with pytest.raises(FakeRpcError):
         await indexer(Model(broken=FakeRpcError("UNAVAILABLE")))._embed_names(["alpha"])
 
 
-def test_settings(monkeypatch):
+def test_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = IndexerSettings.from_env()
     assert (settings.max_attempts, settings.base_backoff_s) == (5, 0.5)
     monkeypatch.setenv("RECALLMESH_INDEXER_MAX_ATTEMPTS", "2")

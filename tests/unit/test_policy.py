@@ -5,6 +5,7 @@ the merge rule request > intent route > deployment > built-in."""
 from __future__ import annotations
 
 from dataclasses import fields, replace
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -24,7 +25,7 @@ from recallmesh.v1 import memory_pb2
 LEGS = ("lexical", "vector", "graph")
 
 
-def test_every_setting_has_a_variable_a_doc_and_a_proto_field_named_like_it():
+def test_every_setting_has_a_variable_a_doc_and_a_proto_field_named_like_it() -> None:
     proto_fields = set(memory_pb2.FusionOverrides.DESCRIPTOR.fields_by_name)
     specs = RecallPolicy.specs()
     assert set(specs) | {"weights"} == {f.name for f in fields(RecallPolicy)}
@@ -36,7 +37,7 @@ def test_every_setting_has_a_variable_a_doc_and_a_proto_field_named_like_it():
     assert len({spec.env for spec, _ in specs.values()}) == len(specs)
 
 
-def test_built_in_defaults_and_the_environment():
+def test_built_in_defaults_and_the_environment() -> None:
     assert RecallPolicy.from_env(environ={}) == RecallPolicy()
     assert RecallPolicy().weights == DEFAULT_LEG_WEIGHTS
     policy = RecallPolicy.from_env(LEGS, {
@@ -63,12 +64,12 @@ def test_built_in_defaults_and_the_environment():
     ("RECALLMESH_LEG_WEIGHTS", "mystery=1", "not a configured leg"),
     ("RECALLMESH_LEG_WEIGHTS", "lexical=-1", "must be >= 0"),
 ])
-def test_bad_environment_values_name_the_variable(env, value, message):
+def test_bad_environment_values_name_the_variable(env: str, value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=f"{env}.*{message}|{message}"):
         RecallPolicy.from_env(LEGS, {env: value})
 
 
-def test_the_lexical_leg_reads_its_own_settings_through_the_policy():
+def test_the_lexical_leg_reads_its_own_settings_through_the_policy() -> None:
     assert lexical_setting("bm25_k1", 0.9, {}) == 0.9
     assert lexical_setting("bm25_k1", 0.9, {"RECALLMESH_LEXICAL_BM25_K1": "1.2"}) == 1.2
     with pytest.raises(ConfigError, match="RECALLMESH_LEXICAL_BM25_B"):
@@ -77,7 +78,7 @@ def test_the_lexical_leg_reads_its_own_settings_through_the_policy():
     assert RecallPolicy.from_env(LEGS, {"RECALLMESH_LEXICAL_BM25_K1": "1.2"}).bm25_k1 is None
 
 
-def test_the_spelling_threshold_is_the_lexical_legs_deployment_setting():
+def test_the_spelling_threshold_is_the_lexical_legs_deployment_setting() -> None:
     """RECALLMESH_LEXICAL_SPELLING_SIMILARITY (docs/decisions/0013): pg_trgm's default 0.3,
     within 0..1, no per-request override."""
     from recallmesh.services.lexical.settings import LexicalSettings
@@ -93,7 +94,7 @@ def test_the_spelling_threshold_is_the_lexical_legs_deployment_setting():
                         {"RECALLMESH_LEXICAL_SPELLING_SIMILARITY": "1.5"})
 
 
-def test_merge_request_over_route_over_deployment():
+def test_merge_request_over_route_over_deployment() -> None:
     deployment = RecallPolicy(context_hits=7, time_boost=2.0)
     route = Overrides.of(weights={"lexical": 0.1}, context_hits=0, time_boost=0.0)
     routed = deployment.resolve(Overrides(), route, LEGS)
@@ -107,7 +108,7 @@ def test_merge_request_over_route_over_deployment():
     assert low.resolve(Overrides(), route).weight("lexical") == 0.05
 
 
-def test_requests_naming_legs_the_gateway_lacks_or_asking_nothing_are_refused():
+def test_requests_naming_legs_the_gateway_lacks_or_asking_nothing_are_refused() -> None:
     policy = RecallPolicy()
     with pytest.raises(InvalidArgument, match="unknown legs: mystery"):
         policy.resolve(Overrides.of(weights={"mystery": 1.0}), None, LEGS)
@@ -129,12 +130,13 @@ def test_requests_naming_legs_the_gateway_lacks_or_asking_nothing_are_refused():
     ("exact_bonus", -0.1, r"fusion.exact_bonus must be within \[0, 1\]"),
     ("time_boost", float("inf"), r"fusion.time_boost must be within \[0, 10\]"),
 ])
-def test_bad_request_values_name_the_field(field, value, message):
+def test_bad_request_values_name_the_field(field: str, value: float, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
-        Overrides.from_proto(memory_pb2.FusionOverrides(**{field: value}))
+        Overrides.from_proto(memory_pb2.FusionOverrides(
+            **{field: value}))  # type: ignore[arg-type]  # the field is named at run time
 
 
-def test_unset_proto_fields_stay_unset():
+def test_unset_proto_fields_stay_unset() -> None:
     assert Overrides.from_proto(memory_pb2.FusionOverrides()) == Overrides()
     # "zero" fields: 0 / "" is the deployment's; optional fields: presence is the signal
     msg = memory_pb2.FusionOverrides(method=" ", rrf_k=0, leg_depth=0, context_hits=0)
@@ -160,7 +162,8 @@ settings_strategy = st.fixed_dictionaries({}, optional={
 
 
 @given(settings_strategy, st.dictionaries(st.sampled_from(LEGS), st.floats(0, 5), max_size=3))
-def test_overrides_survive_the_proto_and_the_command_line(values, weights):
+def test_overrides_survive_the_proto_and_the_command_line(values: dict[str, Any],
+                                                           weights: dict[str, float]) -> None:
     overrides = Overrides.of(weights=weights, **values)
     assert Overrides.from_proto(overrides.to_proto()) == overrides
     assignments = [f"{name}={value}" for name, value in values.items()] + [
@@ -176,7 +179,8 @@ def test_overrides_survive_the_proto_and_the_command_line(values, weights):
 
 @given(st.sampled_from(sorted(RecallPolicy.specs())), st.one_of(
     st.integers(-10**6, 10**6), st.floats(allow_nan=True), st.text(max_size=20)))
-def test_checked_accepts_or_refuses_with_the_field_name_never_crashes(name, value):
+def test_checked_accepts_or_refuses_with_the_field_name_never_crashes(name: str,
+                                                                      value: float | str) -> None:
     spec, kind = RecallPolicy.specs()[name]
     if kind in (int, float) and isinstance(value, str):
         return  # the proto's types make a string impossible for a number field
@@ -187,7 +191,7 @@ def test_checked_accepts_or_refuses_with_the_field_name_never_crashes(name, valu
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
-def test_non_finite_values_are_refused_for_every_numeric_setting(value):
+def test_non_finite_values_are_refused_for_every_numeric_setting(value: float) -> None:
     # found by hypothesis: graph_second_stage_min_ms (no upper bound) with nan raised TypeError
     for name, (spec, kind) in RecallPolicy.specs().items():
         if kind in (int, float) and not spec.choices:
@@ -202,6 +206,6 @@ def test_non_finite_values_are_refused_for_every_numeric_setting(value):
     ("graph_second_stage_seeds=3", "unknown setting 'graph_second_stage_seeds'"),  # deployment
     ("rrf_k", "expected name=value"),
 ])
-def test_bad_command_line_settings_say_what_is_wrong(assignment, message):
+def test_bad_command_line_settings_say_what_is_wrong(assignment: str, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
         Overrides.parse([assignment])

@@ -53,7 +53,7 @@ def offences(text: str) -> list[str]:
     return [m.group(0) for m in FORBIDDEN.finditer(" ".join(text.split()))]
 
 
-def test_the_pattern_catches_what_it_should_and_nothing_else():
+def test_the_pattern_catches_what_it_should_and_nothing_else() -> None:
     assert offences("bounded (issue 54)") == ["issue 54"]
     assert offences("see (#44) for why") == ["(#44)"]
     assert offences("left recall@10 at\n 0.93-0.96") == ["recall@10 at 0.93"]
@@ -62,7 +62,7 @@ def test_the_pattern_catches_what_it_should_and_nothing_else():
     assert not offences("the issue is the lock; port 50051; a tissue 5 of them")
 
 
-def test_no_product_comment_names_an_issue_or_a_metric_figure():
+def test_no_product_comment_names_an_issue_or_a_metric_figure() -> None:
     found = []
     for path in product_modules():
         for line, text in comments_and_docstrings(path):

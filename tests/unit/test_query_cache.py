@@ -30,7 +30,7 @@ class Model:
         return Embedded(np.stack([vector_of(t) for t in texts]), [t.endswith("!") for t in texts])
 
 
-async def test_only_missing_texts_are_computed_once_each_in_order():
+async def test_only_missing_texts_are_computed_once_each_in_order() -> None:
     cache, model = QueryVectorCache(1 << 20), Model()
     first = await cache.embed(["a", "b", "a!"], model)
     assert model.calls == [["a", "b", "a!"]]
@@ -44,7 +44,7 @@ async def test_only_missing_texts_are_computed_once_each_in_order():
     assert len(model.calls) == 2  # all hits: the model is not called
 
 
-async def test_least_recently_used_goes_first_within_the_byte_bound():
+async def test_least_recently_used_goes_first_within_the_byte_bound() -> None:
     one = entry_bytes("q0", vector_of("q0"))
     cache, model = QueryVectorCache(3 * one), Model()
     for t in ("q0", "q1", "q2"):
@@ -55,10 +55,12 @@ async def test_least_recently_used_goes_first_within_the_byte_bound():
     assert cache.bytes <= 3 * one and len(cache) == 3
 
 
-async def test_cached_vectors_are_read_only_and_zero_bytes_turns_it_off():
+async def test_cached_vectors_are_read_only_and_zero_bytes_turns_it_off() -> None:
     cache, model = QueryVectorCache(1 << 20), Model()
     await cache.embed(["x"], model)
-    vector, _ = cache.get("x")
+    cached = cache.get("x")
+    assert cached is not None
+    vector, _ = cached
     with pytest.raises(ValueError):
         vector[0] = 1.0
     off = QueryVectorCache(0)
@@ -72,7 +74,8 @@ async def test_cached_vectors_are_read_only_and_zero_bytes_turns_it_off():
 @given(st.lists(st.lists(st.sampled_from([f"t{i}" for i in range(12)]), min_size=1,
                          max_size=6), min_size=1, max_size=20),
        st.integers(min_value=0, max_value=6))
-def test_answers_equal_the_model_and_bytes_stay_bounded(batches, entries):
+def test_answers_equal_the_model_and_bytes_stay_bounded(batches: list[list[str]],
+                                                        entries: int) -> None:
     import asyncio
 
     bound = entries * entry_bytes("t0", vector_of("t0"))

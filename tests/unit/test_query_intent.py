@@ -5,6 +5,7 @@ intent named in a real Recall through gRPC."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -31,7 +32,7 @@ from tests.unit.test_recall_core import context_recaller, mid
     ("Recommend some podcasts for my commute.", "recommend some"),
     ("Thanks! Suggest a wine for tonight.", "suggest a"),
 ])
-def test_requests_for_advice_are_read_as_advice(query, phrase):
+def test_requests_for_advice_are_read_as_advice(query: str, phrase: str) -> None:
     assert route(query) == Route(ADVICE, phrase, lexical_weight=ADVICE_LEXICAL_WEIGHT,
                                  context_hits=0, time_boost=0.0)
 
@@ -45,12 +46,12 @@ def test_requests_for_advice_are_read_as_advice(query, phrase):
     "0-dimensional biomaterials show inductive properties.",
     "",
 ])
-def test_questions_of_fact_are_not_routed(query):
+def test_questions_of_fact_are_not_routed(query: str) -> None:
     assert route(query) is None
 
 
 @given(st.text(max_size=300))
-def test_route_never_fails_and_names_words_of_the_query(text):
+def test_route_never_fails_and_names_words_of_the_query(text: str) -> None:
     for query in (text, text + " Any tips?", "Should I " + text):
         routed = route(query)
         if routed is not None:
@@ -61,11 +62,11 @@ def test_route_never_fails_and_names_words_of_the_query(text):
 ADVICE_QUERY = "Any tips for my garden?"
 
 
-def query(text: str = ADVICE_QUERY, **fusion) -> RecallQuery:
+def query(text: str = ADVICE_QUERY, **fusion: Any) -> RecallQuery:
     return RecallQuery("ns", text, k=10, fusion=Overrides.of(method="rrf", **fusion))
 
 
-def test_the_route_sets_the_lexical_weight_the_request_leaves_unset():
+def test_the_route_sets_the_lexical_weight_the_request_leaves_unset() -> None:
     r, _ = context_recaller()
 
     def lexical_weight(q: RecallQuery) -> float:  # what fusion gets once the route is applied
@@ -88,7 +89,7 @@ def test_the_route_sets_the_lexical_weight_the_request_leaves_unset():
     assert lexical_weight(query()) == 0.05
 
 
-async def test_an_advice_recall_is_routed_without_context_unless_asked():
+async def test_an_advice_recall_is_routed_without_context_unless_asked() -> None:
     # the server default (5 hits) looks up the neighbours of a question of fact
     r, store = context_recaller(after={mid(2): mid(40)})
     fact = await r.recall(query("Which garden tools do I own?"))
@@ -103,7 +104,7 @@ async def test_an_advice_recall_is_routed_without_context_unless_asked():
     assert store.next_calls == [[mid(2), mid(4)]] and mid(40) in [h.memory.id for h in asked.hits]
 
 
-async def test_routing_is_off_per_request_per_deployment_and_for_recency():
+async def test_routing_is_off_per_request_per_deployment_and_for_recency() -> None:
     r, store = context_recaller(after={mid(2): mid(40)})
     off = await r.recall(query(intent_routing=False))
     assert off.route is None and mid(40) in [h.memory.id for h in off.hits]

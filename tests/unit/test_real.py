@@ -14,13 +14,13 @@ from recallmesh.wire.real import as_real
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False))
-def test_as_real_is_the_nearest_single(value):
+def test_as_real_is_the_nearest_single(value: float) -> None:
     with np.errstate(over="ignore"):
         want = float(np.float32(value))
     assert as_real(value) == want
 
 
-def test_the_edges():
+def test_the_edges() -> None:
     assert as_real(1e-50) == 0.0 and as_real(-1e-50) == 0.0
     smallest = struct.unpack("<f", struct.pack("<I", 1))[0]
     assert as_real(smallest) == smallest

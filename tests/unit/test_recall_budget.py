@@ -18,18 +18,18 @@ from recallmesh.gateway.budget import (
 from recallmesh.gateway.fanout import MIN_LEG_TIMEOUT_S
 
 
-def test_before_anything_is_measured_the_reserve_is_kept_for_the_work_after_the_legs():
+def test_before_anything_is_measured_the_reserve_is_kept_for_the_work_after_the_legs() -> None:
     p = plan(0.8, 0.05)
     assert (p.answer_s, p.legs_s, p.hard_s) == pytest.approx((0.8, 0.75, 0.8 + DB_GRACE_S))
 
 
-def test_measured_work_after_the_legs_ends_the_legs_earlier():
+def test_measured_work_after_the_legs_ends_the_legs_earlier() -> None:
     assert plan(0.8, 0.05, after_legs_s=0.12).legs_s == pytest.approx(0.68)
     assert plan(0.8, 0.05, after_legs_s=0.01).legs_s == pytest.approx(0.75)  # the reserve
     assert plan(0.8, 0.05, after_legs_s=2.0).legs_s == pytest.approx(0.4)  # half at least
 
 
-def test_a_near_caller_deadline_shortens_everything_and_is_the_hard_end():
+def test_a_near_caller_deadline_shortens_everything_and_is_the_hard_end() -> None:
     p = plan(0.8, 0.05, after_legs_s=0.1, client_remaining_s=0.5)
     assert (p.answer_s, p.legs_s, p.hard_s) == pytest.approx((0.45, 0.35, 0.45))
     assert p.by_caller
@@ -39,13 +39,13 @@ def test_a_near_caller_deadline_shortens_everything_and_is_the_hard_end():
     assert (mid.answer_s, mid.hard_s) == pytest.approx((0.8, 1.0)) and mid.by_caller
 
 
-def test_a_call_needs_the_answers_way_back_the_work_after_the_legs_and_some_leg_time():
+def test_a_call_needs_the_answers_way_back_the_work_after_the_legs_and_some_leg_time() -> None:
     assert need_s(0.8, 0.05) == pytest.approx(0.05 + 0.05 + LATE_LEG_S)
     assert need_s(0.8, 0.05, 0.2) == pytest.approx(0.05 + 0.2 + LATE_LEG_S)
     assert need_s(0.8, 0.05, 5.0) == pytest.approx(0.05 + 0.4 + LATE_LEG_S)  # half at most
 
 
-def test_the_reads_get_at_least_the_floor():
+def test_the_reads_get_at_least_the_floor() -> None:
     p = plan(0.3, 0.05)
     assert time_left(p, 0.2) == pytest.approx(0.3 + DB_GRACE_S - 0.2)
     assert time_left(p, 5.0) == DB_FLOOR_S
@@ -56,7 +56,9 @@ seconds = st.floats(min_value=0.0, max_value=20.0, allow_nan=False)
 
 @given(budget=st.floats(min_value=0.01, max_value=10.0), reserve=st.floats(0.0, 0.5),
        after=st.none() | seconds, client=st.none() | seconds)
-def test_the_plan_is_ordered_and_honours_the_caller(budget, reserve, after, client):
+def test_the_plan_is_ordered_and_honours_the_caller(budget: float, reserve: float,
+                                                    after: float | None,
+                                                    client: float | None) -> None:
     p = plan(budget, reserve, after, client)
     assert MIN_LEG_TIMEOUT_S <= p.legs_s <= p.answer_s <= p.hard_s
     assert p.answer_s <= budget or p.answer_s == MIN_LEG_TIMEOUT_S
@@ -76,7 +78,7 @@ class Clock:
         return self.now
 
 
-def test_after_legs_times_is_the_p99_of_the_recent_window():
+def test_after_legs_times_is_the_p99_of_the_recent_window() -> None:
     clock = Clock()
     times = AfterLegsTimes(window=200, max_age_s=60.0, clock=clock)
     assert times.quantile() is None
@@ -89,7 +91,7 @@ def test_after_legs_times_is_the_p99_of_the_recent_window():
     assert times.quantile() == pytest.approx(0.199)
 
 
-def test_old_samples_expire():
+def test_old_samples_expire() -> None:
     clock = Clock()
     times = AfterLegsTimes(window=10, max_age_s=60.0, clock=clock)
     times.observe(0.5)

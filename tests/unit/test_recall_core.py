@@ -74,7 +74,7 @@ class HydratingStore:
     async def hydrate(self, ns: str, memory_ids: list[str]) -> dict[str, StoredMemory]:
         return {i: stored(i, ns) for i in memory_ids}
 
-    async def hydrate_adjacent(self, ns, memory_ids, seed_ids, filters):
+    async def hydrate_adjacent(self, ns: str, memory_ids, seed_ids, filters):
         self.next_calls.append(list(seed_ids))
         if self.fail_next:
             raise RuntimeError("connection lost")
@@ -106,7 +106,7 @@ def graph_status(outcome):
     return next(leg for leg in outcome.legs if leg.leg == "graph")
 
 
-async def test_second_stage_is_seeded_by_the_best_hits_of_the_other_legs():
+async def test_second_stage_is_seeded_by_the_best_hits_of_the_other_legs() -> None:
     graph = ListLeg("graph", [9], seeded_ids=[7, 8])
     r, lexical, vector = recaller(graph)
     outcome = await r.recall(query(second_stage=True))
@@ -121,7 +121,7 @@ async def test_second_stage_is_seeded_by_the_best_hits_of_the_other_legs():
     assert not outcome.degraded
 
 
-async def test_second_stage_is_off_unless_asked_and_follows_the_server_default():
+async def test_second_stage_is_off_unless_asked_and_follows_the_server_default() -> None:
     graph = ListLeg("graph", [9], seeded_ids=[7])
     r, _, _ = recaller(graph)
     await r.recall(query())
@@ -133,7 +133,7 @@ async def test_second_stage_is_off_unless_asked_and_follows_the_server_default()
     assert len(graph.calls) == 4
 
 
-async def test_failed_second_stage_fuses_the_first_list_without_degrading():
+async def test_failed_second_stage_fuses_the_first_list_without_degrading() -> None:
     graph = ListLeg("graph", [9], seeded_ids=[7], fail_seeded=True)
     r, _, _ = recaller(graph)
     outcome = await r.recall(query(second_stage=True))
@@ -144,7 +144,7 @@ async def test_failed_second_stage_fuses_the_first_list_without_degrading():
     assert not outcome.degraded
 
 
-async def test_second_stage_is_skipped_when_the_budget_is_spent():
+async def test_second_stage_is_skipped_when_the_budget_is_spent() -> None:
     graph = ListLeg("graph", [9], seeded_ids=[7], delay_s=0.06)
     r, _, _ = recaller(graph, min_ms=50, budget_ms=120)  # 120 - 60 - 20 reserve < 50 left
     outcome = await r.recall(query(second_stage=True))
@@ -153,7 +153,7 @@ async def test_second_stage_is_skipped_when_the_budget_is_spent():
     assert not outcome.degraded
 
 
-async def test_second_stage_is_skipped_without_other_hits_and_after_a_failed_first_call():
+async def test_second_stage_is_skipped_without_other_hits_and_after_a_failed_first_call() -> None:
     graph = ListLeg("graph", [9], seeded_ids=[7])
     r, lexical, vector = recaller(graph)
     lexical.ids, vector.ids = [], []
@@ -171,13 +171,13 @@ async def test_second_stage_is_skipped_without_other_hits_and_after_a_failed_fir
     assert len(failing.calls) == 1 and outcome.degraded  # the first call's failure counts
 
 
-async def test_second_stage_needs_an_asked_graph_leg():
+async def test_second_stage_needs_an_asked_graph_leg() -> None:
     r, _, _ = recaller(ListLeg("graph", [9]))
     with pytest.raises(InvalidArgument, match="graph_second_stage needs the graph leg"):
         r.policy_for(query(second_stage=True, skip_legs=("graph",)))
 
 
-async def test_lexical_leg_failing_is_a_partial_fallback_on_the_other_legs():
+async def test_lexical_leg_failing_is_a_partial_fallback_on_the_other_legs() -> None:
     graph = ListLeg("graph", [9])
     r, lexical, _ = recaller(graph)
 
@@ -196,7 +196,7 @@ async def test_lexical_leg_failing_is_a_partial_fallback_on_the_other_legs():
                                      {"kind": "partial"}) == before + 1
 
 
-async def test_legs_that_all_refuse_the_request_make_it_invalid_not_unavailable():
+async def test_legs_that_all_refuse_the_request_make_it_invalid_not_unavailable() -> None:
     """A value every leg refuses is the request's fault: INVALID_ARGUMENT, not a retryable
     UNAVAILABLE (issue 54). One leg down among refusals stays UNAVAILABLE."""
     r, lexical, vector = recaller(ListLeg("graph", [9]))
@@ -228,7 +228,7 @@ def legs_of(hit) -> list[tuple[str, int]]:
 
 
 # Fused (rrf, graph weighted 0.35): 2 (lexical and vector), 1, 4, 3, 5, 9.
-async def test_context_propagation_raises_the_neighbours_of_the_best_hits():
+async def test_context_propagation_raises_the_neighbours_of_the_best_hits() -> None:
     r, store = context_recaller(after={mid(2): mid(40), mid(1): mid(41), mid(4): mid(42)})
     plain = await r.recall(query(context_hits=0))
     assert [h.memory.id for h in plain.hits] == [mid(i) for i in (2, 1, 4, 3, 5, 9)]
@@ -249,7 +249,7 @@ async def test_context_propagation_raises_the_neighbours_of_the_best_hits():
     assert [h.memory.id for h in cut.hits] == [mid(2), mid(40), mid(1)]
 
 
-async def test_context_propagation_adds_to_a_fused_candidate_and_before_the_hit():
+async def test_context_propagation_adds_to_a_fused_candidate_and_before_the_hit() -> None:
     # 4 (vector's second) is stored next after hit 2, 3 just before hit 1
     r, _ = context_recaller(after={mid(2): mid(4)}, before={mid(1): mid(3)})
     plain = {h.memory.id: h.score for h in (await r.recall(query(context_hits=0))).hits}
@@ -268,7 +268,7 @@ async def test_context_propagation_adds_to_a_fused_candidate_and_before_the_hit(
     assert store2.next_calls == [] and [h.memory.id for h in none.hits][1] == mid(1)
 
 
-async def test_context_propagation_off_by_request_for_importance_order_and_on_failure():
+async def test_context_propagation_off_by_request_for_importance_order_and_on_failure() -> None:
     r, store = context_recaller(after={mid(2): mid(40)})
     plain = [h.memory.id for h in (await r.recall(query(context_hits=0))).hits]
     assert mid(40) not in plain and store.next_calls == []
@@ -283,7 +283,7 @@ async def test_context_propagation_off_by_request_for_importance_order_and_on_fa
     assert [h.memory.id for h in lexical_only.hits] == [mid(1), mid(2), mid(3)]  # its own order
 
 
-def test_the_callers_deadline_ends_the_recall_one_reserve_early():
+def test_the_callers_deadline_ends_the_recall_one_reserve_early() -> None:
     r, _, _ = recaller(ListLeg("graph", []), budget_ms=800)  # reserve 20 ms
     assert r.plan(None, None).answer_s == pytest.approx(0.8)
     assert r.plan(None, 5.0).answer_s == pytest.approx(0.8)  # a far deadline: the budget
@@ -315,7 +315,7 @@ def late_leg_recaller(store: HydratingStore, budget_ms: int = 200) -> tuple[Reca
     return Recaller(store, [lexical, late], settings), late
 
 
-async def test_a_late_leg_costs_its_candidates_not_the_recall():
+async def test_a_late_leg_costs_its_candidates_not_the_recall() -> None:
     """The reads after the legs take 60 ms, more than the 20 ms reserve and the 25 ms floor:
     the recall is answered from the leg that did answer (degraded), a little past its
     budget, not failed UNAVAILABLE as 'database did not answer'."""
@@ -329,7 +329,7 @@ async def test_a_late_leg_costs_its_candidates_not_the_recall():
     assert 0.2 + 0.04 <= elapsed < 0.2 + 0.2  # the legs had 180 ms, the reads 60 ms more
 
 
-async def test_the_plan_learns_how_long_the_reads_after_the_legs_take():
+async def test_the_plan_learns_how_long_the_reads_after_the_legs_take() -> None:
     """Once the 60 ms reads were seen, the legs end that much before the answer is due, and
     the next recall with a late leg is answered within its budget."""
     r, late = late_leg_recaller(SlowStore(delay_s=0.06))
@@ -346,13 +346,13 @@ async def test_the_plan_learns_how_long_the_reads_after_the_legs_take():
     assert vector.latency_ms < 0.2 * 1000 - 55  # cut at the planned leg deadline
 
 
-async def test_the_legs_keep_at_least_half_the_time_however_slow_the_reads():
+async def test_the_legs_keep_at_least_half_the_time_however_slow_the_reads() -> None:
     r, _ = late_leg_recaller(SlowStore(delay_s=0.15))
     await r.recall(query())
     assert r.plan(None, None).legs_s == pytest.approx(0.1)  # of 200 ms
 
 
-async def test_a_database_that_does_not_answer_is_unavailable():
+async def test_a_database_that_does_not_answer_is_unavailable() -> None:
     """Only a database that does not answer fails a recall whose legs answered: UNAVAILABLE
     a second (budget.DB_GRACE_S) past the budget, saying so; and when the caller's deadline
     comes first, DEADLINE_EXCEEDED just before it (the reserve), saying that."""
@@ -371,7 +371,7 @@ async def test_a_database_that_does_not_answer_is_unavailable():
     assert 0.45 <= elapsed < 0.5  # the hard end: 0.5 s - the 20 ms reserve
 
 
-async def test_a_call_is_refused_as_late_by_what_the_plan_needs():
+async def test_a_call_is_refused_as_late_by_what_the_plan_needs() -> None:
     """The least time a call must have left grows with the measured work after the legs."""
     r, _ = late_leg_recaller(SlowStore(delay_s=0.06))
     with pytest.raises(ResourceExhausted):  # 20 + 20 + 25 ms needed
@@ -386,7 +386,7 @@ def leg_states(outcome) -> dict[str, str]:
     return {o.leg: o.state for o in outcome.legs}
 
 
-async def test_a_call_arriving_with_too_little_deadline_left_is_refused_as_load():
+async def test_a_call_arriving_with_too_little_deadline_left_is_refused_as_load() -> None:
     graph = ListLeg("graph", [9])
     r, lexical, _ = recaller(graph)
     with pytest.raises(ResourceExhausted) as refused:  # needs 2 x 20 + 25 ms

@@ -31,12 +31,12 @@ def committed() -> list[Path]:
 FILES = [p for p in committed() if p.is_file()]
 
 
-def test_there_are_reports_to_check():
+def test_there_are_reports_to_check() -> None:
     assert any(p.is_relative_to(ROOT / "benchmarks/reports") for p in FILES)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_report_is_inside_the_budget(path: Path):
+def test_report_is_inside_the_budget(path: Path) -> None:
     size = path.stat().st_size
     assert size <= MAX_BYTES, f"{path.name}: {size:,} bytes (budget {MAX_BYTES:,})"
     if path.suffix in TEXT:

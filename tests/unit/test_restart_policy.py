@@ -18,14 +18,14 @@ from recallmesh.stack.supervisor import (
 )
 
 
-def test_backoff_doubles_with_each_exit_in_the_window_up_to_the_cap():
+def test_backoff_doubles_with_each_exit_in_the_window_up_to_the_cap() -> None:
     policy = RestartPolicy(backoff_s=0.5, max_backoff_s=3.0, limit=10, window_s=60)
     assert [policy.decide(n).delay_s for n in range(1, 7)] == [0.5, 1.0, 2.0, 3.0, 3.0, 3.0]
     assert not any(policy.decide(n).give_up for n in range(1, 11))
     assert policy.decide(10_000).give_up  # no overflow on the way
 
 
-def test_more_exits_than_the_limit_within_the_window_gives_up():
+def test_more_exits_than_the_limit_within_the_window_gives_up() -> None:
     policy = RestartPolicy(backoff_s=1, max_backoff_s=10, limit=3, window_s=60)
     history = ExitHistory(policy)
     decisions = [history.record(t) for t in (0.0, 2.0, 5.0, 10.0)]
@@ -34,7 +34,7 @@ def test_more_exits_than_the_limit_within_the_window_gives_up():
     assert [d.delay_s for d in decisions[:3]] == [1, 2, 4]
 
 
-def test_exits_older_than_the_window_are_forgotten_and_the_backoff_starts_afresh():
+def test_exits_older_than_the_window_are_forgotten_and_the_backoff_starts_afresh() -> None:
     policy = RestartPolicy(backoff_s=1, max_backoff_s=10, limit=2, window_s=60)
     history = ExitHistory(policy)
     assert history.record(0.0).delay_s == 1
@@ -49,11 +49,11 @@ def test_exits_older_than_the_window_are_forgotten_and_the_backoff_starts_afresh
     assert history.record(220.0).give_up
 
 
-def test_limit_zero_never_restarts():
+def test_limit_zero_never_restarts() -> None:
     assert ExitHistory(RestartPolicy(limit=0)).record(0.0).give_up
 
 
-def test_settings_from_the_environment():
+def test_settings_from_the_environment() -> None:
     assert RestartPolicy.from_env({}) == RestartPolicy(0.5, 10.0, 5, 60.0)
     policy = RestartPolicy.from_env({
         "RECALLMESH_RESTART_BACKOFF_S": "0.05", "RECALLMESH_RESTART_MAX_BACKOFF_S": "0.2",
@@ -70,12 +70,12 @@ def test_settings_from_the_environment():
     ("RECALLMESH_RESTART_MAX_BACKOFF_S", "0.1", "RECALLMESH_RESTART_MAX_BACKOFF_S must be >="),
     ("RECALLMESH_RESTART_WINDOW_S", "0", "RECALLMESH_RESTART_WINDOW_S must be >="),
 ])
-def test_bad_settings_are_config_errors(variable, value, message):
+def test_bad_settings_are_config_errors(variable, value, message) -> None:
     with pytest.raises(ConfigError, match=message):
         RestartPolicy.from_env({variable: value})
 
 
-def test_exit_status_in_words():
+def test_exit_status_in_words() -> None:
     assert describe_exit(1) == "exit code 1"
     assert describe_exit(-signal.SIGKILL) == "killed by SIGKILL"
     assert describe_exit(-200) == "killed by signal 200"
@@ -117,7 +117,7 @@ def watched(tmp_path: Path):
     return stack, watcher, spawned, now
 
 
-def test_the_watcher_restarts_after_the_backoff_and_gives_up_a_crash_loop(watched):
+def test_the_watcher_restarts_after_the_backoff_and_gives_up_a_crash_loop(watched) -> None:
     stack, watcher, spawned, now = watched
     gateway = stack.processes["gateway"]
     stack.processes["vector"].returncode = -signal.SIGKILL
@@ -155,7 +155,7 @@ def test_the_watcher_restarts_after_the_backoff_and_gives_up_a_crash_loop(watche
     assert "  | Traceback: boom" in log
 
 
-def test_a_service_stopped_on_purpose_is_not_restarted(watched):
+def test_a_service_stopped_on_purpose_is_not_restarted(watched) -> None:
     stack, watcher, spawned, now = watched
     stack.processes["vector"].returncode = 1
     watcher.check()

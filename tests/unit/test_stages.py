@@ -13,7 +13,7 @@ from recallmesh.wire.fusion import FusedCandidate
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def test_a_superseded_memory_comes_after_every_current_one():
+def test_a_superseded_memory_comes_after_every_current_one() -> None:
     top = [FusedCandidate(i, s) for i, s in (("old", 3.0), ("a", 2.0), ("new", 1.0))]
     valid_to = {"old": NOW - timedelta(days=1), "a": None, "new": NOW + timedelta(days=1)}
     ranked = current_first(top, valid_to, NOW)
@@ -22,7 +22,7 @@ def test_a_superseded_memory_comes_after_every_current_one():
     assert [c.score for c in ranked] == [2.0, 1.0, ENDED_SHARE * 1.0]
 
 
-def test_ended_memories_keep_their_order_and_ratios_below_every_current_score():
+def test_ended_memories_keep_their_order_and_ratios_below_every_current_score() -> None:
     top = [FusedCandidate(i, s) for i, s in (("o1", 4.0), ("c", 0.2), ("o2", 1.0))]
     ended_at = NOW - timedelta(seconds=1)
     ranked = current_first(top, {"o1": ended_at, "o2": ended_at, "c": None}, NOW)
@@ -34,7 +34,7 @@ def test_ended_memories_keep_their_order_and_ratios_below_every_current_score():
 
 @given(st.lists(st.tuples(st.sampled_from("abcdefgh"), st.sampled_from([None, -1, 0, 1])),
                 unique_by=lambda x: x[0], max_size=8))
-def test_the_order_is_kept_within_each_group(rows):
+def test_the_order_is_kept_within_each_group(rows: list[tuple[str, int | None]]) -> None:
     top = [FusedCandidate(i, float(-n)) for n, (i, _) in enumerate(rows)]
     valid_to = {i: None if d is None else NOW + timedelta(seconds=d) for i, d in rows}
     got = [c.memory_id for c in current_first(top, valid_to, NOW)]

@@ -16,12 +16,12 @@ from tests.models import SUITE_MODELS, suite_manifest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_suite_models_are_catalogue_models_and_include_the_served_default():
+def test_the_suite_models_are_catalogue_models_and_include_the_served_default() -> None:
     assert DEFAULT_MODEL in SUITE_MODELS
     assert set(SUITE_MODELS) <= set(catalogue_names())
 
 
-def test_make_test_fetches_the_suite_models():
+def test_make_test_fetches_the_suite_models() -> None:
     makefile = (ROOT / "Makefile").read_text()
     test_deps = re.search(r"^test:(.*)$", makefile, re.M)
     assert test_deps and "test-models" in test_deps.group(1).split()
@@ -29,7 +29,8 @@ def test_make_test_fetches_the_suite_models():
     assert recipe and recipe.group(1).endswith("-m tests.models")
 
 
-def test_a_model_the_suite_does_not_fetch_fails_the_test_that_asks(monkeypatch, tmp_path):
+def test_a_model_the_suite_does_not_fetch_fails_the_test_that_asks(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
     monkeypatch.setenv("RECALLMESH_MODEL_CACHE", str(tmp_path))
     unlisted = next(n for n in catalogue_names() if n not in SUITE_MODELS)
     (tmp_path / unlisted).mkdir()
@@ -40,6 +41,7 @@ def test_a_model_the_suite_does_not_fetch_fails_the_test_that_asks(monkeypatch, 
         suite_manifest("all-MiniLM-L6-v2")
 
 
-def test_fetch_names_the_model_it_cannot_fetch(tmp_path, capsys):
+def test_fetch_names_the_model_it_cannot_fetch(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["no-such-model", "--cache", str(tmp_path)]) == 1
     assert "no-such-model" in capsys.readouterr().err

@@ -40,7 +40,8 @@ def day(text: str) -> datetime:
     ("What did I say yesterday?", "yesterday", "2023-03-07T15:47", "2023-03-09T15:47"),
     ("Where did I go last weekend?", "last weekend", "2023-02-23T15:47", "2023-03-09T15:47"),
 ])
-def test_relative_times_resolve_against_the_reference(query, phrase, start, end):
+def test_relative_times_resolve_against_the_reference(query: str, phrase: str, start: str,
+                                                      end: str) -> None:
     window = resolve(query, REF)
     assert window == TimeWindow(day(start), day(end), phrase)
 
@@ -49,13 +50,14 @@ def test_relative_times_resolve_against_the_reference(query, phrase, start, end)
     "What kind of art does Caroline make?", "When did Melanie paint a sunrise?",
     "the weekend plans", "9999 years ago",  # beyond year 1: no window rather than an error
 ])
-def test_no_window_without_a_relative_time(query):
+def test_no_window_without_a_relative_time(query: str) -> None:
     assert resolve(query, REF) is None
 
 
 @given(st.text(max_size=200), st.datetimes(min_value=datetime(1, 1, 1),
                                             max_value=datetime(9999, 12, 31)))
-def test_resolve_never_fails_and_never_reaches_past_the_reference(text, when):
+def test_resolve_never_fails_and_never_reaches_past_the_reference(text: str,
+                                                                  when: datetime) -> None:
     reference = when.replace(tzinfo=UTC)
     for query in (text, text + " 3 weeks ago", "since " + text + " two months ago",
                   text + " last sunday", "in the past 12 years " + text):
@@ -71,7 +73,7 @@ def fused(*ids: str) -> list[FusedCandidate]:
                                            start=1)]
 
 
-def test_boost_raises_what_was_created_inside_and_says_so():
+def test_boost_raises_what_was_created_inside_and_says_so() -> None:
     window = TimeWindow(day("2023-03-03T00:00"), day("2023-03-06T00:00"), "last saturday")
     created = {"a": day("2023-02-01T10:00"), "b": day("2023-03-04T18:00"),
                "c": day("2023-03-05T09:00")}  # "d": no known creation time
@@ -79,11 +81,12 @@ def test_boost_raises_what_was_created_inside_and_says_so():
     assert raised == 2
     assert [(c.memory_id, round(c.score, 6)) for c in ranked] == [
         ("b", 1.2), ("c", 1.0), ("a", 0.9), ("d", 0.1)]
-    assert ranked[0].contributions[-1] == Contribution(TIME_WINDOW_LEG, 2, pytest.approx(0.6))
+    assert ranked[0].contributions[-1] == Contribution(
+        TIME_WINDOW_LEG, 2, pytest.approx(0.6))  # type: ignore[arg-type]  # approx equals 0.6
     assert [c.leg for c in ranked[2].contributions] == ["lexical"]
 
 
-def test_boost_off_or_outside_keeps_the_fused_order():
+def test_boost_off_or_outside_keeps_the_fused_order() -> None:
     window = TimeWindow(day("2020-01-01T00:00"), day("2020-01-02T00:00"), "x")
     created = {"a": day("2023-02-01T10:00"), "b": day("2023-03-04T18:00")}
     before = fused("a", "b")

@@ -3,6 +3,8 @@ given, clear errors for half a configuration, and which services require client 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from recallmesh.shared.settings import ConfigError
@@ -10,18 +12,18 @@ from recallmesh.shared.tls import TlsSettings
 
 
 @pytest.fixture
-def files(tmp_path):
+def files(tmp_path: Path) -> Path:
     for name in ("cert.pem", "key.pem", "ca.pem"):
         (tmp_path / name).write_text("-----BEGIN PLACEHOLDER-----\n")
     return tmp_path
 
 
-def test_off_by_default():
+def test_off_by_default() -> None:
     settings = TlsSettings.from_env({})
     assert not settings.enabled and settings.ca is None
 
 
-def test_mutual_tls_for_internal_services_only_by_default(files):
+def test_mutual_tls_for_internal_services_only_by_default(files: Path) -> None:
     settings = TlsSettings.from_env({"RECALLMESH_TLS_CERT": str(files / "cert.pem"),
                                      "RECALLMESH_TLS_KEY": str(files / "key.pem"),
                                      "RECALLMESH_TLS_CA": str(files / "ca.pem")})
@@ -44,7 +46,8 @@ def test_mutual_tls_for_internal_services_only_by_default(files):
      "mutual TLS needs RECALLMESH_TLS_CA"),
     ({"RECALLMESH_TLS_CLIENT_AUTH": "sometimes"}, "must be one of internal, all, none"),
 ])
-def test_half_a_configuration_is_a_clear_error(files, env, message):
+def test_half_a_configuration_is_a_clear_error(files: Path, env: dict[str, str],
+                                               message: str) -> None:
     env = {k: str(files / v) if v.endswith(".pem") else v for k, v in env.items()}
     with pytest.raises(ConfigError, match=message):
         TlsSettings.from_env(env)

@@ -14,7 +14,7 @@ from recallmesh.wire.filters import Filters, filter_sql, filters_from_proto
 from recallmesh.wire.memory_fields import DEFAULT_IMPORTANCE
 
 
-def test_new_memory_defaults_and_normalisation():
+def test_new_memory_defaults_and_normalisation() -> None:
     memory = validation.new_memory(
         memory_pb2.Memory(content="  keep my spaces  ", category=" pref ",
                           tags=["a", " a ", "b"]), "ns")
@@ -25,25 +25,25 @@ def test_new_memory_defaults_and_normalisation():
     assert memory.created_at is None
 
 
-def test_importance_zero_is_kept_not_defaulted():
+def test_importance_zero_is_kept_not_defaulted() -> None:
     memory = validation.new_memory(memory_pb2.Memory(content="x", importance=0.0), "ns")
     assert memory.importance == 0
 
 
 @pytest.mark.parametrize("importance", [-0.01, 1.01, float("inf"), float("nan")])
-def test_importance_out_of_range(importance):
+def test_importance_out_of_range(importance: float) -> None:
     with pytest.raises(InvalidArgument, match="importance"):
         validation.new_memory(memory_pb2.Memory(content="x", importance=importance), "ns")
 
 
-def test_content_limit_counts_utf8_bytes():
+def test_content_limit_counts_utf8_bytes() -> None:
     ok = "é" * (validation.MAX_CONTENT_BYTES // 2)
     validation.new_memory(memory_pb2.Memory(content=ok), "ns")
     with pytest.raises(InvalidArgument, match="bytes"):
         validation.new_memory(memory_pb2.Memory(content=ok + "é"), "ns")
 
 
-def test_metadata_limits():
+def test_metadata_limits() -> None:
     with pytest.raises(InvalidArgument, match="metadata"):
         validation.new_memory(memory_pb2.Memory(content="x", metadata={"": "v"}), "ns")
     with pytest.raises(InvalidArgument, match="metadata"):
@@ -53,7 +53,7 @@ def test_metadata_limits():
         validation.new_memory(memory_pb2.Memory(content="x", metadata=many), "ns")
 
 
-def test_namespace_rules():
+def test_namespace_rules() -> None:
     assert validation.namespace("  team-a  ") == "team-a"
     for bad in ["", "   ", "x" * 129, "tab\there"]:
         with pytest.raises(InvalidArgument, match="namespace"):
@@ -70,7 +70,7 @@ OTHER_BAD = ["\u00a0", "\u2028", "\u2029", "\u3000", "\ue000", "\U0010fffd", "\u
 
 
 @pytest.mark.parametrize("char", INVISIBLE + CONTROL + OTHER_BAD)
-def test_namespace_rejects_invisible_control_and_separator_characters(char):
+def test_namespace_rejects_invisible_control_and_separator_characters(char: str) -> None:
     raw = f"tenant{char}-a" + "x" * 40
     with pytest.raises(InvalidArgument) as info:
         validation.namespace(raw)
@@ -80,7 +80,7 @@ def test_namespace_rejects_invisible_control_and_separator_characters(char):
     assert "tenant" not in message and message.isascii()  # never the raw input
 
 
-def test_namespace_is_nfc_normalised_everywhere_it_enters():
+def test_namespace_is_nfc_normalised_everywhere_it_enters() -> None:
     composed, decomposed = "caf\u00e9", "cafe\u0301"
     assert validation.namespace(decomposed) == composed
     assert validation.namespace(" \u212b ") == "\u00c5"  # ANGSTROM SIGN -> A WITH RING
@@ -106,7 +106,8 @@ _NAMESPACE_CHARS = st.one_of(
 
 
 @given(st.one_of(st.text(), st.lists(_NAMESPACE_CHARS, max_size=140).map("".join)))
-def test_namespace_property_accepted_are_nfc_printable_rejected_are_invalid_argument(raw):
+def test_namespace_property_accepted_are_nfc_printable_rejected_are_invalid_argument(
+        raw: str) -> None:
     import unicodedata
     try:
         ns = validation.namespace(raw)
@@ -121,33 +122,33 @@ def test_namespace_property_accepted_are_nfc_printable_rejected_are_invalid_argu
     assert validation.namespace(ns) == ns  # idempotent
 
 
-def test_memory_id_must_be_uuid():
+def test_memory_id_must_be_uuid() -> None:
     uid = "0FCA1B9E-0000-4000-8000-000000000000"
     assert validation.memory_id(uid) == uid.lower()
     with pytest.raises(InvalidArgument, match="UUID"):
         validation.memory_id("42")
 
 
-def test_recall_query_defaults():
+def test_recall_query_defaults() -> None:
     q = validation.recall_query(memory_pb2.RecallRequest(namespace="n", query="hello"))
     assert (q.k, q.sort_by, q.budget_ms, q.filters) == (10, "relevance", None, Filters())
 
 
 @pytest.mark.parametrize("k", [-1, 101, 1000])
-def test_recall_k_bounds(k):
+def test_recall_k_bounds(k: int) -> None:
     with pytest.raises(InvalidArgument, match="k must"):
         validation.recall_query(memory_pb2.RecallRequest(namespace="n", query="q", k=k))
 
 
-def test_sort_by_names():
+def test_sort_by_names() -> None:
     assert enums.sort_by(memory_pb2.SORT_BY_UNSPECIFIED) == "relevance"
     assert enums.sort_by(memory_pb2.SORT_BY_IMPORTANCE) == "importance"
     assert enums.sort_by(memory_pb2.SORT_BY_RECENCY) == "recency"
     with pytest.raises(InvalidArgument, match="sort_by"):
-        enums.sort_by(42)
+        enums.sort_by(42)  # type: ignore[arg-type]  # a value outside the enum, on purpose
 
 
-def test_filters_parse_and_render():
+def test_filters_parse_and_render() -> None:
     msg = memory_pb2.RecallFilters(categories=["a", "a"], tags=["t"],
                                    created_after=Timestamp(seconds=0),
                                    created_before=Timestamp(seconds=86400))
@@ -163,7 +164,7 @@ def test_filters_parse_and_render():
 
 
 @given(st.text(max_size=200))
-def test_query_text_validation_total(text):
+def test_query_text_validation_total(text: str) -> None:
     """Any text is either accepted unchanged or rejected with InvalidArgument."""
     try:
         assert validation.query_text(text) == text
@@ -172,7 +173,7 @@ def test_query_text_validation_total(text):
         assert "\x00" in text or not text.strip() or len(text.encode()) > 4096
 
 
-def test_memory_id_on_store_is_the_idempotency_key():
+def test_memory_id_on_store_is_the_idempotency_key() -> None:
     uid = "0FCA1B9E-0000-4000-8000-000000000000"
     assert validation.new_memory(memory_pb2.Memory(content="x", id=f" {uid} "), "ns").id == \
         uid.lower()
@@ -185,7 +186,7 @@ def test_memory_id_on_store_is_the_idempotency_key():
                                  memory_pb2.Memory(content="z", id=uid.lower())], "ns")
 
 
-def test_importance_is_checked_as_the_single_it_is_stored_as():
+def test_importance_is_checked_as_the_single_it_is_stored_as() -> None:
     for tiny in (1e-50, 7e-46, 5e-324):
         assert validation.new_memory(memory_pb2.Memory(content="x", importance=tiny),
                                      "ns").importance == 0.0
@@ -194,7 +195,7 @@ def test_importance_is_checked_as_the_single_it_is_stored_as():
 
 
 @pytest.mark.parametrize("key", [" ", "\t\n", ""])
-def test_a_blank_metadata_key_is_refused_with_its_reason(key):
+def test_a_blank_metadata_key_is_refused_with_its_reason(key: str) -> None:
     with pytest.raises(InvalidArgument, match="must not be empty or only white space"):
         validation.new_memory(memory_pb2.Memory(content="x", metadata={key: "v"}), "ns")
 
@@ -215,7 +216,7 @@ def _record(versions: int, first: int = 1, memory_id: str = "") -> memory_pb2.Me
     return rec
 
 
-def test_imported_versions_are_bounded_and_consecutive_from_any_start():
+def test_imported_versions_are_bounded_and_consecutive_from_any_start() -> None:
     assert len(validation.imported_records(_import(_record(3, first=7)))[1][0].versions) == 3
     with pytest.raises(InvalidArgument, match=r"records\[0\].versions: at most 100"):
         validation.imported_records(_import(_record(validation.MAX_VERSIONS + 1)))
@@ -232,7 +233,7 @@ def test_imported_versions_are_bounded_and_consecutive_from_any_start():
             validation.imported_records(_import(_record(1, first=start)))
 
 
-def test_an_imported_relation_names_its_source_as_a_uuid():
+def test_an_imported_relation_names_its_source_as_a_uuid() -> None:
     rec = _record(0)
     rec.relations.add(type=memory_pb2.RELATION_TYPE_SUPERSEDES,
                       source_id="00000000-0000-0000-0000-00000000000A",

@@ -26,6 +26,7 @@ class Rows:
 class Conn:
     """Answers the two counts the plan reads; counts how often each was asked."""
 
+    passing: int  # the vectors that pass a filter, set by the test that plans with one
     def __init__(self, namespace_vectors: int, table_rows: int) -> None:
         self.namespace_vectors, self.table_rows = namespace_vectors, table_rows
         self.asked: list[str] = []
@@ -53,17 +54,17 @@ def plan(namespace_vectors: int, table_rows: int, exact_max: int = 1000, k: int 
     (20_000, 1_000_000, "hnsw"),  # 2%: 200 / 0.02 = 10,000 tuples, half of max_scan_tuples
     (5000, 0, "hnsw"),            # a table never analysed: its size unknown
 ])
-def test_plan_by_size_and_share(vectors, rows, expected):
+def test_plan_by_size_and_share(vectors: int, rows: int, expected: str) -> None:
     assert plan(vectors, rows) == expected
 
 
-def test_min_share_follows_ef_search_and_k():
+def test_min_share_follows_ef_search_and_k() -> None:
     r = VectorRetriever(None, 4, ef_search=200)
     assert r.min_share(10) == 2 * 200 / MAX_SCAN_TUPLES
     assert r.min_share(500) == 2 * 500 / MAX_SCAN_TUPLES
 
 
-def test_counts_are_read_once_per_ttl():
+def test_counts_are_read_once_per_ttl() -> None:
     now = [0.0]
     retriever = VectorRetriever(None, 4, exact_max=10, clock=lambda: now[0])
     conn = Conn(50, 100)
@@ -75,7 +76,7 @@ def test_counts_are_read_once_per_ttl():
     assert conn.asked == ["namespace", "table", "namespace", "table"]
 
 
-def test_plan_settings():
+def test_plan_settings() -> None:
     assert plan_settings("exact", 200, "relaxed_order", 10) == [("enable_indexscan", "off")]
     assert plan_settings("hnsw", 200, "relaxed_order", 500) == [
         ("enable_sort", "off"), ("hnsw.ef_search", "500"),
@@ -87,7 +88,7 @@ def test_plan_settings():
     (5000, "exact"),       # 0.5 % of the table: HNSW's filtered scan would come back short
     (50_000, "hnsw"),      # 5 %: as a namespace of that share
 ])
-def test_a_filtered_search_plans_on_the_vectors_that_pass(passing, expected):
+def test_a_filtered_search_plans_on_the_vectors_that_pass(passing: int, expected: str) -> None:
     from recallmesh.wire.filters import Filters
 
     retriever = VectorRetriever(None, 4, ef_search=200, exact_max=1000)
