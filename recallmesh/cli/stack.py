@@ -69,7 +69,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     `python -m <its module>`; SIGTERM drains it and exits 0."""
     import runpy
 
-
     runpy.run_module(BY_NAME[args.service].module, run_name="__main__", alter_sys=True)
     return 0
 
