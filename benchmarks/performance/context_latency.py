@@ -34,9 +34,10 @@ from typing import Any
 from benchmarks.harness.script import BENCH_ENV, dial_gateway, gateway_client, publish, start_stack
 from benchmarks.harness.stats import paired_bootstrap, percentile
 from benchmarks.performance.recall_latency import QUERIES
-from recallmesh.cli import DEMO_FILE, DEMO_NAMESPACE, import_memories, read_jsonl
 from recallmesh.client import Client
 from recallmesh.client._base import bearer_token
+from recallmesh.client.jsonl import read_jsonl, store_memories
+from recallmesh.stack.demo import DEMO_FILE, DEMO_NAMESPACE
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 
@@ -131,9 +132,8 @@ def main(argv: list[str] | None = None) -> None:
             stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp.name, **free_port_env()})
             startup_s = start_stack(stack)
             with gateway_client(stack) as client:
-                import_memories(client, args.namespace,
-                                read_jsonl(DEMO_FILE), 100, show_progress=False,
-                                wait_index=True)
+                store_memories(client, args.namespace, read_jsonl(DEMO_FILE), 100,
+                               wait_index=True)
         target = stack.endpoints["gateway"] if stack else args.target
         key = stack.api_key if stack else bearer_token(None, None)
         with (stack.dial() if stack else dial_gateway(target)) as channel, \

@@ -30,7 +30,8 @@ import grpc
 
 from benchmarks.harness.script import BENCH_ENV, dial_gateway, gateway_client, names, start_stack
 from benchmarks.harness.stats import percentile
-from recallmesh.cli import DEMO_FILE, DEMO_NAMESPACE, import_memories, read_jsonl
+from recallmesh.client.jsonl import read_jsonl, store_memories
+from recallmesh.stack.demo import DEMO_FILE, DEMO_NAMESPACE
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 
@@ -91,9 +92,8 @@ def main(argv: list[str] | None = None) -> None:
                           services=services)
             startup_s = start_stack(stack)
             with gateway_client(stack) as client:
-                import_memories(client, args.namespace,
-                                read_jsonl(DEMO_FILE), 100, show_progress=False,
-                                wait_index=services is None)
+                store_memories(client, args.namespace, read_jsonl(DEMO_FILE), 100,
+                               wait_index=services is None)
         with (stack.dial() if stack else dial_gateway(args.target)) as channel:
             latencies = sorted(measure(channel, args.n, args.namespace))
     finally:

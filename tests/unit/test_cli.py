@@ -15,18 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from recallmesh import cli
-from recallmesh.cli import (
-    InputError,
-    build_parser,
-    filter_options,
-    list_options,
-    memory_from_json,
-    store_fields,
-    update_fields,
-)
+from recallmesh.cli import build_parser, output, recall, transfer
+from recallmesh.cli.common import memory_ids
+from recallmesh.cli.filters import filter_options, list_options
+from recallmesh.cli.memories import store_fields, update_fields
 from recallmesh.client import Memory, Relation
 from recallmesh.client._wire import list_request, recall_request
+from recallmesh.client.jsonl import InputError, memory_from_json, read_json_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 ID = "0b7e8f4e-51c2-4f0e-9a53-4c1b4a1f1c9e"
@@ -102,12 +97,12 @@ def test_the_filter_options_are_shared(command) -> None:
 def test_recall_options_reach_the_request() -> None:
     args = parse("recall", "-n", "ns", "q", "--set", "method=rrf", "--set", "skip_legs=vector",
                  "--thread", "t", "--meta", "k=v")
-    fusion = cli._fusion(args.set)
+    fusion = recall._fusion(args.set)
     request = recall_request("ns", "q", {**filter_options(args), "fusion": fusion})
     assert (request.fusion.method, list(request.fusion.skip_legs)) == ("rrf", ["vector"])
     assert list(request.filters.threads) == ["t"]
     with pytest.raises(InputError, match="unknown setting 'colour'"):
-        cli._fusion(["colour=red"])
+        recall._fusion(["colour=red"])
 
 
 def test_update_sends_only_the_fields_given() -> None:
@@ -185,16 +180,16 @@ def test_an_export_is_told_apart_from_plain_memories(tmp_path: Path) -> None:
     exported = tmp_path / "export.jsonl"
     exported.write_text(json.dumps({"memory": {"id": ID, "content": "c"}}) + "\n\n"
                         + json.dumps({"content": "plain"}) + "\n")
-    lines = cli.read_json_lines(exported)
-    assert cli.is_export(lines) and not cli.is_export([(1, {"content": "c"})])
+    lines = read_json_lines(exported)
+    assert transfer.is_export(lines) and not transfer.is_export([(1, {"content": "c"})])
     with pytest.raises(InputError, match=r"export.jsonl:3: not an exported record"):
-        cli.exported_records(lines, exported)
+        transfer.exported_records(lines, exported)
     exported.write_text(json.dumps({"memory": {"id": ID, "colour": "red"}}) + "\n")
     with pytest.raises(InputError, match=r"export.jsonl:1: not an exported record: .*colour"):
-        cli.exported_records(cli.read_json_lines(exported), exported)
+        transfer.exported_records(read_json_lines(exported), exported)
     exported.write_text(json.dumps({"memory": {"content": "no id"}}) + "\n")
     with pytest.raises(InputError, match="export.jsonl:1: the record's memory has no id"):
-        cli.exported_records(cli.read_json_lines(exported), exported)
+        transfer.exported_records(read_json_lines(exported), exported)
 
 
 def test_export_lines_are_stable() -> None:
@@ -202,19 +197,20 @@ def test_export_lines_are_stable() -> None:
          "versions": [{"memory": {"metadata": {"y": "1", "b": "2"}}}]}
     b = {"memory": {"id": ID, "metadata": {"a": "2", "z": "1"}},
          "versions": [{"memory": {"metadata": {"b": "2", "y": "1"}}}]}
-    assert cli.export_line(a) == cli.export_line(b)
-    assert cli.export_line(a).endswith("}\n") and cli.export_line(a).count("\n") == 1
+    assert transfer.export_line(a) == transfer.export_line(b)
+    assert transfer.export_line(a).endswith("}\n") and transfer.export_line(a).count("\n") == 1
 
 
 def test_tables_cut_content_and_json_prints_iso_times() -> None:
     text = "word " * 10_000 + "\n\nend"
-    assert len(cli.short(text)) == cli.TABLE_CONTENT_CHARS and cli.short(text).endswith("…")
-    assert cli.short(" two\n lines ") == "two lines"
+    assert len(output.short(text)) == output.TABLE_CONTENT_CHARS
+    assert output.short(text).endswith("…")
+    assert output.short(" two\n lines ") == "two lines"
     memory = Memory(ID, "ns", "x" * 32 * 1024, tags=("a",), pinned=True,
                     created_at=datetime(2026, 1, 31, 9, tzinfo=UTC))
-    assert str(cli.content_cell(memory)).startswith("[pinned] xxx")
-    assert len(str(cli.content_cell(memory))) < 220
-    as_json = cli._jsonable(memory)
+    assert str(output.content_cell(memory)).startswith("[pinned] xxx")
+    assert len(str(output.content_cell(memory))) < 220
+    as_json = output.jsonable(memory)
     assert as_json["created_at"] == "2026-01-31T09:00:00Z" and as_json["tags"] == ["a"]
     assert as_json["valid_to"] is None
     json.dumps(as_json)
@@ -222,17 +218,17 @@ def test_tables_cut_content_and_json_prints_iso_times() -> None:
 
 def test_output_that_is_not_a_terminal_is_never_wrapped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("sys.stdout", io.StringIO())
-    console = cli._console()
-    assert console.width == cli.NOT_A_TERMINAL_WIDTH and console.soft_wrap
+    console = output._console()
+    assert console.width == output.NOT_A_TERMINAL_WIDTH and console.soft_wrap
     console.print("word " * 100)
     assert console.file.getvalue().count("\n") == 1
 
 
 def test_a_32_kib_memory_is_a_few_table_lines(monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(cli, "console", cli._console())
+    monkeypatch.setattr(output, "console", output._console())
     memory = Memory(ID, "ns", "lorem ipsum " * 2800)
-    cli.console.print(cli.memory_table([memory], "1 memory"))
+    output.console.print(output.memory_table([memory], "1 memory"))
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 6  # title, rules, header, the row
     (row,) = [line for line in lines if ID in line]
@@ -243,17 +239,17 @@ def test_a_narrow_terminal_drops_columns_but_never_cuts_an_id(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from rich.console import Console
 
-    monkeypatch.setattr(cli, "console", Console(width=80, file=io.StringIO()))
+    monkeypatch.setattr(output, "console", Console(width=80, file=io.StringIO()))
     memories = [Memory(ID, "ns", "lorem ipsum " * 30, category="preference", tags=("a", "b"),
                        created_at=datetime(2026, 1, 31, tzinfo=UTC))]
-    cli.console.print(cli.memory_table(memories, "1 memory"))
-    lines = cli.console.file.getvalue().splitlines()
+    output.console.print(output.memory_table(memories, "1 memory"))
+    lines = output.console.file.getvalue().splitlines()
     assert all(len(line) <= 80 for line in lines)
     (row,) = [line for line in lines if ID in line]  # whole, on one line
     assert "lorem" in row and "preference" not in "".join(lines)  # dropped, not squeezed
-    assert cli.fitting_columns(0, {"category": ["preference"]}) == []  # no room at 80
-    monkeypatch.setattr(cli, "console", Console(width=160, file=io.StringIO()))
-    assert cli.fitting_columns(0, {"category": ["preference"], "created": ["x" * 20],
+    assert output.fitting_columns(0, {"category": ["preference"]}) == []  # no room at 80
+    monkeypatch.setattr(output, "console", Console(width=160, file=io.StringIO()))
+    assert output.fitting_columns(0, {"category": ["preference"], "created": ["x" * 20],
                                    "importance": ["0.50"], "tags": ["a, b"]}) == [
         "category", "created", "importance", "tags"]
 
@@ -308,6 +304,6 @@ def test_the_docs_examples_parse() -> None:
 
 
 def test_ids_are_canonical_uuids() -> None:
-    assert cli._memory_ids([ID.upper()]) == [ID]
+    assert memory_ids([ID.upper()]) == [ID]
     with pytest.raises(InputError, match="not a memory id"):
-        cli._memory_ids([str(uuid.uuid4())[:-1]])
+        memory_ids([str(uuid.uuid4())[:-1]])

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from recallmesh.cli import InputError, memory_from_json
+from recallmesh.client.jsonl import InputError, memory_from_json
 from recallmesh.gateway.settings import GatewaySettings
 from recallmesh.shared.settings import ConfigError, ServerConfig
 
@@ -129,9 +129,9 @@ def test_bad_log_level_falls_back_to_info(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_import_batches_stay_within_the_request_limit_by_encoded_size() -> None:
-    from recallmesh.cli import batches
     from recallmesh.client import NewMemory, encoded_size
     from recallmesh.client._wire import new_memory_message
+    from recallmesh.client.jsonl import batches
 
     memory = NewMemory("x" * 30_000, tags=("a", "b"), metadata={"k": "v"}, id=str(uuid.uuid4()))
     assert encoded_size(memory) == new_memory_message(memory).ByteSize() + 8

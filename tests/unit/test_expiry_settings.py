@@ -9,7 +9,8 @@ import pytest
 from google.protobuf.field_mask_pb2 import FieldMask
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from recallmesh.cli import InputError, expires_at, memory_from_json
+from recallmesh.cli.common import expires_at
+from recallmesh.client.jsonl import InputError, memory_from_json
 from recallmesh.gateway.settings import GatewaySettings, NamespaceTTL, parse_namespace_ttl
 from recallmesh.services.indexer.settings import IndexerSettings
 from recallmesh.shared.errors import InvalidArgument

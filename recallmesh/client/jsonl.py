@@ -1,0 +1,194 @@
+"""Files of memories in the plain JSONL format (one JSON object a line; docs/cli.md, "JSONL
+import format"): each line read as the client's NewMemory, checked strictly so that a malformed
+file fails with its line number, and stored through the typed client in batches. `recallmesh
+import`, `recallmesh up --demo` and the lab's latency runs read the demo memories with it.
+
+Light like the rest of the client: the standard library, the client's types and the wire's
+limits. Not imported by `import recallmesh.client`."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+from recallmesh.client._wire import encoded_size
+from recallmesh.client.errors import RecallmeshError
+from recallmesh.client.sync import Client
+from recallmesh.client.types import NewMemory, Relation
+from recallmesh.wire.enums import RELATION_TYPE_VALUES
+from recallmesh.wire.validation import MAX_INDEX_WAIT_MS, MAX_REQUEST_BYTES
+
+
+class InputError(ValueError):
+    """The user's input is not valid: a line of a memories file (the message names the file
+    and line), a value read as a memory's (the CLI's options), or a batch the gateway
+    rejected."""
+
+
+RECORD_FIELDS = {"content", "category", "tags", "importance", "sensitive", "metadata",
+                 "created_at", "valid_from", "valid_to", "expires_at", "thread", "id",
+                 "relations", "pinned"}
+
+
+def parse_time(value: str, field: str, where: str) -> datetime:
+    """An ISO 8601 time with its timezone (InputError naming `field` otherwise)."""
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: {field} must be an ISO 8601 time, got {value!r}") from None
+    if parsed.tzinfo is None:
+        raise InputError(f"{where}: {field} needs a timezone (e.g. 2026-01-31T09:00:00Z)")
+    return parsed
+
+
+def memory_id(value: str, what: str = "") -> str:
+    """`value` as a memory id (a UUID, canonical form); InputError naming it otherwise."""
+    try:
+        return str(uuid.UUID(value))
+    except (ValueError, TypeError, AttributeError):
+        where = f"{what}: " if what else ""
+        raise InputError(f"{where}not a memory id (a UUID): {value!r}") from None
+
+
+def memory_from_json(obj: Any, where: str) -> NewMemory:
+    """One JSONL record -> the memory it stores (format in docs/cli.md).
+
+    Types are checked strictly so that a malformed file fails with the line
+    number instead of storing something the user did not mean.
+    """
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: expected a JSON object")
+    unknown = set(obj) - RECORD_FIELDS
+    if unknown:
+        raise InputError(f"{where}: unknown field(s) {sorted(unknown)}")
+
+    def typed(name: str, kind: type | tuple[type, ...], default: Any) -> Any:
+        value = obj.get(name, default)
+        if value is None:
+            return default
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            raise InputError(f"{where}: {name} has the wrong type ({type(value).__name__})")
+        return value
+
+    if not isinstance(obj.get("content"), str):
+        raise InputError(f"{where}: 'content' (a string) is required")
+    tags = typed("tags", list, [])
+    metadata = typed("metadata", dict, {})
+    if not all(isinstance(t, str) for t in tags):
+        raise InputError(f"{where}: tags must be a list of strings")
+    if not all(isinstance(v, str) for v in metadata.values()):
+        raise InputError(f"{where}: metadata values must be strings")
+    importance = typed("importance", (int, float), None)
+    new_id = typed("id", str, "")
+    if new_id:
+        new_id = memory_id(new_id, f"{where}: id")
+    relations = []
+    for i, relation in enumerate(typed("relations", list, [])):
+        at = f"{where}: relations[{i}]"
+        if not isinstance(relation, dict) or set(relation) != {"type", "target_id"}:
+            raise InputError(f"{at} must be an object with \"type\" and \"target_id\"")
+        if relation["type"] not in RELATION_TYPE_VALUES:
+            raise InputError(f"{at}: type must be one of {', '.join(RELATION_TYPE_VALUES)}, "
+                             f"got {relation['type']!r}")
+        target = memory_id(relation["target_id"], f"{at}.target_id")
+        relations.append(Relation(relation["type"], target))
+
+    def time(field: str) -> datetime | None:
+        value = typed(field, str, "")
+        return parse_time(value, field, where) if value else None
+
+    return NewMemory(obj["content"], category=typed("category", str, ""), tags=tuple(tags),
+                     importance=None if importance is None else float(importance),
+                     sensitive=typed("sensitive", bool, False), thread=typed("thread", str, ""),
+                     metadata=metadata, created_at=time("created_at"),
+                     valid_from=time("valid_from"), valid_to=time("valid_to"),
+                     expires_at=time("expires_at"), id=new_id, relations=tuple(relations),
+                     pinned=typed("pinned", bool, False))
+
+
+def read_json_lines(path: Path | Traversable) -> list[tuple[int, Any]]:
+    """(line number, JSON value) of each non-blank line; InputError naming a bad line."""
+    lines = []
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    lines.append((number, json.loads(line)))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {path}: {exc}") from None
+    return lines
+
+
+def read_jsonl(path: Path | Traversable) -> list[tuple[int, NewMemory]]:
+    """The memories of a file in the plain format: (line number, NewMemory) pairs."""
+    return [(number, memory_from_json(obj, f"{path}:{number}"))
+            for number, obj in read_json_lines(path)]
+
+
+def batches(records: list[tuple[int, NewMemory]], batch_size: int,
+            max_bytes: int = MAX_REQUEST_BYTES - 64 * 1024
+            ) -> Iterator[list[tuple[int, NewMemory]]]:
+    """`records` ((line, NewMemory) pairs) in order, at most batch_size a batch and at most
+    max_bytes of memories a request (the gateway takes MAX_REQUEST_BYTES at most)."""
+    chunk: list[tuple[int, NewMemory]] = []
+    size = 0
+    for record in records:
+        n = encoded_size(record[1])
+        if chunk and (len(chunk) >= batch_size or size + n > max_bytes):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(record)
+        size += n
+    if chunk:
+        yield chunk
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What store_memories wrote: every id in the file's order, how many of them were already
+    stored (the same memory: nothing written) and, with wait_index, how many non-sensitive
+    ones were not embedded in time."""
+
+    ids: list[str]
+    existing: int
+    not_indexed: int
+
+
+def store_memories(client: Client, namespace: str, records: list[tuple[int, NewMemory]],
+                   batch_size: int, *, wait_index: bool = False, timeout: float | None = None,
+                   on_batch: Callable[[int], None] | None = None) -> Stored:
+    """Store records ((line, NewMemory) pairs) in batches (StoreBatch, each all or none); with
+    wait_index each batch returns once it is embedded. on_batch gets each stored batch's
+    size. A rejected batch stops the import: InputError naming its first line and how
+    many memories were stored before it."""
+    ids: list[str] = []
+    existing = not_indexed = 0
+    for chunk in batches(records, batch_size):
+        try:
+            response = client.store_batch(
+                [m for _, m in chunk], namespace=namespace,
+                wait_indexed=MAX_INDEX_WAIT_MS / 1000 if wait_index else False,
+                timeout=timeout or MAX_INDEX_WAIT_MS / 1000 + 60)
+        except RecallmeshError as exc:
+            first_line = chunk[0][0]
+            raise InputError(
+                f"batch starting at line {first_line} rejected ({exc.code.name}): "
+                f"{exc.details}; {len(ids)} memories were imported before it"
+            ) from None
+        ids.extend(response.ids)
+        existing += sum(response.existing)
+        if wait_index and not response.indexed:
+            not_indexed += sum(1 for _, m in chunk if not m.sensitive)
+        if on_batch is not None:
+            on_batch(len(chunk))
+    return Stored(ids, existing, not_indexed)
