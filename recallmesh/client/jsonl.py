@@ -22,6 +22,7 @@ from recallmesh.client.errors import RecallmeshError
 from recallmesh.client.sync import Client
 from recallmesh.client.types import NewMemory, Relation
 from recallmesh.wire.enums import RELATION_TYPE_VALUES
+from recallmesh.wire.memory_fields import BY_NAME, STORE_FIELDS
 from recallmesh.wire.validation import MAX_INDEX_WAIT_MS, MAX_REQUEST_BYTES
 
 
@@ -31,9 +32,12 @@ class InputError(ValueError):
     rejected."""
 
 
-RECORD_FIELDS = {"content", "category", "tags", "importance", "sensitive", "metadata",
-                 "created_at", "valid_from", "valid_to", "expires_at", "thread", "id",
-                 "relations", "pinned"}
+# A record holds the fields a client may set on Store (recallmesh/wire/memory_fields.py).
+RECORD_FIELDS = frozenset(STORE_FIELDS)
+# The JSON type each kind of field takes.
+_JSON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "id": str, "text": str, "time": str, "labels": list, "map": dict, "relations": list,
+    "flag": bool, "real": (int, float)}
 
 
 def parse_time(value: str, field: str, where: str) -> datetime:
@@ -67,49 +71,50 @@ def memory_from_json(obj: Any, where: str) -> NewMemory:
     unknown = set(obj) - RECORD_FIELDS
     if unknown:
         raise InputError(f"{where}: unknown field(s) {sorted(unknown)}")
-
-    def typed(name: str, kind: type | tuple[type, ...], default: Any) -> Any:
-        value = obj.get(name, default)
-        if value is None:
-            return default
-        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-            raise InputError(f"{where}: {name} has the wrong type ({type(value).__name__})")
-        return value
-
     if not isinstance(obj.get("content"), str):
         raise InputError(f"{where}: 'content' (a string) is required")
-    tags = typed("tags", list, [])
-    metadata = typed("metadata", dict, {})
-    if not all(isinstance(t, str) for t in tags):
-        raise InputError(f"{where}: tags must be a list of strings")
-    if not all(isinstance(v, str) for v in metadata.values()):
-        raise InputError(f"{where}: metadata values must be strings")
-    importance = typed("importance", (int, float), None)
-    new_id = typed("id", str, "")
-    if new_id:
-        new_id = memory_id(new_id, f"{where}: id")
-    relations = []
-    for i, relation in enumerate(typed("relations", list, [])):
-        at = f"{where}: relations[{i}]"
-        if not isinstance(relation, dict) or set(relation) != {"type", "target_id"}:
-            raise InputError(f"{at} must be an object with \"type\" and \"target_id\"")
-        if relation["type"] not in RELATION_TYPE_VALUES:
-            raise InputError(f"{at}: type must be one of {', '.join(RELATION_TYPE_VALUES)}, "
-                             f"got {relation['type']!r}")
-        target = memory_id(relation["target_id"], f"{at}.target_id")
-        relations.append(Relation(relation["type"], target))
+    values = {name: _field_value(name, obj[name], where) for name in STORE_FIELDS
+              if name != "content" and obj.get(name) is not None}
+    return NewMemory(obj["content"], **values)
 
-    def time(field: str) -> datetime | None:
-        value = typed(field, str, "")
-        return parse_time(value, field, where) if value else None
 
-    return NewMemory(obj["content"], category=typed("category", str, ""), tags=tuple(tags),
-                     importance=None if importance is None else float(importance),
-                     sensitive=typed("sensitive", bool, False), thread=typed("thread", str, ""),
-                     metadata=metadata, created_at=time("created_at"),
-                     valid_from=time("valid_from"), valid_to=time("valid_to"),
-                     expires_at=time("expires_at"), id=new_id, relations=tuple(relations),
-                     pinned=typed("pinned", bool, False))
+def _field_value(name: str, value: Any, where: str) -> Any:
+    """A record's value of field `name` as the client's NewMemory holds it."""
+    kind = BY_NAME[name].kind
+    if not _of_json_type(value, kind):
+        raise InputError(f"{where}: {name} has the wrong type ({type(value).__name__})")
+    if kind == "labels":
+        if not all(isinstance(t, str) for t in value):
+            raise InputError(f"{where}: {name} must be a list of strings")
+        return tuple(value)
+    if kind == "map":
+        if not all(isinstance(v, str) for v in value.values()):
+            raise InputError(f"{where}: {name} values must be strings")
+        return value
+    if kind == "real":
+        return float(value)
+    if kind == "time":
+        return parse_time(value, name, where) if value else None
+    if kind == "id":
+        return memory_id(value, f"{where}: {name}") if value else ""
+    if kind == "relations":
+        return tuple(_relation(relation, f"{where}: {name}[{i}]")
+                     for i, relation in enumerate(value))
+    return value
+
+
+def _of_json_type(value: Any, kind: str) -> bool:
+    """Whether `value` has the JSON type of the field kind (true and false are no numbers)."""
+    return isinstance(value, _JSON_TYPES[kind]) and (kind == "flag" or not isinstance(value, bool))
+
+
+def _relation(relation: Any, at: str) -> Relation:
+    if not isinstance(relation, dict) or set(relation) != {"type", "target_id"}:
+        raise InputError(f"{at} must be an object with \"type\" and \"target_id\"")
+    if relation["type"] not in RELATION_TYPE_VALUES:
+        raise InputError(f"{at}: type must be one of {', '.join(RELATION_TYPE_VALUES)}, "
+                         f"got {relation['type']!r}")
+    return Relation(relation["type"], memory_id(relation["target_id"], f"{at}.target_id"))
 
 
 def read_json_lines(path: Path | Traversable) -> list[tuple[int, Any]]:
