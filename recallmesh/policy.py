@@ -68,7 +68,8 @@ class FusionSettings:
 MAX_SEED_MEMORIES = 100  # memories one request may name as seeds (graph leg)
 LEXICAL_RANKINGS = ("ts_rank", "bm25")
 # The relevance floor a deployment serves with (RECALLMESH_MIN_SCORE overrides): the highest
-# floor at which no evidence set loses recall@10 clearly (benchmarks/reports/relevance.md).
+# floor at which no evidence set loses recall clearly
+# (docs/decisions/0012-ranking-apart-from-scoring.md).
 DEFAULT_MIN_SCORE = 0.075
 MAX_LEG_DEPTH = 1000  # candidates one leg may be asked for (SearchRequest.k)
 # Default fusion weight per leg (RECALLMESH_LEG_WEIGHTS overrides); others get 1.0. Lexical

@@ -15,9 +15,8 @@ about nature lately"), told earlier in other words than the question's. So the r
 - turns the time-window boost off: a time an advice request names ("this weekend",
   "tonight") is when the plan happens, not when the memory was told.
 
-Measured on the LongMemEval development split (benchmarks/reports/retrieval.md): the rule
-fires on 21 of its 22 single-session-preference questions and on none of its other 233
-questions, and on none of LoCoMo's 1,033 or SciFact's 809 queries.
+On the development splits the rule fires on nearly every preference question and on almost no
+other (docs/decisions/0017-smaller-settings-and-limits.md has the counts).
 
 What a request sets itself wins over the route: an explicit `fusion.weights["lexical"]`,
 `fusion.context_hits` or `fusion.time_boost` is kept; `fusion.intent_routing = false` (or

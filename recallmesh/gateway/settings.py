@@ -21,8 +21,8 @@ from recallmesh.wire.validation import MAX_BUDGET_MS, MAX_INDEX_WAIT_MS
 # Legs searched with the embedded query (RECALLMESH_<LEG>_NEEDS_VECTOR overrides).
 LEGS_NEEDING_VECTOR = frozenset({"vector", "graph"})
 # The legs a gateway fans out to unless RECALLMESH_LEGS says otherwise. The graph leg runs
-# in every stack but is not among them: on the dev benchmarks it did not earn its place
-# (benchmarks/reports/retrieval.md); RECALLMESH_LEGS=lexical,vector,graph turns it on.
+# in every stack but is not among them (docs/decisions/0010-graph-stays-opt-in.md);
+# RECALLMESH_LEGS=lexical,vector,graph turns it on.
 DEFAULT_LEGS = "lexical,vector"
 ALL_LEGS = "lexical,vector,graph"
 # The legs that search sensitive memories: they are never embedded nor linked into the concept

@@ -45,15 +45,14 @@ MAX_RELATIONS = 16
 DEFAULT_K = 10
 MAX_K = 100
 # A recall's budget holds a concurrency slot, a connection per leg and the embedding queue
-# for as long as it runs: 10 s is 12.5 times the 800 ms default, far above any recall
-# measured here, and still short enough that a client cannot park work on the gateway.
+# for as long as it runs: far above any recall's need, short enough that a client cannot park
+# work on the gateway (docs/decisions/0017-smaller-settings-and-limits.md).
 MAX_BUDGET_MS = 10_000
-# The largest request the gateway's public port accepts (gRPC's own default, 4 MiB): a
-# StoreBatch of MAX_BATCH memories of about 4 KiB each (30 times the 124-character mean of the
-# LoCoMo turns), or of 127 memories at MAX_CONTENT_BYTES. Larger is RESOURCE_EXHAUSTED from
-# gRPC itself, before any code runs; split the batch. At 64 RPCs in progress that is at most
-# 256 MiB of request bytes held at once, within the gateway's 768 MiB memory limit
-# (k8s/base/gateway.yaml); the old 64 MiB allowed 4 GiB.
+# The largest request the gateway's public port accepts (gRPC's own default): a StoreBatch of
+# MAX_BATCH memories of about 4 KiB each, or of 127 memories at MAX_CONTENT_BYTES. Larger is
+# RESOURCE_EXHAUSTED from gRPC itself, before any code runs; split the batch. What 64 RPCs in
+# progress hold at once stays within the gateway's memory limit (k8s/base/gateway.yaml;
+# docs/decisions/0017-smaller-settings-and-limits.md).
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 @dataclass(frozen=True)
@@ -376,9 +375,9 @@ def memory_update(msg: memory_pb2.Memory, paths: Sequence[str], ns: str) -> dict
 
 
 # A write's wait for indexing holds a concurrency slot and polls the database every 100 ms:
-# 60 s covers a StoreBatch of MAX_BATCH memories on the measured CPU indexer (about 55
-# memories/s: 18 s) three times over. A bulk load that needs longer stores without waiting
-# (or in smaller batches); `indexed` says whether the wait was enough.
+# long enough for a StoreBatch of MAX_BATCH memories on a CPU indexer several times over
+# (docs/decisions/0017-smaller-settings-and-limits.md). A bulk load that needs longer stores
+# without waiting (or in smaller batches); `indexed` says whether the wait was enough.
 MAX_INDEX_WAIT_MS = 60_000
 
 

@@ -85,7 +85,8 @@ class GraphSettings:
     damping: float = 0.5  # probability of following an edge (1 - restart probability)
     max_iterations: int = 50
     tolerance: float = 1e-6
-    node_cap: int = 10_000  # SciFact dev: same top 10 as 50,000 for 98.7%, half the time
+    # nodes ranked at most (docs/decisions/0017-smaller-settings-and-limits.md)
+    node_cap: int = 10_000
     seed_top: int = 5  # nearest concept names seeded from the query vector
     seed_min_similarity: float = 0.45
     hop_decay: float = 0.5

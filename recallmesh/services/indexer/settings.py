@@ -14,8 +14,9 @@ from recallmesh.shared.settings import (
 )
 
 # The name-embedding cosine at which a new surface form joins an existing concept. It depends on
-# the model's cosine scale: 0.84 for nomic-embed-text-v1.5 (the default), 0.78 for MiniLM
-# (benchmarks/reports/concept-names.md); RECALLMESH_CONCEPT_MERGE_THRESHOLD overrides.
+# the model's cosine scale; this is nomic-embed-text-v1.5's, the default model
+# (docs/decisions/0017-smaller-settings-and-limits.md); RECALLMESH_CONCEPT_MERGE_THRESHOLD
+# overrides.
 DEFAULT_CONCEPT_MERGE_THRESHOLD = 0.84
 
 

@@ -218,7 +218,8 @@ _FULL_SCORES = f""", scored AS MATERIALIZED (
     -- Postings are read term by term through the (namespace, lexeme) key, whatever the
     -- planner's statistics say: a namespace it has no statistics for yet (a bulk load before
     -- ANALYZE) was otherwise planned as one scan of the whole namespace's postings joined to
-    -- the terms afterwards (measured: 52 s for one SciFact query instead of milliseconds).
+    -- the terms afterwards: seconds instead of milliseconds
+    -- (docs/decisions/0017-smaller-settings-and-limits.md).
     SELECT p.memory_id, sum({CONTRIBUTION}) AS score, count(*) AS matched
     FROM idf i
     {_POSTINGS}
@@ -430,8 +431,8 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, corrected
     # lookup: the memories it passes are found once through their indexes (a metadata or tag
     # GIN), and only their scores are looked up; best first, a filter passing one memory in a
     # thousand would otherwise look up about a thousand scored memories per hit returned
-    # (benchmarks/reports/listing.md). A filter passing more finds its k hits among the
-    # first lookups anyway.
+    # (docs/decisions/0017-smaller-settings-and-limits.md). A filter passing more finds its k
+    # hits among the first lookups anyway.
     source = "scored"
     passing = ""
     if where_filters:
@@ -486,10 +487,9 @@ ORDER BY {final_order}
 
 
 
-# The BM25 statement's work_mem (for this transaction only): its per-memory sums of a million
-# memories' postings need about 33 MB of hash table for a question with common words; at the
-# server's default (4 MB) they spilled to disk, and so did the scored memories (measured: 5
-# batches, 12 MB on disk, for 317,000 postings).
+# The BM25 statement's work_mem (for this transaction only): enough that the per-memory sums of
+# a million memories' postings for a question with common words stay in memory, where the
+# server's default spilled them to disk (docs/decisions/0017-smaller-settings-and-limits.md).
 BM25_WORK_MEM = "32MB"
 # The pruned statement costs more than the full one where there is little to prune (a small
 # namespace; docs/decisions/0003-bm25-maxscore.md has the measurement); it is run when the

@@ -14,8 +14,8 @@ class LexicalSettings:
     # Rows admitted by the OR-broaden step must reach this ts_rank; keeps the
     # broaden step from flooding a short AND result with one-word noise.
     or_min_rank: float = 0.01
-    # BM25 (k1 0.9, b 0.4) by default: it beat ts_rank in every fused configuration measured
-    # (benchmarks/reports/retrieval.md); "ts_rank" is the faithful Postgres full-text baseline.
+    # BM25 (k1 0.9, b 0.4) by default (docs/decisions/0007-bm25-parameters.md); "ts_rank" is
+    # the faithful Postgres full-text baseline.
     # The three are recall settings the lexical leg owns (recallmesh/policy.py): their
     # variables and bounds are declared there, a request may override them.
     ranking: str = "bm25"

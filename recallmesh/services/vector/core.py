@@ -34,7 +34,7 @@ instead of the namespace's (every search, never kept: filters vary), up to the c
 decides (`_passing_cap`), so the count stops early when the filter passes many. A selective
 filter (one user of a thousand) is then searched exactly over the few rows its index finds,
 instead of an HNSW scan that reads max_scan_tuples and comes back short
-(benchmarks/reports/listing.md).
+(docs/decisions/0017-smaller-settings-and-limits.md).
 Only memories embedded by the query vector's model are compared (vectors of
 two models are not comparable, e.g. during a model switch). Sensitive and
 deleted memories have no vector (the schema clears it), and the statement
