@@ -231,6 +231,7 @@ def main(argv: list[str] | None = None) -> None:
 
     texts = read_texts(args.datasets, args.memories)
     queries = read_queries(args.datasets, 2000)
+    args.load_before = os.getloadavg()[0]  # a shared machine's other work shows in both sides
     policy = RecallPolicy.from_env()
     settings = policy.fusion_settings("relevance")
     with tempfile.TemporaryDirectory(prefix="recallmesh-fusion-bench-") as tmp:
@@ -294,6 +295,8 @@ def report(fusion_rows: list[dict[str, Any]], recall_rows: list[dict[str, Any]],
                          f"| {r['p95_ms']:.2f} | {r['gateway_p50_ms']:.2f} | {delta} "
                          f"| {r['local_fusion']} | {r['degraded']} |")
     machine = machine_info()
+    lines += ["", f"Load average (1 min) of the machine: {args.load_before:.1f} at the start, "
+              f"{os.getloadavg()[0]:.1f} at the end (this run's own work included)."]
     print("\n" + "\n".join(lines) + f"\n\nmachine: {machine}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
