@@ -51,20 +51,19 @@ from benchmarks.performance.gateway_recall import (
 from recallmesh.gateway.fanout import LegOutcome, answered_lists, run_leg
 from recallmesh.gateway.fusion_call import FusionClient
 from recallmesh.gateway.legs import GrpcLeg
+from recallmesh.policy import FusionSettings, RecallPolicy
 from recallmesh.services.embedding.client import EmbedderClient, Embeddings
 from recallmesh.services.fusion.core import fuse
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import fusion_pb2
 from recallmesh.wire.filters import Filters
 from recallmesh.wire.fusion import (
-    FusionSettings,
     LegList,
     hits_from_proto,
     hits_to_proto,
     lists_to_proto,
     settings_to_proto,
 )
-from recallmesh.wire.policy import RecallPolicy
 from recallmesh.wire.retriever import LegQuery
 
 # name -> (legs asked, leg depth, the lexical leg asked again with the other ranking)
