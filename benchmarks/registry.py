@@ -637,6 +637,12 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
                      "benchmarks/results/security_overhead.json", "--report",
                      "benchmarks/reports/security-overhead.md"), ("security-overhead.md",),
               ("locomo", "longmemeval")),
+    Benchmark("fusion-hop", "the fusion service's round trip against in-process fusion on the "
+              "legs' real lists, and a whole recall with and without the service, one run",
+              module("benchmarks.performance.fusion_hop", "--json",
+                     "benchmarks/results/fusion_hop.json", "--report",
+                     "benchmarks/reports/fusion-hop.md"), ("fusion-hop.md",),
+              ("locomo", "longmemeval")),
     Benchmark("overload", "1 to 500 concurrent clients (90% recall, 10% store): goodput, "
               "shedding, latency, status codes, zero lost writes (issue 25)",
               module("benchmarks.performance.overload", "--json",

@@ -28,7 +28,6 @@ from recallmesh.gateway.metrics import LEG_FAILURES, SECOND_STAGE_LEG, SECOND_ST
 from recallmesh.gateway.settings import SENSITIVE_LEGS
 from recallmesh.policy import GRAPH_LEG, FusionSettings
 from recallmesh.services.embedding.client import Embeddings
-from recallmesh.services.fusion.core import fuse
 from recallmesh.shared.telemetry import LEG_LATENCY_SECONDS
 from recallmesh.wire.fusion import LegCandidate, LegList
 from recallmesh.wire.retriever import LegAnswer, LegQuery
@@ -40,6 +39,9 @@ MIN_LEG_TIMEOUT_S = 0.005
 
 # Embeds one query text within a timeout; raises LegTimeout / LegError.
 EmbedQuery = Callable[[str, float], Awaitable[Embeddings]]
+# Fuses ranked lists within a timeout, wherever the recall's fusions run (fusion_call.py):
+# the memory ids, best first.
+FuseIds = Callable[[list[LegList], FusionSettings, float], Awaitable[list[str]]]
 
 
 class LegTimeout(Exception):
@@ -133,14 +135,18 @@ async def graph_second_stage(
     left_s: float,
     min_ms: int,
     embedding: asyncio.Future[Embeddings] | None,
+    fuse_ids: FuseIds,
 ) -> None:
-    """Ask the graph leg again, seeded by the other legs' best fused hits, with `left_s` of
-    the budget; on success its new list replaces the first one (in place, in `ran`)."""
+    """Ask the graph leg again, seeded by the other legs' best hits (fused by `fuse_ids`),
+    with `left_s` of the budget less the fusion's time; on success its new list replaces the
+    first one (in place, in `ran`)."""
     graph = next((o for o in ran if o.leg == GRAPH_LEG), None)
     if graph is None or leg is None or graph.state != "OK":
         return  # a failed first call is reported as such; no second try
     others = answered_lists(ran, weights, exclude=GRAPH_LEG)
-    seeds = tuple(c.memory_id for c in fuse(others, settings)[:seeds_wanted]) if others else ()
+    start = time.perf_counter()
+    seeds = tuple((await fuse_ids(others, settings, left_s))[:seeds_wanted]) if others else ()
+    left_s -= time.perf_counter() - start
     if not seeds or left_s * 1000 < min_ms:
         SECOND_STAGES.labels("skipped").inc()
         graph.detail = (

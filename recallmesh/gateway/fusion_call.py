@@ -1,8 +1,10 @@
-"""The fusion service's client and its call, with the in-process fallback and its circuit
-breaker: fusion runs in the fusion service when it answers in time, else here with the same code
-(recallmesh.services.fusion.core.fuse) and the same ranking. After a failure the gateway fuses
-in-process for FUSION_RETRY_AFTER_S instead of paying the timeout on every recall, then tries
-the service again."""
+"""Where a recall's fusions run, decided here and nowhere else
+(docs/decisions/0016-where-fusion-runs.md): every fusion of a recall (the graph second stage's
+seeds, the final ranking) goes to the fusion service when one is configured, and runs here with
+the same code (recallmesh.services.fusion.core.fuse) and the same ranking when none is, or when
+it fails or is late. After a failure the gateway fuses in-process for FUSION_RETRY_AFTER_S
+instead of paying the timeout on every fusion, then tries the service again. The recency order
+ranks nothing: its candidate pool is built here, in-process (`pool`)."""
 
 from __future__ import annotations
 
@@ -45,6 +47,8 @@ class Fuser(Protocol):
 
 
 class FusionCall:
+    """The one place that decides where a fusion runs, and says so (RecallOutcome.fusion)."""
+
     def __init__(self, fuser: Fuser | None, timeout_ms: int) -> None:
         self.fuser = fuser
         self.timeout_ms = timeout_ms
@@ -52,13 +56,18 @@ class FusionCall:
         self._failure = ""
 
     async def __call__(
-        self, lists: list[LegList], settings: FusionSettings, remaining_s: float
+        self, lists: list[LegList], settings: FusionSettings, remaining_s: float,
+        ranking: bool = True,
     ) -> tuple[list[FusedCandidate], str]:
-        """The fused list and where fusion ran ("cc (service)", "cc (local: why)")."""
+        """The fused list and where fusion ran ("cc (service)", "cc (local)" without a
+        service, "cc (local: why)" after a failure). `ranking`: the recall's final fusion;
+        only it counts a fallback (recallmesh_recall_fallbacks_total counts recalls), and
+        after a failed earlier fusion it runs in-process by the breaker, so it is counted."""
         if self.fuser is None:
             return fuse(lists, settings), f"{settings.method} (local)"
         if time.monotonic() < self._retry_at:  # failed recently: do not wait on it again
-            FALLBACKS.labels("local_fusion").inc()
+            if ranking:
+                FALLBACKS.labels("local_fusion").inc()
             return fuse(lists, settings), f"{settings.method} (local: {self._failure})"
         timeout_s = max(min(self.timeout_ms / 1000, remaining_s / 2), 0.002)
         with tracer.start_as_current_span("fusion"):
@@ -74,10 +83,16 @@ class FusionCall:
             except Exception as exc:  # a client bug must not fail the recall
                 log.exception("fusion call failed unexpectedly")
                 why = f"fusion service: {type(exc).__name__}"
-        FALLBACKS.labels("local_fusion").inc()
+        if ranking:
+            FALLBACKS.labels("local_fusion").inc()
         self._retry_at = time.monotonic() + FUSION_RETRY_AFTER_S
         self._failure = f"{why}; retrying the service in {FUSION_RETRY_AFTER_S:.0f} s"
         return fuse(lists, settings), f"{settings.method} (local: {why})"
+
+    def pool(self, lists: list[LegList], settings: FusionSettings) -> list[FusedCandidate]:
+        """Every leg's candidates with their contributions, for an order that ranks nothing
+        by relevance (recency): in-process, its order unused, so no service call."""
+        return fuse(lists, settings)
 
 
 class FusionClient:

@@ -1,6 +1,7 @@
 """The recall path, in order: the request's policy (recallmesh/policy.py: request > intent
-route > deployment), fan-out to every leg under the budget (fanout.py), fusion in the fusion
-service or in-process (fusion_call.py), the refinements after fusion (stages.py: time window,
+route > deployment), fan-out to every leg under the budget (fanout.py), fusion where
+fusion_call.py decides (docs/decisions/0016-where-fusion-runs.md; the fusion settings built once
+per recall), the refinements after fusion (stages.py: time window,
 context propagation), hydration (hydration.py), then superseded memories after current ones
 (stages.current_first). Metrics in metrics.py.
 
@@ -68,9 +69,8 @@ from recallmesh.gateway.query_intent import Route, route
 from recallmesh.gateway.settings import GatewaySettings
 from recallmesh.gateway.store import MemoryStore
 from recallmesh.gateway.time_window import TimeWindow, boost
-from recallmesh.policy import GRAPH_LEG, RecallPolicy
+from recallmesh.policy import GRAPH_LEG, FusionSettings, RecallPolicy
 from recallmesh.services.embedding.client import Embeddings
-from recallmesh.services.fusion.core import fuse
 from recallmesh.shared import db
 from recallmesh.shared.errors import (
     DeadlineExceeded,
@@ -78,7 +78,7 @@ from recallmesh.shared.errors import (
     ResourceExhausted,
     Unavailable,
 )
-from recallmesh.wire.fusion import FusedCandidate
+from recallmesh.wire.fusion import FusedCandidate, LegList
 from recallmesh.wire.memory_fields import StoredMemory
 from recallmesh.wire.retriever import LegQuery
 from recallmesh.wire.validation import RecallQuery
@@ -98,7 +98,7 @@ class RecallHit:
 class RecallOutcome:
     hits: list[RecallHit]
     legs: list[LegOutcome]
-    fusion: str = ""  # method and where it ran, e.g. "rrf (service)"
+    fusion: str = ""  # method and where it ran (FusionCall), e.g. "rrf (service)"
     latency_ms: float = 0.0  # inside the gateway, fan-out to hydration
     time_window: TimeWindow | None = None  # the window the query named (when the boost ran)
     time_boosted: int = 0  # fused candidates created inside it
@@ -211,8 +211,9 @@ class Recaller:
         RECALL_SECONDS.labels(str(outcome.degraded).lower()).observe(elapsed)
         return replace(outcome, latency_ms=elapsed * 1000, route=routed)
 
-    async def _fan_out(self, q: RecallQuery, policy: RecallPolicy, leg_query: LegQuery,
-                       timeout_s: float, started: float) -> list[LegOutcome]:
+    async def _fan_out(self, q: RecallQuery, policy: RecallPolicy, settings: FusionSettings,
+                       leg_query: LegQuery, timeout_s: float, started: float
+                       ) -> list[LegOutcome]:
         """Every asked leg in parallel (and the graph second stage when the policy asks)."""
         asked = [leg for leg in self.legs if leg.name not in q.fusion.skip_legs]
         embedding: asyncio.Future[Embeddings] | None = None
@@ -228,9 +229,9 @@ class Recaller:
                 left_s = timeout_s - (time.perf_counter() - started)  # ends with the legs
                 await graph_second_stage(
                     ran, next((leg for leg in self.legs if leg.name == GRAPH_LEG), None),
-                    leg_query, policy.fusion_settings(q.sort_by), dict(policy.weights),
+                    leg_query, settings, dict(policy.weights),
                     policy.graph_second_stage_seeds, left_s, policy.graph_second_stage_min_ms,
-                    embedding)
+                    embedding, self._fuse_ids)
         finally:
             if embedding is not None:
                 if not embedding.done():
@@ -254,8 +255,9 @@ class Recaller:
             bm25_k1=policy.bm25_k1,
             bm25_b=policy.bm25_b,
         )
+        settings = policy.fusion_settings(q.sort_by)
         with RECALL_STAGE_SECONDS.labels("fan_out").time():
-            ran = await self._fan_out(q, policy, leg_query, planned.legs_s, started)
+            ran = await self._fan_out(q, policy, settings, leg_query, planned.legs_s, started)
         legs_done = time.perf_counter()
         by_name = {o.leg: o for o in ran}
         outcomes = [
@@ -281,9 +283,8 @@ class Recaller:
             FALLBACKS.labels("lexical_only" if only_lexical else "partial").inc()
 
         lists = answered_lists(answered, dict(policy.weights))
-        settings = policy.fusion_settings(q.sort_by)
         if q.sort_by == "recency":  # bypasses fusion: newest of the pooled candidates
-            fused = fuse(lists, settings)
+            fused = self.fusion.pool(lists, settings)
             async with self._after_legs(planned, started, legs_done):
                 memories = await self.store.hydrate(q.namespace, [c.memory_id for c in fused])
             live = [c for c in fused if c.memory_id in memories]
@@ -333,6 +334,13 @@ class Recaller:
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how, time_window=plan.window,
                              time_boosted=boosted)
+
+    async def _fuse_ids(self, lists: list[LegList], settings: FusionSettings,
+                        remaining_s: float) -> list[str]:
+        """The memory ids of a fusion before the final one (the graph second stage's seeds),
+        best first, fused where the recall's fusions run."""
+        fused, _ = await self.fusion(lists, settings, remaining_s, ranking=False)
+        return [c.memory_id for c in fused]
 
     @contextlib.asynccontextmanager
     async def _after_legs(self, planned: budget.RecallPlan, started: float, legs_done: float

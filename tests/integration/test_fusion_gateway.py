@@ -1,5 +1,6 @@
-"""Integration: fusion through the real gateway and fusion service, per-request overrides,
-and the fallbacks when the fusion service or the vector leg is down."""
+"""Integration: fusion through the real gateway and fusion service (every fusion of a recall
+there, the recency order's pool in the gateway: docs/decisions/0016-where-fusion-runs.md),
+per-request overrides, and the fallbacks when the fusion service or the vector leg is down."""
 
 from __future__ import annotations
 
@@ -63,6 +64,34 @@ def test_exact_match_bonus_keeps_the_exact_hit_first(gateway: memory_pb2_grpc.Me
     ranked = [next(c.score for c in h.legs if c.leg == "ranker") for h in with_bonus.hits]
     assert ranked[0] > scores[exact]
     assert ranked[0] > ranked[1]
+
+
+def fuse_calls(stack: Stack) -> float:
+    """The fusion service's answered Fuse calls so far (its grpc_server_handled_total)."""
+    metrics = urllib.request.urlopen(
+        f"http://localhost:{stack.metrics['fusion']}/metrics", timeout=5).read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+               if line.startswith("grpc_server_handled_total{") and 'grpc_method="Fuse"' in line
+               and 'grpc_code="OK"' in line)
+
+
+def test_every_fusion_of_a_recall_runs_in_the_service_and_recency_pools_here(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub,
+        graph_gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
+    store_all(gateway, ns, EXACT_CASE)
+    before = fuse_calls(stack)
+    ranked = recall(gateway, ns, EXACT_QUERY)
+    assert ranked.fusion == f"{DEFAULT_FUSION_METHOD} (service)"
+    assert fuse_calls(stack) == before + 1
+    newest = gateway.Recall(memory_pb2.RecallRequest(
+        namespace=ns, query=EXACT_QUERY, sort_by=memory_pb2.SORT_BY_RECENCY), timeout=30)
+    assert newest.fusion == "none (recency)" and newest.hits
+    assert fuse_calls(stack) == before + 1  # the recency order ranks nothing: no call
+    staged = recall(graph_gateway, ns, EXACT_QUERY,
+                    fusion=memory_pb2.FusionOverrides(graph_second_stage=True))
+    assert "second stage" in {leg.leg: leg for leg in staged.legs}["graph"].detail
+    assert staged.fusion == f"{DEFAULT_FUSION_METHOD} (service)"
+    assert fuse_calls(stack) == before + 3  # the second stage's seeds, then the ranking
 
 
 def test_fusion_service_down_gives_the_same_ranking(stack: Stack,
