@@ -84,7 +84,7 @@ def answered_lists(outcomes: Sequence[LegOutcome], weights: dict[str, float],
 async def _search(
     leg: Leg, query: LegQuery, timeout_s: float, embedding: asyncio.Future[Embeddings] | None
 ) -> LegAnswer:
-    if not getattr(leg, "needs_vector", False):
+    if not leg.needs_vector:
         return await leg.search(query, timeout_s)
     if embedding is None:
         raise LegError("no embedding service configured")

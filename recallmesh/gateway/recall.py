@@ -218,7 +218,7 @@ class Recaller:
         asked = [leg for leg in self.legs if leg.name not in q.fusion.skip_legs]
         embedding: asyncio.Future[Embeddings] | None = None
         if self.embed_query is not None and any(
-            getattr(leg, "needs_vector", False) for leg in asked
+            leg.needs_vector for leg in asked
         ):
             embedding = asyncio.ensure_future(self._embed(q.query, timeout_s))
         try:

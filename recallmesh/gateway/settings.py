@@ -127,7 +127,7 @@ class GatewaySettings:
                                    env_int("RECALLMESH_INDEX_WAIT_MS", 30000, minimum=0),
                                    MAX_INDEX_WAIT_MS),
             fusion_target=(
-                "" if env_str("RECALLMESH_FUSION_TARGET", "x").lower() in ("local", "none")
+                "" if env_str("RECALLMESH_FUSION_TARGET", "").lower() in ("local", "none")
                 else default_target("fusion")
             ),
             fusion_timeout_ms=env_int("RECALLMESH_FUSION_TIMEOUT_MS", 25, minimum=1),
