@@ -9,12 +9,15 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import grpc
 import psycopg
 import pytest
+from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from recallmesh.auth.keys import new_key, split_key
@@ -43,7 +46,8 @@ def stubs(stack: Stack, token: str) -> tuple[grpc.Channel, memory_pb2_grpc.Memor
     return channel, memory_pb2_grpc.MemoryServiceStub(channel)
 
 
-def call_as(stack: Stack, token: str | None, method: str, request) -> tuple[grpc.StatusCode, str]:
+def call_as(stack: Stack, token: str | None, method: str,
+            request: Message) -> tuple[grpc.StatusCode, str]:
     """(code, details) of one gateway call carrying `token` (None: no credential at all)."""
     with dial_blocking(stack.endpoints["gateway"], token=token or "") as channel:
         try:
@@ -53,7 +57,8 @@ def call_as(stack: Stack, token: str | None, method: str, request) -> tuple[grpc
     return grpc.StatusCode.OK, ""
 
 
-def raw_call(stack: Stack, metadata, request) -> tuple[grpc.StatusCode, str]:
+def raw_call(stack: Stack, metadata: list[tuple[str, str]],
+             request: memory_pb2.RecallRequest) -> tuple[grpc.StatusCode, str]:
     with grpc.insecure_channel(stack.endpoints["gateway"]) as channel:
         try:
             memory_pb2_grpc.MemoryServiceStub(channel).Recall(request, timeout=10,
@@ -63,7 +68,7 @@ def raw_call(stack: Stack, metadata, request) -> tuple[grpc.StatusCode, str]:
     return grpc.StatusCode.OK, ""
 
 
-def json_or_none(line: str) -> dict | None:
+def json_or_none(line: str) -> dict[str, Any] | None:
     try:
         value = json.loads(line)
     except ValueError:
@@ -279,7 +284,7 @@ def test_an_internal_service_will_not_start_without_a_wall(dsn: str) -> None:
     assert "RECALLMESH_INTERNAL_TOKEN" in done.stderr and "Traceback" not in done.stderr
 
 
-def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "recallmesh.cli", *args], env=env,
                           capture_output=True, text=True, timeout=60)
 
@@ -318,7 +323,8 @@ def test_keys_cli_creates_lists_and_revokes(stack: Stack, dsn: str, ns: str,
 
 
 @pytest.fixture(scope="module")
-def jwt_gateway(stack: Stack, tmp_path_factory: pytest.TempPathFactory):
+def jwt_gateway(stack: Stack, tmp_path_factory: pytest.TempPathFactory
+                ) -> Iterator[tuple[Stack, TestIssuer]]:
     """A gateway over the session's services that also accepts JWTs from a test issuer."""
     folder = tmp_path_factory.mktemp("jwt-gateway")
     issuer = TestIssuer()
@@ -334,7 +340,8 @@ def jwt_gateway(stack: Stack, tmp_path_factory: pytest.TempPathFactory):
     gateway.stop()
 
 
-def test_jwt_callers_get_the_namespaces_and_scopes_their_token_lists(jwt_gateway, ns: str) -> None:
+def test_jwt_callers_get_the_namespaces_and_scopes_their_token_lists(
+        jwt_gateway: tuple[Stack, TestIssuer], ns: str) -> None:
     gateway, issuer = jwt_gateway
     token = issuer.mint(namespaces=[f"{ns}-*"], scopes="recallmesh:read write openid")
     with gateway.dial(token=token) as channel:
@@ -353,7 +360,8 @@ def test_jwt_callers_get_the_namespaces_and_scopes_their_token_lists(jwt_gateway
             memory_pb2.RecallRequest(namespace=f"{ns}-a", query="parks"), timeout=10).hits
 
 
-def test_every_jwt_failure_is_unauthenticated(jwt_gateway, ns: str) -> None:
+def test_every_jwt_failure_is_unauthenticated(jwt_gateway: tuple[Stack, TestIssuer],
+                                              ns: str) -> None:
     gateway, issuer = jwt_gateway
     request = memory_pb2.RecallRequest(namespace=f"{ns}-a", query="anything")
     cases = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import urllib.request
+from typing import Any
 
 import grpc
 import psycopg
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.integration
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 
 
-def mem(**fields):
+def mem(**fields: Any) -> memory_pb2.Memory:
     fields.setdefault("content", "a valid memory")
     return memory_pb2.Memory(**fields)
 
@@ -60,7 +61,7 @@ BAD_STORES = {
 
 @pytest.mark.parametrize("case", sorted(BAD_STORES))
 def test_bad_store_is_rejected_and_writes_nothing(gateway: memory_pb2_grpc.MemoryServiceStub,
-                                                  db: psycopg.Connection, case) -> None:
+                                                  db: psycopg.Connection, case: str) -> None:
     request, mentions = BAD_STORES[case]
     before = row_count(db)
     details = expect_status(INVALID, gateway.Store, request)
@@ -82,7 +83,7 @@ def test_bad_batch_writes_nothing_and_names_the_index(gateway: memory_pb2_grpc.M
     assert row_count(db) == before
 
 
-BAD_RECALLS = {
+BAD_RECALLS: dict[str, tuple[dict[str, Any], str]] = {
     "missing namespace": (dict(namespace="", query="q"), "namespace"),
     "empty query": (dict(query=""), "query"),
     "whitespace query": (dict(query="   "), "query"),
@@ -104,7 +105,8 @@ BAD_RECALLS = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_RECALLS))
-def test_bad_recall_is_invalid_argument(gateway: memory_pb2_grpc.MemoryServiceStub, case) -> None:
+def test_bad_recall_is_invalid_argument(gateway: memory_pb2_grpc.MemoryServiceStub,
+                                        case: str) -> None:
     fields, mentions = BAD_RECALLS[case]
     fields = {"namespace": "ns", **fields}
     details = expect_status(INVALID, gateway.Recall, memory_pb2.RecallRequest(**fields))
@@ -128,7 +130,7 @@ def test_get_and_delete_bad_ids(gateway: memory_pb2_grpc.MemoryServiceStub, db: 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(query=st.text(min_size=0, max_size=300))
 def test_any_query_text_never_yields_internal(gateway: memory_pb2_grpc.MemoryServiceStub,
-                                              query) -> None:
+                                              query: str) -> None:
     ns = "hypothesis-queries"
     request = memory_pb2.RecallRequest(namespace=ns, query=query)
     try:
@@ -187,7 +189,7 @@ def test_namespaces_are_nfc_normalised(gateway: memory_pb2_grpc.MemoryServiceStu
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(namespace=st.text(min_size=0, max_size=140))
 def test_any_namespace_is_served_or_invalid_argument(gateway: memory_pb2_grpc.MemoryServiceStub,
-                                                     namespace) -> None:
+                                                     namespace: str) -> None:
     request = memory_pb2.RecallRequest(namespace=namespace, query="alpha")
     try:
         gateway.Recall(request, timeout=10)
@@ -197,7 +199,7 @@ def test_any_namespace_is_served_or_invalid_argument(gateway: memory_pb2_grpc.Me
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _hypothesis_corpus(gateway: memory_pb2_grpc.MemoryServiceStub):
+def _hypothesis_corpus(gateway: memory_pb2_grpc.MemoryServiceStub) -> None:
     for text in ["alpha beta gamma", "C++ & Rust <-> tsquery", "emoji 😀 party", "O'Neil's \\"]:
         store(gateway, "hypothesis-queries", text)
 
@@ -215,7 +217,7 @@ MALFORMED = {
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_a_malformed_request_is_invalid_argument_counted_and_logged_once(stack: Stack,
                                                                          db: psycopg.Connection,
-                                                                         case) -> None:
+                                                                         case: str) -> None:
     """Without a key even: INVALID_ARGUMENT with a short message (not UNKNOWN with an
     exception's class name), counted in the RPC metrics, one WARNING line and no traceback
     in the gateway's log; nothing written."""

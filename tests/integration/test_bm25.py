@@ -4,7 +4,9 @@ kept by the schema's triggers, and the per-request switch through the gateway.""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import grpc
 import psycopg
@@ -27,11 +29,11 @@ def bm25(tf: int, dl: int, avgdl: float, n: int, df: int) -> float:
     return idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avgdl))
 
 
-def stats(db: psycopg.Connection, ns: str) -> tuple[dict[str, int], tuple[int, int] | None]:
-    df = dict(db.execute("SELECT lexeme, df FROM lexeme_stats WHERE namespace = %s AND df > 0",
-                         (ns,)).fetchall())
-    return df, db.execute("SELECT docs, total_len FROM namespace_stats WHERE namespace = %s",
-                          (ns,)).fetchone()
+def stats(db: psycopg.Connection, ns: str) -> tuple[dict[str, int], tuple[int, int]]:
+    df: dict[str, int] = dict(db.execute(
+        "SELECT lexeme, df FROM lexeme_stats WHERE namespace = %s AND df > 0", (ns,)).fetchall())
+    return df, one_row(db.execute(
+        "SELECT docs, total_len FROM namespace_stats WHERE namespace = %s", (ns,)))
 
 
 def postings(db: psycopg.Connection, ns: str) -> set[tuple[str, str, int, int]]:
@@ -47,11 +49,12 @@ def recounted_postings(db: psycopg.Connection, ns: str) -> set[tuple[str, str, i
         "WHERE m.namespace = %s AND m.deleted_at IS NULL", (ns,)).fetchall())
 
 
-def search(stack: Stack, ns: str, query: str, **fields):
+def search(stack: Stack, ns: str, query: str, **fields: Any) -> retriever_pb2.SearchResponse:
     with stack.dial("lexical") as ch:
-        return retriever_pb2_grpc.RetrieverServiceStub(ch).Search(
-            retriever_pb2.SearchRequest(namespace=ns, query=query, ranking="bm25",
-                                        **({"k": 10} | fields)), timeout=10)
+        response: retriever_pb2.SearchResponse = retriever_pb2_grpc.RetrieverServiceStub(
+            ch).Search(retriever_pb2.SearchRequest(namespace=ns, query=query, ranking="bm25",
+                                                   **({"k": 10} | fields)), timeout=10)
+    return response
 
 
 def test_scores_match_a_hand_computation(stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub,
@@ -166,12 +169,12 @@ def test_concurrent_writers_in_one_namespace_keep_exact_statistics(
 
     with ThreadPoolExecutor(8) as pool:
         assert sorted(pool.map(store, range(8))) == list(range(8))
-    recount = dict(db.execute(
+    recount: dict[str, int] = dict(db.execute(
         "SELECT lexeme, count(*) FROM memories, unnest(tsvector_to_array(search_vector)) lexeme "
         "WHERE namespace = %s AND deleted_at IS NULL GROUP BY lexeme", (ns,)).fetchall())
-    lengths = db.execute("SELECT count(*), sum(recallmesh_tsvector_length(search_vector)) "
-                         "FROM memories WHERE namespace = %s AND deleted_at IS NULL",
-                         (ns,)).fetchone()
+    lengths = one_row(db.execute("SELECT count(*), sum(recallmesh_tsvector_length(search_vector)) "
+                                 "FROM memories WHERE namespace = %s AND deleted_at IS NULL",
+                                 (ns,)))
     assert stats(db, ns) == (recount, tuple(lengths))
     assert postings(db, ns) == recounted_postings(db, ns)
     assert lengths[0] == 8 * 3 * 8
@@ -213,7 +216,7 @@ def test_postings_are_read_term_by_term_even_without_statistics(
     plan = one_row(db.execute("EXPLAIN (FORMAT JSON) " + sql, params | {
         "ns": ns, "query": "harbour tide", "k": 10, "k1": K1, "b": B}))[0]
 
-    def scans(node):
+    def scans(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield node
         for child in node.get("Plans", []):
             yield from scans(child)
@@ -353,7 +356,8 @@ async def test_corrections_can_be_turned_off_and_cost_nothing_when_unneeded(
     asked = {"ns": ns, "query": "ibuprofin dosege", "k": 10, "k1": K1, "b": B}
     assert len(db.execute(sql, params | asked | found).fetchall()) == 2
     assert db.execute(plain, plain_params | asked).fetchall() == []
-    nothing = {"spelled_terms": [], "spelled_lexemes": [], "spelled_similarity": []}
+    nothing: dict[str, list[object]] = {"spelled_terms": [], "spelled_lexemes": [],
+                                        "spelled_similarity": []}
     for query in ("ibuprofen dosage", "aspirin 2023 cat", "aspirin kitchens"):
         exact = {"ns": ns, "query": query, "k": 10, "k1": K1, "b": B}
         assert (db.execute(sql, params | exact | nothing).fetchall()
@@ -404,7 +408,7 @@ def reference_bm25(db: psycopg.Connection, ns: str, query: str, k1: float, b: fl
         "SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", (query,))]
     df, (n, total) = stats(db, ns)
     avgdl = max(total / max(n, 1), 1)
-    live = dict(db.execute(
+    live: dict[str, float] = dict(db.execute(
         "SELECT id::text, importance FROM memories WHERE namespace = %s AND deleted_at IS NULL"
         " AND (%s::text IS NULL OR %s = ANY(tags))", (ns, tag, tag)).fetchall())
     parts: dict[str, list[float]] = {}
@@ -434,9 +438,10 @@ def test_bm25_statement_returns_the_reference_k_best(db: psycopg.Connection,
            k=st.integers(1, 60), k1=st.sampled_from([0.0, 0.9, 1.2, 10.0]),
            b=st.sampled_from([0.0, 0.4, 1.0]), sort_by=st.sampled_from(["relevance", "importance"]),
            tag=st.sampled_from([None, "a", "c"]))
-    def check(words, k, k1, b, sort_by, tag):
+    def check(words: list[str], k: int, k1: float, b: float, sort_by: str,
+              tag: str | None) -> None:
         query = " ".join(words)
-        sql, params = core.build_bm25_sql(Filters(tags=[tag] if tag else []), sort_by)
+        sql, params = core.build_bm25_sql(Filters(tags=(tag,) if tag else ()), sort_by)
         got = db.execute(sql, params | {"ns": ns, "query": query, "k": k, "k1": k1,
                                         "b": b}).fetchall()
         expected = reference_bm25(db, ns, query, k1, b, tag)
@@ -584,9 +589,10 @@ def test_pruned_bm25_statement_equals_the_full_one(db: psycopg.Connection,
            k=st.integers(1, 40), k1=st.sampled_from([0.0, 0.9, 1.2, 10.0]),
            b=st.sampled_from([0.0, 0.4, 1.0]), sort_by=st.sampled_from(["relevance", "importance"]),
            tag=st.sampled_from([None, "a", "c"]))
-    def check(words, k, k1, b, sort_by, tag):
-        filters = Filters(tags=[tag] if tag else [])
-        params = {"ns": ns, "query": " ".join(words), "k": k, "k1": k1, "b": b}
+    def check(words: list[str], k: int, k1: float, b: float, sort_by: str,
+              tag: str | None) -> None:
+        filters = Filters(tags=(tag,) if tag else ())
+        params: dict[str, Any] = {"ns": ns, "query": " ".join(words), "k": k, "k1": k1, "b": b}
         found = corrections(db, ns, params["query"])  # misspelt words: corrected the leg's way
         params |= found
         full_sql, full_params = core.build_bm25_sql(filters, sort_by, prune=False,
@@ -618,7 +624,8 @@ async def test_the_leg_runs_the_pruned_statement_from_enough_postings(
         seen: list[bool] = []
         build = core.build_bm25_sql
 
-        def spy(filters, sort_by, prune=True, corrected=False):
+        def spy(filters: Filters, sort_by: str, prune: bool = True, corrected: bool = False
+                ) -> tuple[str, dict[str, Any]]:
             seen.append(prune)
             return build(filters, sort_by, prune, corrected)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import grpc
@@ -32,12 +33,12 @@ INDEX_WAIT_S = MAX_INDEX_WAIT_MS / 1000
 
 
 @pytest.fixture(scope="module")
-def client(stack: Stack):
+def client(stack: Stack) -> Iterator[Client]:
     with Client(stack.endpoints["gateway"], api_key=stack.api_key, tls=False) as c:
         yield c
 
 
-def test_store_get_update_recall_forget(client, ns: str) -> None:
+def test_store_get_update_recall_forget(client: Client, ns: str) -> None:
     stored = client.store("Maya's favourite frontend framework is Svelte; she finds React "
                           "verbose", namespace=ns, category="preference",
                           tags=["frontend", "maya"], importance=0.8, thread="chat-1",
@@ -56,8 +57,8 @@ def test_store_get_update_recall_forget(client, ns: str) -> None:
     assert {c.leg for c in hits[0].legs} >= {"vector"}
 
     updated = client.update(memory.id, namespace=ns, importance=0.3, tags=["ui"]).memory
-    assert (updated.importance, updated.tags, updated.content) == (
-        pytest.approx(0.3), ("ui",), memory.content)
+    assert updated.importance == pytest.approx(0.3)
+    assert (updated.tags, updated.content) == (("ui",), memory.content)
 
     deleted = client.forget(memory.id, namespace=ns)
     assert deleted.purged and deleted.id == memory.id
@@ -67,7 +68,7 @@ def test_store_get_update_recall_forget(client, ns: str) -> None:
     assert client.recall("which UI library does Maya like?", namespace=ns).hits == ()
 
 
-def test_store_batch_and_a_retried_write_is_the_same_write(client, ns: str) -> None:
+def test_store_batch_and_a_retried_write_is_the_same_write(client: Client, ns: str) -> None:
     batch = client.store_batch(["The office is in Lyon", NewMemory("Standup is at 9:30",
                                                                    category="fact")],
                                namespace=ns)
@@ -80,7 +81,7 @@ def test_store_batch_and_a_retried_write_is_the_same_write(client, ns: str) -> N
         client.store("something else", namespace=ns, id=memory_id)
 
 
-def test_errors_keep_their_status_and_message(client, stack: Stack, ns: str) -> None:
+def test_errors_keep_their_status_and_message(client: Client, stack: Stack, ns: str) -> None:
     with pytest.raises(InvalidArgumentError, match="content"):
         client.store("   ", namespace=ns)
     with pytest.raises(InvalidArgumentError, match="max_tokens"):
@@ -95,7 +96,7 @@ def test_errors_keep_their_status_and_message(client, stack: Stack, ns: str) -> 
             c.context("anything")
 
 
-def test_context_packs_current_facts_within_the_budget(client, ns: str) -> None:
+def test_context_packs_current_facts_within_the_budget(client: Client, ns: str) -> None:
     old = client.store("The user's favourite editor is Vim", namespace=ns,
                        category="preference").memory
     new = client.store("The user switched editors and now prefers VS Code", namespace=ns,
@@ -143,7 +144,7 @@ async def test_async_client_round_trip(stack: Stack, ns: str) -> None:
             await c.get(stored.memory.id)
 
 
-def test_context_command_prints_the_block(client, stack: Stack, ns: str,
+def test_context_command_prints_the_block(client: Client, stack: Stack, ns: str,
                                           monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     import json
@@ -164,7 +165,7 @@ def test_context_command_prints_the_block(client, stack: Stack, ns: str,
     assert "INVALID_ARGUMENT" in capsys.readouterr().err
 
 
-def test_context_calls_are_timed_like_every_rpc(client, stack: Stack, ns: str) -> None:
+def test_context_calls_are_timed_like_every_rpc(client: Client, stack: Stack, ns: str) -> None:
     import urllib.request
 
     client.context("anything at all", namespace=ns)
@@ -177,7 +178,7 @@ def test_context_calls_are_timed_like_every_rpc(client, stack: Stack, ns: str) -
 
 
 def test_delete_namespace_removes_every_memory_and_says_how_many(
-        client, stack: Stack, ns: str, capsys: pytest.CaptureFixture[str],
+        client: Client, stack: Stack, ns: str, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     from recallmesh.cli import main
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
 
@@ -31,7 +32,8 @@ class SlowLeg(retriever_pb2_grpc.RetrieverServiceServicer):
         self.delay_s = delay_s
         self.cancelled_after: list[float] = []
 
-    def Search(self, request, context):
+    def Search(self, request: retriever_pb2.SearchRequest,
+               context: grpc.ServicerContext) -> retriever_pb2.SearchResponse:
         start = time.monotonic()
         while time.monotonic() - start < self.delay_s:
             if not context.is_active():
@@ -45,7 +47,8 @@ class SlowLeg(retriever_pb2_grpc.RetrieverServiceServicer):
 class JunkLeg(retriever_pb2_grpc.RetrieverServiceServicer):
     """Answers at once, ranking ids that are malformed or name no live memory first."""
 
-    def Search(self, request, context):
+    def Search(self, request: retriever_pb2.SearchRequest,
+               context: grpc.ServicerContext) -> retriever_pb2.SearchResponse:
         return retriever_pb2.SearchResponse(candidates=[
             retriever_pb2.Candidate(memory_id="not-a-uuid", score=9.0),
             *(retriever_pb2.Candidate(memory_id=f"00000000-0000-4000-8000-{i:012d}", score=1.0)
@@ -54,7 +57,7 @@ class JunkLeg(retriever_pb2_grpc.RetrieverServiceServicer):
 
 
 @pytest.fixture(scope="module")
-def junk_leg():
+def junk_leg() -> Iterator[str]:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     retriever_pb2_grpc.add_RetrieverServiceServicer_to_server(JunkLeg(), server)
     port = server.add_insecure_port("localhost:0")
@@ -64,7 +67,7 @@ def junk_leg():
 
 
 @pytest.fixture(scope="module")
-def slow_leg():
+def slow_leg() -> Iterator[tuple[SlowLeg, str]]:
     servicer = SlowLeg(delay_s=5.0)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     retriever_pb2_grpc.add_RetrieverServiceServicer_to_server(servicer, server)
@@ -75,7 +78,8 @@ def slow_leg():
 
 
 @pytest.fixture(scope="module")
-def degraded_gateway(dsn: str, pg_dir: Path, slow_leg, junk_leg):
+def degraded_gateway(dsn: str, pg_dir: Path, slow_leg: tuple[SlowLeg, str],
+                     junk_leg: str) -> Iterator[memory_pb2_grpc.MemoryServiceStub]:
     _, slow_target = slow_leg
     env = stack_env(
         pg_dir / "degraded", dsn,
@@ -94,7 +98,8 @@ def degraded_gateway(dsn: str, pg_dir: Path, slow_leg, junk_leg):
 
 
 @pytest.fixture(scope="module")
-def distant_db_gateway(stack: Stack, pg_dir: Path, slow_leg):
+def distant_db_gateway(stack: Stack, pg_dir: Path, slow_leg: tuple[SlowLeg, str]
+                       ) -> Iterator[memory_pb2_grpc.MemoryServiceStub]:
     """A gateway over the session's lexical leg and the slow leg whose database is 25 ms away
     (every round trip through a LatencyProxy): its reads after the legs take longer than the
     50 ms reserve, every time, whatever else the machine does. The lexical leg reads the
@@ -109,7 +114,7 @@ def distant_db_gateway(stack: Stack, pg_dir: Path, slow_leg):
         yield stub
 
 
-def states(response) -> dict[str, str]:
+def states(response: memory_pb2.RecallResponse) -> dict[str, str]:
     return {leg.leg: memory_pb2.LegState.Name(leg.state) for leg in response.legs}
 
 
@@ -121,9 +126,10 @@ def lexical_ranking(stack: Stack, ns: str, query: str, k: int) -> list[str]:
     return [c.memory_id for c in response.candidates][:k]
 
 
-def test_fallback_is_exactly_the_lexical_ranking(gateway: memory_pb2_grpc.MemoryServiceStub,
-                                                 stack: Stack, degraded_gateway, ns: str,
-                                                 slow_leg) -> None:
+def test_fallback_is_exactly_the_lexical_ranking(
+        gateway: memory_pb2_grpc.MemoryServiceStub, stack: Stack,
+        degraded_gateway: memory_pb2_grpc.MemoryServiceStub, ns: str,
+        slow_leg: tuple[SlowLeg, str]) -> None:
     for i, importance in enumerate([0.2, 0.9, 0.5, 0.7]):
         store(gateway, ns, f"note {i} about the harbour ferry timetable", importance=importance)
     store(gateway, ns, "ferry tickets are in the drawer")
@@ -154,7 +160,8 @@ def test_fallback_is_exactly_the_lexical_ranking(gateway: memory_pb2_grpc.Memory
 
 
 def test_request_budget_and_client_deadline_shorten_leg_deadlines(
-        degraded_gateway, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
+        degraded_gateway: memory_pb2_grpc.MemoryServiceStub,
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     store(gateway, ns, "budgeted recall probe")
     response = recall(degraded_gateway, ns, "budgeted recall probe", budget_ms=120)
     slow = next(leg for leg in response.legs if leg.leg == "slow")
@@ -191,7 +198,8 @@ def test_no_leg_answering_is_unavailable_naming_the_legs(dsn: str, pg_dir: Path,
 
 
 def test_concurrent_recalls_during_leg_failure_all_answer(
-        distant_db_gateway, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
+        distant_db_gateway: memory_pb2_grpc.MemoryServiceStub,
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     """A leg that always outlasts its deadline costs only its own candidates: 16 recalls
     released together reach the reads after the legs together, and those take longer than
     the reserve (a database 25 ms away, the connections shared). Every one is answered,
@@ -217,9 +225,9 @@ def test_concurrent_recalls_during_leg_failure_all_answer(
     assert results == [(1, True, "LEG_STATE_TIMEOUT")] * concurrency
 
 
-def test_the_legs_end_early_enough_for_a_slow_database(distant_db_gateway,
-                                                       gateway: memory_pb2_grpc.MemoryServiceStub,
-                                                       ns: str) -> None:
+def test_the_legs_end_early_enough_for_a_slow_database(
+        distant_db_gateway: memory_pb2_grpc.MemoryServiceStub,
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     """Once the gateway has seen how long its reads after the legs take, a recall with a leg
     that never answers is cut early enough to be answered within its budget (300 ms)."""
     store(gateway, ns, "planned budget probe")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -179,7 +179,8 @@ def base_requests(ctx: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-SERVICES = {
+# service -> (its descriptor, its stub class)
+SERVICES: dict[str, tuple[Any, Callable[[grpc.Channel], object]]] = {
     "MemoryService": (memory_pb2.DESCRIPTOR.services_by_name["MemoryService"],
                       memory_pb2_grpc.MemoryServiceStub),
     "KeyService": (keys_pb2.DESCRIPTOR.services_by_name["KeyService"],
@@ -231,7 +232,8 @@ def _logs(stack: Any) -> dict[Path, int]:
 
 
 @pytest.fixture(scope="module")
-def edge_ctx(stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub):
+def edge_ctx(stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub
+             ) -> Iterator[dict[str, Any]]:
     """The namespace the requests name, its memories, and the size of every service log
     before the first edge request."""
     ns = f"edges-{uuid.uuid4().hex[:8]}"
@@ -244,7 +246,7 @@ def edge_ctx(stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub):
         gateway.DeleteNamespace(memory_pb2.DeleteNamespaceRequest(namespace=name), timeout=60)
 
 
-def test_every_public_rpc_has_a_valid_base_request(stack: Stack, edge_ctx) -> None:
+def test_every_public_rpc_has_a_valid_base_request(stack: Stack, edge_ctx: dict[str, Any]) -> None:
     bases = base_requests(edge_ctx)
     assert set(bases) == set(RPCS)  # a new RPC needs its base request here
     for method, request in bases.items():
@@ -253,7 +255,7 @@ def test_every_public_rpc_has_a_valid_base_request(stack: Stack, edge_ctx) -> No
 
 
 @pytest.mark.parametrize("method", sorted(RPCS))
-def test_every_field_at_every_edge(stack: Stack, edge_ctx, method) -> None:
+def test_every_field_at_every_edge(stack: Stack, edge_ctx: dict[str, Any], method: str) -> None:
     base = base_requests(edge_ctx)[method]
     failures = []
     for path, field in leaf_paths(base.DESCRIPTOR):
@@ -284,13 +286,15 @@ def edged(draw: st.DrawFn, method: str, ctx: dict[str, Any]) -> Any:
 @settings(max_examples=25, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
 @given(data=st.data())
-def test_several_fields_at_their_edges(stack: Stack, edge_ctx, method, data) -> None:
+def test_several_fields_at_their_edges(stack: Stack, edge_ctx: dict[str, Any], method: str,
+                                       data: st.DataObject) -> None:
     request = data.draw(edged(method, edge_ctx))
     code, details = call(stack, method, request)
     check(method, request, code, details, str(request)[:200])
 
 
-def test_no_service_logged_a_traceback_for_an_edge_value(stack: Stack, edge_ctx) -> None:
+def test_no_service_logged_a_traceback_for_an_edge_value(stack: Stack,
+                                                         edge_ctx: dict[str, Any]) -> None:
     """Runs after the RPCs above (file order): what every service wrote since."""
     bad = []
     for path in _logs(stack):

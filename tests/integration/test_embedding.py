@@ -23,13 +23,15 @@ def embedder_stub(stack: Stack) -> Iterator[embedder_pb2_grpc.EmbedderServiceStu
         yield embedder_pb2_grpc.EmbedderServiceStub(channel)
 
 
-def embed(stub, texts, kind=embedder_pb2.EMBED_KIND_QUERY) -> np.ndarray:
+def embed(stub: embedder_pb2_grpc.EmbedderServiceStub, texts: list[str],
+          kind: embedder_pb2.EmbedKind = embedder_pb2.EMBED_KIND_QUERY) -> np.ndarray:
     response = stub.Embed(embedder_pb2.EmbedRequest(texts=texts, kind=kind), timeout=30)
     return np.array([list(e.values) for e in response.embeddings])
 
 
 @pytest.mark.integration
-def test_grpc_batch_of_32_equals_32_single_calls(embedder_stub, manifest: ModelManifest) -> None:
+def test_grpc_batch_of_32_equals_32_single_calls(
+        embedder_stub: embedder_pb2_grpc.EmbedderServiceStub, manifest: ModelManifest) -> None:
     texts = [f"memory {i}: " + "the user mentioned something " * (i % 5) for i in range(32)]
     batch = embed(embedder_stub, texts, embedder_pb2.EMBED_KIND_DOCUMENT)
     singles = np.vstack([embed(embedder_stub, [t], embedder_pb2.EMBED_KIND_DOCUMENT)
@@ -39,14 +41,16 @@ def test_grpc_batch_of_32_equals_32_single_calls(embedder_stub, manifest: ModelM
 
 
 @pytest.mark.integration
-def test_grpc_identical_texts_identical_vectors(embedder_stub) -> None:
+def test_grpc_identical_texts_identical_vectors(
+        embedder_stub: embedder_pb2_grpc.EmbedderServiceStub) -> None:
     a, b = embed(embedder_stub, ["same text", "same text"])
     assert np.array_equal(a, b)
     assert np.array_equal(a, embed(embedder_stub, ["same text"])[0])
 
 
 @pytest.mark.integration
-def test_model_info_reports_the_provider_in_use(embedder_stub, manifest: ModelManifest) -> None:
+def test_model_info_reports_the_provider_in_use(
+        embedder_stub: embedder_pb2_grpc.EmbedderServiceStub, manifest: ModelManifest) -> None:
     info = embedder_stub.ModelInfo(embedder_pb2.ModelInfoRequest(), timeout=10)
     assert info.model_id == manifest.model_id == "nomic-embed-text-v1.5-onnx-fp32"  # the default
     assert (info.dimension, info.max_tokens, info.precision) == (768, 512, "fp32")
@@ -55,7 +59,8 @@ def test_model_info_reports_the_provider_in_use(embedder_stub, manifest: ModelMa
 
 
 @pytest.mark.integration
-def test_bad_embed_calls_are_invalid_argument(embedder_stub) -> None:
+def test_bad_embed_calls_are_invalid_argument(
+        embedder_stub: embedder_pb2_grpc.EmbedderServiceStub) -> None:
     expect_status(grpc.StatusCode.INVALID_ARGUMENT, embedder_stub.Embed,
                   embedder_pb2.EmbedRequest(texts=[]))
     details = expect_status(grpc.StatusCode.INVALID_ARGUMENT, embedder_stub.Embed,
@@ -64,7 +69,7 @@ def test_bad_embed_calls_are_invalid_argument(embedder_stub) -> None:
 
 
 @pytest.mark.integration
-def test_grpc_truncation_is_reported(embedder_stub) -> None:
+def test_grpc_truncation_is_reported(embedder_stub: embedder_pb2_grpc.EmbedderServiceStub) -> None:
     response = embedder_stub.Embed(
         embedder_pb2.EmbedRequest(texts=["long " * 5000, "short"]), timeout=30)
     assert response.truncated == 1 and len(response.embeddings) == 2
@@ -80,7 +85,8 @@ def _cache_hits(stack: Stack) -> float:
 
 
 @pytest.mark.integration
-def test_a_repeated_query_is_answered_from_the_query_cache(embedder_stub, stack: Stack) -> None:
+def test_a_repeated_query_is_answered_from_the_query_cache(
+        embedder_stub: embedder_pb2_grpc.EmbedderServiceStub, stack: Stack) -> None:
     text = f"what did I decide about the garden shed? {uuid.uuid4()}"
     before = _cache_hits(stack)
     first = embed(embedder_stub, [text])

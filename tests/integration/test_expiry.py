@@ -8,8 +8,10 @@ from __future__ import annotations
 import asyncio
 import time
 import urllib.request
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import grpc
 import psycopg
@@ -213,7 +215,7 @@ def test_update_sets_and_clears_expires_at(gateway: memory_pb2_grpc.MemoryServic
 
 
 @pytest.fixture(scope="module")
-def ttl_gateway(stack: Stack, pg_dir: Path):
+def ttl_gateway(stack: Stack, pg_dir: Path) -> Iterator[memory_pb2_grpc.MemoryServiceStub]:
     """A gateway whose namespaces `ttl-*` keep memories an hour by default, except
     `ttl-keep-*`, and `ttl-short-*` two seconds."""
     with extra_gateway(pg_dir / "ttl-gateway", stack, RECALLMESH_LEGS="lexical",
@@ -223,12 +225,13 @@ def ttl_gateway(stack: Stack, pg_dir: Path):
         yield stub
 
 
-def test_a_namespace_default_ttl_applies_to_memories_stored_without_one(ttl_gateway,
-                                                                        ns: str) -> None:
-    def store(namespace: str, **fields) -> memory_pb2.Memory:
-        return ttl_gateway.Store(memory_pb2.StoreRequest(
+def test_a_namespace_default_ttl_applies_to_memories_stored_without_one(
+        ttl_gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
+    def store(namespace: str, **fields: Any) -> memory_pb2.Memory:
+        stored: memory_pb2.StoreResponse = ttl_gateway.Store(memory_pb2.StoreRequest(
             namespace=namespace, memory=memory_pb2.Memory(content="A note.", **fields)),
-            timeout=10).memory
+            timeout=10)
+        return stored.memory
 
     hour = store(f"ttl-{ns}")
     assert (hour.expires_at.ToDatetime() - hour.created_at.ToDatetime()).total_seconds() == \
@@ -281,6 +284,8 @@ def test_the_graph_leg_drops_an_expired_memory_from_its_cached_graph(
 
 
 def gateway_store_wait(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, text: str,
-                       **fields) -> str:
-    return gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
-        content=text, **fields), index_wait=WAIT), timeout=90).memory.id
+                       **fields: Any) -> str:
+    stored: memory_pb2.StoreResponse = gateway.Store(memory_pb2.StoreRequest(
+        namespace=ns, memory=memory_pb2.Memory(content=text, **fields), index_wait=WAIT),
+        timeout=90)
+    return stored.memory.id

@@ -18,9 +18,11 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import grpc
 import psycopg
@@ -32,10 +34,12 @@ from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from tests.conftest import stack_env
 from tests.helpers import one_row
 
+T = TypeVar("T")
+
 pytestmark = pytest.mark.integration
 
-SERVING = health_pb2.HealthCheckResponse.SERVING
-NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+SERVING: int = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING: int = health_pb2.HealthCheckResponse.NOT_SERVING
 WITH_POOL = ("gateway", "lexical", "vector", "indexer")  # the services that read Postgres
 RECOVERY_S = 6.0  # "within a few seconds" of Postgres being back
 WAIT = memory_pb2.IndexWait(wait=True, timeout_ms=30_000)
@@ -95,13 +99,14 @@ def own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Own]:
 def health(address: str) -> int | None:
     with grpc.insecure_channel(address) as channel:
         try:
-            return health_pb2_grpc.HealthStub(channel).Check(
+            status: int = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=""), timeout=1).status
+            return status
         except grpc.RpcError:
             return None
 
 
-def wait_for(what: str, condition, timeout_s: float) -> float:
+def wait_for(what: str, condition: Callable[[], object], timeout_s: float) -> float:
     """Seconds until condition() held; fails the test after timeout_s."""
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:
@@ -111,7 +116,7 @@ def wait_for(what: str, condition, timeout_s: float) -> float:
     pytest.fail(f"{what}: not within {timeout_s} s")
 
 
-def states(response) -> dict[str, str]:
+def states(response: memory_pb2.RecallResponse) -> dict[str, str]:
     return {leg.leg: memory_pb2.LegState.Name(leg.state) for leg in response.legs}
 
 
@@ -182,7 +187,7 @@ class Load:
         for t in self.threads:
             t.join(30)
 
-    def _record(self, kind: str, call) -> object | None:
+    def _record(self, kind: str, call: Callable[[], T]) -> T | None:
         try:
             result = call()
         except grpc.RpcError as exc:
@@ -200,7 +205,7 @@ class Load:
                 n += 1
                 request = memory_pb2.StoreRequest(namespace=self.ns, memory=memory_pb2.Memory(
                     content=f"writer {writer} note {n}: the harbour ferry leaves at dawn"))
-                response = self._record("store", lambda r=request: gateway.Store(r, timeout=5))
+                response = self._record("store", partial(gateway.Store, request, timeout=5))
                 if response is not None:
                     self.acked.append(response.memory.id)
 
@@ -229,8 +234,10 @@ def test_postgres_restart_under_load_is_unavailable_then_whole_without_restarts(
         down_at = time.monotonic()
         postgres(own.pg_dir, "stop")
         for name in WITH_POOL:  # readiness tells the truth meanwhile
-            wait_for(f"{name} NOT_SERVING", lambda n=name: health(stack.endpoints[n])
-                     == NOT_SERVING, 10)
+            def not_serving(n: str = name) -> bool:
+                return health(stack.endpoints[n]) == NOT_SERVING
+
+            wait_for(f"{name} NOT_SERVING", not_serving, 10)
         time.sleep(1.5)
 
         postgres(own.pg_dir, "start")
@@ -240,8 +247,10 @@ def test_postgres_restart_under_load_is_unavailable_then_whole_without_restarts(
         wait_for("a recall after the restart",
                  lambda: load.first_ok_after("recall", up_at) is not None, RECOVERY_S)
         for name in WITH_POOL:
-            wait_for(f"{name} SERVING again",
-                     lambda n=name: health(stack.endpoints[n]) == SERVING, RECOVERY_S)
+            def serving(n: str = name) -> bool:
+                return health(stack.endpoints[n]) == SERVING
+
+            wait_for(f"{name} SERVING again", serving, RECOVERY_S)
         time.sleep(1.0)
     finally:
         load.finish()

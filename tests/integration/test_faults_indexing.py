@@ -19,8 +19,10 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from pathlib import Path
+from typing import TypeVar
 
 import grpc
 import psycopg
@@ -29,9 +31,11 @@ from google.protobuf import field_mask_pb2
 
 from recallmesh.shared.transport import grpc_options
 from recallmesh.stack.supervisor import Stack
-from recallmesh.v1 import embedder_pb2_grpc, memory_pb2, memory_pb2_grpc
+from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc, memory_pb2, memory_pb2_grpc
 from tests.conftest import scratch_database, stack_env
 from tests.helpers import one_row
+
+T = TypeVar("T")
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -52,7 +56,8 @@ class FaultProxy(embedder_pb2_grpc.EmbedderServiceServicer):
         self.held = threading.Event()  # set when a call is being held
         self.release = threading.Event()
 
-    def Embed(self, request, context):
+    def Embed(self, request: embedder_pb2.EmbedRequest,
+              context: grpc.ServicerContext) -> embedder_pb2.EmbedResponse:
         texts = list(request.texts)
         with self.lock:
             self.calls.append(texts)
@@ -63,29 +68,39 @@ class FaultProxy(embedder_pb2_grpc.EmbedderServiceServicer):
         if self.poison and any(MARKER in t for t in texts):
             context.abort(grpc.StatusCode.INTERNAL, "the model failed on an input")
         try:
-            return self.stub.Embed(request, timeout=context.time_remaining(),
-                                   metadata=_credential(context))
+            embedded: embedder_pb2.EmbedResponse = self.stub.Embed(
+                request, timeout=context.time_remaining(), metadata=_credential(context))
+            return embedded
         except grpc.RpcError as exc:
             context.abort(exc.code(), exc.details())
+            raise  # not reached: context.abort() raises (grpc is untyped: mypy cannot tell)
 
-    def ModelInfo(self, request, context):
+    def ModelInfo(self, request: embedder_pb2.ModelInfoRequest,
+                  context: grpc.ServicerContext) -> embedder_pb2.ModelInfoResponse:
         try:
-            return self.stub.ModelInfo(request, timeout=context.time_remaining(),
-                                       metadata=_credential(context))
+            info: embedder_pb2.ModelInfoResponse = self.stub.ModelInfo(
+                request, timeout=context.time_remaining(), metadata=_credential(context))
+            return info
         except grpc.RpcError as exc:
             context.abort(exc.code(), exc.details())
+            raise  # not reached: context.abort() raises (grpc is untyped: mypy cannot tell)
 
     def texts_sent(self) -> list[str]:
         with self.lock:
             return [t for call in self.calls for t in call]
 
 
-def _credential(context) -> list[tuple[str, str]]:
+def _credential(context: grpc.ServicerContext) -> list[tuple[str, str]]:
     return [(k, v) for k, v in context.invocation_metadata() if k == "authorization"]
 
 
+# The stack under test, the embedding proxy its indexer calls, a connection to its database,
+# and its gateway.
+Faults = tuple[Stack, FaultProxy, psycopg.Connection, memory_pb2_grpc.MemoryServiceStub]
+
+
 @pytest.fixture(scope="module")
-def faults(admin_dsn: str, pg_dir: Path):
+def faults(admin_dsn: str, pg_dir: Path) -> Iterator[Faults]:
     with scratch_database(admin_dsn) as dsn:
         env = stack_env(
             pg_dir / "faults", dsn,
@@ -134,7 +149,7 @@ def sigkill(stack: Stack, name: str) -> None:
     stack.endpoints.pop(name, None)
 
 
-def wait_for(what, timeout_s: float, every_s: float = 0.1):
+def wait_for(what: Callable[[], T], timeout_s: float, every_s: float = 0.1) -> T:
     deadline = time.monotonic() + timeout_s
     while True:
         value = what()
@@ -150,12 +165,13 @@ def vectors(db: psycopg.Connection, ids: list[str]) -> dict[str, bool]:
 
 
 def jobs_left(db: psycopg.Connection, ids: list[str]) -> int:
-    return one_row(db.execute(
+    left: int = one_row(db.execute(
         "SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
         (ids,)))[0]
+    return left
 
 
-def cli(dsn: str, *args: str) -> subprocess.CompletedProcess:
+def cli(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "recallmesh.cli", *args],
                           env={**os.environ, "RECALLMESH_DSN": dsn, "COLUMNS": "200"},
                           capture_output=True, text=True, timeout=60)
@@ -171,15 +187,17 @@ def parked_gauge(stack: Stack) -> float | None:
 
 
 def store_batch(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, contents: list[str],
-                wait_ms: int = 0):
+                wait_ms: int = 0) -> memory_pb2.StoreBatchResponse:
     request = memory_pb2.StoreBatchRequest(
         namespace=ns, memories=[memory_pb2.Memory(content=c) for c in contents])
     if wait_ms:
         request.index_wait.CopyFrom(memory_pb2.IndexWait(wait=True, timeout_ms=wait_ms))
-    return gateway.StoreBatch(request, timeout=60)
+    response: memory_pb2.StoreBatchResponse = gateway.StoreBatch(request, timeout=60)
+    return response
 
 
-def test_a_poison_text_is_parked_and_the_rest_of_its_batch_embedded(faults, ns: str) -> None:
+def test_a_poison_text_is_parked_and_the_rest_of_its_batch_embedded(
+        faults: Faults, ns: str) -> None:
     stack, proxy, db, gateway = faults
     poison = f"this note carries {MARKER} and the model cannot embed it"
     contents = [f"harbour ferry note number {i}" for i in range(12)]
@@ -198,14 +216,15 @@ def test_a_poison_text_is_parked_and_the_rest_of_its_batch_embedded(faults, ns: 
     # It was batched with the others, failed them all once, and the split left it alone.
     assert any(poison in call and len(call) > 1 for call in proxy.calls)
     assert [poison] in proxy.calls
-    failures, parked, error = db.execute(
+    failures, parked, error = one_row(db.execute(
         "SELECT failures, parked_at IS NOT NULL, last_error FROM embedding_jobs "
-        "WHERE memory_id = %s", (bad,)).fetchone()
+        "WHERE memory_id = %s", (bad,)))
     assert (failures, parked) == (MAX_ATTEMPTS, True)
     assert "INTERNAL" in error and "the model failed on an input" in error
     # Each good memory got its vector once.
-    writes = dict(db.execute("SELECT memory_id::text, count(*) FROM test_vector_writes "
-                             "WHERE memory_id = ANY(%s::uuid[]) GROUP BY 1", (ids,)).fetchall())
+    writes: dict[str, int] = dict(db.execute(
+        "SELECT memory_id::text, count(*) FROM test_vector_writes "
+        "WHERE memory_id = ANY(%s::uuid[]) GROUP BY 1", (ids,)).fetchall())
     assert writes == {i: 1 for i in good}
     # The metric, and an index wait on the parked memory answers at once.
     assert wait_for(lambda: parked_gauge(stack) == 1.0, 5)
@@ -242,7 +261,7 @@ def test_a_poison_text_is_parked_and_the_rest_of_its_batch_embedded(faults, ns: 
     assert again.returncode == 2 and "no parked embedding job" in again.stderr
 
 
-def test_a_dropped_poison_job_leaves_the_memory_lexical_only(faults, ns: str) -> None:
+def test_a_dropped_poison_job_leaves_the_memory_lexical_only(faults: Faults, ns: str) -> None:
     stack, proxy, db, gateway = faults
     poison = f"another {MARKER} text"
     response = store_batch(gateway, ns, [poison, "a healthy neighbour"], wait_ms=30000)
@@ -260,7 +279,7 @@ def test_a_dropped_poison_job_leaves_the_memory_lexical_only(faults, ns: str) ->
     assert [h.memory.id for h in hits] == [bad]
 
 
-def test_sigkill_the_indexer_mid_batch(faults, ns: str) -> None:
+def test_sigkill_the_indexer_mid_batch(faults: Faults, ns: str) -> None:
     """Killed while its batch is being embedded: after a restart every memory is embedded
     exactly once (one vector write each) and no job is left behind."""
     stack, proxy, db, gateway = faults
@@ -284,15 +303,16 @@ def test_sigkill_the_indexer_mid_batch(faults, ns: str) -> None:
     assert not any(vectors(db, ids).values())
     stack.start_service("indexer", timeout_s=90)
     assert wait_for(lambda: all(vectors(db, ids).values()) and jobs_left(db, ids) == 0, 60)
-    writes = dict(db.execute("SELECT memory_id::text, count(*) FROM test_vector_writes "
-                             "WHERE memory_id = ANY(%s::uuid[]) GROUP BY 1", (ids,)).fetchall())
+    writes: dict[str, int] = dict(db.execute(
+        "SELECT memory_id::text, count(*) FROM test_vector_writes "
+        "WHERE memory_id = ANY(%s::uuid[]) GROUP BY 1", (ids,)).fetchall())
     assert writes == {i: 1 for i in ids}
     # The killed batch's texts really were in flight: sent once before the kill, once after.
     sent = proxy.texts_sent()
     assert any(sent.count(c) >= 2 for c in contents)
 
 
-def test_sigkill_the_embedding_service_under_a_write_load(faults, ns: str) -> None:
+def test_sigkill_the_embedding_service_under_a_write_load(faults: Faults, ns: str) -> None:
     """Writes go on while the model is dead; every acknowledged write is kept and embedded
     once it is back (an outage parks nothing, with MAX_ATTEMPTS = 3)."""
     stack, proxy, db, gateway = faults

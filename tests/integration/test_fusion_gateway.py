@@ -35,15 +35,16 @@ EXACT_CASE = [
 EXACT_QUERY = "staging password hunter2"
 
 
-def store_all(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, contents):
-    response = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
+def store_all(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str,
+              contents: list[str]) -> list[str]:
+    response: memory_pb2.StoreBatchResponse = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
         namespace=ns, memories=[memory_pb2.Memory(content=c) for c in contents],
         index_wait=WAIT), timeout=60)
     assert response.indexed
     return list(response.ids)
 
 
-def hit_ids(response):
+def hit_ids(response: memory_pb2.RecallResponse) -> list[str]:
     return [h.memory.id for h in response.hits]
 
 
@@ -178,7 +179,8 @@ def test_request_overrides_weights_methods_and_skips(stack: Stack,
     (memory_pb2.FusionOverrides(weights={"lexical": 0, "vector": 0}), "every asked leg weight 0"),
 ])
 def test_bad_overrides_are_invalid_argument(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str,
-                                            overrides, message) -> None:
+                                            overrides: memory_pb2.FusionOverrides,
+                                            message: str) -> None:
     details = expect_status(grpc.StatusCode.INVALID_ARGUMENT, gateway.Recall,
                             memory_pb2.RecallRequest(namespace=ns, query="q", fusion=overrides))
     assert message in details

@@ -6,6 +6,9 @@ must not race these tests for their jobs.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
 import psycopg
 import pytest
 from prometheus_client import REGISTRY
@@ -22,29 +25,30 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def own_dsn(admin_dsn: str):
+def own_dsn(admin_dsn: str) -> Iterator[str]:
     with scratch_database(admin_dsn) as url:
         prepare_database(url)
         yield url
 
 
 @pytest.fixture
-def db(own_dsn):
+def db(own_dsn: str) -> Iterator[psycopg.Connection]:
     with psycopg.connect(own_dsn, autocommit=True) as conn:
         yield conn
 
 
 @pytest.fixture
-async def pool(own_dsn):
+async def pool(own_dsn: str) -> AsyncIterator[AsyncConnectionPool]:
     async with AsyncConnectionPool(own_dsn, min_size=1, max_size=2, open=False,
                                    kwargs={"autocommit": True}) as p:
         yield p
 
 
 def insert(db: psycopg.Connection, ns: str, content: str, sensitive: bool = False) -> str:
-    return one_row(db.execute(
+    memory_id: str = one_row(db.execute(
         "INSERT INTO memories (namespace, content, is_sensitive) VALUES (%s, %s, %s) "
         "RETURNING id::text", (ns, content, sensitive)))[0]
+    return memory_id
 
 
 LIVE = ModelManifest.load()  # the model and width prepare_database records
@@ -58,7 +62,7 @@ def unit_vector(i: int) -> list[float]:
 
 
 class ScriptedEmbedder:
-    def __init__(self, during=None, fail: Exception | None = None,
+    def __init__(self, during: Callable[[], object] | None = None, fail: Exception | None = None,
                  model: str = LIVE_MODEL) -> None:
         self.seen: list[str] = []
         self.during = during
@@ -74,29 +78,29 @@ class ScriptedEmbedder:
         return Embeddings(self.model, LIVE.dimension, [unit_vector(len(t)) for t in texts])
 
 
-def state(db: psycopg.Connection, memory_id):
-    return db.execute(
+def state(db: psycopg.Connection, memory_id: str) -> tuple[Any, ...]:
+    return one_row(db.execute(
         "SELECT m.embedding IS NOT NULL, m.embedding_model, j.attempts, j.last_error "
         "FROM memories m LEFT JOIN embedding_jobs j ON j.memory_id = m.id WHERE m.id = %s",
-        (memory_id,)).fetchone()
+        (memory_id,)))
 
 
 async def drain(indexer: Indexer, namespace_ids: list[str], db: psycopg.Connection) -> None:
     # Other tests' jobs may be due too; run until ours are processed.
     for _ in range(50):
         await indexer.run_once()
-        left = db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[]) "
-                          "AND next_attempt_at <= clock_timestamp()", (namespace_ids,)).fetchone()
+        left = one_row(db.execute(
+            "SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[]) "
+            "AND next_attempt_at <= clock_timestamp()", (namespace_ids,)))
         if left[0] == 0:
             return
 
 
-async def test_edit_during_embedding_is_not_overwritten_by_the_stale_vector(pool,
-                                                                            db: psycopg.Connection,
-                                                                            ns: str) -> None:
+async def test_edit_during_embedding_is_not_overwritten_by_the_stale_vector(
+        pool: AsyncConnectionPool, db: psycopg.Connection, ns: str) -> None:
     memory_id = insert(db, ns, "first version")
 
-    def edit():
+    def edit() -> None:
         db.execute("UPDATE memories SET content = 'second version' WHERE id = %s", (memory_id,))
 
     indexer = Indexer(pool, ScriptedEmbedder(during=edit), batch_size=500)
@@ -110,19 +114,19 @@ async def test_edit_during_embedding_is_not_overwritten_by_the_stale_vector(pool
     assert "second version" in second.seen
 
 
-async def test_delete_during_embedding_writes_nothing(pool, db: psycopg.Connection,
-                                                      ns: str) -> None:
+async def test_delete_during_embedding_writes_nothing(
+        pool: AsyncConnectionPool, db: psycopg.Connection, ns: str) -> None:
     memory_id = insert(db, ns, "soon deleted")
 
-    def delete():
+    def delete() -> None:
         db.execute("UPDATE memories SET deleted_at = now() WHERE id = %s", (memory_id,))
 
     await Indexer(pool, ScriptedEmbedder(during=delete), batch_size=500).run_once()
     assert state(db, memory_id) == (False, None, None, None)
 
 
-async def test_failure_backs_off_and_records_the_error(pool, db: psycopg.Connection,
-                                                       ns: str) -> None:
+async def test_failure_backs_off_and_records_the_error(
+        pool: AsyncConnectionPool, db: psycopg.Connection, ns: str) -> None:
     memory_id = insert(db, ns, "will fail once")
     indexer = Indexer(pool, ScriptedEmbedder(fail=RuntimeError("model down")), batch_size=500,
                       base_backoff_s=30, max_backoff_s=60)
@@ -135,8 +139,8 @@ async def test_failure_backs_off_and_records_the_error(pool, db: psycopg.Connect
     assert due  # backed off, not retried in a hot loop
 
 
-async def test_a_batch_that_runs_out_of_time_halves_the_next_claim(pool, db: psycopg.Connection,
-                                                                   ns: str) -> None:
+async def test_a_batch_that_runs_out_of_time_halves_the_next_claim(
+        pool: AsyncConnectionPool, db: psycopg.Connection, ns: str) -> None:
     """A slow model must not leave the indexer retrying a batch it can never finish in time:
     each timeout halves the claim (down to one), each batch in time doubles it back (after
     probe_after batches in time, up to the batch size)."""
@@ -182,7 +186,7 @@ class SizeLimitedEmbedder(ScriptedEmbedder):
 
 
 async def test_a_claim_that_ran_out_of_time_is_not_tried_again_batch_after_batch(
-        pool, db: psycopg.Connection, ns: str) -> None:
+        pool: AsyncConnectionPool, db: psycopg.Connection, ns: str) -> None:
     # 8 fails; 4 is done; back up to 6 (3/4 of 8), which fails; 3; then 4 (3/4 of 6), and it
     # stays there: doubling straight back to the size that failed threw away every other batch.
     ids = [insert(db, ns, f"long text {i}") for i in range(40)]
@@ -201,8 +205,8 @@ async def test_a_claim_that_ran_out_of_time_is_not_tried_again_batch_after_batch
     assert 8 in embedder.batches or 6 in embedder.batches
 
 
-async def test_a_job_for_a_sensitive_memory_is_dropped_unread(pool, db: psycopg.Connection,
-                                                              ns: str) -> None:
+async def test_a_job_for_a_sensitive_memory_is_dropped_unread(
+        pool: AsyncConnectionPool, db: psycopg.Connection, ns: str) -> None:
     memory_id = insert(db, ns, "secret text never embedded", sensitive=True)
     # Simulate a job that should never exist (e.g. written by hand).
     db.execute("INSERT INTO embedding_jobs (memory_id) VALUES (%s)", (memory_id,))
@@ -212,7 +216,8 @@ async def test_a_job_for_a_sensitive_memory_is_dropped_unread(pool, db: psycopg.
     assert state(db, memory_id) == (False, None, None, None)
 
 
-async def test_vectors_of_another_model_are_refused(pool, db: psycopg.Connection, ns: str) -> None:
+async def test_vectors_of_another_model_are_refused(
+        pool: AsyncConnectionPool, db: psycopg.Connection, ns: str) -> None:
     memory_id = insert(db, ns, "embedded by the wrong model")
     indexer = Indexer(pool, ScriptedEmbedder(model="not-the-live-model"), batch_size=500)
     result = await indexer.run_once()
@@ -238,20 +243,27 @@ class PoisonEmbedder(ScriptedEmbedder):
         return await super().__call__(texts)
 
 
-def job(db: psycopg.Connection, memory_id):
+def job_row(db: psycopg.Connection, memory_id: str) -> tuple[Any, ...] | None:
+    """The embedding job of memory_id (None: it has none)."""
     return db.execute(
         "SELECT attempts, failures, parked_at IS NOT NULL, last_error, "
         "next_attempt_at = 'infinity' FROM embedding_jobs WHERE memory_id = %s",
         (memory_id,)).fetchone()
 
 
-def make_due(db: psycopg.Connection, ids):
+def job(db: psycopg.Connection, memory_id: str) -> tuple[Any, ...]:
+    row = job_row(db, memory_id)
+    assert row is not None
+    return row
+
+
+def make_due(db: psycopg.Connection, ids: list[str]) -> None:
     db.execute("UPDATE embedding_jobs SET next_attempt_at = clock_timestamp() "
                "WHERE memory_id = ANY(%s::uuid[]) AND parked_at IS NULL", (ids,))
 
 
-async def test_a_poison_text_is_split_off_retried_and_parked(pool, db: psycopg.Connection,
-                                                             ns: str) -> None:
+async def test_a_poison_text_is_split_off_retried_and_parked(
+        pool: AsyncConnectionPool, db: psycopg.Connection, ns: str) -> None:
     good = [insert(db, ns, f"an ordinary note number {i}") for i in range(9)]
     bad = insert(db, ns, "a POISON note the model cannot embed")
     embedder = PoisonEmbedder()
@@ -285,7 +297,8 @@ async def test_a_poison_text_is_split_off_retried_and_parked(pool, db: psycopg.C
                                  "AND memory_id = %s", (bad,)))[0]
     assert waiting == 0
     await indexer.pending()
-    assert REGISTRY.get_sample_value("recallmesh_indexer_parked_jobs") >= 1
+    parked_gauge = REGISTRY.get_sample_value("recallmesh_indexer_parked_jobs")
+    assert parked_gauge is not None and parked_gauge >= 1
     # An edit gives it a fresh start (new content, new job).
     db.execute("UPDATE memories SET content = 'a fixed note' WHERE id = %s", (bad,))
     assert job(db, bad)[:3] == (0, 0, False)
@@ -293,8 +306,8 @@ async def test_a_poison_text_is_split_off_retried_and_parked(pool, db: psycopg.C
     assert state(db, bad)[:2] == (True, LIVE_MODEL)
 
 
-async def test_a_service_that_fails_every_text_parks_nothing(pool, db: psycopg.Connection,
-                                                             ns: str) -> None:
+async def test_a_service_that_fails_every_text_parks_nothing(
+        pool: AsyncConnectionPool, db: psycopg.Connection, ns: str) -> None:
     """INTERNAL-like failures for every text (the probe too) are an outage: backoff only."""
     ids = [insert(db, ns, f"note during a broken model {i}") for i in range(4)]
     indexer = Indexer(pool, ScriptedEmbedder(fail=RuntimeError("session broken")),
@@ -307,8 +320,8 @@ async def test_a_service_that_fails_every_text_parks_nothing(pool, db: psycopg.C
     assert all(job(db, i)[0] >= 4 for i in ids)
 
 
-async def test_parked_jobs_list_retry_and_drop(pool, db: psycopg.Connection, ns: str,
-                                               own_dsn) -> None:
+async def test_parked_jobs_list_retry_and_drop(
+        pool: AsyncConnectionPool, db: psycopg.Connection, ns: str, own_dsn: str) -> None:
     from recallmesh.services.indexer import jobs
 
     a = insert(db, ns, "POISON alpha")
@@ -328,5 +341,5 @@ async def test_parked_jobs_list_retry_and_drop(pool, db: psycopg.Connection, ns:
     assert jobs.retry(db, [a]) == [a]
     assert job(db, a)[:3] == (0, 0, False)
     assert jobs.drop(db, None, ns) == [b]
-    assert job(db, b) is None and state(db, b)[:2] == (False, None)
+    assert job_row(db, b) is None and state(db, b)[:2] == (False, None)
     assert jobs.list_parked(db, ns) == []

@@ -7,13 +7,21 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import psycopg
 import pytest
 
-from recallmesh.client import Client, InvalidArgumentError, NewMemory, NotFoundError
+from recallmesh.client import (
+    Client,
+    InvalidArgumentError,
+    NewMemory,
+    NotFoundError,
+    Relation,
+)
 from recallmesh.stack.supervisor import Stack
 from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
 
@@ -23,7 +31,7 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
-def client(stack: Stack):
+def client(stack: Stack) -> Iterator[Client]:
     with Client(stack.endpoints["gateway"], api_key=stack.api_key, tls=False) as c:
         yield c
 
@@ -38,7 +46,7 @@ def _seed(client: Client, ns: str, n: int = 25) -> list[str]:
     return list(client.store_batch(memories, namespace=ns).ids)
 
 
-def test_list_pages_in_a_stable_order_with_filters_and_counts(client, ns: str) -> None:
+def test_list_pages_in_a_stable_order_with_filters_and_counts(client: Client, ns: str) -> None:
     ids = _seed(client, ns)
     seen, token, pages = [], "", 0
     while True:
@@ -74,7 +82,7 @@ def test_list_pages_in_a_stable_order_with_filters_and_counts(client, ns: str) -
         client.list(namespace=ns, page_token="not-a-token")
 
 
-def test_recall_filters_run_inside_the_legs(client, ns: str) -> None:
+def test_recall_filters_run_inside_the_legs(client: Client, ns: str) -> None:
     _seed(client, ns)
     hits = client.recall("compiler flag number", namespace=ns, k=5,
                          metadata={"source": "email"}).hits
@@ -88,7 +96,7 @@ def test_recall_filters_run_inside_the_legs(client, ns: str) -> None:
                                          .memories[0].id]
 
 
-def test_as_of_sees_the_fact_that_was_current_then(client, ns: str) -> None:
+def test_as_of_sees_the_fact_that_was_current_then(client: Client, ns: str) -> None:
     old = client.store("Maya lives in Lyon", namespace=ns).memory
     time.sleep(0.05)
     between = datetime.now(UTC)
@@ -105,7 +113,7 @@ def test_as_of_sees_the_fact_that_was_current_then(client, ns: str) -> None:
     assert ctx.ids == [old.id]  # current at that time, so not left out as superseded
 
 
-def test_history_keeps_every_version_and_relations_both_ways(client, ns: str,
+def test_history_keeps_every_version_and_relations_both_ways(client: Client, ns: str,
                                                              db: psycopg.Connection) -> None:
     first = client.store("The deploy window is Tuesday", namespace=ns, category="decision",
                          metadata={"by": "ops"}).memory
@@ -134,14 +142,14 @@ def test_history_keeps_every_version_and_relations_both_ways(client, ns: str,
         client.history(first.id, namespace=ns)
 
 
-def _snapshot(client: Client, ns: str) -> list[dict]:
+def _snapshot(client: Client, ns: str) -> list[dict[str, Any]]:
     records = list(client.export(namespace=ns))
     for record in records:
         record["memory"].pop("namespace", None)
     return records
 
 
-def test_export_then_import_reproduces_a_namespace_exactly(client, ns: str) -> None:
+def test_export_then_import_reproduces_a_namespace_exactly(client: Client, ns: str) -> None:
     _seed(client, ns, 6)
     a = client.store("Alex prefers tea", namespace=ns, pinned=True,
                      expires_at=datetime.now(UTC) + timedelta(days=30)).memory
@@ -174,12 +182,11 @@ def test_export_then_import_reproduces_a_namespace_exactly(client, ns: str) -> N
     assert hits[0].memory.id == b.id  # found again: lexical postings and vectors rebuilt
 
 
-def client_relation(kind: str, target: str):
-    from recallmesh.client import Relation
+def client_relation(kind: str, target: str) -> Relation:
     return Relation(kind, target)
 
 
-def test_delete_matching_is_a_dry_run_until_confirmed_and_stays_in_its_namespace(client,
+def test_delete_matching_is_a_dry_run_until_confirmed_and_stays_in_its_namespace(client: Client,
                                                                                  ns: str) -> None:
     _seed(client, ns, 10)
     other = ns + "-neighbour"
@@ -202,7 +209,7 @@ def test_delete_matching_is_a_dry_run_until_confirmed_and_stays_in_its_namespace
     client.delete_namespace(namespace=other)
 
 
-def test_pinned_memories_come_first_in_context_whatever_the_query(client, ns: str) -> None:
+def test_pinned_memories_come_first_in_context_whatever_the_query(client: Client, ns: str) -> None:
     client.store_batch([f"Trivia {i}: the museum opens at {i} o'clock" for i in range(8)],
                        namespace=ns, wait_indexed=MAX_INDEX_WAIT_MS / 1000)
     pin = client.store("The user is called Robin and wants short answers", namespace=ns,
@@ -217,7 +224,7 @@ def test_pinned_memories_come_first_in_context_whatever_the_query(client, ns: st
     assert pin.id not in client.context("when does the museum open", namespace=ns).ids[:1]
 
 
-def test_bad_filters_and_pages_are_clear_errors(client, ns: str) -> None:
+def test_bad_filters_and_pages_are_clear_errors(client: Client, ns: str) -> None:
     with pytest.raises(InvalidArgumentError, match="importance_min"):
         client.count(namespace=ns, importance_min=1.5)
     with pytest.raises(InvalidArgumentError, match="tags_none"):

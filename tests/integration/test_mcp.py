@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, TextContent
 
 from recallmesh.mcp_server.auth import ClientPool, GatewayTokenVerifier
 from recallmesh.stack.supervisor import Stack
@@ -92,7 +92,8 @@ class ClientThread:
         return asyncio.run_coroutine_threadsafe(make(self.client), self.loop).result(self.timeout)
 
     def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-        return self.run(lambda c: c.call_tool(tool, arguments))
+        result: CallToolResult = self.run(lambda c: c.call_tool(tool, arguments))
+        return result
 
     def ok(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         result = self.call(tool, arguments)
@@ -132,7 +133,8 @@ def server_env(stack: Stack, data_dir: Path, **extra: str) -> dict[str, str]:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def hit_ids(result: CallToolResult) -> list[str]:
@@ -210,8 +212,9 @@ def check_new_schemas(tools: dict[str, Any]) -> None:
                                                   "type": "string", "format": "date-time"}
         assert "filters" not in schema.get("required", []), name
         # an example call validates against the published schema; a misspelled one does not
-        example = {"filters": {"metadata": {"source": ["email", "chat"]}, "tags_all": ["a"],
-                               "importance_min": 0.5, "as_of": "2026-01-01T00:00:00Z"}}
+        example: dict[str, Any] = {
+            "filters": {"metadata": {"source": ["email", "chat"]}, "tags_all": ["a"],
+                        "importance_min": 0.5, "as_of": "2026-01-01T00:00:00Z"}}
         if name in ("recall", "context"):
             example["query"] = "q"
         jsonschema.validate(example, schema)
@@ -385,7 +388,7 @@ def test_stdio_list_and_count_with_filters_and_pages(stdio: ClientThread) -> Non
     assert stdio.ok("count_memories", {"filters": email}).structured_content == {"count": 3}
     either = {"metadata": {"run": run, "source": ["chat", "fax"]}}
     assert stdio.ok("count_memories", {"filters": either}).structured_content["count"] == 2
-    counts = {
+    counts: dict[str, dict[str, Any]] = {
         "all": {}, "tags_all": {"tags_all": ["atlas", "ci"]}, "tags_none": {"tags_none": ["ci"]},
         "thread": {"threads": [f"thread-{run}-1"]}, "notes": {"categories": ["note"]},
         "created": {"created_after": (datetime.now(UTC) + timedelta(hours=1)).isoformat()}}
@@ -515,7 +518,8 @@ def test_show_sensitive_is_the_servers_setting() -> None:
                     created_at=datetime.now(UTC), updated_at=datetime.now(UTC))
     assert results.memory_out(memory, show_sensitive=False).content == ""
     assert results.memory_out(memory, show_sensitive=True).content == "PIN 4921"
-    assert "4921" in results.got(memory, show_sensitive=True).content[0].text
+    block = results.got(memory, show_sensitive=True).content[0]
+    assert isinstance(block, TextContent) and "4921" in block.text
 
 
 def test_auto_recall_hook(stdio: ClientThread, stdio_ns: str, stack: Stack,
@@ -581,7 +585,7 @@ def http_url(stack: Stack, http_ns: str, tmp_path_factory: pytest.TempPathFactor
 def http_session(url: str, token: str) -> ClientThread:
     def open_client() -> contextlib.AbstractAsyncContextManager[Client]:
         @contextlib.asynccontextmanager
-        async def session():
+        async def session() -> AsyncIterator[Client]:
             async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
                                           timeout=httpx2.Timeout(CALL_TIMEOUT_S)) as http:
                 async with Client(streamable_http_client(url, http_client=http),

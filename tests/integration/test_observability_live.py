@@ -12,7 +12,9 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 import yaml
@@ -29,9 +31,12 @@ from tests.deploy.metric_names import (
 
 pytestmark = pytest.mark.integration
 
+T = TypeVar("T")
+
 
 def scrape(port: int) -> str:
-    return urllib.request.urlopen(f"http://localhost:{port}/metrics", timeout=5).read().decode()
+    body: bytes = urllib.request.urlopen(f"http://localhost:{port}/metrics", timeout=5).read()
+    return body.decode()
 
 
 def test_every_metric_the_rules_and_dashboard_use_is_exported(
@@ -72,14 +77,15 @@ def prometheus_rules(path: Path) -> Path:
     return path
 
 
-def api(port: int, path: str, **params: str) -> dict:
+def api(port: int, path: str, **params: str) -> dict[str, Any]:
     url = f"http://127.0.0.1:{port}/api/v1/{path}"
     if params:
         url += "?" + urllib.parse.urlencode(params)
-    return json.loads(urllib.request.urlopen(url, timeout=5).read())["data"]
+    data: dict[str, Any] = json.loads(urllib.request.urlopen(url, timeout=5).read())["data"]
+    return data
 
 
-def wait_for(condition, timeout_s: float, what: str):
+def wait_for(condition: Callable[[], T], timeout_s: float, what: str) -> T:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         value = condition()
@@ -149,11 +155,12 @@ def test_prometheus_alerts_when_the_vector_leg_stops_under_load(dsn: str, pg_dir
 
 def _ready(port: int) -> bool:
     try:
-        return urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=2).status == 200
+        status: int = urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=2).status
+        return status == 200
     except OSError:
         return False
 
 
-def _leg_alerts(port: int) -> list[dict]:
+def _leg_alerts(port: int) -> list[dict[str, Any]]:
     return [a for a in api(port, "alerts")["alerts"]
             if a["labels"].get("alertname") == "RecallmeshLegFailing"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import psycopg
 import psycopg_pool
@@ -18,10 +19,17 @@ from recallmesh.shared.settings import PoolSettings
 pytestmark = pytest.mark.integration
 
 
-async def settings_of(conn) -> tuple[str, str]:
+async def first_row(cursor: psycopg.AsyncCursor[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """The row a query returned (a query in a test that returns none fails it)."""
+    row = await cursor.fetchone()
+    assert row is not None
+    return row
+
+
+async def settings_of(conn: psycopg.AsyncConnection) -> tuple[str, str]:
     cur = await conn.execute("SELECT current_setting('statement_timeout'), "
                              "current_setting('lock_timeout')")
-    return await cur.fetchone()
+    return await first_row(cur)
 
 
 async def test_a_callers_wait_for_a_connection_ends_at_its_deadline(dsn: str) -> None:
@@ -85,12 +93,12 @@ async def test_a_connection_killed_on_the_server_is_not_handed_out(dsn: str) -> 
     pool = await open_pool(dsn, PoolSettings(1, 1), name="t4")
     try:
         async with pool.connection() as conn:
-            pid = (await (await conn.execute("SELECT pg_backend_pid()")).fetchone())[0]
+            pid = (await first_row(await conn.execute("SELECT pg_backend_pid()")))[0]
         with psycopg.connect(dsn, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
         await asyncio.sleep(0.1)
         async with pool.connection() as conn:  # checked: a fresh one replaces the dead one
-            again = (await (await conn.execute("SELECT pg_backend_pid()")).fetchone())[0]
+            again = (await first_row(await conn.execute("SELECT pg_backend_pid()")))[0]
         assert again != pid
     finally:
         await pool.close()
@@ -106,12 +114,13 @@ async def test_a_connection_comes_back_even_when_its_caller_is_cancelled_while_r
     returning = asyncio.Event()
     original = pool.putconn
 
-    async def slow_putconn(conn):  # widen the window a cancellation can land in
+    # widen the window a cancellation can land in
+    async def slow_putconn(conn: psycopg.AsyncConnection) -> None:
         returning.set()
         await asyncio.sleep(0.2)
         await original(conn)
 
-    pool.putconn = slow_putconn
+    pool.putconn = slow_putconn  # type: ignore[method-assign]  # on this pool only
     try:
         async def use() -> None:
             async with pool.connection() as conn:
@@ -125,7 +134,7 @@ async def test_a_connection_comes_back_even_when_its_caller_is_cancelled_while_r
             with pytest.raises(asyncio.CancelledError):
                 await task
             async with pool.connection(timeout=1.0) as conn:  # the one connection is back
-                assert (await (await conn.execute("SELECT 1")).fetchone())[0] == 1
+                assert (await first_row(await conn.execute("SELECT 1")))[0] == 1
     finally:
-        pool.putconn = original
+        pool.putconn = original  # type: ignore[method-assign]  # putconn restored
         await pool.close()

@@ -7,7 +7,9 @@ the indexer embeds through the recording proxy (tests/recording_embedder.py).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import grpc
 import psycopg
@@ -26,7 +28,7 @@ from recallmesh.v1 import (
     retriever_pb2,
     retriever_pb2_grpc,
 )
-from tests.helpers import expect_status, recall
+from tests.helpers import expect_status, one_row, recall
 from tests.recording_embedder import RecordingEmbedder
 
 pytestmark = pytest.mark.integration
@@ -64,28 +66,31 @@ def store_all(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str,
     return list(response.ids)
 
 
-def texts(*contents: str, **fields) -> list[memory_pb2.Memory]:
+def texts(*contents: str, **fields: Any) -> list[memory_pb2.Memory]:
     return [memory_pb2.Memory(content=c, **fields) for c in contents]
 
 
 @pytest.fixture(scope="module")
-def embedder_stub(stack: Stack):
+def embedder_stub(stack: Stack) -> Iterator[embedder_pb2_grpc.EmbedderServiceStub]:
     with stack.dial("embedding") as channel:
         yield embedder_pb2_grpc.EmbedderServiceStub(channel)
 
 
 @pytest.fixture(scope="module")
-def vector_leg(stack: Stack):
+def vector_leg(stack: Stack) -> Iterator[retriever_pb2_grpc.RetrieverServiceStub]:
     with stack.dial("vector") as channel:
         yield retriever_pb2_grpc.RetrieverServiceStub(channel)
 
 
-def query_vector(embedder_stub, text: str) -> tuple[list[float], str]:
+def query_vector(
+        embedder_stub: embedder_pb2_grpc.EmbedderServiceStub, text: str) -> tuple[list[float], str]:
     response = embedder_stub.Embed(embedder_pb2.EmbedRequest(texts=[text]), timeout=10)
     return list(response.embeddings[0].values), response.model_id
 
 
-def vector_search(vector_leg, embedder_stub, ns: str, text: str, k: int = 10, **fields):
+def vector_search(vector_leg: retriever_pb2_grpc.RetrieverServiceStub,
+                  embedder_stub: embedder_pb2_grpc.EmbedderServiceStub, ns: str, text: str,
+                  k: int = 10, **fields: Any) -> list[str]:
     vector, model = query_vector(embedder_stub, text)
     request = retriever_pb2.SearchRequest(
         namespace=ns, query=text, query_vector=vector, vector_model=model, k=k, **fields
@@ -140,9 +145,10 @@ def test_hybrid_explain_shows_both_legs(gateway: memory_pb2_grpc.MemoryServiceSt
 # ------------------------------------------------------------------ vector leg contract
 
 
-def test_vector_leg_honours_namespace_and_filters(vector_leg, embedder_stub,
-                                                  gateway: memory_pb2_grpc.MemoryServiceStub,
-                                                  ns: str) -> None:
+def test_vector_leg_honours_namespace_and_filters(
+        vector_leg: retriever_pb2_grpc.RetrieverServiceStub,
+        embedder_stub: embedder_pb2_grpc.EmbedderServiceStub,
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     other_ns = ns + "-other"
     store_all(gateway, other_ns, texts("Prefers Svelte for frontend work"))
     old, tagged, plain = store_all(gateway, ns, [
@@ -171,7 +177,9 @@ def test_vector_leg_honours_namespace_and_filters(vector_leg, embedder_stub,
 
 
 def test_vector_leg_only_compares_vectors_of_the_same_model(
-        vector_leg, embedder_stub, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
+        vector_leg: retriever_pb2_grpc.RetrieverServiceStub,
+        embedder_stub: embedder_pb2_grpc.EmbedderServiceStub,
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     store_all(gateway, ns, texts("Prefers Svelte for frontend work"))
     vector, _ = query_vector(embedder_stub, "svelte")
     request = retriever_pb2.SearchRequest(namespace=ns, query="svelte", query_vector=vector,
@@ -179,9 +187,10 @@ def test_vector_leg_only_compares_vectors_of_the_same_model(
     assert list(vector_leg.Search(request, timeout=10).candidates) == []
 
 
-def test_query_vector_scale_does_not_matter(vector_leg, embedder_stub,
-                                            gateway: memory_pb2_grpc.MemoryServiceStub,
-                                            ns: str) -> None:
+def test_query_vector_scale_does_not_matter(
+        vector_leg: retriever_pb2_grpc.RetrieverServiceStub,
+        embedder_stub: embedder_pb2_grpc.EmbedderServiceStub,
+        gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     [memory_id] = store_all(gateway, ns, texts("Prefers Svelte for frontend work"))
     vector, model = query_vector(embedder_stub, "svelte")
     for scale in (70000.0, 1e-12):  # beyond halfvec's range / below its precision
@@ -203,8 +212,9 @@ DIM = ModelManifest.load().dimension  # the stored column's width (the served mo
     ([], "m", "needs query_vector"),
     ([0.1] * DIM, "", "needs vector_model"),
 ])
-def test_bad_query_vectors_are_invalid_argument(vector_leg, ns: str, vector, model,
-                                                message) -> None:
+def test_bad_query_vectors_are_invalid_argument(
+        vector_leg: retriever_pb2_grpc.RetrieverServiceStub, ns: str, vector: list[float],
+        model: str, message: str) -> None:
     details = expect_status(
         grpc.StatusCode.INVALID_ARGUMENT, vector_leg.Search,
         retriever_pb2.SearchRequest(namespace=ns, query="q", query_vector=vector,
@@ -237,8 +247,8 @@ def test_sensitive_memories_never_reach_the_embedder(gateway: memory_pb2_grpc.Me
     ids = store_all(gateway, ns, memories)
     vectors = vectors_of(db, ids)
     assert [vectors[i] is None for i in ids] == [True, True, True, False]
-    assert db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
-                      (ids,)).fetchone()[0] == 0
+    assert one_row(db.execute(
+        "SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])", (ids,)))[0] == 0
     # Still found, lexically (top of the lexical list; plain RRF may tie it with the
     # vector leg's best, which is the known weakness the fusion issue addresses).
     response = recall(gateway, ns, "bank password hunter1", explain=True)
@@ -255,8 +265,8 @@ def test_sensitive_memories_never_reach_the_embedder(gateway: memory_pb2_grpc.Me
     gateway.Update(memory_pb2.UpdateRequest(
         namespace=ns, id=public, memory=memory_pb2.Memory(content=f"Sensitive {ns}: new text"),
         update_mask=FieldMask(paths=["content"])), timeout=10)
-    assert db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = %s",
-                      (public,)).fetchone()[0] == 0
+    assert one_row(db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = %s",
+                              (public,)))[0] == 0
     # The recorder saw the public text only, and never any sensitive one (session-wide).
     assert f"Public {ns}: likes jazz" in recorder.documents
     assert not any(t in recorder.documents for t in secret_texts)
@@ -264,7 +274,9 @@ def test_sensitive_memories_never_reach_the_embedder(gateway: memory_pb2_grpc.Me
 
 
 def test_update_reembeds_and_delete_removes_from_vector_leg(
-        gateway: memory_pb2_grpc.MemoryServiceStub, vector_leg, embedder_stub, ns: str,
+        gateway: memory_pb2_grpc.MemoryServiceStub,
+        vector_leg: retriever_pb2_grpc.RetrieverServiceStub,
+        embedder_stub: embedder_pb2_grpc.EmbedderServiceStub, ns: str,
         db: psycopg.Connection) -> None:
     [memory_id] = store_all(gateway, ns, texts("Prefers Svelte for frontend work"))
     before = vectors_of(db, [memory_id])[memory_id]
@@ -305,8 +317,8 @@ def test_bad_updates_are_rejected_without_writing(gateway: memory_pb2_grpc.Memor
                                                          memory=memory, update_mask=mask))
         if message:
             assert message in details
-    row = db.execute("SELECT content, importance, valid_to FROM memories WHERE id = %s",
-                     (memory_id,)).fetchone()
+    row = one_row(db.execute("SELECT content, importance, valid_to FROM memories WHERE id = %s",
+                             (memory_id,)))
     assert row == ("Original text", 0.5, None)
     expect_status(grpc.StatusCode.NOT_FOUND, gateway.Update, memory_pb2.UpdateRequest(
         namespace=ns + "x", id=memory_id, memory=memory_pb2.Memory(category="c"),
@@ -336,9 +348,9 @@ def test_embedding_service_down_loses_nothing(stack: Stack,
         # The indexer keeps trying and records why it fails; nothing is dropped.
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
-            jobs = db.execute(
+            jobs = one_row(db.execute(
                 "SELECT count(*), min(attempts), bool_and(last_error IS NOT NULL) "
-                "FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])", (ids,)).fetchone()
+                "FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])", (ids,)))
             if jobs[1] >= 1 and jobs[2]:
                 break
             time.sleep(0.1)
@@ -347,16 +359,16 @@ def test_embedding_service_down_loses_nothing(stack: Stack,
         stack.start_service("embedding")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        done = db.execute("SELECT count(*) FROM memories WHERE id = ANY(%s::uuid[]) "
-                          "AND embedding IS NOT NULL", (ids,)).fetchone()[0]
+        done = one_row(db.execute("SELECT count(*) FROM memories WHERE id = ANY(%s::uuid[]) "
+                                  "AND embedding IS NOT NULL", (ids,)))[0]
         if done == 50:
             break
         time.sleep(0.2)
     assert done == 50
-    assert db.execute("SELECT count(*) FROM memories WHERE namespace = %s",
-                      (ns,)).fetchone()[0] == 50
-    assert db.execute("SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
-                      (ids,)).fetchone()[0] == 0
+    assert one_row(db.execute("SELECT count(*) FROM memories WHERE namespace = %s",
+                              (ns,)))[0] == 50
+    assert one_row(db.execute(
+        "SELECT count(*) FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])", (ids,)))[0] == 0
     response = recall(gateway, ns, "outage memory topic 7")
     assert not response.degraded
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 
 import grpc
 import psycopg
 import pytest
 from google.protobuf import text_format
+from google.protobuf.message import Message
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -75,7 +77,7 @@ def words_in(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower()))
 
 
-def expect_code(code: grpc.StatusCode, call, request) -> str:
+def expect_code(code: grpc.StatusCode, call: Callable[..., object], request: Message) -> str:
     try:
         call(request, timeout=30)
     except grpc.RpcError as error:
@@ -96,7 +98,7 @@ def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServic
         its tenant; and which ids were soft-deleted or purged."""
 
         @initialize(n=st.integers(2, 3), data=st.data())
-        def start(self, n, data):
+        def start(self, n: int, data: st.DataObject) -> None:
             self.ns = [f"tenant-{run_id}-{next(counter)}-{t}" for t in range(n)]
             self.live: list[dict[str, str]] = [{} for _ in range(n)]
             self.owner: dict[str, int] = {}
@@ -106,7 +108,7 @@ def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServic
             for t in range(n):  # every tenant starts with content that overlaps the others'
                 self._store_batch(t, data.draw(st.lists(text_of(t), min_size=2, max_size=3)))
 
-        def teardown(self):
+        def teardown(self) -> None:
             checked.append(getattr(self, "checks", 0))
             for ns in getattr(self, "ns", ()):
                 gateway.DeleteNamespace(memory_pb2.DeleteNamespaceRequest(namespace=ns),
@@ -114,11 +116,11 @@ def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServic
 
         # -- helpers -------------------------------------------------------------------------
 
-        def _tenant(self, data, *, with_live: bool = False) -> int:
+        def _tenant(self, data: st.DataObject, *, with_live: bool = False) -> int:
             choices = [t for t in range(len(self.ns)) if self.live[t] or not with_live]
             return data.draw(st.sampled_from(choices), label="tenant")
 
-        def _own_id(self, data, t: int) -> str:
+        def _own_id(self, data: st.DataObject, t: int) -> str:
             return data.draw(st.sampled_from(sorted(self.live[t])), label="id")
 
         def _foreign_ids(self, t: int) -> list[str]:
@@ -146,7 +148,7 @@ def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServic
         def _foreign_words(self, t: int) -> set[str]:
             return {w.lower() for u, vocab in enumerate(VOCAB) if u != t for w in vocab}
 
-        def _check_clean(self, t: int, message, query: str = "") -> None:
+        def _check_clean(self, t: int, message: str | Message, query: str = "") -> None:
             """Nothing in `message` (a response, or an error's details) names another tenant:
             no id, no namespace, no made-up word (the query's own words excepted, for the parts
             of a response that echo the query: the time window's and the intent's phrase)."""
@@ -165,7 +167,7 @@ def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServic
         # -- writes --------------------------------------------------------------------------
 
         @rule(data=st.data(), sensitive=st.booleans())
-        def store(self, data, sensitive):
+        def store(self, data: st.DataObject, sensitive: bool) -> None:
             t = self._tenant(data)
             text = data.draw(text_of(t), label="text")
             response = gateway.Store(memory_pb2.StoreRequest(
@@ -176,13 +178,13 @@ def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServic
             self._written(t, response.memory.id, text, response.existing)
 
         @rule(data=st.data())
-        def store_batch(self, data):
+        def store_batch(self, data: st.DataObject) -> None:
             t = self._tenant(data)
             self._store_batch(t, data.draw(st.lists(text_of(t), min_size=1, max_size=4)))
 
         @precondition(lambda self: any(self.live))
         @rule(data=st.data())
-        def update_content(self, data):
+        def update_content(self, data: st.DataObject) -> None:
             t = self._tenant(data, with_live=True)
             mid = self._own_id(data, t)
             text = data.draw(text_of(t), label="text")
@@ -195,7 +197,7 @@ def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServic
 
         @precondition(lambda self: any(self.live))
         @rule(data=st.data(), sensitive=st.booleans())
-        def update_sensitive(self, data, sensitive):
+        def update_sensitive(self, data: st.DataObject, sensitive: bool) -> None:
             t = self._tenant(data, with_live=True)
             mid = self._own_id(data, t)
             response = gateway.Update(memory_pb2.UpdateRequest(
@@ -206,7 +208,7 @@ def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServic
 
         @precondition(lambda self: any(self.live))
         @rule(data=st.data(), kind=st.sampled_from(RELATIONS))
-        def relate(self, data, kind):
+        def relate(self, data: st.DataObject, kind: memory_pb2.RelationType) -> None:
             """A new memory of tenant t related to one of t's memories."""
             t = self._tenant(data, with_live=True)
             target = self._own_id(data, t)
@@ -221,7 +223,7 @@ def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServic
 
         @precondition(lambda self: any(self.owner))
         @rule(data=st.data(), kind=st.sampled_from(RELATIONS))
-        def relate_across(self, data, kind):
+        def relate_across(self, data: st.DataObject, kind: memory_pb2.RelationType) -> None:
             """A relation to another tenant's memory is NOT_FOUND and writes nothing."""
             t = self._tenant(data)
             foreign = self._foreign_ids(t)
@@ -240,7 +242,7 @@ def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServic
 
         @precondition(lambda self: any(self.live))
         @rule(data=st.data())
-        def delete(self, data):
+        def delete(self, data: st.DataObject) -> None:
             t = self._tenant(data, with_live=True)
             mid = self._own_id(data, t)
             response = gateway.Delete(memory_pb2.DeleteRequest(namespace=self.ns[t], id=mid),
@@ -251,7 +253,7 @@ def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServic
 
         @precondition(lambda self: any(self.live) or self.deleted)
         @rule(data=st.data())
-        def purge(self, data):
+        def purge(self, data: st.DataObject) -> None:
             """Purge a live or a soft-deleted memory: afterwards no uuid, uuid[], text or JSON
             column of any table holds its id."""
             candidates = sorted(set().union(*self.live) | self.deleted)
@@ -271,7 +273,7 @@ def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServic
 
         @precondition(lambda self: any(self.live))
         @rule(data=st.data(), action=st.sampled_from(["update", "delete", "purge"]))
-        def touch_foreign(self, data, action):
+        def touch_foreign(self, data: st.DataObject, action: str) -> None:
             owner = self._tenant(data, with_live=True)
             mid = self._own_id(data, owner)
             t = data.draw(st.sampled_from([u for u in range(len(self.ns)) if u != owner]),
@@ -295,7 +297,7 @@ def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServic
 
         @precondition(lambda self: any(self.live))
         @rule(data=st.data())
-        def get(self, data):
+        def get(self, data: st.DataObject) -> None:
             t = self._tenant(data, with_live=True)
             mid = self._own_id(data, t)
             response = gateway.Get(memory_pb2.GetRequest(namespace=self.ns[t], id=mid),
@@ -306,7 +308,7 @@ def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServic
 
         @precondition(lambda self: len(self.owner) > 0)
         @rule(data=st.data())
-        def get_foreign_or_gone(self, data):
+        def get_foreign_or_gone(self, data: st.DataObject) -> None:
             """Another tenant's id (live, deleted or purged) and this tenant's own deleted or
             purged ids are NOT_FOUND in the tenant's namespace."""
             t = self._tenant(data)
@@ -325,7 +327,8 @@ def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServic
                                        memory_pb2.SORT_BY_RELEVANCE,
                                        memory_pb2.SORT_BY_IMPORTANCE,
                                        memory_pb2.SORT_BY_RECENCY]))
-        def recall(self, data, second_stage, k, sort_by):
+        def recall(self, data: st.DataObject, second_stage: bool, k: int,
+                   sort_by: memory_pb2.SortBy) -> None:
             t = self._tenant(data)
             words = data.draw(st.lists(
                 st.sampled_from([w for v in VOCAB for w in v] + list(COMMON)),
@@ -358,12 +361,12 @@ def test_a_tenant_never_sees_another(graph_gateway: memory_pb2_grpc.MemoryServic
             self._check_clean(t, response, query)
 
         @invariant()
-        def model_matches_the_database(self):
+        def model_matches_the_database(self) -> None:
             """Every id the model knows lives in its own tenant's namespace, in the state the
             model says (live, soft-deleted or gone)."""
             if not getattr(self, "owner", None):
                 return
-            rows = dict(db.execute(
+            rows: dict[str, str] = dict(db.execute(
                 "SELECT id::text, namespace || '|' || (deleted_at IS NOT NULL)::text "
                 "FROM memories WHERE id = ANY(%s::uuid[])", (list(self.owner),)).fetchall())
             for mid, t in self.owner.items():

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
@@ -66,23 +66,26 @@ def serve(service: str, dsn: str, tmp: Path, **env: str) -> tuple[Process, int]:
                    tmp / f"{service}-{port}.log"), port
 
 
-def credentials(ca: Path, cert: Path | None = None, key: Path | None = None):
+def credentials(ca: Path, cert: Path | None = None,
+                key: Path | None = None) -> grpc.ChannelCredentials:
     return grpc.ssl_channel_credentials(
         root_certificates=ca.read_bytes(),
         private_key=key.read_bytes() if key else None,
         certificate_chain=cert.read_bytes() if cert else None)
 
 
-def health(port: int, creds=None, service: str = "") -> int:
+def health(port: int, creds: grpc.ChannelCredentials | None = None, service: str = "") -> int:
     """The health status, raising grpc.RpcError when the call cannot be made."""
     address = f"localhost:{port}"
     channel = grpc.secure_channel(address, creds) if creds else grpc.insecure_channel(address)
     with channel:
-        return health_pb2_grpc.HealthStub(channel).Check(
+        status: int = health_pb2_grpc.HealthStub(channel).Check(
             health_pb2.HealthCheckRequest(service=service), timeout=3).status
+        return status
 
 
-def wait_serving(port: int, creds, process: Process, timeout_s: float = 60) -> None:
+def wait_serving(port: int, creds: grpc.ChannelCredentials | None, process: Process,
+                 timeout_s: float = 60) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         assert process.popen.poll() is None, process.log.read_text()[-3000:]
@@ -105,7 +108,7 @@ def tls_leg(dsn: str, pki: dict[str, Path], tmp_path: Path) -> Iterator[int]:
         leg.stop()
 
 
-def refused(call) -> grpc.StatusCode:
+def refused(call: Callable[[], object]) -> grpc.StatusCode:
     with pytest.raises(grpc.RpcError) as info:
         call()
     return info.value.code()
@@ -139,7 +142,7 @@ def test_gateway_dials_its_leg_over_mutual_tls_and_serves_verified_clients(
         env.update(RECALLMESH_TLS_CA=str(pki["ca"]), RECALLMESH_TARGET=f"localhost:{port}",
                    RECALLMESH_API_KEY=api_key(dsn))
 
-        def cli(*args: str) -> subprocess.CompletedProcess:
+        def cli(*args: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run([sys.executable, "-m", "recallmesh.cli", *args], env=env,
                                   capture_output=True, text=True, timeout=60)
 

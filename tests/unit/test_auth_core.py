@@ -7,11 +7,14 @@ import asyncio
 import json
 import logging
 import string
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
+from google.protobuf.message import Message
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -24,7 +27,7 @@ from recallmesh.auth.interceptors import (
     InternalOnly,
     internal_guard,
 )
-from recallmesh.auth.keys import ApiKey, new_key, secret_hash, split_key
+from recallmesh.auth.keys import ApiKey, KeyStore, new_key, secret_hash, split_key
 from recallmesh.auth.principal import (
     ALL_SCOPES,
     Principal,
@@ -50,13 +53,14 @@ grants = st.one_of(names, names.map(lambda n: n + "*"), st.just("*"))
 
 
 @given(outer=grants, inner=grants, namespace=names)
-def test_a_covered_grant_never_reaches_beyond_its_cover(outer, inner, namespace) -> None:
+def test_a_covered_grant_never_reaches_beyond_its_cover(outer: str, inner: str,
+                                                        namespace: str) -> None:
     if grant_covers(outer, inner) and grant_matches(inner, namespace):
         assert grant_matches(outer, namespace)
 
 
 @given(grant=grants)
-def test_a_grant_covers_itself(grant) -> None:
+def test_a_grant_covers_itself(grant: str) -> None:
     assert grant_covers(grant, grant)
 
 
@@ -99,7 +103,8 @@ def test_grants_and_scopes_are_parsed_strictly() -> None:
     ([("authorization", "Bearer a"), ("authorization", "Bearer b")], "more than one"),
     ([("authorization", b"Bearer a")], "expected 'Bearer"),
 ])
-def test_bearer_header_problems_are_unauthenticated(metadata, message) -> None:
+def test_bearer_header_problems_are_unauthenticated(metadata: list[tuple[str, str | bytes]],
+                                                    message: str) -> None:
     with pytest.raises(Unauthenticated, match=message):
         bearer_token(metadata)
 
@@ -118,25 +123,25 @@ def test_keys_round_trip_and_malformed_keys_are_refused_without_echo() -> None:
         assert len(bad) < 12 or bad not in info.value.message
 
 
-class FakeKeys:
+class FakeKeys(KeyStore):
     """KeyStore's lookup/touch over a dict (the SQL is covered by the integration tests)."""
 
-    def __init__(self) -> None:
+    def __init__(self) -> None:  # no pool: lookup and touch below never reach one
         self.rows: dict[str, tuple[ApiKey, bytes]] = {}
         self.lookups = 0
         self.touched: list[str] = []
 
-    def add(self, **fields) -> str:
+    def add(self, expires_at: datetime | None = None) -> str:
         key, key_id, digest = new_key()
         self.rows[key_id] = (ApiKey(key_id, "k", ("ns",), frozenset({Scope.READ}),
-                                    datetime.now(UTC), **fields), digest)
+                                    datetime.now(UTC), expires_at=expires_at), digest)
         return key
 
-    async def lookup(self, key_id):
+    async def lookup(self, key_id: str) -> tuple[ApiKey, bytes] | None:
         self.lookups += 1
         return self.rows.get(key_id)
 
-    async def touch(self, key_id):
+    async def touch(self, key_id: str) -> None:
         self.touched.append(key_id)
 
 
@@ -145,7 +150,7 @@ def bearer(token: str) -> list[tuple[str, str]]:
 
 
 def test_authenticator_caches_keys_for_the_configured_time_and_sees_revocation_after() -> None:
-    async def scenario():
+    async def scenario() -> None:
         now = [0.0]
         keys = FakeKeys()
         token = keys.add()
@@ -170,7 +175,7 @@ def test_authenticator_caches_keys_for_the_configured_time_and_sees_revocation_a
 
 
 def test_authenticator_refuses_expired_unknown_and_unconfigured_jwt() -> None:
-    async def scenario():
+    async def scenario() -> None:
         keys = FakeKeys()
         expired = keys.add(expires_at=datetime.now(UTC) - timedelta(seconds=1))
         auth = Authenticator(AuthSettings(), keys)
@@ -189,7 +194,7 @@ def test_authenticator_refuses_expired_unknown_and_unconfigured_jwt() -> None:
 
 
 def test_every_public_method_has_a_scope() -> None:
-    listed = set()
+    listed: set[str] = set()
     for module, service in ((memory_pb2, "MemoryService"), (keys_pb2, "KeyService")):
         desc = module.DESCRIPTOR.services_by_name[service]
         listed |= {f"/{desc.full_name}/{m.name}" for m in desc.methods}
@@ -226,43 +231,52 @@ PEER = "ipv4:10.1.2.3:50412"
 RECALL = f"/{MEMORY_SERVICE}/Recall"
 
 
+Metadata = list[tuple[str, str]]
+
+
 class FakeContext:
-    def __init__(self, metadata) -> None:
+    def __init__(self, metadata: Metadata) -> None:
         self.metadata = metadata
 
-    def invocation_metadata(self):
+    def invocation_metadata(self) -> Metadata:
         return self.metadata
 
     def peer(self) -> str:
         return PEER
 
-    async def abort(self, code, details):
+    async def abort(self, code: grpc.StatusCode, details: str) -> None:
         raise AssertionError(f"aborted with {code}: {details}")
 
 
 class Details:
-    def __init__(self, method: str, metadata=()) -> None:
+    def __init__(self, method: str, metadata: Metadata | None = None) -> None:
         self.method = method
         self.invocation_metadata = metadata
 
 
-async def call_through(interceptor, method: str, request, metadata, behavior=None):
+Behavior = Callable[[Any, FakeContext], Awaitable[str]]
+
+
+async def call_through(interceptor: GatewayAuth | InternalOnly, method: str,
+                       request: Message | None, metadata: Metadata,
+                       behavior: Behavior | None = None) -> str | RequestError:
     """One unary call of `method` through `interceptor`: the servicer's answer, or the
     RequestError the interceptor (or the servicer) raised."""
-    async def answer(request, context):
+    async def answer(request: Message | None, context: FakeContext) -> str:
         return "answered"
 
-    async def continuation(details):
+    async def continuation(details: Details) -> grpc.RpcMethodHandler:
         return grpc.unary_unary_rpc_method_handler(behavior or answer)
 
     handler = await interceptor.intercept_service(continuation, Details(method, metadata))
     try:
-        return await handler.unary_unary(request, FakeContext(metadata))
+        answered: str = await handler.unary_unary(request, FakeContext(metadata))
+        return answered
     except RequestError as exc:
         return exc
 
 
-def audit_lines(caplog: pytest.LogCaptureFixture) -> list[dict]:
+def audit_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, str]]:
     """The audit lines logged, as the JSON log lines they become (recallmesh.shared.logs)."""
     formatter = JsonFormatter("gateway")
     return [json.loads(formatter.format(r)) for r in caplog.records
@@ -279,7 +293,7 @@ def test_every_refusal_of_the_gateway_writes_one_audit_line_without_the_secret(
     recall = memory_pb2.RecallRequest(namespace="ns", query="q")
     elsewhere = memory_pb2.RecallRequest(namespace="other-tenant", query="q")
 
-    async def scenario():
+    async def scenario() -> list[str | RequestError]:
         assert await call_through(auth, RECALL, recall, bearer(good)) == "answered"
         outcomes = [
             await call_through(auth, RECALL, recall, bearer(wrong)),
@@ -296,6 +310,8 @@ def test_every_refusal_of_the_gateway_writes_one_audit_line_without_the_secret(
                                            PermissionDenied]
     lines = audit_lines(caplog)
     assert len(lines) == 4  # one per refusal, none for the call that was answered
+    missing_credential = outcomes[2]
+    assert isinstance(missing_credential, Unauthenticated)
     common = {"level": "warning", "msg": "call refused", "audit": "refused", "peer": PEER,
               "logger": "recallmesh.auth.interceptors", "subject": ""}
     principal = f"key:{key_id} (k)"
@@ -306,7 +322,7 @@ def test_every_refusal_of_the_gateway_writes_one_audit_line_without_the_secret(
          "reason": "this credential is not granted namespace 'other-tenant'",
          "key_id": key_id, "principal": principal},
         {"code": "UNAUTHENTICATED", "method": RECALL, "namespace": "ns",
-         "reason": outcomes[2].message, "key_id": "", "principal": ""},
+         "reason": missing_credential.message, "key_id": "", "principal": ""},
         {"code": "PERMISSION_DENIED", "method": f"/{MEMORY_SERVICE}/Store", "namespace": "ns",
          "reason": "this credential lacks the 'write' scope", "key_id": key_id,
          "principal": principal},
@@ -320,18 +336,21 @@ def test_every_refusal_of_the_gateway_writes_one_audit_line_without_the_secret(
 
 def test_audit_names_a_jwt_subject_and_the_servicers_own_refusals(
         caplog: pytest.LogCaptureFixture) -> None:
-    class JwtCaller:
-        async def authenticate(self, metadata):
+    class JwtCaller(Authenticator):
+        def __init__(self) -> None:  # no settings, no keys: every caller is this JWT's
+            pass
+
+        async def authenticate(self, metadata: Iterable[tuple[str, Any]] | None) -> Principal:
             return Principal("jwt:alice@example.com", ("team-*",), frozenset({Scope.ADMIN}),
                              kind="jwt")
 
-    async def refuse_broader_key(request, context):
+    async def refuse_broader_key(request: Message | None, context: FakeContext) -> str:
         raise PermissionDenied("a new key's namespaces must be within this credential's")
 
     auth = GatewayAuth(JwtCaller())
     token = bearer("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl")
 
-    async def scenario():
+    async def scenario() -> list[str | RequestError]:
         return [
             await call_through(auth, RECALL, memory_pb2.RecallRequest(namespace="team-a"),
                                token),
@@ -342,7 +361,8 @@ def test_audit_names_a_jwt_subject_and_the_servicers_own_refusals(
 
     with caplog.at_level(logging.WARNING, logger="recallmesh.auth.interceptors"):
         outcomes = asyncio.run(scenario())
-    assert [o.code for o in outcomes] == ["PERMISSION_DENIED", "PERMISSION_DENIED"]
+    assert [o.code if isinstance(o, RequestError) else o for o in outcomes] == [
+        "PERMISSION_DENIED", "PERMISSION_DENIED"]
     scope, servicer = audit_lines(caplog)
     assert (scope["subject"], scope["principal"], scope["key_id"], scope["namespace"]) == (
         "alice@example.com", "jwt:alice@example.com", "", "team-a")
@@ -357,7 +377,7 @@ def test_an_internal_service_audits_the_calls_it_refuses(caplog: pytest.LogCaptu
     wall = InternalOnly("t" * 32)
     search = "/recallmesh.v1.RetrieverService/Search"
 
-    async def scenario():
+    async def scenario() -> list[str | RequestError]:
         return [await call_through(wall, search, None, bearer("guess-" + "x" * 30)),
                 await call_through(wall, search, None, bearer("t" * 32))]
 

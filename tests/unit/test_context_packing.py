@@ -17,13 +17,12 @@ APPROX = TokenCounter.approximate()
 WORDS = TokenCounter("words", lambda text: len(text.split()))
 
 
-def memory(content: str, i: int = 0, **kw) -> StoredMemory:
-    fields = dict(id=f"00000000-0000-4000-8000-{i:012d}", namespace="ns", content=content,
-                  category="", tags=(), importance=0.5, sensitive=False,
-                  created_at=NOW - timedelta(days=i), updated_at=NOW, valid_from=None,
-                  valid_to=None, metadata={})
-    fields.update(kw)
-    return StoredMemory(**fields)
+def memory(content: str, i: int = 0, category: str = "", sensitive: bool = False,
+           valid_to: datetime | None = None) -> StoredMemory:
+    return StoredMemory(id=f"00000000-0000-4000-8000-{i:012d}", namespace="ns", content=content,
+                        category=category, tags=(), importance=0.5, sensitive=sensitive,
+                        created_at=NOW - timedelta(days=i), updated_at=NOW, valid_from=None,
+                        valid_to=valid_to, metadata={})
 
 
 def test_best_first_one_line_each_with_the_heading() -> None:
@@ -89,7 +88,8 @@ def test_the_model_tokenizer_counts_without_special_tokens() -> None:
 @settings(max_examples=200, deadline=None)
 @given(contents=st.lists(st.text(min_size=1, max_size=200), max_size=30),
        budget=st.integers(min_value=16, max_value=400), dated=st.booleans())
-def test_never_over_budget_and_relevance_order_kept(contents, budget, dated) -> None:
+def test_never_over_budget_and_relevance_order_kept(contents: list[str], budget: int,
+                                                    dated: bool) -> None:
     hits = [(memory(c if c.strip() else "x", i), 1.0 - i / 100) for i, c in enumerate(contents)]
     for counter in (APPROX, WORDS):
         packed = pack(hits, budget, counter, NOW, dated)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -27,6 +28,9 @@ label = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zs", "Zl", "Zp"
 labels = st.lists(label, max_size=4, unique=True).map(tuple)
 times = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1),
                      timezones=st.just(UTC)).map(lambda t: t.replace(microsecond=0))
+metadata_values = st.lists(st.text(st.characters(exclude_characters="\x00",
+                                                 exclude_categories=["Cs"]),
+                                   max_size=10), min_size=1, max_size=3, unique=True).map(tuple)
 
 
 @st.composite
@@ -38,10 +42,7 @@ def filters(draw: st.DrawFn) -> Filters:
         categories=draw(labels), tags=tags, tags_all=draw(labels),
         tags_none=tuple(t for t in draw(labels) if t not in tags),
         threads=draw(labels),
-        metadata=tuple((k, draw(st.lists(st.text(st.characters(blacklist_characters="\x00",
-                                                                    blacklist_categories=("Cs",)),
-                                                 max_size=10), min_size=1, max_size=3,
-                                         unique=True).map(tuple)))
+        metadata=tuple((k, draw(metadata_values))
                        for k in draw(st.lists(label, max_size=3, unique=True))),
         importance_min=low,
         importance_max=None if low is None else as_real(draw(st.floats(low, 1))),
@@ -51,7 +52,7 @@ def filters(draw: st.DrawFn) -> Filters:
 
 
 @given(filters())
-def test_filters_round_trip_through_the_proto(f) -> None:
+def test_filters_round_trip_through_the_proto(f: Filters) -> None:
     f = Filters(**{**f.__dict__, "tags_none": tuple(t for t in f.tags_none
                                                     if t not in f.tags_all)})
     msg = memory_pb2.RecallFilters()
@@ -60,7 +61,7 @@ def test_filters_round_trip_through_the_proto(f) -> None:
 
 
 @given(filters())
-def test_filter_sql_binds_every_parameter_it_names(f) -> None:
+def test_filter_sql_binds_every_parameter_it_names(f: Filters) -> None:
     sql, params = filter_sql(f, alias="m")
     assert set(re.findall(r"%\((\w+)\)s", sql)) == set(params)
     assert (sql == "") == f.empty
@@ -79,7 +80,8 @@ def test_importance_compares_at_the_columns_precision() -> None:
 
 @pytest.mark.parametrize(("given_value", "compared"), [
     (1e-50, 0.0), (7e-46, 0.0), (5e-324, 0.0), (0.1, 0.10000000149011612), (1.00000001, 1.0)])
-def test_importance_bounds_are_rounded_to_single_precision_first(given_value, compared) -> None:
+def test_importance_bounds_are_rounded_to_single_precision_first(given_value: float,
+                                                                 compared: float) -> None:
     """What Postgres would round (and refuse as underflow) reaches it as the single it means."""
     f = filters_from_proto(memory_pb2.RecallFilters(importance_min=given_value,
                                                     importance_max=given_value))
@@ -87,7 +89,7 @@ def test_importance_bounds_are_rounded_to_single_precision_first(given_value, co
 
 
 @pytest.mark.parametrize("key", [" ", "\t", "", "k" * 129, "a\x00"])
-def test_a_metadata_key_filter_follows_the_stored_keys_rule(key) -> None:
+def test_a_metadata_key_filter_follows_the_stored_keys_rule(key: str) -> None:
     msg = memory_pb2.RecallFilters()
     msg.metadata.add(key=key, values=["v"])
     with pytest.raises(InvalidArgument, match=r"filters.metadata\[0\].key (must not be empty or "
@@ -96,10 +98,13 @@ def test_a_metadata_key_filter_follows_the_stored_keys_rule(key) -> None:
         filters_from_proto(msg)
 
 
+def importance_min_above_max(m: memory_pb2.RecallFilters) -> None:
+    m.importance_min, m.importance_max = 0.6, 0.5
+
+
 @pytest.mark.parametrize(("build", "message"), [
     (lambda m: setattr(m, "importance_min", 1.5), "filters.importance_min must be within"),
-    (lambda m: (setattr(m, "importance_min", 0.6), setattr(m, "importance_max", 0.5)),
-     "must not be above"),
+    (importance_min_above_max, "must not be above"),
     (lambda m: (m.tags.append("a"), m.tags_none.append("a")), "tags_none also names"),
     (lambda m: m.metadata.add(key="k"), "filters.metadata[0].values"),
     (lambda m: (m.metadata.add(key="k", values=["a"]), m.metadata.add(key="k", values=["b"])),
@@ -109,7 +114,8 @@ def test_a_metadata_key_filter_follows_the_stored_keys_rule(key) -> None:
                 m.updated_before.FromDatetime(datetime(2026, 1, 1))),
      "filters.updated_after must be earlier"),
 ])
-def test_bad_filters_are_refused_naming_the_field(build, message) -> None:
+def test_bad_filters_are_refused_naming_the_field(
+        build: Callable[[memory_pb2.RecallFilters], object], message: str) -> None:
     msg = memory_pb2.RecallFilters()
     build(msg)
     with pytest.raises(InvalidArgument, match=re.escape(message)):
@@ -151,7 +157,7 @@ def test_a_page_token_continues_only_its_own_query() -> None:
 
 
 @given(st.text(max_size=200))
-def test_any_page_token_text_is_a_page_or_invalid_argument(raw) -> None:
+def test_any_page_token_text_is_a_page_or_invalid_argument(raw: str) -> None:
     try:
         PAGES.after(ListQuery("ns", page_token=raw))
     except InvalidArgument:
@@ -161,7 +167,8 @@ def test_any_page_token_text_is_a_page_or_invalid_argument(raw) -> None:
 def test_importance_tokens_and_what_a_listing_sees() -> None:
     query = ListQuery("ns", order_by="importance")
     token = PAGES.make(query, _memory(datetime(2026, 1, 1, tzinfo=UTC)))
-    assert PAGES.after(ListQuery("ns", order_by="importance", page_token=token))[0] == 0.25
+    after = PAGES.after(ListQuery("ns", order_by="importance", page_token=token))
+    assert after is not None and after[0] == 0.25
     clause, _ = where(ListQuery("ns"))
     assert "m.deleted_at IS NULL" in clause and "m.valid_to > now()" in clause
     clause, _ = where(ListQuery("ns", include_deleted=True, include_ended=True))

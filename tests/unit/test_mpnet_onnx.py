@@ -71,7 +71,8 @@ def bucket(relative: int, buckets: int = BUCKETS, max_distance: int = 128) -> in
 
 def norm(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + 1e-5) * w + b
+    normed: np.ndarray = (x - mean) / np.sqrt(var + 1e-5) * w + b
+    return normed
 
 
 def reference(weights: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
@@ -90,8 +91,9 @@ def reference(weights: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
     for i in range(LAYERS):
         p = f"encoder.layer.{i}"
 
-        def lin(x, name, p=p):
-            return x @ w[f"{p}.{name}.weight"].T + w[f"{p}.{name}.bias"]
+        def lin(x: np.ndarray, name: str, p: str = p) -> np.ndarray:
+            out: np.ndarray = x @ w[f"{p}.{name}.weight"].T + w[f"{p}.{name}.bias"]
+            return out
 
         q, k, v = (lin(h, f"attention.attn.{n}").reshape(seq, HEADS, d).transpose(1, 0, 2)
                    for n in "qkv")

@@ -27,7 +27,10 @@ def _string(text: str) -> bytes:
     return struct.pack("<Q", len(data)) + data
 
 
-def _value(value) -> bytes:
+GgufValue = str | bool | int | float | list[str]
+
+
+def _value(value: GgufValue) -> bytes:
     """A GGUF key/value payload: type id, then the value."""
     if isinstance(value, str):
         return struct.pack("<I", 8) + _string(value)
@@ -41,7 +44,7 @@ def _value(value) -> bytes:
     return struct.pack("<IIQ", 9, 8, len(value)) + b"".join(_string(v) for v in value)
 
 
-def write_gguf(path: Path, meta: dict, tensors: dict[str, np.ndarray]) -> None:
+def write_gguf(path: Path, meta: dict[str, GgufValue], tensors: dict[str, np.ndarray]) -> None:
     """GGUF v3: header, key/values, tensor infos (dims fastest first), aligned data."""
     head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(meta))
     head += b"".join(_string(k) + _value(v) for k, v in meta.items())
@@ -75,7 +78,7 @@ def tiny_model(folder: Path) -> tuple[Path, dict[str, np.ndarray]]:
     # matrices in f16 as the real file ships them, norms in f32
     weights = {k: rng.normal(0, 0.5, s).astype(np.float16 if len(s) == 2 else np.float32)
                for k, s in shapes.items()}
-    meta = {"general.architecture": "nomic-bert", "general.alignment": 32,
+    meta: dict[str, GgufValue] = {"general.architecture": "nomic-bert", "general.alignment": 32,
             "nomic-bert.block_count": LAYERS, "nomic-bert.embedding_length": HIDDEN,
             "nomic-bert.feed_forward_length": FFN, "nomic-bert.attention.head_count": HEADS,
             "nomic-bert.attention.layer_norm_epsilon": EPS, "nomic-bert.rope.freq_base": BASE,
@@ -86,8 +89,10 @@ def tiny_model(folder: Path) -> tuple[Path, dict[str, np.ndarray]]:
     return path, {k: v.astype(np.float64) for k, v in weights.items()}
 
 
-def norm(x, w, b):
-    return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + EPS) * w + b
+def norm(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    normed: np.ndarray = (x - x.mean(-1, keepdims=True)) / np.sqrt(
+        x.var(-1, keepdims=True) + EPS) * w + b
+    return normed
 
 
 def reference(w: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
@@ -98,9 +103,10 @@ def reference(w: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
     inv = 1.0 / BASE ** (np.arange(0, d, 2) / d)
     angle = np.outer(np.arange(seq), np.concatenate([inv, inv]))  # [s, d]
 
-    def rope(t):  # t [heads, s, d]
+    def rope(t: np.ndarray) -> np.ndarray:  # t [heads, s, d]
         turned = np.concatenate([-t[..., d // 2:], t[..., :d // 2]], -1)
-        return t * np.cos(angle) + turned * np.sin(angle)
+        rotated: np.ndarray = t * np.cos(angle) + turned * np.sin(angle)
+        return rotated
 
     for i in range(LAYERS):
         p = f"blk.{i}"
@@ -119,15 +125,19 @@ def reference(w: dict[str, np.ndarray], ids: np.ndarray) -> np.ndarray:
     return x
 
 
+# The exported graph's folder, the GGUF it came from, its weights (float64) and a session.
+Exported = tuple[Path, Path, dict[str, np.ndarray], ort.InferenceSession]
+
+
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory):
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
     folder = tmp_path_factory.mktemp("nomic")
     gguf, weights = tiny_model(folder)
     build(gguf, folder / "model.onnx")
     return folder, gguf, weights, ort.InferenceSession(str(folder / "model.onnx"))
 
 
-def test_graph_matches_a_numpy_forward_pass_with_padding(exported) -> None:
+def test_graph_matches_a_numpy_forward_pass_with_padding(exported: Exported) -> None:
     _, _, weights, session = exported
     assert [i.name for i in session.get_inputs()] == [
         "input_ids", "attention_mask", "token_type_ids"]
@@ -149,13 +159,13 @@ def test_graph_matches_a_numpy_forward_pass_with_padding(exported) -> None:
     assert np.abs(out[0] - reference(weights, long[0])).max() < 1e-4
 
 
-def test_build_is_byte_identical(exported, tmp_path: Path) -> None:
+def test_build_is_byte_identical(exported: Exported, tmp_path: Path) -> None:
     folder, gguf, _, _ = exported
     build(gguf, tmp_path / "again.onnx")
     assert (tmp_path / "again.onnx").read_bytes() == (folder / "model.onnx").read_bytes()
 
 
-def test_tokenizer_restores_bert_wordpiece_spelling(exported, tmp_path: Path) -> None:
+def test_tokenizer_restores_bert_wordpiece_spelling(exported: Exported, tmp_path: Path) -> None:
     _, gguf, _, _ = exported
     build_tokenizer(gguf, tmp_path / "tokenizer.json")
     tokenizer = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))

@@ -9,15 +9,17 @@ one, and that skipping or failing it never degrades the recall.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import pytest
 from prometheus_client import REGISTRY
 
-from recallmesh.gateway.fanout import LegError
-from recallmesh.gateway.recall import Recaller
+from recallmesh.gateway.fanout import LegError, LegOutcome
+from recallmesh.gateway.recall import Recaller, RecallHit, RecallOutcome
 from recallmesh.gateway.settings import GatewaySettings, LegTarget
+from recallmesh.gateway.store import MemoryStore
 from recallmesh.policy import Overrides, RecallPolicy
 from recallmesh.shared.errors import (
     DeadlineExceeded,
@@ -25,6 +27,7 @@ from recallmesh.shared.errors import (
     ResourceExhausted,
     Unavailable,
 )
+from recallmesh.wire.filters import Filters
 from recallmesh.wire.fusion import LegCandidate
 from recallmesh.wire.memory_fields import StoredMemory
 from recallmesh.wire.retriever import LegAnswer, LegQuery
@@ -65,7 +68,7 @@ def stored(i: str, ns: str = "ns") -> StoredMemory:
 
 
 @dataclass
-class HydratingStore:
+class HydratingStore(MemoryStore):  # no pool: the methods below are all a recall reads
     after: dict[str, str] = field(default_factory=dict)  # memory id -> the memory stored next
     before: dict[str, str] = field(default_factory=dict)  # ... -> the one stored just before
     fail_next: bool = False
@@ -74,7 +77,9 @@ class HydratingStore:
     async def hydrate(self, ns: str, memory_ids: list[str]) -> dict[str, StoredMemory]:
         return {i: stored(i, ns) for i in memory_ids}
 
-    async def hydrate_adjacent(self, ns: str, memory_ids, seed_ids, filters):
+    async def hydrate_adjacent(
+        self, ns: str, memory_ids: list[str], seed_ids: list[str], filters: Filters,
+    ) -> tuple[dict[str, StoredMemory], dict[str, StoredMemory], dict[str, StoredMemory]]:
         self.next_calls.append(list(seed_ids))
         if self.fail_next:
             raise RuntimeError("connection lost")
@@ -96,13 +101,18 @@ def recaller(graph: ListLeg, *, second_stage: bool = False, min_ms: int = 50,
     return Recaller(HydratingStore(), [lexical, vector, graph], settings), lexical, vector
 
 
-def query(second_stage: bool | None = None, **fusion) -> RecallQuery:
+def query(second_stage: bool | None = None, skip_legs: Iterable[str] = (),
+          context_hits: int | None = None,
+          context_next_weight: float | None = None,
+          context_prev_weight: float | None = None) -> RecallQuery:
     return RecallQuery("ns", "anything", k=10,
                        fusion=Overrides.of(method="rrf", graph_second_stage=second_stage,
-                                            **fusion))
+                                            skip_legs=skip_legs, context_hits=context_hits,
+                                            context_next_weight=context_next_weight,
+                                            context_prev_weight=context_prev_weight))
 
 
-def graph_status(outcome):
+def graph_status(outcome: RecallOutcome) -> LegOutcome:
     return next(leg for leg in outcome.legs if leg.leg == "graph")
 
 
@@ -161,11 +171,11 @@ async def test_second_stage_is_skipped_without_other_hits_and_after_a_failed_fir
     assert len(graph.calls) == 1 and "no other leg had a hit" in graph_status(outcome).detail
     failing = replace(graph, fail_seeded=False, calls=[])
 
-    async def broken(q, timeout_s):
+    async def broken(q: LegQuery, timeout_s: float) -> LegAnswer:
         failing.calls.append(q)
         raise LegError("UNAVAILABLE: down")
 
-    failing.search = broken  # type: ignore[method-assign]
+    failing.search = broken  # type: ignore[method-assign, assignment]  # a leg made to fail
     r, _, _ = recaller(failing)
     outcome = await r.recall(query(second_stage=True))
     assert len(failing.calls) == 1 and outcome.degraded  # the first call's failure counts
@@ -181,10 +191,10 @@ async def test_lexical_leg_failing_is_a_partial_fallback_on_the_other_legs() -> 
     graph = ListLeg("graph", [9])
     r, lexical, _ = recaller(graph)
 
-    async def broken(q, timeout_s):
+    async def broken(q: LegQuery, timeout_s: float) -> LegAnswer:
         raise LegError("UNAVAILABLE: lexical leg down")
 
-    lexical.search = broken  # type: ignore[method-assign]
+    lexical.search = broken  # type: ignore[method-assign, assignment]  # a leg made to fail
     before = REGISTRY.get_sample_value("recallmesh_recall_fallbacks_total",
                                        {"kind": "partial"}) or 0.0
     outcome = await r.recall(query())
@@ -201,29 +211,31 @@ async def test_legs_that_all_refuse_the_request_make_it_invalid_not_unavailable(
     UNAVAILABLE (issue 54). One leg down among refusals stays UNAVAILABLE."""
     r, lexical, vector = recaller(ListLeg("graph", [9]))
 
-    async def refuses(q, timeout_s):
+    async def refuses(q: LegQuery, timeout_s: float) -> LegAnswer:
         raise LegError("INVALID_ARGUMENT")
 
     for leg in (lexical, vector, r.legs[2]):
-        leg.search = refuses  # type: ignore[method-assign]
+        leg.search = refuses  # type: ignore[method-assign, assignment]  # a leg made to fail
     with pytest.raises(InvalidArgument, match="no retrieval leg could read the request"):
         await r.recall(query())
 
-    async def down(q, timeout_s):
+    async def down(q: LegQuery, timeout_s: float) -> LegAnswer:
         raise LegError("UNAVAILABLE")
 
-    vector.search = down  # type: ignore[method-assign]
+    vector.search = down  # type: ignore[method-assign, assignment]  # a leg made to fail
     with pytest.raises(Unavailable):
         await r.recall(query())
 
 
-def context_recaller(**store_fields) -> tuple[Recaller, HydratingStore]:
+def context_recaller(after: dict[str, str] | None = None,
+                     before: dict[str, str] | None = None) -> tuple[Recaller, HydratingStore]:
     r, _, _ = recaller(ListLeg("graph", [9]))
-    r.store = HydratingStore(**store_fields)
-    return r, r.store
+    store = HydratingStore(after=after or {}, before=before or {})
+    r.store = store
+    return r, store
 
 
-def legs_of(hit) -> list[tuple[str, int]]:
+def legs_of(hit: RecallHit) -> list[tuple[str, int]]:
     return [(c.leg, c.rank) for c in hit.fused.contributions]
 
 
@@ -382,7 +394,7 @@ async def test_a_call_is_refused_as_late_by_what_the_plan_needs() -> None:
     assert refused.value.reason == "late"
 
 
-def leg_states(outcome) -> dict[str, str]:
+def leg_states(outcome: RecallOutcome) -> dict[str, str]:
     return {o.leg: o.state for o in outcome.legs}
 
 

@@ -70,7 +70,7 @@ def test_settings_from_the_environment() -> None:
     ("RECALLMESH_RESTART_MAX_BACKOFF_S", "0.1", "RECALLMESH_RESTART_MAX_BACKOFF_S must be >="),
     ("RECALLMESH_RESTART_WINDOW_S", "0", "RECALLMESH_RESTART_WINDOW_S must be >="),
 ])
-def test_bad_settings_are_config_errors(variable, value, message) -> None:
+def test_bad_settings_are_config_errors(variable: str, value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         RestartPolicy.from_env({variable: value})
 
@@ -90,24 +90,29 @@ class FakeProcess:
 
 
 class Watcher(RestartWatcher):
-    def _await_serving(self, *args) -> None:  # no real process to ask
+    def _await_serving(self, *args: object) -> None:  # no real process to ask
         pass
 
 
+# A Stack of fake processes, its watcher, the services it spawned, and the watcher's clock.
+Watched = tuple[Stack, Watcher, list[str], list[float]]
+
+
 @pytest.fixture
-def watched(tmp_path: Path):
+def watched(tmp_path: Path) -> Watched:
     """A Stack of fake processes, a watcher on a fake clock (checked by hand, no thread)."""
     stack = Stack(env={"RECALLMESH_DATA_DIR": str(tmp_path)})
     spawned: list[str] = []
 
     def spawn(name: str) -> FakeProcess:
         spawned.append(name)
-        process = stack.processes[name] = FakeProcess()
+        process = stack.processes[name] = FakeProcess()  # type: ignore[assignment]  # a fake
         return process
 
-    stack._spawn = spawn  # type: ignore[method-assign]
+    # fakes for Popen (poll and returncode are all the watcher reads)
+    stack._spawn = spawn  # type: ignore[method-assign, assignment]
     for name in ("vector", "gateway"):
-        stack.processes[name] = FakeProcess()
+        stack.processes[name] = FakeProcess()  # type: ignore[assignment]  # a fake Popen
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "vector.log").write_text("line 1\nTraceback: boom\n")
     now = [100.0]
@@ -117,7 +122,8 @@ def watched(tmp_path: Path):
     return stack, watcher, spawned, now
 
 
-def test_the_watcher_restarts_after_the_backoff_and_gives_up_a_crash_loop(watched) -> None:
+def test_the_watcher_restarts_after_the_backoff_and_gives_up_a_crash_loop(
+        watched: Watched) -> None:
     stack, watcher, spawned, now = watched
     gateway = stack.processes["gateway"]
     stack.processes["vector"].returncode = -signal.SIGKILL
@@ -155,7 +161,7 @@ def test_the_watcher_restarts_after_the_backoff_and_gives_up_a_crash_loop(watche
     assert "  | Traceback: boom" in log
 
 
-def test_a_service_stopped_on_purpose_is_not_restarted(watched) -> None:
+def test_a_service_stopped_on_purpose_is_not_restarted(watched: Watched) -> None:
     stack, watcher, spawned, now = watched
     stack.processes["vector"].returncode = 1
     watcher.check()
