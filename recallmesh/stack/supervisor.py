@@ -84,7 +84,7 @@ def free_port_env() -> dict[str, str]:
     return env
 
 
-def wait_serving(address: str, timeout_s: float, process: subprocess.Popen[bytes] | None = None,
+def wait_serving(address: str, timeout_s: float, process: subprocess.Popen[Any] | None = None,
                  service: str = "", environ: dict[str, str] | None = None) -> None:
     """Block until the health service at `address` reports `service` SERVING ("": ready;
     "liveness": the process is up, whether or not what it needs is)."""

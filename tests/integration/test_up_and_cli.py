@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from recallmesh.embedding_models.manifest import ModelManifest, default_manifest_path
+from recallmesh.embedding_models.manifest import default_manifest_path
 from recallmesh.shared.services import BY_NAME
 from recallmesh.stack.supervisor import Stack, StackError, free_port_env, wait_serving
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
@@ -43,13 +43,14 @@ RECALLMESH = (sys.executable, "-m", "recallmesh.cli")  # the checkout's command
 
 
 def start_up(env: dict[str, str], *args: str, command: tuple[str, ...] = RECALLMESH,
-             cwd: Path | None = None) -> tuple[subprocess.Popen, list[str]]:
+             cwd: Path | None = None) -> tuple[subprocess.Popen[str], list[str]]:
     """Start `recallmesh up` and read its output until it says it is serving."""
     process = subprocess.Popen(
         [*command, "up", *args], env=env, cwd=cwd,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     lines: list[str] = []
+    assert process.stdout is not None  # stdout=PIPE
     for line in process.stdout:
         lines.append(line)
         if "serving; press Ctrl-C" in line:
@@ -65,9 +66,9 @@ def start_up(env: dict[str, str], *args: str, command: tuple[str, ...] = RECALLM
     return process, lines
 
 
-def stop_up(process: subprocess.Popen, lines: list[str]) -> str:
+def stop_up(process: subprocess.Popen[str], lines: list[str]) -> str:
     process.send_signal(signal.SIGTERM)
-    rest, _ = process.communicate(timeout=30)
+    rest: str = process.communicate(timeout=30)[0]
     output = "".join(lines) + rest
     assert process.returncode == 0, output
     return output
@@ -113,10 +114,10 @@ def test_up_demo_cli_and_restart_keeps_data(tmp_path: Path) -> None:
                                  "--set", "skip_legs=vector", "--set", "method=rrf"))
         assert lexical["fusion"].startswith("rrf")
         assert {leg["leg"]: leg["state"] for leg in lexical["legs"]}["vector"] == "SKIPPED"
-        for bad, message in (("context_hits=99", "fusion.context_hits must be within 0..50"),
+        for setting, message in (("context_hits=99", "fusion.context_hits must be within 0..50"),
                              ("colour=red", "unknown setting 'colour'"),
                              ("method", "expected name=value")):
-            out = cli(env, "recall", "-n", "cli", "x", "--set", bad, expect_rc=2)
+            out = cli(env, "recall", "-n", "cli", "x", "--set", setting, expect_rc=2)
             assert message in out and "Traceback" not in out
         doomed = cli(env, "store", "-n", "cli", "delete me soon").strip()
         cli(env, "delete", "-n", "cli", doomed)
@@ -212,12 +213,13 @@ def port_held(port: int) -> Iterator[None]:
 class Output:
     """The rest of `up`'s output, read by a thread while the test goes on."""
 
-    def __init__(self, process: subprocess.Popen, lines: list[str]) -> None:
+    def __init__(self, process: subprocess.Popen[str], lines: list[str]) -> None:
         self.lines = lines
         self._thread = threading.Thread(target=self._read, args=(process,), daemon=True)
         self._thread.start()
 
-    def _read(self, process: subprocess.Popen) -> None:
+    def _read(self, process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None  # stdout=PIPE
         for line in process.stdout:
             self.lines.append(line)
 
@@ -248,8 +250,9 @@ def test_up_restarts_a_killed_service_and_gives_up_a_crash_loop(tmp_path: Path) 
             gateway = memory_pb2_grpc.MemoryServiceStub(channel)
 
             def recall() -> memory_pb2.RecallResponse:
-                return gateway.Recall(memory_pb2.RecallRequest(
+                reply: memory_pb2.RecallResponse = gateway.Recall(memory_pb2.RecallRequest(
                     namespace="crash", query="moored boat"), timeout=10)
+                return reply
 
             def states(response: memory_pb2.RecallResponse) -> dict[str, str]:
                 return {leg.leg: memory_pb2.LegState.Name(leg.state) for leg in response.legs}
@@ -310,8 +313,8 @@ def test_up_restarts_a_killed_service_and_gives_up_a_crash_loop(tmp_path: Path) 
 @pytest.mark.parametrize("manifest, message", [
     ("/nonexistent/manifest.json", "make models"),
 ])
-def test_setup_errors_are_one_clear_line_not_a_traceback(tmp_path: Path, manifest: ModelManifest,
-                                                         message) -> None:
+def test_setup_errors_are_one_clear_line_not_a_traceback(tmp_path: Path, manifest: str,
+                                                         message: str) -> None:
     env = up_env(tmp_path / "data")
     env["RECALLMESH_EMBEDDING_MANIFEST"] = manifest
     for command in (["migrate"], ["up"]):
@@ -328,7 +331,7 @@ def client_env(stack: Stack, tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def run(env: dict[str, str], *args: str, expect_rc: int = 0) -> subprocess.CompletedProcess:
+def run(env: dict[str, str], *args: str, expect_rc: int = 0) -> subprocess.CompletedProcess[str]:
     result = subprocess.run([*RECALLMESH, *args], env=env, capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == expect_rc, result.stdout + result.stderr

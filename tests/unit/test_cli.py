@@ -12,6 +12,7 @@ import shlex
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -20,7 +21,7 @@ from recallmesh.cli.common import memory_ids
 from recallmesh.cli.filters import filter_options, list_options
 from recallmesh.cli.memories import store_fields, update_fields
 from recallmesh.client import Memory, Relation
-from recallmesh.client._wire import list_request, recall_request
+from recallmesh.client._wire import RecallOptions, list_request, recall_request
 from recallmesh.client.jsonl import InputError, memory_from_json, read_json_lines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,14 +79,14 @@ def test_list_options_and_the_request_they_make() -> None:
     (["--created-after", "2026-01-01"], "list: --created-after needs a timezone"),
     (["--as-of", "yesterday"], "--as-of must be an ISO 8601 time"),
 ])
-def test_bad_filters_are_input_errors(argv, message) -> None:
+def test_bad_filters_are_input_errors(argv: list[str], message: str) -> None:
     with pytest.raises(InputError, match=re.escape(message)):
         filter_options(parse("list", "-n", "ns", *argv))
 
 
 @pytest.mark.parametrize("command", ["recall", "context", "list", "count", "export",
                                      "delete-matching"])
-def test_the_filter_options_are_shared(command) -> None:
+def test_the_filter_options_are_shared(command: str) -> None:
     positional = ["a query"] if command in ("recall", "context") else []
     args = parse(command, "-n", "ns", *positional, "--tag-none", "x", "--as-of",
                  "2026-01-01T00:00:00Z", "--json")
@@ -98,7 +99,11 @@ def test_recall_options_reach_the_request() -> None:
     args = parse("recall", "-n", "ns", "q", "--set", "method=rrf", "--set", "skip_legs=vector",
                  "--thread", "t", "--meta", "k=v")
     fusion = recall._fusion(args.set)
-    request = recall_request("ns", "q", {**filter_options(args), "fusion": fusion})
+    assert fusion is not None
+    # the CLI passes its options as keywords (client.recall(**options)): a dict, read as
+    # the RecallOptions it is
+    options = cast(RecallOptions, {**filter_options(args), "fusion": fusion})
+    request = recall_request("ns", "q", options)
     assert (request.fusion.method, list(request.fusion.skip_legs)) == ("rrf", ["vector"])
     assert list(request.filters.threads) == ["t"]
     with pytest.raises(InputError, match="unknown setting 'colour'"):
@@ -106,7 +111,7 @@ def test_recall_options_reach_the_request() -> None:
 
 
 def test_update_sends_only_the_fields_given() -> None:
-    def fields(*argv: str) -> dict:
+    def fields(*argv: str) -> dict[str, Any]:
         return update_fields(parse("update", "-n", "ns", ID, *argv))
 
     assert fields("--content", "new text") == {"content": "new text"}
@@ -171,7 +176,7 @@ def test_the_plain_format_takes_id_relations_and_pinned() -> None:
      "relations[0].target_id: not a memory id"),
     ({"content": "c", "metadata": {"n": 1}}, "metadata values must be strings"),
 ])
-def test_bad_plain_records_name_the_line(record, message) -> None:
+def test_bad_plain_records_name_the_line(record: dict[str, Any], message: str) -> None:
     with pytest.raises(InputError, match=re.escape(message)):
         memory_from_json(record, "f:1")
 
@@ -221,6 +226,7 @@ def test_output_that_is_not_a_terminal_is_never_wrapped(monkeypatch: pytest.Monk
     console = output._console()
     assert console.width == output.NOT_A_TERMINAL_WIDTH and console.soft_wrap
     console.print("word " * 100)
+    assert isinstance(console.file, io.StringIO)
     assert console.file.getvalue().count("\n") == 1
 
 
@@ -243,6 +249,7 @@ def test_a_narrow_terminal_drops_columns_but_never_cuts_an_id(
     memories = [Memory(ID, "ns", "lorem ipsum " * 30, category="preference", tags=("a", "b"),
                        created_at=datetime(2026, 1, 31, tzinfo=UTC))]
     output.console.print(output.memory_table(memories, "1 memory"))
+    assert isinstance(output.console.file, io.StringIO)
     lines = output.console.file.getvalue().splitlines()
     assert all(len(line) <= 80 for line in lines)
     (row,) = [line for line in lines if ID in line]  # whole, on one line
@@ -262,7 +269,9 @@ def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 def summary() -> str:
     """docs/cli.md's command summary: its first fenced block."""
     text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
-    return re.search(r"^```\n(.*?)^```", text, re.S | re.M).group(1)
+    found = re.search(r"^```\n(.*?)^```", text, re.S | re.M)
+    assert found is not None
+    return found.group(1)
 
 
 def test_the_docs_summary_names_every_command() -> None:
