@@ -1,6 +1,6 @@
 """Reads from a real streaming replica (RECALLMESH_READ_DSN, recallmesh/shared/replicas.py).
 
-A real primary and a real hot standby (benchmarks/harness/replication.py), the gateway, the
+A real primary and a real hot standby (tests/replication.py), the gateway, the
 legs, fusion and the indexer on them (the session's embedding service embeds): the legs and the
 gateway's hydration read from the replica; a write that waits for indexing is found by the
 recall that follows; a replica whose replay stops, or that is killed, sends the reads to the
@@ -20,13 +20,13 @@ import psycopg_pool
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.harness.replication import Cluster, cluster
 from recallmesh.shared.db import domain_error, open_pool
 from recallmesh.shared.errors import Unavailable
 from recallmesh.shared.settings import PoolSettings
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
-from tests.conftest import stack_env
+from tests.fixtures import stack_env
+from tests.replication import Cluster, cluster
 
 MAX_LAG_S = 1.0
 
