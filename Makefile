@@ -11,12 +11,13 @@ STAMP   = $(VENV)/.installed-$(ORT)
 
 .PHONY: install models test-models run protos lint deploy-tools deploy-check test bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml benchmarks/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	@# never both onnxruntime wheels in one environment: drop the other build first
 	@$(PIP) uninstall -q -y $(if $(filter gpu,$(ORT)),onnxruntime,onnxruntime-gpu) 2>/dev/null || true
-	$(PIP) install -q -e '.[dev,bench,build,embedded,mcp,$(ORT)]'
+	@# the product and the lab (benchmarks/pyproject.toml), both editable
+	$(PIP) install -q -e '.[dev,build,embedded,mcp,$(ORT)]' -e './benchmarks[dev]'
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
@@ -67,7 +68,8 @@ deploy-tools: $(STAMP) $(CHECKOV_STAMP)
 deploy-check: deploy-tools
 	$(PY) -m pytest -q tests/deploy
 
-## The whole suite: proto lint, code lint, unit + integration + deploy tests (real Postgres, real gRPC).
+## The whole suite: proto lint, code lint, unit + integration + deploy tests (real Postgres, real gRPC),
+## the product's (tests/) and the lab's (benchmarks/tests/).
 ## Installs and fetches everything a test reads from outside the clone: the models, the deploy tools.
 test: lint test-models deploy-tools
 	$(PY) -m pytest -q

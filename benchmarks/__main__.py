@@ -13,7 +13,7 @@
 local admin key file of `recallmesh up`), ingests DIR through StoreBatch
 (waiting for indexing), runs every query of every configuration through Recall
 and writes OUTDIR/<config>.json. Names starting with `peer_` are other systems
-(bm25s, LanceDB: the `bench` extra; pgvector's single-SQL hybrid, in the stack's
+(bm25s, LanceDB: the lab's dependencies; pgvector's single-SQL hybrid, in the stack's
 own Postgres) run side by side over the texts and vectors the stack stored.
 `compare` prints and writes OUTDIR/report.md. `diff` compares two result
 files query by query (the same answers? exit 2 when they cannot be compared).

@@ -8,7 +8,7 @@ arguments put before the caller's (argparse lets a later option win, so `--repor
 overrides a default), or a recipe below that chains several steps (the served runs over each
 dev split, the candidate pools the replays read). Detail (per-query results, pools, raw
 numbers) goes under benchmarks/results/, which git ignores; what is committed under
-benchmarks/reports/ stays inside tests/unit/test_report_budget.py's budget.
+benchmarks/reports/ stays inside benchmarks/tests/unit/test_report_budget.py's budget.
 
 Retired benchmarks and what they concluded: docs/decisions/.
 """

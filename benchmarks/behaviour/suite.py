@@ -1,5 +1,5 @@
 """The behaviour suite (issue 27): each case stored one memory at a time and recalled through a
-real stack; the test (tests/integration/test_behaviour.py) and this benchmark share it.
+real stack; the test (benchmarks/tests/integration/test_behaviour.py) and this benchmark share it.
 
   python -m benchmarks.behaviour.suite [--configs default,hybrid_cc_bounded,hybrid_rrf]
       [--report-to benchmarks/reports/behaviour.md] [--json benchmarks/results/behaviour.json]

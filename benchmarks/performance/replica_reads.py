@@ -5,7 +5,7 @@ far the replica falls behind under a write load.
       [--writes 60] [--async] [--report-to FILE.md]
 
 One real primary and one real streaming hot standby on this machine
-(benchmarks/harness/replication.py; synchronous replication as the production overlay declares
+(tests/replication.py; synchronous replication as the production overlay declares
 unless --async), two gateways with their own lexical and vector legs on the same database:
 `replica` with RECALLMESH_READ_DSN naming the standby, `primary` without (every read on the
 primary), sharing one embedding, fusion and indexer process. Measured in one run, the two taken
@@ -33,7 +33,6 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.harness.replication import cluster
 from benchmarks.harness.script import (
     BENCH_ENV,
     log,
@@ -45,6 +44,7 @@ from benchmarks.harness.stats import latency_summary
 from benchmarks.performance.gateway_recall import DATASETS, read_queries, read_texts
 from recallmesh.client import NO_RETRIES, NewMemory
 from recallmesh.stack.supervisor import Stack, free_port_env
+from tests.replication import cluster
 
 NAMESPACE = "replica-bench"
 

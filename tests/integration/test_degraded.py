@@ -18,7 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from recallmesh.stack.supervisor import Stack, free_port
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2, retriever_pb2_grpc
-from tests.conftest import extra_gateway, stack_env
+from tests.fixtures import extra_gateway, stack_env
 from tests.helpers import expect_status, recall, store
 from tests.latency_proxy import distant_dsn
 

@@ -25,7 +25,7 @@ from recallmesh.shared.db import open_pool
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
-from tests.conftest import extra_gateway, scratch_database, stack_env
+from tests.fixtures import extra_gateway, scratch_database, stack_env
 from tests.helpers import expect_status, one_row, recall
 from tests.integration.test_context import QUERY, TURNS, at, context_entries, overrides
 from tests.integration.test_purge import traces

@@ -31,7 +31,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
-from tests.conftest import stack_env
+from tests.fixtures import stack_env
 from tests.helpers import one_row
 
 T = TypeVar("T")

@@ -32,7 +32,7 @@ from google.protobuf import field_mask_pb2
 from recallmesh.shared.transport import grpc_options
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc, memory_pb2, memory_pb2_grpc
-from tests.conftest import scratch_database, stack_env
+from tests.fixtures import scratch_database, stack_env
 from tests.helpers import one_row
 
 T = TypeVar("T")

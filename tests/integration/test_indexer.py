@@ -18,7 +18,7 @@ from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.migrations.vector_schema import prepare_database
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.services.indexer.core import Indexer
-from tests.conftest import scratch_database
+from tests.fixtures import scratch_database
 from tests.helpers import one_row
 
 pytestmark = pytest.mark.integration

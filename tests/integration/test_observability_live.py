@@ -22,12 +22,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from recallmesh.stack.supervisor import Stack, free_port
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
-from tests.conftest import stack_env
 from tests.deploy.metric_names import (
     missing_from_scrape,
     prometheus_rule_groups,
     recallmesh_metric_names,
 )
+from tests.fixtures import stack_env
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,6 @@
 """Reads from a real streaming replica (RECALLMESH_READ_DSN, recallmesh/shared/replicas.py).
 
-A real primary and a real hot standby (benchmarks/harness/replication.py), the gateway, the
+A real primary and a real hot standby (tests/replication.py), the gateway, the
 legs, fusion and the indexer on them (the session's embedding service embeds): the legs and the
 gateway's hydration read from the replica; a write that waits for indexing is found by the
 recall that follows; a replica whose replay stops, or that is killed, sends the reads to the
@@ -20,13 +20,13 @@ import psycopg_pool
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.harness.replication import Cluster, cluster
 from recallmesh.shared.db import domain_error, open_pool
 from recallmesh.shared.errors import Unavailable
 from recallmesh.shared.settings import PoolSettings
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
-from tests.conftest import stack_env
+from tests.fixtures import stack_env
+from tests.replication import Cluster, cluster
 
 MAX_LAG_S = 1.0
 
@@ -48,9 +48,11 @@ def wait_for(check, timeout_s: float = 15.0) -> None:  # type: ignore[no-untyped
         time.sleep(0.1)
 
 
+Replicated = tuple[Cluster, Stack, memory_pb2_grpc.MemoryServiceStub]
+
+
 @pytest.fixture(scope="module")
-def replicated(tmp_path_factory: pytest.TempPathFactory, stack: Stack
-               ) -> Iterator[tuple[Cluster, Stack, memory_pb2_grpc.MemoryServiceStub]]:
+def replicated(tmp_path_factory: pytest.TempPathFactory, stack: Stack) -> Iterator[Replicated]:
     root = tmp_path_factory.mktemp("read-replica")
     with cluster(root / "pg", synchronous=False) as c:
         env = stack_env(
@@ -76,16 +78,16 @@ def store_and_wait(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, content:
         namespace=ns, memory=memory_pb2.Memory(content=content),
         index_wait=memory_pb2.IndexWait(wait=True, timeout_ms=15000)), timeout=20)
     assert response.indexed
-    return response.memory.id
+    return str(response.memory.id)
 
 
 def first_hit(gateway: memory_pb2_grpc.MemoryServiceStub, ns: str, query: str) -> str:
     response = gateway.Recall(memory_pb2.RecallRequest(namespace=ns, query=query), timeout=10)
     assert not response.degraded, [(leg.leg, leg.state) for leg in response.legs]
-    return response.hits[0].memory.id if response.hits else ""
+    return str(response.hits[0].memory.id) if response.hits else ""
 
 
-def test_recall_reads_the_replica_and_finds_a_write_it_waited_for(replicated) -> None:
+def test_recall_reads_the_replica_and_finds_a_write_it_waited_for(replicated: Replicated) -> None:
     _, s, gateway = replicated
     ns = f"replica-{uuid.uuid4().hex[:8]}"
     before = {leg: sample(s.metrics[leg], "recallmesh_db_reads_total", target="replica")
@@ -101,7 +103,7 @@ def test_recall_reads_the_replica_and_finds_a_write_it_waited_for(replicated) ->
     assert sample(s.metrics["lexical"], "recallmesh_db_replica_usable") == 1
 
 
-def test_a_replica_that_stops_replaying_sends_reads_to_the_primary(replicated) -> None:
+def test_a_replica_that_stops_replaying_sends_reads_to_the_primary(replicated: Replicated) -> None:
     c, s, gateway = replicated
     replica = c.replicas[0]
     ns = f"paused-{uuid.uuid4().hex[:8]}"
@@ -121,7 +123,7 @@ def test_a_replica_that_stops_replaying_sends_reads_to_the_primary(replicated) -
     assert sample(s.metrics["lexical"], "recallmesh_db_replica_lag_seconds") <= MAX_LAG_S
 
 
-def test_a_primary_pool_hands_out_no_connection_to_a_standby(replicated) -> None:
+def test_a_primary_pool_hands_out_no_connection_to_a_standby(replicated: Replicated) -> None:
     """A primary pool whose DSN reaches a standby (a connection from before a failover, or a
     multi-host DSN without target_session_attrs) drops such connections instead of failing
     writes on them; what a caller gets is UNAVAILABLE, retry, never INTERNAL."""
@@ -150,7 +152,7 @@ def test_a_primary_pool_hands_out_no_connection_to_a_standby(replicated) -> None
     asyncio.run(scenario())
 
 
-def test_a_replica_that_is_killed_fails_no_read(replicated) -> None:
+def test_a_replica_that_is_killed_fails_no_read(replicated: Replicated) -> None:
     c, s, gateway = replicated
     ns = f"killed-{uuid.uuid4().hex[:8]}"
     kept = store_and_wait(gateway, ns, "Olek's bike lock code is written in the red notebook")

@@ -12,7 +12,7 @@ from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.migrations.vector_schema import prepare_database
 from recallmesh.services.embedding.core import OnnxEmbedder
 from recallmesh.services.embedding.reembed import reembed, switch
-from tests.conftest import scratch_database
+from tests.fixtures import scratch_database
 from tests.helpers import one_row
 
 pytestmark = pytest.mark.integration

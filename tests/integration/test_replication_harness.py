@@ -1,4 +1,4 @@
-"""The local replication harness (benchmarks/harness/replication.py): a real primary and a real
+"""The local replication harness (tests/replication.py): a real primary and a real
 streaming hot standby on 127.0.0.1, the recallmesh schema on both."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import uuid
 import psycopg
 import pytest
 
-from benchmarks.harness.replication import cluster, multi_host_dsn
+from tests.replication import cluster, multi_host_dsn
 
 
 @pytest.mark.parametrize("synchronous", [True, False], ids=["sync", "async"])

@@ -17,7 +17,7 @@ import pytest
 
 from recallmesh.stack.supervisor import RestartPolicy, Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
-from tests.conftest import stack_env
+from tests.fixtures import stack_env
 from tests.helpers import recall, store
 
 pytestmark = pytest.mark.integration

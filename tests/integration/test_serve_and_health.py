@@ -26,7 +26,7 @@ from recallmesh.migrations.vector_schema import prepare_database
 from recallmesh.stack.supervisor import free_port
 from recallmesh.v1 import memory_pb2
 from recallmesh.wire.channel import dial_blocking
-from tests.conftest import scratch_database
+from tests.fixtures import scratch_database
 from tests.helpers import INTERNAL_TOKEN, api_key
 
 pytestmark = pytest.mark.integration

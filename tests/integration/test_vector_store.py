@@ -19,7 +19,7 @@ import pytest
 from recallmesh.migrations.vector_schema import prepare_database
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
-from tests.conftest import scratch_database, stack_env
+from tests.fixtures import scratch_database, stack_env
 
 pytestmark = pytest.mark.integration
 

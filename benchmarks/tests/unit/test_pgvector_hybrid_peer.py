@@ -1,5 +1,5 @@
 """Unit: peer_pgvector_hybrid's single SQL statement and its registration (the statement run
-against a real Postgres: tests/integration/test_pgvector_hybrid_peer.py)."""
+against a real Postgres: benchmarks/tests/integration/test_pgvector_hybrid_peer.py)."""
 
 from __future__ import annotations
 

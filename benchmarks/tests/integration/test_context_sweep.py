@@ -10,7 +10,7 @@ import psycopg
 from benchmarks.replay.context_sweep import BASELINE, replay, sweep
 from benchmarks.replay.pool import stored_adjacency
 from recallmesh.migrations.vector_schema import prepare_database
-from tests.conftest import scratch_database
+from tests.fixtures import scratch_database
 
 
 def test_adjacency_is_the_gateways_rule(admin_dsn):
@@ -87,7 +87,7 @@ def test_dump_against_a_running_stack_then_again_without_loading(stack, tmp_path
     gives the same pools; neighbours come from this load's namespaces only."""
     from benchmarks.harness.data import load
     from benchmarks.replay.pool import dump
-    from tests.unit.test_benchmark_harness import FIXTURE
+    from benchmarks.tests.unit.test_benchmark_harness import FIXTURE
 
     first, second = tmp_path / "first.json", tmp_path / "second.json"
     dump(FIXTURE, first, None, stack.endpoints["gateway"], stack.dsn, namespace_tag="dump1",

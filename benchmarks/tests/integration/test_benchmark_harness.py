@@ -1,4 +1,5 @@
-"""The half of tests/unit/test_benchmark_harness.py that needs a real Postgres and real gRPC."""
+"""The half of benchmarks/tests/unit/test_benchmark_harness.py that needs a real Postgres and
+real gRPC."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from benchmarks.harness.report import compare
 from benchmarks.harness.runner import run
-from tests.unit.test_benchmark_harness import FIXTURE, LOG3
+from benchmarks.tests.unit.test_benchmark_harness import FIXTURE, LOG3
 
 
 @pytest.mark.integration

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MAX_BYTES = 200 * 1024
 MAX_LINES = 3000
 TEXT = {".md", ".json", ".csv", ".txt", ".svg"}

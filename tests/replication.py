@@ -233,7 +233,7 @@ class PgNode:
                 ) -> list[tuple[object, ...]]:
         """One statement in autocommit; its rows ([] when it returns none)."""
         with psycopg.connect(self.dsn(dbname), autocommit=True) as conn:
-            cur = conn.execute(sql, params)  # type: ignore[arg-type]
+            cur = conn.execute(sql, params)
             return cur.fetchall() if cur.description else []
 
     def wait_replayed(self, lsn: str, timeout_s: float = 30.0) -> None:

@@ -14,7 +14,7 @@ from benchmarks.behaviour.cases import ALL_CASES, STABLE_WITHIN
 from benchmarks.behaviour.suite import CaseResult, ask, load_cases
 from benchmarks.harness.script import gateway_client
 from recallmesh.stack.supervisor import Stack
-from tests.conftest import scratch_database, stack_env
+from tests.fixtures import scratch_database, stack_env
 
 pytestmark = pytest.mark.integration
 

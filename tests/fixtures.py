@@ -1,4 +1,8 @@
-"""Shared fixtures: a throwaway embedded Postgres and the real services on free ports."""
+"""Shared fixtures: a throwaway embedded Postgres and the real services on free ports.
+
+A pytest plugin (the repository's conftest.py loads it) rather than tests/conftest.py, so that the
+product's tests (tests/) and the lab's (benchmarks/tests/) share one Postgres and one stack per
+session."""
 
 from __future__ import annotations
 
@@ -167,11 +171,12 @@ def scratch_dsn(admin_dsn: str) -> Iterator[str]:
         yield url
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Everything under tests/integration talks to a real Postgres and real gRPC servers:
-    marked so, whether or not the file says it (`pytest -m "not integration"` runs the rest)."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Everything under tests/integration and benchmarks/tests/integration talks to a real
+    Postgres and real gRPC servers: marked so, whether or not the file says it
+    (`pytest -m "not integration"` runs the rest)."""
     for item in items:
-        if "integration" in Path(str(item.path)).relative_to(Path(__file__).parent).parts[:1]:
+        if "integration" in Path(str(item.path)).relative_to(config.rootpath).parts[:-1]:
             item.add_marker(pytest.mark.integration)
 
 
