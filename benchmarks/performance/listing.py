@@ -18,7 +18,7 @@ filter's selectivity is known:
   n % 10 = 3 (10 % ended: superseded facts).
 Measured through the typed client (recallmesh.client, real gRPC through the gateway), one
 client, each call --repeats times (ms, client side): the first page and the page at the very
-end of each query (its token made by the gateway's own recallmesh.gateway.listing.page_token
+end of each query (its token made by the gateway's own recallmesh.gateway.listing.PageTokens
 from the memory a page before the end), a walk over every page at page_size 1,000, Count, and
 the same with the metadata filter once more after dropping its GIN index (does it pay?).
 Recall at --recall-size: --questions LoCoMo/LongMemEval questions asked unfiltered and with two
@@ -66,7 +66,7 @@ from benchmarks.performance.scale import (
 from benchmarks.performance.vector_leg import load_queries
 from recallmesh.client import Client
 from recallmesh.embedding_models.manifest import ModelManifest
-from recallmesh.gateway.listing import page_token
+from recallmesh.gateway.listing import PageTokens
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.wire.filters import Filters
 from recallmesh.wire.memory_fields import COLUMNS, StoredMemory
@@ -134,7 +134,11 @@ def end_token(conn: psycopg.Connection, query: ListQuery, clause: str, params: d
     rows = conn.execute(
         f"SELECT {COLUMNS} FROM memories m WHERE m.namespace = %(ns)s AND {clause} "
         f"ORDER BY {order} LIMIT 1 OFFSET {PAGE}", params | {"ns": NAMESPACE}).fetchall()
-    return page_token(query, StoredMemory.from_row(rows[0])) if rows else ""  # one page
+    if not rows:
+        return ""  # one page
+    (secret,) = conn.execute(
+        "SELECT secret FROM server_secrets WHERE name = 'page_token'").fetchone() or (b"",)
+    return PageTokens(bytes(secret)).make(query, StoredMemory.from_row(rows[0]))
 
 
 # name, client options, the ListQuery the gateway makes of them, SQL of the same rows (in the
