@@ -3,7 +3,8 @@
   recallmesh up [--demo]            start Postgres + every service, wait for SERVING, serve
   recallmesh migrate                apply database migrations (and size the vector column)
   recallmesh fetch-model [NAME]     fetch an embedding model into the model cache
-  recallmesh reembed --manifest M [--switch]   change the embedding model (docs/operations/embedding-model.md)
+  recallmesh reembed --manifest M [--switch]   change the embedding model
+             (docs/operations/embedding-model.md)
   recallmesh jobs list|retry|drop   embedding jobs parked after repeated failures of their text
   recallmesh store / update / get / delete / delete-namespace / recall / context / list /
              count / history / export / import / delete-matching   client commands (gateway)
