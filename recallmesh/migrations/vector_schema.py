@@ -10,6 +10,7 @@ a silent rebuild or a silent mix of incomparable vectors.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -17,7 +18,10 @@ import psycopg
 
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.migrations import apply_migrations
+from recallmesh.migrations.bm25_index import ensure_bm25_index
 from recallmesh.shared.settings import ConfigError, env_int
+
+log = logging.getLogger(__name__)
 
 INDEX_NAME = "memories_embedding_hnsw_idx"
 _LOCK_KEY = 0x7265_6376  # "recv": serialises column/index changes
@@ -133,6 +137,9 @@ def prepare_database(dsn: str, manifest: ModelManifest | None = None) -> None:
     apply_migrations(dsn)
     manifest = manifest or ModelManifest.load()
     ensure_embedding_column(dsn, manifest.dimension, manifest.model_id)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        engine = ensure_bm25_index(conn)
+    log.info("lexical BM25", extra={"engine": engine})
 
 
 @dataclass(frozen=True)
