@@ -67,6 +67,7 @@ class FusionSettings:
 
 MAX_SEED_MEMORIES = 100  # memories one request may name as seeds (graph leg)
 LEXICAL_RANKINGS = ("ts_rank", "bm25")
+BM25_INDEX_MODES = ("auto", "off")
 # The relevance floor a deployment serves with (RECALLMESH_MIN_SCORE overrides): the highest
 # floor at which no evidence set loses recall clearly
 # (docs/decisions/0012-ranking-apart-from-scoring.md).
@@ -171,6 +172,11 @@ class RecallPolicy:
         "among those whose trigram similarity (pg_trgm) reaches this, weighted by it (1: off)",
         0.0, 1.0, proto=None,
         owner="lexical"))
+    lexical_bm25_index: str | None = setting(None, Spec(
+        "RECALLMESH_LEXICAL_BM25_INDEX", "BM25: auto searches the pg_textsearch index when the "
+        "database has it and a query's terms are common (docs/decisions/0018-bm25-index.md); "
+        "off keeps every query on the SQL statements over the postings",
+        choices=BM25_INDEX_MODES, proto=None, owner="lexical"))
     graph_second_stage: bool = setting(False, Spec(
         "RECALLMESH_GRAPH_SECOND_STAGE", "ask the graph leg again, seeded by the other legs' "
         "best fused hits (needs the graph leg)"))

@@ -47,6 +47,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from prometheus_client import Counter
+
+from recallmesh.migrations.bm25_index import INDEX_NAME, INDEXED_TEXT
 from recallmesh.services.lexical.cjk import query_terms
 from recallmesh.shared.replicas import as_reads
 from recallmesh.wire.filters import Filters, filter_sql, live
@@ -77,6 +80,9 @@ class LexicalResult:
     # BM25: the query terms' summed idf, the score of a memory holding every term once at
     # average length (what calibrated fusion divides by); None for ts_rank or no hits.
     score_scale: float | None = None
+    # What found the candidates: "index" (the BM25 index, build_bm25_index_sql), "sql" (the
+    # statements over the postings) or "ts_rank".
+    engine: str = "sql"
 
     @property
     def and_hits(self) -> int:
@@ -487,6 +493,91 @@ ORDER BY {final_order}
 
 
 
+BM25_STATEMENTS = Counter(
+    "recallmesh_lexical_bm25_statements_total",
+    "BM25 statements the lexical leg ran, by kind: index (the pg_textsearch index's candidates), "
+    "index_too_few (it found fewer candidates than its depth: the SQL statement answered "
+    "instead; a steady rate on large namespaces means the index's statistics are stale, "
+    "docs/operations/lexical.md), sql (the statements over the postings).",
+    ["statement"],
+)
+
+# Candidates the index statement rescores, as a multiple of k (docs/decisions/0018-bm25-index.md).
+INDEX_DEPTH_FACTOR = 2
+
+
+def build_bm25_index_sql(filters: Filters, sort_by: str, corrected: bool = False
+                         ) -> tuple[str, dict[str, Any]]:
+    """The BM25 statement over the pg_textsearch index (docs/decisions/0018-bm25-index.md), for
+    relevance and importance; its parameters (filters). Callers add: ns, query, index_query, k,
+    depth, k1, b.
+
+    The index's scan hands memories out best index-wide BM25 score first; every condition a
+    memory must meet (the namespace, live, the filters, a sensitive memory only when asked for)
+    is checked on each memory the scan hands out, and the scan goes on (pg_textsearch doubles
+    its internal limit) until `depth` memories have passed or none is left. Those candidates
+    are then scored exactly as `build_bm25_sql` scores them, from their own search vectors with
+    the namespace's statistics: the same score for the same memory, to the last bit, whichever
+    statement found it. The answer's last column counts the candidates: fewer than `depth`
+    means the scan ran out (or reached pg_textsearch's cap of 100,000 scored memories), and the
+    caller asks `build_bm25_sql` instead.
+    """
+    if sort_by not in ("relevance", "importance"):
+        raise ValueError(f"the index statement orders by score: not {sort_by!r}")
+    final_order = ("importance DESC, score DESC, id" if sort_by == "importance"
+                   else "score DESC, importance DESC, id")
+    where_filters, params = filter_sql(filters, alias="m")
+    exact = " AND NOT EXISTS (SELECT FROM spelled)" if corrected else ""
+    terms_idf = _CORRECTED_IDF if corrected else _IDF
+    secret = asks_for_secret("m.search_vector", "(SELECT lexemes FROM asked)::text[]")
+    sql = f"""
+WITH terms AS (
+    SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
+), stats AS (
+    SELECT greatest(docs, 1)::float8 AS docs,
+           greatest(total_len::float8 / greatest(docs, 1), 1) AS avgdl
+    FROM namespace_stats WHERE namespace = %(ns)s
+){terms_idf}, asked AS MATERIALIZED (
+    SELECT {CONTENT_LEXEMES} AS lexemes
+), candidates AS MATERIALIZED (
+    SELECT m.id, m.importance, m.is_sensitive, m.search_vector
+    FROM memories m
+    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL AND {live('m')} {where_filters}
+      AND (NOT m.is_sensitive OR {secret})
+    ORDER BY {INDEXED_TEXT.format(m="m")} <@> to_bm25query(%(index_query)s, '{INDEX_NAME}')
+    LIMIT %(depth)s
+), scored AS (
+    SELECT c.id, c.importance, c.is_sensitive, sum({CONTRIBUTION}) AS score,
+           count(*) AS matched
+    FROM candidates c
+    CROSS JOIN stats s
+    CROSS JOIN LATERAL (  -- the postings' tf and dl, read from the memory's own vector
+        SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf,
+               recallmesh_tsvector_length(c.search_vector) AS dl
+        FROM unnest(c.search_vector) u
+    ) p
+    JOIN idf i ON i.lexeme = p.lexeme
+    GROUP BY c.id, c.importance, c.is_sensitive
+), hits AS (
+    SELECT id, importance, is_sensitive, score,
+           matched = (SELECT count(*) FROM terms){exact} AS all_terms
+    FROM scored
+)
+SELECT id::text, score, score AS rank, CASE WHEN all_terms THEN 0 ELSE 1 END AS tier,
+       importance, (SELECT sum(idf) FROM idf) AS scale, is_sensitive,
+       (SELECT count(*) FROM candidates) AS candidates
+FROM (SELECT * FROM hits ORDER BY score DESC, importance DESC, id LIMIT %(k)s) top
+ORDER BY {final_order}
+"""
+    return sql, params
+
+
+def index_query(terms: str, corrections: dict[str, Any]) -> str:
+    """The text the index is asked with: the query's terms, and the corrections of misspelt ones
+    (SPELLED) as words of their own, so that the scan finds the memories holding them."""
+    return " ".join([terms, *corrections.get("spelled_lexemes", [])])
+
+
 # The BM25 statement's work_mem (for this transaction only): enough that the per-memory sums of
 # a million memories' postings for a question with common words stay in memory, where the
 # server's default spilled them to disk (docs/decisions/0017-smaller-settings-and-limits.md).
@@ -526,9 +617,15 @@ class LexicalRetriever:
 
     def __init__(self, reads: Any, or_min_rank: float = 0.01, ranking: str = "ts_rank",
                  k1: float = 1.2, b: float = 0.75,
-                 spelling: float = SPELLING_SIMILARITY) -> None:
+                 spelling: float = SPELLING_SIMILARITY, bm25_index: bool = False,
+                 index_min_postings: int = PRUNE_MIN_POSTINGS) -> None:
+        """`bm25_index`: the database has the BM25 index (bm25_engine()), searched when the
+        query's terms bring at least `index_min_postings` postings in the namespace, where the
+        SQL statement would need pruning (docs/decisions/0018-bm25-index.md)."""
         self.reads = as_reads(reads)
         self.spelling = spelling
+        self.bm25_index = bm25_index
+        self.index_min_postings = index_min_postings
         self.or_min_rank = or_min_rank
         self.ranking = ranking
         self.k1 = k1
@@ -549,7 +646,7 @@ class LexicalRetriever:
         ranking = ranking or self.ranking
         terms = query_terms(query)
 
-        async def bm25(conn: Any) -> list[Any]:
+        async def bm25(conn: Any) -> tuple[list[Any], str]:
             async with conn.transaction():
                 # one round trip: the statement's memory, and how many postings its terms have
                 cur = await conn.execute(BM25_PREPARE, {"ns": namespace, "query": terms,
@@ -558,23 +655,37 @@ class LexicalRetriever:
                 row = await cur.fetchone()
                 postings = int(row[1]) if row else 0
                 corrections = spelling_params(row)
+                k1_b = {"k1": self.k1 if k1 is None else k1, "b": self.b if b is None else b}
+                if (self.bm25_index and postings >= self.index_min_postings
+                        and sort_by != "recency"):
+                    sql, params = build_bm25_index_sql(filters or Filters(), sort_by,
+                                                       corrected=bool(corrections))
+                    depth = k * INDEX_DEPTH_FACTOR
+                    params.update(k1_b, ns=namespace, query=terms, k=k, depth=depth,
+                                  index_query=index_query(terms, corrections), **corrections)
+                    cur = await conn.execute(sql, params)
+                    found: list[Any] = await cur.fetchall()
+                    if found and found[0][7] >= depth:
+                        BM25_STATEMENTS.labels("index").inc()
+                        return found, "index"
+                    BM25_STATEMENTS.labels("index_too_few").inc()
                 sql, params = build_bm25_sql(filters or Filters(), sort_by,
                                              prune=postings >= PRUNE_MIN_POSTINGS,
                                              corrected=bool(corrections))
-                params.update(k1=self.k1 if k1 is None else k1, b=self.b if b is None else b,
-                              ns=namespace, query=terms, k=k, **corrections)
+                params.update(k1_b, ns=namespace, query=terms, k=k, **corrections)
                 cur = await conn.execute(sql, params)
                 rows: list[Any] = await cur.fetchall()
-                return rows
+                BM25_STATEMENTS.labels("sql").inc()
+                return rows, "sql"
 
-        async def ts_rank(conn: Any) -> list[Any]:
+        async def ts_rank(conn: Any) -> tuple[list[Any], str]:
             sql, params = build_search_sql(filters or Filters(), sort_by)
             params.update(ns=namespace, query=terms, k=k, or_min_rank=self.or_min_rank)
             cur = await conn.execute(sql, params)
             rows: list[Any] = await cur.fetchall()
-            return rows
+            return rows, "ts_rank"
 
-        rows = await self.reads.run(bm25 if ranking == "bm25" else ts_rank)
+        rows, engine = await self.reads.run(bm25 if ranking == "bm25" else ts_rank)
         scale = float(rows[0][5]) if rows and rows[0][5] else None  # BM25 only
         return LexicalResult(
             hits=[
@@ -583,4 +694,5 @@ class LexicalRetriever:
                 for r in rows
             ],
             score_scale=scale,
+            engine=engine,
         )

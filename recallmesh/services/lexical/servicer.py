@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import grpc
+from prometheus_client import Gauge
 
+from recallmesh.migrations.bm25_index import STATE_PARAMS, STATE_SQL, engine_of
 from recallmesh.policy import checked
 from recallmesh.services.lexical.core import LexicalRetriever
 from recallmesh.services.lexical.settings import LexicalSettings
@@ -13,6 +16,15 @@ from recallmesh.services.retriever_app import RetrieverApp
 from recallmesh.shared.replicas import Reads
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from recallmesh.wire.retriever import search_request
+
+log = logging.getLogger(__name__)
+
+BM25_ENGINE = Gauge(
+    "recallmesh_lexical_bm25_engine_info",
+    "1 for what serves the lexical leg's BM25 queries with common terms: pg_textsearch <version> "
+    "(the BM25 index) or sql (the statements over the postings), chosen at start.",
+    ["engine"],
+)
 
 
 class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):
@@ -37,7 +49,8 @@ class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):
                                         sensitive=h.sensitive)
                 for h in result.hits
             ],
-            diagnostics={"and_hits": str(result.and_hits), "or_hits": str(result.or_hits)},
+            diagnostics={"and_hits": str(result.and_hits), "or_hits": str(result.or_hits),
+                         "engine": result.engine},
             score_scale=result.score_scale,
         )
 
@@ -47,6 +60,20 @@ class LexicalApp(RetrieverApp):
 
     async def build(self, pool: Any, reads: Reads) -> LexicalServicer:
         settings = LexicalSettings.from_env()
+        engine = await bm25_engine(reads) if settings.bm25_index == "auto" else ""
+        BM25_ENGINE.labels(engine or "sql").set(1)
+        log.info("lexical BM25", extra={"engine": engine or "sql", "setting": settings.bm25_index})
         return LexicalServicer(LexicalRetriever(reads, settings.or_min_rank, settings.ranking,
                                                 settings.bm25_k1, settings.bm25_b,
-                                                settings.spelling_similarity))
+                                                settings.spelling_similarity,
+                                                bm25_index=bool(engine)))
+
+
+async def bm25_engine(reads: Reads) -> str:
+    """"pg_textsearch <version>" when the database the searches read has the BM25 index (made by
+    recallmesh.migrations.bm25_index at the stack's start or the migrate job), else ""."""
+    async def read(conn: Any) -> str:
+        cur = await conn.execute(STATE_SQL, STATE_PARAMS)
+        return engine_of(tuple(await cur.fetchone()))
+
+    return await reads.run(read)

@@ -24,6 +24,9 @@ class LexicalSettings:
     # A misspelt term read as the namespace's most similar one from this trigram similarity
     # (docs/decisions/0013-misspellings-by-trigram.md); 1 turns it off. Deployment only.
     spelling_similarity: float = SPELLING_SIMILARITY
+    # auto: the pg_textsearch index when the database has it, for queries whose terms are
+    # common; off: the SQL statements only (docs/decisions/0018-bm25-index.md). Deployment only.
+    bm25_index: str = "auto"
 
     @classmethod
     def from_env(cls) -> LexicalSettings:
@@ -32,6 +35,7 @@ class LexicalSettings:
                    bm25_k1=lexical_setting("bm25_k1", cls.bm25_k1),
                    bm25_b=lexical_setting("bm25_b", cls.bm25_b),
                    spelling_similarity=lexical_setting("lexical_spelling_similarity",
-                                                       cls.spelling_similarity))
+                                                       cls.spelling_similarity),
+                   bm25_index=lexical_setting("lexical_bm25_index", cls.bm25_index))
 
 
