@@ -40,6 +40,7 @@ import psycopg
 
 from benchmarks.harness.script import log, machine_info
 from recallmesh.client import NO_RETRIES, NewMemory, RecallmeshError, Relation
+from recallmesh.migrations.bm25_index import INDEX_NAME, bm25_engine
 from recallmesh.stack.supervisor import Stack
 from tests.replication import (
     PgNode,
@@ -241,6 +242,12 @@ class Result:
     stack_recall_degraded: bool
     stack_key_reused: bool
     vectors: int  # memories with their vector on the primary when it was checksummed
+    # the lexical leg's BM25 index (docs/decisions/0018-bm25-index.md): its engine on the
+    # primary and on the restored instance, and for how many of the probe words (WORDS) the
+    # restored index finds exactly the memories the primary's found
+    bm25_engine: str = ""
+    restored_bm25_engine: str = ""
+    index_answers_same: int = 0
 
     @property
     def identical(self) -> list[str]:
@@ -305,6 +312,7 @@ def run(config: Config, root: Path | None = None) -> Result:
         wait_archived(primary)
         primary_sums = checksums(primary.dsn())
         primary_vectors = vectors(primary.dsn())
+        primary_engine, primary_answers = engine(primary.dsn()), index_answers(primary.dsn(), ns)
         verified = True
         try:
             run_pg("pg_verifybackup", "-n", str(backup))  # -n: WAL is checked by the restore
@@ -346,6 +354,11 @@ def run(config: Config, root: Path | None = None) -> Result:
             with restored_stack.client(namespace=ns) as client:
                 recalled = client.recall("lighthouse keeper compass", k=5, timeout=30)
             key_reused = not restored_stack.api_key_created
+        # the index as the restored stack's start left it (rebuilt when its statistics were
+        # stale: recallmesh.migrations.bm25_index.stale)
+        restored_engine = engine(full.dsn())
+        same_answers = sum(1 for a, b in zip(primary_answers, index_answers(full.dsn(), ns),
+                                             strict=False) if a == b and a)
         hits = sum(1 for h in recalled.hits if h.memory.id == probe.memory.id)
         full.stop()
         acked_during = sum(1 for s, e, _ in acked if backup_started <= e <= backup_ended)
@@ -353,7 +366,25 @@ def run(config: Config, root: Path | None = None) -> Result:
         return Result(config.prefill, len(acked), acked_during, backup_ended - backup_started,
                       du(backup), verified, len(segments), sum(p.stat().st_size for p in segments),
                       primary_sums, restored_sums, full_s, pitr, hits, recalled.degraded,
-                      key_reused, primary_vectors)
+                      key_reused, primary_vectors, primary_engine, restored_engine, same_answers)
+
+
+def index_answers(dsn: str, ns: str) -> list[list[str]]:
+    """The memories of `ns` the BM25 index finds for each of WORDS (all of them, as a sorted
+    list: the index's order and scores hang on its statistics, which pg_textsearch 1.0 rebuilds
+    only with the index); [] without the index."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if not bm25_engine(conn):
+            return []
+        return [sorted(r[0] for r in conn.execute(
+            f"SELECT id::text FROM memories m WHERE m.namespace = %s AND m.deleted_at IS NULL "
+            f"ORDER BY m.lexical_text <@> to_bm25query(%s, '{INDEX_NAME}') LIMIT 100000",
+            (ns, word)).fetchall()) for word in WORDS]
+
+
+def engine(dsn: str) -> str:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return bm25_engine(conn)
 
 
 def mb(n: int) -> str:
@@ -402,6 +433,9 @@ def report(r: Result, argv: list[str], elapsed_s: float, config: Config, model: 
         f"{' (degraded)' if r.stack_recall_degraded else ''} |",
         f"| the original's admin key accepted (api_keys restored) | "
         f"{'yes' if r.stack_key_reused else 'NO'} |",
+        f"| the BM25 index (primary / restored) | {r.bm25_engine or 'none'} / "
+        f"{r.restored_bm25_engine or 'none'}; the memories it finds for {len(WORDS)} probe "
+        f"words the primary's: {r.index_answers_same} of {len(WORDS)} |",
         "",
         "## Point-in-time recovery",
         "",
