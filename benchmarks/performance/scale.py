@@ -85,14 +85,18 @@ from benchmarks.performance.vector_leg import (
     server_info,
 )
 from recallmesh.embedding_models.manifest import ModelManifest, sha256_file
+from recallmesh.migrations.bm25_index import bm25_engine
 from recallmesh.services.embedding.core import OnnxEmbedder
 from recallmesh.services.embedding.settings import EmbeddingSettings
 from recallmesh.services.lexical.cjk import query_terms
 from recallmesh.services.lexical.core import (
     BM25_PREPARE,
     BM25_WORK_MEM,
+    INDEX_DEPTH_FACTOR,
     PRUNE_MIN_POSTINGS,
+    build_bm25_index_sql,
     build_bm25_sql,
+    index_query,
 )
 from recallmesh.services.lexical.settings import LexicalSettings
 from recallmesh.services.vector.settings import VectorSettings
@@ -360,6 +364,104 @@ def bm25_statements(conn: psycopg.Connection, questions: list[str]) -> dict[str,
             "differing_questions": differing}
 
 
+INDEX_MODE_ENV = "RECALLMESH_LEXICAL_BM25_INDEX"
+BM25_WAYS = {"index": "auto", "SQL": "off"}  # the lexical leg's setting for each way
+
+
+def bm25_index_statements(conn: psycopg.Connection, questions: list[str]) -> dict[str, Any]:
+    """The lexical leg's two BM25 statements for each question, in turns (the order alternates
+    per question), at k LEG_K with the leg's default k1 and b and its BM25_WORK_MEM, as the leg
+    picks them (the SQL one pruned from PRUNE_MIN_POSTINGS postings; the index one from the same
+    count, falling back to the SQL one when it finds fewer than its depth): latency (ms, the
+    statements alone) and whether they answer alike (ids in order, scores)."""
+    settings = LexicalSettings()
+    index_sql, _ = build_bm25_index_sql(Filters(), "relevance")
+    times: dict[str, list[float]] = {way: [] for way in BM25_WAYS}
+    same_ids = same_scores = same_top10 = by_index = 0
+    for i, question in enumerate(questions):
+        terms = query_terms(question)
+        with conn.transaction():
+            row = conn.execute(BM25_PREPARE, {"ns": NAMESPACE, "query": terms,
+                                               "work_mem": BM25_WORK_MEM,
+                                               "spelling": settings.spelling_similarity}
+                               ).fetchone()
+        postings = int(row[1]) if row else 0
+        params = {"ns": NAMESPACE, "query": terms, "k": LEG_K, "k1": settings.bm25_k1,
+                  "b": settings.bm25_b}
+        rows: dict[str, list[Any]] = {}
+        for way in (("index", "SQL") if i % 2 == 0 else ("SQL", "index")):
+            started = time.perf_counter()
+            with conn.transaction():
+                conn.execute("SELECT set_config('work_mem', %s, true)", (BM25_WORK_MEM,))
+                found: list[Any] = []
+                if way == "index" and postings >= PRUNE_MIN_POSTINGS:
+                    found = conn.execute(index_sql, params | {
+                        "depth": LEG_K * INDEX_DEPTH_FACTOR,
+                        "index_query": index_query(terms, {})}).fetchall()
+                    if found and found[0][7] < LEG_K * INDEX_DEPTH_FACTOR:
+                        found = []
+                    by_index += bool(found)
+                if not found:
+                    sql, _ = build_bm25_sql(Filters(), "relevance",
+                                            prune=postings >= PRUNE_MIN_POSTINGS)
+                    found = conn.execute(sql, params).fetchall()
+            times[way].append((time.perf_counter() - started) * 1000)
+            rows[way] = found
+        same_ids += [r[0] for r in rows["index"]] == [r[0] for r in rows["SQL"]]
+        same_top10 += {r[0] for r in rows["index"][:10]} == {r[0] for r in rows["SQL"][:10]}
+        same_scores += [r[1] for r in rows["index"]] == [r[1] for r in rows["SQL"]]
+    return {"n": len(questions), "k": LEG_K, "by_index": by_index,
+            "latency": {way: latency_summary(v) for way, v in times.items()},
+            "same_ids": same_ids, "same_top10": same_top10, "same_scores": same_scores}
+
+
+def bm25_index_passes(stack: Stack, questions: list[str], turns: int) -> dict[str, Any]:
+    """`default` and the lexical leg alone through the gateway, the lexical leg serving BM25 each
+    way in turn (restarted with its setting; the order of the ways alternates per turn); every
+    query vector cached first (one pass of `default` before the turns, not counted)."""
+    names = ("default", "lexical_bm25")
+    times: dict[str, dict[str, list[float]]] = {w: {c: [] for c in names} for w in BM25_WAYS}
+    degraded: dict[str, dict[str, int]] = {w: dict.fromkeys(names, 0) for w in BM25_WAYS}
+    failed: dict[str, Counter[str]] = {w: Counter() for w in BM25_WAYS}
+    with gateway_client(stack) as client:
+        legs = gateway_legs(client)
+    overrides = {c: CONFIGS[c].overrides(legs) for c in names}
+
+    def ask(stub: Any, config: str, question: str) -> tuple[float, bool, str]:
+        started = time.perf_counter()
+        try:
+            response = stub.Recall(memory_pb2.RecallRequest(
+                namespace=NAMESPACE, query=question, k=10, fusion=overrides[config]), timeout=30)
+            return (time.perf_counter() - started) * 1000, response.degraded, ""
+        except grpc.RpcError as exc:
+            return (time.perf_counter() - started) * 1000, False, exc.code().name
+
+    with stack.dial() as channel:
+        stub = memory_pb2_grpc.MemoryServiceStub(channel)
+        for question in questions:  # the query vectors into the embedding service's cache
+            ask(stub, "default", question)
+    for turn in range(turns):
+        for way in (list(BM25_WAYS) if turn % 2 == 0 else list(BM25_WAYS)[::-1]):
+            stack.stop_service("lexical")
+            stack.env[INDEX_MODE_ENV] = BM25_WAYS[way]
+            stack.start_service("lexical")
+            log(f"turn {turn + 1}: BM25 by {way}")
+            with stack.dial() as channel:
+                stub = memory_pb2_grpc.MemoryServiceStub(channel)
+                for i, question in enumerate(questions):
+                    for config in (names if i % 2 == 0 else names[::-1]):
+                        ms, was_degraded, error = ask(stub, config, question)
+                        times[way][config].append(ms)
+                        degraded[way][config] += was_degraded
+                        if error:
+                            failed[way][error] += 1
+    stack.env.pop(INDEX_MODE_ENV, None)
+    return {"n": len(questions), "turns": turns,
+            "latency": {w: {c: latency_summary(v) for c, v in by.items()}
+                        for w, by in times.items()},
+            "degraded": degraded, "failed": {w: dict(c) for w, c in failed.items()}}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     manifest = ModelManifest.load()
     timer = Timer()
@@ -413,7 +515,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     result["load_steps"] = [{"step": s, "seconds": t} for s, t in timer.steps]
                 result["sizes"] = sizes(conn)
                 questions = load_queries(args.datasets, ["locomo", "longmemeval"],
-                                         max(args.queries, args.recall_queries))
+                                         max(args.queries, args.recall_queries,
+                                             args.bm25_queries))
+                result["bm25_engine"] = bm25_engine(conn) or "sql"
+                if args.bm25_queries and result["bm25_engine"] != "sql":
+                    log("BM25 by the index and by SQL: the statements ...")
+                    conn.execute("VACUUM (ANALYZE) memories")
+                    asked = questions[:args.bm25_queries]
+                    result["bm25_index_statement"] = bm25_index_statements(conn, asked)
+                    log("BM25 by the index and by SQL: through the gateway ...")
+                    result["bm25_index_latency"] = bm25_index_passes(stack, asked,
+                                                                     args.bm25_turns)
                 if args.queries:  # --queries 0: the HNSW recall only
                     log("BM25 statement, full and pruned ...")
                     result["bm25_statement"] = bm25_statements(conn, questions[:args.queries])
@@ -493,6 +605,32 @@ def report(r: dict[str, Any], argv: list[str]) -> str:
                   f"of {st['n']} questions (ids in order and tiers); scores identical to the "
                   f"last bit for {st['same_scores']}, at most {st['max_rel_score_diff']:.1e} "
                   "apart (relative) otherwise."]
+    if "bm25_index_statement" in r:
+        st, gw = r["bm25_index_statement"], r["bm25_index_latency"]
+        lines += ["", f"## BM25 by the pg_textsearch index and by SQL, side by side "
+                  f"({r['bm25_engine']}; {st['n']} questions)", "",
+                  f"The lexical leg's statement alone (k={st['k']}, as the leg picks it; the "
+                  "two ways in turns per question; ms):", "",
+                  "| way | p50 / p95 / p99 | mean | max |", "|---|---|---:|---:|"]
+        lines += [f"| {way} | {v['p50']:.1f} / {v['p95']:.1f} / {v['p99']:.1f} | "
+                  f"{v['mean']:.1f} | {v['max']:.1f} |" for way, v in st["latency"].items()]
+        lines += ["", f"The index statement answered {st['by_index']} of {st['n']} questions "
+                  "(the others had too few postings, or it found fewer candidates than its "
+                  f"depth, and went to SQL). The same {st['k']} ids in order: {st['same_ids']}; "
+                  f"the same first 10: {st['same_top10']}; the same scores: "
+                  f"{st['same_scores']}.", "",
+                  f"Through the gateway, one client, k=10, every query vector cached "
+                  f"({gw['turns']} turns of each way, the lexical leg restarted with "
+                  f"{INDEX_MODE_ENV}=auto or off; ms, client side):", "",
+                  "| way | configuration | p50 / p95 / p99 | degraded | failed |",
+                  "|---|---|---|---:|---|"]
+        for way, by in gw["latency"].items():
+            for config, v in by.items():
+                lines.append(f"| {way} | {config} | {v['p50']:.1f} / {v['p95']:.1f} / "
+                             f"{v['p99']:.1f} | {gw['degraded'][way][config]} | "
+                             + (", ".join(f"{k} {n}" for k, n in
+                                          sorted(gw["failed"][way].items())) or "none")
+                             + " |")
     h = r["hnsw_recall"]
     lines += ["", f"## HNSW recall@{h['k']} against exact search ({h['queries']} questions)", "",
               "| searched by | ef_search | recall@10 | tie-aware | worst query | mean ms | "
@@ -516,6 +654,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="questions for the latency table; 0 skips it")
     parser.add_argument("--recall-queries", type=int, default=100)
     parser.add_argument("--ef-sweep", type=positive_ints, default="40,100,200,400")
+    parser.add_argument("--bm25-queries", type=int, default=200,
+                        help="questions for BM25 by the index against BM25 by SQL (0: skip)")
+    parser.add_argument("--bm25-turns", type=int, default=2,
+                        help="turns of each way through the gateway")
     parser.add_argument("--maintenance-mem", default="8GB")
     parser.add_argument("--corpus-duplicates", action="store_true",
                         help="copy in the real corpus's duplicate groups (see the docstring)")
