@@ -96,10 +96,23 @@ image: $(STAMP)
 	$(VENV)/bin/hadolint Dockerfile
 	IMAGE=$(IMAGE) BASE_IMAGE=$(BASE_IMAGE) ORT=$(ORT) docker/build-image.sh
 
-## Builds the image, then runs every service as its own container (host network, 127.0.0.1,
-## read-only root, uid 10001) on an embedded Postgres, migrate as a one-shot, a store + recall
-## through the gateway container, every health check, SIGTERM -> exit 0 (docker/image_test.py).
+## The pg_textsearch extension image CloudNativePG mounts (docker/pg_textsearch/Dockerfile,
+## k8s/base/postgres.yaml): hadolint, then docker/build-image.sh with that Dockerfile and context.
+## The tag is the one the Cluster references: push it as <registry>/recallmesh/pg-textsearch:<tag>.
+.PHONY: pg-textsearch-image
+PG_TEXTSEARCH_IMAGE ?= pg-textsearch:1.0.0-18
+pg-textsearch-image: $(STAMP)
+	$(VENV)/bin/hadolint docker/pg_textsearch/Dockerfile
+	IMAGE=$(PG_TEXTSEARCH_IMAGE) BASE_IMAGE=$(BASE_IMAGE) DOCKERFILE=docker/pg_textsearch/Dockerfile \
+		CONTEXT=docker/pg_textsearch BUILD_LOG=/tmp/recallmesh-pg-textsearch-build.log \
+		docker/build-image.sh
+
+## Builds the images, checks that the pg_textsearch image holds exactly its files, then runs every
+## service as its own container (host network, 127.0.0.1, read-only root, uid 10001) on an
+## embedded Postgres, migrate as a one-shot, a store + recall through the gateway container, every
+## health check, SIGTERM -> exit 0 (docker/image_test.py).
 ## (.venv, for the host side: the embedded Postgres and the gRPC client, is installed when missing.)
-image-test: image
+image-test: image pg-textsearch-image
 	@test -f $(STAMP) || $(MAKE) install
-	PYTHONPATH=. $(PY) docker/image_test.py --image $(IMAGE)
+	PYTHONPATH=. $(PY) docker/image_test.py --image $(IMAGE) \
+		--pg-textsearch-image $(PG_TEXTSEARCH_IMAGE)

