@@ -177,6 +177,11 @@ class RecallPolicy:
         "database has it and a query's terms are common (docs/decisions/0018-bm25-index.md); "
         "off keeps every query on the SQL statements over the postings",
         choices=BM25_INDEX_MODES, proto=None, owner="lexical"))
+    lexical_bm25_index_min_postings: int | None = setting(None, Spec(
+        "RECALLMESH_LEXICAL_BM25_INDEX_MIN_POSTINGS", "BM25: the postings a query's terms must "
+        "bring in the namespace for the index to answer it (below, the SQL statement is the "
+        "faster; 0: every query the index can answer)", 0, 1_000_000_000, proto=None,
+        owner="lexical"))
     graph_second_stage: bool = setting(False, Spec(
         "RECALLMESH_GRAPH_SECOND_STAGE", "ask the graph leg again, seeded by the other legs' "
         "best fused hits (needs the graph leg)"))

@@ -93,3 +93,38 @@ def test_one_memory_scores_alike_in_namespaces_of_every_size(answers):
     assert groups and all(len(scores) == 3 for scores in groups.values())
     for group, scores in groups.items():
         assert min(scores) > 0 and max(scores) - min(scores) <= STABLE_WITHIN, (group, scores)
+
+
+# The kinds whose answers hang most on the lexical leg: through the BM25 index they must answer
+# as through the SQL statement (docs/decisions/0018-bm25-index.md).
+THROUGH_THE_INDEX = ("code word", "identifier", "multilingual", "typo", "sensitive", "filters",
+                     "harmless", "negation", "one word", "superseded")
+
+
+@pytest.fixture(scope="module")
+def answers_by_index(admin_dsn, pg_dir: Path) -> dict[str, CaseResult]:
+    """Those kinds' cases with every BM25 query the index can answer sent to it."""
+    cases = [c for c in ALL_CASES if c.kind in THROUGH_THE_INDEX]
+    with scratch_database(admin_dsn) as dsn:
+        stack = Stack(env=stack_env(pg_dir / "behaviour-index", dsn,
+                                    RECALLMESH_LEXICAL_BM25_INDEX_MIN_POSTINGS="0"))
+        stack.start(timeout_s=90)
+        try:
+            with gateway_client(stack) as gateway:
+                loaded = load_cases(gateway, cases, f"behaviour-index-{uuid.uuid4().hex[:8]}")
+                return {case.name: ask(gateway, ns, case, ids) for case, ns, ids in loaded}
+        finally:
+            stack.stop()
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("case", [
+    pytest.param(c, id=c.name, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[c.name])]
+                 if c.name in KNOWN_FAILURES else [])
+    for c in ALL_CASES if c.kind in THROUGH_THE_INDEX])
+def test_through_the_bm25_index(case, answers_by_index):
+    result = answers_by_index[case.name]
+    assert result.passed, (f"{case.query!r} through the BM25 index: the expected memory came "
+                           f"{result.rank or 'not among the hits'} (wanted within "
+                           f"{case.within}), an unwanted one at {result.intruder or '-'}; "
+                           f"first: {result.top}")

@@ -518,9 +518,11 @@ def build_bm25_index_sql(filters: Filters, sort_by: str, corrected: bool = False
     its internal limit) until `depth` memories have passed or none is left. Those candidates
     are then scored exactly as `build_bm25_sql` scores them, from their own search vectors with
     the namespace's statistics: the same score for the same memory, to the last bit, whichever
-    statement found it. The answer's last column counts the candidates: fewer than `depth`
-    means the scan ran out (or reached pg_textsearch's cap of 100,000 scored memories), and the
-    caller asks `build_bm25_sql` instead.
+    statement found it. The answer's last columns count the candidates and the table's rows (the
+    planner's estimate): fewer candidates than `depth` means the scan ran to its end, having
+    found every memory that may be returned (the answer is then the SQL statement's), or that
+    pg_textsearch's cap on the memories one scan scores (INDEX_SCAN_CAP) ended it, which a table
+    of fewer rows cannot reach (`complete`); when it may have, the caller asks `build_bm25_sql`.
     """
     if sort_by not in ("relevance", "importance"):
         raise ValueError(f"the index statement orders by score: not {sort_by!r}")
@@ -565,11 +567,24 @@ WITH terms AS (
 )
 SELECT id::text, score, score AS rank, CASE WHEN all_terms THEN 0 ELSE 1 END AS tier,
        importance, (SELECT sum(idf) FROM idf) AS scale, is_sensitive,
-       (SELECT count(*) FROM candidates) AS candidates
+       (SELECT count(*) FROM candidates) AS candidates,
+       (SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass) AS table_rows
 FROM (SELECT * FROM hits ORDER BY score DESC, importance DESC, id LIMIT %(k)s) top
 ORDER BY {final_order}
 """
     return sql, params
+
+
+# pg_textsearch 1.0 scores at most this many memories in one scan (TP_MAX_QUERY_LIMIT).
+INDEX_SCAN_CAP = 100_000
+
+
+def complete(row: Any, depth: int) -> bool:
+    """Whether an answer row of build_bm25_index_sql comes from enough candidates: `depth` of
+    them, or fewer from a scan that ran to its end (the table holds fewer rows than the index's
+    cap; an estimate of -1, a table never analysed, is not taken for it)."""
+    candidates, table_rows = int(row[7]), float(row[8])
+    return candidates >= depth or 0 <= table_rows < INDEX_SCAN_CAP
 
 
 def index_query(terms: str, corrections: dict[str, Any]) -> str:
@@ -665,7 +680,7 @@ class LexicalRetriever:
                                   index_query=index_query(terms, corrections), **corrections)
                     cur = await conn.execute(sql, params)
                     found: list[Any] = await cur.fetchall()
-                    if found and found[0][7] >= depth:
+                    if found and complete(found[0], depth):
                         BM25_STATEMENTS.labels("index").inc()
                         return found, "index"
                     BM25_STATEMENTS.labels("index_too_few").inc()

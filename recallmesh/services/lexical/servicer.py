@@ -66,7 +66,9 @@ class LexicalApp(RetrieverApp):
         return LexicalServicer(LexicalRetriever(reads, settings.or_min_rank, settings.ranking,
                                                 settings.bm25_k1, settings.bm25_b,
                                                 settings.spelling_similarity,
-                                                bm25_index=bool(engine)))
+                                                bm25_index=bool(engine),
+                                                index_min_postings=settings.
+                                                bm25_index_min_postings))
 
 
 async def bm25_engine(reads: Reads) -> str:

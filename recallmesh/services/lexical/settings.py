@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recallmesh.policy import lexical_setting
-from recallmesh.services.lexical.core import SPELLING_SIMILARITY
+from recallmesh.services.lexical.core import PRUNE_MIN_POSTINGS, SPELLING_SIMILARITY
 from recallmesh.shared.settings import env_float
 
 
@@ -27,6 +27,9 @@ class LexicalSettings:
     # auto: the pg_textsearch index when the database has it, for queries whose terms are
     # common; off: the SQL statements only (docs/decisions/0018-bm25-index.md). Deployment only.
     bm25_index: str = "auto"
+    # ... for the queries whose terms bring at least this many postings in the namespace: where
+    # the SQL statement needs pruning (PRUNE_MIN_POSTINGS). Deployment only.
+    bm25_index_min_postings: int = PRUNE_MIN_POSTINGS
 
     @classmethod
     def from_env(cls) -> LexicalSettings:
@@ -36,6 +39,8 @@ class LexicalSettings:
                    bm25_b=lexical_setting("bm25_b", cls.bm25_b),
                    spelling_similarity=lexical_setting("lexical_spelling_similarity",
                                                        cls.spelling_similarity),
-                   bm25_index=lexical_setting("lexical_bm25_index", cls.bm25_index))
+                   bm25_index=lexical_setting("lexical_bm25_index", cls.bm25_index),
+                   bm25_index_min_postings=lexical_setting(
+                       "lexical_bm25_index_min_postings", cls.bm25_index_min_postings))
 
 

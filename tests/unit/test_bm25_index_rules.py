@@ -1,0 +1,51 @@
+"""The BM25 index's pure rules: where the embedded server finds pg_textsearch, when the index
+statement's candidates suffice, what the index is asked (docs/decisions/0018-bm25-index.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recallmesh.services.lexical.core import INDEX_SCAN_CAP, complete, index_query
+from recallmesh.shared import textsearch
+
+
+def row(candidates: int, table_rows: float) -> tuple[object, ...]:
+    return ("id", 1.0, 1.0, 0, 0.5, 2.0, False, candidates, table_rows)
+
+
+@pytest.mark.parametrize(("candidates", "table_rows", "enough"), [
+    (100, 5e6, True),  # depth reached: whatever the table
+    (99, 5e6, False),  # the cap may have ended the scan
+    (3, 1000, True),  # a scan that ran to its end in a small table: every match
+    (0, INDEX_SCAN_CAP - 1, True),
+    (3, INDEX_SCAN_CAP, False),
+    (3, -1, False),  # never analysed: the size is unknown
+])
+def test_complete(candidates: int, table_rows: float, enough: bool) -> None:
+    assert complete(row(candidates, table_rows), 100) is enough
+
+
+def test_index_query_adds_the_corrections() -> None:
+    assert index_query("violnist lessons", {}) == "violnist lessons"
+    assert index_query("violnist lessons", {"spelled_lexemes": ["violinist"]}) == (
+        "violnist lessons violinist")
+
+
+def test_bundled_finds_the_wheel_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    root = textsearch.bundled()
+    if root is not None:  # the embedded extra is installed: its files are there
+        assert (root / "lib" / "postgresql" / "pg_textsearch.so").is_file()
+    monkeypatch.setattr(textsearch, "_PACKAGE", "no_such_package_here")
+    assert textsearch.bundled() is None
+
+
+def test_embedded_settings_name_the_servers_own_folders_first() -> None:
+    settings = textsearch.embedded_settings(Path("/x/pginstall"))
+    assert settings == {
+        "shared_preload_libraries": "/x/pginstall/lib/postgresql/pg_textsearch",
+        "extension_control_path": "$system:/x/pginstall/share/postgresql",
+        "dynamic_library_path": "$libdir:/x/pginstall/lib/postgresql",
+    }
