@@ -96,6 +96,7 @@ from recallmesh.services.lexical.core import (
     PRUNE_MIN_POSTINGS,
     build_bm25_index_sql,
     build_bm25_sql,
+    complete,
     index_query,
 )
 from recallmesh.services.lexical.settings import LexicalSettings
@@ -398,7 +399,7 @@ def bm25_index_statements(conn: psycopg.Connection, questions: list[str]) -> dic
                     found = conn.execute(index_sql, params | {
                         "depth": LEG_K * INDEX_DEPTH_FACTOR,
                         "index_query": index_query(terms, {})}).fetchall()
-                    if found and found[0][7] < LEG_K * INDEX_DEPTH_FACTOR:
+                    if found and not complete(found[0], LEG_K * INDEX_DEPTH_FACTOR):
                         found = []
                     by_index += bool(found)
                 if not found:
