@@ -664,6 +664,19 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               "lost, what clients see and for how long (issue 44)",
               module("benchmarks.performance.failover", "--report-to",
                      "benchmarks/reports/failover.md"), ("failover.md",)),
+    Benchmark("bm25-index", "the lexical leg's BM25 from the pg_textsearch index against the "
+              "SQL statements and the index's own order, every set in one database, by cluster "
+              "(issue 58)",
+              module("benchmarks.quality.bm25_index", "--report-to",
+                     "benchmarks/reports/bm25-index.md", "--json",
+                     "benchmarks/results/bm25-index.json"), ("bm25-index.md",),
+              ("locomo", "longmemeval", "scifact")),
+    Benchmark("bm25-ingest", "8 concurrent writers through the stack with and without the BM25 "
+              "index, in turns; VACUUM after deletes (issue 58)",
+              module("benchmarks.performance.bm25_ingest", "--report-to",
+                     "benchmarks/reports/bm25-ingest.md", "--json",
+                     "benchmarks/results/bm25-ingest.json"), ("bm25-ingest.md",),
+              ("locomo", "longmemeval", "scifact")),
     Benchmark("restore", "a base backup + WAL archive taken under store load, restored whole "
               "and to a point in time: sizes, times, per-table checksums, the stack serving "
               "from the restored instance (issue 44)",

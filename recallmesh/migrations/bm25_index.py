@@ -26,8 +26,14 @@ INDEX_NAME = "memories_bm25_idx"
 INDEXED_TEXT = "{m}.lexical_text"
 # Soft-deleted memories are left out of the index (a delete sets deleted_at: the new row
 # version is not indexed); expiry depends on the time of the query and is a filter.
+# The lexical leg's BM25 parameters by default (docs/decisions/0007-bm25-parameters.md; a
+# request or RECALLMESH_LEXICAL_BM25_K1 / _B may change them for the leg's own scoring). The index
+# orders its candidates with them, so that in a namespace whose statistics are the index's its
+# order is the leg's.
+BM25_K1 = 0.9
+BM25_B = 0.4
 _CREATE = f"""CREATE INDEX IF NOT EXISTS {INDEX_NAME} ON memories
-    USING bm25 (lexical_text) WITH (text_config = 'english')
+    USING bm25 (lexical_text) WITH (text_config = 'english', k1 = {BM25_K1}, b = {BM25_B})
     WHERE deleted_at IS NULL"""
 STATE_PARAMS = (EXTENSION, EXTENSION)
 _LOCK_KEY = 0x7265_6362  # "recb": one starter builds the index, the others wait for it

@@ -542,7 +542,8 @@ WITH terms AS (
 ){terms_idf}, asked AS MATERIALIZED (
     SELECT {CONTENT_LEXEMES} AS lexemes
 ), candidates AS MATERIALIZED (
-    SELECT m.id, m.importance, m.is_sensitive, m.search_vector
+    SELECT m.id, m.importance, m.is_sensitive, m.search_vector,
+           recallmesh_tsvector_length(m.search_vector) AS dl
     FROM memories m
     WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL AND {live('m')} {where_filters}
       AND (NOT m.is_sensitive OR {secret})
@@ -554,8 +555,7 @@ WITH terms AS (
     FROM candidates c
     CROSS JOIN stats s
     CROSS JOIN LATERAL (  -- the postings' tf and dl, read from the memory's own vector
-        SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf,
-               recallmesh_tsvector_length(c.search_vector) AS dl
+        SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf, c.dl
         FROM unnest(c.search_vector) u
     ) p
     JOIN idf i ON i.lexeme = p.lexeme

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from recallmesh.migrations.bm25_index import BM25_B, BM25_K1
 from recallmesh.policy import lexical_setting
 from recallmesh.services.lexical.core import PRUNE_MIN_POSTINGS, SPELLING_SIMILARITY
 from recallmesh.shared.settings import env_float
@@ -19,8 +20,8 @@ class LexicalSettings:
     # The three are recall settings the lexical leg owns (recallmesh/policy.py): their
     # variables and bounds are declared there, a request may override them.
     ranking: str = "bm25"
-    bm25_k1: float = 0.9
-    bm25_b: float = 0.4
+    bm25_k1: float = BM25_K1
+    bm25_b: float = BM25_B
     # A misspelt term read as the namespace's most similar one from this trigram similarity
     # (docs/decisions/0013-misspellings-by-trigram.md); 1 turns it off. Deployment only.
     spelling_similarity: float = SPELLING_SIMILARITY
