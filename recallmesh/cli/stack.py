@@ -84,7 +84,18 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     finally:
         stack.stop()
     console.print("schema is up to date")
+    console.print(f"lexical BM25: {bm25_source(stack.bm25_engine)}")
     return 0
+
+
+def bm25_source(engine: str) -> str:
+    """Where the lexical leg's BM25 comes from, said for a person (docs/decisions/0018)."""
+    if engine.startswith("sql"):
+        return f"the SQL statements over the postings {engine.removeprefix('sql').strip()}"
+    if os.environ.get("RECALLMESH_LEXICAL_BM25_INDEX", "").strip() == "off":
+        return f"the SQL statements over the postings ({engine} there, not used: " \
+               "RECALLMESH_LEXICAL_BM25_INDEX=off)"
+    return f"the {engine} index for questions with common words, the SQL statements otherwise"
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -188,6 +199,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             else f"embedded, data in {stack.data_dir / 'pg'}"
         )
         console.print(f"database: {where}")
+        console.print(f"lexical BM25: {bm25_source(stack.bm25_engine)}")
         console.print(f"logs: {stack.data_dir / 'logs'}")
         _print_local_key(stack)
         if args.demo:

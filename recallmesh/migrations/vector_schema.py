@@ -132,14 +132,16 @@ def ensure_embedding_column(
             conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
 
 
-def prepare_database(dsn: str, manifest: ModelManifest | None = None) -> None:
-    """Everything a fresh or older database needs before the services start."""
+def prepare_database(dsn: str, manifest: ModelManifest | None = None) -> str:
+    """Everything a fresh or older database needs before the services start. Returns where the
+    lexical leg's BM25 comes from (ensure_bm25_index)."""
     apply_migrations(dsn)
     manifest = manifest or ModelManifest.load()
     ensure_embedding_column(dsn, manifest.dimension, manifest.model_id)
     with psycopg.connect(dsn, autocommit=True) as conn:
         engine = ensure_bm25_index(conn)
     log.info("lexical BM25", extra={"engine": engine})
+    return engine
 
 
 @dataclass(frozen=True)

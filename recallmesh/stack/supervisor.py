@@ -209,6 +209,9 @@ class Stack:
     services: tuple[str, ...] | None = None
     wait_for: str = ""  # the health service start() waits for: "" ready, "liveness" up
     dsn: str = ""
+    # where the lexical leg's BM25 comes from: "pg_textsearch <version>" or "sql (<why>)"
+    # (recallmesh.migrations.bm25_index), set when the database is prepared
+    bm25_engine: str = ""
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     endpoints: dict[str, str] = field(default_factory=dict)
     metrics: dict[str, int] = field(default_factory=dict)
@@ -244,7 +247,7 @@ class Stack:
             dsn = embedded_dsn(self._pg)
         try:
             manifest = ModelManifest.load(self._manifest_path())
-            prepare_database(dsn, manifest)
+            self.bm25_engine = prepare_database(dsn, manifest)
         except (ConfigError, MigrationError, VectorSchemaError, psycopg.Error) as exc:
             raise StackError(f"database not ready: {exc}") from None
         self.dsn = dsn

@@ -49,3 +49,14 @@ def test_embedded_settings_name_the_servers_own_folders_first() -> None:
         "extension_control_path": "$system:/x/pginstall/share/postgresql",
         "dynamic_library_path": "$libdir:/x/pginstall/lib/postgresql",
     }
+
+
+def test_the_start_says_where_bm25_comes_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    from recallmesh.cli.stack import bm25_source
+
+    monkeypatch.delenv("RECALLMESH_LEXICAL_BM25_INDEX", raising=False)
+    assert bm25_source("pg_textsearch 1.0.0").startswith("the pg_textsearch 1.0.0 index")
+    assert bm25_source("sql (pg_textsearch is not installed on this server)") == (
+        "the SQL statements over the postings (pg_textsearch is not installed on this server)")
+    monkeypatch.setenv("RECALLMESH_LEXICAL_BM25_INDEX", "off")
+    assert "not used" in bm25_source("pg_textsearch 1.0.0")
