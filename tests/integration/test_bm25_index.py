@@ -9,7 +9,8 @@ match; CJK pairs and misspellings find what they find through the SQL statement.
 from __future__ import annotations
 
 import random
-import tempfile
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,11 +20,10 @@ import psycopg
 import pytest
 import pytest_asyncio
 
-from recallmesh.migrations.bm25_index import INDEX_NAME, bm25_engine, ensure_bm25_index, stale
-from recallmesh.migrations.vector_schema import prepare_database
+from recallmesh.migrations.bm25_index import INDEX_NAME, bm25_engine, ensure_bm25_index
 from recallmesh.services.lexical.cjk import index_terms
 from recallmesh.services.lexical.core import LexicalResult, LexicalRetriever
-from recallmesh.shared.db import embedded_dsn, open_pool, restart_embedded, start_embedded
+from recallmesh.shared.db import open_pool
 from recallmesh.wire.filters import Filters
 
 pytestmark = pytest.mark.integration
@@ -167,24 +167,45 @@ async def test_cjk_and_misspellings(pool: Any, db: psycopg.Connection, ns: str) 
 def test_a_restart_leaves_the_statistics_stale_and_a_start_rebuilds_the_index() -> None:
     """pg_textsearch 1.0 forgets the statistics of what was written since its build when the
     server restarts (an index built over an empty table then counts no memory); the next start
-    (prepare_database, as the stack and the migrate job run it) rebuilds it."""
-    tmp = tempfile.TemporaryDirectory(prefix="recallmesh-test-")  # readable by its server
-    server = start_embedded(Path(tmp.name) / "pg", cleanup_mode="delete")
-    try:
-        dsn = embedded_dsn(server)
-        prepare_database(dsn)  # the index made over an empty table
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            store(conn, "restart", corpus(8, 300))
-            assert not stale(conn) and index_finds(conn, "garden")
-        restart_embedded(server)
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            assert stale(conn)
-        prepare_database(dsn)
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            assert not stale(conn) and index_finds(conn, "garden")
-    finally:
-        server.cleanup()
-        tmp.cleanup()
+    (prepare_database, as the stack and the migrate job run it) rebuilds it. In a process of
+    its own: starting a server forks as another user, which is not safe from this process once
+    gRPC's threads run."""
+    result = subprocess.run([sys.executable, "-c", RESTART_SCRIPT], capture_output=True,
+                            text=True, timeout=300, cwd=Path(__file__).resolve().parents[2])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["fresh", "False", "restarted", "True", "started",
+                                     "False"], result.stdout
+
+
+RESTART_SCRIPT = """
+import tempfile
+from pathlib import Path
+import psycopg
+from recallmesh.migrations.bm25_index import stale
+from recallmesh.migrations.vector_schema import prepare_database
+from recallmesh.shared.db import embedded_dsn, restart_embedded, start_embedded
+from tests.integration.test_bm25_index import corpus, index_finds, store
+
+tmp = tempfile.TemporaryDirectory(prefix="recallmesh-test-")  # readable by its server
+server = start_embedded(Path(tmp.name) / "pg", cleanup_mode="delete")
+try:
+    dsn = embedded_dsn(server)
+    prepare_database(dsn)  # the index made over an empty table
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        store(conn, "restart", corpus(8, 300))
+        assert index_finds(conn, "garden")
+        print("fresh", stale(conn))
+    restart_embedded(server)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        print("restarted", stale(conn))
+    prepare_database(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert index_finds(conn, "garden")
+        print("started", stale(conn))
+finally:
+    server.cleanup()
+    tmp.cleanup()
+"""
 
 
 def index_finds(conn: psycopg.Connection, word: str) -> int:
