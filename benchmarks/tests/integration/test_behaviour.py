@@ -105,10 +105,11 @@ THROUGH_THE_INDEX = ("code word", "identifier", "multilingual", "typo", "sensiti
 
 
 @pytest.fixture(scope="module")
-def answers_by_index(admin_dsn, pg_dir: Path) -> dict[str, CaseResult]:
-    """Those kinds' cases with every BM25 query the index can answer sent to it."""
+def answers_by_index(bm25_admin_dsn, pg_dir: Path) -> dict[str, CaseResult]:
+    """Those kinds' cases with every BM25 query the index can answer sent to it (on the
+    session's server with pg_textsearch)."""
     cases = [c for c in ALL_CASES if c.kind in THROUGH_THE_INDEX]
-    with scratch_database(admin_dsn) as dsn:
+    with scratch_database(bm25_admin_dsn) as dsn:
         stack = Stack(env=stack_env(pg_dir / "behaviour-index", dsn,
                                     RECALLMESH_LEXICAL_BM25_INDEX_MIN_POSTINGS="0"))
         stack.start(timeout_s=90)
