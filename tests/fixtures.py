@@ -188,29 +188,8 @@ def scratch_database(admin_dsn: str) -> Iterator[str]:
     try:
         yield psycopg.conninfo.make_conninfo(admin_dsn, dbname=name)
     finally:
-        drop_database(admin_dsn, name)
-
-
-# How long a DROP DATABASE waits before the server's other connections are closed (below).
-DROP_WAIT = "10s"
-
-
-def drop_database(admin_dsn: str, name: str) -> None:
-    """DROP DATABASE `name` WITH (FORCE). It waits for every backend of the server to accept a
-    ProcSignalBarrier, and with pg_textsearch 1.0 loaded a backend that wrote and searched beside
-    others sometimes never does (docs/decisions/0018-bm25-index.md, "Known issue"): after
-    DROP_WAIT the server's other client connections are closed (the services' pools open new
-    ones) and the drop is tried again."""
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(f"SET statement_timeout = '{DROP_WAIT}'")
-        try:
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-            return
-        except psycopg.errors.QueryCanceled:
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                         "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
-        conn.execute("RESET statement_timeout")
-        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
