@@ -398,6 +398,18 @@ _CORRECTED_IDF = """, spelled AS MATERIALIZED (
 )""".format(**_LEXEME_DF)
 
 
+# The query's distinct lexemes and the namespace's statistics: how both BM25 statements begin.
+_TERMS_STATS = """WITH terms AS (
+    SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
+), stats AS (
+    -- float8 throughout: an integer count minus 0.5 is numeric, and numeric ln() per posting
+    -- cost 65 of 110 ms for one query at 100,000 memories
+    SELECT greatest(docs, 1)::float8 AS docs,
+           greatest(total_len::float8 / greatest(docs, 1), 1) AS avgdl
+    FROM namespace_stats WHERE namespace = %(ns)s
+)"""
+
+
 def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, corrected: bool = False
                    ) -> tuple[str, dict[str, Any]]:
     """The BM25 statement and its parameters (filters). Callers add: ns,
@@ -459,16 +471,9 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, corrected
     # a memory matching a corrected term matched no term as written: never an exact match
     exact = " AND NOT EXISTS (SELECT FROM spelled)" if corrected else ""
     terms_idf = _CORRECTED_IDF if corrected else _IDF
+    head = _TERMS_STATS + terms_idf
     sql = f"""
-WITH terms AS (
-    SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
-), stats AS (
-    -- float8 throughout: an integer count minus 0.5 is numeric, and numeric ln() per posting
-    -- cost 65 of 110 ms for one query at 100,000 memories
-    SELECT greatest(docs, 1)::float8 AS docs,
-           greatest(total_len::float8 / greatest(docs, 1), 1) AS avgdl
-    FROM namespace_stats WHERE namespace = %(ns)s
-){terms_idf}, asked AS MATERIALIZED (  -- read only when a sensitive memory is among the scored
+{head}, asked AS MATERIALIZED (  -- read only when a sensitive memory is among the scored
     SELECT {CONTENT_LEXEMES} AS lexemes
 ){scores}{passing}, looked AS (
     SELECT m.id, m.importance, m.created_at, sc.score, m.is_sensitive, sc.matched,
@@ -533,13 +538,7 @@ def build_bm25_index_sql(filters: Filters, sort_by: str, corrected: bool = False
     terms_idf = _CORRECTED_IDF if corrected else _IDF
     secret = asks_for_secret("m.search_vector", "(SELECT lexemes FROM asked)::text[]")
     sql = f"""
-WITH terms AS (
-    SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
-), stats AS (
-    SELECT greatest(docs, 1)::float8 AS docs,
-           greatest(total_len::float8 / greatest(docs, 1), 1) AS avgdl
-    FROM namespace_stats WHERE namespace = %(ns)s
-){terms_idf}, asked AS MATERIALIZED (
+{_TERMS_STATS}{terms_idf}, asked AS MATERIALIZED (
     SELECT {CONTENT_LEXEMES} AS lexemes
 ), candidates AS MATERIALIZED (
     SELECT m.id, m.importance, m.is_sensitive, m.search_vector,
