@@ -1,0 +1,611 @@
+"""The web console: server-rendered pages over the gateway's MemoryService, through the typed
+client, with the signed-in key's own namespaces and scopes (docs/console.md,
+docs/decisions/0019-console.md).
+
+Every page is rendered here (Jinja2); htmx, shipped in the package, swaps the parts a filter
+or a recall changes. Nothing runs in the browser that the Content-Security-Policy below does
+not allow: scripts and styles from this origin only, no inline code, no third-party asset.
+Every POST must come from this origin and carry the session's CSRF token."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from importlib.resources import files
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from starlette.applications import Starlette
+from starlette.datastructures import FormData, UploadFile
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from recallmesh.client import (
+    AsyncClient,
+    Memory,
+    NotFoundError,
+    PermissionDeniedError,
+    RecallmeshError,
+    UnauthenticatedError,
+)
+from recallmesh.client.jsonl import InputError, export_line, exported_records, json_lines
+from recallmesh.console import forms, metrics
+from recallmesh.console.explain import BAR_WIDTH, explain_view
+from recallmesh.console.sessions import Session, SessionStore, key_digest, valid_csrf
+from recallmesh.console.settings import ConsoleSettings
+from recallmesh.wire import validation
+from recallmesh.wire.health import GatewayHealth
+
+log = logging.getLogger("recallmesh.console")
+
+COOKIE = "recallmesh_session"
+PAGE_SIZE = 25
+CONTENT_CUT = 160  # characters of a memory's text in a list; the rest is on its page
+MAX_CHAIN = 20  # superseded-by steps followed on a memory's page
+MAX_IMPORT_BYTES = 32 * 1024 * 1024
+WITHHELD = "(sensitive: withheld by this console's setting)"
+HTTP_STATUS = {"INVALID_ARGUMENT": 400, "NOT_FOUND": 404, "PERMISSION_DENIED": 403,
+               "UNAUTHENTICATED": 401, "RESOURCE_EXHAUSTED": 429, "UNAVAILABLE": 503,
+               "DEADLINE_EXCEEDED": 504, "ALREADY_EXISTS": 409, "FAILED_PRECONDITION": 409}
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+       "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+
+
+class SecurityHeaders:
+    """Adds the security headers to every response, and no-store to every page."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        static = scope["path"].startswith("/static/")
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers += SECURITY_HEADERS
+                if not static:
+                    headers.append((b"cache-control", b"no-store"))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+class Refused(Exception):
+    """A request refused by the console itself (status, message)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _loopback(request: Request) -> bool:
+    host = request.client.host if request.client else ""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Console:
+    """The console's state: settings, sessions, one gateway client per session."""
+
+    def __init__(self, settings: ConsoleSettings) -> None:
+        self.settings = settings
+        self.sessions = SessionStore(settings.session_idle_s, settings.session_max_s)
+        self.clients: dict[str, AsyncClient] = {}
+        self.health = GatewayHealth(settings.target)
+        directory = files("recallmesh.console")
+        self.templates = Jinja2Templates(directory=str(directory / "templates"))
+        self.templates.env.globals.update(bar_width=BAR_WIDTH, shown=self.shown,
+                                          cut=_cut, when=_when, qs=_qs)
+        self.static = StaticFiles(directory=str(directory / "static"))
+
+    # --- sessions and clients ---------------------------------------------------------------
+
+    def shown(self, memory: Memory) -> bool:
+        """Whether the page may show this memory's text, tags and metadata."""
+        return self.settings.show_sensitive or not memory.sensitive
+
+    def client(self, session: Session) -> AsyncClient:
+        client = self.clients.get(session.id)
+        if client is None:
+            client = AsyncClient(self.settings.target, token=session.key, tls=None,
+                                 timeout=self.settings.call_timeout_s)
+            self.clients[session.id] = client
+        return client
+
+    async def sweep(self) -> None:
+        """Close the clients of sessions that ended."""
+        for sid in [sid for sid in self.clients if not self.sessions.alive(sid)]:
+            await self.clients.pop(sid).close()
+        metrics.SESSIONS.set(len(self.sessions))
+
+    async def sign_in(self, key: str) -> Session:
+        """A session for this key, if the gateway accepts it (RecallmeshError otherwise)."""
+        if not (0 < len(key) <= 8192 and all(33 <= ord(c) <= 126 for c in key)):
+            raise UnauthenticatedError("that is not an API key")
+        probe = AsyncClient(self.settings.target, token=key, tls=None,
+                            timeout=self.settings.call_timeout_s)
+        try:
+            listed = await probe.namespaces()
+        finally:
+            await probe.close()
+        caller = listed.caller
+        return self.sessions.create(key, subject=caller.subject, scopes=tuple(caller.scopes))
+
+    def session_of(self, request: Request) -> Session | None:
+        return self.sessions.get(request.cookies.get(COOKIE))
+
+    async def auto_session(self, request: Request) -> Session | None:
+        """Sign a browser on this machine in with the configured key file, if any."""
+        path = self.settings.auto_sign_in_key_file
+        if path is None or not _loopback(request):
+            return None
+        try:
+            key = path.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            log.warning("auto sign-in: cannot read the key file %s: %s", path, exc)
+            return None
+        try:
+            session = await self.sign_in(key)
+        except RecallmeshError as exc:
+            log.warning("auto sign-in refused by the gateway: %s", exc)
+            return None
+        metrics.SIGN_INS.labels("auto").inc()
+        log.info("signed in automatically from loopback as %s (key %s)", session.subject,
+                 session.key_name)
+        return session
+
+    # --- rendering ----------------------------------------------------------------------------
+
+    def page(self, request: Request, name: str, session: Session | None,
+             status: int = 200, **context: Any) -> HTMLResponse:
+        context.update(request=request, session=session,
+                       csrf=session.csrf if session else "",
+                       can_write="write" in (session.scopes if session else ()),
+                       show_sensitive=self.settings.show_sensitive, withheld_text=WITHHELD)
+        return self.templates.TemplateResponse(request, name, context, status_code=status)
+
+
+def _cut(text: str, limit: int = CONTENT_CUT) -> str:
+    return text if len(text) <= limit else text[:limit].rstrip() + "…"
+
+
+def _when(value: datetime | None) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if value else ""
+
+
+def _qs(params: dict[str, Any]) -> str:
+    return urlencode({k: v for k, v in params.items() if v not in (None, "")})
+
+
+def _set_cookie(response: Response, session: Session, settings: ConsoleSettings) -> None:
+    response.set_cookie(COOKIE, session.id, httponly=True, samesite="strict",
+                        secure=settings.secure_cookies, path="/",
+                        max_age=int(settings.session_max_s))
+
+
+def _see_other(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def _ns_url(namespace: str, *rest: str) -> str:
+    return "/ns/" + "/".join(quote(part, safe="") for part in (namespace, *rest))
+
+
+Handler = Callable[[Request, Session], Awaitable[Response]]
+
+
+def build_app(settings: ConsoleSettings) -> Starlette:
+    console = Console(settings)
+
+    def origin_ok(request: Request) -> bool:
+        """A POST from this origin: Sec-Fetch-Site same-origin, or an Origin header naming
+        this host (a browser sends one of them on every form POST)."""
+        site = request.headers.get("sec-fetch-site")
+        if site is not None:
+            return site in ("same-origin", "none")
+        origin = request.headers.get("origin")
+        if origin is None:
+            return True  # not a browser (curl, tests): the CSRF token still guards it
+        host = request.headers.get("host", "")
+        return origin in (f"http://{host}", f"https://{host}")
+
+    def signed_in(handler: Handler, *, write: bool = False) -> Callable[[Request],
+                                                                         Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            session = console.session_of(request)
+            fresh = None
+            if session is None:
+                fresh = session = await console.auto_session(request)
+            if session is None:
+                if request.method == "POST" or request.headers.get("hx-request"):
+                    return PlainTextResponse("signed out: sign in again\n", status_code=401,
+                                             headers={"HX-Redirect": "/sign-in"})
+                return _see_other("/sign-in?" + urlencode({"next": request.url.path}))
+            try:
+                if request.method == "POST":
+                    if not origin_ok(request):
+                        metrics.REFUSED.labels("origin").inc()
+                        raise Refused(403, "refused: this form was not sent from the console")
+                    form = await request.form(max_part_size=MAX_IMPORT_BYTES)
+                    request.state.form = form
+                    token = form.get("csrf")
+                    if not valid_csrf(session, token if isinstance(token, str) else None):
+                        metrics.REFUSED.labels("csrf").inc()
+                        log.warning("refused a form without this session's CSRF token on %s "
+                                    "(key %s)", request.url.path, session.key_name)
+                        raise Refused(403, "refused: the form carried no valid CSRF token "
+                                           "(reload the page and try again)")
+                response = await handler(request, session)
+            except Refused as exc:
+                response = console.page(request, "error.html", session, status=exc.status,
+                                        message=exc.message)
+            except forms.FormError as exc:
+                response = console.page(request, "error.html", session, status=400,
+                                        message=str(exc))
+            except UnauthenticatedError:
+                console.sessions.drop(session.id)
+                return _see_other("/sign-in")
+            except RecallmeshError as exc:
+                code = exc.code.name
+                metrics.GATEWAY_ERRORS.labels(code).inc()
+                status = HTTP_STATUS.get(code, 502)
+                if isinstance(exc, PermissionDeniedError):
+                    message = f"this key may not do that: {exc.details}"
+                elif isinstance(exc, NotFoundError):
+                    message = f"not found: {exc.details}"
+                else:
+                    message = f"the gateway answered {code}: {exc.details}"
+                response = console.page(request, "error.html", session, status=status,
+                                        message=message)
+            if fresh is not None:
+                _set_cookie(response, fresh, settings)
+            return response
+
+        return endpoint
+
+    # --- sign-in ------------------------------------------------------------------------------
+
+    async def sign_in_page(request: Request) -> Response:
+        session = console.session_of(request) or await console.auto_session(request)
+        if session is not None:
+            response = _see_other(_safe_next(request.query_params.get("next")))
+            _set_cookie(response, session, settings)
+            return response
+        return console.page(request, "sign_in.html", None, next=request.query_params.get("next"))
+
+    async def sign_in(request: Request) -> Response:
+        if not origin_ok(request):
+            metrics.REFUSED.labels("origin").inc()
+            return console.page(request, "sign_in.html", None, status=403,
+                                error="refused: this form was not sent from the console")
+        form = await request.form()
+        key = str(form.get("key") or "").strip()
+        try:
+            session = await console.sign_in(key)
+        except RecallmeshError as exc:
+            metrics.SIGN_INS.labels("refused").inc()
+            log.info("sign-in refused (%s): %s", key_digest(key) if key else "empty",
+                     exc.code.name)
+            message = ("the gateway refused this key" if exc.code.name in (
+                "UNAUTHENTICATED", "PERMISSION_DENIED") else f"the gateway answered "
+                f"{exc.code.name}: {exc.details}")
+            return console.page(request, "sign_in.html", None, status=401, error=message)
+        metrics.SIGN_INS.labels("ok").inc()
+        log.info("signed in as %s (key %s)", session.subject, session.key_name)
+        response = _see_other(_safe_next(str(form.get("next") or "")))
+        _set_cookie(response, session, settings)
+        return response
+
+    async def sign_out(request: Request, session: Session) -> Response:
+        console.sessions.drop(session.id)
+        await console.sweep()
+        response = _see_other("/sign-in")
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+    # --- pages --------------------------------------------------------------------------------
+
+    async def namespaces(request: Request, session: Session) -> Response:
+        listed = await console.client(session).namespaces(
+            prefix=request.query_params.get("prefix", ""))
+        return console.page(request, "namespaces.html", session, listed=listed,
+                            prefix=request.query_params.get("prefix", ""))
+
+    def namespace_of(request: Request) -> str:
+        try:
+            return validation.namespace(request.path_params["namespace"], "namespace")
+        except Exception as exc:
+            raise Refused(400, str(exc)) from None
+
+    async def memories(request: Request, session: Session) -> Response:
+        namespace = namespace_of(request)
+        params = dict(request.query_params)
+        options = forms.list_options(params)
+        client = console.client(session)
+        page, total = await asyncio.gather(
+            client.list(namespace=namespace, page_size=PAGE_SIZE,
+                        page_token=params.get("page_token", ""), **options),
+            client.count(namespace=namespace, **forms.filter_options(params)))
+        template = "_memory_rows.html" if request.headers.get("hx-request") else "memories.html"
+        kept = {k: v for k, v in params.items() if k != "page_token"}
+        return console.page(request, template, session, namespace=namespace, page=page,
+                            total=total, params=params, kept=kept,
+                            filter_fields=forms.FILTER_FORM_FIELDS, orders=forms.ORDERS)
+
+    async def memory(request: Request, session: Session) -> Response:
+        namespace = namespace_of(request)
+        memory_id = request.path_params["memory_id"]
+        client = console.client(session)
+        history = await client.history(memory_id, namespace=namespace)
+        chain: list[Memory] = []
+        current = history.memory
+        while current.superseded_by and len(chain) < MAX_CHAIN:
+            try:
+                current = await client.get(current.superseded_by, namespace=namespace)
+            except NotFoundError:
+                break
+            chain.append(current)
+        return console.page(request, "memory.html", session, namespace=namespace,
+                            memory=history.memory, history=history, chain=chain,
+                            sensitive_ever=history.memory.sensitive or any(
+                                v.memory.sensitive for v in history.versions))
+
+    async def update(request: Request, session: Session) -> Response:
+        namespace = namespace_of(request)
+        memory_id = request.path_params["memory_id"]
+        client = console.client(session)
+        current = await client.get(memory_id, namespace=namespace)
+        form = _strings(request.state.form)
+        if not console.shown(current):
+            form.pop("content", None)  # the page did not show it: it cannot have changed it
+            form.pop("tags", None)
+        changed = forms.update_fields(form, current)
+        if changed:
+            await client.update(memory_id, namespace=namespace, **changed)
+            log.info("updated %s in %s (%s) as %s", memory_id, namespace,
+                     ", ".join(sorted(changed)), session.subject)
+        return _see_other(_ns_url(namespace, "m", memory_id))
+
+    async def pin(request: Request, session: Session) -> Response:
+        namespace = namespace_of(request)
+        memory_id = request.path_params["memory_id"]
+        pinned = request.url.path.endswith("/pin")
+        await console.client(session).update(memory_id, namespace=namespace, pinned=pinned)
+        log.info("%s %s in %s as %s", "pinned" if pinned else "unpinned", memory_id, namespace,
+                 session.subject)
+        return _see_other(_ns_url(namespace, "m", memory_id))
+
+    async def delete(request: Request, session: Session) -> Response:
+        namespace = namespace_of(request)
+        memory_id = request.path_params["memory_id"]
+        purge = _strings(request.state.form).get("purge") == "on"
+        await console.client(session).delete(memory_id, namespace=namespace, purge=purge)
+        log.info("%s %s in %s as %s", "purged" if purge else "deleted", memory_id, namespace,
+                 session.subject)
+        return _see_other(_ns_url(namespace) + "?" + urlencode(
+            {"done": f"{'purged' if purge else 'deleted'} {memory_id}"}))
+
+    async def recall(request: Request, session: Session) -> Response:
+        namespace = namespace_of(request)
+        params = dict(request.query_params)
+        query = params.get("q", "").strip()
+        result = context = view = None
+        if query:
+            client = console.client(session)
+            result, context = await asyncio.gather(
+                client.recall(query, namespace=namespace, **forms.recall_options(params)),
+                client.context(query, namespace=namespace, **forms.context_options(params)))
+            view = explain_view(result)
+        template = "_recall_result.html" if request.headers.get("hx-request") else "recall.html"
+        memories_by_id = {hit.memory.id: hit.memory for hit in result.hits} if result else {}
+        return console.page(request, template, session, namespace=namespace, query=query,
+                            params=params, result=result, context=context, view=view,
+                            memories_by_id=memories_by_id, sorts=forms.SORTS,
+                            filter_fields=forms.FILTER_FORM_FIELDS)
+
+    async def delete_matching(request: Request, session: Session) -> Response:
+        namespace = namespace_of(request)
+        if request.method == "GET":
+            return console.page(request, "delete_matching.html", session, namespace=namespace,
+                                params=dict(request.query_params), dry=None,
+                                filter_fields=forms.FILTER_FORM_FIELDS)
+        form = _strings(request.state.form)
+        filters = forms.filter_options(form)
+        if not filters:
+            raise forms.FormError("give at least one filter: delete-matching never deletes a "
+                                  "whole namespace (that is DeleteNamespace)")
+        purge = form.get("purge") == "on"
+        client = console.client(session)
+        if form.get("confirm") != "yes":
+            dry = await client.delete_matching(namespace=namespace, purge=purge, sample_size=10,
+                                               **filters)
+            return console.page(request, "delete_matching.html", session, namespace=namespace,
+                                params=form, dry=dry, filter_fields=forms.FILTER_FORM_FIELDS)
+        done = await client.delete_matching(namespace=namespace, purge=purge, confirm=True,
+                                            **filters)
+        log.info("deleted %d memories matching filters in %s as %s", done.deleted, namespace,
+                 session.subject)
+        return _see_other(_ns_url(namespace) + "?" + urlencode(
+            {"done": f"{'purged' if purge else 'deleted'} {done.deleted} memories"}))
+
+    async def export(request: Request, session: Session) -> Response:
+        namespace = namespace_of(request)
+        filters = forms.filter_options(dict(request.query_params))
+        client = console.client(session)
+        records = client.export(namespace=namespace, **filters)
+        first = [record async for record in _take(records, 1)]  # errors before the headers
+
+        async def lines() -> AsyncIterator[bytes]:
+            for record in first:
+                yield export_line(record).encode()
+            async for record in records:
+                yield export_line(record).encode()
+
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        name = f"{namespace}-{stamp}.jsonl".replace('"', "")
+        log.info("export of %s started as %s", namespace, session.subject)
+        return StreamingResponse(lines(), media_type="application/x-ndjson", headers={
+            "content-disposition": f"attachment; filename*=UTF-8''{quote(name)}"})
+
+    async def import_(request: Request, session: Session) -> Response:
+        namespace = namespace_of(request)
+        upload = request.state.form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise forms.FormError("import: choose a JSONL file (as export writes)")
+        raw = await upload.read(MAX_IMPORT_BYTES + 1)
+        if len(raw) > MAX_IMPORT_BYTES:
+            raise forms.FormError(f"import: the file is larger than "
+                                  f"{MAX_IMPORT_BYTES // (1024 * 1024)} MiB; use "
+                                  f"`recallmesh import`")
+        try:
+            name = upload.filename or "the file"
+            records = exported_records(json_lines(raw.decode("utf-8").splitlines(), name), name)
+        except (InputError, UnicodeDecodeError) as exc:
+            raise forms.FormError(f"import: {exc}") from None
+        result = await console.client(session).import_records(records, namespace=namespace)
+        log.info("imported %d memories into %s as %s", result.imported, namespace,
+                 session.subject)
+        return _see_other(_ns_url(namespace) + "?" + urlencode(
+            {"done": f"imported {result.imported} memories ({result.unchanged} unchanged, "
+                     f"{result.relations_written} relations)"}))
+
+    # --- probes -------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        for client in console.clients.values():
+            await client.close()
+        await console.health.aclose()
+
+    routes = [
+        Route("/healthz", console.health.healthz),
+        Route("/readyz", console.health.readyz),
+        Mount("/static", app=console.static, name="static"),
+        Route("/sign-in", sign_in_page, methods=["GET"]),
+        Route("/sign-in", sign_in, methods=["POST"]),
+        Route("/sign-out", signed_in(sign_out), methods=["POST"]),
+        Route("/", signed_in(namespaces)),
+        Route("/ns/{namespace}", signed_in(memories)),
+        Route("/ns/{namespace}/recall", signed_in(recall)),
+        Route("/ns/{namespace}/export", signed_in(export)),
+        Route("/ns/{namespace}/import", signed_in(import_), methods=["POST"]),
+        Route("/ns/{namespace}/delete-matching", signed_in(delete_matching),
+              methods=["GET", "POST"]),
+        Route("/ns/{namespace}/m/{memory_id}", signed_in(memory)),
+        Route("/ns/{namespace}/m/{memory_id}/update", signed_in(update), methods=["POST"]),
+        Route("/ns/{namespace}/m/{memory_id}/pin", signed_in(pin), methods=["POST"]),
+        Route("/ns/{namespace}/m/{memory_id}/unpin", signed_in(pin), methods=["POST"]),
+        Route("/ns/{namespace}/m/{memory_id}/delete", signed_in(delete), methods=["POST"]),
+    ]
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        return PlainTextResponse(f"{status}\n", status_code=status)
+
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    exception_handlers={HTTPException: not_found})
+    app.state.console = console
+    return Timed(SecurityHeaders(app), console)  # type: ignore[return-value]
+
+
+class Timed:
+    """Counts and times every request by its route template (never the raw path, which holds
+    namespaces and ids), and logs one line per request without its query string."""
+
+    def __init__(self, app: ASGIApp, console: Console) -> None:
+        self.app = app
+        self.console = console
+        self.state = getattr(getattr(app, "app", None), "state", None)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = {"code": 500}
+
+        async def record(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, record)
+        finally:
+            route = _route_name(scope)
+            elapsed = time.perf_counter() - started
+            metrics.REQUESTS.labels(route, scope["method"], str(status["code"])).inc()
+            metrics.LATENCY.labels(route).observe(elapsed)
+            if route not in ("/healthz", "/readyz", "/static"):
+                log.info("%s %s %d %.1f ms", scope["method"], route, status["code"],
+                         elapsed * 1000)
+            await self.console.sweep()
+
+
+def _route_name(scope: Scope) -> str:
+    path: str = scope.get("path", "")
+    if path.startswith("/static/"):
+        return "/static"
+    if path.startswith("/ns/"):
+        parts = path.split("/")
+        shape = ["", "ns", "{namespace}"]
+        if len(parts) > 3:
+            shape.append(parts[3] if parts[3] != "m" else "m")
+        if len(parts) > 4 and parts[3] == "m":
+            shape.append("{id}")
+            shape.extend(parts[5:6])
+        return "/".join(shape)
+    return path if path in ("/", "/healthz", "/readyz", "/sign-in", "/sign-out") else "other"
+
+
+def _safe_next(raw: str | None) -> str:
+    """Where to go after sign-in: a path of this console only (never another site)."""
+    if raw and raw.startswith("/") and not raw.startswith("//") and "\\" not in raw:
+        return raw
+    return "/"
+
+
+def _strings(form: FormData) -> dict[str, str]:
+    return {k: v for k, v in form.items() if isinstance(v, str)}
+
+
+async def _take(records: AsyncIterator[dict[str, Any]], n: int) -> AsyncIterator[dict[str, Any]]:
+    for _ in range(n):
+        try:
+            yield await anext(records)
+        except StopAsyncIteration:
+            return
