@@ -9,7 +9,7 @@ PIP     = $(VENV)/bin/pip
 ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
-.PHONY: install models test-models run protos lint deploy-tools deploy-check test bench clean
+.PHONY: install models test-models run protos lint deploy-tools deploy-check browser-tools test bench clean
 
 $(STAMP): pyproject.toml benchmarks/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml benchmarks/pyproject.toml
 	@# never both onnxruntime wheels in one environment: drop the other build first
 	@$(PIP) uninstall -q -y $(if $(filter gpu,$(ORT)),onnxruntime,onnxruntime-gpu) 2>/dev/null || true
 	@# the product and the lab (benchmarks/pyproject.toml), both editable
-	$(PIP) install -q -e '.[dev,build,embedded,mcp,$(ORT)]' -e './benchmarks[dev]'
+	$(PIP) install -q -e '.[dev,build,embedded,mcp,console,$(ORT)]' -e './benchmarks[dev]'
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
@@ -63,6 +63,11 @@ deploy-tools: $(STAMP) $(CHECKOV_STAMP)
 	@command -v kubectl >/dev/null || { $(call apt_install,kubectl); }
 	@command -v promtool >/dev/null || { $(call apt_install,prometheus); }
 
+## The console's browser tests drive Debian's Chromium (installed when missing and running as
+## root); playwright uses that browser and never downloads one (docs/console.md).
+browser-tools: $(STAMP)
+	@test -x /usr/bin/chromium || { $(call apt_install,chromium); }
+
 ## Deploy checks: kustomize renders base and overlays, schema validation (core + vendored CRDs),
 ## checkov, yamllint, promtool check/test rules, Terraform HCL (tests/deploy; also in `make test`).
 deploy-check: deploy-tools
@@ -71,7 +76,7 @@ deploy-check: deploy-tools
 ## The whole suite: proto lint, code lint, unit + integration + deploy tests (real Postgres, real gRPC),
 ## the product's (tests/) and the lab's (benchmarks/tests/).
 ## Installs and fetches everything a test reads from outside the clone: the models, the deploy tools.
-test: lint test-models deploy-tools
+test: lint test-models deploy-tools browser-tools
 	$(PY) -m pytest -q
 
 ## Benchmarks by name (benchmarks/registry.py): `make bench` lists them, `make bench NAME=speed`

@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     transfer.add_import(client)
     listing.add_delete_matching(client)
     stack.add_mcp(sub, target)
+    stack.add_console(sub, target)
     keys.add_keys(sub, target)
     return parser
 

@@ -1,5 +1,6 @@
 """Running things: up (the whole stack, optionally with the demo memories), serve (one
-service, as a container runs it), migrate, and mcp (the MCP server for agents)."""
+service, as a container runs it), migrate, mcp (the MCP server for agents) and console (the
+web console)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 import signal
 import threading
 import time
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -27,6 +30,12 @@ def add_up(sub: Subcommands[argparse.ArgumentParser]) -> None:
     up = sub.add_parser("up", help="start the whole stack and serve until Ctrl-C")
     up.add_argument("--demo", action="store_true", help="load the demo memories (namespace demo)")
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait per service")
+    up.add_argument("--console-port", type=int,
+                    default=int(os.environ.get("RECALLMESH_CONSOLE_PORT", "8080")),
+                    help="the web console's port on localhost (env RECALLMESH_CONSOLE_PORT, "
+                         "default 8080; docs/console.md)")
+    up.add_argument("--no-console", action="store_true",
+                    help="do not start the web console")
     up.set_defaults(func=cmd_up)
 
 
@@ -62,6 +71,27 @@ def add_mcp(sub: Subcommands[argparse.ArgumentParser], target: str) -> None:
                           "RECALLMESH_MCP_SHOW_SENSITIVE=true; default: withheld, a match is "
                           "named by its id)")
     mcp.set_defaults(func=cmd_mcp)
+
+
+def add_console(sub: Subcommands[argparse.ArgumentParser], target: str) -> None:
+    console_ = sub.add_parser("console", help="serve the web console, a client of the "
+                              "gateway (docs/console.md)")
+    console_.add_argument("--target", default=None, help=f"gateway address (env "
+                          f"RECALLMESH_TARGET, default {target})")
+    console_.add_argument("--host", default=None, help="address to listen on (env "
+                          "RECALLMESH_CONSOLE_HOST, default 127.0.0.1)")
+    console_.add_argument("--port", type=int, default=None,
+                          help="port (env RECALLMESH_CONSOLE_PORT, default 8080)")
+    console_.add_argument("--metrics-port", type=int, default=None,
+                          help="Prometheus /metrics port, 0: none (env "
+                               "RECALLMESH_CONSOLE_METRICS_PORT, default 9458)")
+    console_.add_argument("--show-sensitive", action="store_true", default=None,
+                          help="show the text of sensitive memories (env "
+                               "RECALLMESH_CONSOLE_SHOW_SENSITIVE=true; default: withheld)")
+    console_.add_argument("--auto-sign-in-key-file", default=None, metavar="PATH",
+                          help="sign browsers on this machine (loopback) in with the API key "
+                               "in this file (env RECALLMESH_CONSOLE_AUTO_SIGN_IN_KEY_FILE)")
+    console_.set_defaults(func=cmd_console)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -107,6 +137,27 @@ def cmd_mcp(args: argparse.Namespace) -> int:
                              "'recallmesh[mcp]'") from None
         raise
     return run(args)
+
+
+def cmd_console(args: argparse.Namespace) -> int:
+    try:
+        from recallmesh.console.server import run
+        from recallmesh.console.settings import ConsoleSettings
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] in ("starlette", "uvicorn", "jinja2", "multipart"):
+            raise InputError("the console needs the console extra: pip install "
+                             "'recallmesh[console]'") from None
+        raise
+    try:
+        settings = ConsoleSettings.from_env()
+        given = {"target": args.target, "host": args.host, "port": args.port,
+                 "metrics_port": args.metrics_port, "show_sensitive": args.show_sensitive,
+                 "auto_sign_in_key_file": args.auto_sign_in_key_file
+                 and Path(args.auto_sign_in_key_file)}
+        settings = replace(settings, **{k: v for k, v in given.items() if v is not None})
+    except ConfigError as exc:
+        raise InputError(f"bad configuration: {exc}") from None
+    return run(settings)
 
 
 def _load_demo(stack: Any) -> None:
@@ -202,6 +253,14 @@ def cmd_up(args: argparse.Namespace) -> int:
         console.print(f"lexical BM25: {bm25_source(stack.bm25_engine)}")
         console.print(f"logs: {stack.data_dir / 'logs'}")
         _print_local_key(stack)
+        if not args.no_console:
+            try:
+                url = stack.start_console(args.console_port)
+                console.print(f"console: {url} (signs this machine's browser in with the local "
+                              "admin key)" if stack.api_key else f"console: {url}")
+            except StackError as exc:
+                err_console.print(Text("console not started: ", style="yellow"),
+                                  Text(str(exc)), sep="")
         if args.demo:
             try:
                 _load_demo(stack)

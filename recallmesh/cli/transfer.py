@@ -4,7 +4,6 @@ import (plain memories, recallmesh.client.jsonl, or an export written back exact
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,15 @@ from recallmesh.cli.filters import add_filter_arguments, filter_options
 from recallmesh.cli.output import console, err_console, jsonable, print_json, warn_not_indexed
 from recallmesh.client import Client, NewMemory
 from recallmesh.client.errors import RecallmeshError
-from recallmesh.client.jsonl import InputError, memory_from_json, read_json_lines, store_memories
-from recallmesh.v1 import memory_pb2
+from recallmesh.client.jsonl import (
+    InputError,
+    export_line,
+    exported_records,
+    is_export,
+    memory_from_json,
+    read_json_lines,
+    store_memories,
+)
 
 DEFAULT_BATCH_SIZE = 200
 
@@ -44,21 +50,6 @@ def add_import(client: ClientCommands) -> None:
                      help="plain memories: return only once every batch is embedded "
                           "(searchable by meaning)")
     imp.set_defaults(func=cmd_import)
-
-
-def export_line(record: dict[str, Any]) -> str:
-    """One exported record as its JSONL line. Metadata keys are sorted (a map has no order
-    on the wire), so two exports of the same memories are the same bytes."""
-
-    def stable(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: dict(sorted(v.items())) if k == "metadata" and isinstance(v, dict)
-                    else stable(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [stable(v) for v in value]
-        return value
-
-    return json.dumps(stable(record), ensure_ascii=False) + "\n"
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -109,38 +100,11 @@ def import_memories(client: Client, namespace: str, records: list[tuple[int, New
     return stored.ids, stored.existing
 
 
-def is_export(lines: list[tuple[int, Any]]) -> bool:
-    """Whether a file holds exported records (`recallmesh export`: a "memory" on each line)
-    rather than plain memories; its first line decides."""
-    return bool(lines) and isinstance(lines[0][1], dict) and "memory" in lines[0][1]
-
-
-def exported_records(lines: list[tuple[int, Any]], path: Path) -> list[dict[str, Any]]:
-    """The lines of an export, each checked to be an exported record (InputError naming the
-    line), before anything is sent."""
-    from google.protobuf import json_format
-
-    records = []
-    for number, obj in lines:
-        where = f"{path}:{number}"
-        if not isinstance(obj, dict) or not isinstance(obj.get("memory"), dict):
-            raise InputError(f"{where}: not an exported record (an object with a \"memory\"), "
-                             "as the file's first line is")
-        try:
-            json_format.ParseDict(obj, memory_pb2.MemoryRecord())
-        except json_format.ParseError as exc:
-            raise InputError(f"{where}: not an exported record: {exc}") from None
-        if not obj["memory"].get("id"):
-            raise InputError(f"{where}: the record's memory has no id")
-        records.append(obj)
-    return records
-
-
 def cmd_import(args: argparse.Namespace) -> int:
     path = Path(args.file)
     lines = read_json_lines(path)
     if is_export(lines):
-        return _import_records(args, exported_records(lines, path))
+        return _import_records(args, exported_records(lines, str(path)))
     batch_size = DEFAULT_BATCH_SIZE if args.batch_size is None else args.batch_size
     if not 1 <= batch_size <= 1000:
         raise InputError("--batch-size must be within 1..1000")

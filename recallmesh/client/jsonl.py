@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from importlib.resources.abc import Traversable
@@ -117,21 +117,71 @@ def _relation(relation: Any, at: str) -> Relation:
     return Relation(relation["type"], memory_id(relation["target_id"], f"{at}.target_id"))
 
 
-def read_json_lines(path: Path | Traversable) -> list[tuple[int, Any]]:
+def json_lines(lines: Iterable[str], where: str) -> list[tuple[int, Any]]:
     """(line number, JSON value) of each non-blank line; InputError naming a bad line."""
-    lines = []
+    found = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            found.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{where}:{number}: not valid JSON ({exc.msg})") from None
+    return found
+
+
+def read_json_lines(path: Path | Traversable) -> list[tuple[int, Any]]:
+    """(line number, JSON value) of each non-blank line of a file; InputError naming a bad
+    line."""
     try:
         with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    lines.append((number, json.loads(line)))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+            return json_lines(handle, str(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read {path}: {exc}") from None
-    return lines
+
+
+def export_line(record: dict[str, Any]) -> str:
+    """One exported record as its JSONL line. Metadata keys are sorted (a map has no order
+    on the wire), so two exports of the same memories are the same bytes."""
+
+    def stable(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: dict(sorted(v.items())) if k == "metadata" and isinstance(v, dict)
+                    else stable(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [stable(v) for v in value]
+        return value
+
+    return json.dumps(stable(record), ensure_ascii=False) + "\n"
+
+
+def is_export(lines: list[tuple[int, Any]]) -> bool:
+    """Whether a file holds exported records (an export: a "memory" on each line) rather
+    than plain memories; its first line decides."""
+    return bool(lines) and isinstance(lines[0][1], dict) and "memory" in lines[0][1]
+
+
+def exported_records(lines: list[tuple[int, Any]], where: str) -> list[dict[str, Any]]:
+    """The lines of an export, each checked to be an exported record (InputError naming the
+    line), before anything is sent."""
+    from google.protobuf import json_format
+
+    from recallmesh.v1 import memory_pb2
+
+    records = []
+    for number, obj in lines:
+        at = f"{where}:{number}"
+        if not isinstance(obj, dict) or not isinstance(obj.get("memory"), dict):
+            raise InputError(f"{at}: not an exported record (an object with a \"memory\"), "
+                             "as the file's first line is")
+        try:
+            json_format.ParseDict(obj, memory_pb2.MemoryRecord())
+        except json_format.ParseError as exc:
+            raise InputError(f"{at}: not an exported record: {exc}") from None
+        if not obj["memory"].get("id"):
+            raise InputError(f"{at}: the record's memory has no id")
+        records.append(obj)
+    return records
 
 
 def read_jsonl(path: Path | Traversable) -> list[tuple[int, NewMemory]]:

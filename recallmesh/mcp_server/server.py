@@ -26,12 +26,12 @@ from recallmesh.client import DEFAULT_TARGET, AsyncClient, RecallmeshError
 from recallmesh.mcp_server import results
 from recallmesh.mcp_server.auth import ClientPool, GatewayTokenVerifier
 from recallmesh.mcp_server.filters import FiltersArg, Maybe, filter_options
-from recallmesh.mcp_server.health import GatewayHealth
 from recallmesh.shared.credentials import client_api_key
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.logs import configure_logging
 from recallmesh.shared.settings import ConfigError, env_bool, env_str
 from recallmesh.wire import validation
+from recallmesh.wire.health import GatewayHealth
 
 log = logging.getLogger("recallmesh.mcp")
 

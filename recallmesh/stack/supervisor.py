@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -221,6 +222,8 @@ class Stack:
     api_key: str = ""
     api_key_created: bool = False
     internal_token: str = ""
+    console_url: str = ""  # the web console, when start_console() started it
+    _console: subprocess.Popen[bytes] | None = None
     _pg: Any = None
     _watcher: RestartWatcher | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
@@ -352,6 +355,60 @@ class Stack:
         self.endpoints[name] = address
         self.metrics[name] = config.metrics_port
 
+    def start_console(self, port: int, metrics_port: int = 0, timeout_s: float = 30.0) -> str:
+        """Start the web console (`python -m recallmesh.console`) on localhost:`port`, a
+        client of this stack's gateway that signs a browser on this machine in with the local
+        admin key (docs/console.md); wait until it answers. Its URL; StackError if it did not
+        start (the stack serves on without it)."""
+        env = self._child_env()
+        env.update({
+            "RECALLMESH_TARGET": self.endpoints["gateway"],
+            "RECALLMESH_CONSOLE_HOST": env.get("RECALLMESH_CONSOLE_HOST", "127.0.0.1"),
+            "RECALLMESH_CONSOLE_PORT": str(port),
+            "RECALLMESH_CONSOLE_METRICS_PORT": str(metrics_port),
+        })
+        if self.api_key:
+            env["RECALLMESH_CONSOLE_AUTO_SIGN_IN_KEY_FILE"] = str(self.data_dir / LOCAL_KEY_FILE)
+        log_path = self.log_path("console")
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log_file:
+            process = subprocess.Popen([sys.executable, "-m", "recallmesh.console"], env=env,
+                                       stdout=log_file, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+        self._console = process
+        url = f"http://localhost:{port}"
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if process.poll() is not None:
+                self._console = None
+                raise StackError(f"the console exited ({describe_exit(process.returncode)}); "
+                                 f"last log lines of {log_path}:\n" + _tail(log_path))
+            try:
+                with urllib.request.urlopen(f"{url}/healthz", timeout=1.0) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop_console()
+                raise StackError(f"the console did not answer at {url} within {timeout_s:.0f} "
+                                 f"s; see {log_path}")
+            time.sleep(0.1)
+        self.console_url = url
+        return url
+
+    def stop_console(self, timeout_s: float = 10.0) -> None:
+        process, self._console = self._console, None
+        self.console_url = ""
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
     def stop_service(self, name: str, timeout_s: float = 10.0) -> None:
         """Stop one service process (SIGTERM, then SIGKILL after timeout_s); the restart
         watcher, if any, leaves it stopped."""
@@ -401,6 +458,7 @@ class Stack:
         if self._watcher is not None:  # first, so that what stops now stays stopped
             self._watcher.stop()
             self._watcher = None
+        self.stop_console(timeout_s)
         for name in reversed(list(self.processes)):
             process = self.processes[name]
             if process.poll() is None:

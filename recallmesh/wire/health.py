@@ -1,5 +1,6 @@
-"""HTTP mode's probes: `/healthz` (the process serves) and `/readyz` (the gateway it calls
-reports SERVING on gRPC health), for Kubernetes and load balancers. Neither needs a
+"""The probes of the gateway's HTTP front ends (the MCP server's HTTP mode, the console):
+`/healthz` (the process serves) and `/readyz` (the gateway it calls reports SERVING on gRPC
+health), for Kubernetes and load balancers. Neither needs a
 credential: gRPC health is open on the gateway, and the probes reveal nothing else."""
 
 from __future__ import annotations

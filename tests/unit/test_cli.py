@@ -16,11 +16,11 @@ from typing import Any, cast
 
 import pytest
 
-from recallmesh.cli import build_parser, output, recall, transfer
+from recallmesh.cli import build_parser, output, recall
 from recallmesh.cli.common import memory_ids
 from recallmesh.cli.filters import filter_options, list_options
 from recallmesh.cli.memories import store_fields, update_fields
-from recallmesh.client import Memory, Relation
+from recallmesh.client import Memory, Relation, jsonl
 from recallmesh.client._wire import RecallOptions, list_request, recall_request
 from recallmesh.client.jsonl import InputError, memory_from_json, read_json_lines
 
@@ -186,15 +186,15 @@ def test_an_export_is_told_apart_from_plain_memories(tmp_path: Path) -> None:
     exported.write_text(json.dumps({"memory": {"id": ID, "content": "c"}}) + "\n\n"
                         + json.dumps({"content": "plain"}) + "\n")
     lines = read_json_lines(exported)
-    assert transfer.is_export(lines) and not transfer.is_export([(1, {"content": "c"})])
+    assert jsonl.is_export(lines) and not jsonl.is_export([(1, {"content": "c"})])
     with pytest.raises(InputError, match=r"export.jsonl:3: not an exported record"):
-        transfer.exported_records(lines, exported)
+        jsonl.exported_records(lines, str(exported))
     exported.write_text(json.dumps({"memory": {"id": ID, "colour": "red"}}) + "\n")
     with pytest.raises(InputError, match=r"export.jsonl:1: not an exported record: .*colour"):
-        transfer.exported_records(read_json_lines(exported), exported)
+        jsonl.exported_records(read_json_lines(exported), str(exported))
     exported.write_text(json.dumps({"memory": {"content": "no id"}}) + "\n")
     with pytest.raises(InputError, match="export.jsonl:1: the record's memory has no id"):
-        transfer.exported_records(read_json_lines(exported), exported)
+        jsonl.exported_records(read_json_lines(exported), str(exported))
 
 
 def test_export_lines_are_stable() -> None:
@@ -202,8 +202,8 @@ def test_export_lines_are_stable() -> None:
          "versions": [{"memory": {"metadata": {"y": "1", "b": "2"}}}]}
     b = {"memory": {"id": ID, "metadata": {"a": "2", "z": "1"}},
          "versions": [{"memory": {"metadata": {"b": "2", "y": "1"}}}]}
-    assert transfer.export_line(a) == transfer.export_line(b)
-    assert transfer.export_line(a).endswith("}\n") and transfer.export_line(a).count("\n") == 1
+    assert jsonl.export_line(a) == jsonl.export_line(b)
+    assert jsonl.export_line(a).endswith("}\n") and jsonl.export_line(a).count("\n") == 1
 
 
 def test_tables_cut_content_and_json_prints_iso_times() -> None:
