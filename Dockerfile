@@ -2,7 +2,8 @@
 #   docker build -t recallmesh:local .                          (official python:3.12-slim base)
 #   docker build --build-arg BASE_IMAGE=recallmesh-base:local .  (a local Debian base: make image)
 #   docker build --build-arg ORT=gpu -t recallmesh:local-gpu .   (onnxruntime-gpu: the CUDA variant)
-#   docker run recallmesh:local serve lexical | migrate | serve gateway (the default)
+#   docker run recallmesh:local serve lexical | migrate | mcp --transport http | console
+#                              | serve gateway (the default)
 # Stages: builder (wheel + runtime venv) -> model (fetch + sha256-verify the embedding model in a
 # throwaway copy of the venv with the `build` extra) -> runtime (the venv and the model only).
 # Every stage uses the same base, so the venv's interpreter links resolve in the runtime stage.
@@ -34,10 +35,10 @@ RUN python3 -m venv /opt/tools \
     && /opt/tools/bin/pip wheel --no-deps . -w /dist \
     && wheel=$(ls /dist/recallmesh-*.whl) \
     && if [ "${ORT}" = gpu ]; then \
-        /opt/tools/bin/pip --python /opt/venv/bin/python install "${wheel}[gpu,mcp]" \
+        /opt/tools/bin/pip --python /opt/venv/bin/python install "${wheel}[gpu,mcp,console]" \
             "onnxruntime-gpu[cuda,cudnn]"; \
     else \
-        /opt/tools/bin/pip --python /opt/venv/bin/python install "${wheel}[${ORT},mcp]"; \
+        /opt/tools/bin/pip --python /opt/venv/bin/python install "${wheel}[${ORT},mcp,console]"; \
     fi
 
 FROM builder AS model
@@ -52,7 +53,7 @@ RUN wheel=$(ls /dist/recallmesh-*.whl) \
 FROM ${BASE_IMAGE} AS runtime
 ARG ORT=cpu
 LABEL org.opencontainers.image.title="recallmesh" \
-      org.opencontainers.image.description="Long-term memory recall for AI agents: gRPC services (gateway, legs, embedding, fusion, indexer)" \
+      org.opencontainers.image.description="Long-term memory recall for AI agents: gRPC services (gateway, legs, embedding, fusion, indexer), the MCP server, the web console" \
       org.opencontainers.image.licenses="Apache-2.0" \
       io.recallmesh.onnxruntime="${ORT}"
 RUN useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
@@ -74,8 +75,9 @@ ENV PATH=/opt/venv/bin:${PATH} \
 # nothing is written outside /tmp: run with a read-only root filesystem (--read-only --tmpfs /tmp)
 WORKDIR /tmp
 USER 10001:10001
-# gRPC health of the service PID 1 serves, over TLS when RECALLMESH_TLS_* is set (Kubernetes:
-# native gRPC probes in plaintext pods, this script as the exec probe of TLS pods, k8s/components/tls)
+# gRPC health of the service PID 1 serves, over TLS when RECALLMESH_TLS_* is set; the HTTP
+# /readyz of the MCP server and of the console (Kubernetes: native gRPC probes in plaintext pods,
+# this script as the exec probe of TLS pods, k8s/components/tls)
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "/opt/recallmesh/healthcheck.py"]
 # exec form: recallmesh is PID 1 and gets SIGTERM itself (graceful drain, exit 0)

@@ -2,9 +2,10 @@
 
 The service is read from PID 1's command line (`recallmesh serve <service>`), its port from the
 same settings the service reads (RECALLMESH_<SERVICE>_PORT, else the default port). The MCP
-server (`recallmesh mcp --transport http`) is checked on its HTTP /readyz instead. A container
-that runs something else (`recallmesh migrate`, a one-shot) is reported healthy. Exit 0 = SERVING,
-1 = anything else.
+server (`recallmesh mcp --transport http`) and the web console (`recallmesh console`) are checked
+on their HTTP /readyz instead (200 once the gateway they call is SERVING). A container that runs
+something else (`recallmesh migrate`, a one-shot) is reported healthy. Exit 0 = SERVING or
+ready, 1 = anything else.
 
 TLS: with RECALLMESH_TLS_CERT / _KEY / _CA set (recallmesh/shared/tls.py) it dials over TLS,
 presenting the process's own certificate (the services but the gateway require one), and checks
@@ -29,7 +30,9 @@ def main(args: list[str] | None = None) -> int:
             return 0
         args = [a.decode() for a in argv if a]
     if "mcp" in args and "http" in args:
-        return mcp_ready(args)
+        return http_ready(args, "mcp", "RECALLMESH_MCP_PORT", "8765")
+    if "console" in args:
+        return http_ready(args, "console", "RECALLMESH_CONSOLE_PORT", "8080")
     if "serve" not in args or args.index("serve") + 1 >= len(args):
         return 0
     service = args[args.index("serve") + 1]
@@ -66,23 +69,24 @@ def main(args: list[str] | None = None) -> int:
     return 0 if status == "SERVING" else 1
 
 
-def mcp_ready(args: list[str]) -> int:
-    """`recallmesh mcp --transport http`: its /readyz (the gateway it calls is SERVING), on
-    the port of --port, else RECALLMESH_MCP_PORT, else 8765."""
+def http_ready(args: list[str], name: str, port_variable: str, default_port: str) -> int:
+    """An HTTP server of the image (`recallmesh mcp --transport http`, `recallmesh console`):
+    its /readyz (the gateway it calls is SERVING) on 127.0.0.1, on the port of --port, else
+    `port_variable`, else `default_port`."""
     import os
     import urllib.error
     import urllib.request
 
     port = (args[args.index("--port") + 1] if "--port" in args[:-1]
-            else os.environ.get("RECALLMESH_MCP_PORT", "8765"))
+            else os.environ.get(port_variable, default_port))
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=3) as reply:
-            print(f"mcp: {reply.read().decode().strip()}")
+            print(f"{name}: {reply.read().decode().strip()}")
             return 0
     except urllib.error.HTTPError as exc:
-        print(f"mcp: {exc.code} {exc.read().decode().strip()}")
+        print(f"{name}: {exc.code} {exc.read().decode().strip()}")
     except OSError as exc:
-        print(f"mcp: {exc}")
+        print(f"{name}: {exc}")
     return 1
 
 

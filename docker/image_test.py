@@ -37,6 +37,13 @@
    own: a request without a bearer is 401; the MCP SDK's client, with the application key over
    streamable HTTP, lists the tools, stores a memory, recalls it by a paraphrase (first), forgets
    it; its Docker HEALTHCHECK (its /readyz) healthy;
+6c. the web console (k8s/components/console) as a container of the same image, no credential of
+   its own, against the gateway container (`recallmesh console --target ... --host 127.0.0.1
+   --port ... --metrics-port ...`): /healthz 200, /readyz 200 once the gateway serves, a
+   `recallmesh_console_` metric family on its metrics port, the sign-in page 200 with a
+   Content-Security-Policy starting "default-src 'none'" and the package's own scripts and
+   stylesheets it links served (none from elsewhere), its process uid 10001 (the image's user);
+   its Docker HEALTHCHECK (its /readyz) healthy;
 7. prints the containers it ran (name, image, command, status), then stops them with SIGTERM
    (the image's STOPSIGNAL): each must exit 0 within the grace period; removes everything.
 
@@ -64,7 +71,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlencode, urljoin, urlsplit, urlunsplit
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -113,9 +120,10 @@ class Spec:
     ports: dict[str, int] = field(default_factory=dict)   # containerPort by name: grpc, metrics
 
 
-def service_specs() -> tuple[Spec, list[Spec], Spec]:
+def service_specs() -> tuple[Spec, list[Spec], Spec, Spec]:
     """(the migrate Job, the services' Deployments in start order, the MCP server of
-    k8s/components/mcp), as the dev overlay has them.
+    k8s/components/mcp, the web console of k8s/components/console), as the dev overlay has
+    them.
 
     Read from `kubectl kustomize k8s/overlays/dev` through the k8s checks' helper
     (tests/deploy/rendered.py: ConfigMaps resolved, Secret references named), not written here a
@@ -125,7 +133,7 @@ def service_specs() -> tuple[Spec, list[Spec], Spec]:
     from tests.deploy.rendered import service_specs as rendered_specs
 
     specs = rendered_specs("dev")
-    missing = {"migrate", "mcp", *SERVICES} - set(specs)
+    missing = {"migrate", "mcp", "console", *SERVICES} - set(specs)
     if missing:
         raise Failed(f"the dev overlay has no {sorted(missing)}")
 
@@ -133,7 +141,7 @@ def service_specs() -> tuple[Spec, list[Spec], Spec]:
         return Spec(r.name, list(r.command), dict(r.env), sorted(r.secret_env), dict(r.ports))
 
     return (convert(specs["migrate"]), [convert(specs[name]) for name in SERVICES],
-            convert(specs["mcp"]))
+            convert(specs["mcp"]), convert(specs["console"]))
 
 
 # --------------------------------------------------------------------------- helpers
@@ -350,7 +358,7 @@ class ImageTest:
         docker("image", "inspect", self.image)
         size = docker("image", "ls", self.image, "--format", "{{.ID}} {{.Size}}")
         say(f"image {self.image}: {size}")
-        migrate, services, mcp = service_specs()
+        migrate, services, mcp, console = service_specs()
         say("what each container runs: the rendered dev overlay (k8s/overlays/dev)")
         dsn, mounts = self.start_postgres()
 
@@ -441,12 +449,14 @@ class ImageTest:
         # 6b. the MCP server (k8s/components/mcp) as its own container, driven by the MCP
         # SDK's own client over streamable HTTP with the application key
         self.mcp_session(mcp, namespace, app_key)
+        # 6c. the web console (k8s/components/console) as its own container, over plain HTTP
+        self.console_checks(console)
         for name in self.service_containers():
             def docker_health(name: str = name) -> str | None:
                 status = state(name).get("Health", {}).get("Status", "none")
                 return None if status == "healthy" else status
             wait_for(f"{name} docker HEALTHCHECK", docker_health, 60)
-        say("docker HEALTHCHECK: the MCP container healthy (its /readyz)")
+        say("docker HEALTHCHECK: the MCP and console containers healthy (their /readyz)")
 
         # 7. what ran
         self.print_containers()
@@ -581,6 +591,86 @@ class ImageTest:
         for line in asyncio.run(mcp_calls(f"{base}/mcp", api_key)):
             say(f"mcp: {line}")
 
+    def console_checks(self, spec: Spec) -> None:
+        """`recallmesh console` in a container of the image: its command and settings from the
+        overlay, the gateway container, 127.0.0.1 and free ports on its command line; no
+        credential of its own. Its health, readiness, metrics, sign-in page (strict CSP, the
+        package's own assets) and a non-root process."""
+        import urllib.error
+        import urllib.request
+
+        if spec.secret_env:
+            raise Failed(f"console: the overlay gives it secrets {spec.secret_env}")
+        port, metrics_port = free_port(), free_port()
+        gateway = self.addresses["gateway"]
+        # the same values as variables too: the overlay's (0.0.0.0, 8080, 9458) must not win
+        env = {**spec.env, "RECALLMESH_TARGET": gateway, "RECALLMESH_CONSOLE_HOST": "127.0.0.1",
+               "RECALLMESH_CONSOLE_PORT": str(port),
+               "RECALLMESH_CONSOLE_METRICS_PORT": str(metrics_port)}
+        command = [*spec.command, "--target", gateway, "--host", "127.0.0.1",
+                   "--port", str(port), "--metrics-port", str(metrics_port)]
+        name = self.run_container(Spec(spec.name, command, env), env, [])
+        base = f"http://127.0.0.1:{port}"
+
+        def status_of(url: str) -> str | None:
+            try:
+                with urllib.request.urlopen(url, timeout=3):
+                    return None
+            except urllib.error.HTTPError as exc:
+                return f"{exc.code} {exc.read().decode(errors='replace').strip()[:200]}"
+            except OSError as exc:
+                return str(exc)
+
+        def alive() -> None:
+            st = state(name)
+            if not st["Running"]:
+                raise Failed(f"{name} exited {st['ExitCode']}:\n{logs(name)}")
+
+        start = time.monotonic()
+        wait_for("console /healthz", lambda: status_of(f"{base}/healthz"), READY_TIMEOUT_S, alive)
+        wait_for("console /readyz", lambda: status_of(f"{base}/readyz"), READY_TIMEOUT_S, alive)
+        say(f"console: /healthz and /readyz 200 on {base} ({time.monotonic() - start:.1f}s; "
+            f"{' '.join(command)})")
+
+        with urllib.request.urlopen(f"{base}/sign-in", timeout=10) as reply:
+            if reply.status != 200 or urlsplit(reply.url).path != "/sign-in":
+                raise Failed(f"console: GET /sign-in -> {reply.status} {reply.url}")
+            policy = reply.headers.get("Content-Security-Policy", "")
+            page = reply.read().decode()
+        if not policy.startswith("default-src 'none'"):
+            raise Failed(f"console: /sign-in Content-Security-Policy {policy!r}")
+        # what it links resolves to the console itself (nothing fetched from elsewhere at run
+        # time) and is served: the package's templates and static files are in the image
+        assets = [urljoin(f"{base}/sign-in", a) for a in linked_assets(page)]
+        if not assets or any(urlsplit(a).netloc != urlsplit(base).netloc for a in assets):
+            raise Failed(f"console: /sign-in links {assets}: wanted the console's own "
+                         "scripts and stylesheets only, at least one")
+        for asset in assets:
+            failed = status_of(asset)
+            if failed:
+                raise Failed(f"console: {asset} (linked by /sign-in): {failed}")
+        say(f"console: /sign-in 200, Content-Security-Policy {policy.split(';')[0]!r}; "
+            f"its assets served from the image: {', '.join(urlsplit(a).path for a in assets)}")
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
+                                    timeout=10) as reply:
+            exposition = reply.read().decode()
+        families = sorted(set(re.findall(r"^# TYPE (recallmesh_console_\w+)", exposition,
+                                         re.MULTILINE)))
+        if not families:
+            raise Failed(f"console: no recallmesh_console_ family on :{metrics_port}/metrics")
+        say(f"console: metrics on :{metrics_port}: {', '.join(families)}")
+
+        # the process itself, as the kernel sees it: not root (the image's user, 10001)
+        pid = docker("inspect", "-f", "{{.State.Pid}}", name)
+        uids = next(line.split()[1:] for line in
+                    Path(f"/proc/{pid}/status").read_text().splitlines()
+                    if line.startswith("Uid:"))
+        user = docker("image", "inspect", "-f", "{{.Config.User}}", self.image)
+        if set(uids) != {"10001"} or user != "10001:10001":
+            raise Failed(f"console: process uids {uids}, image user {user!r}")
+        say(f"console: runs as uid 10001 (real, effective, saved, fs), the image's user {user}")
+
     def print_containers(self) -> None:
         out = docker("ps", "-a", "--filter", f"label={TEST_LABEL}={self.run_id}", "--no-trunc",
                      "--format", "{{.Names}}\t{{.Image}}\t{{.Command}}\t{{.Status}}")
@@ -602,6 +692,23 @@ class ImageTest:
             self.pg.cleanup()
             self.pg = None
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def linked_assets(page: str) -> list[str]:
+    """Where a page's <script src> and <link href> point (as written)."""
+    from html.parser import HTMLParser
+
+    found: list[str] = []
+
+    class Links(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            wanted = {"script": "src", "link": "href"}.get(tag)
+            for key, value in attrs:
+                if key == wanted and value:
+                    found.append(value)
+
+    Links().feed(page)
+    return found
 
 
 MCP_MEMORY = "Ravi's daughter plays the cello in the school orchestra."

@@ -39,6 +39,10 @@ TOKEN_OVERLAYS = ("dev",)
 INTERNAL_TOKEN = ("recallmesh-internal-token", "token")
 # overlays with k8s/components/mcp (the MCP server for agents in the cluster)
 MCP_OVERLAYS = {"dev": {"recallmesh-mcp"}}
+# overlays with k8s/components/console (the web console); off in the production overlays
+CONSOLE_OVERLAYS = {"dev": {"recallmesh-console"}}
+# the HTTP clients of the gateway (no gRPC server of their own, no credential of their own)
+GATEWAY_CLIENTS = ("mcp", "console")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -60,7 +64,8 @@ def test_renders(target: str) -> None:
     kinds = {o["kind"] for o in objs}
     assert {"Deployment", "Service", "ConfigMap", "Job", "NetworkPolicy", "Cluster", "Database",
             "PodMonitor", "PrometheusRule", "ServiceAccount"} <= kinds
-    extra = MCP_OVERLAYS.get(target.removeprefix("overlays/"), set())
+    overlay = target.removeprefix("overlays/")
+    extra = MCP_OVERLAYS.get(overlay, set()) | CONSOLE_OVERLAYS.get(overlay, set())
     assert set(by_kind(objs, "Deployment")) == {f"recallmesh-{s}" for s in SERVICES} | extra
 
 
@@ -389,8 +394,8 @@ def test_no_overlay_turns_authentication_off() -> None:
             assert value == "required", f"{path}: RECALLMESH_AUTH {value}"
     for overlay in OVERLAYS:
         for name, spec in rendered.service_specs(overlay).items():
-            if name == "mcp":  # no off switch: every HTTP request needs a bearer the gateway
-                continue       # accepts (recallmesh/mcp_server/auth.py)
+            if name in GATEWAY_CLIENTS:  # no off switch: the MCP server's requests need a bearer
+                continue                 # the gateway accepts, the console's a signed-in key
             assert spec.env.get("RECALLMESH_AUTH") == "required", (overlay, name)
 
 
@@ -406,7 +411,7 @@ def test_every_internal_service_has_a_wall(overlay: str) -> None:
 
     placeholder = "x" * 44  # stands for the Secret's value: `openssl rand -base64 32`
     for name, spec in rendered.service_specs(overlay).items():
-        if name in ("migrate", "mcp"):  # a one-shot; a client of the gateway (no gRPC server)
+        if name in ("migrate", *GATEWAY_CLIENTS):  # a one-shot; clients of the gateway
             assert "RECALLMESH_INTERNAL_TOKEN" not in spec.secret_env
             continue
         env = dict(spec.env)
@@ -480,3 +485,61 @@ def test_mcp_component_serves_http_with_probes_and_no_secrets() -> None:
         "ports": [{"protocol": "TCP", "port": 50051}],
     }]
     assert policy["ingress"][0]["ports"] == [{"protocol": "TCP", "port": 8765}]
+
+
+def test_console_component_in_dev_only_hardened_and_scraped() -> None:
+    """k8s/components/console: in dev, absent from the production overlays (opt-in there); HTTP
+    with health and readiness probes, its metrics port scraped like every service's, no
+    secrets, one replica (sessions are in memory), egress to the gateway only."""
+    for overlay in ("production", "production-gpu"):
+        objs = objects(f"overlays/{overlay}")
+        assert not [o for o in objs if "console" in o["metadata"]["name"]], overlay
+        assert "console" not in rendered.service_specs(overlay)
+    objs = objects("overlays/dev")
+    spec = rendered.service_specs("dev")["console"]
+    assert spec.command == ["recallmesh", "console"]
+    assert spec.ports == {"http": 8080, "metrics": 9458}
+    assert spec.secret_env == {}  # no credential: a user signs in with an API key
+    assert spec.env["RECALLMESH_CONSOLE_HOST"] == "0.0.0.0"
+    assert spec.env["RECALLMESH_CONSOLE_PORT"] == "8080"
+    assert spec.env["RECALLMESH_CONSOLE_METRICS_PORT"] == "9458"
+    assert spec.env["RECALLMESH_LOG_FORMAT"] == "json"
+    assert spec.env["RECALLMESH_TARGET"] == "recallmesh-gateway:50051"
+    assert _target_host(spec.env["RECALLMESH_TARGET"]) in by_kind(objs, "Service")
+    deployment = by_kind(objs, "Deployment")["recallmesh-console"]
+    assert deployment["spec"]["replicas"] == 1
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert set(container["resources"]["requests"]) >= {"cpu", "memory"}
+    assert set(container["resources"]["limits"]) >= {"cpu", "memory"}
+    # hardened exactly like the MCP server's pod (test_pod_security checks the fields)
+    mcp = by_kind(objs, "Deployment")["recallmesh-mcp"]["spec"]["template"]["spec"]
+    assert pod["securityContext"] == mcp["securityContext"]
+    assert container["securityContext"] == mcp["containers"][0]["securityContext"]
+    assert container["volumeMounts"] == mcp["containers"][0]["volumeMounts"]
+    service = by_kind(objs, "Service")["recallmesh-console"]["spec"]
+    assert service["selector"] == {"app.kubernetes.io/name": "recallmesh-console"}
+    assert [(p["port"], p["targetPort"]) for p in service["ports"]] == [(8080, "http")]
+    policies = by_kind(objs, "NetworkPolicy")
+    policy = policies["recallmesh-console"]["spec"]
+    assert policy["podSelector"] == {
+        "matchLabels": {"app.kubernetes.io/name": "recallmesh-console"}}
+    assert policy["egress"] == [{
+        "to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "recallmesh-gateway"}}}],
+        "ports": [{"protocol": "TCP", "port": 50051}],
+    }]
+    assert [rule["ports"] for rule in policy["ingress"]] == [[{"protocol": "TCP", "port": 8080}]]
+    # scraped like every service: the PodMonitor and the scrape policy select the port named
+    # `metrics` of every pod labelled part-of recallmesh; `service` comes from the component
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    (monitor,) = by_kind(objs, "PodMonitor")["recallmesh"]["spec"]["podMetricsEndpoints"]
+    assert monitor["port"] == "metrics" and monitor["path"] == "/metrics"
+    selector = by_kind(objs, "PodMonitor")["recallmesh"]["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= labels.items()
+    scrape = policies["recallmesh-allow-metrics-scrape"]["spec"]
+    assert scrape["podSelector"]["matchLabels"].items() <= labels.items()
+    assert scrape["ingress"][0]["ports"] == [{"protocol": "TCP", "port": "metrics"}]
+    assert labels["app.kubernetes.io/component"] == "console"
