@@ -9,7 +9,7 @@ PIP     = $(VENV)/bin/pip
 ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
-.PHONY: install models test-models run protos lint deploy-tools deploy-check browser-tools test bench clean
+.PHONY: install models test-models run protos lint deploy-tools deploy-check browser-tools console-screenshots test bench clean
 
 $(STAMP): pyproject.toml benchmarks/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -78,6 +78,10 @@ deploy-check: deploy-tools
 ## Installs and fetches everything a test reads from outside the clone: the models, the deploy tools.
 test: lint test-models deploy-tools browser-tools
 	$(PY) -m pytest -q
+
+## The console's screenshots in docs/console.md, from its browser tests (docs/console.md).
+console-screenshots: models test-models browser-tools
+	RECALLMESH_CONSOLE_SCREENSHOTS=docs/console $(PY) -m pytest -q tests/integration/test_console_browser.py
 
 ## Benchmarks by name (benchmarks/registry.py): `make bench` lists them, `make bench NAME=speed`
 ## runs one, `make bench NAME=model ARGS="--model all-mpnet-base-v2"` passes options

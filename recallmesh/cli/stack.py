@@ -255,7 +255,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         _print_local_key(stack)
         if not args.no_console:
             try:
-                url = stack.start_console(args.console_port)
+                metrics_port = int(os.environ.get("RECALLMESH_CONSOLE_METRICS_PORT", "9458"))
+                url = stack.start_console(args.console_port, metrics_port)
                 console.print(f"console: {url} (signs this machine's browser in with the local "
                               "admin key)" if stack.api_key else f"console: {url}")
             except StackError as exc:

@@ -68,7 +68,8 @@ def free_port() -> int:
 
 
 def free_port_env() -> dict[str, str]:
-    """gRPC and metrics ports for every service of the stack, all free and all different
+    """gRPC (the console: HTTP) and metrics ports for every service of the stack, all free and
+    all different
     (tests, benchmarks): every socket stays bound until all are chosen, so the kernel cannot
     hand the same port out twice (seen in CI: a gateway's metrics port was the graph leg's
     gRPC port)."""
@@ -79,7 +80,7 @@ def free_port_env() -> dict[str, str]:
             s.bind(("localhost", 0))
             return str(s.getsockname()[1])
 
-        for name in BY_NAME:
+        for name in (*BY_NAME, "console"):  # the web console's HTTP port too
             env[f"RECALLMESH_{name.upper()}_PORT"] = port()
             env[f"RECALLMESH_{name.upper()}_METRICS_PORT"] = port()
     return env

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,6 +83,22 @@ def cli(env: dict[str, str], *args: str, expect_rc: int = 0,
     return result.stdout + result.stderr
 
 
+def assert_console_serves_the_demo(env: dict[str, str], lines: list[str]) -> None:
+    """`up` started the web console on its port, and a browser on this machine is signed in
+    with the local admin key and finds the demo namespace browsable (docs/console.md)."""
+    url = f"http://localhost:{env['RECALLMESH_CONSOLE_PORT']}"
+    assert any(f"console: {url}" in line for line in lines), "".join(lines)
+    with urllib.request.urlopen(f"{url}/", timeout=10) as reply:  # auto sign-in, loopback
+        page = reply.read().decode()
+        assert reply.status == 200 and reply.headers["content-security-policy"]
+    assert '<a href="/ns/demo">demo</a>' in page, page
+    admin_key = (Path(env["RECALLMESH_DATA_DIR"]) / "admin.key").read_text().strip()
+    assert admin_key not in page
+    for path in ("/readyz", "/static/htmx.min.js", "/static/console.css"):
+        with urllib.request.urlopen(url + path, timeout=10) as reply:
+            assert reply.status == 200, path
+
+
 def test_up_demo_cli_and_restart_keeps_data(tmp_path: Path) -> None:
     env = up_env(tmp_path / "data")
     process, lines = start_up(env, "--demo")
@@ -89,6 +106,7 @@ def test_up_demo_cli_and_restart_keeps_data(tmp_path: Path) -> None:
         out = cli(env, "recall", "--namespace", "demo", "peanut allergy", "--json")
         hits = json.loads(out)["hits"]
         assert "peanuts" in hits[0]["memory"]["content"]
+        assert_console_serves_the_demo(env, lines)
 
         memory_id = cli(env, "store", "-n", "cli", "The boat is moored at pier 7",
                         "--tags", "boat,harbour", "--importance", "0.9").strip()

