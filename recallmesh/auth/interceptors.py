@@ -1,9 +1,10 @@
 """The gRPC walls: who may call the gateway's RPCs, and who may call an internal service.
 
 GatewayAuth authenticates every call of MemoryService and KeyService (Authenticator), then
-checks the method's scope and, for MemoryService, the request's namespace, before the
-servicer runs (so before any SQL of the call). Every method must be listed in
-METHOD_SCOPES: one that is not is refused. InternalOnly guards the legs, the embedding, the
+checks the method's scope and, for MemoryService, the request's namespace (ListNamespaces names
+none: its servicer reads only what the caller's grants cover), before the servicer runs (so
+before any SQL of the call). Every method must be listed in METHOD_SCOPES: one that is not is
+refused. InternalOnly guards the legs, the embedding, the
 fusion service and the indexer when TLS does not already require a client certificate: it
 accepts only calls carrying RECALLMESH_INTERNAL_TOKEN. Health checks and reflection stay open
 everywhere (probes, grpcurl).
@@ -50,12 +51,17 @@ METHOD_SCOPES: dict[str, Scope] = {
     f"/{MEMORY_SERVICE}/Import": Scope.WRITE,
     f"/{MEMORY_SERVICE}/DeleteMatching": Scope.WRITE,
     f"/{MEMORY_SERVICE}/DeleteNamespace": Scope.ADMIN,
+    f"/{MEMORY_SERVICE}/ListNamespaces": Scope.READ,
     f"/{KEY_SERVICE}/CreateApiKey": Scope.ADMIN,
     f"/{KEY_SERVICE}/ListApiKeys": Scope.ADMIN,
     f"/{KEY_SERVICE}/RevokeApiKey": Scope.ADMIN,
 }
 
-# The verified caller of the call being served (KeyService reads it).
+# MemoryService methods whose request names no namespace: only the scope is checked here, and
+# the servicer reads nothing beyond the caller's grants (recallmesh/gateway/namespaces.py).
+ACROSS_NAMESPACES = frozenset({f"/{MEMORY_SERVICE}/ListNamespaces"})
+
+# The verified caller of the call being served (KeyService and ListNamespaces read it).
 CALLER: contextvars.ContextVar[Principal] = contextvars.ContextVar("recallmesh_caller")
 
 Continuation = Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]]
@@ -114,7 +120,8 @@ class GatewayAuth(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc is 
             return _refused(handler, method)
         scope = METHOD_SCOPES.get(method)
         behavior = handler.unary_unary
-        names_namespace = method.startswith(f"/{MEMORY_SERVICE}/")
+        names_namespace = (method.startswith(f"/{MEMORY_SERVICE}/")
+                           and method not in ACROSS_NAMESPACES)
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             metadata = context.invocation_metadata()

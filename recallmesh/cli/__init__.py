@@ -6,8 +6,9 @@
   recallmesh reembed --manifest M [--switch]   change the embedding model
              (docs/operations/embedding-model.md)
   recallmesh jobs list|retry|drop   embedding jobs parked after repeated failures of their text
-  recallmesh store / update / get / delete / delete-namespace / recall / context / list /
-             count / history / export / import / delete-matching   client commands (gateway)
+  recallmesh store / update / get / delete / delete-namespace / namespaces / recall /
+             context / list / count / history / export / import / delete-matching   client
+             commands (gateway)
   recallmesh mcp [--transport stdio|http]   the MCP server for agents (docs/mcp.md)
   recallmesh keys create|list|revoke   API keys (docs/cli.md)
 
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     memories.add_get(client)
     memories.add_delete(client)
     listing.add_delete_namespace(client)
+    listing.add_namespaces(client)
     recall.add_recall(client)
     recall.add_context(client)
     listing.add_list_and_count(client)

@@ -27,11 +27,14 @@ class ClientCommands:
         self.sub, self.target = sub, target
 
     def __call__(self, name: str, help_text: str,
-                 json_help: str = "machine-readable output (JSON)") -> argparse.ArgumentParser:
+                 json_help: str = "machine-readable output (JSON)",
+                 namespace: bool = True) -> argparse.ArgumentParser:
+        """A command; `namespace`: it takes --namespace (required)."""
         target = self.target
         p = self.sub.add_parser(name, help=help_text)
         p.add_argument("--target", default=target, help=f"gateway address (default {target})")
-        p.add_argument("--namespace", "-n", required=True)
+        if namespace:
+            p.add_argument("--namespace", "-n", required=True)
         p.add_argument("--json", action="store_true", help=json_help)
         p.add_argument("--timeout", type=float, default=None, metavar="S",
                        help="deadline of each call in seconds (default 10; a write that "
@@ -63,11 +66,12 @@ def memory_ids(values: list[str], what: str = "") -> list[str]:
 
 
 def client_for(args: argparse.Namespace) -> Client:
-    """The typed client (recallmesh.client) of the gateway at --target, in --namespace: the
+    """The typed client (recallmesh.client) of the gateway at --target, in --namespace (if the
+    command takes one): the
     API key of RECALLMESH_API_KEY or the local key `recallmesh up` wrote, TLS when
     RECALLMESH_TLS_CA (and, for mutual TLS, a certificate) is set."""
     try:
-        return Client(args.target, namespace=args.namespace)
+        return Client(args.target, namespace=getattr(args, "namespace", None))
     except ConfigError as exc:
         raise InputError(str(exc)) from None
 

@@ -1,14 +1,24 @@
-"""Many memories at once, by filter or by namespace: list, count, delete-matching,
+"""Many memories at once, by filter or by namespace: namespaces, list, count, delete-matching,
 delete-namespace."""
 
 from __future__ import annotations
 
 import argparse
 
+from rich.table import Table
+from rich.text import Text
+
 from recallmesh.cli.common import ClientCommands, client_for
 from recallmesh.cli.filters import add_filter_arguments, filter_options, list_options
-from recallmesh.cli.output import console, counted, jsonable, memory_table, print_json
-from recallmesh.client import Memory
+from recallmesh.cli.output import (
+    console,
+    counted,
+    jsonable,
+    memory_table,
+    print_json,
+    table_time,
+)
+from recallmesh.client import Memory, NamespaceList
 from recallmesh.client.jsonl import InputError
 
 
@@ -18,6 +28,14 @@ def add_delete_namespace(client: ClientCommands) -> None:
     drop.add_argument("--confirm", default="", metavar="NAMESPACE",
                       help="the namespace's name again")
     drop.set_defaults(func=cmd_delete_namespace)
+
+
+def add_namespaces(client: ClientCommands) -> None:
+    names = client("namespaces", "the namespaces this key may see that hold memories, with "
+                   "counts", "print the namespaces and the caller as JSON", namespace=False)
+    names.add_argument("--prefix", default="", metavar="P",
+                       help="only namespaces starting with P")
+    names.set_defaults(func=cmd_namespaces)
 
 
 def add_list_and_count(client: ClientCommands) -> None:
@@ -76,6 +94,38 @@ def _page_size(value: int | None, limit: int = 1000) -> int:
     if not 1 <= value <= limit:
         raise InputError(f"--page-size must be within 1..{limit}, got {value}")
     return value
+
+
+def namespace_table(listing: NamespaceList) -> Table:
+    """Namespaces as a table: name, memories (what count shows), pinned and sensitive among
+    them, when one of its memories last changed."""
+    table = Table(title=counted(len(listing.namespaces), "namespace"))
+    table.add_column("namespace", overflow="fold")
+    for name in ("memories", "pinned", "sensitive"):
+        table.add_column(name, justify="right")
+    table.add_column("last updated", no_wrap=True)
+    for n in listing.namespaces:
+        table.add_row(Text(n.namespace), str(n.memories), str(n.pinned), str(n.sensitive),
+                      table_time(n.last_updated))
+    return table
+
+
+def cmd_namespaces(args: argparse.Namespace) -> int:
+    with client_for(args) as client:
+        listing = client.namespaces(prefix=args.prefix, timeout=args.timeout)
+    if args.json:
+        print_json(listing)
+        return 0
+    if listing.namespaces:
+        console.print(namespace_table(listing))
+    else:
+        console.print("no namespace this key may see holds memories"
+                      + (f" (prefix {args.prefix!r})" if args.prefix else ""),
+                      markup=False, highlight=False)
+    c = listing.caller
+    console.print(f"caller: {c.subject} ({c.kind}); grants: {', '.join(c.grants) or 'none'}; "
+                  f"scopes: {', '.join(c.scopes) or 'none'}", markup=False, highlight=False)
+    return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -34,6 +34,7 @@ from recallmesh.client.errors import (
 from recallmesh.client.sync import Client
 from recallmesh.client.types import (
     BatchResult,
+    Caller,
     ContextItem,
     ContextResult,
     Deleted,
@@ -45,6 +46,8 @@ from recallmesh.client.types import (
     LegReport,
     Link,
     Memory,
+    NamespaceList,
+    NamespaceSummary,
     NewMemory,
     Page,
     QueryIntent,
@@ -58,12 +61,12 @@ from recallmesh.shared.tls import TlsSettings
 from recallmesh.wire.channel import DEFAULT_TARGET, NO_RETRIES, RetryPolicy
 
 __all__ = [
-    "DEFAULT_TARGET", "NO_RETRIES", "AlreadyExistsError", "AsyncClient", "BatchResult", "Client",
-    "ContextItem", "ContextOptions", "ContextResult", "DeadlineExceededError", "Deleted",
+    "DEFAULT_TARGET", "NO_RETRIES", "AlreadyExistsError", "AsyncClient", "BatchResult", "Caller",
+    "Client", "ContextItem", "ContextOptions", "ContextResult", "DeadlineExceededError", "Deleted",
     "DeleteMatchingResult", "encoded_size", "FilterOptions", "History", "Hit", "ImportResult",
     "InvalidArgumentError", "LegContribution", "LegReport", "Link", "ListOptions", "Memory",
-    "MemoryFields", "NewMemory", "NotFoundError", "Page", "PermissionDeniedError", "QueryIntent",
-    "RecallmeshError", "RecallOptions", "RecallResult", "Relation", "ResourceExhaustedError",
-    "RetryPolicy", "StoreResult", "TimeWindow", "TlsSettings", "UnauthenticatedError",
-    "UnavailableError", "UpdateFields", "Version"
+    "MemoryFields", "NamespaceList", "NamespaceSummary", "NewMemory", "NotFoundError", "Page",
+    "PermissionDeniedError", "QueryIntent", "RecallmeshError", "RecallOptions", "RecallResult",
+    "Relation", "ResourceExhaustedError", "RetryPolicy", "StoreResult", "TimeWindow",
+    "TlsSettings", "UnauthenticatedError", "UnavailableError", "UpdateFields", "Version"
 ]

@@ -13,6 +13,7 @@ from google.protobuf import json_format, timestamp_pb2
 
 from recallmesh.client.types import (
     BatchResult,
+    Caller,
     ContextItem,
     ContextResult,
     Deleted,
@@ -24,6 +25,8 @@ from recallmesh.client.types import (
     LegReport,
     Link,
     Memory,
+    NamespaceList,
+    NamespaceSummary,
     NewMemory,
     Page,
     QueryIntent,
@@ -341,8 +344,9 @@ def recall_result(reply: memory_pb2.RecallResponse) -> RecallResult:
                          optional_datetime(reply.time_window, "start"),
                          optional_datetime(reply.time_window, "end"), reply.time_window.boosted)
               if reply.HasField("time_window") else None)
+    floor = reply.relevance_floor if reply.HasField("relevance_floor") else None
     return RecallResult(hits, legs, reply.degraded, reply.fusion, reply.latency_ms, intent,
-                        window)
+                        window, floor)
 
 
 def context_result(reply: memory_pb2.ContextResponse) -> ContextResult:
@@ -361,6 +365,22 @@ def page_result(reply: memory_pb2.ListResponse) -> Page:
 
 def count_result(reply: memory_pb2.CountResponse) -> int:
     return int(reply.count)
+
+
+def namespaces_result(reply: memory_pb2.ListNamespacesResponse
+                      ) -> tuple[list[NamespaceSummary], Caller, str]:
+    """One ListNamespaces page: its namespaces, the caller and the next page's token."""
+    found = [NamespaceSummary(n.namespace, int(n.memories), int(n.pinned), int(n.sensitive),
+                              optional_datetime(n, "last_updated")) for n in reply.namespaces]
+    c = reply.caller
+    return found, Caller(c.subject, tuple(c.grants), tuple(c.scopes), c.kind), \
+        reply.next_page_token
+
+
+def namespace_list(pages: Sequence[tuple[list[NamespaceSummary], Caller, str]]
+                   ) -> NamespaceList:
+    """The NamespaceList of every page of one listing (the caller as the last page says)."""
+    return NamespaceList(tuple(n for found, _, _ in pages for n in found), pages[-1][1])
 
 
 def _link(msg: memory_pb2.MemoryLink) -> Link:

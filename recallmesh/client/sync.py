@@ -13,12 +13,15 @@ from recallmesh.client._base import ClientBase
 from recallmesh.client.errors import from_rpc_error
 from recallmesh.client.types import (
     BatchResult,
+    Caller,
     ContextResult,
     Deleted,
     DeleteMatchingResult,
     History,
     ImportResult,
     Memory,
+    NamespaceList,
+    NamespaceSummary,
     NewMemory,
     Page,
     RecallResult,
@@ -26,6 +29,7 @@ from recallmesh.client.types import (
 )
 from recallmesh.v1 import memory_pb2_grpc
 from recallmesh.wire.channel import dial_blocking
+from recallmesh.wire.validation import MAX_PAGE_SIZE
 
 T = TypeVar("T")
 
@@ -138,6 +142,21 @@ class Client(ClientBase):
         """How many memories `list` would return."""
         request = _wire.count_request(self._ns(namespace), options)
         return self._call("Count", request, _wire.count_result, self._timeout(timeout))
+
+    def namespaces(self, *, prefix: str = "", timeout: float | None = None
+                   ) -> NamespaceList:
+        """Every namespace this credential may see (its grants) that holds memories, with
+        its counts, page after page (only those starting with `prefix` when given), and who
+        the gateway takes the caller to be. Needs the read scope."""
+        pages: list[tuple[list[NamespaceSummary], Caller, str]] = []
+        token = ""
+        while True:
+            request = _wire.memory_pb2.ListNamespacesRequest(
+                prefix=prefix, page_size=MAX_PAGE_SIZE, page_token=token)
+            pages.append(self._call("ListNamespaces", request, _wire.namespaces_result,
+                                      self._timeout(timeout)))
+            if not (token := pages[-1][2]):
+                return _wire.namespace_list(pages)
 
     def history(self, memory_id: str, *, namespace: str | None = None,
                 timeout: float | None = None) -> History:

@@ -131,6 +131,8 @@ class RecallResult:
     latency_ms: float
     intent: QueryIntent | None = None
     time_window: TimeWindow | None = None
+    # the relevance floor the recall applied (0.0: none); None from a server that does not say
+    relevance_floor: float | None = None
 
     @property
     def memories(self) -> list[Memory]:
@@ -232,3 +234,34 @@ class DeleteMatchingResult:
     deleted: int  # 0 on a dry run
     sample: tuple[Memory, ...]
     purged: bool
+
+
+@dataclass(frozen=True)
+class NamespaceSummary:
+    """A namespace the caller may see, with what it holds now."""
+
+    namespace: str
+    memories: int  # what count() answers for it: not deleted, not expired, not ended
+    pinned: int  # of those
+    sensitive: int  # of those
+    last_updated: datetime | None  # the newest change of any of its memories (deletes too)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who the gateway took the caller to be (never a secret): kind is "api_key", "jwt" or
+    "local" (authentication off: grants ("*",), every scope)."""
+
+    subject: str
+    grants: tuple[str, ...]  # exact namespaces and prefix patterns ("acme-*", "*")
+    scopes: tuple[str, ...]  # "read", "write", "admin"
+    kind: str
+
+
+@dataclass(frozen=True)
+class NamespaceList:
+    """Every namespace the caller's grants cover that holds memories, in the database's text
+    order, and who the caller is."""
+
+    namespaces: tuple[NamespaceSummary, ...]
+    caller: Caller

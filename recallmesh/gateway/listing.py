@@ -60,23 +60,37 @@ class PageTokens:
     def _mac(self, payload: bytes) -> bytes:
         return hmac.new(self._key, payload, hashlib.sha256).digest()[:16]
 
+    def seal(self, values: list[Any]) -> str:
+        """A token carrying `values` (JSON), signed."""
+        payload = json.dumps(values).encode()
+        return f"{_b64(payload)}.{_b64(self._mac(payload))}"
+
+    def unseal(self, token: str) -> list[Any]:
+        """The values a token made by `seal` carries; INVALID_ARGUMENT for any other."""
+        try:
+            body, _, mac = token.partition(".")
+            payload = _unb64(body)
+            if not hmac.compare_digest(self._mac(payload), _unb64(mac)):
+                raise ValueError("signature")
+            values = json.loads(payload)
+        except (ValueError, TypeError):
+            raise InvalidArgument(PAGE_TOKEN_NOT_OURS) from None
+        if not isinstance(values, list):
+            raise InvalidArgument(PAGE_TOKEN_NOT_OURS)
+        return values
+
     def make(self, query: ListQuery, last: StoredMemory) -> str:
         key: Any = getattr(last, query.order_by)
         value = key.isoformat() if isinstance(key, datetime) else key
-        payload = json.dumps([value, last.id, _digest(query)]).encode()
-        return f"{_b64(payload)}.{_b64(self._mac(payload))}"
+        return self.seal([value, last.id, _digest(query)])
 
     def after(self, query: ListQuery) -> tuple[Any, str] | None:
         """The (sort key, id) a page token continues after; None for the first page."""
         if not query.page_token:
             return None
         try:
-            body, _, mac = query.page_token.partition(".")
-            payload = _unb64(body)
-            if not hmac.compare_digest(self._mac(payload), _unb64(mac)):
-                raise ValueError("signature")
-            value, last_id, digest = json.loads(payload)
-        except (ValueError, TypeError):
+            value, last_id, digest = self.unseal(query.page_token)
+        except ValueError:
             raise InvalidArgument(PAGE_TOKEN_NOT_OURS) from None
         if digest != _digest(query):
             raise InvalidArgument("page_token continues another query (namespace, filters, "
@@ -94,12 +108,18 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
+def current(alias: str = "m") -> str:
+    """The condition of a memory whose validity has not ended (not superseded, valid_to not
+    passed): what List and Count see without include_ended."""
+    return f"({alias}.valid_to IS NULL OR {alias}.valid_to > now())"
+
+
 def where(query: ListQuery, alias: str = "m") -> tuple[str, dict[str, Any]]:
     """The WHERE clause (without WHERE) of the memories `query` sees, and its parameters."""
     a = alias
     parts = [f"{a}.namespace = %(ns)s", live(a, include_deleted=query.include_deleted)]
     if not query.include_ended and query.filters.as_of is None:
-        parts.append(f"({a}.valid_to IS NULL OR {a}.valid_to > now())")
+        parts.append(current(a))
     filters, params = filter_sql(query.filters, alias=a)
     return " AND ".join(parts) + " " + filters, params | {"ns": query.namespace}
 

@@ -103,6 +103,8 @@ class RecallOutcome:
     time_window: TimeWindow | None = None  # the window the query named (when the boost ran)
     time_boosted: int = 0  # fused candidates created inside it
     route: Route | None = None  # the query intent the request was routed by
+    # the relevance floor applied (the request's min_score, else the deployment's); 0: none
+    relevance_floor: float = 0.0
 
     @property
     def degraded(self) -> bool:
@@ -290,13 +292,13 @@ class Recaller:
             live = [c for c in fused if c.memory_id in memories]
             live.sort(key=lambda c: c.memory_id)  # stable sorts: the id is the last tie-break
             live.sort(key=lambda c: memories[c.memory_id].created_at, reverse=True)
+            floor = self._floor(policy)
             live = stages.above_floor(
                 stages.relevance_scores(live, lists, policy.method, self.calibration,
-                                        q.sort_by),
-                policy.min_score, stages.scores_are_estimates(policy.method, self.calibration),
-                q.floor_each_hit)
+                                        q.sort_by), floor, each_hit=q.floor_each_hit)
             hits = [RecallHit(memories[c.memory_id], c.score, c) for c in live[: q.k]]
-            return RecallOutcome(hits=hits, legs=outcomes, fusion="none (recency)")
+            return RecallOutcome(hits=hits, legs=outcomes, fusion="none (recency)",
+                                 relevance_floor=floor)
 
         async with self._after_legs(planned, started, legs_done):
             remaining_s = planned.answer_s - (time.perf_counter() - started)
@@ -328,12 +330,19 @@ class Recaller:
                                           q.sort_by, gone)
             if gone:
                 top = stages.current_first(top, valid_to, now)
-        top = stages.above_floor(top, policy.min_score,
-                                 stages.scores_are_estimates(policy.method, self.calibration),
-                                 q.floor_each_hit)
+        floor = self._floor(policy)
+        top = stages.above_floor(top, floor, each_hit=q.floor_each_hit)
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how, time_window=plan.window,
-                             time_boosted=boosted)
+                             time_boosted=boosted, relevance_floor=floor)
+
+    def _floor(self, policy: RecallPolicy) -> float:
+        """The relevance floor this recall applies: the policy's min_score (the request's,
+        else the deployment's) where its scores are estimates (stages.scores_are_estimates,
+        read after the fan-out: the query model's calibration), else 0 (none)."""
+        if stages.scores_are_estimates(policy.method, self.calibration):
+            return max(policy.min_score, 0.0)
+        return 0.0
 
     async def _fuse_ids(self, lists: list[LegList], settings: FusionSettings,
                         remaining_s: float) -> list[str]:

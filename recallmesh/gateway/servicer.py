@@ -15,8 +15,8 @@ from recallmesh.auth.authenticator import Authenticator
 from recallmesh.auth.interceptors import CALLER, GatewayAuth
 from recallmesh.auth.jwt_tokens import JwtVerifier
 from recallmesh.auth.keys import KeyStore
-from recallmesh.auth.principal import Scope
-from recallmesh.gateway import history, listing
+from recallmesh.auth.principal import UNAUTHENTICATED_LOCAL, Principal, Scope
+from recallmesh.gateway import history, listing, namespaces
 from recallmesh.gateway.context_block import TokenCounter, is_temporal, pack
 from recallmesh.gateway.fusion_call import FusionClient
 from recallmesh.gateway.keys import KeyServicer
@@ -66,9 +66,17 @@ def caller_may_read() -> bool:
     return caller is None or Scope.READ in caller.scopes
 
 
+def caller_to_proto(caller: Principal) -> memory_pb2.Caller:
+    """Who the caller is, as ListNamespaces tells it: never a secret."""
+    return memory_pb2.Caller(subject=caller.subject, grants=list(caller.grants),
+                             scopes=[s.value for s in Scope if s in caller.scopes],
+                             kind=caller.kind)
+
+
 def recall_to_proto(outcome: RecallOutcome, explain: bool) -> memory_pb2.RecallResponse:
     response = memory_pb2.RecallResponse(
-        degraded=outcome.degraded, fusion=outcome.fusion, latency_ms=outcome.latency_ms
+        degraded=outcome.degraded, fusion=outcome.fusion, latency_ms=outcome.latency_ms,
+        relevance_floor=outcome.relevance_floor,
     )
     reasons = {o.leg: o.answer.reasons for o in outcome.legs if o.answer is not None}
     for hit in outcome.hits:
@@ -259,6 +267,24 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     ) -> memory_pb2.CountResponse:
         return memory_pb2.CountResponse(
             count=await listing.count(self.store, validation.count_query(request)))
+
+    async def ListNamespaces(
+        self, request: memory_pb2.ListNamespacesRequest, context: grpc.aio.ServicerContext,
+    ) -> memory_pb2.ListNamespacesResponse:
+        query = validation.namespaces_query(request)
+        # the interceptor sets the caller; without it (authentication not wired) all is open
+        caller = CALLER.get(UNAUTHENTICATED_LOCAL)
+        found, token = await namespaces.list_page(self.store.pool, caller.grants, query,
+                                                  self.pages)
+        response = memory_pb2.ListNamespacesResponse(next_page_token=token,
+                                                     caller=caller_to_proto(caller))
+        for summary in found:
+            msg = response.namespaces.add(namespace=summary.namespace,
+                                          memories=summary.memories, pinned=summary.pinned,
+                                          sensitive=summary.sensitive)
+            if summary.last_updated is not None:
+                to_proto_timestamp(summary.last_updated, msg.last_updated)
+        return response
 
     async def History(
         self, request: memory_pb2.HistoryRequest, context: grpc.aio.ServicerContext,

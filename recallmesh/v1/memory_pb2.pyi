@@ -378,7 +378,7 @@ class LegStatus(_message.Message):
     def __init__(self, leg: _Optional[str] = ..., state: _Optional[_Union[LegState, str]] = ..., latency_ms: _Optional[float] = ..., candidates: _Optional[int] = ..., detail: _Optional[str] = ..., score_scale: _Optional[float] = ..., score_floor: _Optional[float] = ...) -> None: ...
 
 class RecallResponse(_message.Message):
-    __slots__ = ("hits", "legs", "degraded", "fusion", "latency_ms", "time_window", "intent")
+    __slots__ = ("hits", "legs", "degraded", "fusion", "latency_ms", "time_window", "intent", "relevance_floor")
     HITS_FIELD_NUMBER: _ClassVar[int]
     LEGS_FIELD_NUMBER: _ClassVar[int]
     DEGRADED_FIELD_NUMBER: _ClassVar[int]
@@ -386,6 +386,7 @@ class RecallResponse(_message.Message):
     LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
     TIME_WINDOW_FIELD_NUMBER: _ClassVar[int]
     INTENT_FIELD_NUMBER: _ClassVar[int]
+    RELEVANCE_FLOOR_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[RecallHit]
     legs: _containers.RepeatedCompositeFieldContainer[LegStatus]
     degraded: bool
@@ -393,7 +394,8 @@ class RecallResponse(_message.Message):
     latency_ms: float
     time_window: TimeWindow
     intent: QueryIntent
-    def __init__(self, hits: _Optional[_Iterable[_Union[RecallHit, _Mapping]]] = ..., legs: _Optional[_Iterable[_Union[LegStatus, _Mapping]]] = ..., degraded: _Optional[bool] = ..., fusion: _Optional[str] = ..., latency_ms: _Optional[float] = ..., time_window: _Optional[_Union[TimeWindow, _Mapping]] = ..., intent: _Optional[_Union[QueryIntent, _Mapping]] = ...) -> None: ...
+    relevance_floor: float
+    def __init__(self, hits: _Optional[_Iterable[_Union[RecallHit, _Mapping]]] = ..., legs: _Optional[_Iterable[_Union[LegStatus, _Mapping]]] = ..., degraded: _Optional[bool] = ..., fusion: _Optional[str] = ..., latency_ms: _Optional[float] = ..., time_window: _Optional[_Union[TimeWindow, _Mapping]] = ..., intent: _Optional[_Union[QueryIntent, _Mapping]] = ..., relevance_floor: _Optional[float] = ...) -> None: ...
 
 class QueryIntent(_message.Message):
     __slots__ = ("name", "phrase")
@@ -622,6 +624,52 @@ class ImportResponse(_message.Message):
     relations_written: int
     relations_skipped: int
     def __init__(self, imported: _Optional[int] = ..., unchanged: _Optional[int] = ..., relations_written: _Optional[int] = ..., relations_skipped: _Optional[int] = ...) -> None: ...
+
+class ListNamespacesRequest(_message.Message):
+    __slots__ = ("prefix", "page_size", "page_token")
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    prefix: str
+    page_size: int
+    page_token: str
+    def __init__(self, prefix: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class NamespaceSummary(_message.Message):
+    __slots__ = ("namespace", "memories", "pinned", "sensitive", "last_updated")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    PINNED_FIELD_NUMBER: _ClassVar[int]
+    SENSITIVE_FIELD_NUMBER: _ClassVar[int]
+    LAST_UPDATED_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    memories: int
+    pinned: int
+    sensitive: int
+    last_updated: _timestamp_pb2.Timestamp
+    def __init__(self, namespace: _Optional[str] = ..., memories: _Optional[int] = ..., pinned: _Optional[int] = ..., sensitive: _Optional[int] = ..., last_updated: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class Caller(_message.Message):
+    __slots__ = ("subject", "grants", "scopes", "kind")
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    GRANTS_FIELD_NUMBER: _ClassVar[int]
+    SCOPES_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    subject: str
+    grants: _containers.RepeatedScalarFieldContainer[str]
+    scopes: _containers.RepeatedScalarFieldContainer[str]
+    kind: str
+    def __init__(self, subject: _Optional[str] = ..., grants: _Optional[_Iterable[str]] = ..., scopes: _Optional[_Iterable[str]] = ..., kind: _Optional[str] = ...) -> None: ...
+
+class ListNamespacesResponse(_message.Message):
+    __slots__ = ("namespaces", "next_page_token", "caller")
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    namespaces: _containers.RepeatedCompositeFieldContainer[NamespaceSummary]
+    next_page_token: str
+    caller: Caller
+    def __init__(self, namespaces: _Optional[_Iterable[_Union[NamespaceSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., caller: _Optional[_Union[Caller, _Mapping]] = ...) -> None: ...
 
 class DeleteMatchingRequest(_message.Message):
     __slots__ = ("namespace", "filters", "confirm", "purge", "sample_size")

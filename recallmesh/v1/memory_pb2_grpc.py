@@ -105,6 +105,11 @@ class MemoryServiceStub:
                 request_serializer=recallmesh_dot_v1_dot_memory__pb2.DeleteMatchingRequest.SerializeToString,
                 response_deserializer=recallmesh_dot_v1_dot_memory__pb2.DeleteMatchingResponse.FromString,
                 _registered_method=True)
+        self.ListNamespaces = channel.unary_unary(
+                '/recallmesh.v1.MemoryService/ListNamespaces',
+                request_serializer=recallmesh_dot_v1_dot_memory__pb2.ListNamespacesRequest.SerializeToString,
+                response_deserializer=recallmesh_dot_v1_dot_memory__pb2.ListNamespacesResponse.FromString,
+                _registered_method=True)
 
 
 class MemoryServiceServicer:
@@ -211,6 +216,14 @@ class MemoryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListNamespaces(self, request, context):
+        """The namespaces the caller may see (its grants) that hold memories, with counts, a page
+        at a time, and who the caller is.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MemoryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -283,6 +296,11 @@ def add_MemoryServiceServicer_to_server(servicer, server):
                     servicer.DeleteMatching,
                     request_deserializer=recallmesh_dot_v1_dot_memory__pb2.DeleteMatchingRequest.FromString,
                     response_serializer=recallmesh_dot_v1_dot_memory__pb2.DeleteMatchingResponse.SerializeToString,
+            ),
+            'ListNamespaces': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListNamespaces,
+                    request_deserializer=recallmesh_dot_v1_dot_memory__pb2.ListNamespacesRequest.FromString,
+                    response_serializer=recallmesh_dot_v1_dot_memory__pb2.ListNamespacesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -664,6 +682,33 @@ class MemoryService:
             '/recallmesh.v1.MemoryService/DeleteMatching',
             recallmesh_dot_v1_dot_memory__pb2.DeleteMatchingRequest.SerializeToString,
             recallmesh_dot_v1_dot_memory__pb2.DeleteMatchingResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListNamespaces(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/recallmesh.v1.MemoryService/ListNamespaces',
+            recallmesh_dot_v1_dot_memory__pb2.ListNamespacesRequest.SerializeToString,
+            recallmesh_dot_v1_dot_memory__pb2.ListNamespacesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -116,6 +116,18 @@ def namespace(value: str, name: str = "namespace") -> str:
     value = unicodedata.normalize("NFC", value).strip()
     if not value:
         raise InvalidArgument(f"{name} is required")
+    return _namespace_chars(value, name)
+
+
+def namespace_prefix(value: str, name: str = "prefix") -> str:
+    """The start of namespace names (ListNamespaces): "" for every one, else NFC-normalised
+    characters as namespace() takes them, not trimmed (a prefix may end with a space inside a
+    name)."""
+    value = unicodedata.normalize("NFC", value)
+    return _namespace_chars(value, name) if value else ""
+
+
+def _namespace_chars(value: str, name: str) -> str:
     if len(value) > MAX_NAMESPACE_CHARS:
         raise InvalidArgument(f"{name} must be at most {MAX_NAMESPACE_CHARS} characters")
     for i, char in enumerate(value):
@@ -441,6 +453,20 @@ def list_query(msg: memory_pb2.ListRequest) -> ListQuery:
     size, token = _page(msg.page_size, DEFAULT_PAGE_SIZE, msg.page_token)
     return ListQuery(ns, _filters(msg), LIST_ORDERS[msg.order_by], msg.ascending, size, token,
                      msg.include_deleted, msg.include_ended)
+
+
+@dataclass(frozen=True)
+class NamespacesQuery:
+    """Which namespaces a ListNamespaces reads (of those the caller's grants cover)."""
+
+    prefix: str = ""
+    page_size: int = DEFAULT_PAGE_SIZE
+    page_token: str = ""
+
+
+def namespaces_query(msg: memory_pb2.ListNamespacesRequest) -> NamespacesQuery:
+    size, token = _page(msg.page_size, DEFAULT_PAGE_SIZE, msg.page_token)
+    return NamespacesQuery(namespace_prefix(msg.prefix), size, token)
 
 
 def count_query(msg: memory_pb2.CountRequest) -> ListQuery:

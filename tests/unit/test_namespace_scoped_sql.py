@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from recallmesh.gateway.listing import where
+from recallmesh.gateway.namespaces import grants_sql, statement
 from recallmesh.wire.validation import ListQuery
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,6 +35,9 @@ EXCEPTIONS = {
     ("recallmesh/gateway/listing.py", "count"): "its WHERE is listing.where(), checked below",
     ("recallmesh/gateway/listing.py", "delete_matching"):
         "its WHERE is listing.where(), checked below",
+    ("recallmesh/gateway/namespaces.py", "statement"):
+        "ListNamespaces spans namespaces by design: its WHERE holds the caller's grants "
+        "(namespaces.grants_sql, checked below), so it reads only namespaces the caller may see",
     ("recallmesh/gateway/history.py", "_IMPORT_VERSION"):
         "its columns are store.VERSION_COLUMNS, checked below to hold the namespace",
     ("recallmesh/gateway/history.py", "import_records"):
@@ -146,6 +150,17 @@ def test_listings_where_clause_leads_with_the_namespace() -> None:
     for query in (ListQuery("ns"), ListQuery("ns", include_deleted=True, include_ended=True)):
         clause, params = where(query)
         assert clause.startswith("m.namespace = %(ns)s") and params["ns"] == "ns"
+
+
+def test_list_namespaces_reads_only_what_the_callers_grants_cover() -> None:
+    assert grants_sql(()) is None  # no grant: no statement at all
+    assert grants_sql(("*", "acme-x")) == ("TRUE", {})
+    clause, params = grants_sql(("acme-*", "beta"))  # type: ignore[misc]
+    assert clause == ("(m.namespace = ANY(%(g_exact)s::text[]) "
+                      "OR m.namespace ^@ ANY(%(g_prefixes)s::text[]))")
+    assert params == {"g_exact": ["beta"], "g_prefixes": ["acme-"]}
+    sql = statement(clause, prefix=True, keyset=True)
+    assert f"WHERE {clause} AND " in sql and "GROUP BY m.namespace" in sql
 
 
 def test_the_tables_without_a_namespace_column_are_the_listed_ones() -> None:

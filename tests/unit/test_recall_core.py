@@ -407,3 +407,18 @@ async def test_a_call_arriving_with_too_little_deadline_left_is_refused_as_load(
     assert lexical.calls == []  # refused before any work
     outcome = await r.recall(query(), client_remaining_s=0.07)
     assert outcome.hits and len(lexical.calls) == 1
+
+
+async def test_the_recall_reports_the_relevance_floor_it_applied() -> None:
+    r, _, _ = recaller(ListLeg("graph", [9]))
+    # rrf without a calibrated model: its scores are no estimates and no floor applies
+    assert r.calibration is None
+    assert (await r.recall(query())).relevance_floor == 0.0
+    for sort_by in ("relevance", "recency"):
+        asked = RecallQuery("ns", "anything", k=10, sort_by=sort_by,
+                            fusion=Overrides.of(method="calibrated", min_score=0.3))
+        assert (await r.recall(asked)).relevance_floor == 0.3
+    deployment = RecallQuery("ns", "anything", fusion=Overrides.of(method="calibrated"))
+    assert (await r.recall(deployment)).relevance_floor == r.settings.policy.min_score > 0
+    none = RecallQuery("ns", "anything", fusion=Overrides.of(method="calibrated", min_score=0))
+    assert (await r.recall(none)).relevance_floor == 0.0
