@@ -17,10 +17,13 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from google.protobuf import json_format
+
 from recallmesh.client._wire import encoded_size
 from recallmesh.client.errors import RecallmeshError
 from recallmesh.client.sync import Client
 from recallmesh.client.types import NewMemory, Relation
+from recallmesh.v1 import memory_pb2
 from recallmesh.wire.enums import RELATION_TYPE_VALUES
 from recallmesh.wire.memory_fields import BY_NAME, STORE_FIELDS
 from recallmesh.wire.validation import MAX_INDEX_WAIT_MS, MAX_REQUEST_BYTES
@@ -164,10 +167,6 @@ def is_export(lines: list[tuple[int, Any]]) -> bool:
 def exported_records(lines: list[tuple[int, Any]], where: str) -> list[dict[str, Any]]:
     """The lines of an export, each checked to be an exported record (InputError naming the
     line), before anything is sent."""
-    from google.protobuf import json_format
-
-    from recallmesh.v1 import memory_pb2
-
     records = []
     for number, obj in lines:
         at = f"{where}:{number}"

@@ -202,8 +202,12 @@ def _cut(text: str, limit: int = CONTENT_CUT) -> str:
     return text if len(text) <= limit else text[:limit].rstrip() + "…"
 
 
-def _when(value: datetime | None) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if value else ""
+def _when(value: datetime | None, short: bool = False) -> str:
+    """A time in UTC, to the second (to the minute in lists)."""
+    if value is None:
+        return ""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M" if short else
+                                          "%Y-%m-%d %H:%M:%S UTC")
 
 
 def _qs(params: dict[str, Any]) -> str:
@@ -322,7 +326,8 @@ def build_app(settings: ConsoleSettings) -> Starlette:
             message = ("the gateway refused this key" if exc.code.name in (
                 "UNAUTHENTICATED", "PERMISSION_DENIED") else f"the gateway answered "
                 f"{exc.code.name}: {exc.details}")
-            return console.page(request, "sign_in.html", None, status=401, error=message)
+            return console.page(request, "sign_in.html", None, status=401, error=message,
+                                next=_safe_next(str(form.get("next") or "")))
         metrics.SIGN_INS.labels("ok").inc()
         log.info("signed in as %s (key %s)", session.subject, session.key_name)
         response = _see_other(_safe_next(str(form.get("next") or "")))

@@ -45,6 +45,8 @@ class LegRow:
 @dataclass(frozen=True)
 class ExplainView:
     legs: tuple[str, ...]  # the columns: every leg that reported or contributed
+    # a leg's reason when it is the same for every hit: said once, under the table
+    notes: tuple[tuple[str, str], ...]
     hits: tuple[HitRow, ...]
     leg_rows: tuple[LegRow, ...]
     floor: float | None  # the relevance floor applied, when the gateway said
@@ -68,9 +70,17 @@ def explain_view(result: RecallResult) -> ExplainView:
             if contribution.leg not in legs:
                 legs.append(contribution.leg)
     top = max([1.0, *(hit.score for hit in result.hits)])  # calibrated scores are 0..1
+    reasons: dict[str, set[str]] = {}
+    for hit in result.hits:
+        for c in hit.legs:
+            reasons.setdefault(c.leg, set()).add(c.reason)
+    common = {leg: next(iter(r)) for leg, r in reasons.items()
+              if len(r) == 1 and next(iter(r)) and sum(
+                  1 for hit in result.hits for c in hit.legs if c.leg == leg) > 1}
     rows = []
     for position, hit in enumerate(result.hits, start=1):
-        by_leg = {c.leg: Cell(c.rank, c.score, c.reason) for c in hit.legs}
+        by_leg = {c.leg: Cell(c.rank, c.score, "" if c.leg in common else c.reason)
+                  for c in hit.legs}
         rows.append(HitRow(position, hit.memory.id, hit.score, _px(hit.score, top),
                            tuple(by_leg.get(leg) for leg in legs)))
     slowest = max([0.0, *(leg.latency_ms for leg in result.legs)])
@@ -82,7 +92,8 @@ def explain_view(result: RecallResult) -> ExplainView:
     if local := _LOCAL_FUSION.search(result.fusion):
         why.append(f"fused in the gateway: {local.group('why')}")
     return ExplainView(
-        legs=tuple(legs), hits=tuple(rows), leg_rows=leg_rows, floor=floor,
+        legs=tuple(legs), notes=tuple((leg, common[leg]) for leg in legs if leg in common),
+        hits=tuple(rows), leg_rows=leg_rows, floor=floor,
         floor_x=None if floor is None else _px(floor, top) if floor > 0 else 0,
         degraded=result.degraded, why_degraded=tuple(why), fusion=result.fusion,
         latency_ms=result.latency_ms)

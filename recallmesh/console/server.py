@@ -7,10 +7,11 @@ import logging
 import signal
 import sys
 
+from prometheus_client import start_http_server
+
 from recallmesh.console.app import build_app
 from recallmesh.console.settings import ConsoleSettings
 from recallmesh.shared.logs import configure_logging
-from recallmesh.shared.telemetry import start_metrics_server
 
 log = logging.getLogger("recallmesh.console")
 
@@ -36,7 +37,8 @@ async def serve(settings: ConsoleSettings) -> bool:
 def run(settings: ConsoleSettings) -> int:
     configure_logging("console")
     try:
-        start_metrics_server(settings.metrics_port, host=settings.host)
+        if settings.metrics_port:
+            start_http_server(settings.metrics_port, addr=settings.host)
     except OSError as exc:
         print(f"recallmesh console: metrics port {settings.metrics_port}: {exc}",
               file=sys.stderr)

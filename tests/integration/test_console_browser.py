@@ -139,9 +139,20 @@ def page(browser: Any) -> Iterator[Any]:
 
 
 def shot(page: Any, name: str) -> None:
-    if SHOTS:
-        Path(SHOTS).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(SHOTS) / f"{name}.png"))
+    """The whole page as a small PNG (a 64-colour palette, when Pillow is installed: the
+    lab's dependencies bring it)."""
+    if not SHOTS:
+        return
+    path = Path(SHOTS) / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(path), full_page=True)
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    with Image.open(path) as image:
+        small = image.convert("RGB").quantize(colors=64)
+    small.save(path, optimize=True)
 
 
 def test_the_operators_walk(page: Any, up_console: str, console_ns: dict[str, Any],
@@ -222,7 +233,7 @@ def test_the_operators_walk(page: Any, up_console: str, console_ns: dict[str, An
     lines = exported.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 4
     page.locator("input[type=file]").set_input_files(str(exported))
-    page.get_by_role("button", name="import").click()
+    page.get_by_role("button", name="import", exact=True).click()
     page.locator(".notice").filter(has_text="imported 0 memories (4 unchanged").wait_for()
 
     # delete-matching: a dry run first, then the confirmation
