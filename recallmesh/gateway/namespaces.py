@@ -4,9 +4,10 @@ The one read that spans namespaces: its request names none, so the interceptor c
 the scope, and the statement itself is held to the caller's grants (`grants_sql`): an exact
 grant is an equality, a prefix pattern (``acme-*``) a starts-with test (``^@``, so no LIKE
 pattern to escape), ``*`` no condition; a caller whose grants match nothing reads nothing.
-One GROUP BY over the memories those grants cover, in namespace order, paged by keyset after
-the last namespace of the page before (read from a page token signed like List's,
-listing.PageTokens), so a page costs the memories of its own namespaces.
+The namespaces' names are walked in index order (`walk`: one probe each), those the grants and
+the prefix pass are counted (`_COUNTS`, by name), and pages follow by keyset after the last
+namespace of the page before (read from a page token signed like List's, listing.PageTokens):
+a page costs the memories of its own namespaces, never those of a large namespace it skips.
 
 What a namespace counts is what Count answers for it without filters (listing.where: live and
 current); a namespace is listed while it holds any memory that is not expired (a deleted one
@@ -39,7 +40,7 @@ class NamespaceSummary:
     last_updated: datetime | None  # the newest updated_at, deleted memories included
 
 
-def grants_sql(grants: Sequence[str], alias: str = "m") -> tuple[str, dict[str, Any]] | None:
+def grants_sql(grants: Sequence[str], alias: str = "s") -> tuple[str, dict[str, Any]] | None:
     """The SQL condition (and its parameters) of the namespaces `grants` cover; None when
     they cover none (no grant at all)."""
     if WILDCARD in grants:
@@ -76,20 +77,40 @@ def after(pages: PageTokens, query: NamespacesQuery) -> str | None:
     return values[2]
 
 
-def statement(granted: str, prefix: bool, keyset: bool) -> str:
-    """The SELECT of one page: the namespaces `granted` covers, starting with %(prefix)s when
-    `prefix`, after %(after)s when `keyset`, with their counts."""
-    counted = f"{live('m')} AND {current('m')}"  # Count's, without the namespace
-    conditions = [granted, live("m", include_deleted=True)]
+def walk(granted: str, prefix: bool, keyset: bool) -> str:
+    """The SELECT of one page's namespaces: those `granted` (a condition on s.namespace)
+    covers, starting with %(prefix)s when `prefix`, after %(after)s when `keyset`, that hold a
+    memory that is not expired, at most %(limit)s, in order.
+
+    A loose index scan: each namespace is one index probe (the first name after the one
+    before), so a namespace of a million memories is skipped in one step; the grants and the
+    prefix are tested on the names, before anything of a namespace is read. No ORDER BY after
+    the walk: it comes in the index's order, and sorting would walk every namespace before the
+    LIMIT."""
+    first = "WHERE m.namespace > %(after)s " if keyset else ""
+    conditions = ["s.namespace IS NOT NULL", granted]
     if prefix:
-        conditions.append("m.namespace ^@ %(prefix)s")
-    if keyset:
-        conditions.append("m.namespace > %(after)s")
-    return (f"SELECT m.namespace, count(*) FILTER (WHERE {counted}), "
-            f"count(*) FILTER (WHERE {counted} AND m.pinned), "
-            f"count(*) FILTER (WHERE {counted} AND m.is_sensitive), max(m.updated_at) "
-            f"FROM memories m WHERE {' AND '.join(conditions)} "
-            "GROUP BY m.namespace ORDER BY m.namespace LIMIT %(limit)s")
+        conditions.append("s.namespace ^@ %(prefix)s")
+    conditions.append("EXISTS (SELECT 1 FROM memories m WHERE m.namespace = s.namespace AND "
+                      f"{live('m', include_deleted=True)})")
+    return ("WITH RECURSIVE s(namespace) AS ("
+            f"(SELECT m.namespace FROM memories m {first}ORDER BY m.namespace LIMIT 1) "
+            "UNION ALL SELECT (SELECT m.namespace FROM memories m "
+            "WHERE m.namespace > s.namespace ORDER BY m.namespace LIMIT 1) "
+            "FROM s WHERE s.namespace IS NOT NULL) "
+            f"SELECT s.namespace FROM s WHERE {' AND '.join(conditions)} LIMIT %(limit)s")
+
+
+# The counts of the walked namespaces: one statement with the names as values, so the planner
+# reads a large namespace as it reads it for Count (a parameterized lookup per name would walk
+# a million memories through an index, several times slower).
+_COUNTED = f"{live('m')} AND {current('m')}"  # Count's condition, without the namespace
+_COUNTS = (
+    f"SELECT m.namespace, count(*) FILTER (WHERE {_COUNTED}), "
+    f"count(*) FILTER (WHERE {_COUNTED} AND m.pinned), "
+    f"count(*) FILTER (WHERE {_COUNTED} AND m.is_sensitive), max(m.updated_at) "
+    f"FROM memories m WHERE m.namespace = ANY(%(names)s::text[]) AND "
+    f"{live('m', include_deleted=True)} GROUP BY m.namespace")
 
 
 async def list_page(pool: Any, grants: Sequence[str], query: NamespacesQuery,
@@ -101,12 +122,14 @@ async def list_page(pool: Any, grants: Sequence[str], query: NamespacesQuery,
     if granted is None:
         return [], ""
     clause, params = granted
-    sql = statement(clause, bool(query.prefix), last is not None)
     params |= {"prefix": query.prefix, "after": last, "limit": query.page_size + 1}
     async with pool.connection() as conn:
-        cur = await conn.execute(sql, params)
-        rows = await cur.fetchall()
-    found = [NamespaceSummary(r[0], int(r[1]), int(r[2]), int(r[3]), r[4])
-             for r in rows[:query.page_size]]
-    more = len(rows) > query.page_size
-    return found, page_token(pages, query, found[-1].namespace) if more else ""
+        cur = await conn.execute(walk(clause, bool(query.prefix), last is not None), params)
+        walked = [r[0] for r in await cur.fetchall()]
+        names = walked[:query.page_size]
+        cur = await conn.execute(_COUNTS, {"names": names})
+        counts = {r[0]: r for r in await cur.fetchall()}
+    found = [NamespaceSummary(n, int(r[1]), int(r[2]), int(r[3]), r[4])
+             for n in names if (r := counts.get(n)) is not None]  # None: purged meanwhile
+    more = len(walked) > query.page_size
+    return found, page_token(pages, query, names[-1]) if more else ""

@@ -6,10 +6,12 @@ reports."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import grpc
 import pytest
@@ -158,3 +160,26 @@ def test_recall_reports_the_relevance_floor(admin: Client, ns: str) -> None:
     assert admin.recall("Maya's editor", namespace=ns, min_score=0).relevance_floor == 0.0
     recent = admin.recall("Maya's editor", namespace=ns, sort_by="recency", min_score=0.2)
     assert recent.relevance_floor == 0.2
+
+
+def test_the_cli_prints_the_namespaces_and_the_caller(stack: Stack, base: str,
+                                                      seeded: dict[str, str],
+                                                      tmp_path: Path) -> None:
+    from tests.integration.test_up_and_cli import client_env, run
+
+    env = client_env(stack, tmp_path)
+    out = run(env, "namespaces", "--prefix", base + "acme-").stdout
+    lines = out.splitlines()
+    row = next(line for line in lines if seeded["acme-a"] in line)
+    # memories, pinned, sensitive
+    assert [c.strip() for c in row.split("│")[2:5]] == ["4", "1", "1"]
+    assert "3 namespaces" in out and seeded["beta"] not in out
+    assert lines[-1].startswith("caller: ") and "(api_key); grants: *; scopes: read, write, " \
+        "admin" in lines[-1]
+    listed = json.loads(run(env, "namespaces", "--prefix", base + "beta", "--json").stdout)
+    assert [n["namespace"] for n in listed["namespaces"]] == [seeded["beta"]]
+    assert listed["namespaces"][0]["memories"] == 1
+    assert listed["namespaces"][0]["last_updated"].endswith("Z")
+    assert listed["caller"]["kind"] == "api_key"
+    empty = run(env, "namespaces", "--prefix", base + "nothing").stdout
+    assert empty.startswith("no namespace this key may see holds memories")

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from recallmesh.gateway.listing import where
-from recallmesh.gateway.namespaces import grants_sql, statement
+from recallmesh.gateway.namespaces import grants_sql, walk
 from recallmesh.wire.validation import ListQuery
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,9 +35,10 @@ EXCEPTIONS = {
     ("recallmesh/gateway/listing.py", "count"): "its WHERE is listing.where(), checked below",
     ("recallmesh/gateway/listing.py", "delete_matching"):
         "its WHERE is listing.where(), checked below",
-    ("recallmesh/gateway/namespaces.py", "statement"):
-        "ListNamespaces spans namespaces by design: its WHERE holds the caller's grants "
-        "(namespaces.grants_sql, checked below), so it reads only namespaces the caller may see",
+    ("recallmesh/gateway/namespaces.py", "walk"):
+        "ListNamespaces walks the namespaces' names by design: its WHERE holds the caller's "
+        "grants (namespaces.grants_sql, checked below), and it reads only names; their counts "
+        "are read by name (namespace = ANY)",
     ("recallmesh/gateway/history.py", "_IMPORT_VERSION"):
         "its columns are store.VERSION_COLUMNS, checked below to hold the namespace",
     ("recallmesh/gateway/history.py", "import_records"):
@@ -156,11 +157,12 @@ def test_list_namespaces_reads_only_what_the_callers_grants_cover() -> None:
     assert grants_sql(()) is None  # no grant: no statement at all
     assert grants_sql(("*", "acme-x")) == ("TRUE", {})
     clause, params = grants_sql(("acme-*", "beta"))  # type: ignore[misc]
-    assert clause == ("(m.namespace = ANY(%(g_exact)s::text[]) "
-                      "OR m.namespace ^@ ANY(%(g_prefixes)s::text[]))")
+    assert clause == ("(s.namespace = ANY(%(g_exact)s::text[]) "
+                      "OR s.namespace ^@ ANY(%(g_prefixes)s::text[]))")
     assert params == {"g_exact": ["beta"], "g_prefixes": ["acme-"]}
-    sql = statement(clause, prefix=True, keyset=True)
-    assert f"WHERE {clause} AND " in sql and "GROUP BY m.namespace" in sql
+    sql = walk(clause, prefix=True, keyset=True)
+    # the walked names are held to the grants before any is returned (and counted)
+    assert f"SELECT s.namespace FROM s WHERE s.namespace IS NOT NULL AND {clause} AND " in sql
 
 
 def test_the_tables_without_a_namespace_column_are_the_listed_ones() -> None:
