@@ -363,7 +363,7 @@ def build_app(settings: ConsoleSettings) -> Starlette:
         page, total = await asyncio.gather(
             client.list(namespace=namespace, page_size=PAGE_SIZE,
                         page_token=params.get("page_token", ""), **options),
-            client.count(namespace=namespace, **forms.filter_options(params)))
+            client.count(namespace=namespace, **forms.count_options(options)))
         template = "_memory_rows.html" if request.headers.get("hx-request") else "memories.html"
         kept = {k: v for k, v in params.items() if k != "page_token"}
         return console.page(request, template, session, namespace=namespace, page=page,

@@ -99,6 +99,12 @@ def list_options(form: Mapping[str, str]) -> ListOptions:
     return cast(ListOptions, options)
 
 
+def count_options(options: ListOptions) -> ListOptions:
+    """What the list counts: its filters and what it includes, without its order."""
+    return cast(ListOptions, {k: v for k, v in options.items()
+                              if k not in ("order_by", "ascending")})
+
+
 def recall_options(form: Mapping[str, str]) -> dict[str, Any]:
     """Recall's per-request settings: k, sort, the relevance floor, the time budget, the
     fusion method; explain is always on (the page draws it)."""

@@ -347,3 +347,29 @@ def test_signed_out_and_expired_sessions(browser: Any, plain_console: tuple[str,
     page.goto(f"{url}/")
     page.wait_for_url(re.compile(r"/sign-in"))  # the old cookie opens nothing
     context.close()
+
+
+def test_a_memorys_relations_both_ways_and_its_superseded_chain(
+        page: Any, up_console: str, stack: Stack) -> None:
+    ns = f"console-chain-{uuid.uuid4().hex[:8]}"
+    with stack.client(namespace=ns) as client:
+        first = client.store("Maya's team lead is Tomás Ribeiro", category="fact").memory.id
+        second = client.store("Maya's team lead is Ana Costa since May", category="fact",
+                              supersedes=[first]).memory.id
+        third = client.store("Maya's team lead is Jonas Weber since October", category="fact",
+                             supersedes=[second]).memory.id
+    page.goto(f"{up_console}/ns/{ns}/m/{first}")
+    chain = page.get_by_test_id("superseded-chain").locator("li")
+    assert [chain.nth(i).inner_text().split(" 20")[0] for i in range(chain.count())] == [
+        "Maya's team lead is Ana Costa since May", "Maya's team lead is Jonas Weber since October"]
+    relations = page.get_by_test_id("relations").inner_text()
+    assert "is the target of\tsupersedes\t" + second in relations
+    page.goto(f"{up_console}/ns/{ns}/m/{second}")
+    relations = page.get_by_test_id("relations").inner_text()
+    assert "states\tsupersedes\t" + first in relations  # this one supersedes the first
+    assert "is the target of\tsupersedes\t" + third in relations  # and was superseded
+    # an ended memory is listed only when asked for
+    page.goto(f"{up_console}/ns/{ns}")
+    assert page.get_by_test_id("count").inner_text().startswith("1 memory")
+    page.goto(f"{up_console}/ns/{ns}?include_ended=on")
+    assert page.get_by_test_id("count").inner_text().startswith("3 memories")

@@ -190,3 +190,10 @@ def test_settings_from_the_environment() -> None:
         ConsoleSettings.from_env({"RECALLMESH_CONSOLE_PORT": "70000"})
     with pytest.raises(ConfigError):
         ConsoleSettings.from_env({"RECALLMESH_CONSOLE_SESSION_TTL_S": "0"})
+
+
+def test_the_count_matches_what_the_list_includes() -> None:
+    options = forms.list_options({"include_ended": "on", "include_deleted": "on",
+                                  "order_by": "updated", "tag": "a"})
+    assert forms.count_options(options) == {"include_ended": True, "include_deleted": True,
+                                            "tags": ["a"]}
