@@ -95,9 +95,9 @@ def up_console(stack: Stack) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def plain_console(stack: Stack, tmp_path_factory: pytest.TempPathFactory
-                  ) -> Iterator[tuple[str, Path]]:
+                  ) -> Iterator[tuple[str, Path, int]]:
     """`recallmesh console` on its own: no key file, so everyone signs in by typing a key."""
-    port = free_port()
+    port, metrics_port = free_port(), free_port()
     log_path = tmp_path_factory.mktemp("console") / "console.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECALLMESH_")}
     env.update(RECALLMESH_TARGET=stack.endpoints["gateway"], RECALLMESH_LOG_FORMAT="text",
@@ -105,10 +105,11 @@ def plain_console(stack: Stack, tmp_path_factory: pytest.TempPathFactory
     with open(log_path, "wb") as log_file:
         process = subprocess.Popen(
             [sys.executable, "-m", "recallmesh.cli", "console", "--port", str(port),
-             "--metrics-port", "0"], env=env, stdout=log_file, stderr=subprocess.STDOUT)
+             "--metrics-port", str(metrics_port)], env=env, stdout=log_file,
+            stderr=subprocess.STDOUT)
     try:
         wait_http(f"http://127.0.0.1:{port}/healthz", process)
-        yield f"http://127.0.0.1:{port}", log_path
+        yield f"http://127.0.0.1:{port}", log_path, metrics_port
     finally:
         process.terminate()
         process.wait(timeout=15)
@@ -224,6 +225,12 @@ def test_the_operators_walk(page: Any, up_console: str, console_ns: dict[str, An
     assert SVELTE in page.get_by_test_id("context-text").inner_text()
     shot(page, "recall")
 
+    # a sensitive memory's page withholds its text, and its form cannot overwrite it
+    page.goto(f"{up_console}/ns/{ns}/m/{ids['address']}")
+    assert "withheld" in page.get_by_test_id("content").inner_text()
+    assert ADDRESS not in page.content()
+    assert page.get_by_test_id("update-form").locator("textarea").count() == 0
+
     # export, then import the export back: nothing new, every memory unchanged
     page.goto(f"{up_console}/ns/{ns}")
     with page.expect_download() as download:
@@ -256,10 +263,10 @@ def test_the_operators_walk(page: Any, up_console: str, console_ns: dict[str, An
         assert {m.id for m in client.iter_memories()} == {ids["manager"], ids["address"]}
 
 
-def test_a_read_only_key_sees_and_cannot_change(page: Any, plain_console: tuple[str, Path],
+def test_a_read_only_key_sees_and_cannot_change(page: Any, plain_console: tuple[str, Path, int],
                                                 console_ns: dict[str, Any], dsn: str,
                                                 stack: Stack) -> None:
-    url, log_path = plain_console
+    url, log_path, _ = plain_console
     ns, ids = console_ns["ns"], console_ns["ids"]
     reader = api_key(dsn, (ns,), scopes=("read",), name="console reader")
 
@@ -303,9 +310,9 @@ def test_a_read_only_key_sees_and_cannot_change(page: Any, plain_console: tuple[
         assert client.get(ids["manager"]) == before
 
 
-def test_a_forged_form_is_refused(page: Any, plain_console: tuple[str, Path],
+def test_a_forged_form_is_refused(page: Any, plain_console: tuple[str, Path, int],
                                   console_ns: dict[str, Any], dsn: str, stack: Stack) -> None:
-    url, _ = plain_console
+    url, _, metrics_port = plain_console
     ns, ids = console_ns["ns"], console_ns["ids"]
     writer = api_key(dsn, (ns,), scopes=("read", "write"), name="console writer")
     page.goto(f"{url}/sign-in")
@@ -330,11 +337,25 @@ def test_a_forged_form_is_refused(page: Any, plain_console: tuple[str, Path],
     with stack.client(namespace=ns) as client:
         assert client.get(ids["manager"]).id == ids["manager"]
         assert client.count(include_deleted=True) >= 1
+    # each refusal is counted: two without a valid token, one from another site
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as reply:
+        exported = reply.read().decode()
+    assert metric(exported, 'recallmesh_console_refused_total{why="csrf"}') >= 2
+    assert metric(exported, 'recallmesh_console_refused_total{why="origin"}') >= 1
+    assert metric(exported, 'recallmesh_console_sign_ins_total{outcome="ok"}') >= 1
+    assert 'route="/ns/{namespace}/m/{id}/delete"' in exported and ns not in exported
 
 
-def test_signed_out_and_expired_sessions(browser: Any, plain_console: tuple[str, Path],
+def metric(exported: str, series: str) -> float:
+    for line in exported.splitlines():
+        if line.startswith(series + " "):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{series} is not exported")
+
+
+def test_signed_out_and_expired_sessions(browser: Any, plain_console: tuple[str, Path, int],
                                          dsn: str, console_ns: dict[str, Any]) -> None:
-    url, _ = plain_console
+    url, _, _ = plain_console
     key = api_key(dsn, (console_ns["ns"],), scopes=("read",), name="console session")
     context = browser.new_context()
     page = context.new_page()
