@@ -109,12 +109,22 @@ class Refused(Exception):
         self.message = message
 
 
+LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]")
+
+
 def _loopback(request: Request) -> bool:
+    """A request from this machine to a local name: from a loopback address, with a Host
+    header naming localhost (a page of another site whose name resolves to 127.0.0.1, DNS
+    rebinding, sends its own name there and is not signed in)."""
     host = request.client.host if request.client else ""
     try:
-        return ipaddress.ip_address(host).is_loopback
+        if not ipaddress.ip_address(host).is_loopback:
+            return False
     except ValueError:
         return False
+    name = request.headers.get("host", "").lower()
+    name = name.rsplit(":", 1)[0] if not name.endswith("]") else name
+    return name in LOCAL_NAMES
 
 
 class Console:
@@ -198,6 +208,14 @@ class Console:
         return self.templates.TemplateResponse(request, name, context, status_code=status)
 
 
+    def error(self, request: Request, session: Session | None, status: int,
+              message: str) -> HTMLResponse:
+        """The error page; for an htmx request only its message, in place of the part it
+        asked for."""
+        name = "_error.html" if request.headers.get("hx-request") else "error.html"
+        return self.page(request, name, session, status=status, message=message)
+
+
 def _cut(text: str, limit: int = CONTENT_CUT) -> str:
     return text if len(text) <= limit else text[:limit].rstrip() + "…"
 
@@ -274,11 +292,9 @@ def build_app(settings: ConsoleSettings) -> Starlette:
                                            "(reload the page and try again)")
                 response = await handler(request, session)
             except Refused as exc:
-                response = console.page(request, "error.html", session, status=exc.status,
-                                        message=exc.message)
+                response = console.error(request, session, exc.status, exc.message)
             except forms.FormError as exc:
-                response = console.page(request, "error.html", session, status=400,
-                                        message=str(exc))
+                response = console.error(request, session, 400, str(exc))
             except UnauthenticatedError:
                 console.sessions.drop(session.id)
                 return _see_other("/sign-in")
@@ -292,8 +308,7 @@ def build_app(settings: ConsoleSettings) -> Starlette:
                     message = f"not found: {exc.details}"
                 else:
                     message = f"the gateway answered {code}: {exc.details}"
-                response = console.page(request, "error.html", session, status=status,
-                                        message=message)
+                response = console.error(request, session, status, message)
             if fresh is not None:
                 _set_cookie(response, fresh, settings)
             return response

@@ -224,6 +224,11 @@ def test_the_operators_walk(page: Any, up_console: str, console_ns: dict[str, An
     assert re.match(r"\d+ tokens", page.get_by_test_id("context-summary").inner_text())
     assert SVELTE in page.get_by_test_id("context-text").inner_text()
     shot(page, "recall")
+    # a bad setting: its message in place of the result, the form kept
+    page.locator("input[name=k]").fill("500")
+    page.get_by_test_id("recall-form").get_by_role("button", name="recall").click()
+    assert "k: must be within 1..100" in page.get_by_test_id("error").inner_text()
+    assert page.get_by_test_id("recall-form").is_visible()
 
     # a sensitive memory's page withholds its text, and its form cannot overwrite it
     page.goto(f"{up_console}/ns/{ns}/m/{ids['address']}")

@@ -197,3 +197,20 @@ def test_the_count_matches_what_the_list_includes() -> None:
                                   "order_by": "updated", "tag": "a"})
     assert forms.count_options(options) == {"include_ended": True, "include_deleted": True,
                                             "tags": ["a"]}
+
+
+@pytest.mark.parametrize(("client", "host", "local"), [
+    ("127.0.0.1", "localhost:8080", True), ("::1", "[::1]:8080", True),
+    ("127.0.0.1", "127.0.0.1:8080", True), ("127.0.0.1", "localhost", True),
+    ("127.0.0.1", "rebound.example:8080", False),  # DNS rebinding: another site's name
+    ("10.0.0.7", "localhost:8080", False), ("127.0.0.1", "", False)])
+def test_auto_sign_in_only_from_this_machine_to_a_local_name(client: str, host: str,
+                                                            local: bool) -> None:
+    from starlette.requests import Request
+
+    from recallmesh.console.app import _loopback
+
+    headers = [(b"host", host.encode())] if host else []
+    request = Request({"type": "http", "method": "GET", "path": "/", "headers": headers,
+                       "client": (client, 50000)})
+    assert _loopback(request) is local
