@@ -264,8 +264,7 @@ def build_app(settings: ConsoleSettings) -> Starlette:
         host = request.headers.get("host", "")
         return origin in (f"http://{host}", f"https://{host}")
 
-    def signed_in(handler: Handler, *, write: bool = False) -> Callable[[Request],
-                                                                         Awaitable[Response]]:
+    def signed_in(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             session = console.session_of(request)
             fresh = None
@@ -569,7 +568,6 @@ class Timed:
     def __init__(self, app: ASGIApp, console: Console) -> None:
         self.app = app
         self.console = console
-        self.state = getattr(getattr(app, "app", None), "state", None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -166,6 +166,7 @@ def base_requests(ctx: dict[str, Any]) -> dict[str, Any]:
         "Context": memory_pb2.ContextRequest(namespace=ns, query="the build", filters=filters),
         "List": memory_pb2.ListRequest(namespace=ns, filters=filters),
         "Count": memory_pb2.CountRequest(namespace=ns, filters=filters),
+        "ListNamespaces": memory_pb2.ListNamespacesRequest(prefix=ns[:8], page_size=10),
         "History": memory_pb2.HistoryRequest(namespace=ns, id=ids[0]),
         "Export": memory_pb2.ExportRequest(namespace=ns, filters=filters),
         "Import": memory_pb2.ImportRequest(namespace=ns, records=[record]),
