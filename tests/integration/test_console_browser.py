@@ -266,6 +266,12 @@ def test_the_operators_walk(page: Any, up_console: str, console_ns: dict[str, An
     assert page.get_by_test_id("count").inner_text().startswith("2 memories")
     with stack.client(namespace=ns) as client:
         assert {m.id for m in client.iter_memories()} == {ids["manager"], ids["address"]}
+    # deleted memories on request: marked, struck through, without a page to open
+    page.goto(f"{up_console}/ns/{ns}?include_deleted=on")
+    assert page.get_by_test_id("count").inner_text().startswith("4 memories")
+    deleted = page.get_by_test_id("memories").locator("tr.deleted")
+    assert deleted.count() == 2 and deleted.locator("a").count() == 0
+    assert SVELTE in deleted.first.inner_text() or SVELTE in deleted.nth(1).inner_text()
 
 
 def test_a_read_only_key_sees_and_cannot_change(page: Any, plain_console: tuple[str, Path, int],
