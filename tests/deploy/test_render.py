@@ -177,17 +177,18 @@ def pg_textsearch_image_tag() -> str:
     return found.group(1)
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
-def test_cluster_preloads_pg_textsearch_from_its_extension_image(overlay: str) -> None:
-    """The lexical leg's BM25 index (pg_textsearch): the Cluster mounts the project's extension
-    image (docker/pg_textsearch, CloudNativePG's default layout: no paths of its own), pinned by
-    the tag the Makefile builds and named beside the recallmesh image; the server preloads the
-    library (CREATE EXTENSION refuses otherwise); the Database declares the extension at the
-    image's version, so the operator creates it as superuser."""
-    objs = objects(f"overlays/{overlay}")
+def test_dev_preloads_pg_textsearch_from_its_extension_image() -> None:
+    """The lexical leg's BM25 index (pg_textsearch, k8s/components/pg-textsearch, in dev): the
+    Cluster mounts the project's extension image (docker/pg_textsearch, CloudNativePG's default
+    layout: no paths of its own), pinned by the tag the Makefile builds and named beside the
+    recallmesh image; the server preloads the library (CREATE EXTENSION refuses otherwise); the
+    Database declares the extension at the image's version, so the operator creates it as
+    superuser."""
+    objs = objects("overlays/dev")
     postgresql = by_kind(objs, "Cluster")["recallmesh-db"]["spec"]["postgresql"]
-    assert "pg_textsearch" in postgresql["shared_preload_libraries"]
+    assert postgresql["shared_preload_libraries"] == ["pg_textsearch"]
     extensions = {e["name"]: e for e in postgresql["extensions"]}
+    assert set(extensions) == {"pgvector", "pg_textsearch"}
     assert set(extensions["pg_textsearch"]) == {"name", "image"}
     reference = extensions["pg_textsearch"]["image"]["reference"]
     tag = pg_textsearch_image_tag()
@@ -202,6 +203,22 @@ def test_cluster_preloads_pg_textsearch_from_its_extension_image(overlay: str) -
         "extensions"]}
     assert declared["pg_textsearch"].get("version") == version
     assert declared["pg_textsearch"].get("ensure", "present") == "present"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_no_cluster_with_standbys_loads_pg_textsearch(overlay: str) -> None:
+    """pg_textsearch 1.0 broke writes on a promoted standby after a failover (decision 0018,
+    known issues): a Cluster of more than one instance neither preloads it nor declares it;
+    its lexical leg keeps the SQL BM25."""
+    objs = objects(f"overlays/{overlay}")
+    cluster = by_kind(objs, "Cluster")["recallmesh-db"]["spec"]
+    declared = {e["name"] for e in by_kind(objs, "Database")["recallmesh-db-app"]["spec"][
+        "extensions"]}
+    loads = "pg_textsearch" in cluster["postgresql"].get("shared_preload_libraries", [])
+    assert loads == ("pg_textsearch" in declared)  # both or neither
+    if cluster["instances"] > 1:
+        assert not loads, f"{overlay}: {cluster['instances']} instances with pg_textsearch"
+    assert loads == (overlay == "dev")
 
 
 def test_dev_is_small() -> None:

@@ -14,7 +14,7 @@ import pytest
 from tests.deploy import rendered
 from tests.deploy.tools import K8S, OVERLAYS, ROOT, TERRAFORM, tool
 
-# the recallmesh image's and the pg_textsearch extension image's (k8s/base/postgres.yaml)
+# the recallmesh image's and the pg_textsearch extension image's (k8s/components/pg-textsearch)
 DOCKERFILES = ("Dockerfile", "docker/pg_textsearch/Dockerfile")
 
 
