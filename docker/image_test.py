@@ -67,6 +67,8 @@ import sys
 import tarfile
 import tempfile
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -173,6 +175,27 @@ def logs(container: str, lines: int = 30) -> str:
 
 def state(container: str) -> dict:
     return json.loads(docker("inspect", "-f", "{{json .State}}", container))
+
+
+def running(container: str) -> Callable[[], None]:
+    """An `alive` for wait_for: raises Failed, with the container's log, once it has exited."""
+    def alive() -> None:
+        st = state(container)
+        if not st["Running"]:
+            raise Failed(f"{container} exited {st['ExitCode']}:\n{logs(container)}")
+    return alive
+
+
+def http_problem(url: str) -> str | None:
+    """None when GET url answers 2xx, else what went wrong (the status and the body's start,
+    or the connection's error): a `check` for wait_for."""
+    try:
+        with urllib.request.urlopen(url, timeout=3):
+            return None
+    except urllib.error.HTTPError as exc:
+        return f"{exc.code} {exc.read().decode(errors='replace').strip()[:200]}"
+    except OSError as exc:
+        return str(exc)
 
 
 def dial(address: str, token: str = "") -> grpc.Channel:
@@ -415,13 +438,8 @@ class ImageTest:
             name = self.run_container(s, environment(s), mounts)
             start = time.monotonic()
 
-            def alive(name: str = name) -> None:
-                st = state(name)
-                if not st["Running"]:
-                    raise Failed(f"{name} exited {st['ExitCode']}:\n{logs(name)}")
-
             wait_for(f"{s.name} health", lambda a=self.addresses[s.name]: (
-                None if health(a) == "SERVING" else health(a)), READY_TIMEOUT_S, alive)
+                None if health(a) == "SERVING" else health(a)), READY_TIMEOUT_S, running(name))
             say(f"{s.name}: SERVING on {self.addresses[s.name]} "
                 f"({time.monotonic() - start:.1f}s; {' '.join(s.command)})")
 
@@ -552,9 +570,6 @@ class ImageTest:
         application key's); no credential of its own. Through the SDK's client: no bearer is
         401; with the key: the tools, a store, a paraphrase recall, a forget."""
         import asyncio
-        import urllib.error
-        import urllib.request
-
         port = free_port()
         env = {**spec.env, "RECALLMESH_MCP_HOST": "127.0.0.1", "RECALLMESH_MCP_PORT": str(port),
                "RECALLMESH_TARGET": self.addresses["gateway"],
@@ -564,21 +579,8 @@ class ImageTest:
         name = self.run_container(spec, env, [])
         base = f"http://127.0.0.1:{port}"
 
-        def ready() -> str | None:
-            try:
-                with urllib.request.urlopen(f"{base}/readyz", timeout=3):
-                    return None
-            except urllib.error.HTTPError as exc:
-                return f"{exc.code}"
-            except OSError as exc:
-                return str(exc)
-
-        def alive() -> None:
-            st = state(name)
-            if not st["Running"]:
-                raise Failed(f"{name} exited {st['ExitCode']}:\n{logs(name)}")
-
-        wait_for("mcp /readyz", ready, READY_TIMEOUT_S, alive)
+        wait_for("mcp /readyz", lambda: http_problem(f"{base}/readyz"), READY_TIMEOUT_S,
+                 running(name))
         say(f"mcp: ready on {base}/mcp ({' '.join(spec.command)})")
         request = urllib.request.Request(f"{base}/mcp", data=b"{}", method="POST",
                                          headers={"Content-Type": "application/json"})
@@ -596,9 +598,6 @@ class ImageTest:
         overlay, the gateway container, 127.0.0.1 and free ports on its command line; no
         credential of its own. Its health, readiness, metrics, sign-in page (strict CSP, the
         package's own assets) and a non-root process."""
-        import urllib.error
-        import urllib.request
-
         if spec.secret_env:
             raise Failed(f"console: the overlay gives it secrets {spec.secret_env}")
         port, metrics_port = free_port(), free_port()
@@ -612,23 +611,12 @@ class ImageTest:
         name = self.run_container(Spec(spec.name, command, env), env, [])
         base = f"http://127.0.0.1:{port}"
 
-        def status_of(url: str) -> str | None:
-            try:
-                with urllib.request.urlopen(url, timeout=3):
-                    return None
-            except urllib.error.HTTPError as exc:
-                return f"{exc.code} {exc.read().decode(errors='replace').strip()[:200]}"
-            except OSError as exc:
-                return str(exc)
-
-        def alive() -> None:
-            st = state(name)
-            if not st["Running"]:
-                raise Failed(f"{name} exited {st['ExitCode']}:\n{logs(name)}")
-
+        alive = running(name)
         start = time.monotonic()
-        wait_for("console /healthz", lambda: status_of(f"{base}/healthz"), READY_TIMEOUT_S, alive)
-        wait_for("console /readyz", lambda: status_of(f"{base}/readyz"), READY_TIMEOUT_S, alive)
+        wait_for("console /healthz", lambda: http_problem(f"{base}/healthz"), READY_TIMEOUT_S,
+                 alive)
+        wait_for("console /readyz", lambda: http_problem(f"{base}/readyz"), READY_TIMEOUT_S,
+                 alive)
         say(f"console: /healthz and /readyz 200 on {base} ({time.monotonic() - start:.1f}s; "
             f"{' '.join(command)})")
 
@@ -646,7 +634,7 @@ class ImageTest:
             raise Failed(f"console: /sign-in links {assets}: wanted the console's own "
                          "scripts and stylesheets only, at least one")
         for asset in assets:
-            failed = status_of(asset)
+            failed = http_problem(asset)
             if failed:
                 raise Failed(f"console: {asset} (linked by /sign-in): {failed}")
         say(f"console: /sign-in 200, Content-Security-Policy {policy.split(';')[0]!r}; "

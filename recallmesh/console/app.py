@@ -165,14 +165,16 @@ class Console:
         """A session for this key, if the gateway accepts it (RecallmeshError otherwise)."""
         if not (0 < len(key) <= 8192 and all(33 <= ord(c) <= 126 for c in key)):
             raise UnauthenticatedError("that is not an API key")
-        probe = AsyncClient(self.settings.target, token=key, tls=None,
-                            timeout=self.settings.call_timeout_s)
+        client = AsyncClient(self.settings.target, token=key, tls=None,
+                             timeout=self.settings.call_timeout_s)
         try:
-            listed = await probe.namespaces()
-        finally:
-            await probe.close()
-        caller = listed.caller
-        return self.sessions.create(key, subject=caller.subject, scopes=tuple(caller.scopes))
+            caller = (await client.namespaces()).caller
+        except BaseException:
+            await client.close()
+            raise
+        session = self.sessions.create(key, subject=caller.subject, scopes=tuple(caller.scopes))
+        self.clients[session.id] = client  # the session's own from now on
+        return session
 
     def session_of(self, request: Request) -> Session | None:
         return self.sessions.get(request.cookies.get(COOKIE))
@@ -294,8 +296,8 @@ def build_app(settings: ConsoleSettings) -> Starlette:
                 response = console.error(request, session, exc.status, exc.message)
             except forms.FormError as exc:
                 response = console.error(request, session, 400, str(exc))
-            except UnauthenticatedError:
-                console.sessions.drop(session.id)
+            except UnauthenticatedError:  # the key was revoked or has expired
+                console.sessions.drop_key(session.key)
                 return _see_other("/sign-in")
             except RecallmeshError as exc:
                 code = exc.code.name

@@ -7,20 +7,13 @@ side (no script, so the strict Content-Security-Policy holds; docs/decisions/001
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from recallmesh.client import RecallResult
+from recallmesh.client import LegContribution, RecallResult
 
 BAR_WIDTH = 240  # px of a full bar (score 1.0, or the slowest leg)
 FAILED_STATES = ("TIMEOUT", "ERROR")
 _LOCAL_FUSION = re.compile(r"\(local: (?P<why>[^)]*)\)")
-
-
-@dataclass(frozen=True)
-class Cell:
-    rank: int
-    score: float
-    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -29,7 +22,9 @@ class HitRow:
     memory_id: str
     score: float
     bar: int  # px
-    cells: tuple[Cell | None, ...]  # one per ExplainView.legs, None: the leg did not find it
+    # one per ExplainView.legs (its reason blank when said once in the notes); None: the leg
+    # did not find it
+    cells: tuple[LegContribution | None, ...]
 
 
 @dataclass(frozen=True)
@@ -79,8 +74,7 @@ def explain_view(result: RecallResult) -> ExplainView:
                   1 for hit in result.hits for c in hit.legs if c.leg == leg) > 1}
     rows = []
     for position, hit in enumerate(result.hits, start=1):
-        by_leg = {c.leg: Cell(c.rank, c.score, "" if c.leg in common else c.reason)
-                  for c in hit.legs}
+        by_leg = {c.leg: replace(c, reason="") if c.leg in common else c for c in hit.legs}
         rows.append(HitRow(position, hit.memory.id, hit.score, _px(hit.score, top),
                            tuple(by_leg.get(leg) for leg in legs)))
     slowest = max([0.0, *(leg.latency_ms for leg in result.legs)])

@@ -86,6 +86,18 @@ def free_port_env() -> dict[str, str]:
     return env
 
 
+def _terminate(process: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """SIGTERM a process that still runs, SIGKILL it after timeout_s; wait for it."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def wait_serving(address: str, timeout_s: float, process: subprocess.Popen[Any] | None = None,
                  service: str = "", environ: dict[str, str] | None = None) -> None:
     """Block until the health service at `address` reports `service` SERVING ("": ready;
@@ -401,14 +413,8 @@ class Stack:
     def stop_console(self, timeout_s: float = 10.0) -> None:
         process, self._console = self._console, None
         self.console_url = ""
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            _terminate(process, timeout_s)
 
     def stop_service(self, name: str, timeout_s: float = 10.0) -> None:
         """Stop one service process (SIGTERM, then SIGKILL after timeout_s); the restart
@@ -419,13 +425,7 @@ class Stack:
             process = self.processes.pop(name, None)
         if process is None:
             return
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        _terminate(process, timeout_s)
         self.endpoints.pop(name, None)
 
     def check_alive(self) -> list[str]:
