@@ -57,7 +57,7 @@ def servers(pg_dir: Path) -> Iterator[dict[str, str]]:
     accepting ProcSignalBarriers, and the suite drops many scratch databases
     (docs/decisions/0018-bm25-index.md, "Known issue")."""
     plain = start_embedded(pg_dir / "pg", cleanup_mode="delete", textsearch=False)
-    bm25 = start_embedded(pg_dir / "pg-bm25", cleanup_mode="delete")
+    bm25 = start_embedded(pg_dir / "pg-bm25", cleanup_mode="delete", textsearch=True)
     urls = {"plain": embedded_dsn(plain), "bm25": embedded_dsn(bm25)}
     for url in urls.values():
         prepare_database(url)

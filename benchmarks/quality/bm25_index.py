@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     datasets = {name: load(dataset_path(name), limit=args.limit)
                 for name in args.sets.split(",")}
     with tempfile.TemporaryDirectory(prefix="bm25-index-") as tmp:
-        server = start_embedded(Path(tmp) / "pg", cleanup_mode="delete")
+        server = start_embedded(Path(tmp) / "pg", cleanup_mode="delete", textsearch=True)
         dsn = embedded_dsn(server)
         with psycopg.connect(dsn, autocommit=True) as conn:
             apply = time.perf_counter()

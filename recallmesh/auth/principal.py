@@ -79,6 +79,15 @@ class Principal:
     kind: str = "api_key"  # api_key | jwt | local (authentication off)
     key_id: str = ""
 
+    @property
+    def writer(self) -> str:
+        """Who wrote a memory, as memories.written_by records it (migration 0018): the API
+        key's id (a key renamed or a name reused is not another writer), the JWT's subject, or
+        "local"."""
+        if self.kind == "local":
+            return "local"
+        return f"{self.kind}:{self.key_id or self.subject}"
+
     def allows(self, namespace: str) -> bool:
         return any(grant_matches(g, namespace) for g in self.grants)
 

@@ -15,15 +15,17 @@ from typing import Any
 
 from recallmesh.gateway.listing import PageTokens, list_page
 from recallmesh.gateway.store import (
+    LOCAL,
     VERSION_COLUMNS,
     MemoryStore,
+    Writer,
     column_params,
     content_key,
     same_write,
     successors,
 )
 from recallmesh.services.lexical.cjk import index_terms
-from recallmesh.shared.db import WRITE, transaction
+from recallmesh.shared.db import WRITE, lock_for_write, transaction
 from recallmesh.shared.errors import AlreadyExists, NotFound
 from recallmesh.wire.filters import live
 from recallmesh.wire.memory_fields import (
@@ -109,10 +111,10 @@ async def export_page(store: MemoryStore, query: ListQuery, pages: PageTokens
 
 
 _IMPORT = f"""
-INSERT INTO memories (id, namespace, created_at, updated_at, keywords, content_key,
+INSERT INTO memories (id, namespace, created_at, updated_at, keywords, content_key, written_by,
                       {VERSIONED_COLUMNS})
 VALUES (%(id)s, %(ns)s, %(created_at)s, %(updated_at)s, %(keywords)s, %(content_key)s,
-        {VERSIONED_PARAMS})
+        %(written_by)s, {VERSIONED_PARAMS})
 ON CONFLICT (id) DO NOTHING
 RETURNING id
 """
@@ -130,34 +132,38 @@ def _held(i: int, memory_id: str) -> AlreadyExists:
 
 
 async def import_records(store: MemoryStore, ns: str, records: list[ImportedMemory],
-                         by: str = "") -> tuple[int, int, int, int]:
+                         by: str = "", writer: Writer = LOCAL) -> tuple[int, int, int, int]:
     """(imported, unchanged, relations written, relations skipped), in one transaction. Each
     version is written as exported (replaced_by says who replaced it where it was made) and
-    records `by`, who imported it: an imported history never passes for one made here."""
-    ids = [r.memory.id for r in records]
+    records `by`, who imported it: an imported history never passes for one made here. A
+    record is unchanged only where the writer may be told so: it may read, or it wrote the
+    memory held (store.Writer); else a held id is ALREADY_EXISTS like other content."""
+    ids = [r.memory.id for r in records if r.memory.id is not None]
     async with transaction(store.pool, WRITE) as conn:
-        await conn.execute("SELECT recallmesh_lock_namespace(%s)", (ns,))
+        # The records' ids are reserved with the namespace: a write of one of them in another
+        # namespace waits here or is seen by the read below, never meets this one in an index.
+        await lock_for_write(conn, [ns], ids)
         cur = await conn.execute(
-            f"SELECT {COLUMNS} FROM memories WHERE id = ANY(%s::uuid[])", (ids,))
-        held = {m.id: m for m in map(StoredMemory.from_row, await cur.fetchall())}
+            f"SELECT written_by, {COLUMNS} FROM memories WHERE id = ANY(%s::uuid[])", (ids,))
+        rows = await cur.fetchall()
+        held = {row[1]: StoredMemory.from_row(row[1:]) for row in rows}
+        told = {row[1] for row in rows if writer.may_read or row[0] == writer.name}
         imported = unchanged = 0
         for i, record in enumerate(records):
             memory = record.memory
             assert memory.id is not None
             stored = held.get(memory.id)
             if stored is not None:
-                if (stored.namespace == ns and stored.deleted_at is None
+                if (memory.id in told and stored.namespace == ns and stored.deleted_at is None
                         and same_write(stored, memory, set())
                         and stored.updated_at == record.updated_at):
                     unchanged += 1
                     continue
                 raise _held(i, memory.id)
-            # A write of the same id in another namespace may land after the read above (the
-            # namespace lock is this namespace's): the insert's own conflict answers it.
             cur = await conn.execute(_IMPORT, column_params(memory) | {
                 "id": memory.id, "ns": ns, "created_at": memory.created_at,
                 "updated_at": record.updated_at, "keywords": index_terms(memory.content),
-                "content_key": content_key(memory)})
+                "content_key": content_key(memory), "written_by": writer.name})
             if await cur.fetchone() is None:
                 raise _held(i, memory.id)
             for version in record.versions:

@@ -22,8 +22,8 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from recallmesh.gateway.store import MemoryStore, successors
-from recallmesh.shared.db import ADMIN, WRITE, transaction
+from recallmesh.gateway.store import LOCAL, MemoryStore, Writer, successors
+from recallmesh.shared.db import ADMIN, WRITE, lock_for_write, transaction
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.wire.filters import filter_sql, live
 from recallmesh.wire.memory_fields import COLUMNS, StoredMemory
@@ -148,17 +148,27 @@ async def list_page(store: MemoryStore, query: ListQuery, pages: PageTokens
 async def count(store: MemoryStore, query: ListQuery) -> int:
     clause, params = where(query)
     async with store.pool.connection() as conn:
-        cur = await conn.execute(f"SELECT count(*) FROM memories m WHERE {clause}", params)
-        row = await cur.fetchone()
-        assert row is not None  # an aggregate: always one row
-        return int(row[0])
+        return await _count(conn, clause, params)
+
+
+async def _count(conn: Any, clause: str, params: dict[str, Any]) -> int:
+    cur = await conn.execute(f"SELECT count(*) FROM memories m WHERE {clause}", params)
+    row = await cur.fetchone()
+    assert row is not None  # an aggregate: always one row
+    return int(row[0])
 
 
 async def delete_matching(store: MemoryStore, query: ListQuery, sample_size: int,
-                          confirm: bool, purge: bool) -> tuple[int, int, list[StoredMemory]]:
+                          confirm: bool, purge: bool, writer: Writer = LOCAL
+                          ) -> tuple[int, int, list[StoredMemory]]:
     """(matched, deleted, sample): the live memories `query` sees, deleted (soft, or purged)
-    when confirmed; nothing is deleted on a dry run."""
+    when confirmed; nothing is deleted on a dry run. A writer that may not read matches the
+    memories it wrote only: a filter never tells it what tags, metadata or text another writer
+    stored (docs/decisions/0011-hostile-input-rules.md)."""
     clause, params = where(query)
+    if not writer.may_read:
+        clause += " AND m.written_by = %(writer)s"
+        params |= {"writer": writer.name}
 
     async def newest(conn: Any) -> list[StoredMemory]:
         cur = await conn.execute(
@@ -169,11 +179,10 @@ async def delete_matching(store: MemoryStore, query: ListQuery, sample_size: int
         return await successors(conn, query.namespace, rows)
 
     if not confirm:
-        matched = await count(store, query)
         async with store.pool.connection() as conn:
-            return matched, 0, await newest(conn)
+            return await _count(conn, clause, params), 0, await newest(conn)
     async with transaction(store.pool, ADMIN if purge else WRITE) as conn:
-        await conn.execute("SELECT recallmesh_lock_namespace(%s)", (query.namespace,))
+        await lock_for_write(conn, [query.namespace])
         sample = await newest(conn)
         if purge:
             cur = await conn.execute(f"SELECT m.id FROM memories m WHERE {clause}", params)

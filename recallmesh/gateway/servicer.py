@@ -25,11 +25,11 @@ from recallmesh.gateway.metrics import export_recall_zeros
 from recallmesh.gateway.recall import Recaller, RecallOutcome
 from recallmesh.gateway.settings import GatewaySettings
 from recallmesh.gateway.stages import CONTEXT_NEXT, CONTEXT_PREV, RANKER
-from recallmesh.gateway.store import MemoryStore
+from recallmesh.gateway.store import LOCAL, MemoryStore, Writer
 from recallmesh.gateway.time_window import TIME_WINDOW_LEG
 from recallmesh.migrations import latest_version
 from recallmesh.services.embedding.client import EmbedderClient, Embeddings
-from recallmesh.shared.db import open_pool, resolve_dsn, unreachable
+from recallmesh.shared.db import StuckBackends, open_pool, resolve_dsn, unreachable
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.replicas import Reads
 from recallmesh.shared.settings import AuthSettings
@@ -64,6 +64,13 @@ def caller_may_read() -> bool:
     true when authentication is off."""
     caller = CALLER.get(None)
     return caller is None or Scope.READ in caller.scopes
+
+
+def caller_writer() -> Writer:
+    """The caller as a writer: what memories.written_by records of it, and whether it may read
+    (a write-only key is answered about its own memories only: docs/decisions/0011)."""
+    caller = CALLER.get(None)
+    return Writer(caller.writer if caller is not None else LOCAL.name, caller_may_read())
 
 
 def caller_to_proto(caller: Principal) -> memory_pb2.Caller:
@@ -155,7 +162,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
             raise InvalidArgument("memory is required")
         memory = validation.new_memory(request.memory, ns)
         wait_ms = validation.index_wait(request.index_wait, request.HasField("index_wait"))
-        stored, existing = await self.store.store(ns, memory)
+        stored, existing = await self.store.store(ns, memory, caller_writer())
         indexed = await self._indexed(wait_ms, context, [stored.id], not stored.sensitive)
         return memory_pb2.StoreResponse(memory=memory_to_proto(stored), indexed=indexed,
                                         existing=existing)
@@ -166,7 +173,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         ns = validation.namespace(request.namespace)
         memories = validation.new_memories(request.memories, ns)
         wait_ms = validation.index_wait(request.index_wait, request.HasField("index_wait"))
-        ids, existing = await self.store.store_batch(ns, memories)
+        ids, existing = await self.store.store_batch(ns, memories, caller_writer())
         needs = list(dict.fromkeys(i for i, m in zip(ids, memories, strict=True)
                                    if not m.sensitive))
         indexed = await self._indexed(wait_ms, context, needs, bool(needs))
@@ -329,7 +336,7 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
     ) -> memory_pb2.ImportResponse:
         ns, records = validation.imported_records(request)
         imported, unchanged, written, skipped = await history.import_records(
-            self.store, ns, records, caller_name())
+            self.store, ns, records, caller_name(), caller_writer())
         return memory_pb2.ImportResponse(imported=imported, unchanged=unchanged,
                                          relations_written=written, relations_skipped=skipped)
 
@@ -337,11 +344,12 @@ class MemoryServicer(memory_pb2_grpc.MemoryServiceServicer):
         self, request: memory_pb2.DeleteMatchingRequest, context: grpc.aio.ServicerContext,
     ) -> memory_pb2.DeleteMatchingResponse:
         query, sample_size = validation.delete_matching(request)
-        # The sample is memories' content: only for a key that may read them (a write-only
-        # key learns how many matched, never what they say; docs/decisions/0011).
+        # The sample is memories' content: only for a key that may read them; a write-only key
+        # matches the memories it wrote only (docs/decisions/0011).
+        writer = caller_writer()
         matched, deleted, sample = await listing.delete_matching(
-            self.store, query, sample_size if caller_may_read() else 0, request.confirm,
-            request.purge)
+            self.store, query, sample_size if writer.may_read else 0, request.confirm,
+            request.purge, writer)
         if request.confirm:
             log.info("memories deleted by filter", extra={
                 "namespace": query.namespace, "memories": deleted, "purged": request.purge})
@@ -381,6 +389,7 @@ class GatewayApp:
         self.servicer: MemoryServicer | None = None
         self.authenticator: Authenticator | None = None
         self.key_servicer: KeyServicer | None = None
+        self.stuck = StuckBackends()
 
     async def start(self) -> None:
         settings = GatewaySettings.from_env()
@@ -422,9 +431,12 @@ class GatewayApp:
         )
 
     async def ready(self) -> str:
-        """Ready when the database answers and at least one leg reports SERVING (a recall
+        """Ready when the database answers, no backend of it is stuck in a wait nothing can
+        end (StuckBackends: writes frozen), and at least one leg reports SERVING (a recall
         needs one leg; with some legs down it is served degraded)."""
         if reason := await unreachable(self.pool):
+            return reason
+        if reason := await self.stuck.check(self.pool):
             return reason
         serving = await asyncio.gather(*(leg.serving(0.5) for leg in self.legs))
         if self.legs and not any(serving):

@@ -7,6 +7,14 @@ so does a repeat inside one batch. A write with relations, or with an expiry of 
 always stored (its relations are new; it asks for its own lifetime). A read fills
 `superseded_by`: the memory that superseded an ended one.
 
+Every memory records who wrote it (`written_by`). A writer without the read scope is answered
+about the memories it wrote only: the duplicate rule and a retry's answer look at those alone,
+so no answer tells it what another writer stored (docs/decisions/0011-hostile-input-rules.md).
+
+Every write transaction starts with `lock_for_write` (recallmesh/shared/db.py): its locks in
+one order before its first row, so two writers never wait for each other inside an index
+(docs/decisions/0020-write-locks.md).
+
 Plain async psycopg over a pool; no gRPC here. Every statement is scoped to a
 namespace, so an id from another namespace behaves exactly like an unknown id. Reads run
 under the pool's READ timeouts, writes under WRITE's and purges under ADMIN's
@@ -20,7 +28,7 @@ import hashlib
 import json
 import time
 import unicodedata
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -28,7 +36,7 @@ from psycopg.types.json import Jsonb
 
 from recallmesh.gateway.settings import NamespaceTTL
 from recallmesh.services.lexical.cjk import index_terms
-from recallmesh.shared.db import ADMIN, WRITE, transaction
+from recallmesh.shared.db import ADMIN, WRITE, lock_for_write, transaction
 from recallmesh.shared.errors import AlreadyExists, InvalidArgument, NotFound
 from recallmesh.shared.replicas import Reads, as_reads, wal_position
 from recallmesh.wire.filters import Filters, filter_sql, live
@@ -47,6 +55,22 @@ from recallmesh.wire.validation import MAX_VERSIONS
 LIVE = live()
 
 
+@dataclass(frozen=True)
+class Writer:
+    """Who writes: what memories.written_by records (Principal.writer), and whether the
+    caller may read. Without read, a write is answered about the writer's own memories only."""
+
+    name: str = "local"
+    may_read: bool = True
+
+
+# Internal writers (the demo loader, the tests' helpers, authentication off): may read.
+LOCAL = Writer()
+# The condition a write-only writer's answers add: its own memories (parameters: may_read,
+# name).
+_SEEN_BY_WRITER = "(%s OR written_by = %s)"
+
+
 # A client-supplied id that already exists inserts nothing (and returns no row): the write
 # is then a retry, or a conflict (_existing). Without an expires_at of its own a memory gets
 # created_at + the namespace's default TTL (%(ttl_s)s; NULL: none, and make_interval is NULL).
@@ -54,13 +78,14 @@ LIVE = live()
 _AS_GIVEN = tuple(name for name in UPDATABLE if name != "expires_at")
 _INSERT = f"""
 INSERT INTO memories (id, namespace, created_at, updated_at, expires_at, keywords, content_key,
-                      {", ".join(UPDATE_PATHS[name] for name in _AS_GIVEN)})
+                      written_by, {", ".join(UPDATE_PATHS[name] for name in _AS_GIVEN)})
 VALUES (coalesce(%(id)s::uuid, gen_random_uuid()), %(ns)s,
         coalesce(%(created_at)s, clock_timestamp()),
         clock_timestamp(),  -- after created_at's: a new memory is never updated before it was made
         coalesce(%(expires_at)s, coalesce(%(created_at)s, clock_timestamp())
                                  + make_interval(secs => %(ttl_s)s::float8)),
-        %(keywords)s, %(content_key)s, {", ".join(f"%({name})s" for name in _AS_GIVEN)})
+        %(keywords)s, %(content_key)s, %(written_by)s,
+        {", ".join(f"%({name})s" for name in _AS_GIVEN)})
 ON CONFLICT (id) DO NOTHING
 RETURNING {COLUMNS}
 """
@@ -76,10 +101,11 @@ def column_params(memory: NewMemory | StoredMemory, names: tuple[str, ...] = UPD
     return values
 
 
-def _insert_params(ns: str, memory: NewMemory, ttl_s: int | None) -> dict[str, Any]:
+def _insert_params(ns: str, memory: NewMemory, ttl_s: int | None, writer: Writer
+                   ) -> dict[str, Any]:
     return column_params(memory, (*UPDATABLE, "id", "created_at")) | {
         "ns": ns, "ttl_s": ttl_s, "keywords": index_terms(memory.content),
-        "content_key": content_key(memory)}
+        "content_key": content_key(memory), "written_by": writer.name}
 
 
 def normalised_content(content: str) -> str:
@@ -100,12 +126,12 @@ def content_key(memory: Any) -> str:
     return hashlib.sha256(json.dumps(said, ensure_ascii=False).encode()).hexdigest()
 
 
-# The live, current memories (validity not ended) of a namespace holding these keys: the
-# oldest one per key.
+# The live, current memories (validity not ended) of a namespace holding these keys, that the
+# writer may be told of: the oldest one per key.
 _SAME_KEYS = f"""
 SELECT DISTINCT ON (content_key) content_key, {COLUMNS} FROM memories
 WHERE namespace = %s AND content_key = ANY(%s) AND {LIVE}
-  AND (valid_to IS NULL OR valid_to > clock_timestamp())
+  AND (valid_to IS NULL OR valid_to > clock_timestamp()) AND {_SEEN_BY_WRITER}
 ORDER BY content_key, created_at, id
 """
 
@@ -130,13 +156,15 @@ def _keyed(memory: NewMemory) -> bool:
     return not memory.relations and memory.expires_at is None
 
 
-async def _same_said(conn: Any, ns: str, memories: list[NewMemory]) -> dict[str, StoredMemory]:
-    """content_key -> the live, current memory of `ns` that already says it, for the writes
-    without relations (a write with relations is always new)."""
+async def _same_said(conn: Any, ns: str, memories: list[NewMemory], writer: Writer
+                     ) -> dict[str, StoredMemory]:
+    """content_key -> the live, current memory of `ns` that already says it (one the writer
+    wrote, when it may not read), for the writes without relations (a write with relations is
+    always new)."""
     keys = [content_key(m) for m in memories if _keyed(m)]
     if not keys:
         return {}
-    cur = await conn.execute(_SAME_KEYS, (ns, keys))
+    cur = await conn.execute(_SAME_KEYS, (ns, keys, writer.may_read, writer.name))
     return {row[0]: StoredMemory.from_row(row[1:]) for row in await cur.fetchall()}
 
 
@@ -182,15 +210,16 @@ def same_write(stored: StoredMemory, memory: NewMemory, relations: set[tuple[str
     return relations == set(memory.relations)
 
 
-async def _existing(conn: Any, ns: str, memory: NewMemory) -> StoredMemory:
+async def _existing(conn: Any, ns: str, memory: NewMemory, writer: Writer) -> StoredMemory:
     """The memory a retried write (its client-supplied id already stored) stored before.
 
-    The same id with another write, in another namespace, deleted or expired, is ALREADY_EXISTS,
-    with
-    one wording for all, so the answer never tells whether or where another tenant holds it."""
+    The same id with another write, in another namespace, deleted or expired, or (for a writer
+    that may not read) written by another, is ALREADY_EXISTS, with one wording for all, so the
+    answer never tells whether or where another tenant holds it, nor what another writer
+    stored under it."""
     cur = await conn.execute(
-        f"SELECT {COLUMNS} FROM memories WHERE id = %s AND namespace = %s AND {LIVE}",
-        (memory.id, ns))
+        f"SELECT {COLUMNS} FROM memories WHERE id = %s AND namespace = %s AND {LIVE} "
+        f"AND {_SEEN_BY_WRITER}", (memory.id, ns, writer.may_read, writer.name))
     row = await cur.fetchone()
     if row is not None:
         stored = StoredMemory.from_row(row)
@@ -233,10 +262,9 @@ WHERE namespace = %(ns)s AND memory_id = %(id)s
 """
 
 
-async def _lock_namespace(conn: Any, ns: str) -> None:
-    """Queue behind other writers of the namespace (migration 0005) before any row lock,
-    so concurrent writes never deadlock on the namespace's corpus statistics."""
-    await conn.execute("SELECT recallmesh_lock_namespace(%s)", (ns,))
+def _ids(memories: list[NewMemory]) -> list[str]:
+    """The client-supplied ids of a write (a server-made id meets no other writer)."""
+    return [m.id for m in memories if m.id is not None]
 
 
 class MemoryStore:
@@ -247,26 +275,27 @@ class MemoryStore:
         self.reads = reads or as_reads(pool)
         self.namespace_ttl = namespace_ttl or NamespaceTTL()
 
-    async def store(self, ns: str, memory: NewMemory) -> tuple[StoredMemory, bool]:
+    async def store(self, ns: str, memory: NewMemory, writer: Writer = LOCAL
+                    ) -> tuple[StoredMemory, bool]:
         """The stored memory, and whether it already existed: a live, current memory said the
         same (nothing new is written; a retry of this very write is not that)."""
         async with transaction(self.pool, WRITE) as conn:
-            await _lock_namespace(conn, ns)
-            same = (await _same_said(conn, ns, [memory])).get(content_key(memory))
+            await lock_for_write(conn, [ns], _ids([memory]))
+            same = (await _same_said(conn, ns, [memory], writer)).get(content_key(memory))
             if same is not None and same.id != memory.id:
                 if memory.pinned and not same.pinned:
                     await _pin(conn, ns, [same.id])
                     same = replace(same, pinned=True)
                 return same, True
             cur = await conn.execute(
-                _INSERT, _insert_params(ns, memory, self.namespace_ttl.ttl_s(ns)))
+                _INSERT, _insert_params(ns, memory, self.namespace_ttl.ttl_s(ns), writer))
             row = await cur.fetchone()
             if row is None:  # the client's id is taken: a retry (nothing written) or a conflict
-                return await _existing(conn, ns, memory), False
+                return await _existing(conn, ns, memory, writer), False
             await _relate(conn, ns, str(row[0]), memory, "memory")
         return StoredMemory.from_row(row), False
 
-    async def store_batch(self, ns: str, memories: list[NewMemory]
+    async def store_batch(self, ns: str, memories: list[NewMemory], writer: Writer = LOCAL
                           ) -> tuple[list[str], list[bool]]:
         """All-or-nothing: one transaction; ids in input order, and per id whether it already
         existed (a live, current memory, or an earlier one of the batch, said the same:
@@ -274,8 +303,8 @@ class MemoryStore:
         same write, is a retry: nothing is written for it, and it is not marked existing."""
         ttl_s = self.namespace_ttl.ttl_s(ns)
         async with transaction(self.pool, WRITE) as conn:
-            await _lock_namespace(conn, ns)
-            said = await _same_said(conn, ns, memories)
+            await lock_for_write(conn, [ns], _ids(memories))
+            said = await _same_said(conn, ns, memories, writer)
             ids: list[str | None] = [None] * len(memories)
             existing = [False] * len(memories)
             first: dict[str, int] = {}  # key -> the batch's first new memory saying it
@@ -295,7 +324,7 @@ class MemoryStore:
             if new:
                 cur = conn.cursor()
                 await cur.executemany(
-                    _INSERT, [_insert_params(ns, memories[i], ttl_s) for i in new],
+                    _INSERT, [_insert_params(ns, memories[i], ttl_s, writer) for i in new],
                     returning=True)
                 while True:
                     rows.append(await cur.fetchone())
@@ -303,7 +332,7 @@ class MemoryStore:
                         break
             for i, row in zip(new, rows, strict=True):
                 ids[i] = (row[0] if row is not None
-                          else (await _existing(conn, ns, memories[i])).id)
+                          else (await _existing(conn, ns, memories[i], writer)).id)
             for i, row in zip(new, rows, strict=True):
                 if row is not None:
                     await _relate(conn, ns, str(row[0]), memories[i], f"memories[{i}]")
@@ -334,7 +363,7 @@ class MemoryStore:
             for column, value in changes.items()
         }
         async with transaction(self.pool, WRITE) as conn:
-            await _lock_namespace(conn, ns)
+            await lock_for_write(conn, [ns])
             await conn.execute(_KEEP_VERSION, {"ns": ns, "id": memory_id, "by": by,
                                                "changed": changed or sorted(changes)})
             await conn.execute(_DROP_OLD_VERSIONS, {"ns": ns, "id": memory_id,
@@ -436,7 +465,7 @@ class MemoryStore:
     async def delete(self, ns: str, memory_id: str) -> datetime:
         async with transaction(self.pool, WRITE) as conn:
             # The schema's triggers drop the vector and any pending embedding job.
-            await _lock_namespace(conn, ns)
+            await lock_for_write(conn, [ns])
             cur = await conn.execute(
                 "UPDATE memories SET deleted_at = now(), updated_at = now() "
                 f"WHERE namespace = %s AND id = %s AND {LIVE} RETURNING deleted_at",

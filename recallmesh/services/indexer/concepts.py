@@ -160,16 +160,23 @@ class ConceptWriter:
         known_ids, known = await self._known_vectors(conn, ns, prepared.model_id)
         created_ids: list[int] = []
         created: list[np.ndarray] = []
+        alive: set[int] = set()  # cached concepts seen in the table in this transaction
         for alias in missing:  # sorted: the same batch always resolves the same way
             vector = prepared.new_vectors.get((ns, alias))
-            target, best = None, self.merge_threshold
-            if vector is not None:
-                for ids, matrix in ((known_ids, known), (created_ids, created)):
-                    if len(ids):
-                        sims = np.asarray(matrix) @ vector
-                        j = int(np.argmax(sims))
-                        if sims[j] >= best:
-                            target, best = ids[j], float(sims[j])
+            target = self._closest(vector, ((known_ids, known), (created_ids, created)))
+            if target is not None and target not in alive and target not in created_ids:
+                # The cache may hold a concept purged since it was read. The writer holds the
+                # namespace's write lock, so what it sees now stays until it commits: a
+                # purged one makes the namespace's vectors be read again, whole.
+                cur = await conn.execute(
+                    "SELECT 1 FROM concepts WHERE namespace = %s AND id = %s", (ns, target))
+                if await cur.fetchone() is None:
+                    self._forget(ns, prepared.model_id)
+                    known_ids, known = await self._known_vectors(conn, ns, prepared.model_id)
+                    alive.update(known_ids)
+                    target = self._closest(vector, ((known_ids, known), (created_ids, created)))
+                else:
+                    alive.add(target)
             if target is None:
                 cur = await conn.execute(
                     "INSERT INTO concepts (namespace, name, kind, embedding, embedding_model) "
@@ -188,6 +195,27 @@ class ConceptWriter:
                 "RETURNING concept_id", (ns, alias, target))
             concept_of[alias] = (await cur.fetchone())[0]
         return concept_of
+
+    def _closest(self, vector: np.ndarray | None,
+                 candidates: Sequence[tuple[Sequence[int], Any]]) -> int | None:
+        """The concept whose name vector is the most similar to `vector`, at least
+        merge_threshold; None when none is (or the form has no vector)."""
+        target, best = None, self.merge_threshold
+        if vector is None:
+            return None
+        for ids, matrix in candidates:
+            if len(ids):
+                sims = np.asarray(matrix) @ vector
+                j = int(np.argmax(sims))
+                if sims[j] >= best:
+                    target, best = ids[j], float(sims[j])
+        return target
+
+    def _forget(self, ns: str, model: str) -> None:
+        """Drop the cached vectors of (ns, model): the next read is whole."""
+        ids, matrix = self._vectors.pop((ns, model), ([], np.zeros((0, 1), dtype=np.float32)))
+        self._held -= matrix.nbytes if ids else 0
+        CONCEPT_CACHE_BYTES.set(self._held)
 
     async def _link(self, conn: Any, ns: str, items: list[tuple[Source, Extraction]],
                     concept_of: dict[str, int]) -> None:

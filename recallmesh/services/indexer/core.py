@@ -7,12 +7,17 @@ Every write of a non-sensitive memory enqueues a job in the same transaction
      and a crashed one's jobs come back after the lease;
   2. embeds the claimed contents in one call to the embedding service,
      holding no database locks while it waits;
-  3. in one transaction, locks the memories (always before their jobs, the
-     same order writers use, so no deadlock), deletes each job only if its
-     version is still the one embedded, and writes the vectors of exactly
-     those rows. A memory edited meanwhile keeps its (re-versioned) job and
-     is embedded again with its new content; one deleted or made sensitive
-     meanwhile gets nothing;
+  3. in one transaction, takes the batch's namespaces' write locks as every
+     writer does (recallmesh.shared.db.lock_for_write: a purge of the namespace
+     waits, so no concept the batch links to goes from under it), locks the
+     memories (always before their jobs, the same order writers use, so no
+     deadlock), deletes each job only if its version is still the one
+     embedded, and writes the vectors of exactly those rows. A memory edited
+     meanwhile keeps its (re-versioned) job and is embedded again with its new
+     content; one deleted or made sensitive meanwhile gets nothing. A write
+     that fails for a reason that may be one memory's (not an outage) is split
+     in halves, recursively, like a poison batch below: the others are
+     written, and the memory that fails alone counts a failure of its job;
   4. on failure (embedding service down, slow, serving another model than
      the one recorded in `embedding_space`) records the error and backs the
      jobs off exponentially, capped at max_backoff_s. A batch that ran out of
@@ -45,11 +50,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import psycopg
 from prometheus_client import Counter, Gauge, Histogram
 
 from recallmesh.migrations.vector_schema import vector_literal
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.services.indexer.concepts import ConceptWriter, Source
+from recallmesh.shared.db import WRITE, lock_for_write, transaction
 
 if TYPE_CHECKING:
     from recallmesh.services.graph.extraction import Extraction
@@ -297,6 +304,7 @@ class Indexer:
             done = sorted(outcome.vectors)
             if done:
                 written = await self._write(work, sources, extractions, outcome, done)
+                done = [i for i in done if i not in outcome.poisoned]  # failed alone
         except Exception as exc:  # the write failed (model mismatch, database): retry all
             outcome.error, outcome.poisoned, done, written = exc, {}, [], 0
         error = _describe(outcome.error) if outcome.error is not None else ""
@@ -335,17 +343,39 @@ class Indexer:
 
     async def _write(self, work: list[tuple[str, int, str]], sources: list[Source],
                      extractions: list[Any] | None, outcome: _Round, done: list[int]) -> int:
-        """Write the vectors of the embedded jobs (and their concepts); how many were written."""
+        """Write the vectors of the embedded jobs (and their concepts); how many were written.
+        A write that fails for a reason that may be a memory's own is split in halves,
+        recursively; a memory whose write fails alone is recorded in outcome.poisoned."""
         if len(outcome.models) != 1:
             raise RuntimeError("the embedding model changed within one batch")
         (model_id, _), = outcome.models
-        ids = [work[i][0] for i in done]
         prepared = None
         if self.concepts is not None and extractions is not None:
             prepared = await self.concepts.prepare(
                 self.pool, [sources[i] for i in done], [extractions[i] for i in done],
                 self._embed_names)
-        async with self.pool.connection() as conn, conn.transaction():
+
+        async def split(idx: list[int]) -> int:
+            try:
+                return await self._write_rows(work, sources, prepared, outcome, idx, model_id)
+            except Exception as exc:
+                if _write_outage(exc):
+                    raise
+                if len(idx) > 1:
+                    mid = len(idx) // 2
+                    return await split(idx[:mid]) + await split(idx[mid:])
+                outcome.poisoned[idx[0]] = f"writing its vector failed: {_describe(exc)}"
+                return 0
+
+        return await split(done)
+
+    async def _write_rows(self, work: list[tuple[str, int, str]], sources: list[Source],
+                          prepared: Any, outcome: _Round, done: list[int], model_id: str
+                          ) -> int:
+        """One transaction writing the vectors (and concepts) of work[done]."""
+        ids = [work[i][0] for i in done]
+        async with transaction(self.pool, WRITE) as conn:
+            await lock_for_write(conn, {sources[i].namespace for i in done})
             # Vectors of another model than the live one must never be stored
             # (e.g. an embedding service not yet restarted after a model switch).
             cur = await conn.execute("SELECT model_id FROM embedding_space FOR SHARE")
@@ -475,6 +505,15 @@ def _outage(exc: BaseException) -> bool:
         return True
     code = getattr(exc, "code", None)
     return callable(code) and getattr(code(), "name", "") in _OUTAGE_CODES
+
+
+def _write_outage(exc: BaseException) -> bool:
+    """A failed write that says the database (or the model) is the trouble, not a memory:
+    retried whole, never split. Connection loss, timeouts, deadlocks, a pool without a
+    connection: psycopg.OperationalError; a standby after a failover: ReadOnlySqlTransaction;
+    a model switch: ModelMismatch."""
+    return isinstance(exc, psycopg.OperationalError | psycopg.errors.ReadOnlySqlTransaction
+                      | ModelMismatch | asyncio.CancelledError | TimeoutError)
 
 
 def _timed_out(exc: BaseException) -> bool:

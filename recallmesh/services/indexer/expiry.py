@@ -16,6 +16,8 @@ from typing import Any
 
 from prometheus_client import Counter
 
+from recallmesh.shared.db import WRITE, lock_for_write, transaction
+
 log = logging.getLogger(__name__)
 
 EXPIRED_PURGED = Counter(
@@ -49,9 +51,11 @@ async def sweep_expired(pool: Any, batch: int = SWEEP_BATCH,
             due = await cur.fetchall()
         if not due:
             break
-        # Namespace locks taken in one order: two sweepers never wait on each other in a cycle.
+        # Every namespace's write lock first, in the one order every writer takes them
+        # (lock_for_write): the sweeper never waits for a writer after its first purge.
         done = 0
-        async with pool.connection() as conn, conn.transaction():
+        async with transaction(pool, WRITE) as conn:
+            await lock_for_write(conn, {ns for ns, _ in due})
             for ns, memory_id in sorted(due):
                 cur = await conn.execute(_PURGE, (ns, memory_id))
                 row = await cur.fetchone()
