@@ -677,6 +677,11 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
                      "benchmarks/reports/bm25-ingest.md", "--json",
                      "benchmarks/results/bm25-ingest.json"), ("bm25-ingest.md",),
               ("locomo", "longmemeval", "scifact")),
+    Benchmark("write-locks", "the issue's deadlock and a cross-namespace row writer raced "
+              "against pg_textsearch 1.0 with each of the writers' locks, rounds stuck "
+              "(issue 65)",
+              module("benchmarks.performance.write_locks", "--report-to",
+                     "benchmarks/reports/write-locks.md"), ("write-locks.md",)),
     Benchmark("restore", "a base backup + WAL archive taken under store load, restored whole "
               "and to a point in time: sizes, times, per-table checksums, the stack serving "
               "from the restored instance (issue 44)",

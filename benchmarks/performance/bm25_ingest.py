@@ -83,7 +83,9 @@ def write(stack: Stack, texts: list[str], writers: int, batch: int) -> dict[str,
 def run(args: argparse.Namespace) -> dict[str, Any]:
     texts = read_texts(args.datasets, args.per_turn * args.turns * 2 + 1000)
     with tempfile.TemporaryDirectory(prefix="recallmesh-bm25-ingest-") as tmp:
-        stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp, **free_port_env()},
+        # the embedded server with pg_textsearch (off by default: decision 0020)
+        stack = Stack(env={**BENCH_ENV, "RECALLMESH_DATA_DIR": tmp, **free_port_env(),
+                           "RECALLMESH_EMBEDDED_BM25_INDEX": "on"},
                       services=tuple(s for s in BY_NAME if s != "indexer"))
         start_stack(stack)
         try:

@@ -498,7 +498,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result["loaded_by"] = {"json": str(args.load_json), "server": loaded["server"],
                                "startup_s": loaded.get("startup_s")}
     with tempfile.TemporaryDirectory(prefix="recallmesh-scale-") as tmp:
-        env = {**BENCH_ENV, "RECALLMESH_DATA_DIR": str(data_dir or tmp), **free_port_env()}
+        # the embedded server with pg_textsearch, for both engines side by side (it is off
+        # by default: decision 0020)
+        env = {**BENCH_ENV, "RECALLMESH_DATA_DIR": str(data_dir or tmp), **free_port_env(),
+               "RECALLMESH_EMBEDDED_BM25_INDEX": "on"}
         env.pop(QUERY_CACHE_ENV)  # the shipped default: the second pass finds its vectors
         stack = Stack(env=env)
         try:

@@ -343,3 +343,76 @@ async def test_parked_jobs_list_retry_and_drop(
     assert jobs.drop(db, None, ns) == [b]
     assert job_row(db, b) is None and state(db, b)[:2] == (False, None)
     assert jobs.list_parked(db, ns) == []
+
+
+async def test_a_memory_whose_write_fails_is_split_off_and_the_rest_written(
+        pool: AsyncConnectionPool, db: psycopg.Connection, ns: str) -> None:
+    """Issue 65: one failing write failed the indexer's whole batch, again and again. A write
+    that fails for a reason that may be one memory's is split in halves: the others are
+    written, and the memory that fails alone counts a failure of its job (parked at
+    max_attempts), as a poison text does. The failure here is real: a trigger of this scratch
+    database refuses one memory's vector."""
+    db.execute("CREATE FUNCTION refuse_vector() RETURNS trigger LANGUAGE plpgsql AS $$ "
+               "BEGIN RAISE EXCEPTION 'this row refuses its vector' "
+               "USING ERRCODE = 'check_violation'; END $$")
+    db.execute("CREATE TRIGGER refuse_vector BEFORE UPDATE OF embedding ON memories FOR EACH "
+               "ROW WHEN (NEW.content LIKE '%%refuses its vector%%') "
+               "EXECUTE FUNCTION refuse_vector()")
+    try:
+        good = [insert(db, ns, f"a note that takes its vector {i}") for i in range(7)]
+        bad = insert(db, ns, "a note that refuses its vector")
+        indexer = Indexer(pool, ScriptedEmbedder(), batch_size=500, base_backoff_s=30,
+                          max_backoff_s=60, max_attempts=2)
+        result = await indexer.run_once()
+        assert all(state(db, i)[:2] == (True, LIVE_MODEL) for i in good)
+        assert result.indexed >= 7 and result.poisoned == 1 and not result.error
+        attempts, failures, parked, error, _ = job(db, bad)
+        assert (attempts, failures, parked) == (1, 1, False)
+        assert "writing its vector failed" in error and "refuses its vector" in error
+        make_due(db, [bad])
+        result = await indexer.run_once()
+        assert job(db, bad)[1:3] == (2, True) and result.parked == 1
+    finally:
+        db.execute("DROP TRIGGER refuse_vector ON memories")
+        db.execute("DROP FUNCTION refuse_vector()")
+
+
+class OneConceptEach:
+    """An extractor whose every memory mentions one concept: its text."""
+
+    name = "scripted"
+
+    def extract(self, texts: Any, tags: Any) -> list[Any]:
+        from recallmesh.services.graph.extraction import Extraction, Mention
+
+        return [Extraction(mentions=(Mention(t, "phrase", 1.0),), aliases=frozenset({t}))
+                for t in texts]
+
+
+async def test_a_concept_purged_under_the_cache_is_never_linked(
+        pool: AsyncConnectionPool, db: psycopg.Connection, ns: str) -> None:
+    """Issue 65: while a purge ran, the indexer's batch failed on
+    concept_aliases_concept_id_fkey: a new surface form merged into a concept the indexer had
+    cached, which the purge had deleted. The batch now takes its namespaces' write locks (the
+    purge waits, or went first), and a cached concept no longer in the table makes it read the
+    namespace's concepts again. The scripted names embed by their length: 'maya' and 'mila'
+    are one concept to the merge rule."""
+    from recallmesh.services.indexer.concepts import ConceptWriter
+
+    concepts = ConceptWriter(OneConceptEach(), merge_threshold=0.9)  # type: ignore[arg-type]
+    indexer = Indexer(pool, ScriptedEmbedder(), batch_size=500, concepts=concepts)
+    first = insert(db, ns, "maya")
+    await drain(indexer, [first], db)
+    other = insert(db, ns, "zed")  # a new form: the namespace's concepts (maya) are cached
+    await drain(indexer, [other], db)
+    assert one_row(db.execute("SELECT count(*) FROM concepts WHERE namespace = %s",
+                              (ns,)))[0] == 2
+    db.execute("SELECT recallmesh_purge_memory(%s, %s)", (ns, first))
+    assert one_row(db.execute("SELECT count(*) FROM concepts WHERE namespace = %s",
+                              (ns,)))[0] == 1  # maya went with its only evidence; cached
+    second = insert(db, ns, "mila")
+    result = await indexer.run_once()
+    assert not result.error and state(db, second)[:2] == (True, LIVE_MODEL)
+    linked = db.execute("SELECT c.name FROM memory_concepts mc JOIN concepts c "
+                        "ON c.id = mc.concept_id WHERE mc.memory_id = %s", (second,)).fetchall()
+    assert linked == [("mila",)]

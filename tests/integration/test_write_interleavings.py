@@ -27,6 +27,7 @@ import pytest
 from google.protobuf import field_mask_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from recallmesh.shared.db import LOCK_FOR_WRITE, write_lock_params
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from recallmesh.wire.timestamps import to_proto_timestamp
@@ -271,3 +272,29 @@ def test_a_wait_nothing_can_end_is_seen_and_unreadies_the_gateway(bm25_stack: St
             status = health.Check(health_pb2.HealthCheckRequest(), timeout=5).status
         assert status == health_pb2.HealthCheckResponse.SERVING
     holder.close()
+
+
+def test_a_writer_of_many_namespaces_rows_never_freezes_a_gateway_write(
+        bm25_stack: Stack) -> None:
+    """A transaction that updates memories of several namespaces row by row, as the re-embed
+    run's batches do, takes the writers' first lock before its first row. A gateway Update of
+    one of its rows, sent meanwhile, waits for that lock, holding nothing. Without it the
+    Update would hold its row while it waits for the index's lock, which the transaction holds
+    and keeps while it waits for that row: a cycle Postgres cannot see (decision 0020)."""
+    with bm25_stack.dial() as channel, ThreadPoolExecutor(1) as pool:
+        gw = memory_pb2_grpc.MemoryServiceStub(channel)
+        first, second = (gw.Store(memory_pb2.StoreRequest(
+            namespace=f"rows-{uuid.uuid4().hex[:8]}", memory=memory_pb2.Memory(
+                content=f"a note the re-embed run rewrites ({n})")), timeout=10).memory
+            for n in (1, 2))
+        with psycopg.connect(bm25_stack.dsn) as run:
+            run.execute(LOCK_FOR_WRITE, write_lock_params([]))
+            run.execute("UPDATE memories SET importance = 0.9 WHERE id = %s", (first.id,))
+            update = pool.submit(gw.Update, memory_pb2.UpdateRequest(
+                namespace=second.namespace, id=second.id, memory=memory_pb2.Memory(
+                    importance=0.1), update_mask=field_mask_pb2.FieldMask(paths=["importance"])),
+                timeout=DEADLINE_S)
+            time.sleep(1)
+            assert not update.done()
+            run.execute("UPDATE memories SET importance = 0.9 WHERE id = %s", (second.id,))
+        assert update.result(timeout=10).memory.importance == pytest.approx(0.1)
