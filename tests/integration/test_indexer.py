@@ -399,7 +399,7 @@ async def test_a_concept_purged_under_the_cache_is_never_linked(
     are one concept to the merge rule."""
     from recallmesh.services.indexer.concepts import ConceptWriter
 
-    concepts = ConceptWriter(OneConceptEach(), merge_threshold=0.9)  # type: ignore[arg-type]
+    concepts = ConceptWriter(OneConceptEach(), merge_threshold=0.9)
     indexer = Indexer(pool, ScriptedEmbedder(), batch_size=500, concepts=concepts)
     first = insert(db, ns, "maya")
     await drain(indexer, [first], db)

@@ -240,38 +240,42 @@ def test_a_wait_nothing_can_end_is_seen_and_unreadies_the_gateway(bm25_stack: St
     past its statement timeout and through a cancel. The detector sees it, the gateway's
     readiness says so, and both clear when the first transaction ends."""
     ns = f"stuck-{uuid.uuid4().hex[:8]}"
-    holder = psycopg.connect(bm25_stack.dsn)
-    holder.execute(insert_sql(ns, "held open"))  # a transaction, still open
     with psycopg.connect(bm25_stack.dsn, autocommit=True) as waiter, \
             psycopg.connect(bm25_stack.dsn, autocommit=True) as look, \
+            psycopg.connect(bm25_stack.dsn) as holder, \
             ThreadPoolExecutor(1) as pool, bm25_stack.dial() as channel:
+        holder.execute(insert_sql(ns, "held open"))  # a transaction, still open
         waiter.execute("SET statement_timeout = '500ms'")
         pid = waiter.info.backend_pid
         waiting = pool.submit(waiter.execute, insert_sql(ns, "waits for the lock"))
-        time.sleep(2)
-        look.execute("SELECT pg_cancel_backend(%s)", (pid,))
-        time.sleep(1)
-        assert not waiting.done()  # 3 s into a 0.5 s statement timeout, and cancelled
-        assert look.execute("SELECT wait_event_type, wait_event FROM pg_stat_activity "
-                            "WHERE pid = %s", (pid,)).fetchone() == ("LWLock", "extension")
-        health = health_pb2_grpc.HealthStub(channel)
-        deadline = time.monotonic() + 30
-        status = health.Check(health_pb2.HealthCheckRequest(), timeout=5).status
-        while status == health_pb2.HealthCheckResponse.SERVING and time.monotonic() < deadline:
-            time.sleep(0.5)
-            status = health.Check(health_pb2.HealthCheckRequest(), timeout=5).status
-        assert status == health_pb2.HealthCheckResponse.NOT_SERVING
-        log = bm25_stack.log_path("gateway").read_text()
-        assert "waited on an LWLock (extension)" in log and str(pid) in log
-        holder.rollback()
+        try:
+            time.sleep(2)
+            look.execute("SELECT pg_cancel_backend(%s)", (pid,))
+            time.sleep(1)
+            assert not waiting.done()  # 3 s into a 0.5 s statement timeout, and cancelled
+            assert look.execute("SELECT wait_event_type, wait_event FROM pg_stat_activity "
+                                "WHERE pid = %s", (pid,)).fetchone() == ("LWLock", "extension")
+            health = health_pb2_grpc.HealthStub(channel)
+            status = wait_for_health(health, health_pb2.HealthCheckResponse.NOT_SERVING)
+            assert status == health_pb2.HealthCheckResponse.NOT_SERVING
+            log = bm25_stack.log_path("gateway").read_text()
+            assert "waited on an LWLock (extension)" in log and str(pid) in log
+        finally:
+            holder.rollback()  # before anything waits for the waiter
         with contextlib.suppress(psycopg.errors.QueryCanceled):  # the cancel may land now
             waiting.result(timeout=10)  # it goes on once the lock is free
-        deadline = time.monotonic() + 30
-        while status != health_pb2.HealthCheckResponse.SERVING and time.monotonic() < deadline:
-            time.sleep(0.5)
-            status = health.Check(health_pb2.HealthCheckRequest(), timeout=5).status
+        status = wait_for_health(health, health_pb2.HealthCheckResponse.SERVING)
         assert status == health_pb2.HealthCheckResponse.SERVING
-    holder.close()
+
+
+def wait_for_health(health: health_pb2_grpc.HealthStub, wanted: int, within_s: float = 30) -> int:
+    """The gateway's health status once it is `wanted`, or after within_s."""
+    deadline = time.monotonic() + within_s
+    status: int = health.Check(health_pb2.HealthCheckRequest(), timeout=5).status
+    while status != wanted and time.monotonic() < deadline:
+        time.sleep(0.5)
+        status = health.Check(health_pb2.HealthCheckRequest(), timeout=5).status
+    return status
 
 
 def test_a_writer_of_many_namespaces_rows_never_freezes_a_gateway_write(
