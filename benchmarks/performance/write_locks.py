@@ -178,7 +178,8 @@ def main(argv: list[str] | None = None) -> None:
              f" --rounds {args.rounds} --wait-s {args.wait_s:g}` on {engine}, "
              f"{machine_info()['cpu_count']} CPUs. A round is stuck when a call has not answered "
              f"after {args.wait_s:g} s (the server is then killed and started again).", "",
-             "| first statement of every write takes | race | rounds | stuck |", "|---|---|---|---|"]
+             "| first statement of every write takes | race | rounds | stuck |",
+             "|---|---|---|---|"]
     lines += [f"| {r['locks']} | {r['race']} | {r['rounds']} | {r['stuck']} |" for r in rows]
     publish("\n".join(lines) + "\n", args.report_to, args.json, rows)
 

@@ -3,9 +3,9 @@
 `ensure_bm25_index()` runs with every `prepare_database()` (the stack's start, the migrate
 job): when pg_textsearch is installed and loaded by the server (recallmesh.shared.textsearch),
 it creates the extension and the index `memories_bm25_idx` over the live memories' searchable
-text (migration 0017's column lexical_text), once; otherwise it leaves the database as it
-is and says why, and the lexical leg keeps its SQL BM25 over the postings tables. The lexical
-leg reads what was made at its own start (`bm25_engine()`). Why an index and how it is used:
+text (migration 0017's column lexical_text), once; otherwise it drops an index left by a server
+that loaded it, says why, and the lexical leg keeps its SQL BM25 over the postings tables. The
+lexical leg reads what was made at its own start (`bm25_engine()`). Why an index and how it is used:
 docs/decisions/0018-bm25-index.md.
 """
 
@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 
+from recallmesh.migrations import MigrationError
 from recallmesh.shared.textsearch import EXTENSION
 
 log = logging.getLogger(__name__)
@@ -57,9 +58,7 @@ def ensure_bm25_index(conn: psycopg.Connection) -> str:
         installed, available, loaded, valid = _state(conn)
         if available is None or not loaded:
             if valid is not None:  # left by a server that loaded it: no query could plan
-                log.warning("the server does not load pg_textsearch: dropping the BM25 index",
-                            extra={"index": INDEX_NAME})
-                conn.execute(f"DROP INDEX IF EXISTS {INDEX_NAME}")
+                _drop_unloadable(conn)
             if available is None:
                 return f"sql ({EXTENSION} is not installed on this server)"
             return f"sql ({EXTENSION} is installed but not in shared_preload_libraries)"
@@ -81,6 +80,22 @@ def ensure_bm25_index(conn: psycopg.Connection) -> str:
         return bm25_engine(conn) or "sql (the index was not made)"
     finally:
         conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
+
+
+def _drop_unloadable(conn: psycopg.Connection) -> None:
+    """Drop the index a server that loaded pg_textsearch left, on one that does not load it
+    (no query of the table could plan with it). Dropping it needs the library: where even that
+    fails, say what to do (the embedded server drops the extension before it stops loading it,
+    recallmesh.shared.db)."""
+    log.warning("the server does not load pg_textsearch: dropping the BM25 index",
+                extra={"index": INDEX_NAME})
+    try:
+        conn.execute(f"DROP INDEX IF EXISTS {INDEX_NAME}")
+    except psycopg.errors.UndefinedFile as exc:
+        raise MigrationError(
+            f"the BM25 index {INDEX_NAME} was made by a server that loaded {EXTENSION}, which "
+            f"this server cannot load ({exc.diag.message_primary}): load {EXTENSION} again, or "
+            f"run DROP EXTENSION {EXTENSION} CASCADE on a server that loads it") from None
 
 
 # The share of the indexed rows the index's corpus statistics may leave uncounted before a start

@@ -113,16 +113,23 @@ def _load_textsearch(server: Any, wanted: dict[str, str]) -> None:
 
 def _unload_textsearch(server: Any, loading: dict[str, str]) -> None:
     """Make the embedded server stop loading pg_textsearch: when it was set to load it (the
-    settings `loading` from an earlier start), reset them and restart the server once."""
+    settings `loading` from an earlier start), drop the extension (and so its indexes) in every
+    database while the library is still there (without it even a DROP INDEX fails), reset the
+    settings and restart the server once."""
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         library = str(_one(conn, "SELECT current_setting('shared_preload_libraries')"))
         if loading["shared_preload_libraries"] not in library.replace('"', ""):
             return
+        databases = [r[0] for r in conn.execute(
+            "SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate")]
+        for datname in databases:
+            with psycopg.connect(server.get_uri(database=datname), autocommit=True) as db:
+                db.execute("DROP EXTENSION IF EXISTS pg_textsearch CASCADE")
         for name in loading:
             conn.execute(psycopg.sql.SQL("ALTER SYSTEM RESET {}").format(
                 psycopg.sql.Identifier(name)))
-    log.info("embedded Postgres: restarting once without pg_textsearch "
-             "(RECALLMESH_EMBEDDED_BM25_INDEX is off)")
+    log.info("embedded Postgres: pg_textsearch and its index dropped, restarting once without "
+             "it (RECALLMESH_EMBEDDED_BM25_INDEX is off)")
     restart_embedded(server)
 
 

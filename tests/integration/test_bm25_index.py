@@ -174,14 +174,15 @@ async def test_cjk_and_misspellings(pool: Any, db: psycopg.Connection, ns: str) 
 def test_a_restart_leaves_the_statistics_stale_and_a_start_rebuilds_the_index() -> None:
     """pg_textsearch 1.0 forgets the statistics of what was written since its build when the
     server restarts (an index built over an empty table then counts no memory); the next start
-    (prepare_database, as the stack and the migrate job run it) rebuilds it. In a process of
+    (prepare_database, as the stack and the migrate job run it) rebuilds it. A server turned
+    off and on again drops and makes the index. In a process of
     its own: starting a server forks as another user, which is not safe from this process once
     gRPC's threads run."""
     result = subprocess.run([sys.executable, "-c", RESTART_SCRIPT], capture_output=True,
                             text=True, timeout=300, cwd=Path(__file__).resolve().parents[2])
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == ["fresh", "False", "restarted", "True", "started",
-                                     "False"], result.stdout
+                                     "False", "off", "sql", "on", "pg_textsearch"], result.stdout
 
 
 RESTART_SCRIPT = """
@@ -209,6 +210,19 @@ try:
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert index_finds(conn, "garden")
         print("started", stale(conn))
+    # Turned off (RECALLMESH_EMBEDDED_BM25_INDEX, issue 65): restarted once without the library,
+    # the index dropped, writes and reads as before; turned on again: the index made again.
+    server = start_embedded(Path(tmp.name) / "pg", cleanup_mode="delete", textsearch=False)
+    print("off", prepare_database(dsn).split()[0])
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT to_regclass('memories_bm25_idx')").fetchone() == (None,)
+        store(conn, "restart", ["a garden after the switch"])
+        assert conn.execute("SELECT count(*) FROM memories WHERE lexical_text LIKE '%garden%'"
+                            ).fetchone()[0] > 1
+    server = start_embedded(Path(tmp.name) / "pg", cleanup_mode="delete", textsearch=True)
+    print("on", prepare_database(dsn).split()[0])
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert index_finds(conn, "garden")
 finally:
     server.cleanup()
     tmp.cleanup()
