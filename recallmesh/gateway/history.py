@@ -147,7 +147,7 @@ async def import_records(store: MemoryStore, ns: str, records: list[ImportedMemo
             f"SELECT written_by, {COLUMNS} FROM memories WHERE id = ANY(%s::uuid[])", (ids,))
         rows = await cur.fetchall()
         held = {row[1]: StoredMemory.from_row(row[1:]) for row in rows}
-        told = {row[1] for row in rows if writer.may_read or row[0] == writer.name}
+        told = {row[1] for row in rows if writer.told_of(row[0])}
         imported = unchanged = 0
         for i, record in enumerate(records):
             memory = record.memory

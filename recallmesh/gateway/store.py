@@ -63,11 +63,16 @@ class Writer:
     name: str = "local"
     may_read: bool = True
 
+    def told_of(self, written_by: str | None) -> bool:
+        """Whether an answer may tell this writer of a memory `written_by` wrote (the rule
+        _SEEN_BY_WRITER says in SQL)."""
+        return self.may_read or written_by == self.name
+
 
 # Internal writers (the demo loader, the tests' helpers, authentication off): may read.
 LOCAL = Writer()
-# The condition a write-only writer's answers add: its own memories (parameters: may_read,
-# name).
+# The condition a writer's answers add: every memory if it may read, else its own
+# (parameters: may_read, name; Writer.told_of in Python).
 _SEEN_BY_WRITER = "(%s OR written_by = %s)"
 
 

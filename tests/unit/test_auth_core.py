@@ -395,3 +395,21 @@ def test_presented_key_id_is_the_id_of_a_well_formed_key_only() -> None:
     assert presented_key_id(bearer(key)) == key_id
     for other in (bearer("rmk_not-a-key"), bearer("eyJ.eyJ.sig"), bearer("hunter2"), [], None):
         assert presented_key_id(other) == ""
+
+
+def test_a_writer_is_named_by_its_key_id_its_subject_or_local() -> None:
+    """memories.written_by (issue 65): an API key by its public id (a name can be reused), a
+    JWT by its subject, authentication off as `local`; a writer without read is told of its own
+    memories only."""
+    from recallmesh.auth.principal import UNAUTHENTICATED_LOCAL, Principal, Scope
+    from recallmesh.gateway.store import Writer
+
+    key = Principal("ingest", ("acme-*",), frozenset({Scope.WRITE}), key_id="0123456789abcdef")
+    jwt = Principal("svc@acme", ("acme-*",), frozenset({Scope.WRITE}), kind="jwt")
+    assert key.writer == "api_key:0123456789abcdef"
+    assert jwt.writer == "jwt:svc@acme"
+    assert UNAUTHENTICATED_LOCAL.writer == "local"
+    blind = Writer(key.writer, may_read=False)
+    assert blind.told_of(key.writer) and not blind.told_of(jwt.writer)
+    assert not blind.told_of(None)  # written before migration 0018
+    assert Writer(jwt.writer, may_read=True).told_of(key.writer)
