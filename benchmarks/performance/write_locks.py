@@ -47,6 +47,7 @@ from recallmesh.shared.db import (
     LOCK_FOR_WRITE,
     WRITE,
     embedded_dsn,
+    kill_embedded,
     open_pool,
     start_embedded,
     write_lock_params,
@@ -125,11 +126,7 @@ async def row_writer(store: MemoryStore, dsn: str, wait_s: float) -> bool:
 
 def restart(server: Any) -> None:
     """Stop the server with -m immediate (stuck backends ignore SIGTERM), start it again."""
-    from recallmesh.shared.db import _embedded_module
-
-    pg_ctl = _embedded_module()._commands.pg_ctl
-    pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=server.pgdata, user=server.system_user,
-           timeout=120)
+    kill_embedded(server)
     server.ensure_postgres_running()
     time.sleep(1)
 

@@ -146,11 +146,18 @@ def restart_embedded(server: Any) -> None:
         Path(server.pgdata))
 
 
-def _pg_ctl(server: Any, action: str) -> None:
+def kill_embedded(server: Any) -> None:
+    """Stop the embedded server at once (pg_ctl -m immediate; crash recovery at its next
+    start): the way out of backends that no signal ends (docs/operations/alerts.md,
+    RecallmeshDatabaseBackendsStuck), which a fast shutdown waits for."""
+    _pg_ctl(server, "stop", mode="immediate")
+
+
+def _pg_ctl(server: Any, action: str, mode: str = "fast") -> None:
     """pg_ctl `action` on the embedded server's data directory, as the system user it runs as
     (its log file named: without -l the server would hold pg_ctl's output pipe open)."""
     pg_ctl = _embedded_module()._commands.pg_ctl
-    pg_ctl(["-w", "-m", "fast", "-l", str(server.log), action], pgdata=server.pgdata,
+    pg_ctl(["-w", "-m", mode, "-l", str(server.log), action], pgdata=server.pgdata,
            user=server.system_user, timeout=120)
 
 
