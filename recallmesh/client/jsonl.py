@@ -120,17 +120,23 @@ def _relation(relation: Any, at: str) -> Relation:
     return Relation(relation["type"], memory_id(relation["target_id"], f"{at}.target_id"))
 
 
+def json_line(line: str, at: str) -> Any:
+    """One line's JSON value; InputError naming the line when it is not JSON, nests too
+    deep for the parser or holds a number too long to read (Python's int limit)."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{at}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise InputError(f"{at}: nested too deep to read") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python reads
+        raise InputError(f"{at}: not readable JSON ({str(exc)[:120]})") from None
+
+
 def json_lines(lines: Iterable[str], where: str) -> list[tuple[int, Any]]:
     """(line number, JSON value) of each non-blank line; InputError naming a bad line."""
-    found = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            found.append((number, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{where}:{number}: not valid JSON ({exc.msg})") from None
-    return found
+    return [(number, json_line(line, f"{where}:{number}"))
+            for number, line in enumerate(lines, start=1) if line.strip()]
 
 
 def read_json_lines(path: Path | Traversable) -> list[tuple[int, Any]]:
@@ -167,20 +173,23 @@ def is_export(lines: list[tuple[int, Any]]) -> bool:
 def exported_records(lines: list[tuple[int, Any]], where: str) -> list[dict[str, Any]]:
     """The lines of an export, each checked to be an exported record (InputError naming the
     line), before anything is sent."""
-    records = []
-    for number, obj in lines:
-        at = f"{where}:{number}"
-        if not isinstance(obj, dict) or not isinstance(obj.get("memory"), dict):
-            raise InputError(f"{at}: not an exported record (an object with a \"memory\"), "
-                             "as the file's first line is")
-        try:
-            json_format.ParseDict(obj, memory_pb2.MemoryRecord())
-        except json_format.ParseError as exc:
-            raise InputError(f"{at}: not an exported record: {exc}") from None
-        if not obj["memory"].get("id"):
-            raise InputError(f"{at}: the record's memory has no id")
-        records.append(obj)
-    return records
+    return [exported_record(obj, f"{where}:{number}") for number, obj in lines]
+
+
+def exported_record(obj: Any, at: str) -> dict[str, Any]:
+    """One line's value checked to be an exported record; InputError naming `at` otherwise."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("memory"), dict):
+        raise InputError(f"{at}: not an exported record (an object with a \"memory\"), "
+                         "as the file's first line is")
+    try:
+        json_format.ParseDict(obj, memory_pb2.MemoryRecord())
+    except json_format.ParseError as exc:
+        raise InputError(f"{at}: not an exported record: {str(exc)[:300]}") from None
+    except RecursionError:
+        raise InputError(f"{at}: not an exported record: nested too deep") from None
+    if not obj["memory"].get("id"):
+        raise InputError(f"{at}: the record's memory has no id")
+    return obj
 
 
 def read_jsonl(path: Path | Traversable) -> list[tuple[int, NewMemory]]:

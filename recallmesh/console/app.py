@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -21,6 +22,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -44,21 +46,26 @@ from recallmesh.client import (
     RecallmeshError,
     UnauthenticatedError,
 )
-from recallmesh.client.jsonl import InputError, export_line, exported_records, json_lines
-from recallmesh.console import forms, metrics
+from recallmesh.client.jsonl import InputError, export_line
+from recallmesh.console import bounds, forms, metrics
 from recallmesh.console.explain import BAR_WIDTH, explain_view
+from recallmesh.console.paths import NamespaceSegment, namespace_name, ns_url, route_name, safe_next
 from recallmesh.console.sessions import Session, SessionStore, key_digest, valid_csrf
 from recallmesh.console.settings import ConsoleSettings
+from recallmesh.shared.errors import InvalidArgument
 from recallmesh.wire import validation
 from recallmesh.wire.health import GatewayHealth
 
 log = logging.getLogger("recallmesh.console")
 
 COOKIE = "recallmesh_session"
+# A random id for this browser, sent on top-level navigations from other sites too
+# (SameSite=Lax), so that auto sign-in finds this browser's session again instead of making
+# another; it signs nothing in by itself.
+BROWSER_COOKIE = "recallmesh_browser"
 PAGE_SIZE = 25
 CONTENT_CUT = 160  # characters of a memory's text in a list; the rest is on its page
 MAX_CHAIN = 20  # superseded-by steps followed on a memory's page
-MAX_IMPORT_BYTES = 32 * 1024 * 1024
 WITHHELD = "(sensitive: withheld by this console's setting)"
 HTTP_STATUS = {"INVALID_ARGUMENT": 400, "NOT_FOUND": 404, "PERMISSION_DENIED": 403,
                "UNAUTHENTICATED": 401, "RESOURCE_EXHAUSTED": 429, "UNAVAILABLE": 503,
@@ -112,6 +119,22 @@ class Refused(Exception):
 LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]")
 
 
+def _navigation(request: Request) -> bool:
+    """A browser's top-level navigation to a page: what its fetch metadata says (an image,
+    script, frame or fetch of another site's page says otherwise). A client that sends no
+    fetch metadata is no browser page: curl, a script on this machine."""
+    mode = request.headers.get("sec-fetch-mode")
+    dest = request.headers.get("sec-fetch-dest")
+    return mode in (None, "navigate") and dest in (None, "document") \
+        and request.method == "GET" and not request.headers.get("hx-request")
+
+
+def _partial(request: Request) -> bool:
+    """Whether htmx asked for a part of a page (a history restore asks for the whole)."""
+    return bool(request.headers.get("hx-request")) \
+        and not request.headers.get("hx-history-restore-request")
+
+
 def _loopback(request: Request) -> bool:
     """A request from this machine to a local name: from a loopback address, with a Host
     header naming localhost (a page of another site whose name resolves to 127.0.0.1, DNS
@@ -138,7 +161,7 @@ class Console:
         directory = files("recallmesh.console")
         self.templates = Jinja2Templates(directory=str(directory / "templates"))
         self.templates.env.globals.update(bar_width=BAR_WIDTH, shown=self.shown,
-                                          cut=_cut, when=_when, qs=_qs)
+                                          cut=_cut, when=_when, qs=_qs, ns_url=ns_url)
         self.static = StaticFiles(directory=str(directory / "static"))
 
     # --- sessions and clients ---------------------------------------------------------------
@@ -161,8 +184,9 @@ class Console:
             await self.clients.pop(sid).close()
         metrics.SESSIONS.set(len(self.sessions))
 
-    async def sign_in(self, key: str) -> Session:
-        """A session for this key, if the gateway accepts it (RecallmeshError otherwise)."""
+    async def sign_in(self, key: str, browser: str | None = None) -> Session:
+        """A session for this key, if the gateway accepts it (RecallmeshError otherwise);
+        `browser`: made by auto sign-in, for the browser of that id."""
         if not (0 < len(key) <= 8192 and all(33 <= ord(c) <= 126 for c in key)):
             raise UnauthenticatedError("that is not an API key")
         client = AsyncClient(self.settings.target, token=key, tls=None,
@@ -172,7 +196,8 @@ class Console:
         except BaseException:
             await client.close()
             raise
-        session = self.sessions.create(key, subject=caller.subject, scopes=tuple(caller.scopes))
+        session = self.sessions.create(key, subject=caller.subject, scopes=tuple(caller.scopes),
+                                       auto=browser is not None, browser=browser or "")
         self.clients[session.id] = client  # the session's own from now on
         return session
 
@@ -180,17 +205,21 @@ class Console:
         return self.sessions.get(request.cookies.get(COOKIE))
 
     async def auto_session(self, request: Request) -> Session | None:
-        """Sign a browser on this machine in with the configured key file, if any."""
+        """Sign a browser on this machine in with the configured key file, if any: only on a
+        top-level navigation, and into the session this browser already has if it has one."""
         path = self.settings.auto_sign_in_key_file
-        if path is None or not _loopback(request):
+        if path is None or not _loopback(request) or not _navigation(request):
             return None
+        browser = request.cookies.get(BROWSER_COOKIE, "")
+        if (known := self.sessions.auto_for(browser)) is not None:
+            return known
         try:
             key = path.read_text(encoding="utf-8").strip()
         except OSError as exc:
             log.warning("auto sign-in: cannot read the key file %s: %s", path, exc)
             return None
         try:
-            session = await self.sign_in(key)
+            session = await self.sign_in(key, browser=_browser_id(browser))
         except RecallmeshError as exc:
             log.warning("auto sign-in refused by the gateway: %s", exc)
             return None
@@ -203,6 +232,7 @@ class Console:
 
     def page(self, request: Request, name: str, session: Session | None,
              status: int = 200, **context: Any) -> HTMLResponse:
+        context.setdefault("namespace", None)  # else a template finds Jinja's own global
         context.update(request=request, session=session,
                        csrf=session.csrf if session else "",
                        can_write="write" in (session.scopes if session else ()),
@@ -214,7 +244,7 @@ class Console:
               message: str) -> HTMLResponse:
         """The error page; for an htmx request only its message, in place of the part it
         asked for."""
-        name = "_error.html" if request.headers.get("hx-request") else "error.html"
+        name = "_error.html" if _partial(request) else "error.html"
         return self.page(request, name, session, status=status, message=message)
 
 
@@ -234,18 +264,24 @@ def _qs(params: dict[str, Any]) -> str:
     return urlencode({k: v for k, v in params.items() if v not in (None, "")})
 
 
+def _browser_id(sent: str) -> str:
+    """The id a browser sent back, or a new one (not one a page could have chosen: a new id
+    is random, and a sent one is only ever looked up)."""
+    return sent if 16 <= len(sent) <= 64 and sent.isascii() else secrets.token_urlsafe(24)
+
+
 def _set_cookie(response: Response, session: Session, settings: ConsoleSettings) -> None:
     response.set_cookie(COOKIE, session.id, httponly=True, samesite="strict",
                         secure=settings.secure_cookies, path="/",
                         max_age=int(settings.session_max_s))
+    if session.browser:
+        response.set_cookie(BROWSER_COOKIE, session.browser, httponly=True, samesite="lax",
+                            secure=settings.secure_cookies, path="/",
+                            max_age=int(settings.session_max_s))
 
 
 def _see_other(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=303)
-
-
-def _ns_url(namespace: str, *rest: str) -> str:
-    return "/ns/" + "/".join(quote(part, safe="") for part in (namespace, *rest))
 
 
 Handler = Callable[[Request, Session], Awaitable[Response]]
@@ -273,7 +309,7 @@ def build_app(settings: ConsoleSettings) -> Starlette:
             if session is None:
                 fresh = session = await console.auto_session(request)
             if session is None:
-                if request.method == "POST" or request.headers.get("hx-request"):
+                if request.method == "POST" or _partial(request):
                     return PlainTextResponse("signed out: sign in again\n", status_code=401,
                                              headers={"HX-Redirect": "/sign-in"})
                 return _see_other("/sign-in?" + urlencode({"next": request.url.path}))
@@ -282,7 +318,7 @@ def build_app(settings: ConsoleSettings) -> Starlette:
                     if not origin_ok(request):
                         metrics.REFUSED.labels("origin").inc()
                         raise Refused(403, "refused: this form was not sent from the console")
-                    form = await request.form(max_part_size=MAX_IMPORT_BYTES)
+                    form = await _read_form(request)
                     request.state.form = form
                     token = form.get("csrf")
                     if not valid_csrf(session, token if isinstance(token, str) else None):
@@ -321,7 +357,7 @@ def build_app(settings: ConsoleSettings) -> Starlette:
     async def sign_in_page(request: Request) -> Response:
         session = console.session_of(request) or await console.auto_session(request)
         if session is not None:
-            response = _see_other(_safe_next(request.query_params.get("next")))
+            response = _see_other(safe_next(request.query_params.get("next")))
             _set_cookie(response, session, settings)
             return response
         return console.page(request, "sign_in.html", None, next=request.query_params.get("next"))
@@ -331,7 +367,11 @@ def build_app(settings: ConsoleSettings) -> Starlette:
             metrics.REFUSED.labels("origin").inc()
             return console.page(request, "sign_in.html", None, status=403,
                                 error="refused: this form was not sent from the console")
-        form = await request.form()
+        try:
+            form = await _read_form(request)
+        except Refused as exc:
+            return console.page(request, "sign_in.html", None, status=exc.status,
+                                error=exc.message)
         key = str(form.get("key") or "").strip()
         try:
             session = await console.sign_in(key)
@@ -343,10 +383,10 @@ def build_app(settings: ConsoleSettings) -> Starlette:
                 "UNAUTHENTICATED", "PERMISSION_DENIED") else f"the gateway answered "
                 f"{exc.code.name}: {exc.details}")
             return console.page(request, "sign_in.html", None, status=401, error=message,
-                                next=_safe_next(str(form.get("next") or "")))
+                                next=safe_next(str(form.get("next") or "")))
         metrics.SIGN_INS.labels("ok").inc()
         log.info("signed in as %s (key %s)", session.subject, session.key_name)
-        response = _see_other(_safe_next(str(form.get("next") or "")))
+        response = _see_other(safe_next(str(form.get("next") or "")))
         _set_cookie(response, session, settings)
         return response
 
@@ -355,6 +395,9 @@ def build_app(settings: ConsoleSettings) -> Starlette:
         await console.sweep()
         response = _see_other("/sign-in")
         response.delete_cookie(COOKIE, path="/")
+        # nothing of the pages seen stays in this browser (htmx keeps no history snapshot:
+        # base.html's historyCacheSize 0; this clears what an older page may have left)
+        response.headers["clear-site-data"] = '"cache", "storage"'
         return response
 
     # --- pages --------------------------------------------------------------------------------
@@ -367,9 +410,10 @@ def build_app(settings: ConsoleSettings) -> Starlette:
 
     def namespace_of(request: Request) -> str:
         try:
-            return validation.namespace(request.path_params["namespace"], "namespace")
-        except Exception as exc:
-            raise Refused(400, str(exc)) from None
+            return validation.namespace(namespace_name(request.path_params["namespace"]),
+                                        "namespace")
+        except (ValueError, InvalidArgument) as exc:
+            raise Refused(400, f"not a namespace name: {exc}") from None
 
     async def memories(request: Request, session: Session) -> Response:
         namespace = namespace_of(request)
@@ -380,7 +424,7 @@ def build_app(settings: ConsoleSettings) -> Starlette:
             client.list(namespace=namespace, page_size=PAGE_SIZE,
                         page_token=params.get("page_token", ""), **options),
             client.count(namespace=namespace, **forms.count_options(options)))
-        template = "_memory_rows.html" if request.headers.get("hx-request") else "memories.html"
+        template = "_memory_rows.html" if _partial(request) else "memories.html"
         kept = {k: v for k, v in params.items() if k != "page_token"}
         return console.page(request, template, session, namespace=namespace, page=page,
                             total=total, params=params, kept=kept,
@@ -418,7 +462,7 @@ def build_app(settings: ConsoleSettings) -> Starlette:
             await client.update(memory_id, namespace=namespace, **changed)
             log.info("updated %s in %s (%s) as %s", memory_id, namespace,
                      ", ".join(sorted(changed)), session.subject)
-        return _see_other(_ns_url(namespace, "m", memory_id))
+        return _see_other(ns_url(namespace, "m", memory_id))
 
     async def pin(request: Request, session: Session) -> Response:
         namespace = namespace_of(request)
@@ -427,7 +471,7 @@ def build_app(settings: ConsoleSettings) -> Starlette:
         await console.client(session).update(memory_id, namespace=namespace, pinned=pinned)
         log.info("%s %s in %s as %s", "pinned" if pinned else "unpinned", memory_id, namespace,
                  session.subject)
-        return _see_other(_ns_url(namespace, "m", memory_id))
+        return _see_other(ns_url(namespace, "m", memory_id))
 
     async def delete(request: Request, session: Session) -> Response:
         namespace = namespace_of(request)
@@ -436,7 +480,7 @@ def build_app(settings: ConsoleSettings) -> Starlette:
         await console.client(session).delete(memory_id, namespace=namespace, purge=purge)
         log.info("%s %s in %s as %s", "purged" if purge else "deleted", memory_id, namespace,
                  session.subject)
-        return _see_other(_ns_url(namespace) + "?" + urlencode(
+        return _see_other(ns_url(namespace) + "?" + urlencode(
             {"done": f"{'purged' if purge else 'deleted'} {memory_id}"}))
 
     async def recall(request: Request, session: Session) -> Response:
@@ -450,7 +494,7 @@ def build_app(settings: ConsoleSettings) -> Starlette:
                 client.recall(query, namespace=namespace, **forms.recall_options(params)),
                 client.context(query, namespace=namespace, **forms.context_options(params)))
             view = explain_view(result)
-        template = "_recall_result.html" if request.headers.get("hx-request") else "recall.html"
+        template = "_recall_result.html" if _partial(request) else "recall.html"
         memories_by_id = {hit.memory.id: hit.memory for hit in result.hits} if result else {}
         return console.page(request, template, session, namespace=namespace, query=query,
                             params=params, result=result, context=context, view=view,
@@ -479,7 +523,7 @@ def build_app(settings: ConsoleSettings) -> Starlette:
                                             **filters)
         log.info("deleted %d memories matching filters in %s as %s", done.deleted, namespace,
                  session.subject)
-        return _see_other(_ns_url(namespace) + "?" + urlencode(
+        return _see_other(ns_url(namespace) + "?" + urlencode(
             {"done": f"{'purged' if purge else 'deleted'} {done.deleted} memories"}))
 
     async def export(request: Request, session: Session) -> Response:
@@ -506,20 +550,19 @@ def build_app(settings: ConsoleSettings) -> Starlette:
         upload = request.state.form.get("file")
         if not isinstance(upload, UploadFile):
             raise forms.FormError("import: choose a JSONL file (as export writes)")
-        raw = await upload.read(MAX_IMPORT_BYTES + 1)
-        if len(raw) > MAX_IMPORT_BYTES:
+        if (upload.size or 0) > bounds.MAX_IMPORT_BYTES:
             raise forms.FormError(f"import: the file is larger than "
-                                  f"{MAX_IMPORT_BYTES // (1024 * 1024)} MiB; use "
+                                  f"{bounds.MAX_IMPORT_BYTES // (1024 * 1024)} MiB; use "
                                   f"`recallmesh import`")
-        try:
-            name = upload.filename or "the file"
-            records = exported_records(json_lines(raw.decode("utf-8").splitlines(), name), name)
-        except (InputError, UnicodeDecodeError) as exc:
+        name = (upload.filename or "the file")[:200]
+        try:  # parsed in a worker thread: the event loop goes on serving other requests
+            records = await run_in_threadpool(bounds.read_export, upload.file, name)
+        except InputError as exc:
             raise forms.FormError(f"import: {exc}") from None
         result = await console.client(session).import_records(records, namespace=namespace)
         log.info("imported %d memories into %s as %s", result.imported, namespace,
                  session.subject)
-        return _see_other(_ns_url(namespace) + "?" + urlencode(
+        return _see_other(ns_url(namespace) + "?" + urlencode(
             {"done": f"imported {result.imported} memories ({result.unchanged} unchanged, "
                      f"{result.relations_written} relations)"}))
 
@@ -560,7 +603,8 @@ def build_app(settings: ConsoleSettings) -> Starlette:
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={HTTPException: not_found})
     app.state.console = console
-    return Timed(SecurityHeaders(app), console)  # type: ignore[return-value]
+    return NamespaceSegment(  # type: ignore[return-value]
+        Timed(SecurityHeaders(bounds.BodyLimit(app)), console))
 
 
 class Timed:
@@ -586,7 +630,7 @@ class Timed:
         try:
             await self.app(scope, receive, record)
         finally:
-            route = _route_name(scope)
+            route = route_name(scope.get("path", ""))
             elapsed = time.perf_counter() - started
             metrics.REQUESTS.labels(route, scope["method"], str(status["code"])).inc()
             metrics.LATENCY.labels(route).observe(elapsed)
@@ -596,27 +640,16 @@ class Timed:
             await self.console.sweep()
 
 
-def _route_name(scope: Scope) -> str:
-    path: str = scope.get("path", "")
-    if path.startswith("/static/"):
-        return "/static"
-    if path.startswith("/ns/"):
-        parts = path.split("/")
-        shape = ["", "ns", "{namespace}"]
-        if len(parts) > 3:
-            shape.append(parts[3] if parts[3] != "m" else "m")
-        if len(parts) > 4 and parts[3] == "m":
-            shape.append("{id}")
-            shape.extend(parts[5:6])
-        return "/".join(shape)
-    return path if path in ("/", "/healthz", "/readyz", "/sign-in", "/sign-out") else "other"
-
-
-def _safe_next(raw: str | None) -> str:
-    """Where to go after sign-in: a path of this console only (never another site)."""
-    if raw and raw.startswith("/") and not raw.startswith("//") and "\\" not in raw:
-        return raw
-    return "/"
+async def _read_form(request: Request) -> FormData:
+    """A POST's form within the console's limits (the body's size was checked before it was
+    read: bounds.BodyLimit); Refused (400) past them."""
+    importing = request.url.path.endswith(bounds.IMPORT_SUFFIX)
+    try:
+        return await request.form(max_files=1 if importing else 0,
+                                  max_fields=bounds.MAX_FORM_FIELDS,
+                                  max_part_size=bounds.MAX_FORM_BYTES)
+    except HTTPException as exc:  # the parser's own limit or a malformed body
+        raise Refused(400, f"refused: {exc.detail}") from None
 
 
 def _strings(form: FormData) -> dict[str, str]:

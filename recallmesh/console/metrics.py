@@ -16,10 +16,11 @@ SESSIONS = Gauge("recallmesh_console_sessions", "Signed-in sessions held now")
 SIGN_INS = Counter("recallmesh_console_sign_ins_total",
                    "Sign-in attempts by outcome (ok, refused, auto)", ["outcome"])
 REFUSED = Counter("recallmesh_console_refused_total",
-                  "Requests refused before reaching the gateway, by why (csrf, origin)",
+                  "Requests refused before reaching the gateway, by why (csrf, origin, "
+                  "size: a body over its route's limit or of no stated length)",
                   ["why"])
 
 for outcome in ("ok", "refused", "auto"):
     SIGN_INS.labels(outcome)
-for why in ("csrf", "origin"):
+for why in ("csrf", "origin", "size"):
     REFUSED.labels(why)

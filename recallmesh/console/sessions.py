@@ -19,6 +19,10 @@ from dataclasses import dataclass, field
 SESSION_ID_BYTES = 32
 CSRF_BYTES = 32
 MAX_SESSIONS = 10_000  # beyond this the least recently used session is signed out
+# Sessions made by auto sign-in (no key typed) are a pool of their own, so that no number of
+# them can sign out a session someone signed in to by hand; beyond this the least recently
+# used automatic one ends.
+MAX_AUTO_SESSIONS = 64
 
 
 def key_digest(key: str) -> str:
@@ -35,6 +39,10 @@ class Session:
     last_seen: float
     subject: str = ""  # who the gateway says the key is (for the page header and logs)
     scopes: tuple[str, ...] = ()
+    # made by auto sign-in, for the browser with this id (its own cookie; "" for a client
+    # that keeps no cookies)
+    auto: bool = False
+    browser: str = field(default="", repr=False)
 
     @property
     def key_name(self) -> str:
@@ -54,18 +62,36 @@ class SessionStore:
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
 
-    def create(self, key: str, subject: str = "", scopes: tuple[str, ...] = ()) -> Session:
+    def create(self, key: str, subject: str = "", scopes: tuple[str, ...] = (),
+               auto: bool = False, browser: str = "") -> Session:
         now = self._clock()
         session = Session(id=secrets.token_urlsafe(SESSION_ID_BYTES), key=key,
                           csrf=secrets.token_urlsafe(CSRF_BYTES), created=now, last_seen=now,
-                          subject=subject, scopes=scopes)
+                          subject=subject, scopes=scopes, auto=auto, browser=browser)
         with self._lock:
             self._expire(now)
-            while len(self._sessions) >= MAX_SESSIONS:
-                oldest = min(self._sessions.values(), key=lambda s: s.last_seen)
-                del self._sessions[oldest.id]
+            if auto:
+                self._evict([s for s in self._sessions.values() if s.auto],
+                            MAX_AUTO_SESSIONS)
+            self._evict(list(self._sessions.values()), MAX_SESSIONS)
             self._sessions[session.id] = session
         return session
+
+    def _evict(self, pool: list[Session], most: int) -> None:
+        """Ends the least recently used sessions of `pool` until one more fits."""
+        pool.sort(key=lambda s: s.last_seen)
+        for session in pool[:max(0, len(pool) - most + 1)]:
+            del self._sessions[session.id]
+
+    def auto_for(self, browser: str) -> Session | None:
+        """The live automatic session of this browser, if it has one (its idle clock
+        restarts)."""
+        if not browser:
+            return None
+        with self._lock:
+            found = next((s for s in self._sessions.values()
+                          if s.auto and hmac.compare_digest(s.browser, browser)), None)
+        return self.get(found.id) if found else None
 
     def get(self, session_id: str | None) -> Session | None:
         """The live session with this id (its idle clock restarts), or None."""

@@ -15,12 +15,14 @@ come from `make console-screenshots`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -86,11 +88,18 @@ def console_ns(stack: Stack) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def up_console(stack: Stack) -> Iterator[str]:
-    """The console as `recallmesh up` starts it: loopback, the local admin key's file."""
-    url = stack.start_console(free_port())
-    yield url
+def up_console_metrics(stack: Stack) -> Iterator[tuple[str, int]]:
+    """The console as `recallmesh up` starts it: loopback, the local admin key's file; its
+    URL and metrics port."""
+    metrics_port = free_port()
+    url = stack.start_console(free_port(), metrics_port=metrics_port)
+    yield url, metrics_port
     stack.stop_console()
+
+
+@pytest.fixture(scope="module")
+def up_console(up_console_metrics: tuple[str, int]) -> str:
+    return up_console_metrics[0]
 
 
 @pytest.fixture(scope="module")
@@ -405,3 +414,149 @@ def test_a_memorys_relations_both_ways_and_its_superseded_chain(
     assert page.get_by_test_id("count").inner_text().startswith("1 memory")
     page.goto(f"{up_console}/ns/{ns}?include_ended=on")
     assert page.get_by_test_id("count").inner_text().startswith("3 memories")
+
+
+def scrape(metrics_port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as reply:
+        return str(reply.read().decode())
+
+
+def test_auto_sign_in_makes_one_session_a_browser_and_only_on_navigation(
+        browser: Any, up_console_metrics: tuple[str, int]) -> None:
+    url, metrics_port = up_console_metrics
+    auto = 'recallmesh_console_sign_ins_total{outcome="auto"}'
+    context = browser.new_context()
+    page = context.new_page()
+    # another site's page: twenty images and a script of the console's address, and a link
+    evil = "http://evil.example/"
+    tags = "".join(f'<img src="{url}/?n={i}">' for i in range(20))
+    context.route(evil, lambda route: route.fulfill(
+        content_type="text/html",
+        body=f'<html><body>{tags}<script src="{url}/ns/x"></script>'
+             f'<a id="go" href="{url}/">console</a></body></html>'))
+    before = metric(scrape(metrics_port), auto)
+    page.goto(evil)
+    page.wait_for_load_state("networkidle")
+    assert metric(scrape(metrics_port), auto) == before  # no image or script signed in
+    # a link followed from that site is a navigation: signed in once
+    page.locator("#go").click()
+    page.get_by_test_id("namespaces").wait_for()
+    assert metric(scrape(metrics_port), auto) == before + 1
+    # the same browser coming again from another site (its Strict session cookie not sent)
+    # finds its session again instead of making another
+    for _ in range(3):
+        page.goto(evil)
+        page.locator("#go").click()
+        page.get_by_test_id("namespaces").wait_for()
+    assert metric(scrape(metrics_port), auto) == before + 1
+    # another browser gets its own
+    other = browser.new_context()
+    other.new_page().goto(f"{url}/")
+    assert metric(scrape(metrics_port), auto) == before + 2
+    other.close()
+    context.close()
+
+
+def test_no_page_stays_in_the_browser_after_sign_out(
+        browser: Any, plain_console: tuple[str, Path, int], dsn: str,
+        console_ns: dict[str, Any]) -> None:
+    url, _, _ = plain_console
+    ns = console_ns["ns"]
+    key = api_key(dsn, (ns,), scopes=("read",), name="console history")
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{url}/sign-in?next=/ns/{ns}")
+    page.locator("input[name=key]").fill(key)
+    page.get_by_role("button", name="sign in").click()
+    page.wait_for_url(re.compile(rf"/ns/{ns}$"))
+    # a filter htmx swaps in and pushes to the history
+    page.locator("input[name=category]").first.fill("fact")
+    page.get_by_test_id("filter-form").get_by_role("button", name="apply").click()
+    page.wait_for_url(re.compile(r"category=fact"))
+    page.get_by_test_id("count").filter(has_text="memories").wait_for()
+    # no snapshot of a page is kept in the browser's storage
+    assert page.evaluate("sessionStorage.getItem('htmx-history-cache')") is None
+    # going back still shows a whole page (asked of the server, not restored from storage)
+    page.go_back()
+    page.wait_for_url(re.compile(rf"/ns/{ns}$"))
+    page.get_by_test_id("filter-form").wait_for()
+    assert page.locator("header.top").count() == 1
+    page.get_by_role("button", name="sign out").click()
+    page.wait_for_url(re.compile(r"/sign-in"))
+    # what the browser's storage holds now: htmx's note of the current path (the sign-in
+    # page's), no page and no memory
+    stored = page.evaluate("Object.fromEntries(Object.entries(sessionStorage))")
+    assert set(stored) <= {"htmx-current-path-for-history"}, stored
+    assert all(v.startswith("/sign-in") for v in stored.values()), stored
+    # back and forward after sign-out show no page of memories
+    page.go_back()
+    assert MANAGER not in page.content() and SVELTE not in page.content()
+    context.close()
+
+
+ODD_NAMES = ["team", "team/alpha", "team/m/x", "100% done?", "#ops & dev", "équipe/été"]
+
+
+def test_any_namespace_name_opens_its_own_pages(page: Any, up_console: str,
+                                                stack: Stack) -> None:
+    run = uuid.uuid4().hex[:6]
+    names = [f"odd-{run}-{name}" for name in ODD_NAMES]
+    ids = {}
+    for name in names:
+        with stack.client(namespace=name) as client:
+            ids[name] = client.store(f"the memory of {name!r}", category="note",
+                                     wait_indexed=True).memory.id
+    page.goto(f"{up_console}/?prefix=odd-{run}")
+    listed = page.get_by_test_id("namespaces")
+    # the header names no namespace on the namespaces page (not Jinja's own "namespace")
+    assert page.get_by_test_id("nav-namespace").count() == 0
+    assert "jinja2" not in page.content()
+    for name in names:
+        page.goto(f"{up_console}/?prefix=odd-{run}")
+        listed.locator("tr").filter(has=page.get_by_text(name, exact=True)).get_by_role(
+            "link").click()
+        page.get_by_test_id("count").wait_for()
+        assert page.get_by_test_id("nav-namespace").inner_text() == name
+        rows = page.get_by_test_id("memories").inner_text()
+        assert f"the memory of {name!r}" in rows and rows.count("the memory of") == 1
+        # its memory's page, and a form posted back to it
+        page.get_by_test_id("memory-link").click()
+        page.wait_for_url(re.compile(rf"/m/{ids[name]}$"))
+        page.get_by_test_id("pin-button").click()
+        page.wait_for_url(re.compile(rf"/m/{ids[name]}$"))
+        assert page.get_by_test_id("pinned").is_visible()
+        # recall within it finds its memory and only its
+        page.get_by_role("link", name="recall", exact=True).click()
+        page.locator("input[name=q]").fill("the memory of")
+        page.get_by_test_id("recall-form").get_by_role("button", name="recall").click()
+        page.get_by_test_id("recall-result").wait_for()
+        hits = page.get_by_test_id("hits").locator("tbody tr")
+        assert hits.count() == 1 and name in hits.first.inner_text()
+
+
+def test_a_bad_import_line_is_named_and_nothing_is_imported(
+        page: Any, up_console: str, stack: Stack) -> None:
+    ns = f"console-import-{uuid.uuid4().hex[:8]}"
+    good = json.dumps({"memory": {"id": str(uuid.uuid4()), "content": "a fine memory",
+                                  "category": "note"}}) + "\n"
+    for bad, says in ((b"[" * 100_000 + b"]" * 100_000, "nested too deep"),
+                      (b'{"memory": {"id": "x", "importance": ' + b"7" * 5000 + b"}}",
+                       "not readable JSON"),
+                      (b"\xff\xfe", "not UTF-8")):
+        page.goto(f"{up_console}/ns/{ns}")
+        page.locator("input[type=file]").set_input_files(files=[{
+            "name": "upload.jsonl", "mimeType": "application/x-ndjson",
+            "buffer": good.encode() + bad + b"\n"}])
+        with page.expect_response(re.compile(r"/import$")) as reply:
+            page.get_by_role("button", name="import", exact=True).click()
+        assert reply.value.status == 400
+        message = page.get_by_test_id("error").inner_text()
+        assert "upload.jsonl:2" in message and says in message, message
+    with stack.client(namespace=ns) as client:
+        assert client.count() == 0
+    # a file over the limit is refused before it is read
+    big = urllib.request.Request(f"{up_console}/ns/{ns}/import", method="POST", data=b"",
+                                 headers={"Content-Length": str(64 * 1024 * 1024)})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(big, timeout=5)
+    assert refused.value.code == 413

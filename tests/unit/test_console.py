@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from recallmesh.client import Hit, LegContribution, LegReport, Memory, RecallResult
 from recallmesh.console import forms
-from recallmesh.console.app import CSP, _route_name, _safe_next
+from recallmesh.console.app import CSP
 from recallmesh.console.explain import BAR_WIDTH, explain_view
+from recallmesh.console.paths import route_name, safe_next
 from recallmesh.console.sessions import SessionStore, valid_csrf
 from recallmesh.console.settings import ConsoleSettings
 from recallmesh.shared.settings import ConfigError
@@ -157,12 +158,12 @@ def test_bars_stay_within_their_width_and_keep_the_order(scores: list[float]) ->
     ("/ns/demo", "/ns/demo"), (None, "/"), ("", "/"), ("https://evil.example/", "/"),
     ("//evil.example/x", "/"), ("/\\evil.example", "/"), ("javascript:alert(1)", "/")])
 def test_sign_in_sends_a_browser_only_within_the_console(raw: str | None, where: str) -> None:
-    assert _safe_next(raw) == where
+    assert safe_next(raw) == where
 
 
 def test_requests_are_named_by_route_not_by_their_namespace_or_id() -> None:
     def name(path: str) -> str:
-        return _route_name({"path": path})
+        return route_name(path)
 
     assert name("/ns/acme-alice") == "/ns/{namespace}"
     assert name("/ns/acme-alice/recall") == "/ns/{namespace}/recall"
