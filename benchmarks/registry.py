@@ -682,6 +682,11 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               "(issue 65)",
               module("benchmarks.performance.write_locks", "--report-to",
                      "benchmarks/reports/write-locks.md"), ("write-locks.md",)),
+    Benchmark("console-upload", "the console's largest uploads (over the record cap, the "
+              "largest accepted, one huge line, nested deep, over the size) while other "
+              "requests are probed: their worst delay and the console's peak RSS (issue 65)",
+              module("benchmarks.performance.console_upload", "--report-to",
+                     "benchmarks/reports/console-upload.md"), ("console-upload.md",)),
     Benchmark("restore", "a base backup + WAL archive taken under store load, restored whole "
               "and to a point in time: sizes, times, per-table checksums, the stack serving "
               "from the restored instance (issue 44)",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -186,15 +187,18 @@ class AsyncClient(ClientBase):
                        timeout: float | None = None) -> ImportResult:
         """Write exported records back exactly: first every memory, then every relation (so
         a relation never waits for a target later in the file). Importing twice changes
-        nothing."""
+        nothing. Each request is built in a worker thread: a thousand records are parsed
+        without holding up the event loop."""
         ns = self._ns(namespace)
         parts = [await self._call("Import", request, _wire.import_result,
                                   self._timeout(timeout))
-                 for request in _wire.import_requests(ns, records, relations=False)]
+                 async for request in _off_loop(_wire.import_requests(ns, records,
+                                                                      relations=False))]
         first = len(parts)
         parts += [await self._call("Import", request, _wire.import_result,
                                    self._timeout(timeout))
-                  for request in _wire.import_requests(ns, records, relations=True)
+                  async for request in _off_loop(_wire.import_requests(ns, records,
+                                                                       relations=True))
                   if any(r.relations for r in request.records)]
         return _wire.import_total(parts, first)
 
@@ -217,3 +221,11 @@ class AsyncClient(ClientBase):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+async def _off_loop(items: Iterable[T]) -> AsyncIterator[T]:
+    """Each item of a blocking iterator, computed in a worker thread."""
+    iterator = iter(items)
+    done = object()
+    while (item := await asyncio.to_thread(next, iterator, done)) is not done:
+        yield item  # type: ignore[misc]

@@ -10,12 +10,17 @@ until the whole file has passed."""
 
 from __future__ import annotations
 
+import time
 from typing import IO, Any
 
+from google.protobuf import json_format
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from recallmesh.client.jsonl import InputError, exported_record, json_line
 from recallmesh.console import metrics
+from recallmesh.shared.errors import InvalidArgument
+from recallmesh.v1 import memory_pb2
+from recallmesh.wire.validation import MAX_REQUEST_BYTES, imported_records
 
 # a form of the console (sign-in, filters, an edit of a memory, delete-matching): its fields
 # are short; a memory's content is at most 32 KiB (MAX_CONTENT_BYTES) and arrives escaped
@@ -24,7 +29,13 @@ MAX_FORM_FIELDS = 64
 # an import's upload: the file and a few fields; larger files: `recallmesh import`
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
 MAX_IMPORT_RECORDS = 20_000
+MAX_IMPORT_LINES = MAX_IMPORT_RECORDS + 1000  # blank lines count too
 MAX_IMPORT_BODY = MAX_IMPORT_BYTES + 64 * 1024  # the file, the form's other fields, framing
+# lines parsed between two turns of the GIL offered to the event loop's thread (a turn each
+# ~2 ms: the interpreter's own switch interval, 5 ms, delays each wake-up of the loop)
+YIELD_EVERY = 16
+# a line longer than the largest request the gateway takes cannot be imported
+MAX_LINE_BYTES = MAX_REQUEST_BYTES
 IMPORT_SUFFIX = "/import"
 
 
@@ -78,13 +89,22 @@ async def _refuse(send: Send, status: int, message: str) -> None:
 
 
 def read_export(handle: IO[bytes], name: str) -> list[dict[str, Any]]:
-    """An export's records from a file, one line at a time (blocking: run it in a thread).
-    InputError naming the first line that is not UTF-8, not JSON, not an exported record, or
-    past MAX_IMPORT_RECORDS."""
+    """An export's records from a file, one line at a time (blocking: run it off the event
+    loop). Each line is checked as the gateway's Import checks a record, so that the answer
+    names the line: InputError naming the first line that is not UTF-8, longer than a
+    request, not JSON, not an exported record, one the gateway would refuse, or past
+    MAX_IMPORT_RECORDS records or MAX_IMPORT_LINES lines."""
     records: list[dict[str, Any]] = []
     handle.seek(0)
-    for number, raw in enumerate(handle, start=1):
+    for number, raw in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""),
+                                 start=1):
         at = f"{name}:{number}"
+        if number > MAX_IMPORT_LINES:
+            raise InputError(f"{at}: the console reads at most {MAX_IMPORT_LINES} lines a "
+                             f"file; use `recallmesh import` for larger ones")
+        if len(raw) > MAX_LINE_BYTES:
+            raise InputError(f"{at}: longer than {MAX_LINE_BYTES // 2**20} MiB, more than one "
+                             "request to the gateway holds")
         try:
             line = raw.decode("utf-8")  # a newline is never inside a character
         except UnicodeDecodeError:
@@ -94,5 +114,23 @@ def read_export(handle: IO[bytes], name: str) -> list[dict[str, Any]]:
         if len(records) >= MAX_IMPORT_RECORDS:
             raise InputError(f"{at}: the console imports at most {MAX_IMPORT_RECORDS} records "
                              f"a file; use `recallmesh import` for larger ones")
-        records.append(exported_record(json_line(line, at), at))
+        records.append(_importable(exported_record(json_line(line, at), at), at))
+        if number % YIELD_EVERY == 0:
+            time.sleep(0)  # hands the GIL to the event loop's thread if it waits for it
     return records
+
+
+def _importable(record: dict[str, Any], at: str) -> dict[str, Any]:
+    """The record, if the gateway's Import takes it on its own (the rules of one record;
+    a rule across records, an id given twice, is the gateway's to say)."""
+    request = memory_pb2.ImportRequest(namespace="import")
+    message = request.records.add()
+    json_format.ParseDict(record, message)
+    message.memory.namespace = ""  # the records land in the namespace imported into
+    for version in message.versions:
+        version.memory.namespace = ""
+    try:
+        imported_records(request)
+    except InvalidArgument as exc:
+        raise InputError(f"{at}: {str(exc).removeprefix('records[0].')}") from None
+    return record

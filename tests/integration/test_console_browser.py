@@ -538,11 +538,14 @@ def test_a_bad_import_line_is_named_and_nothing_is_imported(
         page: Any, up_console: str, stack: Stack) -> None:
     ns = f"console-import-{uuid.uuid4().hex[:8]}"
     good = json.dumps({"memory": {"id": str(uuid.uuid4()), "content": "a fine memory",
-                                  "category": "note"}}) + "\n"
+                                  "category": "note", "created_at": "2026-03-01T09:00:00Z",
+                                  "updated_at": "2026-03-01T09:00:00Z"}}) + "\n"
     for bad, says in ((b"[" * 100_000 + b"]" * 100_000, "nested too deep"),
                       (b'{"memory": {"id": "x", "importance": ' + b"7" * 5000 + b"}}",
                        "not readable JSON"),
-                      (b"\xff\xfe", "not UTF-8")):
+                      (b"\xff\xfe", "not UTF-8"),
+                      (b'{"memory": {"id": "%s", "content": "no time"}}' % str(
+                          uuid.uuid4()).encode(), "memory.created_at is required")):
         page.goto(f"{up_console}/ns/{ns}")
         page.locator("input[type=file]").set_input_files(files=[{
             "name": "upload.jsonl", "mimeType": "application/x-ndjson",

@@ -27,7 +27,8 @@ from recallmesh.console.paths import NamespaceSegment, namespace_name, ns_url, r
 from recallmesh.console.sessions import MAX_AUTO_SESSIONS, SessionStore
 from recallmesh.console.settings import ConsoleSettings
 
-RECORD = {"memory": {"id": "0b4e7f9e-0000-4000-8000-000000000001", "content": "x"}}
+WHEN = {"created_at": "2026-03-01T09:00:00Z", "updated_at": "2026-03-01T09:00:00Z"}
+RECORD = {"memory": {"id": "0b4e7f9e-0000-4000-8000-000000000001", "content": "x", **WHEN}}
 
 
 def line(obj: Any) -> bytes:
@@ -92,6 +93,12 @@ def test_a_form_of_too_many_fields_is_a_clear_refusal() -> None:
     (b'{"memory": {"content": "no id"}}\n', "has no id"),
     (b'{"memory": {"id": "0b4e7f9e-0000-4000-8000-000000000002", "bogus": 1}}\n',
      "not an exported record"),
+    # what the gateway's Import would refuse, named by the line instead of records[i]
+    (line({"memory": {"id": "0b4e7f9e-0000-4000-8000-000000000003", "content": "x"}}),
+     "memory.created_at is required"),
+    (line({"memory": {"id": "0b4e7f9e-0000-4000-8000-000000000004",
+                      "content": "x" * 40_000, **WHEN}}), "memory.content exceeds"),
+    (b" " * (bounds.MAX_LINE_BYTES + 1) + b"\n", "longer than"),
 ])
 def test_every_bad_line_of_an_import_is_named(second: bytes, says: str) -> None:
     with pytest.raises(InputError, match=rf"upload\.jsonl:2: .*{says}"):
@@ -100,9 +107,16 @@ def test_every_bad_line_of_an_import_is_named(second: bytes, says: str) -> None:
 
 def test_an_import_holds_at_most_its_cap_of_records(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bounds, "MAX_IMPORT_RECORDS", 3)
-    assert len(bounds.read_export(io.BytesIO(line(RECORD) * 3 + b"\n\n"), "f")) == 3
+    def records(n: int) -> bytes:
+        return b"".join(line({"memory": {**RECORD["memory"], "id": f"{i:08x}-0000-4000-8000-"
+                                         "000000000000"}}) for i in range(n))
+
+    assert len(bounds.read_export(io.BytesIO(records(3) + b"\n\n"), "f")) == 3
     with pytest.raises(InputError, match=r"f:4: the console imports at most 3 records"):
-        bounds.read_export(io.BytesIO(line(RECORD) * 4), "f")
+        bounds.read_export(io.BytesIO(records(4)), "f")
+    monkeypatch.setattr(bounds, "MAX_IMPORT_LINES", 5)  # blank lines are lines too
+    with pytest.raises(InputError, match=r"f:6: the console reads at most 5 lines"):
+        bounds.read_export(io.BytesIO(records(1) + b"\n" * 10**6), "f")
 
 
 # --- any namespace name, one path segment ----------------------------------------------------
