@@ -172,6 +172,12 @@ class RecallPolicy:
         "among those whose trigram similarity (pg_trgm) reaches this, weighted by it (1: off)",
         0.0, 1.0, proto=None,
         owner="lexical"))
+    lexical_language_prior: float | None = setting(None, Spec(
+        "RECALLMESH_LEXICAL_LANGUAGE_PRIOR", "BM25: a term's idf counts the namespace's "
+        "memories as if this many memories of the language stood beside them, holding the term "
+        "as often as the language uses it (wordfreq; docs/decisions/0021-words-of-the-"
+        "language.md); 0: the namespace's own counts alone", 0.0, 1_000_000.0, proto=None,
+        owner="lexical"))
     lexical_bm25_index: str | None = setting(None, Spec(
         "RECALLMESH_LEXICAL_BM25_INDEX", "BM25: auto searches the pg_textsearch index when the "
         "database has it and a query's terms are common (docs/decisions/0018-bm25-index.md); "

@@ -19,6 +19,7 @@ import psycopg
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.migrations import apply_migrations
 from recallmesh.migrations.bm25_index import ensure_bm25_index
+from recallmesh.migrations.word_frequencies import ensure_language_lexemes
 from recallmesh.shared.settings import ConfigError, env_int
 
 log = logging.getLogger(__name__)
@@ -140,6 +141,7 @@ def prepare_database(dsn: str, manifest: ModelManifest | None = None) -> str:
     ensure_embedding_column(dsn, manifest.dimension, manifest.model_id)
     with psycopg.connect(dsn, autocommit=True) as conn:
         engine = ensure_bm25_index(conn)
+        ensure_language_lexemes(conn)
     log.info("lexical BM25", extra={"engine": engine})
     return engine
 

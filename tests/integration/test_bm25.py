@@ -332,6 +332,29 @@ def test_an_exact_match_outranks_a_corrected_one_and_is_never_corrected(
     assert not search(stack, ns, "x" * 200 + "z").candidates
 
 
+@pytest.mark.parametrize(("memories", "prompt", "misspelt", "meant"), [
+    # issue 66: "plan" is no memory's term here, and one edit from "play"
+    (("Maya plays the cello on Sunday mornings.", "Maya lives in Lisbon."),
+     "Plan a weekend away for Maya.", "Plam a weekend away for Maya.", "play"),
+    (("Leon unterrichtet eine Klasse in Bremen.", "Leon trinkt keinen Kaffee."),
+     "Wo ist die Kasse im Bahnhof?", "Wo ist die Klase im Bahnhof?", "klass"),
+    (("Jorge está muy cansado los lunes.", "Jorge vive en Sevilla."),
+     "¿Con quién está casado Jorge?", "¿Por qué está tan cansdo Jorge?", "cansado"),
+])
+def test_a_word_of_the_language_is_never_read_as_a_misspelling(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, db: psycopg.Connection,
+        ns: str, memories: tuple[str, ...], prompt: str, misspelt: str, meant: str) -> None:
+    """Issue 66: a term no memory holds is corrected only when no supported language knows it
+    as a word (migration 0019's language_lexemes): "plan", "Kasse" and "casado" are words,
+    though each is one edit from a term of the namespace; the same prompts misspelt are still
+    read as the namespace's term."""
+    gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
+        memory_pb2.Memory(content=t) for t in memories]), timeout=10)
+    assert corrections(db, ns, prompt) == {}
+    found = corrections(db, ns, misspelt)
+    assert found["spelled_lexemes"] == [meant], found
+
+
 async def test_corrections_can_be_turned_off_and_cost_nothing_when_unneeded(
         dsn: str, db: psycopg.Connection, gateway: memory_pb2_grpc.MemoryServiceStub,
         ns: str) -> None:
@@ -369,6 +392,51 @@ async def test_corrections_can_be_turned_off_and_cost_nothing_when_unneeded(
         assert len((await on.search(ns, "ibuprofin dosege", 10)).hits) == 2
         assert (await off.search(ns, "ibuprofin dosege", 10)).hits == []
         assert (await on.search(ns, "ibuprofen", 10)) == (await off.search(ns, "ibuprofen", 10))
+
+
+async def test_the_languages_counts_weigh_an_everyday_word_below_a_rare_one(
+        dsn: str, db: psycopg.Connection, gateway: memory_pb2_grpc.MemoryServiceStub,
+        ns: str) -> None:
+    """Issue 66, decision 0021: with a language prior m, a term's idf counts m memories of the
+    language beside the namespace's N, each holding the term with probability 1 - e^(-L f)
+    (L the namespace's average length, f the term's frequency in language_lexemes); "book"
+    and "allergic" each in one memory weigh alike by the namespace alone and apart with
+    the prior; m = 0 is BM25 as it was."""
+    from psycopg_pool import AsyncConnectionPool
+
+    book, allergy, _ = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
+        namespace=ns, memories=[memory_pb2.Memory(content=t) for t in (
+            "Adaeze's birthday is in June; Maya usually sends her a book.",
+            "Maya is allergic to peanuts.",
+            "Maya lives in Lisbon.")]), timeout=10).ids
+    df, (n, total) = stats(db, ns)
+    avgdl = total / n
+    frequency = dict(db.execute("SELECT lexeme, frequency FROM language_lexemes "
+                                "WHERE lexeme IN ('book', 'allerg')").fetchall())
+    assert frequency["book"] > 30 * frequency["allerg"]
+
+    def idf(term: str, m: float) -> float:
+        held = df[term] + m * (1 - math.exp(-avgdl * frequency[term]))
+        return math.log(1 + (n + m - held + 0.5) / (held + 0.5))
+
+    async with AsyncConnectionPool(dsn, min_size=1, max_size=1, open=False,
+                                   kwargs={"autocommit": True}) as pool:
+        alone = core.LexicalRetriever(pool, ranking="bm25", k1=K1, b=B)
+        prior = core.LexicalRetriever(pool, ranking="bm25", k1=K1, b=B, language_prior=1000)
+        for retriever, m in ((alone, 0.0), (prior, 1000.0)):
+            found = await retriever.search(ns, "book allergic", 10)
+            scores = {h.memory_id: h.score for h in found.hits}
+            assert found.score_scale == pytest.approx(idf("book", m) + idf("allerg", m))
+            for memory_id, term in ((book, "book"), (allergy, "allerg")):
+                dl = next(d for t, i, _, d in postings(db, ns) if i == memory_id)
+                assert scores[memory_id] == pytest.approx(
+                    idf(term, m) * (K1 + 1) / (1 + K1 * (1 - B + B * dl / avgdl)))
+        assert idf("book", 0) == pytest.approx(idf("allerg", 0))
+        assert idf("book", 1000) < idf("allerg", 1000) - 0.5
+        # the shipped default is the namespace's counts alone, to the bit
+        assert (await alone.search(ns, "book allergic", 10)) == (
+            await core.LexicalRetriever(pool, ranking="bm25", k1=K1, b=B,
+                                        language_prior=0.0).search(ns, "book allergic", 10))
 
 
 # A skewed vocabulary, each word with the share of memories it appears in.

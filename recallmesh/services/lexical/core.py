@@ -34,8 +34,9 @@ rows (_pruned_scores; docs/decisions/0003-bm25-maxscore.md): the commonest terms
 cannot lift a memory into the k best on their own, are summed only for the memories the rarer
 terms make candidates.
 Chinese, Japanese and Korean runs are searched as character pairs (cjk.py).
-Under BM25 a misspelt term (one no memory of the namespace holds) is read as the namespace's
-most similar term by spelling, weighted by that similarity (SPELLED; docs/decisions/0013).
+Under BM25 a misspelt term (one no memory of the namespace holds and no supported language
+knows as a word) is read as the namespace's most similar term by spelling, weighted by that
+similarity (SPELLED; docs/decisions/0013, 0021).
 The user's text only ever reaches Postgres as a bound parameter to
 plainto_tsquery, which cannot fail on any input (operators, quotes,
 backslashes, emoji, over-long tokens); the OR query is derived from the
@@ -310,18 +311,18 @@ def _pruned_scores(lookup: str) -> str:
 )"""
 
 # Misspellings (docs/decisions/0013-misspellings-by-trigram.md). A query term that no live memory
-# of the namespace holds (df 0) is read as the namespace's nearest live term by spelling: one
-# edit away (a letter added, dropped or changed; two in a term of SPELLING_TWO_EDITS_CHARS
-# characters or more, where a swapped pair is two), among those whose pg_trgm trigram
-# similarity reaches the leg's threshold (%(spelling)s; pg_trgm's own default 0.3: the trigram
-# index finds them, migrations/0016); the fewest edits, then the most similar, then the one
-# more memories hold, then the first in order. It is scored as that term with its idf times the
-# similarity, below 1: an exact match of a term as rare outranks it; and the query's scale (the
-# summed idf) counts it at that weight, what a memory holding the corrected term once at
-# average length scores. Neither the term nor its correction is shorter than
-# SPELLING_MIN_CHARS or holds a digit: a letter more or less makes another word of those (cat,
-# cut; user, use; 2023, 2024). Chinese, Japanese and Korean terms are character pairs
-# (cjk.py), never that long.
+# of the namespace holds (df 0) and that is no word of a supported language (language_lexemes,
+# docs/decisions/0021-words-of-the-language.md) is read as the namespace's nearest live term by
+# spelling: one edit away (a letter added, dropped or changed; two in a term of
+# SPELLING_TWO_EDITS_CHARS characters or more, where a swapped pair is two), among those whose
+# pg_trgm trigram similarity reaches the leg's threshold (%(spelling)s; pg_trgm's own default 0.3:
+# the trigram index finds them, migrations/0016); the fewest edits, then the most similar, then
+# the one more memories hold, then the first in order. It is scored as that term with its idf
+# times the similarity, below 1: an exact match of a term as rare outranks it; and the query's
+# scale (the summed idf) counts it at that weight, what a memory holding the corrected term once
+# at average length scores. Neither the term nor its correction is shorter than SPELLING_MIN_CHARS
+# or holds a digit: a letter more or less makes another word of those (cat, cut; user, use; 2023,
+# 2024). Chinese, Japanese and Korean terms are character pairs (cjk.py), never that long.
 SPELLING_MIN_CHARS = 4
 SPELLING_TWO_EDITS_CHARS = 8
 SPELLING_SIMILARITY = 0.3  # pg_trgm's default similarity_threshold; 1 turns corrections off
@@ -347,6 +348,9 @@ SPELLED = """, spelled AS MATERIALIZED (
     ) c
     WHERE h.df = 0 AND %(spelling)s < 1 AND {correctable_h}
       AND c.similarity >= %(spelling)s
+      -- a word of a language is no misspelling, whatever the namespace holds ("plan" beside
+      -- "plays"): only a term no supported language uses is corrected (migration 0019)
+      AND NOT EXISTS (SELECT 1 FROM language_lexemes w WHERE w.lexeme = h.lexeme)
 )""".format(correctable_ls=_CORRECTABLE.format(term="ls.lexeme"),
             correctable_h=_CORRECTABLE.format(term="h.lexeme"),
             two_edits=SPELLING_TWO_EDITS_CHARS)
@@ -356,20 +360,36 @@ SPELLED = """, spelled AS MATERIALIZED (
 # written; spelled: a term no memory holds read as its correction, SPELLED).
 # A term's df in the namespace (`t` or `w`: the row naming the term, `l`: the answer) and its
 # idf beside the namespace's statistics `s`: the one lookup and formula of every term table below.
+#
+# The language's evidence beside the namespace's (%(language_prior)s, LANGUAGE_PRIOR;
+# docs/decisions/0021-words-of-the-language.md): the namespace's memories are counted as if
+# `language_prior` memories of the language stood beside them, each holding the term with the
+# chance a memory of the namespace's average length (s.avgdl terms) has of holding a word the
+# language uses that often (1 - exp(-avgdl * frequency); `lf`: language_lexemes, a term no
+# language lists counting 0). So a word common in the language weighs little in any namespace
+# however few of its memories hold it, and a name or a rare word keeps its weight. 0: the
+# namespace's own counts alone, BM25 as it was.
+_LANGUAGE_DF = "%(language_prior)s * (1 - exp(-s.avgdl * coalesce(lf.frequency, 0)))"
 _LEXEME_DF = {
     "df_of_t": """    LEFT JOIN LATERAL (
         SELECT df FROM lexeme_stats
         WHERE namespace = %(ns)s AND lexeme = t.lexeme
         LIMIT 1
     ) l ON true""",
-    "idf": "ln(1 + (s.docs - coalesce(l.df, 0) + 0.5) / (coalesce(l.df, 0) + 0.5))",
+    "language_of_t": "    LEFT JOIN language_lexemes lf ON lf.lexeme = t.lexeme",
+    "idf": (f"ln(1 + (s.docs + %(language_prior)s - (coalesce(l.df, 0) + {_LANGUAGE_DF}) + 0.5)"
+            f" / (coalesce(l.df, 0) + {_LANGUAGE_DF} + 0.5))"),
 }
 _LEXEME_DF["df_of_w"] = _LEXEME_DF["df_of_t"].replace("t.lexeme", "w.lexeme")
+_LEXEME_DF["language_of_w"] = _LEXEME_DF["language_of_t"].replace("t.lexeme", "w.lexeme")
+# the default: the namespace's own counts alone (the decision rule has not chosen another yet)
+LANGUAGE_PRIOR = 0.0
 _IDF = """, idf AS MATERIALIZED (  -- once per term, not per posting
     SELECT t.lexeme, coalesce(l.df, 0) AS df, {idf} AS idf
     FROM terms t
     CROSS JOIN stats s
 {df_of_t}
+{language_of_t}
     ORDER BY t.lexeme  -- the query's scale sums the terms' idf in this order, the same bits
                        -- in the pruned and the full statement
 )""".format(**_LEXEME_DF)
@@ -392,6 +412,7 @@ _CORRECTED_IDF = """, spelled AS MATERIALIZED (
           SELECT lexeme, similarity FROM spelled) w
     CROSS JOIN stats s
 {df_of_w}
+{language_of_w}
     ORDER BY w.lexeme,  -- the query's scale sums the terms' idf in this order, the same bits
                         -- in the pruned and the full statement
              w.weight DESC  -- a correction that is also a term of the query counts once, exact
@@ -430,6 +451,7 @@ def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, corrected
     order = "created_at DESC, id" if sort_by == "recency" else "score DESC, importance DESC, id"
     final_order = "importance DESC, score DESC, id" if sort_by == "importance" else order
     where_filters, params = filter_sql(filters, alias="m")
+    params["language_prior"] = LANGUAGE_PRIOR
     # The memory row behind a scored posting, and whether it may be returned: one primary-key
     # lookup per scored memory, whatever the planner's statistics say (right after a bulk load,
     # before autoanalyze, a plain join was planned as a nested loop rescanning the postings for
@@ -534,6 +556,7 @@ def build_bm25_index_sql(filters: Filters, sort_by: str, corrected: bool = False
     final_order = ("importance DESC, score DESC, id" if sort_by == "importance"
                    else "score DESC, importance DESC, id")
     where_filters, params = filter_sql(filters, alias="m")
+    params["language_prior"] = LANGUAGE_PRIOR
     exact = " AND NOT EXISTS (SELECT FROM spelled)" if corrected else ""
     terms_idf = _CORRECTED_IDF if corrected else _IDF
     secret = asks_for_secret("m.search_vector", "(SELECT lexemes FROM asked)::text[]")
@@ -632,12 +655,14 @@ class LexicalRetriever:
     def __init__(self, reads: Any, or_min_rank: float = 0.01, ranking: str = "ts_rank",
                  k1: float = 1.2, b: float = 0.75,
                  spelling: float = SPELLING_SIMILARITY, bm25_index: bool = False,
-                 index_min_postings: int = PRUNE_MIN_POSTINGS) -> None:
+                 index_min_postings: int = PRUNE_MIN_POSTINGS,
+                 language_prior: float = LANGUAGE_PRIOR) -> None:
         """`bm25_index`: the database has the BM25 index (bm25_engine()), searched when the
         query's terms bring at least `index_min_postings` postings in the namespace, where the
         SQL statement would need pruning (docs/decisions/0018-bm25-index.md)."""
         self.reads = as_reads(reads)
         self.spelling = spelling
+        self.language_prior = language_prior
         self.bm25_index = bm25_index
         self.index_min_postings = index_min_postings
         self.or_min_rank = or_min_rank
@@ -669,7 +694,8 @@ class LexicalRetriever:
                 row = await cur.fetchone()
                 postings = int(row[1]) if row else 0
                 corrections = spelling_params(row)
-                k1_b = {"k1": self.k1 if k1 is None else k1, "b": self.b if b is None else b}
+                k1_b = {"k1": self.k1 if k1 is None else k1, "b": self.b if b is None else b,
+                        "language_prior": self.language_prior}
                 if (self.bm25_index and postings >= self.index_min_postings
                         and sort_by != "recency"):
                     sql, params = build_bm25_index_sql(filters or Filters(), sort_by,

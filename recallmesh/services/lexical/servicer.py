@@ -68,7 +68,8 @@ class LexicalApp(RetrieverApp):
                                                 settings.spelling_similarity,
                                                 bm25_index=bool(engine),
                                                 index_min_postings=settings.
-                                                bm25_index_min_postings))
+                                                bm25_index_min_postings,
+                                                language_prior=settings.language_prior))
 
 
 async def bm25_engine(reads: Reads) -> str:

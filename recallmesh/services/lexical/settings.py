@@ -6,7 +6,11 @@ from dataclasses import dataclass
 
 from recallmesh.migrations.bm25_index import BM25_B, BM25_K1
 from recallmesh.policy import lexical_setting
-from recallmesh.services.lexical.core import PRUNE_MIN_POSTINGS, SPELLING_SIMILARITY
+from recallmesh.services.lexical.core import (
+    LANGUAGE_PRIOR,
+    PRUNE_MIN_POSTINGS,
+    SPELLING_SIMILARITY,
+)
 from recallmesh.shared.settings import env_float
 
 
@@ -25,6 +29,10 @@ class LexicalSettings:
     # A misspelt term read as the namespace's most similar one from this trigram similarity
     # (docs/decisions/0013-misspellings-by-trigram.md); 1 turns it off. Deployment only.
     spelling_similarity: float = SPELLING_SIMILARITY
+    # The language's word frequencies beside the namespace's counts in a term's idf, as this
+    # many memories of the language (docs/decisions/0021-words-of-the-language.md); 0: off.
+    # Deployment only.
+    language_prior: float = LANGUAGE_PRIOR
     # auto: the pg_textsearch index when the database has it, for queries whose terms are
     # common; off: the SQL statements only (docs/decisions/0018-bm25-index.md). Deployment only.
     bm25_index: str = "auto"
@@ -40,6 +48,8 @@ class LexicalSettings:
                    bm25_b=lexical_setting("bm25_b", cls.bm25_b),
                    spelling_similarity=lexical_setting("lexical_spelling_similarity",
                                                        cls.spelling_similarity),
+                   language_prior=lexical_setting("lexical_language_prior",
+                                                  cls.language_prior),
                    bm25_index=lexical_setting("lexical_bm25_index", cls.bm25_index),
                    bm25_index_min_postings=lexical_setting(
                        "lexical_bm25_index_min_postings", cls.bm25_index_min_postings))
