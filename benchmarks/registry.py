@@ -682,6 +682,11 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               "(issue 65)",
               module("benchmarks.performance.write_locks", "--report-to",
                      "benchmarks/reports/write-locks.md"), ("write-locks.md",)),
+    Benchmark("agent-tasks", "recall on the agent-task set's task prompts, served: the task's "
+              "memory first, recall@5, empty when nothing is stored, against the vector leg "
+              "alone and LanceDB hybrid, with the lexical language prior (issue 66)",
+              module("benchmarks.quality.agent_tasks", "--report-to",
+                     "benchmarks/reports/agent-tasks.md"), ("agent-tasks.md",)),
     Benchmark("console-upload", "the console's largest uploads (over the record cap, the "
               "largest accepted, one huge line, nested deep, over the size) while other "
               "requests are probed: their worst delay and the console's peak RSS (issue 65)",

@@ -411,8 +411,9 @@ async def test_the_languages_counts_weigh_an_everyday_word_below_a_rare_one(
             "Maya lives in Lisbon.")]), timeout=10).ids
     df, (n, total) = stats(db, ns)
     avgdl = total / n
-    frequency = dict(db.execute("SELECT lexeme, frequency FROM language_lexemes "
-                                "WHERE lexeme IN ('book', 'allerg')").fetchall())
+    frequency: dict[str, float] = dict(db.execute(
+        "SELECT lexeme, frequency FROM language_lexemes "
+        "WHERE lexeme IN ('book', 'allerg')").fetchall())
     assert frequency["book"] > 30 * frequency["allerg"]
 
     def idf(term: str, m: float) -> float:
