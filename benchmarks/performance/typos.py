@@ -120,13 +120,17 @@ def store(dsn: str, data: Dataset) -> dict[str, dict[str, str]]:
     return ids
 
 
-def corrected(dsn: str, ns: str, query: str) -> bool:
+def corrected(dsn: str, ns: str, query: str, words: bool = True) -> bool:
     """Whether this checkout's leg corrects some term of `query` in `ns` (its first round trip,
-    core.BM25_PREPARE)."""
+    core.BM25_PREPARE); `words` False: as if the languages' word lists were empty (issue 56's
+    rule, before decision 0021: any term no memory holds may be corrected)."""
     with psycopg.connect(dsn) as conn:
+        if not words:
+            conn.execute("DELETE FROM language_lexemes")  # rolled back with the transaction
         row = conn.execute(core.BM25_PREPARE, {
             "ns": ns, "query": query_terms(query), "work_mem": core.BM25_WORK_MEM,
             "spelling": core.SPELLING_SIMILARITY}).fetchone()
+        conn.rollback()
     return bool(core.spelling_params(row))
 
 
@@ -233,6 +237,10 @@ def main(argv: list[str] | None = None) -> None:
                 "questions": n,
                 "misspelt": sum(t != w for (_, t), (_, w) in zip(typed, written, strict=True)),
                 "corrected_written": sum(corrected(dsn, ns, q) for ns, q in written),
+                "corrected_written_without_words": sum(corrected(dsn, ns, q, words=False)
+                                                       for ns, q in written),
+                "corrected_misspelt_without_words": sum(corrected(dsn, ns, q, words=False)
+                                                        for ns, q in typed),
                 "corrected_misspelt": sum(corrected(dsn, ns, q) for ns, q in typed),
                 # each question asked in another namespace of the set (the next in sorted
                 # order, as pool.dump --foreign asks it), where nothing answers it
@@ -336,12 +344,13 @@ def report(results: dict[str, Any], args: argparse.Namespace, argv: list[str],
     lines += [
         "",
         "The lexical leg alone: recall@10 (a relevant memory among its first 10 hits), and how "
-        "many questions had a term corrected (a term no memory of the namespace holds, with a "
-        "namespace term similar enough).",
+        "many questions had a term corrected (a term no memory of the namespace holds and no "
+        "supported language uses as a word, with a namespace term similar enough; in brackets "
+        "the same without the word lists, issue 56's rule: docs/decisions/0021).",
         "",
         "| set | as written: baseline / corrections | misspelt: baseline / corrections | "
-        "corrected as written | corrected misspelt | corrected, asked in another namespace | "
-        "same top 50 as written |",
+        "corrected as written (without the word lists) | corrected misspelt (without) | "
+        "corrected, asked in another namespace | same top 50 as written |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, r in sets.items():
@@ -349,8 +358,9 @@ def report(results: dict[str, Any], args: argparse.Namespace, argv: list[str],
         lines.append(
             f"| {name} | {rec['baseline']['written']:.3f} / {rec['corrections']['written']:.3f} "
             f"| {rec['baseline']['misspelt']:.3f} / {rec['corrections']['misspelt']:.3f} | "
-            f"{r['corrected_written']} of {r['questions']} | {r['corrected_misspelt']} of "
-            f"{r['misspelt']} misspelt | "
+            f"{r['corrected_written']} of {r['questions']} "
+            f"({r['corrected_written_without_words']}) | {r['corrected_misspelt']} of "
+            f"{r['misspelt']} misspelt ({r['corrected_misspelt_without_words']}) | "
             + (f"{r['corrected_elsewhere']} of {r['questions']}"
                if r["corrected_elsewhere"] is not None else "-")
             + f" | {r['same_answers_written']} of {r['questions']} |")

@@ -47,12 +47,18 @@ PRIOR_ENV = "RECALLMESH_LEXICAL_LANGUAGE_PRIOR"
 
 
 def served(folder: str, configs: list[str], peers: list[str], priors: list[float],
-           out: Path) -> dict[str, dict[str, Any]]:
-    """name -> result file of every run (name: config, or config@prior for a prior > 0)."""
+           out: Path, reuse: bool = False) -> dict[str, dict[str, Any]]:
+    """name -> result file of every run (name: config, or config@prior for a prior > 0);
+    `reuse`: a run whose result files are all in `out` already is read, not run again."""
     results: dict[str, dict[str, Any]] = {}
     for prior in priors:
         where = out / folder / f"prior-{prior:g}"
         names_here = configs + (peers if prior == 0 else [])
+        if reuse and all((where / f"{n}.json").is_file() for n in names_here):
+            for n in names_here:
+                result = json.loads((where / f"{n}.json").read_text())
+                results[n + ("" if prior == 0 else f"@{prior:g}")] = result
+            continue
         previous = os.environ.get(PRIOR_ENV)
         os.environ[PRIOR_ENV] = f"{prior:g}"
         try:
@@ -97,7 +103,7 @@ def compare(result: dict[str, Any], base: dict[str, Any], metric: Any) -> str:
         by[c].append(d)
     up = sum(1 for v in by.values() if sum(v) > 0)
     down = sum(1 for v in by.values() if sum(v) < 0)
-    return f"{ci.mean:+.3f} [{ci.low:+.3f}, {ci.high:+.3f}] {up}↑ {down}↓"
+    return f"{ci.delta:+.3f} [{ci.low:+.3f}, {ci.high:+.3f}] {up}↑ {down}↓"
 
 
 def attributes(folder: str) -> dict[str, dict[str, Any]]:
@@ -151,6 +157,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--priors", type=lambda raw: [float(x) for x in names(raw)],
                         default=[0.0])
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/agent-tasks"))
+    parser.add_argument("--reuse", action="store_true",
+                        help="read the result files a run left in --out instead of running it")
     parser.add_argument("--report-to", type=Path)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
@@ -165,7 +173,8 @@ def main(argv: list[str] | None = None) -> None:
              "- Machine: " + ", ".join(f"{k} {v}" for k, v in machine_info().items()), ""]
     summary: dict[str, Any] = {}
     for folder in args.folders:
-        results = served(folder, list(args.configs), list(args.peers), priors, args.out)
+        results = served(folder, list(args.configs), list(args.peers), priors, args.out,
+                         args.reuse)
         lines += folder_report(folder, results)
         summary[folder] = {name: {
             "first": sum(map(first, r["queries"])) / len(r["queries"]),
