@@ -135,15 +135,18 @@ def pools(sets: Sequence[str], limits: dict[str, int]) -> list[Path]:
 # fitted on (benchmarks/quality/relevance.py): the dev splits and the sets this repository
 # ships; and the cut of each that a 2-core machine embeds and dumps in minutes (the first N
 # scored questions; SciFact's corpus sampled as the harness's --corpus-sample).
+# agent_tasks_dev: task prompts (issue 66); its test family (agent_tasks_test) is never among
+# them, only reported (`python -m benchmarks agent-tasks`).
 EVIDENCE_SETS = ("locomo", "longmemeval", "scifact", "madial_en", "madial_zh", "xquad_en",
-                 "xquad_de", "xquad_zh")
-SEVERAL_NAMESPACES = ("locomo", "longmemeval", "madial_en", "madial_zh")  # pool.dump --foreign
+                 "xquad_de", "xquad_zh", "agent_tasks_dev")
+SEVERAL_NAMESPACES = ("locomo", "longmemeval", "madial_en", "madial_zh",  # pool.dump --foreign
+                      "agent_tasks_dev")
 # The corpus each set's questions are also asked of, which holds nothing on their subject
 # (pool.add_elsewhere): encyclopaedia paragraphs for personal memories, a child's diary for the
 # rest.
 ELSEWHERE = {"locomo": "xquad_en", "longmemeval": "xquad_en", "madial_en": "xquad_en",
              "madial_zh": "xquad_zh", "scifact": "madial_en", "xquad_en": "madial_en",
-             "xquad_de": "madial_en", "xquad_zh": "madial_zh"}
+             "xquad_de": "madial_en", "xquad_zh": "madial_zh", "agent_tasks_dev": "xquad_en"}
 EVIDENCE_CUTS = {"longmemeval": {"limit": 50}, "scifact": {"limit": 400, "corpus_sample": 1500},
                  **{f"xquad_{lang}": {"limit": 400} for lang in ("en", "de", "zh")}}
 

@@ -332,7 +332,13 @@ _CORRECTABLE = ("char_length({term}) BETWEEN " + str(SPELLING_MIN_CHARS) + " AND
                 + str(SPELLING_MAX_CHARS) + " AND {term} !~ '[0-9]'")
 SPELLED = """, spelled AS MATERIALIZED (
     SELECT h.lexeme AS term, c.lexeme, c.df, c.similarity
-    FROM held h
+    FROM (SELECT lexeme FROM held h
+          WHERE h.df = 0 AND %(spelling)s < 1 AND {correctable_h}
+            -- a word of a language is no misspelling, whatever the namespace holds ("plan"
+            -- beside "plays"): only a term no supported language uses is looked up by spelling
+            -- (migration 0019; OFFSET 0 keeps this filter before the lookups)
+            AND NOT EXISTS (SELECT 1 FROM language_lexemes w WHERE w.lexeme = h.lexeme)
+          OFFSET 0) h
     CROSS JOIN LATERAL (
         SELECT ls.lexeme, ls.df, similarity(ls.lexeme, h.lexeme)::float8 AS similarity, e.edits
         FROM lexeme_stats ls
@@ -346,11 +352,7 @@ SPELLED = """, spelled AS MATERIALIZED (
         ORDER BY e.edits, similarity DESC, ls.df DESC, ls.lexeme
         LIMIT 1
     ) c
-    WHERE h.df = 0 AND %(spelling)s < 1 AND {correctable_h}
-      AND c.similarity >= %(spelling)s
-      -- a word of a language is no misspelling, whatever the namespace holds ("plan" beside
-      -- "plays"): only a term no supported language uses is corrected (migration 0019)
-      AND NOT EXISTS (SELECT 1 FROM language_lexemes w WHERE w.lexeme = h.lexeme)
+    WHERE c.similarity >= %(spelling)s
 )""".format(correctable_ls=_CORRECTABLE.format(term="ls.lexeme"),
             correctable_h=_CORRECTABLE.format(term="h.lexeme"),
             two_edits=SPELLING_TWO_EDITS_CHARS)
