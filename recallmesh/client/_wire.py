@@ -415,6 +415,18 @@ def delete_matching_result(reply: memory_pb2.DeleteMatchingResponse) -> DeleteMa
                                 tuple(memory_from(m) for m in reply.sample), reply.purged)
 
 
+def import_record(record: Mapping[str, Any], relations: bool = True) -> memory_pb2.MemoryRecord:
+    """An exported record as an Import carries it (with or without its relations): it lands
+    in the namespace imported into, wherever it was exported from. json_format.ParseError
+    when it is not a record."""
+    message = memory_pb2.MemoryRecord()
+    json_format.ParseDict(dict(record) if relations else without_relations(record), message)
+    message.memory.namespace = ""
+    for version in message.versions:
+        version.memory.namespace = ""
+    return message
+
+
 def without_relations(record: Mapping[str, Any]) -> dict[str, Any]:
     """An exported record without its relations (the first pass of an import)."""
     return {k: v for k, v in record.items() if k != "relations"}
@@ -433,16 +445,10 @@ def import_requests(namespace: str, records: Sequence[Mapping[str, Any]],
     request = memory_pb2.ImportRequest(namespace=namespace)
     size = versions = 0
     for i, record in enumerate(records):
-        message = memory_pb2.MemoryRecord()
         try:
-            json_format.ParseDict(dict(record) if relations else without_relations(record),
-                                  message)
+            message = import_record(record, relations)
         except json_format.ParseError as exc:
             raise ValueError(f"record {i}: not an exported memory record: {exc}") from None
-        # the records land in `namespace`, wherever they were exported from
-        message.memory.namespace = ""
-        for version in message.versions:
-            version.memory.namespace = ""
         grows = message.ByteSize() + 8
         if request.records and (len(request.records) >= MAX_IMPORT_RECORDS
                                 or size + grows > MAX_IMPORT_BYTES

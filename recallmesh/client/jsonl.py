@@ -20,6 +20,7 @@ from typing import Any
 from google.protobuf import json_format
 
 from recallmesh.client._wire import encoded_size
+from recallmesh.client._wire import import_record as import_record  # for the console
 from recallmesh.client.errors import RecallmeshError
 from recallmesh.client.sync import Client
 from recallmesh.client.types import NewMemory, Relation

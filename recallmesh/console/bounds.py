@@ -13,10 +13,9 @@ from __future__ import annotations
 import time
 from typing import IO, Any
 
-from google.protobuf import json_format
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from recallmesh.client.jsonl import InputError, exported_record, json_line
+from recallmesh.client.jsonl import InputError, exported_record, import_record, json_line
 from recallmesh.console import metrics
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import memory_pb2
@@ -123,12 +122,7 @@ def read_export(handle: IO[bytes], name: str) -> list[dict[str, Any]]:
 def _importable(record: dict[str, Any], at: str) -> dict[str, Any]:
     """The record, if the gateway's Import takes it on its own (the rules of one record;
     a rule across records, an id given twice, is the gateway's to say)."""
-    request = memory_pb2.ImportRequest(namespace="import")
-    message = request.records.add()
-    json_format.ParseDict(record, message)
-    message.memory.namespace = ""  # the records land in the namespace imported into
-    for version in message.versions:
-        version.memory.namespace = ""
+    request = memory_pb2.ImportRequest(namespace="import", records=[import_record(record)])
     try:
         imported_records(request)
     except InvalidArgument as exc:
