@@ -532,6 +532,11 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               "sets this repository ships (docs/decisions/0012)",
               evidence("decision", "benchmarks.replay.decision", "--peers", "benchmarks/results"),
               ("decision.md", "decision.json"), EVIDENCE_SETS, ("hybrid_cc_bm25t",)),
+    Benchmark("learned-ranking", "a logistic regression over the legs' evidence, fitted out "
+              "of fold, against the shipped default and the vector leg alone on the evidence "
+              "sets' pools (issue 66)",
+              evidence("learned-ranking", "benchmarks.replay.learned"),
+              ("learned-ranking.md", "learned-ranking.json"), EVIDENCE_SETS, ("hybrid_cc_bm25t",)),
     Benchmark("evidence-served", "the default, the earlier defaults and LanceDB hybrid "
               "served on the evidence sets (as cut for the decision)", evidence_served,
               ("evidence-served.md",), EVIDENCE_SETS, EVIDENCE_SERVED),

@@ -61,9 +61,13 @@ from benchmarks.replay.cross_validation import (
     replay_split,
 )
 from benchmarks.replay.pool import rounded, write_reports
+from recallmesh.policy import RecallPolicy
 
 # The rankers and the settings tuned with them.
 FAMILIES = {
+    # the vector leg's own order, the baseline every fusion must beat (issue 66): one setting
+    "vector alone": {"method": "cc", "weights": (0.0,), "contexts": ((0, 0.0, 0.0),),
+                     "time_boosts": (0.0,), "intent": False},
     "cc": {"method": "cc"},
     "calibrated": {"method": "calibrated"},
     "calibrated (median)": {"method": "calibrated", "list_median": True},
@@ -76,16 +80,22 @@ TIME_BOOSTS = (0.0, 1.0)
 
 def family_grid(family: str) -> list[Setting]:
     spec = FAMILIES[family]
-    return [Setting(spec["method"], w, ctx, tb, True, list_median=spec.get("list_median", False))
-            for w, ctx, tb in itertools.product(LEXICAL_WEIGHTS, CONTEXTS, TIME_BOOSTS)]
+    return [Setting(spec["method"], w, ctx, tb, spec.get("intent", True),
+                    list_median=spec.get("list_median", False))
+            for w, ctx, tb in itertools.product(spec.get("weights", LEXICAL_WEIGHTS),
+                                                spec.get("contexts", CONTEXTS),
+                                                spec.get("time_boosts", TIME_BOOSTS))]
 
 
 GRID = [s for family in FAMILIES for s in family_grid(family)]
 
+# The shipped default (its ranking: the relevance floor only cuts it), the incumbent of the rule.
+SHIPPED = Setting.of(RecallPolicy()).ranking
 # The defaults shipped before, as fixed settings.
 SHIPPED_BEFORE = Setting("calibrated", 0.3, (5, 0.3, 0.2), 0.0, True)  # issues 42-54
 ISSUE_27_DEFAULT = Setting("calibrated", 0.3, (5, 0.3, 0.2), 0.0, True, list_median=True)
 EARLIER = {
+    "shipped before issue 66 (cc, lexical 1)": SHIPPED,
     "shipped before issue 55 (calibrated, cosine floor, lexical 0.3)": SHIPPED_BEFORE,
     "default_previous (cc, lexical 0.7, time 1)": PREVIOUS_DEFAULT,
     "issue 27's (calibrated, list median, lexical 0.3)": ISSUE_27_DEFAULT,
@@ -95,6 +105,7 @@ EARLIER = {
 # How simple a setting is: the fewer values fitted to data and stages switched on, the
 # simpler. RRF reads ranks only; cc a list's min and max; calibrated (median) a leg's score
 # scale and the list's median; calibrated the scale and a cosine floor fitted per model.
+# The vector leg alone reads one leg's order and nothing else: simpler than any fusion.
 METHOD_SIMPLICITY = {("rrf", False): 0, ("cc", False): 1, ("calibrated", True): 2,
                      ("calibrated", False): 3}
 
@@ -102,6 +113,8 @@ METHOD_SIMPLICITY = {("rrf", False): 0, ("cc", False): 1, ("calibrated", True): 
 def simplicity(s: Setting) -> int:
     """Lower is simpler: the method's rank, + 3 for context propagation (three values),
     + 1 for the time-window boost."""
+    if s.lexical_weight == 0:
+        return -1
     return (METHOD_SIMPLICITY.get((s.method, s.list_median), 4) + (3 if s.context[0] else 0)
             + (1 if s.time_boost else 0))
 
@@ -178,8 +191,10 @@ def ties(splits: list[Split], a: Callable[[Split], np.ndarray],
 
 
 def family_of(s: Setting) -> str:
-    return next(f for f, spec in FAMILIES.items()
-                if spec["method"] == s.method and spec.get("list_median", False) == s.list_median)
+    if s.lexical_weight == 0:
+        return "vector alone"
+    return next(f for f, spec in FAMILIES.items() if "weights" not in spec
+                and spec["method"] == s.method and spec.get("list_median", False) == s.list_median)
 
 
 def decide(splits: list[Split], oof: dict[str, dict[str, np.ndarray]], incumbent: Setting,
@@ -247,7 +262,7 @@ def run(pool_paths: list[Path], peers_dir: Path | None, json_to: Path | None,
         oof[family] = scores
         chosen_per_fold[family] = chosen
         print(f"family {family}: out of fold done", flush=True)
-    shipped, why = decide(splits, oof, SHIPPED_BEFORE, GRID)
+    shipped, why = decide(splits, oof, SHIPPED, GRID)
     family = family_of(shipped)
 
     names = [s.name for s in splits]

@@ -28,7 +28,7 @@ def split(name: str, clusters: int, scores: dict[Setting, list[float]]) -> Split
 
 def oof_of(splits: list[Split], setting: Setting) -> dict[str, dict[str, np.ndarray]]:
     """Each family's out-of-fold scores, here simply those of `setting`'s own."""
-    families = ("cc", "calibrated", "calibrated (median)", "rrf")
+    families = ("vector alone", "cc", "calibrated", "calibrated (median)", "rrf")
     return {f: {s.name: s.scores[setting] for s in splits} for f in families}
 
 
@@ -61,6 +61,17 @@ def test_an_undominated_default_stays_unless_a_simpler_setting_ties_with_it():
     assert alone == SHIPPED
     assert family_of(Setting("calibrated", 1, (0, 0, 0), 0, True, list_median=True)) == \
         "calibrated (median)"
+
+
+def test_the_vector_leg_alone_is_a_family_of_its_own_and_the_simplest():
+    from benchmarks.replay.decision import GRID
+    from benchmarks.replay.decision import SHIPPED as INCUMBENT
+    from recallmesh.policy import RecallPolicy
+    alone = Setting("cc", 0.0, (0, 0.0, 0.0), 0.0, False)
+    assert family_of(alone) == "vector alone" and family_of(CC_PLAIN) == "cc"
+    assert simplicity(alone) < min(simplicity(s) for s in (CC_PLAIN, RRF, SHIPPED))
+    assert alone in GRID and INCUMBENT in GRID
+    assert INCUMBENT == Setting.of(RecallPolicy()).ranking  # the rule starts from what ships
 
 
 def rows(name: str, n: int, seed: int, beta: tuple[float, float]) -> Rows:
