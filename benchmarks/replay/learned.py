@@ -5,13 +5,14 @@ the shipped default and the vector leg alone, on the decision's pools.
   python -m benchmarks.replay.learned --pools P1,P2,... [--report-to ...] [--json-to ...]
 
 Each query's candidates are every memory a leg returned (the pool's lists, depth
-LEG_DEPTH). A candidate is described by what the legs say of it, the features the relevance
-estimate reads and no more (recallmesh/gateway/stages.py): per leg, whether it returned the
-candidate, its score as a share of the leg's own scale (lexical: the share of the query's idf
-it matched, score / score_scale; vector: the cosine above the model's floor over 1 - floor),
-its min-max share of the list, and 1 / rank; and per query, how strong each leg's best
-evidence is (its best candidate's share), alone and times the candidate's shares, so that the
-fit can trust a leg less when even its best hit is weak.
+LEG_DEPTH). A candidate is described by what the legs say of it, the values the relevance
+estimate reads (recallmesh/gateway/stages.py `evidence`) in the forms the fusion methods use
+them: per leg, whether it returned the candidate, its score as a share of the leg's own scale
+(lexical: the share of the query's idf it matched, score / score_scale; vector: the cosine
+above the model's floor over 1 - floor; calibrated fusion), its min-max share of the list (cc)
+and 1 / rank (RRF); and how strong the leg's best evidence is in this query (its best
+candidate's share), alone and times the candidate's share, so that the fit can trust a leg
+less when even its best hit is weak.
 
 A logistic regression (L2, scipy's L-BFGS) on "the candidate is relevant" is fitted on every
 split's other folds (the decision's folds: a LoCoMo conversation, FOLDS folds of clusters
