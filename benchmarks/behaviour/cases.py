@@ -505,4 +505,61 @@ CONTEXT: tuple[Case, ...] = (
          "Was soll ich für Maya kochen?", within=3, fillers=0, absent=_NOT_FOOD, context=True),
 )
 
-ALL_CASES = CASES + FILTERED + MULTILINGUAL + CONTEXT
+
+# Task prompts an agent sends before acting (issue 66): one person's namespace of a few topics,
+# an instruction that shares an everyday word with a memory the task does not need. The memory
+# the task needs must come in the first 3, and the one that merely shares the word must not
+# (`absent`). Neighbours in German and Spanish, with other names.
+_JONAS = (
+    m("Jonas is allergic to shellfish and carries antihistamines."),
+    m("Jonas eats no meat on weekdays."),
+    m("Jonas's book club reads a crime novel every month."),
+    m("Jonas lives in Hamburg, near the harbour."),
+    m("Jonas works as a structural engineer."),
+    m("Jonas runs along the Alster on Sunday mornings."),
+    m("Jonas always takes the night train to Vienna."),
+    m("Jonas's sister Frieda is a paediatric nurse."),
+)
+_AIKO = (
+    m("Aiko loves quiet mountain towns and finds big resorts boring."),
+    m("Aiko plays the violin in a string quartet."),
+    m("Aiko runs Arch Linux on her laptop."),
+    m("Aiko writes all her code in Neovim."),
+    m("Aiko's team uses TypeScript strict mode for every new package."),
+    m("Aiko prefers trains to planes for trips under five hours."),
+    m("Aiko's manager is Kenji Mori."),
+    m("Aiko is vegetarian."),
+)
+_JONAS_DE = (
+    m("Jonas ist allergisch gegen Meeresfrüchte."),
+    m("Jonas isst werktags kein Fleisch."),
+    m("Jonas arbeitet am Freitag immer von zu Hause."),
+    m("Jonas wohnt in Hamburg, nahe am Hafen."),
+    m("Jonas spielt Cello in einem Laienorchester."),
+    m("Jonas fährt mit dem Nachtzug nach Wien."),
+)
+_LUCIA = (
+    m("Lucía es alérgica al marisco."),
+    m("Lucía no come carne entre semana."),
+    m("Lucía trabaja desde casa los viernes."),
+    m("Lucía vive en Valencia, cerca del puerto."),
+    m("Lucía toca la guitarra en un grupo de amigos."),
+    m("Lucía viaja siempre en tren a Madrid."),
+)
+TASKS: tuple[Case, ...] = (
+    Case("task: a table for dinner, not the book club", "task prompt", _JONAS,
+         "Book Jonas a table for dinner on Friday.", expect=0, within=3, absent=(2,),
+         fillers=0),
+    Case("task: plan a trip, not the instrument he plays", "task prompt", _AIKO,
+         "Plan a weekend away for Aiko.", expect=0, within=3, absent=(1,), fillers=0),
+    Case("task: set up a laptop, not the new package", "task prompt", _AIKO,
+         "Set up a new laptop for Aiko.", expect=2, within=1, fillers=0),
+    Case("task: a table for dinner, in German", "task prompt", _JONAS_DE,
+         "Reserviere für Jonas am Freitag einen Tisch zum Abendessen.", expect=0, within=3,
+         absent=(2,), fillers=0),
+    Case("task: a table for dinner, in Spanish", "task prompt", _LUCIA,
+         "Reserva una mesa para cenar el viernes con Lucía.", expect=0, within=3,
+         absent=(2,), fillers=0),
+)
+
+ALL_CASES = CASES + FILTERED + MULTILINGUAL + CONTEXT + TASKS

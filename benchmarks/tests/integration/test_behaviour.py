@@ -40,6 +40,16 @@ KNOWN_FAILURES: dict[str, str] = {
         "packs her GitHub handle alone (0.080): the English model's cosine of a short memory "
         "that holds only her name"),
     "context: cooking for her, in German": "an empty block: no food memory reaches the floor",
+    # Task prompts (issue 66, docs/decisions/0022): the shipped ranker gives the lexical leg's
+    # best hit a full share however weak, and no ranker of these two legs that fixes the tasks
+    # holds on the other splits (benchmarks/reports/decision.md).
+    "task: a table for dinner, not the book club": (
+        "'book' puts the book club first; the shellfish allergy comes 8th"),
+    "task: plan a trip, not the instrument he plays": (
+        "'plan' is no longer read as 'play' (decision 0021), but the vector leg ranks "
+        "'Aiko is vegetarian.' first and the mountain towns 4th"),
+    "task: a table for dinner, in German": "'Freitag' puts working from home first",
+    "task: a table for dinner, in Spanish": "'viernes' puts working from home first",
 }
 # Cases whose outcome rests on an exact tie in the ranker, broken by memory id (random per
 # load): they pass on some loads and fail on others, and are reported either way.
