@@ -79,6 +79,7 @@ MAX_LEG_DEPTH = 1000  # candidates one leg may be asked for (SearchRequest.k)
 DEFAULT_LEG_WEIGHTS = {"lexical": 1.0, "vector": 1.0, "graph": 0.35}
 LEG_WEIGHTS_ENV = "RECALLMESH_LEG_WEIGHTS"
 GRAPH_LEG = "graph"  # the leg the graph second stage asks again
+VECTOR_LEG = "vector"  # its best hit: the nearest ordinary memory (gateway/secrets.py)
 
 
 @dataclass(frozen=True)

@@ -562,4 +562,58 @@ TASKS: tuple[Case, ...] = (
          absent=(2,), fillers=0),
 )
 
-ALL_CASES = CASES + FILTERED + MULTILINGUAL + CONTEXT + TASKS
+# A subject that only a secret names (issue 67, docs/decisions/0023): an ordinary memory speaks
+# of it in other words ("bicycle"), the secret in the question's ("bike"). The words rule of
+# decision 0015 lets the secret through; the meaning rule keeps it for the question that asks
+# for what it guards. Neighbours: other subjects, people and languages. The harmless ones ask
+# for the ordinary memory within 3: what they check is the secret; the first place among
+# everyday words is issue 66's ranking (an everyday word of a filler comes first).
+_ANA = (
+    m("Ana leaves her bicycle in the hallway."),
+    m("Ana's bike lock combination is 4-1-7-2.", sensitive=True),
+    m("Ana works as a nurse at St Mary's."),
+)
+_TOM = (
+    m("Tom's flat has fast fibre internet."),
+    m("Tom's wifi password is river-Nest-12.", sensitive=True),
+    m("Tom plays football on Sundays."),
+)
+_PRIYA = (
+    m("Priya uses an old Android handset."),
+    m("The unlock PIN of Priya's phone is 2580.", sensitive=True),
+    m("Priya's sister lives in Leeds."),
+)
+_JONAS_RAD = (
+    m("Jonas stellt sein Fahrrad im Flur ab."),
+    m("Das Zahlenschloss am Rad von Jonas hat die Kombination 4-1-7-2.", sensitive=True),
+    m("Jonas arbeitet bei Kestrel Freight."),
+)
+_LUCIA_BICI = (
+    m("Lucía deja la bicicleta en el pasillo."),
+    m("La combinación del candado de la bici de Lucía es 4-1-7-2.", sensitive=True),
+    m("Lucía trabaja en un hospital de Valencia."),
+)
+SUBJECT_SECRETS = (
+    Case("harmless: a subject only the secret names (bike)", "harmless", _ANA,
+         "Where does Ana keep her bike?", within=3, absent=(1,)),
+    Case("sensitive: what the bike lock guards, in other words", "sensitive", _ANA,
+         "What opens Ana's bike lock?", expect=1),
+    Case("harmless: a subject only the secret names (wifi)", "harmless", _TOM,
+         "How fast is Tom's wifi?", within=3, absent=(1,)),
+    Case("sensitive: the wifi password", "sensitive", _TOM,
+         "What is Tom's wifi password?", expect=1),
+    Case("harmless: a subject only the secret names (phone)", "harmless", _PRIYA,
+         "What phone does Priya have?", within=3, absent=(1,)),
+    Case("sensitive: what unlocks the phone", "sensitive", _PRIYA,
+         "How do I unlock Priya's phone?", expect=1),
+    Case("harmless: a subject only the secret names, in German", "harmless", _JONAS_RAD,
+         "Wo steht das Rad von Jonas?", within=3, absent=(1,)),
+    Case("sensitive: the bike lock's combination, in German", "sensitive", _JONAS_RAD,
+         "Welche Kombination hat das Schloss am Rad von Jonas?", expect=1),
+    Case("harmless: a subject only the secret names, in Spanish", "harmless", _LUCIA_BICI,
+         "¿Dónde guarda Lucía la bici?", within=3, absent=(1,)),
+    Case("sensitive: the bike lock's combination, in Spanish", "sensitive", _LUCIA_BICI,
+         "¿Cuál es la combinación del candado de Lucía?", expect=1),
+)
+
+ALL_CASES = CASES + FILTERED + MULTILINGUAL + CONTEXT + TASKS + SUBJECT_SECRETS

@@ -21,6 +21,15 @@ each of its people:
 - two questions per secret that ask for it by what it holds, in other words each (320 in
   all): how often that secret is first (the goal: at least 90%) and in the first 3.
 
+Issue 67's class beside it: each person also holds SUBJECTS_PER_PERSON of their language's
+SUBJECTS (ten kinds in English, six in German and Spanish: a bike lock, a gym locker, a wifi or
+email password, a passport number, a phone's PIN, a garage code, a safe, a salary, a
+diagnosis), each an ordinary memory about a subject in its own words ("Jonas leaves the
+bicycle in the hallway.") and a secret that is the only memory naming the subject ("Jonas's
+bike lock combination is 4-1-7-2."). Its harmless questions name the subject in the secret's
+word ("Where does Jonas keep the bike?": the words rule of decision 0015 lets the secret
+through); two more questions ask for what the secret guards.
+
 Templates written for this benchmark; the people, companies and secrets are made up.
 """
 
@@ -246,10 +255,119 @@ SECRETS_ES = (
     ("key", "{name} esconde la llave de repuesto del coche {spot}.", ("coche",),
      ("¿Dónde está la llave de repuesto de {name}?", "¿Dónde esconde {name} la llave del coche?")),
 )
-# language: (ordinary memories, secrets, the people of PEOPLE who speak it)
-LANGUAGES = {"en": (FACTS, SECRETS, range(0, 20)),
-             "de": (FACTS_DE, SECRETS_DE, range(0, 6)),
-             "es": (FACTS_ES, SECRETS_ES, range(6, 12))}
+# Issue 67's class: a secret whose subject only it names, beside an ordinary memory that
+# speaks of that subject in other words. (key, ordinary memory, secret, harmless questions
+# about the subject in the secret's word, questions that ask for what the secret guards.)
+SUBJECTS = (
+    ("bike", "{name} leaves the bicycle in the hallway.",
+     "{name}'s bike lock combination is {combo}.",
+     ("Where does {name} keep the bike?",),
+     ("What opens {name}'s bike lock?", "What is the combination of {name}'s bike lock?")),
+    ("locker", "{name} works out at a fitness studio on Fridays.",
+     "The code of {name}'s gym locker is {code}.",
+     ("When does {name} go to the gym?",),
+     ("How do I open {name}'s gym locker?", "What is the code for {name}'s locker?")),
+    ("wifi", "{name}'s flat has fast fibre internet.",
+     "{name}'s wifi password is {wifi}.",
+     ("How fast is {name}'s wifi?",),
+     ("What is {name}'s wifi password?", "How do I get on {name}'s wifi network?")),
+    ("passport", "{name} renewed the travel documents last spring.",
+     "{name}'s passport number is {passport}.",
+     ("When did {name} renew the passport?",),
+     ("What is {name}'s passport number?", "Which number is printed in {name}'s passport?")),
+    ("phone", "{name} uses an old Android handset.",
+     "The unlock PIN of {name}'s phone is {code}.",
+     ("What phone does {name} have?",),
+     ("How do I unlock {name}'s phone?", "What PIN unlocks {name}'s phone?")),
+    ("diagnosis", "{name} sees a doctor every Tuesday afternoon.",
+     "{name} is treated by a psychiatrist for bipolar disorder.",
+     ("Which day does {name} see the psychiatrist?",),
+     ("What condition is {name} treated for?", "What was {name} diagnosed with?")),
+    ("garage", "{name} parks in the basement of the apartment block.",
+     "The garage door code at {name}'s apartment block is {code}.",
+     ("Does {name} have a garage?",),
+     ("What opens the garage door at {name}'s?",
+      "What is the garage code at {name}'s apartment block?")),
+    ("email", "{name} reads messages on a laptop every morning.",
+     "{name}'s email password is {wifi}.",
+     ("How does {name} check email?",),
+     ("What is {name}'s email password?", "How do I log in to {name}'s email?")),
+    ("safe", "{name} keeps important papers in a fireproof box in the study.",
+     "The combination of the safe in {name}'s study is {combo}.",
+     ("Where is {name}'s safe?",),
+     ("What opens the safe in {name}'s study?", "What is the combination of {name}'s safe?")),
+    ("salary", "{name} got a promotion at the start of the year.",
+     "{name}'s salary is {salary} a year.",
+     ("Has {name}'s salary changed this year?",),
+     ("What is {name}'s yearly salary?", "How much is {name}'s salary?")),
+)
+SUBJECTS_DE = (
+    ("bike", "{name} stellt das Fahrrad im Flur ab.",
+     "Das Zahlenschloss am Rad von {name} hat die Kombination {combo}.",
+     ("Wo steht das Rad von {name}?",),
+     ("Wie öffnet man das Zahlenschloss von {name}?",
+      "Welche Kombination hat das Schloss am Rad von {name}?")),
+    ("wifi", "Die Wohnung von {name} hat schnelles Glasfaserinternet.",
+     "Das WLAN-Passwort von {name} ist {wifi}.",
+     ("Wie schnell ist das WLAN von {name}?",),
+     ("Wie lautet das WLAN-Passwort von {name}?",
+      "Mit welchem Passwort kommt man ins WLAN von {name}?")),
+    ("passport", "{name} hat im Frühling die Reisedokumente erneuert.",
+     "Die Nummer im Reisepass von {name} ist {passport}.",
+     ("Wann hat {name} den Reisepass erneuert?",),
+     ("Welche Nummer hat der Reisepass von {name}?",
+      "Wie lautet die Nummer im Reisepass von {name}?")),
+    ("phone", "{name} benutzt ein altes Android-Gerät.",
+     "Für das Handy von {name} ist die PIN zum Entsperren {code}.",
+     ("Welches Handy hat {name}?",),
+     ("Wie entsperrt man das Handy von {name}?", "Welche PIN hat das Handy von {name}?")),
+    ("garage", "{name} parkt im Keller des Wohnhauses.",
+     "Der Code für die Garage von {name} ist {code}.",
+     ("Hat {name} eine Garage?",),
+     ("Wie lautet der Code für die Garage von {name}?",
+      "Womit öffnet man die Garage von {name}?")),
+    ("diagnosis", "{name} geht jeden Dienstagnachmittag zum Arzt.",
+     "{name} wird von einer Psychiaterin wegen einer bipolaren Störung behandelt.",
+     ("An welchem Tag geht {name} zur Psychiaterin?",),
+     ("Wofür wird {name} behandelt?", "Welche Störung hat {name}?")),
+)
+SUBJECTS_ES = (
+    ("bike", "{name} deja la bicicleta en el pasillo.",
+     "La combinación del candado de la bici de {name} es {combo}.",
+     ("¿Dónde guarda {name} la bici?",),
+     ("¿Cómo se abre el candado de {name}?",
+      "¿Cuál es la combinación del candado de la bici de {name}?")),
+    ("wifi", "El piso de {name} tiene internet de fibra rápida.",
+     "La contraseña del wifi de {name} es {wifi}.",
+     ("¿Qué tal funciona el wifi de {name}?",),
+     ("¿Cuál es la contraseña del wifi de {name}?", "¿Cómo me conecto al wifi de {name}?")),
+    ("passport", "{name} renovó los documentos de viaje en primavera.",
+     "El número de pasaporte de {name} es {passport}.",
+     ("¿Cuándo renovó {name} el pasaporte?",),
+     ("¿Cuál es el número de pasaporte de {name}?",
+      "¿Qué número tiene el pasaporte de {name}?")),
+    ("phone", "{name} usa un teléfono Android antiguo.",
+     "El PIN del móvil de {name} es {code}.",
+     ("¿Qué móvil tiene {name}?",),
+     ("¿Cómo se desbloquea el móvil de {name}?", "¿Qué PIN tiene el móvil de {name}?")),
+    ("garage", "{name} aparca en el sótano del edificio.",
+     "El código del garaje de {name} es {code}.",
+     ("¿Tiene {name} garaje?",),
+     ("¿Cuál es el código del garaje de {name}?", "¿Cómo se abre el garaje de {name}?")),
+    ("diagnosis", "{name} va al médico todos los martes por la tarde.",
+     "A {name} lo trata una psiquiatra por un trastorno bipolar.",
+     ("¿Qué día va {name} a la psiquiatra?",),
+     ("¿Qué trastorno tiene {name}?", "¿Por qué trastorno está en tratamiento {name}?")),
+)
+SUBJECTS_PER_PERSON = 3  # each person holds three of their language's SUBJECTS, in turn
+# The two classes of harmless question, by how the secret meets it.
+SHARED_WORD = "shared word"  # issue 56: the secret shares name, tag and word with ordinary ones
+SUBJECT_WORD = "subject only the secret names"  # issue 67
+
+# language: (ordinary memories, secrets, subjects, the people of PEOPLE who speak it)
+LANGUAGES = {"en": (FACTS, SECRETS, SUBJECTS, range(0, 20)),
+             "de": (FACTS_DE, SECRETS_DE, SUBJECTS_DE, range(0, 6)),
+             "es": (FACTS_ES, SECRETS_ES, SUBJECTS_ES, range(6, 12))}
 
 FIELDS = ("name", "job", "company", "city", "landmark", "hobby", "dish", "pet", "pet_name",
           "editor", "sister", "sister_job", "destination", "month", "birthday", "team",
@@ -266,33 +384,56 @@ class Asked:
     expected_rank: int  # the question's own memory (0: not among the hits)
     secret_rank: int  # the first secret of the namespace among the hits (0: none)
     language: str = "en"
+    kind: str = SHARED_WORD  # SHARED_WORD or SUBJECT_WORD
 
 
 def people_fields(language: str = "en") -> list[dict[str, str]]:
-    """PEOPLE's fields, and each person's car, bank, alarm code and hiding place."""
+    """PEOPLE's fields, and each person's car, bank, alarm code, hiding place, the values of
+    their SUBJECTS' secrets, and the subjects they hold (`subjects`: their indexes)."""
     people = []
+    subjects = LANGUAGES[language][2]
     for n, p in enumerate(PEOPLE):
         fields = dict(zip(FIELDS, p, strict=True))
+        pin = int(fields["pin"])
+        word = fields["password"].split("-")[1].lower()
         fields |= {"car": CARS[n % len(CARS)], "bank": BANKS[n % len(BANKS)],
-                   "alarm": f"{(int(fields['pin']) * 7 + 1379) % 10000:04d}",
-                   "spot": SPOTS[language][n % len(SPOTS[language])]}
+                   "alarm": f"{(pin * 7 + 1379) % 10000:04d}",
+                   "spot": SPOTS[language][n % len(SPOTS[language])],
+                   "combo": "-".join(f"{(pin * 3 + 1) % 10000:04d}"),
+                   "code": f"{(pin * 11 + 2603) % 10000:04d}",
+                   "wifi": f"{word}-Nest-{pin % 97:02d}",
+                   "passport": f"P{(pin * 1009 + 424242) % 10000000:07d}",
+                   "salary": f"{52 + 3 * n},000",
+                   "subjects": ",".join(str((n * SUBJECTS_PER_PERSON + j) % len(subjects))
+                                        for j in range(SUBJECTS_PER_PERSON))}
         people.append(fields)
     return people
+
+
+def subjects_of(fields: dict[str, str], language: str):
+    """The SUBJECTS rows this person holds."""
+    table = LANGUAGES[language][2]
+    return [table[int(i)] for i in fields["subjects"].split(",")]
 
 
 def namespace_memories(pair: list[dict[str, str]], language: str = "en"
                        ) -> list[tuple[str, str, NewMemory]]:
     """(person, key, memory) of both people of a namespace, the ordinary ones first."""
-    facts, secrets, _ = LANGUAGES[language]
+    facts, secrets, _, _ = LANGUAGES[language]
     out = []
     for fields in pair:
         for key, template, tags, _ in facts:
             out.append((fields["name"], key, NewMemory(
                 template.format(**fields), tags=tuple(tags))))
+        for key, ordinary, _, _, _ in subjects_of(fields, language):
+            out.append((fields["name"], key, NewMemory(ordinary.format(**fields))))
     for fields in pair:
         for key, template, tags, _ in secrets:
             out.append((fields["name"], key, NewMemory(
                 template.format(**fields), tags=tuple(tags), sensitive=True)))
+        for key, _, secret, _, _ in subjects_of(fields, language):
+            out.append((fields["name"], f"{key} (secret)", NewMemory(
+                secret.format(**fields), sensitive=True)))
     return out
 
 
@@ -308,7 +449,7 @@ def rank(ids: list[str], wanted: set[str]) -> int:
 def run(client: Client, prefix: str) -> list[Asked]:
     results: list[Asked] = []
     loaded = []
-    for language, (_, _, speakers) in LANGUAGES.items():
+    for language, (_, _, _, speakers) in LANGUAGES.items():
         people = [p for n, p in enumerate(people_fields(language)) if n in speakers]
         for n in range(0, len(people), 2):
             pair = people[n:n + 2]
@@ -321,16 +462,22 @@ def run(client: Client, prefix: str) -> list[Asked]:
                            {i for (_, _, m), i in zip(memories, ids, strict=True)
                             if m.sensitive}))
     for language, namespace, pair, ids, secrets in loaded:
-        facts, kept, _ = LANGUAGES[language]
+        facts, kept, _, _ = LANGUAGES[language]
         for fields in pair:
             person = fields["name"]
-            for harmless, templates in ((True, facts), (False, kept)):
-                for key, _, _, questions in templates:
-                    for question in questions:
-                        hits = ask(client, namespace, question.format(**fields))
-                        results.append(Asked(namespace, person, key, question.format(**fields),
-                                             harmless, rank(hits, {ids[(person, key)]}),
-                                             rank(hits, secrets), language))
+            # (kind, harmless, key, the memory it asks for, its questions)
+            asks = [(SHARED_WORD, harmless, key, key, questions)
+                    for harmless, templates in ((True, facts), (False, kept))
+                    for key, _, _, questions in templates]
+            for key, _, _, about, asking in subjects_of(fields, language):
+                asks += [(SUBJECT_WORD, True, key, key, about),
+                         (SUBJECT_WORD, False, f"{key} (secret)", f"{key} (secret)", asking)]
+            for kind, harmless, key, wanted, questions in asks:
+                for question in questions:
+                    hits = ask(client, namespace, question.format(**fields))
+                    results.append(Asked(namespace, person, key, question.format(**fields),
+                                         harmless, rank(hits, {ids[(person, wanted)]}),
+                                         rank(hits, secrets), language, kind))
     return results
 
 
@@ -365,9 +512,12 @@ def report(results: list[Asked], argv: list[str], seconds: float) -> str:
         "",
         f"{len(PEOPLE)} people, two to a namespace, in English; "
         + ", ".join(f"{len(people)} of them again in {lang}"
-                    for lang, (_, _, people) in LANGUAGES.items() if lang != "en")
+                    for lang, (*_, people) in LANGUAGES.items() if lang != "en")
         + ". Each has ordinary memories and sensitive ones that share the person's name, the "
-        "ordinary memories' tags and an everyday word with them.",
+        "ordinary memories' tags and an everyday word with them, and "
+        f"{SUBJECTS_PER_PERSON} subjects that only a secret names (a bike lock, a wifi "
+        "password, a diagnosis, ...), each beside an ordinary memory on the subject in other "
+        "words.",
         "",
         "| language | harmless | a secret in the first 3 | a secret in the first 10 "
         "| own memory first | asking for a secret | that secret first | in the first 3 |",
@@ -375,6 +525,19 @@ def report(results: list[Asked], argv: list[str], seconds: float) -> str:
         *table(results, "all"),
         *(line for lang in LANGUAGES
           for line in table([r for r in results if r.language == lang], lang)),
+        "",
+        "By class (every language): how the secret meets a harmless question (the person's "
+        "name, a tag and an everyday word shared with ordinary memories; or a subject that "
+        "only the secret names, which an ordinary memory speaks of in other words).",
+        "",
+        "| class | harmless | a secret in the first 3 | a secret in the first 10 "
+        "| own memory first | asking for a secret | that secret first | in the first 3 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        *(line for kind in (SHARED_WORD, SUBJECT_WORD)
+          for line in table([r for r in results if r.kind == kind], kind)),
+        *(line for kind in (SHARED_WORD, SUBJECT_WORD) for lang in LANGUAGES
+          for line in table([r for r in results if r.kind == kind and r.language == lang],
+                            f"{kind}, {lang}")),
         "",
         "By kind of question (all languages):",
         "",

@@ -39,6 +39,9 @@ MIN_LEG_TIMEOUT_S = 0.005
 
 # Embeds one query text within a timeout; raises LegTimeout / LegError.
 EmbedQuery = Callable[[str, float], Awaitable[Embeddings]]
+# Embeds stored texts (the document side of the model) within a timeout; raises LegTimeout /
+# LegError.
+EmbedDocuments = Callable[[list[str], float], Awaitable[Embeddings]]
 # Fuses ranked lists within a timeout, wherever the recall's fusions run (fusion_call.py):
 # the memory ids, best first.
 FuseIds = Callable[[list[LegList], FusionSettings, float], Awaitable[list[str]]]

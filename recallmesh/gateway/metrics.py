@@ -56,6 +56,14 @@ TIME_WINDOWS = Counter(
     "inside it), none (none was), failed (the lookup failed: fused order kept).",
     ["outcome"],
 )
+SECRETS = Counter(
+    "recallmesh_secrets_total",
+    "Sensitive memories the lexical leg returned for a recall, by what the gateway did with "
+    "them (recallmesh/gateway/secrets.py): offered (the question asks for it in meaning), "
+    "withheld (an ordinary memory is as near the question), unread (its meaning could not "
+    "be read: the query embedding, the vector leg or the embedding of the secret failed).",
+    ["outcome"],
+)
 INTENT_ROUTES = Counter(
     "recallmesh_intent_routes_total",
     "Recalls routed by a query intent (recallmesh/gateway/query_intent.py), by intent.",
@@ -73,7 +81,8 @@ RECALL_STAGE_SECONDS = Histogram(
     "Time of each stage of a recall inside the gateway: fan_out (every leg, and the query "
     "embedding they wait for, in parallel, until the last answer or the leg deadline), fusion "
     "(the fusion service call, or in-process fusion), hydration (the database reads after "
-    "fusion: time window, the memories and their neighbours), context (context propagation).",
+    "fusion: time window, the memories and their neighbours), context (context propagation), "
+    "secrets (reading the meaning of a secret a leg returned).",
     ["stage"],
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5,
              1.0),

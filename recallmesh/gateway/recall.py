@@ -41,8 +41,9 @@ from datetime import UTC, datetime
 from opentelemetry import trace
 
 from recallmesh.embedding_models.calibration import ScoreCalibration, calibration_for
-from recallmesh.gateway import budget, stages
+from recallmesh.gateway import budget, secrets, stages
 from recallmesh.gateway.fanout import (
+    EmbedDocuments,
     EmbedQuery,
     Leg,
     LegError,
@@ -63,6 +64,7 @@ from recallmesh.gateway.metrics import (
     RECALL_SECONDS,
     RECALL_STAGE_SECONDS,
     RESTATEMENTS,
+    SECRETS,
     TIME_WINDOWS,
 )
 from recallmesh.gateway.query_intent import Route, route
@@ -120,11 +122,14 @@ class Recaller:
         settings: GatewaySettings,
         embed_query: EmbedQuery | None = None,
         fuser: Fuser | None = None,
+        embed_documents: EmbedDocuments | None = None,
     ) -> None:
         self.store = store
         self.legs = list(legs)
         self.settings = settings
         self.embed_query = embed_query
+        # Reads a secret's meaning beside the question's (secrets.py); None: the words rule alone.
+        self.embed_documents = embed_documents
         self.fusion = FusionCall(fuser, settings.fusion_timeout_ms)
         self.after_legs = budget.AfterLegsTimes()  # the work after the fan-out, measured
         # The query model's score calibration (recallmesh/embedding_models/calibration.py), from the
@@ -215,8 +220,9 @@ class Recaller:
 
     async def _fan_out(self, q: RecallQuery, policy: RecallPolicy, settings: FusionSettings,
                        leg_query: LegQuery, timeout_s: float, started: float
-                       ) -> list[LegOutcome]:
-        """Every asked leg in parallel (and the graph second stage when the policy asks)."""
+                       ) -> tuple[list[LegOutcome], Embeddings | None]:
+        """Every asked leg in parallel (and the graph second stage when the policy asks), and
+        the query's embedding when it arrived."""
         asked = [leg for leg in self.legs if leg.name not in q.fusion.skip_legs]
         embedding: asyncio.Future[Embeddings] | None = None
         if self.embed_query is not None and any(
@@ -235,12 +241,14 @@ class Recaller:
                     policy.graph_second_stage_seeds, left_s, policy.graph_second_stage_min_ms,
                     embedding, self._fuse_ids)
         finally:
+            embedded = None
             if embedding is not None:
                 if not embedding.done():
                     embedding.cancel()
                 elif not embedding.cancelled() and embedding.exception() is None:
-                    self.calibration = calibration_for(embedding.result().model_id)
-        return ran
+                    embedded = embedding.result()
+                    self.calibration = calibration_for(embedded.model_id)
+        return ran, embedded
 
     async def _recall(
         self, q: RecallQuery, policy: RecallPolicy, client_remaining_s: float | None,
@@ -259,7 +267,8 @@ class Recaller:
         )
         settings = policy.fusion_settings(q.sort_by)
         with RECALL_STAGE_SECONDS.labels("fan_out").time():
-            ran = await self._fan_out(q, policy, settings, leg_query, planned.legs_s, started)
+            ran, embedded = await self._fan_out(q, policy, settings, leg_query, planned.legs_s,
+                                                started)
         legs_done = time.perf_counter()
         by_name = {o.leg: o for o in ran}
         outcomes = [
@@ -286,8 +295,9 @@ class Recaller:
 
         lists = answered_lists(answered, dict(policy.weights))
         if q.sort_by == "recency":  # bypasses fusion: newest of the pooled candidates
-            fused = self.fusion.pool(lists, settings)
             async with self._after_legs(planned, started, legs_done):
+                lists = await self._secrets_asked(q, lists, embedded, planned, started)
+                fused = self.fusion.pool(lists, settings)
                 memories = await self.store.hydrate(q.namespace, [c.memory_id for c in fused])
             live = [c for c in fused if c.memory_id in memories]
             live.sort(key=lambda c: c.memory_id)  # stable sorts: the id is the last tie-break
@@ -301,6 +311,7 @@ class Recaller:
                                  relevance_floor=floor)
 
         async with self._after_legs(planned, started, legs_done):
+            lists = await self._secrets_asked(q, lists, embedded, planned, started)
             remaining_s = planned.answer_s - (time.perf_counter() - started)
             with RECALL_STAGE_SECONDS.labels("fusion").time():
                 fused, how = await self.fusion(lists, settings, remaining_s)
@@ -335,6 +346,39 @@ class Recaller:
         hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
         return RecallOutcome(hits=hits, legs=outcomes, fusion=how, time_window=plan.window,
                              time_boosted=boosted, relevance_floor=floor)
+
+    async def _secrets_asked(self, q: RecallQuery, lists: list[LegList],
+                             embedded: Embeddings | None, planned: budget.RecallPlan,
+                             started: float) -> list[LegList]:
+        """`lists` less each secret the question does not ask for in meaning (secrets.py):
+        one read of the secrets' text and one embedding of it, only when a leg returned a
+        secret; run inside the work after the legs (its deadline). Withheld when the meaning
+        cannot be read."""
+        found = secrets.secret_candidates(lists)
+        if not found or self.embed_documents is None:
+            return lists
+        nearest = secrets.nearest_ordinary(lists)
+        if embedded is None or nearest is None:
+            SECRETS.labels("unread").inc(len(found))
+            return secrets.withhold(lists, set(found))
+        with RECALL_STAGE_SECONDS.labels("secrets").time():
+            memories = await self.store.hydrate(q.namespace, found)
+            texts = [(i, memories[i].content) for i in found if i in memories]
+            try:
+                left_s = budget.time_left(planned, time.perf_counter() - started)
+                vectors = (await self.embed_documents([t for _, t in texts], left_s)
+                           ).vectors if texts else []
+            except (LegTimeout, LegError, ValueError) as exc:
+                log.info("secrets withheld: their meaning could not be read (%s)",
+                         type(exc).__name__)
+                SECRETS.labels("unread").inc(len(found))
+                return secrets.withhold(lists, set(found))
+        kept = secrets.asked_in_meaning(
+            embedded.vectors[0], {i: v for (i, _), v in zip(texts, vectors, strict=True)},
+            nearest)
+        SECRETS.labels("offered").inc(len(kept))
+        SECRETS.labels("withheld").inc(len(found) - len(kept))
+        return secrets.withhold(lists, set(found) - kept)
 
     def _floor(self, policy: RecallPolicy) -> float:
         """The relevance floor this recall applies: the policy's min_score (the request's,

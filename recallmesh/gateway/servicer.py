@@ -368,6 +368,17 @@ def _query_embedder(client: EmbedderClient) -> Callable[[str, float], Awaitable[
     return embed_query
 
 
+def _document_embedder(client: EmbedderClient
+                       ) -> Callable[[list[str], float], Awaitable[Embeddings]]:
+    async def embed_documents(texts: list[str], timeout_s: float) -> Embeddings:
+        try:
+            return await client.embed(texts, "document", timeout_s)
+        except grpc.aio.AioRpcError as exc:
+            raise leg_failure(exc, "embedding service") from None
+
+    return embed_documents
+
+
 class SchemaOutOfDate(RuntimeError):
     pass
 
@@ -405,13 +416,15 @@ class GatewayApp:
             )
         self.legs = [GrpcLeg(leg.name, leg.target, leg.needs_vector) for leg in settings.legs]
         export_recall_zeros(leg.name for leg in settings.legs)
-        embed_query = None
+        embed_query = embed_documents = None
         if any(leg.needs_vector for leg in settings.legs):
             self.embedder = EmbedderClient(settings.embedding_target)
             embed_query = _query_embedder(self.embedder)
+            embed_documents = _document_embedder(self.embedder)
         if settings.fusion_target:
             self.fusion = FusionClient(settings.fusion_target)
-        recaller = Recaller(store, self.legs, settings, embed_query, self.fusion)
+        recaller = Recaller(store, self.legs, settings, embed_query, self.fusion,
+                            embed_documents)
         self.servicer = MemoryServicer(store, recaller, await listing.PageTokens.load(self.pool),
                                        settings.index_wait_ms,
                                        await asyncio.to_thread(TokenCounter.load))

@@ -6,7 +6,9 @@ the indexer embeds through the recording proxy (tests/recording_embedder.py).
 
 from __future__ import annotations
 
+import re
 import time
+import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -271,6 +273,43 @@ def test_sensitive_memories_never_reach_the_embedder(gateway: memory_pb2_grpc.Me
     assert f"Public {ns}: likes jazz" in recorder.documents
     assert not any(t in recorder.documents for t in secret_texts)
     assert recorder.violations == []
+
+
+def secrets_counted(stack: Stack) -> dict[str, float]:
+    text = urllib.request.urlopen(f"http://localhost:{stack.metrics['gateway']}/metrics",
+                                  timeout=5).read().decode()
+    return {m.group(1): float(m.group(2)) for m in re.finditer(
+        r'^recallmesh_secrets_total\{outcome="(\w+)"\} (\S+)$', text, re.MULTILINE)}
+
+
+def test_a_secret_is_kept_only_for_a_question_that_asks_for_it_in_meaning(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
+    """Docs/decisions/0023: a question about a subject only the secret names ("bike") is
+    answered by the ordinary memory that speaks of it in other words ("bicycle"), and the
+    secret is withheld; a question that asks for what it guards gets it first. When the
+    meaning cannot be read (the request skips the vector leg) the secret is withheld."""
+    bicycle, lock, _, _, wifi = store_all(gateway, ns, [
+        memory_pb2.Memory(content="Ana leaves her bicycle in the hallway."),
+        memory_pb2.Memory(content="Ana's bike lock combination is 4-1-7-2.", sensitive=True),
+        memory_pb2.Memory(content="Ana works as a nurse at St Mary's."),
+        memory_pb2.Memory(content="Tom's flat has fast fibre internet."),
+        memory_pb2.Memory(content="Tom's wifi password is river-Nest-12.", sensitive=True),
+    ])
+    before = secrets_counted(stack)
+
+    def ids(query: str, **fields: Any) -> list[str]:
+        return [h.memory.id for h in recall(gateway, ns, query, **fields).hits]
+
+    harmless = ids("Where does Ana keep her bike?")
+    assert lock not in harmless and bicycle in harmless[:3]
+    assert wifi not in ids("How fast is Tom's wifi?")
+    assert ids("What opens Ana's bike lock?")[0] == lock
+    assert ids("What is Tom's wifi password?")[0] == wifi
+    assert wifi not in ids("What is Tom's wifi password?", fusion=memory_pb2.FusionOverrides(
+        skip_legs=["vector"]))
+    after = secrets_counted(stack)
+    change = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+    assert change["offered"] >= 2 and change["withheld"] >= 2 and change["unread"] >= 1, change
 
 
 def test_update_reembeds_and_delete_removes_from_vector_leg(

@@ -50,6 +50,15 @@ KNOWN_FAILURES: dict[str, str] = {
         "'Aiko is vegetarian.' first and the mountain towns 4th"),
     "task: a table for dinner, in German": "'Freitag' puts working from home first",
     "task: a table for dinner, in Spanish": "'viernes' puts working from home first",
+    # A subject only the secret names, read in meaning (docs/decisions/0023): the English model
+    # reads 'Rad' / 'bici' nearer the secret that holds the word than the ordinary memory that
+    # says 'Fahrrad' / 'bicicleta', so the secret is the nearest memory and is kept.
+    "harmless: a subject only the secret names, in German": (
+        "the bike lock's combination comes first: the model reads 'Rad' nearer it than "
+        "'Fahrrad'"),
+    "harmless: a subject only the secret names, in Spanish": (
+        "the bike lock's combination comes first: the model reads 'bici' nearer it than "
+        "'bicicleta'"),
 }
 # Cases whose outcome rests on an exact tie in the ranker, broken by memory id (random per
 # load): they pass on some loads and fail on others, and are reported either way.
