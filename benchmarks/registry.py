@@ -140,13 +140,14 @@ def pools(sets: Sequence[str], limits: dict[str, int]) -> list[Path]:
 EVIDENCE_SETS = ("locomo", "longmemeval", "scifact", "madial_en", "madial_zh", "xquad_en",
                  "xquad_de", "xquad_zh", "agent_tasks_dev")
 SEVERAL_NAMESPACES = ("locomo", "longmemeval", "madial_en", "madial_zh",  # pool.dump --foreign
-                      "agent_tasks_dev")
+                      "agent_tasks_dev", "agent_tasks_test")
 # The corpus each set's questions are also asked of, which holds nothing on their subject
 # (pool.add_elsewhere): encyclopaedia paragraphs for personal memories, a child's diary for the
 # rest.
 ELSEWHERE = {"locomo": "xquad_en", "longmemeval": "xquad_en", "madial_en": "xquad_en",
              "madial_zh": "xquad_zh", "scifact": "madial_en", "xquad_en": "madial_en",
-             "xquad_de": "madial_en", "xquad_zh": "madial_zh", "agent_tasks_dev": "xquad_en"}
+             "xquad_de": "madial_en", "xquad_zh": "madial_zh", "agent_tasks_dev": "xquad_en",
+             "agent_tasks_test": "xquad_en"}
 EVIDENCE_CUTS = {"longmemeval": {"limit": 50}, "scifact": {"limit": 400, "corpus_sample": 1500},
                  **{f"xquad_{lang}": {"limit": 400} for lang in ("en", "de", "zh")}}
 
@@ -188,6 +189,16 @@ def evidence(name: str, mod: str, *extra: str) -> Callable[[list[str]], None]:
             *extra, "--pools", paths, "--json-to", str(REPORTS / f"{name}.json"),
             "--report-to", str(REPORTS / f"{name}.md"), *rest])
     return run
+
+
+# The agent-task set's splits: the dev split, and the test families reported apart (issue 66).
+AGENT_TASK_SETS = ("agent_tasks_dev", "agent_tasks_test")
+
+
+def context_needs(argv: list[str]) -> None:
+    """context-needs over the agent-task pools (embedded and dumped first when missing)."""
+    evidence("context-needs", "benchmarks.quality.context_needs")(
+        ["--sets", ",".join(AGENT_TASK_SETS), *argv])
 
 
 EVIDENCE_SERVED = ("default", "default_previous", "calibrated_lw0.3", "peer_lancedb_hybrid")
@@ -549,6 +560,10 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               "(docs/decisions/0014)",
               evidence("context_curve", "benchmarks.quality.context_curve"),
               ("context_curve.md", "context_curve.json"), EVIDENCE_SETS, ("hybrid_cc_bm25t",)),
+    Benchmark("context-needs", "what a task needs against what the legs give: the ranking's "
+              "ceiling, Context as served and the floors that empty prompts about nothing "
+              "stored, on the agent-task pools (issue 67)", context_needs,
+              ("context-needs.md", "context-needs.json"), AGENT_TASK_SETS, ("hybrid_cc_bm25t",)),
     Benchmark("lever-replay", "levers replayed on the dev pools with exact vectors (speaker "
               "boost, PRF, embedding hop, chunks, routed weight, time windows)",
               replay("lever-replay", "benchmarks.replay.lever_replay", "lever_replay.json",
