@@ -616,6 +616,11 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
                      "benchmarks/reports/recall-stages.md", "--json",
                      "benchmarks/results/recall_stages.json"),
               ("recall-stages.md",), ("locomo", "longmemeval"), models=(INT8,)),
+    Benchmark("ingest", "writes through StoreBatch against the model's own rate on the same "
+              "texts, shipped and with concept extraction on (issue 68)",
+              module("benchmarks.performance.ingest", "--report-to",
+                     "benchmarks/reports/ingest.md", "--json", "benchmarks/results/ingest.json"),
+              ("ingest.md",), ("locomo", "longmemeval")),
     Benchmark("speed", "issue 26's speed tables per model: latency against LanceDB and the "
               "single-SQL hybrid, 8/32 clients, ingest, query cache, stages",
               module("benchmarks.performance.speed", "--models",

@@ -79,6 +79,11 @@ MAX_LEG_DEPTH = 1000  # candidates one leg may be asked for (SearchRequest.k)
 DEFAULT_LEG_WEIGHTS = {"lexical": 1.0, "vector": 1.0, "graph": 0.35}
 LEG_WEIGHTS_ENV = "RECALLMESH_LEG_WEIGHTS"
 GRAPH_LEG = "graph"  # the leg the graph second stage asks again
+# The legs a gateway fans out to unless RECALLMESH_LEGS says otherwise. The graph leg runs
+# in every stack but is not among them (docs/decisions/0010-graph-stays-opt-in.md);
+# RECALLMESH_LEGS=lexical,vector,graph turns it on. Every service reads the same variable
+# (the indexer extracts concepts only for a graph leg that is asked: docs/decisions/0025).
+DEFAULT_LEGS = "lexical,vector"
 VECTOR_LEG = "vector"  # its best hit: the nearest ordinary memory (gateway/secrets.py)
 
 
@@ -467,3 +472,15 @@ def lexical_setting(name: str, default: Any, environ: Mapping[str, str] | None =
     assert spec.owner == "lexical" and spec.env is not None
     raw = env_str(spec.env, "", environ)
     return env_value(spec.env, spec, kind, raw) if raw else default
+
+
+def leg_names(raw: str | None = None) -> list[str]:
+    """The legs RECALLMESH_LEGS names (`raw`, else the environment's, else DEFAULT_LEGS), in
+    order; ConfigError when it names none or one twice."""
+    raw = env_str("RECALLMESH_LEGS", DEFAULT_LEGS) if raw is None else raw
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    if not names:
+        raise ConfigError("RECALLMESH_LEGS names no leg")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"RECALLMESH_LEGS names a leg twice: {raw!r}")
+    return names

@@ -94,8 +94,11 @@ def admin_dsn(dsn: str) -> str:
 def stack_and_recorder(dsn: str, pg_dir: Path) -> Iterator[tuple[Stack, RecordingEmbedder]]:
     """Every service as its own process; the indexer embeds through a recording proxy. Its
     expiry sweeper is off: test_expiry checks what the reads do before a sweep (a sweep at a
-    random moment purged the memory first, seen in CI) and runs the sweeper itself."""
-    env = stack_env(pg_dir / "stack", dsn, RECALLMESH_EXPIRY_SWEEP_S="0")
+    random moment purged the memory first, seen in CI) and runs the sweeper itself. Its
+    indexer extracts concepts although its gateway does not ask the graph leg (the extractor's
+    default, auto, would not): the graph tests ask it through a gateway of their own."""
+    env = stack_env(pg_dir / "stack", dsn, RECALLMESH_EXPIRY_SWEEP_S="0",
+                    RECALLMESH_CONCEPT_EXTRACTOR="spacy")
     recorder, server, address = start_recording_embedder(
         f"localhost:{env['RECALLMESH_EMBEDDING_PORT']}", dsn
     )

@@ -17,8 +17,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from recallmesh.gateway.settings import DEFAULT_LEGS
-from recallmesh.policy import Overrides
+from recallmesh.policy import DEFAULT_LEGS, Overrides
 from recallmesh.v1 import memory_pb2
 
 

@@ -25,8 +25,7 @@ import json
 from pathlib import Path
 
 from benchmarks.harness.configs import CONFIGS, Config
-from recallmesh.gateway.settings import DEFAULT_LEGS
-from recallmesh.policy import DEFAULT_LEG_WEIGHTS
+from recallmesh.policy import DEFAULT_LEG_WEIGHTS, DEFAULT_LEGS
 
 TARGET = "default"
 

@@ -55,6 +55,11 @@ def add_jobs(sub: Subcommands[argparse.ArgumentParser]) -> None:
         p.add_argument("--all", action="store_true", help="every parked job")
         p.add_argument("--namespace", "-n", help="with --all: only this namespace")
         p.set_defaults(func=cmd_jobs)
+    concepts = jobs_sub.add_parser(
+        "concepts", help="queue every memory without concepts for extraction (after turning "
+        "the graph leg on: memories stored before have none)")
+    concepts.add_argument("--namespace", "-n", help="only this namespace")
+    concepts.set_defaults(func=cmd_jobs)
 
 
 def cmd_fetch_model(args: argparse.Namespace) -> int:
@@ -124,13 +129,19 @@ def cmd_jobs(args: argparse.Namespace) -> int:
 
     from recallmesh.services.indexer import jobs
 
-    targets = None if args.jobs_command == "list" else _jobs_targets(args)
+    targets = None if args.jobs_command in ("list", "concepts") else _jobs_targets(args)
     dsn, stack = database_dsn()
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
             if args.jobs_command == "list":
                 return _print_parked(jobs.list_parked(conn, args.namespace, args.limit),
                                      jobs.count_parked(conn, args.namespace), args.json)
+            if args.jobs_command == "concepts":
+                queued = jobs.queue_for_concepts(conn, args.namespace)
+                console.print(f"{queued} memories without concepts queued; the indexer embeds "
+                              "them again and extracts their concepts (with the graph leg among "
+                              "RECALLMESH_LEGS, or RECALLMESH_CONCEPT_EXTRACTOR=spacy)")
+                return 0
             act = jobs.retry if args.jobs_command == "retry" else jobs.drop
             try:
                 done = act(conn, targets, args.namespace)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass, field
 
-from recallmesh.policy import RecallPolicy
+from recallmesh.policy import RecallPolicy, leg_names
 from recallmesh.shared.settings import (
     ConfigError,
     at_most,
@@ -20,10 +20,6 @@ from recallmesh.wire.validation import MAX_BUDGET_MS, MAX_INDEX_WAIT_MS
 
 # Legs searched with the embedded query (RECALLMESH_<LEG>_NEEDS_VECTOR overrides).
 LEGS_NEEDING_VECTOR = frozenset({"vector", "graph"})
-# The legs a gateway fans out to unless RECALLMESH_LEGS says otherwise. The graph leg runs
-# in every stack but is not among them (docs/decisions/0010-graph-stays-opt-in.md);
-# RECALLMESH_LEGS=lexical,vector,graph turns it on.
-DEFAULT_LEGS = "lexical,vector"
 ALL_LEGS = "lexical,vector,graph"
 # The legs that search sensitive memories: they are never embedded nor linked into the concept
 # graph, so every other leg is blind to them (calibrated fusion does not count it against them).
@@ -99,12 +95,7 @@ class GatewaySettings:
 
     @classmethod
     def from_env(cls) -> GatewaySettings:
-        raw = env_str("RECALLMESH_LEGS", DEFAULT_LEGS)
-        names = [n.strip() for n in raw.split(",") if n.strip()]
-        if not names:
-            raise ConfigError("RECALLMESH_LEGS names no leg")
-        if len(set(names)) != len(names):
-            raise ConfigError(f"RECALLMESH_LEGS names a leg twice: {raw!r}")
+        names = leg_names()
         legs = [
             LegTarget(
                 name,

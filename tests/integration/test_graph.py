@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 import urllib.request
 from typing import Any
@@ -14,6 +17,7 @@ import pytest
 from recallmesh.services.graph.core import (
     float4_arrays,
 )
+from recallmesh.services.indexer import jobs
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2, retriever_pb2_grpc
 from tests.helpers import expect_status, one_row, recall, store
@@ -211,6 +215,32 @@ def test_sensitive_memories_get_no_concepts(gateway: memory_pb2_grpc.MemoryServi
                                 (secret,)))[0]
     assert linked == 0
     assert "pin" not in concepts_of(db, ns) and "bank pin" not in concepts_of(db, ns)
+
+
+@pytest.mark.integration
+def test_memories_without_concepts_are_queued_and_get_them(
+        stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, db: psycopg.Connection,
+        ns: str) -> None:
+    """`recallmesh jobs concepts` (jobs.queue_for_concepts): the memories stored while
+    extraction was off (their links removed here) are embedded again and get their concepts;
+    a sensitive one is never queued (docs/decisions/0025)."""
+    ids = store_wait(gateway, ns, "Priya learns Svelte with Lena.", "Lena plays the cello.")
+    store_wait(gateway, ns, "Priya's Svelte login is owl-17.", sensitive=True)
+    db.execute("DELETE FROM memory_concepts WHERE memory_id = ANY(%s::uuid[])", (ids,))
+    done = subprocess.run([sys.executable, "-m", "recallmesh.cli", "jobs", "concepts", "-n", ns],
+                          env={**os.environ, "RECALLMESH_DSN": stack.dsn, "COLUMNS": "200"},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "2 memories without concepts queued" in done.stdout, done
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        linked = one_row(db.execute(
+            "SELECT count(DISTINCT memory_id) FROM memory_concepts "
+            "WHERE memory_id = ANY(%s::uuid[])", (ids,)))[0]
+        if linked == 2:
+            break
+        time.sleep(0.2)
+    assert linked == 2
+    assert jobs.queue_for_concepts(db, ns) == 0  # every ordinary memory has its concepts
 
 
 @pytest.mark.integration

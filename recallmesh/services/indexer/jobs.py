@@ -99,3 +99,20 @@ def drop(conn: psycopg.Connection, ids: list[str] | None = None,
             conn.execute("DELETE FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[]) "
                          "AND parked_at IS NOT NULL", (picked,))
     return picked
+
+
+def queue_for_concepts(conn: psycopg.Connection, namespace: str | None = None) -> int:
+    """Enqueue every live ordinary memory (of `namespace`, if given) that has no concept link,
+    so the indexer embeds it again and extracts its concepts: the memories stored while
+    extraction was off, once the graph leg is turned on (docs/decisions/0025). A memory in
+    which the extractor finds nothing is queued again by a later call. How many were queued."""
+    with conn.transaction():
+        rows = conn.execute(
+            "SELECT m.id FROM memories m WHERE m.deleted_at IS NULL AND NOT m.is_sensitive "
+            "AND (%(ns)s::text IS NULL OR m.namespace = %(ns)s) AND NOT EXISTS "
+            "(SELECT 1 FROM memory_concepts c WHERE c.memory_id = m.id) ORDER BY m.id",
+            {"ns": namespace}).fetchall()
+        ids = [r[0] for r in rows]
+        if ids:
+            conn.execute("SELECT recallmesh_enqueue_embedding_jobs(%s::uuid[])", (ids,))
+    return len(ids)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from recallmesh.policy import GRAPH_LEG, leg_names
 from recallmesh.shared.settings import (
     ConfigError,
     default_target,
@@ -18,6 +19,17 @@ from recallmesh.shared.settings import (
 # (docs/decisions/0017-smaller-settings-and-limits.md); RECALLMESH_CONCEPT_MERGE_THRESHOLD
 # overrides.
 DEFAULT_CONCEPT_MERGE_THRESHOLD = 0.84
+# RECALLMESH_CONCEPT_EXTRACTOR's default: extract concepts only when the graph leg, the one
+# reader of them, is among RECALLMESH_LEGS (docs/decisions/0025).
+AUTO_EXTRACTOR = "auto"
+
+
+def concept_extractor(raw: str, legs: list[str]) -> str:
+    """The extractor the indexer runs: `raw` as set, `auto` read as spaCy when the graph leg is
+    among `legs` and none otherwise."""
+    if raw != AUTO_EXTRACTOR:
+        return raw
+    return "spacy" if GRAPH_LEG in legs else "none"
 
 
 
@@ -28,7 +40,7 @@ class IndexerSettings:
     poll_s: float  # fallback poll interval (new jobs also wake it via NOTIFY)
     max_backoff_s: float  # retry delay cap while the embedding service fails
     embed_timeout_s: float
-    concept_extractor: str = "spacy"  # "none" switches concept extraction off
+    concept_extractor: str = "spacy"  # "none" switches concept extraction off (from_env: auto)
     concept_merge_threshold: float = DEFAULT_CONCEPT_MERGE_THRESHOLD
     expiry_sweep_s: float = 60.0  # how often expired memories are purged; 0 switches it off
     # A job whose own text failed this many times is parked (not retried any more).
@@ -50,7 +62,8 @@ class IndexerSettings:
             poll_s=env_float("RECALLMESH_INDEXER_POLL_S", 1.0, minimum=0.01),
             max_backoff_s=env_float("RECALLMESH_INDEXER_MAX_BACKOFF_S", 30.0, minimum=0.1),
             embed_timeout_s=env_float("RECALLMESH_INDEXER_EMBED_TIMEOUT_S", 30.0, minimum=0.1),
-            concept_extractor=env_str("RECALLMESH_CONCEPT_EXTRACTOR", "spacy"),
+            concept_extractor=concept_extractor(
+                env_str("RECALLMESH_CONCEPT_EXTRACTOR", AUTO_EXTRACTOR), leg_names()),
             concept_merge_threshold=env_float("RECALLMESH_CONCEPT_MERGE_THRESHOLD",
                                               DEFAULT_CONCEPT_MERGE_THRESHOLD,
                                               minimum=0.0),
