@@ -84,7 +84,7 @@ GRAPH_LEG = "graph"  # the leg the graph second stage asks again
 # RECALLMESH_LEGS=lexical,vector,graph turns it on. Every service reads the same variable
 # (the indexer extracts concepts only for a graph leg that is asked: docs/decisions/0025).
 DEFAULT_LEGS = "lexical,vector"
-VECTOR_LEG = "vector"  # its best hit: the nearest ordinary memory (gateway/secrets.py)
+VECTOR_LEG = "vector"  # the leg searched by meaning (its best hit: the nearest memory)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass, field
 
-from recallmesh.policy import RecallPolicy, leg_names
+from recallmesh.policy import GRAPH_LEG, VECTOR_LEG, RecallPolicy, leg_names
 from recallmesh.shared.settings import (
     ConfigError,
     at_most,
@@ -19,7 +19,7 @@ from recallmesh.shared.settings import (
 from recallmesh.wire.validation import MAX_BUDGET_MS, MAX_INDEX_WAIT_MS
 
 # Legs searched with the embedded query (RECALLMESH_<LEG>_NEEDS_VECTOR overrides).
-LEGS_NEEDING_VECTOR = frozenset({"vector", "graph"})
+LEGS_NEEDING_VECTOR = frozenset({VECTOR_LEG, GRAPH_LEG})
 ALL_LEGS = "lexical,vector,graph"
 # The legs that search sensitive memories: they are never embedded nor linked into the concept
 # graph, so every other leg is blind to them (calibrated fusion does not count it against them).

@@ -55,7 +55,7 @@ from datetime import UTC, datetime
 
 from recallmesh.embedding_models.calibration import ScoreCalibration
 from recallmesh.gateway.time_window import TimeWindow, resolve
-from recallmesh.policy import RecallPolicy
+from recallmesh.policy import VECTOR_LEG, RecallPolicy
 from recallmesh.wire.fusion import Contribution, FusedCandidate, LegList
 
 # The pseudo-legs named in explain for what context propagation added to a memory stored
@@ -206,7 +206,7 @@ def evidence(hits: Sequence[FusedCandidate], lists: Sequence[LegList],
     most the leg's lowest listed value (cosine) or matched no term worth listing (lexical, 0).
     The best a leg listed is read among the memories still valid: an `ended` fact
     (current_first) is no yardstick for its replacement."""
-    vector, cosines = _leg_scores(lists, "vector")
+    vector, cosines = _leg_scores(lists, VECTOR_LEG)
     lexical, bm25 = _leg_scores(lists, "lexical")
     hidden = sensitive_ids(lists)
     lowest = min(cosines.values(), default=0.0)
