@@ -27,15 +27,27 @@ work sees it:
   fusion service              its grpc_server_handling_seconds{Fuse}
 
 What a hop costs (connection, serialization, the event loops) is the gateway's view minus the
-service's own. The models run one after the other in one run, on the same texts and questions,
-so their rows compare; means come from histogram sums, so they are exact, not bucket estimates.
+service's own; "beyond the query embedding" is the client's wall time less the query embedding
+as the gateway waits for it (issue 68's target for the hops). Every column has a stack of its
+own, all started and loaded first, then asked in turns (question 1 to each column, question 2
+to each, ...), so a machine whose speed drifts during the run slows every column alike; means
+come from histogram sums, so they are exact, not bucket estimates.
+
+  --baseline REV   adds a column of the same stack at commit REV (a git worktree of it; every
+                   service runs REV's code: PYTHONPATH and PYTHONSAFEPATH), for the default
+                   model: the before and after of a change in one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -131,39 +143,91 @@ def stage_rows(before: dict, after: dict, recalls: int) -> list[tuple[str, float
     return rows
 
 
-def run_model(model: str, args: argparse.Namespace) -> dict[str, Any]:
-    env = {}
-    if model != DEFAULT_MODEL:
-        env["RECALLMESH_EMBEDDING_MANIFEST"] = str(model_cache_dir() / model / "manifest.json")
-    print(f"{model}: starting a stack, loading {args.memories} memories ...", flush=True)
-    with loaded_stack("stages", args.datasets, args.memories, env) as loaded:
-        stack = loaded.stack
-        questions = loaded.queries[30:30 + args.requests]  # the first 30 warmed it up
-        latencies = []
-        with stack.dial() as channel:
-            stub = memory_pb2_grpc.MemoryServiceStub(channel)
-            before = snapshot(stack.metrics)
-            degraded = 0
-            for q in questions:
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Column:
+    """One stack of the run: a model, on this checkout's code or on commit `rev`'s."""
+
+    model: str
+    rev: str = ""  # "" this checkout
+    latencies: list[float] = field(default_factory=list)
+    degraded: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} @ {self.rev}" if self.rev else self.model
+
+
+@contextlib.contextmanager
+def worktree(rev: str) -> Iterator[Path]:
+    """A detached git worktree of `rev`, removed on the way out."""
+    path = Path(tempfile.mkdtemp(prefix="recallmesh-baseline-"))
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "--force", str(path),
+                    rev], check=True, capture_output=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(path)],
+                       check=False, capture_output=True)
+
+
+def stack_env(column: Column, code: Path) -> dict[str, str]:
+    env = {"PYTHONPATH": str(code), "PYTHONSAFEPATH": "1"}  # its services run `code`'s modules
+    if column.model != DEFAULT_MODEL:
+        env["RECALLMESH_EMBEDDING_MANIFEST"] = str(model_cache_dir() / column.model /
+                                                   "manifest.json")
+    return env
+
+
+def run(columns: list[Column], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Start and load every column's stack, then ask them the questions in turns."""
+    with contextlib.ExitStack() as stacks:
+        loaded = []
+        for column in columns:
+            code = stacks.enter_context(worktree(column.rev)) if column.rev else REPO
+            print(f"{column.label}: starting a stack, loading {args.memories} memories ...",
+                  flush=True)
+            loaded.append(stacks.enter_context(loaded_stack(
+                "stages", args.datasets, args.memories, stack_env(column, code))))
+        questions = loaded[0].queries[30:30 + args.requests]  # the first 30 warmed them up
+        channels = [stacks.enter_context(one.stack.dial()) for one in loaded]
+        stubs = [memory_pb2_grpc.MemoryServiceStub(channel) for channel in channels]
+        before = [snapshot(one.stack.metrics) for one in loaded]
+        for q in questions:
+            for column, stub in zip(columns, stubs, strict=True):
                 started = time.perf_counter()
                 response = stub.Recall(memory_pb2.RecallRequest(namespace=NAMESPACE, query=q,
                                                                 k=10), timeout=30)
-                latencies.append((time.perf_counter() - started) * 1000)
-                degraded += response.degraded
-            after = snapshot(stack.metrics)
-        rows = stage_rows(before, after, len(questions))
-        return {"model": model, "memories": loaded.memories, "load_s": loaded.load_s,
-                "recalls": len(questions), "degraded": degraded,
-                "client_ms": latency_summary(latencies),
-                "stages": [{"stage": s, "mean_ms": v, "what": w} for s, v, w in rows]}
+                column.latencies.append((time.perf_counter() - started) * 1000)
+                column.degraded += response.degraded
+        after = [snapshot(one.stack.metrics) for one in loaded]
+    results = []
+    for column, one, b, a in zip(columns, loaded, before, after, strict=True):
+        rows = stage_rows(b, a, len(questions))
+        client = latency_summary(column.latencies)
+        embedding = next(v for s, v, _ in rows if s.strip().startswith("query embedding"))
+        results.append({"model": column.model, "rev": column.rev, "label": column.label,
+                        "memories": one.memories, "load_s": one.load_s,
+                        "recalls": len(questions), "degraded": column.degraded,
+                        "client_ms": client,
+                        "beyond_embedding_ms": (client["mean"] - embedding
+                                                if embedding is not None else None),
+                        "stages": [{"stage": s, "mean_ms": v, "what": w} for s, v, w in rows]})
+    return results
 
 
-def stage_table(columns: list[tuple[str, float, list[dict]]]) -> list[str]:
-    """The per-stage table, one column per (model, client mean ms, stage rows of stage_rows)."""
+def stage_table(columns: list[tuple[str, float, list[dict], float | None]]) -> list[str]:
+    """The per-stage table, one column per (label, client mean ms, stage rows of stage_rows,
+    ms beyond the query embedding)."""
     lines = ["| stage | " + " | ".join(c[0] for c in columns) + " | what |",
              "|---|" + "---:|" * len(columns) + "---|",
              "| client: wall time per recall | "
-             + " | ".join(f"{c[1]:.1f}" for c in columns) + " | gRPC both ways |"]
+             + " | ".join(f"{c[1]:.1f}" for c in columns) + " | gRPC both ways |",
+             "| beyond the query embedding | "
+             + " | ".join("—" if c[3] is None else f"{c[3]:.1f}" for c in columns)
+             + " | the client's wall time less the query embedding (gateway's view) |"]
     for i, row in enumerate(columns[0][2]):
         cells = ["—" if c[2][i]["mean_ms"] is None else f"{c[2][i]['mean_ms']:.2f}"
                  for c in columns]
@@ -182,17 +246,19 @@ def report(results: list[dict], argv: list[str]) -> str:
         "",
         f"- {results[0]['memories']} memories (LoCoMo then LongMemEval turns, one namespace), "
         f"{results[0]['recalls']} real questions as Recall (k=10, default budget) one after "
-        "another from one client; a stack of its own per model, every other setting the "
-        "shipped default (authentication on, the query cache off: BENCH_ENV).",
+        "another from one client, the columns in turns; a stack of its own per column, every "
+        "other setting the shipped default (authentication on, the query cache off: "
+        "BENCH_ENV). A column `model @ REV` runs commit REV's code.",
         "- Machine: " + ", ".join(f"{k} {v}" for k, v in machine_info().items()),
         "",
         "Mean ms per recall (indented rows are inside the row above; legs run in parallel):",
         "",
     ]
-    lines += stage_table([(r["model"], r["client_ms"]["mean"], r["stages"]) for r in results])
-    lines += ["", "| model | client p50 ms | client p95 ms | degraded | load s |",
+    lines += stage_table([(r["label"], r["client_ms"]["mean"], r["stages"],
+                           r["beyond_embedding_ms"]) for r in results])
+    lines += ["", "| column | client p50 ms | client p95 ms | degraded | load s |",
               "|---|---:|---:|---:|---:|"]
-    lines += [f"| {r['model']} | {r['client_ms']['p50']:.1f} | {r['client_ms']['p95']:.1f} | "
+    lines += [f"| {r['label']} | {r['client_ms']['p50']:.1f} | {r['client_ms']['p95']:.1f} | "
               f"{r['degraded']} | {r['load_s']:.0f} |" for r in results]
     return "\n".join(lines) + "\n"
 
@@ -206,8 +272,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--datasets", type=Path, default=DATASETS)
     parser.add_argument("--report-to", type=Path)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--baseline", default="",
+                        help="a commit whose code runs as one more column (the default model)")
     args = parser.parse_args(argv)
-    results = [run_model(model, args) for model in args.models]
+    columns = ([Column(DEFAULT_MODEL, args.baseline)] if args.baseline else [])
+    columns += [Column(model) for model in args.models]
+    results = run(columns, args)
     publish(report(results, argv), args.report_to, args.json, results, indent=1)
 
 

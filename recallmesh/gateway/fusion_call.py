@@ -15,13 +15,13 @@ from typing import Protocol
 
 import grpc
 from opentelemetry import trace
-from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
 from recallmesh.gateway.fanout import LegError, LegTimeout
 from recallmesh.gateway.legs import leg_failure
 from recallmesh.gateway.metrics import FALLBACKS
 from recallmesh.policy import FusionSettings
 from recallmesh.services.fusion.core import fuse
+from recallmesh.shared.telemetry import tracing_interceptors
 from recallmesh.v1 import fusion_pb2, fusion_pb2_grpc
 from recallmesh.wire.channel import dial_internal
 from recallmesh.wire.fusion import (
@@ -102,7 +102,7 @@ class FusionClient:
     def __init__(self, target: str) -> None:
         self.target = target
         self.channel = dial_internal(target, "recallmesh.v1.FusionService",
-                                     aio_client_interceptors())
+                                     tracing_interceptors("client"))
         self.stub = fusion_pb2_grpc.FusionServiceStub(self.channel)
 
     async def fuse(

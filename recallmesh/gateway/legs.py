@@ -13,9 +13,9 @@ import logging
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
 from recallmesh.gateway.fanout import LegError, LegTimeout
+from recallmesh.shared.telemetry import tracing_interceptors
 from recallmesh.v1 import retriever_pb2_grpc
 from recallmesh.wire.channel import dial_internal
 from recallmesh.wire.retriever import LegAnswer, LegQuery, leg_answer, search_request_to_proto
@@ -46,7 +46,7 @@ class GrpcLeg:
         self.target = target
         self.needs_vector = needs_vector
         self.channel = dial_internal(target, "recallmesh.v1.RetrieverService",
-                                     aio_client_interceptors())
+                                     tracing_interceptors("client"))
         self.stub = retriever_pb2_grpc.RetrieverServiceStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)
 

@@ -12,8 +12,9 @@ The pool bounds every wait (docs/architecture.md, "Admission control"): a caller
 connection at most until its deadline (the RPC's, or a tighter one a core sets with
 `deadline()`) and at most RECALLMESH_DB_POOL_TIMEOUT_S; beyond RECALLMESH_DB_POOL_MAX_WAITING
 waiters it is refused at once (psycopg_pool.TooManyRequests); a pooled connection is checked
-before it is handed out, so none left over from before a Postgres restart is; and every
-statement runs under the statement and lock timeouts of its query class (READ, WRITE, ADMIN).
+before it is handed out, so none left over from before a Postgres restart is (without a round
+trip while it is in use: `Pool.usable`); and every statement runs under the statement and lock
+timeouts of its query class (READ, WRITE, ADMIN).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import select
 import time
 import warnings
+import weakref
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -302,6 +305,35 @@ class Pool(AsyncConnectionPool):
     refused every call at 500 clients and kept refusing after the load stopped). Here the
     return runs shielded: it completes even when the caller is cancelled again."""
 
+    def __init__(self, *args: Any, primary: bool = True, **kwargs: Any) -> None:
+        super().__init__(*args, check=self.usable, **kwargs)
+        self.primary = primary
+        self._checked: weakref.WeakSet[Any] = weakref.WeakSet()  # passed a round-trip check
+        self._returned: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+
+    async def usable(self, conn: psycopg.AsyncConnection) -> None:
+        """The check before a connection is handed out (raises to have it dropped). A round
+        trip (check_primary, or psycopg_pool's own check for a replica's pool) the first time
+        a connection is handed out, and again when it has been idle for RECHECK_IDLE_S or its
+        socket has something to say (an idle connection's server sends nothing unless it
+        closes it or ends it: a restart, a failover, an administrator). Otherwise none: a
+        server cannot turn from primary to standby without ending its connections, and a
+        round trip on every checkout was a tenth of a millisecond on each of a recall's reads
+        (docs/decisions/0026-the-hops-around-the-vector.md)."""
+        returned = self._returned.get(conn)
+        if (conn in self._checked and returned is not None
+                and time.monotonic() - returned < RECHECK_IDLE_S and not _has_input(conn)):
+            return
+        if self.primary:
+            await check_primary(conn)
+        else:
+            await AsyncConnectionPool.check_connection(conn)
+        self._checked.add(conn)
+
+    async def putconn(self, conn: Any) -> None:
+        self._returned[conn] = time.monotonic()
+        await super().putconn(conn)
+
     async def getconn(self, timeout: float | None = None) -> Any:
         if timeout is None:
             timeout = self.timeout
@@ -318,6 +350,24 @@ class Pool(AsyncConnectionPool):
                 yield conn
         finally:
             await asyncio.shield(self.putconn(conn))
+
+
+# How long a pooled connection may sit idle and still be handed out without a round trip
+# (Pool.usable): past it, a network that dropped the connection without a word is found
+# before a caller's statement waits on it.
+RECHECK_IDLE_S = 5.0
+
+
+def _has_input(conn: psycopg.AsyncConnection) -> bool:
+    """Whether an idle connection's socket is readable: the server closed it or sent an error
+    (or the connection is already closed)."""
+    if conn.closed or conn.broken:
+        return True
+    try:
+        readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+    except (OSError, ValueError, psycopg.OperationalError):
+        return True
+    return bool(readable)
 
 
 def _session_limits(query_class: QueryClass) -> Any:
@@ -402,8 +452,8 @@ async def open_pool(
     """The service's pool; its connections run under `query_class`'s timeouts unless a
     transaction asks for another class (`transaction()`, `limit()`). wait=False: return at
     once, the connections are made in the background (a replica that is down at start-up).
-    primary: each connection is checked to be on the primary when handed out
-    (check_primary); False for a replica's pool (recallmesh.shared.replicas)."""
+    primary: each connection is checked to be on the primary when first handed out
+    (check_primary, Pool.usable); False for a replica's pool (recallmesh.shared.replicas)."""
     settings = settings or PoolSettings.from_env()
     pool = Pool(
         dsn,
@@ -413,7 +463,7 @@ async def open_pool(
         name=name,
         kwargs={"autocommit": True, "application_name": f"recallmesh-{name}"},
         configure=_session_limits(query_class),
-        check=check_primary if primary else AsyncConnectionPool.check_connection,
+        primary=primary,
         timeout=settings.timeout_s,
         max_waiting=settings.max_waiting,
         reconnect_timeout=RECONNECT_TIMEOUT_S,

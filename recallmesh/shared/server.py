@@ -28,7 +28,6 @@ from typing import Protocol
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
 from recallmesh.shared.logs import configure_logging
 from recallmesh.shared.settings import AuthSettings, ServerConfig
@@ -38,6 +37,7 @@ from recallmesh.shared.telemetry import (
     export_rpc_zeros,
     setup_tracing,
     start_metrics_server,
+    tracing_interceptors,
 )
 from recallmesh.shared.tls import TlsSettings, server_credentials
 from recallmesh.shared.transport import KEEPALIVE_TIME_MS, MAX_MESSAGE_BYTES, grpc_options
@@ -142,8 +142,8 @@ async def serve(
         # unready and drop out) and sends no retry pushback.
         # ServerInterceptor outermost: a call refused for load is refused before a span is
         # started for it (under overload most calls are refusals).
-        interceptors=[ServerInterceptor(config.max_concurrent_rpcs), aio_server_interceptor(),
-                      *walls],
+        interceptors=[ServerInterceptor(config.max_concurrent_rpcs),
+                      *tracing_interceptors("server"), *walls],
         # No SO_REUSEPORT: a second copy of a service must fail to bind, not
         # silently share the port with the first.
         options=[

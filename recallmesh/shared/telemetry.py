@@ -11,7 +11,10 @@ Leg metrics (gateway):
   recallmesh_leg_latency_seconds{leg,state}  (histogram)
 
 Tracing exporter: RECALLMESH_OTEL_EXPORTER = none (default) | console | otlp.
-For otlp the standard OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_* apply.
+For otlp the standard OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_* apply. The gRPC
+tracing interceptors (client and server) are installed only in a process that exports
+traces (`tracing_interceptors`): without an exporter they built and propagated spans nobody
+records, about a third of a millisecond per hop (docs/decisions/0026-the-hops-around-the-vector.md).
 """
 
 from __future__ import annotations
@@ -125,10 +128,28 @@ def start_metrics_server(port: int, host: str = "localhost") -> int:
     return port
 
 
+def exporting_traces() -> bool:
+    """Whether this process exports traces (RECALLMESH_OTEL_EXPORTER is not none)."""
+    return os.environ.get("RECALLMESH_OTEL_EXPORTER", "none").strip().lower() not in ("", "none")
+
+
+def tracing_interceptors(side: str) -> list[Any]:
+    """OpenTelemetry's gRPC interceptors for a channel (`side` "client") or a server
+    ("server"), in a process that exports traces; none otherwise."""
+    if not exporting_traces():
+        return []
+    from opentelemetry.instrumentation.grpc import aio_client_interceptors, aio_server_interceptor
+
+    if side == "client":
+        return list(aio_client_interceptors())
+    return [aio_server_interceptor()]
+
+
 def setup_tracing(service: str) -> TracerProvider:
-    """The process's tracer provider. Without an exporter nothing is recorded (ALWAYS_OFF):
-    spans still carry trace context from caller to legs, but none is built up only to be
-    dropped; a recording span costs CPU on every RPC, and formatting a traceback for every
+    """The process's tracer provider. Without an exporter nothing is recorded (ALWAYS_OFF)
+    and no gRPC tracing interceptor is installed (tracing_interceptors): no span is built up
+    only to be dropped, no trace context carried to a process that records nothing; a
+    recording span costs CPU on every RPC, and formatting a traceback for every
     RPC refused under overload (the gRPC interceptor records the abort) took a tenth of the
     gateway's CPU at 500 clients. With an exporter the SDK's sampler settings apply
     (OTEL_TRACES_SAMPLER; default: parent-based, always on)."""

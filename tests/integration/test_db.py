@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -55,3 +56,49 @@ def test_service_without_database_exits_with_a_clear_message(tmp_path: Path) -> 
 def test_redact_hides_passwords() -> None:
     assert "s3cret" not in redact("postgresql://app:s3cret@db.example:5432/recall")
     assert "db.example" in redact("postgresql://app:s3cret@db.example:5432/recall")
+
+
+def test_a_pooled_connection_is_checked_by_round_trip_only_when_something_may_have_changed(
+        monkeypatch: pytest.MonkeyPatch, dsn: str) -> None:
+    """Pool.usable: one round-trip check when a connection is first handed out, none while it
+    is in use, one again after it idled RECHECK_IDLE_S; a connection the server ended (its
+    socket says so) is never handed out."""
+    import asyncio
+
+    from recallmesh.shared import db
+    from recallmesh.shared.settings import PoolSettings
+
+    checks: list[int] = []
+    real = db.check_primary
+
+    async def counted(conn: psycopg.AsyncConnection) -> None:
+        checks.append(1)
+        await real(conn)
+
+    monkeypatch.setattr(db, "check_primary", counted)
+
+    async def pid(pool: Any) -> int:
+        async with pool.connection() as conn:
+            row = await (await conn.execute("SELECT pg_backend_pid()")).fetchone()
+            assert row is not None
+            return int(row[0])
+
+    async def scenario() -> None:
+        pool = await db.open_pool(dsn, PoolSettings(1, 1, timeout_s=5), name="check-test")
+        try:
+            first = await pid(pool)
+            for _ in range(5):
+                assert await pid(pool) == first
+            assert len(checks) == 1  # in use: no round trip
+            monkeypatch.setattr(db, "RECHECK_IDLE_S", 0.0)
+            assert await pid(pool) == first
+            assert len(checks) == 2  # idle past RECHECK_IDLE_S: checked again
+            monkeypatch.setattr(db, "RECHECK_IDLE_S", 60.0)
+            with psycopg.connect(dsn, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (first,))
+            await asyncio.sleep(0.2)
+            assert await pid(pool) != first  # the ended connection was dropped, not handed out
+        finally:
+            await pool.close()
+
+    asyncio.run(scenario())

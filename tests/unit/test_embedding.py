@@ -189,6 +189,23 @@ async def test_concurrent_requests_are_coalesced_and_split_back() -> None:
     assert len(model.calls) < 20  # requests shared model runs
 
 
+async def test_a_lone_query_runs_at_once_while_documents_wait_for_company() -> None:
+    """The query lane never waits for more requests (a recall's query is on its critical
+    path); the document lane waits up to max_wait_s for a fuller batch."""
+    batcher = MicroBatcher(CountingModel(delay_s=0.0), max_batch=64, max_wait_s=0.5)
+    batcher.start()
+    try:
+        started = time.perf_counter()
+        await batcher.embed(["where is the red notebook?"], "query")
+        query_s = time.perf_counter() - started
+        started = time.perf_counter()
+        await batcher.embed(["the red notebook is in the drawer"], "document")
+        document_s = time.perf_counter() - started
+    finally:
+        await batcher.close()
+    assert query_s < 0.25 <= document_s
+
+
 async def test_kinds_never_share_a_model_call() -> None:
     model = CountingModel(delay_s=0.0)
     batcher = MicroBatcher(model, max_batch=64, max_wait_s=0.01)

@@ -1,10 +1,14 @@
 """Dynamic micro-batching: concurrent Embed calls share one model run.
 
-Requests queue up; one worker takes everything already waiting, waits up to `max_wait_s`
-for more while the batch holds fewer than `max_batch` texts, and runs the model once in a
+Requests queue up; one worker takes everything already waiting and runs the model once in a
 background thread (onnxruntime uses its own intra-op threads). While a batch runs, new
 requests queue and are coalesced into the next one, so under load batches grow by
-themselves and an idle service adds at most `max_wait_s` to a lone request.
+themselves. The document lane also waits up to `max_wait_s` for more while its batch holds
+fewer than `max_batch` texts (an indexer's writes come in bursts, and one run of many texts
+costs less than many runs). The query lane never waits: a recall's query is one text on the
+critical path of the recall, a lone one gains nothing from waiting, and concurrent ones
+coalesce while the run before them is in progress (the 2 ms it waited were a tenth of a
+recall's time beyond its embedding: docs/decisions/0026-the-hops-around-the-vector.md).
 
 Queries and documents have a lane each (queue, worker, model thread), and the two lanes
 may run the model at the same time (an onnxruntime session serves concurrent runs). A
@@ -110,6 +114,8 @@ class _Lane:
         self.in_flight: list[_Pending] = []  # taken from the queue, not yet answered
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"embed-{kind}")
         self.worker: asyncio.Task[None] | None = None
+        # how long a batch that is not full waits for more (the module docstring says why)
+        self.wait_s = 0.0 if kind == "query" else batcher.max_wait_s
 
     def wait_estimate_s(self) -> float:
         """Model time a request queued now would wait: the rest of the run in progress and
@@ -159,7 +165,7 @@ class _Lane:
             await self.arrived.wait()
         batch = self.in_flight = [self.take()]
         size = len(batch[0].texts)
-        deadline = time.perf_counter() + self.batcher.max_wait_s
+        deadline = time.perf_counter() + self.wait_s
         while size < self.batcher.max_batch:
             if not self.queue:
                 remaining = deadline - time.perf_counter()

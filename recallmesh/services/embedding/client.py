@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from opentelemetry.instrumentation.grpc import aio_client_interceptors
-
+from recallmesh.shared.telemetry import tracing_interceptors
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
 from recallmesh.wire.channel import dial_internal
 
@@ -23,7 +22,7 @@ class EmbedderClient:
     def __init__(self, target: str) -> None:
         self.target = target
         self.channel = dial_internal(target, "recallmesh.v1.EmbedderService",
-                                     aio_client_interceptors())
+                                     tracing_interceptors("client"))
         self.stub = embedder_pb2_grpc.EmbedderServiceStub(self.channel)
 
     async def embed(self, texts: list[str], kind: str, timeout_s: float) -> Embeddings:
