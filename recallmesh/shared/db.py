@@ -318,7 +318,7 @@ class Pool(AsyncConnectionPool):
         socket has something to say (an idle connection's server sends nothing unless it
         closes it or ends it: a restart, a failover, an administrator). Otherwise none: a
         server cannot turn from primary to standby without ending its connections, and a
-        round trip on every checkout was a tenth of a millisecond on each of a recall's reads
+        round trip on every checkout delayed each of a recall's reads
         (docs/decisions/0026-the-hops-around-the-vector.md)."""
         returned = self._returned.get(conn)
         if (conn in self._checked and returned is not None

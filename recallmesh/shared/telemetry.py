@@ -14,7 +14,7 @@ Tracing exporter: RECALLMESH_OTEL_EXPORTER = none (default) | console | otlp.
 For otlp the standard OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_* apply. The gRPC
 tracing interceptors (client and server) are installed only in a process that exports
 traces (`tracing_interceptors`): without an exporter they built and propagated spans nobody
-records, about a third of a millisecond per hop (docs/decisions/0026-the-hops-around-the-vector.md).
+records, at a cost on every hop (docs/decisions/0026-the-hops-around-the-vector.md).
 """
 
 from __future__ import annotations
@@ -128,9 +128,15 @@ def start_metrics_server(port: int, host: str = "localhost") -> int:
     return port
 
 
+def trace_exporter() -> str:
+    """RECALLMESH_OTEL_EXPORTER as given ("" when none is: no trace is exported)."""
+    name = os.environ.get("RECALLMESH_OTEL_EXPORTER", "none").strip().lower()
+    return "" if name == "none" else name
+
+
 def exporting_traces() -> bool:
-    """Whether this process exports traces (RECALLMESH_OTEL_EXPORTER is not none)."""
-    return os.environ.get("RECALLMESH_OTEL_EXPORTER", "none").strip().lower() not in ("", "none")
+    """Whether this process exports traces."""
+    return trace_exporter() != ""
 
 
 def tracing_interceptors(side: str) -> list[Any]:
@@ -153,17 +159,17 @@ def setup_tracing(service: str) -> TracerProvider:
     RPC refused under overload (the gRPC interceptor records the abort) took a tenth of the
     gateway's CPU at 500 clients. With an exporter the SDK's sampler settings apply
     (OTEL_TRACES_SAMPLER; default: parent-based, always on)."""
-    exporter_name = os.environ.get("RECALLMESH_OTEL_EXPORTER", "none").strip().lower()
+    exporter_name = trace_exporter()
     resource = Resource.create({"service.name": f"recallmesh-{service}"})
     provider = (TracerProvider(resource=resource, sampler=ALWAYS_OFF)
-                if exporter_name in ("", "none") else TracerProvider(resource=resource))
+                if not exporter_name else TracerProvider(resource=resource))
     if exporter_name == "console":
         provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
     elif exporter_name == "otlp":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    elif exporter_name not in ("", "none"):
+    elif exporter_name:
         raise ValueError(
             f"RECALLMESH_OTEL_EXPORTER must be none, console or otlp, got {exporter_name!r}"
         )

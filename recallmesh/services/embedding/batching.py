@@ -7,8 +7,8 @@ themselves. The document lane also waits up to `max_wait_s` for more while its b
 fewer than `max_batch` texts (an indexer's writes come in bursts, and one run of many texts
 costs less than many runs). The query lane never waits: a recall's query is one text on the
 critical path of the recall, a lone one gains nothing from waiting, and concurrent ones
-coalesce while the run before them is in progress (the 2 ms it waited were a tenth of a
-recall's time beyond its embedding: docs/decisions/0026-the-hops-around-the-vector.md).
+coalesce while the run before them is in progress
+(docs/decisions/0026-the-hops-around-the-vector.md).
 
 Queries and documents have a lane each (queue, worker, model thread), and the two lanes
 may run the model at the same time (an onnxruntime session serves concurrent runs). A

@@ -164,8 +164,9 @@ class VectorRetriever:
 
     async def send_binary(self, conn: Any) -> None:
         """The query vector goes to Postgres as halfvec's binary form (pgvector-python's
-        dumper), not as the text '[x,y,...]' that took half a millisecond to format per
-        search: registered once per connection, the type looked up once per process."""
+        dumper), not as the text '[x,y,...]', which is slow to format on every search
+        (decision 0026): registered once per connection, the type looked up once per
+        process."""
         if conn in self._binary:
             return
         if self._halfvec is None:
