@@ -22,7 +22,8 @@ model's own beside it.
 Also per stack run, a share that no drift moves: how much of the load's wall time the embedding
 service spent on document requests (recallmesh_embedding_request_seconds, kind document, sum):
 what is left is the time the model waited for the write path (the inserts, the indexer's claim
-and write, the index wait's poll).
+and write, the index wait's poll). Work in another process that takes the model's CPU (spaCy,
+with concepts on) shows as a slower model, not in this share.
 """
 
 from __future__ import annotations
