@@ -20,7 +20,8 @@ model alone: 14.9 texts/s one morning, 9.1 that afternoon), so a rate compares o
 model's own beside it.
 
 Also per stack run, a share that no drift moves: how much of the load's wall time the embedding
-service spent on document requests (recallmesh_embedding_request_seconds, kind document, sum):
+service's document lane ran the model (recallmesh_embedding_model_seconds_total, kind
+document: a lane runs one batch at a time, so overlapping requests are not counted twice):
 what is left is the time the model waited for the write path (the inserts, the indexer's claim
 and write, the index wait's poll). Work in another process that takes the model's CPU (spaCy,
 with concepts on) shows as a slower model, not in this share.
@@ -35,10 +36,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from benchmarks.harness.load import loaded_stack, scrape
 from benchmarks.harness.script import machine_info, names, publish
 from benchmarks.performance.gateway_recall import read_texts
-from benchmarks.performance.recall_stages import sums
 from benchmarks.performance.speed import DATASETS, in_process_rate
 from recallmesh.embedding_models.manifest import DEFAULT_MODEL
 
@@ -57,14 +59,17 @@ TARGET_RATIO = 0.9  # issue 68: writes at least this share of the model's own ra
 
 
 def document_seconds(exposition: str | None) -> float:
-    """Seconds an embedding service spent on document requests, from its Prometheus text."""
-    return sum(total for (name, labels), (total, _) in sums(exposition).items()
-               if name == "recallmesh_embedding_request_seconds"
-               and ("kind", "document") in labels)
+    """Seconds an embedding service's document lane ran the model, from its Prometheus text."""
+    if exposition is None:
+        return 0.0
+    return sum(sample.value for family in text_string_to_metric_families(exposition)
+               if family.name == "recallmesh_embedding_model_seconds"
+               for sample in family.samples
+               if sample.name.endswith("_total") and sample.labels.get("kind") == "document")
 
 
 def model_busy_s(stack: Any) -> float:
-    """Seconds the stack's embedding service spent on document requests since it started."""
+    """Seconds the stack's embedding service ran the model on documents since it started."""
     return document_seconds(scrape(stack.metrics.get("embedding"), timeout_s=5.0))
 
 

@@ -6,6 +6,7 @@ must not race these tests for their jobs.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -17,7 +18,7 @@ from psycopg_pool import AsyncConnectionPool
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.migrations.vector_schema import prepare_database
 from recallmesh.services.embedding.client import Embeddings
-from recallmesh.services.indexer.core import Indexer
+from recallmesh.services.indexer.core import Indexer, _SharedWait, run_forever
 from tests.fixtures import scratch_database
 from tests.helpers import one_row
 
@@ -416,3 +417,82 @@ async def test_a_concept_purged_under_the_cache_is_never_linked(
     linked = db.execute("SELECT c.name FROM memory_concepts mc JOIN concepts c "
                         "ON c.id = mc.concept_id WHERE mc.memory_id = %s", (second,)).fetchall()
     assert linked == [("mila",)]
+
+
+class CountingEmbedder(ScriptedEmbedder):
+    """Takes a moment per call and records how many calls were running at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.running = 0
+        self.most_at_once = 0
+
+    async def __call__(self, texts: list[str]) -> Embeddings:
+        self.running += 1
+        self.most_at_once = max(self.most_at_once, self.running)
+        try:
+            await asyncio.sleep(0.05)
+            return await super().__call__(texts)
+        finally:
+            self.running -= 1
+
+
+async def test_the_next_batch_embeds_while_the_last_one_is_written(
+        pool: AsyncConnectionPool, db: psycopg.Connection, own_dsn: str, ns: str) -> None:
+    """Issue 68: the model sat idle while each batch was written. run_forever keeps two
+    batches in flight, one embedding while the one before it is written, and never two
+    embedding at once. The write is held here by the real namespace write lock every writer
+    takes: while it is held, the second batch is embedded all the same."""
+    ids = [insert(db, ns, f"pipelined note {i}") for i in range(4)]
+    embedder = CountingEmbedder()
+    indexer = Indexer(pool, embedder, batch_size=2)
+    stop = asyncio.Event()
+
+    async def no_work(timeout_s: float) -> None:
+        await asyncio.sleep(min(timeout_s, 0.05))
+
+    def ours_seen() -> int:
+        return sum(1 for t in embedder.seen if t.startswith("pipelined note"))
+
+    with psycopg.connect(own_dsn) as holder:  # a transaction that holds the namespace's lock
+        holder.execute("SELECT recallmesh_lock_for_write(%s::text[], '{}'::uuid[])", ([ns],))
+        loop = asyncio.create_task(run_forever(indexer, no_work, stop, poll_s=0.05))
+        try:
+            for _ in range(60):  # within the write lock's timeout (5 s)
+                if ours_seen() == 4:
+                    break
+                await asyncio.sleep(0.05)
+            assert ours_seen() == 4  # both batches embedded, neither written
+            assert not any(state(db, i)[0] for i in ids)
+        finally:
+            holder.rollback()  # the lock goes; the writes go through
+        try:
+            for _ in range(100):
+                if all(state(db, i)[0] for i in ids):
+                    break
+                await asyncio.sleep(0.05)
+            assert all(state(db, i)[:2] == (True, LIVE_MODEL) for i in ids)
+            assert embedder.most_at_once == 1
+        finally:
+            stop.set()
+            await asyncio.wait_for(loop, 5)
+
+
+async def test_loops_that_share_one_wait_listen_once() -> None:
+    """The loops in flight wait for work through one LISTEN connection: one of them calls
+    wait_for_work, the others return when it does."""
+    calls = 0
+    release = asyncio.Event()
+
+    async def wait_for_work(timeout_s: float) -> None:
+        nonlocal calls
+        calls += 1
+        await release.wait()
+
+    wait = _SharedWait(wait_for_work)
+    waiters = [asyncio.create_task(wait(10.0)) for _ in range(3)]
+    await asyncio.sleep(0.05)
+    assert calls == 1 and not any(w.done() for w in waiters)
+    release.set()
+    await asyncio.wait_for(asyncio.gather(*waiters), 1)
+    assert calls == 1

@@ -165,3 +165,29 @@ async def test_a_request_the_queue_could_not_serve_within_its_deadline_is_refuse
     finally:
         model.gate.set()
         await batcher.close()
+
+
+async def test_a_lane_counts_its_model_time_once_per_run() -> None:
+    """recallmesh_embedding_model_seconds_total: two requests coalesced into one run add that
+    run's time once (the requests' own times overlap; their sum is not how busy the model
+    was)."""
+    runs = []
+
+    def model(texts: list[str], kind: str) -> Embedded:
+        runs.append(len(texts))
+        time.sleep(0.2)
+        return Embedded(np.zeros((len(texts), 4), dtype=np.float32), [False] * len(texts))
+
+    def ran() -> float:
+        return REGISTRY.get_sample_value("recallmesh_embedding_model_seconds_total",
+                                         {"kind": "document"}) or 0.0
+
+    batcher = MicroBatcher(model, max_batch=8, max_wait_s=0.05, max_queue_texts=64)
+    batcher.start()
+    before = ran()
+    try:
+        await asyncio.gather(batcher.embed(["a"], "document"), batcher.embed(["b"], "document"))
+    finally:
+        await batcher.close()
+    assert runs == [2]
+    assert 0.2 <= ran() - before < 0.4  # one run's time, not the two requests' summed

@@ -64,6 +64,12 @@ REQUEST_SECONDS = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
 
+MODEL_SECONDS = Counter(
+    "recallmesh_embedding_model_seconds_total",
+    "Seconds the model ran, by lane (kind). A lane runs one batch at a time, so the rate of "
+    "this counter is the share of time its model thread was busy (1: saturated).",
+    ["kind"],
+)
 QUEUED_TEXTS = Gauge(
     "recallmesh_embedding_queued_texts",
     "Texts waiting in the micro-batcher's queue for a model run.",
@@ -221,6 +227,7 @@ class _Lane:
             embedded = embed(texts, self.kind)
         except Exception as exc:
             if len(batch) == 1:
+                MODEL_SECONDS.labels(self.kind).inc(time.perf_counter() - started)
                 return [exc]
             results: list[Embedded | Exception] = []
             for p in batch:  # isolate the request(s) the failure belongs to
@@ -228,8 +235,11 @@ class _Lane:
                     results.append(embed(p.texts, self.kind))
                 except Exception as own:
                     results.append(own)
+            MODEL_SECONDS.labels(self.kind).inc(time.perf_counter() - started)
             return results
-        per_text = (time.perf_counter() - started) / max(len(texts), 1)
+        ran_s = time.perf_counter() - started
+        MODEL_SECONDS.labels(self.kind).inc(ran_s)
+        per_text = ran_s / max(len(texts), 1)
         self.s_per_text += 0.2 * (per_text - self.s_per_text)
         out: list[Embedded | Exception] = []
         offset = 0

@@ -38,6 +38,10 @@ Every write of a non-sensitive memory enqueues a job in the same transaction
      jobs list|retry|drop`. Outages never count towards parking.
 Sensitive memories never get a job; if one is found anyway, its job is
 dropped and its text is never sent to the embedding service.
+
+run_forever keeps two batches in flight: the next one is claimed and embedded
+while the last one is written, one batch per step at a time, so the model is
+not idle while vectors are written (docs/decisions/0025-concepts-when-the-graph-is-asked.md).
 """
 
 from __future__ import annotations
@@ -195,6 +199,7 @@ class BatchResult:
     error: str = ""  # an outage: the loop backs off ("" when only poison failed)
     poisoned: int = 0  # jobs whose own text failed (included in failed)
     parked: int = 0  # of those, parked now (max_attempts reached)
+    asked: int = 0  # how many jobs the claim asked for (a full batch: claimed == asked)
 
 
 @dataclass
@@ -206,6 +211,20 @@ class _Round:
     poisoned: dict[int, str] = field(default_factory=dict)  # failed alone: the text's fault
     error: BaseException | None = None  # an outage: what is left is retried later
     probed: bool = False
+
+
+@dataclass
+class _Claimed:
+    """A claimed batch between its embedding turn and its write turn."""
+
+    asked: int
+    claimed: int
+    dropped: int
+    work: list[tuple[str, int, str]]  # (memory id, job version, content)
+    sources: list[Source]
+    namespaces: dict[str, str]  # memory id -> namespace
+    outcome: _Round = field(default_factory=_Round)
+    extractions: list[Extraction] | None = None
 
 
 EmbedFn = Callable[[list[str]], Awaitable[Embeddings]]
@@ -254,30 +273,47 @@ class Indexer:
         self.lease_s = lease_s
         self.base_backoff_s = base_backoff_s
         self.max_backoff_s = max_backoff_s
+        # run_once's two turns (see there): the next batch embeds while this one is written.
+        self._embedding_turn = asyncio.Lock()
+        self._write_turn = asyncio.Lock()
 
     async def run_once(self) -> BatchResult:
-        """Claim, embed and write one batch of due jobs."""
-        start = time.perf_counter()
-        try:
-            return await self._run_once()
-        finally:
-            BATCH_SECONDS.observe(time.perf_counter() - start)
+        """Claim, embed and write one batch of due jobs. Two calls at once overlap: one batch
+        is claimed and embedded (the embedding turn) while the one before it is written (the
+        write turn); each turn is taken by one batch at a time, so the embedding service gets
+        one batch at a time and a batch is written whole before the next begins its write."""
+        async with self._embedding_turn:
+            started = time.perf_counter()
+            try:
+                batch = await self._claim_and_embed()
+            finally:
+                spent = time.perf_counter() - started
+        if isinstance(batch, BatchResult):  # nothing to write
+            BATCH_SECONDS.observe(spent)
+            return batch
+        async with self._write_turn:
+            started = time.perf_counter()
+            try:
+                return await self._write_batch(batch)
+            finally:
+                BATCH_SECONDS.observe(spent + time.perf_counter() - started)
 
-    async def _run_once(self) -> BatchResult:
+    async def _claim_and_embed(self) -> BatchResult | _Claimed:
+        """Claim due jobs, drop those of sensitive or deleted memories, embed the rest (and
+        extract their concepts), and size the next claim by whether this one was in time."""
+        asked = self.last_claim = self.claim_size
         async with self.pool.connection() as conn:
-            self.last_claim = self.claim_size
-            cur = await conn.execute(_CLAIM, {"n": self.claim_size, "lease_s": self.lease_s})
+            cur = await conn.execute(_CLAIM, {"n": asked, "lease_s": self.lease_s})
             claimed_ids = [r[0] for r in await cur.fetchall()]
             if not claimed_ids:
-                return BatchResult(0)
+                return BatchResult(0, asked=asked)
             cur = await conn.execute(_READ_CLAIMED, {"ids": claimed_ids})
             claimed = await cur.fetchall()  # jobs deleted meanwhile are simply gone
         if not claimed:
-            return BatchResult(len(claimed_ids))
+            return BatchResult(len(claimed_ids), asked=asked)
         skip = [(r[0], r[1]) for r in claimed if r[3]]
         work = [(r[0], r[1], r[2]) for r in claimed if not r[3]]
         sources = [Source(r[0], r[4], r[2], tuple(r[5]), r[6]) for r in claimed if not r[3]]
-        namespaces = {r[0]: r[4] for r in claimed}
         if skip:
             async with self.pool.connection() as conn:
                 await conn.execute(
@@ -285,52 +321,35 @@ class Indexer:
                 )
             JOBS.labels("dropped").inc(len(skip))
         if not work:
-            return BatchResult(len(claimed), dropped=len(skip))
+            return BatchResult(len(claimed), dropped=len(skip), asked=asked)
+        batch = _Claimed(asked, len(claimed), len(skip), work, sources,
+                         {r[0]: r[4] for r in claimed})
         texts = [w[2] for w in work]
-        outcome = _Round()
-        written = 0
-        done: list[int] = []
-        try:
-            if self.concepts is None:
-                await self._embed_round(texts, outcome)
-                extractions: list[Extraction] | None = None
-            else:  # extract concepts (CPU, a thread) while the embedding service works
-                _, extracted = await asyncio.gather(
-                    self._embed_round(texts, outcome), self.concepts.extract(sources),
-                    return_exceptions=True)
-                if isinstance(extracted, BaseException):
-                    raise extracted
-                extractions = extracted
-            done = sorted(outcome.vectors)
-            if done:
-                written = await self._write(work, sources, extractions, outcome, done)
-                done = [i for i in done if i not in outcome.poisoned]  # failed alone
-        except Exception as exc:  # the write failed (model mismatch, database): retry all
-            outcome.error, outcome.poisoned, done, written = exc, {}, [], 0
-        error = _describe(outcome.error) if outcome.error is not None else ""
-        poisoned = sorted(outcome.poisoned)
-        settled = set(done) | set(outcome.poisoned)
-        retry = [i for i in range(len(work)) if i not in settled]
-        parked = await self._record_failures(work, namespaces, outcome, poisoned, retry, error)
-        failed = len(poisoned) + len(retry)
-        if failed:
-            JOBS.labels("failed").inc(failed)
-        if done:
-            JOBS.labels("indexed").inc(written)
-            JOBS.labels("superseded").inc(len(done) - written)
-        result = BatchResult(
-            len(claimed), indexed=written, superseded=len(done) - written, dropped=len(skip),
-            failed=failed, error=error, poisoned=len(poisoned), parked=parked)
-        if outcome.error is not None:
-            if _timed_out(outcome.error):
-                self.too_big, self.in_time = self.last_claim, 0
+        outcome = batch.outcome
+        if self.concepts is None:
+            await self._embed_round(texts, outcome)
+        else:  # extract concepts (CPU, a thread) while the embedding service works
+            _, extracted = await asyncio.gather(
+                self._embed_round(texts, outcome), self.concepts.extract(sources),
+                return_exceptions=True)
+            if isinstance(extracted, BaseException):  # nothing is written: retry all
+                outcome.error, outcome.vectors, outcome.poisoned = extracted, {}, {}
+            else:
+                batch.extractions = extracted
+        self._size_next_claim(asked, outcome.error)
+        return batch
+
+    def _size_next_claim(self, asked: int, error: BaseException | None) -> None:
+        """A batch that ran out of time halves the next claim; one in time doubles it back,
+        up to 3/4 of the last claim that ran out of time (forgotten after probe_after batches
+        in time) or the batch size."""
+        if error is not None:
+            if _timed_out(error):
+                self.too_big, self.in_time = asked, 0
                 if self.claim_size > 1:
                     self.claim_size = max(1, self.claim_size // 2)
                     CLAIM_SIZE.set(self.claim_size)
-            log.warning("embedding batch failed; will retry", extra={
-                "jobs": len(retry), "embedded": written, "error": error,
-                "next_claim": self.claim_size})
-            return result
+            return
         self.in_time += 1
         if self.too_big is not None and self.in_time >= self.probe_after:
             self.too_big = None
@@ -339,7 +358,39 @@ class Indexer:
         if grown > self.claim_size:
             self.claim_size = grown
             CLAIM_SIZE.set(self.claim_size)
-        return result
+
+    async def _write_batch(self, batch: _Claimed) -> BatchResult:
+        """Write what the batch embedded; back off, count and park what it did not."""
+        work, outcome = batch.work, batch.outcome
+        written = 0
+        done = sorted(outcome.vectors)
+        try:
+            if done:
+                written = await self._write(work, batch.sources, batch.extractions, outcome,
+                                            done)
+                done = [i for i in done if i not in outcome.poisoned]  # failed alone
+        except Exception as exc:  # the write failed (model mismatch, database): retry all
+            outcome.error, outcome.poisoned, done, written = exc, {}, [], 0
+        error = _describe(outcome.error) if outcome.error is not None else ""
+        poisoned = sorted(outcome.poisoned)
+        settled = set(done) | set(outcome.poisoned)
+        retry = [i for i in range(len(work)) if i not in settled]
+        parked = await self._record_failures(work, batch.namespaces, outcome, poisoned, retry,
+                                             error)
+        failed = len(poisoned) + len(retry)
+        if failed:
+            JOBS.labels("failed").inc(failed)
+        if done:
+            JOBS.labels("indexed").inc(written)
+            JOBS.labels("superseded").inc(len(done) - written)
+        if outcome.error is not None:
+            log.warning("embedding batch failed; will retry", extra={
+                "jobs": len(retry), "embedded": written, "error": error,
+                "next_claim": self.claim_size})
+        return BatchResult(
+            batch.claimed, indexed=written, superseded=len(done) - written,
+            dropped=batch.dropped, failed=failed, error=error, poisoned=len(poisoned),
+            parked=parked, asked=batch.asked)
 
     async def _write(self, work: list[tuple[str, int, str]], sources: list[Source],
                      extractions: list[Any] | None, outcome: _Round, done: list[int]) -> int:
@@ -532,17 +583,30 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+IN_FLIGHT = 2  # batches at once: one embedding while the one before it is written
+
+
 async def run_forever(
     indexer: Indexer,
     wait_for_work: Callable[[float], Awaitable[None]],
     stop: asyncio.Event,
     poll_s: float = 1.0,
+    in_flight: int = IN_FLIGHT,
 ) -> None:
-    """Drain due jobs; then sleep until notified or poll_s passes. Back off on failures."""
+    """Drain due jobs in `in_flight` loops over one indexer, so the embedding service works on
+    the next batch while the last one is written (Indexer.run_once's turns); when no full batch
+    is due, sleep until notified or poll_s passes. Each loop backs off on its failures."""
+    wait = _SharedWait(wait_for_work)
+    await asyncio.gather(*(_drain(indexer, wait, stop, poll_s, counts=i == 0)
+                           for i in range(max(1, in_flight))))
+
+
+async def _drain(indexer: Indexer, wait_for_work: Callable[[float], Awaitable[None]],
+                 stop: asyncio.Event, poll_s: float, counts: bool) -> None:
     failures = 0
     last_count = 0.0
     while not stop.is_set():
-        if time.monotonic() - last_count >= PENDING_REFRESH_S:  # also during outages/backlogs
+        if counts and time.monotonic() - last_count >= PENDING_REFRESH_S:  # in outages too
             last_count = time.monotonic()
             with contextlib.suppress(Exception):
                 await indexer.pending()
@@ -557,7 +621,7 @@ async def run_forever(
             await _sleep_or_stop(stop, delay)
             continue
         failures = 0
-        if result.claimed >= indexer.last_claim:
+        if result.claimed >= result.asked > 0:
             continue  # a full batch: more is probably due right now
         if stop.is_set():
             break
@@ -566,6 +630,27 @@ async def run_forever(
         except Exception:  # the loop must outlive any one failure
             log.exception("waiting for work failed")
             await _sleep_or_stop(stop, poll_s)
+
+
+class _SharedWait:
+    """Several loops waiting for work through one wait_for_work (one LISTEN connection): the
+    first to wait calls it, the others return when it does (or after their own timeout)."""
+
+    def __init__(self, wait_for_work: Callable[[float], Awaitable[None]]) -> None:
+        self._wait = wait_for_work
+        self._round: asyncio.Event | None = None  # set when the waiting call returns
+
+    async def __call__(self, timeout_s: float) -> None:
+        if self._round is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._round.wait(), timeout_s)
+            return
+        self._round = done = asyncio.Event()
+        try:
+            await self._wait(timeout_s)
+        finally:
+            self._round = None
+            done.set()
 
 
 async def _sleep_or_stop(stop: asyncio.Event, delay: float) -> None:

@@ -152,7 +152,7 @@ class IndexerApp:
                 with contextlib.suppress(asyncio.CancelledError):
                     await self.sweeper
         if self.task is not None:
-            # Let a batch in flight finish (its vectors are written, its jobs
+            # Let the batches in flight finish (their vectors are written, their jobs
             # dropped); a batch cut short would only wait out its lease.
             try:
                 await asyncio.wait_for(asyncio.shield(self.task), STOP_GRACE_S)
