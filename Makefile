@@ -76,8 +76,10 @@ deploy-check: deploy-tools
 ## The whole suite: proto lint, code lint, unit + integration + deploy tests (real Postgres, real gRPC),
 ## the product's (tests/) and the lab's (benchmarks/tests/).
 ## Installs and fetches everything a test reads from outside the clone: the models, the deploy tools.
+## PYTEST_ARGS: more pytest options (CI lists the slowest tests: --durations=25).
+PYTEST_ARGS ?=
 test: lint test-models deploy-tools browser-tools
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 ## The console's screenshots in docs/console.md, from its browser tests (docs/console.md).
 console-screenshots: models test-models browser-tools
