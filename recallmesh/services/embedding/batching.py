@@ -215,31 +215,35 @@ class _Lane:
                     p.future.set_result(result)
             self.in_flight = []
 
+    def _run_model(self, texts: list[str]) -> Embedded:
+        """One model run, its time counted in recallmesh_embedding_model_seconds_total."""
+        started = time.perf_counter()
+        try:
+            return self.batcher.model(texts, self.kind)
+        finally:
+            MODEL_SECONDS.labels(self.kind).inc(time.perf_counter() - started)
+
     def embed_batch(self, batch: list[_Pending]) -> list[Embedded | Exception]:
         """Runs in the lane's model thread: one model call, split back per request. If a call
         that served several requests fails, each request is run alone: only those whose own
         texts fail get an exception (in their place of the list)."""
-        embed = self.batcher.model
+        embed = self._run_model
         texts = [t for p in batch for t in p.texts]
         BATCH_TEXTS.observe(len(texts))
         started = time.perf_counter()
         try:
-            embedded = embed(texts, self.kind)
+            embedded = embed(texts)
         except Exception as exc:
             if len(batch) == 1:
-                MODEL_SECONDS.labels(self.kind).inc(time.perf_counter() - started)
                 return [exc]
             results: list[Embedded | Exception] = []
             for p in batch:  # isolate the request(s) the failure belongs to
                 try:
-                    results.append(embed(p.texts, self.kind))
+                    results.append(embed(p.texts))
                 except Exception as own:
                     results.append(own)
-            MODEL_SECONDS.labels(self.kind).inc(time.perf_counter() - started)
             return results
-        ran_s = time.perf_counter() - started
-        MODEL_SECONDS.labels(self.kind).inc(ran_s)
-        per_text = ran_s / max(len(texts), 1)
+        per_text = (time.perf_counter() - started) / max(len(texts), 1)
         self.s_per_text += 0.2 * (per_text - self.s_per_text)
         out: list[Embedded | Exception] = []
         offset = 0
