@@ -91,7 +91,7 @@ def _f16_exact(a: np.ndarray) -> bool:
     return bool(np.array_equal(back.view(np.uint32), a.view(np.uint32)))
 
 
-def pack(model_dir: Path, out: Path) -> None:
+def pack(model_dir: Path, out: Path, with_texts: bool = True) -> None:
     import onnx
     from onnx import numpy_helper
 
@@ -143,6 +143,8 @@ def pack(model_dir: Path, out: Path) -> None:
         size = sum(p.stat().st_size for p in folder.iterdir())
         assert size <= PART_BYTES, folder
         log(f"{folder}: {size / MIB:.2f} MiB")
+    if not with_texts:
+        return
 
     texts = out / "texts"
     texts.mkdir(parents=True, exist_ok=True)

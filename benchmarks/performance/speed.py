@@ -70,9 +70,10 @@ def manifest_path(model: str) -> Path:
 
 
 def in_process_rate(model: str, texts: list[str]) -> dict[str, float]:
-    """The model's own document rate in this process, with the embedding service's settings."""
+    """The model's own document rate in this process, with the embedding service's settings
+    (its execution provider too: RECALLMESH_EMBEDDING_PROVIDER)."""
     settings = EmbeddingSettings.from_env()
-    embedder = OnnxEmbedder(ModelManifest.load(manifest_path(model)), provider="cpu",
+    embedder = OnnxEmbedder(ModelManifest.load(manifest_path(model)), provider=settings.provider,
                             intra_op_threads=settings.intra_op_threads,
                             max_batch=settings.max_batch,
                             max_batch_tokens=settings.max_batch_tokens)
