@@ -1,7 +1,8 @@
 """The client is light: the package installed without extras (a new virtualenv, outside the
 checkout) brings grpcio, protobuf and typing-extensions only, and `import recallmesh.client`
 loads no server code, no database driver, no metrics or tracing; that client stores and
-recalls through the session's real gateway."""
+recalls through the session's real gateway; its `recallmesh` command says which extra it
+needs."""
 
 from __future__ import annotations
 
@@ -94,3 +95,17 @@ def test_the_light_client_stores_and_recalls_through_the_gateway(
     out = run(str(venv / "bin" / "python"), "-c", script, stack.endpoints["gateway"], ns,
               stack.api_key, cwd=venv, env=env)
     assert out.strip() == "True"
+
+
+@pytest.mark.parametrize("args", [("--help",), ("recall", "-n", "demo", "tabs or spaces?")])
+def test_the_command_of_the_light_install_says_what_to_install(
+        light_venv: tuple[Path, dict[str, str]], args: tuple[str, ...]) -> None:
+    """Packaging installs `recallmesh` with the package whatever the extras; without the
+    server extra it names the extra to install in one line, not a ModuleNotFoundError."""
+    venv, env = light_venv
+    result = subprocess.run([str(venv / "bin" / "recallmesh"), *args], cwd=venv, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "ModuleNotFoundError" not in result.stderr
+    assert "pip install 'recallmesh[server]'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
