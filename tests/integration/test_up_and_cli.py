@@ -43,6 +43,44 @@ def up_env(data_dir: Path) -> dict[str, str]:
 RECALLMESH = (sys.executable, "-m", "recallmesh.cli")  # the checkout's command
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def sh_blocks(page: Path) -> list[str]:
+    return re.findall(r"^```sh\n(.*?)^```", page.read_text(encoding="utf-8"),
+                      flags=re.MULTILINE | re.DOTALL)
+
+
+def run_documented_examples(env: dict[str, str], folder: Path) -> dict[str, str]:
+    """README.md's and docs/cli.md's `.venv/bin/recallmesh` examples run as written, by bash,
+    against the running demo (a `.venv/bin/recallmesh` in `folder` runs the checkout's command;
+    README's `ID` placeholder becomes a demo memory's id). What each block printed, by page."""
+    bin_dir = folder / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "recallmesh").write_text(
+        f'#!/bin/sh\nexec {sys.executable} -m recallmesh.cli "$@"\n')
+    (bin_dir / "recallmesh").chmod(0o755)
+    demo = folder / "recallmesh" / "demo"
+    demo.mkdir(parents=True)
+    (demo / "memories.jsonl").write_bytes((ROOT / "recallmesh/demo/memories.jsonl").read_bytes())
+    listed = json.loads(cli(env, "list", "-n", "demo", "--json"))
+    some_id = listed["memories"][0]["id"]
+    printed: dict[str, str] = {}
+    for page in (ROOT / "README.md", ROOT / "docs" / "cli.md"):
+        script = "\n".join(
+            block.replace(" ID ", f" {some_id} ").replace(" ID\n", f" {some_id}\n")
+            for block in sh_blocks(page) if block.lstrip("# \n").startswith(".venv/bin/")
+            or "\n.venv/bin/recallmesh" in block)
+        assert script, f"no recallmesh examples found in {page.name}"
+        result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=env, cwd=folder,
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, \
+            f"{page.name}: {result.stdout[-3000:]}{result.stderr[-3000:]}"
+        assert "Traceback" not in result.stderr, result.stderr
+        printed[page.name] = result.stdout
+    return printed
+
+
 def start_up(env: dict[str, str], *args: str, command: tuple[str, ...] = RECALLMESH,
              cwd: Path | None = None) -> tuple[subprocess.Popen[str], list[str]]:
     """Start `recallmesh up` and read its output until it says it is serving."""
@@ -137,6 +175,19 @@ def test_up_demo_cli_and_restart_keeps_data(tmp_path: Path) -> None:
                              ("method", "expected name=value")):
             out = cli(env, "recall", "-n", "cli", "x", "--set", setting, expect_rc=2)
             assert message in out and "Traceback" not in out
+        examples = run_documented_examples(env, tmp_path / "examples")
+        readme = examples["README.md"]
+        # the README's list and count examples match demo memories
+        assert "oat-milk" in readme, readme
+        counted = re.findall(r"^(\d+)$", readme, flags=re.MULTILINE)  # count prints a number
+        assert counted and all(int(n) > 0 for n in counted), readme
+        # every entry --explain prints is one docs/cli.md's recall section explains
+        explained = cli(env, "recall", "-n", "demo", "who is her boss?", "--explain")
+        section = (ROOT / "docs" / "cli.md").read_text().split("### `recall QUERY`")[1]
+        section = section.split("\n### ")[0]
+        entries = set(re.findall(r"\b([a-z_]+)#\d+", explained))
+        assert "ranker" in entries and "vector" in entries, explained
+        assert all(f"{e}#" in section for e in entries), (entries, section[:400])
         doomed = cli(env, "store", "-n", "cli", "delete me soon").strip()
         cli(env, "delete", "-n", "cli", doomed)
         assert "NOT_FOUND" in cli(env, "get", "-n", "cli", doomed, expect_rc=1)

@@ -2,12 +2,13 @@
 empty directory outside it, its `recallmesh up --demo` serves a recall. Nothing of the
 checkout is on the path there: migrations, the model catalogue and the demo memories come
 from the installed package (importlib.resources), the model from the model cache
-(`make models`)."""
+(`make models`). It is installed with the extras README.md's install line names."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -26,6 +27,9 @@ from tests.integration.test_up_and_cli import (
 pytestmark = pytest.mark.integration
 
 CHECKOUT = Path(__file__).resolve().parents[2]
+# the extras README.md's install line names: the wheel is installed as a new user would
+README_EXTRAS = re.search(r'pip install "\$\(echo dist/recallmesh-\*\.whl\)\[([a-z,]+)\]"',
+                          (CHECKOUT / "README.md").read_text(encoding="utf-8"))
 
 
 def run(*args: str, cwd: Path, env: dict[str, str], timeout: int = 600) -> str:
@@ -47,8 +51,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     (wheel,) = (root / "dist").glob("recallmesh-*.whl")
     venv = root / "venv"
     run(sys.executable, "-m", "venv", str(venv), cwd=root, env=env)
-    run(str(venv / "bin" / "pip"), "install", "-q", f"{wheel}[embedded,cpu,console]", cwd=root,
-        env=env)
+    assert README_EXTRAS, "README.md's install line is not where this test looks for it"
+    run(str(venv / "bin" / "pip"), "install", "-q", f"{wheel}[{README_EXTRAS.group(1)}]",
+        cwd=root, env=env)
     return venv, env | {"PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
 
 
@@ -97,6 +102,8 @@ def test_installed_outside_the_checkout_up_demo_serves_a_recall(
         hits = json.loads(out)["hits"]
         assert "peanuts" in hits[0]["memory"]["content"]
         assert_console_serves_the_demo(env, lines)  # its templates came with the wheel
+        # the MCP server the README points agents at came with the README's install too
+        assert "--transport" in cli(env, "mcp", "--help", command=command, cwd=cwd)
     finally:
         output = stop_up(process, lines)
     assert "loaded 36 demo memories" in output

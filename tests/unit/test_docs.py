@@ -151,3 +151,12 @@ def test_api_md_quotes_every_fixed_refusal_of_fusion_overrides_and_filters() -> 
         source = (ROOT / "recallmesh" / module).read_text(encoding="utf-8")
         for message in re.findall(r'InvalidArgument\("([^"{}]+)"\)', source):
             assert message in text, f"api.md does not quote {message!r} ({module})"
+
+
+def test_cli_md_names_the_default_model_fetch_model_fetches() -> None:
+    from recallmesh.cli import build_parser
+
+    default = build_parser().parse_args(["fetch-model"]).name
+    section = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    section = section.split("### `fetch-model [NAME]`")[1].split("\n### ")[0]
+    assert f"(default `{default}`" in section, section[:300]
