@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from cachetools import LRUCache, TTLCache
 from mcp.server.auth.provider import AccessToken
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from recallmesh.client import (
     AsyncClient,
@@ -121,6 +125,8 @@ class GatewayTokenVerifier:
         self.pool = pool
         self.timeout = timeout
         self._verdicts: TTLCache[str, AccessToken | None] = TTLCache(maxsize=maxsize, ttl=ttl_s)
+        # why a token was refused, in words (BearerChallenge says it to the client)
+        self._reasons: TTLCache[str, Refusal] = TTLCache(maxsize=maxsize, ttl=ttl_s)
 
     async def verify_token(self, token: str) -> AccessToken | None:
         if not plausible_token(token):
@@ -133,16 +139,119 @@ class GatewayTokenVerifier:
             await client.get(NIL_ID, timeout=self.timeout)
         except NotFoundError:
             pass  # authenticated, and granted the namespace with the read scope
-        except (UnauthenticatedError, PermissionDeniedError) as exc:
-            log.info("refused a bearer token (%s...): %s", key[:12], exc)
-            self.pool.discard(token)
-            self._verdicts[key] = None
+        except UnauthenticatedError as exc:
+            self._refused(token, key, exc, Refusal(
+                401, f"the gateway did not accept this API key or token ({exc.details})"))
+            return None
+        except PermissionDeniedError as exc:
+            self._refused(token, key, exc, Refusal(
+                401, f"this key may not read namespace {self.pool.namespace!r} "
+                     f"({exc.details})"))
             return None
         except RecallmeshError as exc:
             log.warning("could not check a bearer token with the gateway at %s: %s",
                         self.pool.target, exc)
             self.pool.discard(token)
+            self._reasons[key] = Refusal(503, f"the gateway could not check the key now "
+                                              f"({exc.code.name}); try again shortly")
             return None
         verdict = AccessToken(token=token, client_id=f"rm-{key[:16]}", scopes=[])
         self._verdicts[key] = verdict
         return verdict
+
+    def _refused(self, token: str, key: str, exc: RecallmeshError,
+                 refusal: Refusal) -> None:
+        log.info("refused a bearer token (%s...): %s", key[:12], exc)
+        self.pool.discard(token)
+        self._verdicts[key] = None
+        self._reasons[key] = refusal
+
+    def refusal(self, token: str) -> Refusal:
+        """Why `token` was refused (after verify_token answered None)."""
+        if not plausible_token(token):
+            return Refusal(401, "the bearer token is empty or not printable ASCII")
+        return self._reasons.get(token_digest(token)) or Refusal(
+            401, "the gateway did not accept this API key or token")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    status: int  # 401, or 503 when the gateway could not check the key
+    reason: str
+
+
+NO_KEY = ("this MCP server takes a recallmesh API key or JWT as 'Authorization: Bearer <key>' "
+          "(no OAuth): make one with 'recallmesh keys create'")
+NO_OAUTH = ("this MCP server has no OAuth endpoints: it takes a recallmesh API key or JWT as "
+            "'Authorization: Bearer <key>'")
+
+
+def _header_text(text: str) -> str:
+    """`text` as an RFC 6750 quoted string may hold it (no quotes or backslashes, ASCII)."""
+    return "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else "'" for c in text)[:300]
+
+
+class BearerChallenge:
+    """In front of the SDK's bearer check on the MCP endpoint: a request without a usable
+    credential gets a 401 whose `WWW-Authenticate: Bearer realm="recallmesh", ...` and JSON
+    body say why in words (no key; not a Bearer header; the gateway refused the key, or this
+    key may not read the namespace), and 503 with Retry-After when the gateway could not
+    check it. The SDK's own answer is a bare "Authentication required", which sends a
+    spec-following MCP client off to look for OAuth. OAuth discovery paths answer 404 with
+    the same plain sentence. A request with an accepted key passes on (the SDK checks it
+    again from the verifier's cache)."""
+
+    def __init__(self, app: ASGIApp, verifier: GatewayTokenVerifier, path: str = "/mcp") -> None:
+        self.app = app
+        self.verifier = verifier
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        if path.startswith("/.well-known/oauth-"):
+            await _answer(send, 404, {"error": "not_found", "error_description": NO_OAUTH})
+            return
+        if not (path == self.path or path.startswith(self.path + "/")):
+            await self.app(scope, receive, send)
+            return
+        header = Headers(scope=scope).get("authorization", "")
+        scheme, _, token = header.strip().partition(" ")
+        token = token.strip()
+        if not header.strip():
+            await _challenge(send, 401, None, NO_KEY)
+            return
+        if scheme.lower() != "bearer" or not token:
+            await _challenge(send, 401, "invalid_request",
+                             "the Authorization header must be 'Bearer <key>'")
+            return
+        if await self.verifier.verify_token(token) is None:
+            refusal = self.verifier.refusal(token)
+            await _challenge(send, refusal.status,
+                             "invalid_token" if refusal.status == 401 else None, refusal.reason)
+            return
+        await self.app(scope, receive, send)
+
+
+async def _challenge(send: Send, status: int, error: str | None, description: str) -> None:
+    parts = ['realm="recallmesh"']
+    if error:
+        parts.append(f'error="{error}"')
+    parts.append(f'error_description="{_header_text(description)}"')
+    headers = [(b"www-authenticate", ("Bearer " + ", ".join(parts)).encode())]
+    if status == 503:
+        headers.append((b"retry-after", b"5"))
+    await _answer(send, status, {"error": error or ("unavailable" if status == 503
+                                                    else "unauthorized"),
+                                 "error_description": description}, headers)
+
+
+async def _answer(send: Send, status: int, body: dict[str, str],
+                  headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    data = json.dumps(body).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
+        *(headers or [])]})
+    await send({"type": "http.response.body", "body": data})

@@ -20,12 +20,12 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import AwareDatetime, Field
+from pydantic import AwareDatetime, Field, ValidationError
 
 from recallmesh.client import DEFAULT_TARGET, AsyncClient, RecallmeshError
 from recallmesh.mcp_server import results
-from recallmesh.mcp_server.auth import ClientPool, GatewayTokenVerifier
-from recallmesh.mcp_server.filters import FiltersArg, Maybe, filter_options
+from recallmesh.mcp_server.auth import BearerChallenge, ClientPool, GatewayTokenVerifier
+from recallmesh.mcp_server.filters import FiltersArg, Maybe, MemoryFilters, filter_options
 from recallmesh.shared.credentials import client_api_key
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.logs import configure_logging
@@ -135,6 +135,51 @@ def _tool_error(exc: Exception) -> ToolError:
     return ToolError(f"INVALID_ARGUMENT: {exc}")
 
 
+# what pydantic names a union's members in an error's location (an optional parameter is
+# `T | None`; a model member by its class name): not a field, so not said
+_MEMBER_TAGS = {"none", "str", "int", "float", "bool", "list", "dict", "datetime",
+                MemoryFilters.__name__}
+
+
+def plain_validation(exc: ValidationError) -> str:
+    """A tool's arguments that failed validation, as one plain sentence naming each field
+    (`filters.importance_min should be less than or equal to 1`): no pydantic types, values
+    or links. A field given a value of the wrong type fails both members of its optional
+    union; only the member that is not None is said."""
+    found: list[tuple[str, str, str]] = []
+    for error in exc.errors(include_url=False, include_input=False):
+        path = [str(p) for p in error["loc"]
+                if not (isinstance(p, str) and (p in _MEMBER_TAGS or "-" in p or "[" in p))]
+        message = {"extra_forbidden": "is not a field this tool takes",
+                   "missing": "is required"}.get(error["type"], "")
+        if not message:
+            message = str(error["msg"]) or "Input is not valid"
+            message = (message[0].lower() + message[1:]).removeprefix("input ")
+        found.append((".".join(path) or "the arguments", error["type"], message))
+    said: dict[str, str] = {}
+    for field, kind, message in found:
+        if kind == "none_required" and any(
+                f == field and k != kind or f.startswith(field + ".") for f, k, _ in found):
+            continue  # the optional union's None member: the other member says what is wrong
+        said.setdefault(field, message)
+    return "; ".join(f"{field} {message}" for field, message in said.items())
+
+
+class _Server(MCPServer):
+    """The SDK's server, with a tool's invalid arguments said in one plain sentence
+    (plain_validation) instead of pydantic's report with its links."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError) and type(exc) is ToolError:
+                raise ToolError(f"INVALID_ARGUMENT: {plain_validation(cause)}") from cause
+            raise
+
+
 async def _call(source: ClientSource, call: Callable[[AsyncClient], Awaitable[Any]]) -> Any:
     """Run one gateway call; a refusal becomes the tool's error (status name and message)."""
     try:
@@ -149,7 +194,7 @@ def build_server(namespace: str, source: ClientSource, *, show_sensitive: bool =
     `namespace`. Sensitive memories' text reaches the model only with `show_sensitive` (the
     operator's setting, --show-sensitive / RECALLMESH_MCP_SHOW_SENSITIVE): no tool argument
     can turn it on."""
-    server: MCPServer = MCPServer(
+    server: MCPServer = _Server(
         name="recallmesh", title="recallmesh memory", instructions=INSTRUCTIONS,
         version=_version(), token_verifier=token_verifier, auth=auth)
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -432,12 +477,13 @@ async def serve_http(namespace: str, target: str | None, host: str, port: int,
     auth = AuthSettings(
         issuer_url=url,  # type: ignore[arg-type]  # pydantic validates the str into AnyHttpUrl
         resource_server_url=None, validate_token_resource=False)
+    verifier = GatewayTokenVerifier(pool)
     server = build_server(namespace, _CallerClient(pool), show_sensitive=show_sensitive,
-                          token_verifier=GatewayTokenVerifier(pool), auth=auth)
+                          token_verifier=verifier, auth=auth)
     health = GatewayHealth(pool.target)
     server.custom_route("/healthz", methods=["GET"], include_in_schema=False)(health.healthz)
     server.custom_route("/readyz", methods=["GET"], include_in_schema=False)(health.readyz)
-    app = server.streamable_http_app(host=host)
+    app = BearerChallenge(server.streamable_http_app(host=host), verifier)
     config = uvicorn.Config(app, host=host, port=port, log_config=None, lifespan="on",
                             loop="asyncio")
     http = uvicorn.Server(config)

@@ -11,6 +11,7 @@ import concurrent.futures
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -306,6 +307,15 @@ def test_stdio_errors_are_tool_errors(stdio: ClientThread) -> None:
     assert nothing.is_error and "at least one field" in text(nothing)
     missing = stdio.call("forget", {"id": str(uuid.uuid4())})
     assert missing.is_error and "NOT_FOUND" in text(missing)
+    # arguments the tool's schema refuses: one plain sentence naming each field
+    bad_filter = stdio.call("list_memories", {"filters": {"importance_min": 3, "tagz": ["x"],
+                                                          "created_after": "2026-01-01"}})
+    said = text(bad_filter)
+    assert bad_filter.is_error and said.startswith("INVALID_ARGUMENT: "), said
+    assert "filters.importance_min should be less than or equal to 1" in said, said
+    assert "filters.tagz is not a field this tool takes" in said, said
+    assert "filters.created_after should have timezone info" in said, said
+    assert "\n" not in said and "pydantic" not in said and "type=" not in said, said
 
 
 def test_stdio_supersedes_and_update(stdio: ClientThread) -> None:
@@ -539,6 +549,50 @@ def test_auto_recall_hook(stdio: ClientThread, stdio_ns: str, stack: Stack,
     assert content in done.stdout
 
 
+def shell_sessions(page: Path) -> list[tuple[str, str]]:
+    """The page's `$ command` blocks: (the command, its continuation lines joined, and the
+    output the page shows under it)."""
+    found = []
+    for block in re.findall(r"^```sh\n(\$ .*?)^```", page.read_text(encoding="utf-8"),
+                            flags=re.MULTILINE | re.DOTALL):
+        lines = block.splitlines()
+        command = [lines.pop(0)[2:]]
+        while command[-1].endswith("\\"):
+            command.append(lines.pop(0))
+        found.append(("\n".join(command), "\n".join(lines)))
+    return found
+
+
+def test_the_auto_recall_examples_print_what_the_page_shows(stack: Stack,
+                                                            tmp_path: Path) -> None:
+    """docs/mcp.md's two auto-recall sessions run as written (the namespace a fresh one, the
+    page's `recallmesh` and `.venv/bin/python` this checkout's) over the memories they show,
+    and print exactly what the page shows."""
+    sessions = shell_sessions(ROOT / "docs" / "mcp.md")
+    assert len(sessions) == 2, sessions
+    ns = f"hook-{uuid.uuid4().hex[:8]}"
+    shown = {line[2:] for _, output in sessions for line in output.splitlines()
+             if line.startswith("- ")}
+    with stack.client(namespace=ns) as client:
+        for line in sorted(shown):
+            content, _, category = line.rpartition(" (")
+            client.store(content, category=category.rstrip(")"), wait_indexed=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "recallmesh").write_text(
+        f'#!/bin/sh\nexec {sys.executable} -m recallmesh.cli "$@"\n')
+    (bin_dir / "recallmesh").chmod(0o755)
+    env = server_env(stack, tmp_path / "data", RECALLMESH_API_KEY=stack.api_key,
+                     RECALLMESH_BIN=str(bin_dir / "recallmesh"))
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    for command, output in sessions:
+        command = command.replace("my-agent", ns).replace(".venv/bin/python", sys.executable)
+        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True,
+                              env=env, cwd=ROOT, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == output.strip(), (command, done.stdout, done.stderr)
+
+
 # --------------------------------------------------------------------------- HTTP
 
 
@@ -624,12 +678,38 @@ def post(url: str, token: str | None) -> httpx2.Response:
     return httpx2.post(url, json=INITIALIZE, headers=headers, timeout=30)
 
 
+def challenge(reply: httpx2.Response) -> str:
+    """A refusal's WWW-Authenticate header, checked to say the same as its JSON body."""
+    header = reply.headers.get("www-authenticate", "")
+    assert header.startswith('Bearer realm="recallmesh"'), header
+    assert f'error_description="{reply.json()["error_description"]}"' in header, header
+    return header
+
+
 def test_http_needs_a_credential_the_gateway_accepts(http_url: str, stack: Stack,
                                                      http_ns: str) -> None:
-    assert post(url=http_url, token=None).status_code == 401
-    assert post(http_url, "rmk_notakey_0123456789").status_code == 401
+    """Each refusal says why in words, in a Bearer challenge without OAuth metadata (so a
+    spec-following client reports it instead of starting an OAuth flow)."""
+    missing = post(url=http_url, token=None)
+    assert missing.status_code == 401
+    assert "error=" not in challenge(missing) and "recallmesh keys create" in challenge(missing)
+    wrong = post(http_url, "rmk_notakey_0123456789")
+    assert wrong.status_code == 401
+    assert 'error="invalid_token"' in challenge(wrong) and "did not accept" in challenge(wrong)
     elsewhere = api_key(stack.dsn, grants=(f"{http_ns}-other",), scopes=("read", "write"))
-    assert post(http_url, elsewhere).status_code == 401
+    other = post(http_url, elsewhere)
+    assert other.status_code == 401
+    assert f"may not read namespace '{http_ns}'" in challenge(other)
+    basic = httpx2.post(http_url, json=INITIALIZE, timeout=30,
+                        headers={"Accept": "application/json, text/event-stream",
+                                 "Authorization": "Basic dXNlcjpwYXNz"})
+    assert basic.status_code == 401 and 'error="invalid_request"' in challenge(basic)
+    assert "resource_metadata" not in wrong.headers["www-authenticate"]
+    root = http_url.rsplit("/mcp", 1)[0]
+    for discovery in ("/.well-known/oauth-protected-resource/mcp",
+                      "/.well-known/oauth-authorization-server"):
+        found = httpx2.get(root + discovery, timeout=30)
+        assert found.status_code == 404 and "no OAuth" in found.json()["error_description"]
     assert post(http_url, stack.api_key).status_code == 200
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from pydantic import ValidationError
 
 from recallmesh.client import (
     ContextItem,
@@ -29,6 +30,7 @@ from recallmesh.client import (
 )
 from recallmesh.mcp_server import build_server
 from recallmesh.mcp_server.filters import MemoryFilters, filter_options
+from recallmesh.mcp_server.server import plain_validation
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 M1 = "11111111-1111-4111-8111-111111111111"
@@ -280,3 +282,18 @@ def test_gateway_refusals_are_tool_errors() -> None:
     result = run_tool(fake, "list_memories", {"page_token": "x"})
     assert result.is_error and "INVALID_ARGUMENT: page_token continues another query" in text(
         result)
+
+
+@pytest.mark.parametrize(("given", "said"), [
+    ({"importance_min": 3}, "importance_min should be less than or equal to 1"),
+    ({"tags": "frontend"}, "tags should be a valid list"),
+    ({"metadata": {"source": 5}}, "metadata.source should be a valid string"),
+    ({"created_before": "2026-01-01"}, "created_before should have timezone info"),
+    ({"tagz": ["x"]}, "tagz is not a field this tool takes"),
+])
+def test_invalid_filters_are_one_plain_sentence_naming_the_field(given: dict[str, Any],
+                                                                  said: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        MemoryFilters.model_validate(given)
+    sentence = plain_validation(caught.value)
+    assert sentence == said  # nothing else: no None member, no types, no links
