@@ -35,10 +35,10 @@ RUN python3 -m venv /opt/tools \
     && /opt/tools/bin/pip wheel --no-deps . -w /dist \
     && wheel=$(ls /dist/recallmesh-*.whl) \
     && if [ "${ORT}" = gpu ]; then \
-        /opt/tools/bin/pip --python /opt/venv/bin/python install "${wheel}[gpu,mcp,console]" \
+        /opt/tools/bin/pip --python /opt/venv/bin/python install "${wheel}[gpu,mcp,console,http]" \
             "onnxruntime-gpu[cuda,cudnn]"; \
     else \
-        /opt/tools/bin/pip --python /opt/venv/bin/python install "${wheel}[${ORT},mcp,console]"; \
+        /opt/tools/bin/pip --python /opt/venv/bin/python install "${wheel}[${ORT},mcp,console,http]"; \
     fi
 
 FROM builder AS model

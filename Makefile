@@ -9,7 +9,7 @@ PIP     = $(VENV)/bin/pip
 ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
-.PHONY: install models test-models run protos lint deploy-tools deploy-check browser-tools console-screenshots test bench clean
+.PHONY: install models test-models run protos openapi lint deploy-tools deploy-check browser-tools console-screenshots test bench clean
 
 $(STAMP): pyproject.toml benchmarks/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml benchmarks/pyproject.toml
 	@# never both onnxruntime wheels in one environment: drop the other build first
 	@$(PIP) uninstall -q -y $(if $(filter gpu,$(ORT)),onnxruntime,onnxruntime-gpu) 2>/dev/null || true
 	@# the product and the lab (benchmarks/pyproject.toml), both editable
-	$(PIP) install -q -e '.[dev,build,embedded,mcp,console,$(ORT)]' -e './benchmarks[dev]'
+	$(PIP) install -q -e '.[dev,build,embedded,mcp,console,http,$(ORT)]' -e './benchmarks[dev]'
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
@@ -38,6 +38,11 @@ run: models
 ## Regenerate the Python stubs from protos/ (committed under recallmesh/v1).
 protos: $(STAMP)
 	$(PY) -m grpc_tools.protoc -Iprotos --python_out=. --pyi_out=. --grpc_python_out=. protos/recallmesh/v1/*.proto
+
+## Regenerate the HTTP/JSON API's OpenAPI 3.1 document from protos/ (committed as
+## recallmesh/http_api/openapi.json; tests/unit/test_openapi.py fails when it is stale).
+openapi: $(STAMP)
+	$(PY) -m recallmesh.http_api.openapi
 
 ## Proto lint (buf), code lint (ruff), the import contracts (lint-imports) and the types (mypy).
 lint: $(STAMP)

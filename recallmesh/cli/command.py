@@ -10,6 +10,7 @@
              context / list / count / history / export / import / delete-matching   client
              commands (gateway)
   recallmesh mcp [--transport stdio|http]   the MCP server for agents (docs/mcp.md)
+  recallmesh http                   the HTTP/JSON API, a front of the gateway (docs/http.md)
   recallmesh keys create|list|revoke   API keys (docs/cli.md)
 
 Client commands use --target (env RECALLMESH_TARGET, default localhost:50051), take --json,
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_delete_matching(client)
     stack.add_mcp(sub, target)
     stack.add_console(sub, target)
+    stack.add_http(sub, target)
     keys.add_keys(sub, target)
     return parser
 

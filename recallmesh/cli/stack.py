@@ -36,6 +36,11 @@ def add_up(sub: Subcommands[argparse.ArgumentParser]) -> None:
                          "default 8080; docs/console.md)")
     up.add_argument("--no-console", action="store_true",
                     help="do not start the web console")
+    up.add_argument("--http-port", type=int,
+                    default=int(os.environ.get("RECALLMESH_HTTP_PORT", "8081")),
+                    help="the HTTP/JSON API's port on localhost (env RECALLMESH_HTTP_PORT, "
+                         "default 8081; docs/http.md)")
+    up.add_argument("--no-http", action="store_true", help="do not start the HTTP/JSON API")
     up.set_defaults(func=cmd_up)
 
 
@@ -71,6 +76,40 @@ def add_mcp(sub: Subcommands[argparse.ArgumentParser], target: str) -> None:
                           "RECALLMESH_MCP_SHOW_SENSITIVE=true; default: withheld, a match is "
                           "named by its id)")
     mcp.set_defaults(func=cmd_mcp)
+
+
+def add_http(sub: Subcommands[argparse.ArgumentParser], target: str) -> None:
+    http = sub.add_parser("http", help="serve the HTTP/JSON API, a front of the gateway "
+                          "(docs/http.md)")
+    http.add_argument("--target", default=None, help=f"gateway address (env "
+                      f"RECALLMESH_TARGET, default {target})")
+    http.add_argument("--host", default=None, help="address to listen on (env "
+                      "RECALLMESH_HTTP_HOST, default 127.0.0.1)")
+    http.add_argument("--port", type=int, default=None,
+                      help="port (env RECALLMESH_HTTP_PORT, default 8081)")
+    http.add_argument("--metrics-port", type=int, default=None,
+                      help="Prometheus metrics port (env RECALLMESH_HTTP_METRICS_PORT, "
+                           "default 9459; 0: none)")
+    http.set_defaults(func=cmd_http)
+
+
+def cmd_http(args: argparse.Namespace) -> int:
+    try:
+        from recallmesh.http_api.server import run
+        from recallmesh.http_api.settings import HttpSettings
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] in ("starlette", "uvicorn"):
+            raise InputError("the HTTP/JSON API needs the http extra: pip install "
+                             "'recallmesh[http]'") from None
+        raise
+    try:
+        settings = HttpSettings.from_env()
+        given = {"target": args.target, "host": args.host, "port": args.port,
+                 "metrics_port": args.metrics_port}
+        settings = replace(settings, **{k: v for k, v in given.items() if v is not None})
+    except ConfigError as exc:
+        raise InputError(f"bad configuration: {exc}") from None
+    return run(settings)
 
 
 def add_console(sub: Subcommands[argparse.ArgumentParser], target: str) -> None:
@@ -261,6 +300,14 @@ def cmd_up(args: argparse.Namespace) -> int:
                               "admin key)" if stack.api_key else f"console: {url}")
             except StackError as exc:
                 err_console.print(Text("console not started: ", style="yellow"),
+                                  Text(str(exc)), sep="")
+        if not args.no_http:
+            try:
+                metrics_port = int(os.environ.get("RECALLMESH_HTTP_METRICS_PORT", "9459"))
+                url = stack.start_http(args.http_port, metrics_port)
+                console.print(f"HTTP/JSON API: {url} (the same API keys; {url}/openapi.json)")
+            except StackError as exc:
+                err_console.print(Text("HTTP/JSON API not started: ", style="yellow"),
                                   Text(str(exc)), sep="")
         if args.demo:
             try:

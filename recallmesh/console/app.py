@@ -55,6 +55,7 @@ from recallmesh.console.settings import ConsoleSettings
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.wire import validation
 from recallmesh.wire.health import GatewayHealth
+from recallmesh.wire.http_status import HTTP_STATUS
 
 log = logging.getLogger("recallmesh.console")
 
@@ -67,9 +68,6 @@ PAGE_SIZE = 25
 CONTENT_CUT = 160  # characters of a memory's text in a list; the rest is on its page
 MAX_CHAIN = 20  # superseded-by steps followed on a memory's page
 WITHHELD = "(sensitive: withheld by this console's setting)"
-HTTP_STATUS = {"INVALID_ARGUMENT": 400, "NOT_FOUND": 404, "PERMISSION_DENIED": 403,
-               "UNAUTHENTICATED": 401, "RESOURCE_EXHAUSTED": 429, "UNAVAILABLE": 503,
-               "DEADLINE_EXCEEDED": 504, "ALREADY_EXISTS": 409, "FAILED_PRECONDITION": 409}
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -338,7 +336,7 @@ def build_app(settings: ConsoleSettings) -> Starlette:
             except RecallmeshError as exc:
                 code = exc.code.name
                 metrics.GATEWAY_ERRORS.labels(code).inc()
-                status = HTTP_STATUS.get(code, 502)
+                status = HTTP_STATUS.get(code, 502)  # an upstream failure
                 if isinstance(exc, PermissionDeniedError):
                     message = f"this key may not do that: {exc.details}"
                 elif isinstance(exc, NotFoundError):

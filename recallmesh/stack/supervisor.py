@@ -69,8 +69,8 @@ def free_port() -> int:
 
 
 def free_port_env() -> dict[str, str]:
-    """gRPC (the console: HTTP) and metrics ports for every service of the stack, all free and
-    all different
+    """gRPC (the console and the HTTP/JSON API: HTTP) and metrics ports for every service of
+    the stack, all free and all different
     (tests, benchmarks): every socket stays bound until all are chosen, so the kernel cannot
     hand the same port out twice (seen in CI: a gateway's metrics port was the graph leg's
     gRPC port)."""
@@ -81,7 +81,7 @@ def free_port_env() -> dict[str, str]:
             s.bind(("localhost", 0))
             return str(s.getsockname()[1])
 
-        for name in (*BY_NAME, "console"):  # the web console's HTTP port too
+        for name in (*BY_NAME, "console", "http"):  # the HTTP fronts' ports too
             env[f"RECALLMESH_{name.upper()}_PORT"] = port()
             env[f"RECALLMESH_{name.upper()}_METRICS_PORT"] = port()
     return env
@@ -237,7 +237,8 @@ class Stack:
     api_key_created: bool = False
     internal_token: str = ""
     console_url: str = ""  # the web console, when start_console() started it
-    _console: subprocess.Popen[bytes] | None = None
+    http_url: str = ""  # the HTTP/JSON API, when start_http() started it
+    _fronts: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     _pg: Any = None
     _watcher: RestartWatcher | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
@@ -375,29 +376,55 @@ class Stack:
         client of this stack's gateway that signs a browser on this machine in with the local
         admin key (docs/console.md); wait until it answers. Its URL; StackError if it did not
         start (the stack serves on without it)."""
-        env = self._child_env()
-        env.update({
-            "RECALLMESH_TARGET": self.endpoints["gateway"],
-            "RECALLMESH_CONSOLE_HOST": env.get("RECALLMESH_CONSOLE_HOST", "127.0.0.1"),
-            "RECALLMESH_CONSOLE_PORT": str(port),
-            "RECALLMESH_CONSOLE_METRICS_PORT": str(metrics_port),
-        })
+        env = {"RECALLMESH_CONSOLE_HOST": self._child_env().get("RECALLMESH_CONSOLE_HOST",
+                                                                "127.0.0.1"),
+               "RECALLMESH_CONSOLE_PORT": str(port),
+               "RECALLMESH_CONSOLE_METRICS_PORT": str(metrics_port)}
         if self.api_key:
             env["RECALLMESH_CONSOLE_AUTO_SIGN_IN_KEY_FILE"] = str(self.data_dir / LOCAL_KEY_FILE)
-        log_path = self.log_path("console")
+        self.console_url = self._start_front("console", "recallmesh.console", env, port,
+                                             timeout_s)
+        return self.console_url
+
+    def stop_console(self, timeout_s: float = 10.0) -> None:
+        self._stop_front("console", timeout_s)
+        self.console_url = ""
+
+    def start_http(self, port: int, metrics_port: int = 0, timeout_s: float = 30.0) -> str:
+        """Start the HTTP/JSON API (`python -m recallmesh.http_api`) on localhost:`port`, a
+        front of this stack's gateway that holds no credential (docs/http.md); wait until it
+        answers. Its URL; StackError if it did not start (the stack serves on without it)."""
+        env = {"RECALLMESH_HTTP_HOST": self._child_env().get("RECALLMESH_HTTP_HOST",
+                                                             "127.0.0.1"),
+               "RECALLMESH_HTTP_PORT": str(port),
+               "RECALLMESH_HTTP_METRICS_PORT": str(metrics_port)}
+        self.http_url = self._start_front("http", "recallmesh.http_api", env, port, timeout_s)
+        return self.http_url
+
+    def stop_http(self, timeout_s: float = 10.0) -> None:
+        self._stop_front("http", timeout_s)
+        self.http_url = ""
+
+    def _start_front(self, name: str, module: str, extra: dict[str, str], port: int,
+                     timeout_s: float) -> str:
+        """Start an HTTP front of the gateway (`python -m module`) and wait until its
+        /healthz answers 200; its URL."""
+        env = self._child_env()
+        env.update(extra, RECALLMESH_TARGET=self.endpoints["gateway"])
+        log_path = self.log_path(name)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log_file:
-            process = subprocess.Popen([sys.executable, "-m", "recallmesh.console"], env=env,
+            process = subprocess.Popen([sys.executable, "-m", module], env=env,
                                        stdout=log_file, stderr=subprocess.STDOUT,
                                        start_new_session=True)
-        self._console = process
+        self._fronts[name] = process
         url = f"http://localhost:{port}"
         deadline = time.monotonic() + timeout_s
         while True:
             if process.poll() is not None:
-                self._console = None
-                raise StackError(f"the console exited ({describe_exit(process.returncode)}); "
-                                 f"last log lines of {log_path}:\n" + _tail(log_path))
+                self._fronts.pop(name, None)
+                raise StackError(f"the {name} front exited ({describe_exit(process.returncode)}"
+                                 f"); last log lines of {log_path}:\n" + _tail(log_path))
             try:
                 with urllib.request.urlopen(f"{url}/healthz", timeout=1.0) as reply:
                     if reply.status == 200:
@@ -405,16 +432,14 @@ class Stack:
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                self.stop_console()
-                raise StackError(f"the console did not answer at {url} within {timeout_s:.0f} "
-                                 f"s; see {log_path}")
+                self._stop_front(name)
+                raise StackError(f"the {name} front did not answer at {url} within "
+                                 f"{timeout_s:.0f} s; see {log_path}")
             time.sleep(0.1)
-        self.console_url = url
         return url
 
-    def stop_console(self, timeout_s: float = 10.0) -> None:
-        process, self._console = self._console, None
-        self.console_url = ""
+    def _stop_front(self, name: str, timeout_s: float = 10.0) -> None:
+        process = self._fronts.pop(name, None)
         if process is not None:
             _terminate(process, timeout_s)
 
@@ -462,6 +487,7 @@ class Stack:
             self._watcher.stop()
             self._watcher = None
         self.stop_console(timeout_s)
+        self.stop_http(timeout_s)
         for name in reversed(list(self.processes)):
             process = self.processes[name]
             if process.poll() is None:

@@ -145,6 +145,10 @@ def test_up_demo_cli_and_restart_keeps_data(tmp_path: Path) -> None:
         hits = json.loads(out)["hits"]
         assert "peanuts" in hits[0]["memory"]["content"]
         assert_console_serves_the_demo(env, lines)
+        http = f"http://localhost:{env['RECALLMESH_HTTP_PORT']}"
+        assert any(f"HTTP/JSON API: {http}" in line for line in lines), "".join(lines)
+        with urllib.request.urlopen(f"{http}/readyz", timeout=10) as reply:
+            assert reply.status == 200
 
         memory_id = cli(env, "store", "-n", "cli", "The boat is moored at pier 7",
                         "--tags", "boat,harbour", "--importance", "0.9").strip()
