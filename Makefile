@@ -9,7 +9,7 @@ PIP     = $(VENV)/bin/pip
 ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
-.PHONY: install models test-models run protos openapi lint deploy-tools deploy-check browser-tools console-screenshots test bench clean
+.PHONY: install models test-models run protos openapi lint deploy-tools deploy-check browser-tools ts-client console-screenshots test bench clean
 
 $(STAMP): pyproject.toml benchmarks/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -73,6 +73,12 @@ deploy-tools: $(STAMP) $(CHECKOV_STAMP)
 browser-tools: $(STAMP)
 	@test -x /usr/bin/chromium || { $(call apt_install,chromium); }
 
+## The TypeScript client (clients/typescript): its npm packages (package-lock.json) and its
+## build; Node and npm from Debian when missing (as root).
+ts-client:
+	@command -v npm >/dev/null || { $(call apt_install,nodejs npm); }
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent
+
 ## Deploy checks: kustomize renders base and overlays, schema validation (core + vendored CRDs),
 ## checkov, yamllint, promtool check/test rules, Terraform HCL (tests/deploy; also in `make test`).
 deploy-check: deploy-tools
@@ -83,7 +89,7 @@ deploy-check: deploy-tools
 ## Installs and fetches everything a test reads from outside the clone: the models, the deploy tools.
 ## PYTEST_ARGS: more pytest options (CI lists the slowest tests: --durations=25).
 PYTEST_ARGS ?=
-test: lint test-models deploy-tools browser-tools
+test: lint test-models deploy-tools browser-tools ts-client
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 ## The console's screenshots in docs/console.md, from its browser tests (docs/console.md).
