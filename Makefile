@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml benchmarks/pyproject.toml
 	@# never both onnxruntime wheels in one environment: drop the other build first
 	@$(PIP) uninstall -q -y $(if $(filter gpu,$(ORT)),onnxruntime,onnxruntime-gpu) 2>/dev/null || true
 	@# the product and the lab (benchmarks/pyproject.toml), both editable
-	$(PIP) install -q -e '.[dev,build,embedded,mcp,console,http,$(ORT)]' -e './benchmarks[dev]'
+	$(PIP) install -q -e '.[dev,build,embedded,mcp,console,http,langchain,llamaindex,$(ORT)]' -e './benchmarks[dev]'
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 

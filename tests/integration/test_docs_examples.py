@@ -50,3 +50,21 @@ def test_readme_python_examples_run(stack: Stack, monkeypatch: pytest.MonkeyPatc
     printed = capsys.readouterr().out
     assert "Tomás Ribeiro is away until March" in printed and "all legs answered" in printed
     assert "Helix" in printed
+
+
+def test_integrations_guide_examples_run(stack: Stack, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/integrations.md's LangChain and LlamaIndex examples, in order, with the real
+    packages (no model: the chain stops at its prompt)."""
+    monkeypatch.setenv("RECALLMESH_TARGET", stack.endpoints["gateway"])
+    monkeypatch.setenv("RECALLMESH_API_KEY", stack.api_key)
+    blocks = python_blocks((ROOT / "docs" / "integrations.md").read_text())
+    assert len(blocks) == 4
+    scope: dict[str, Any] = {"__name__": "docs_integrations_md"}
+    for number, block in enumerate(blocks, start=1):
+        exec(compile(block, f"docs/integrations.md block {number}", "exec"), scope)
+    printed = capsys.readouterr().out
+    assert "Maya is allergic to peanuts" in printed  # the retriever's, the context's, the node's
+    assert printed.count("Maya is allergic to peanuts") >= 3, printed
+    assert "['human', 'ai']" in printed
+    scope["client"].close()
