@@ -621,6 +621,12 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               module("benchmarks.performance.ingest", "--report-to",
                      "benchmarks/reports/ingest.md", "--json", "benchmarks/results/ingest.json"),
               ("ingest.md",), ("locomo", "longmemeval")),
+    Benchmark("http-overhead", "what the HTTP/JSON API and the LangChain / LlamaIndex "
+              "retrievers cost over a gRPC Recall, asked in turns (issue 69)",
+              module("benchmarks.performance.http_overhead", "--report-to",
+                     "benchmarks/reports/http-overhead.md", "--json",
+                     "benchmarks/results/http_overhead.json"),
+              ("http-overhead.md",), ("locomo", "longmemeval")),
     Benchmark("speed", "issue 26's speed tables per model: latency against LanceDB and the "
               "single-SQL hybrid, 8/32 clients, ingest, query cache, stages",
               module("benchmarks.performance.speed", "--models",
