@@ -47,7 +47,7 @@ from recallmesh.client import (
     UnauthenticatedError,
 )
 from recallmesh.client.jsonl import InputError, export_line
-from recallmesh.console import bounds, forms, metrics
+from recallmesh.console import bounds, forms, metrics, pictures
 from recallmesh.console.explain import BAR_WIDTH, explain_view
 from recallmesh.console.paths import NamespaceSegment, namespace_name, ns_url, route_name, safe_next
 from recallmesh.console.sessions import Session, SessionStore, key_digest, valid_csrf
@@ -65,6 +65,7 @@ COOKIE = "recallmesh_session"
 # another; it signs nothing in by itself.
 BROWSER_COOKIE = "recallmesh_browser"
 PAGE_SIZE = 25
+SEARCH_HITS = 50  # a search on a namespace's list shows at most this many, best first
 CONTENT_CUT = 160  # characters of a memory's text in a list; the rest is on its page
 MAX_CHAIN = 20  # superseded-by steps followed on a memory's page
 WITHHELD = "(sensitive: withheld by this console's setting)"
@@ -418,15 +419,51 @@ def build_app(settings: ConsoleSettings) -> Starlette:
         params = dict(request.query_params)
         options = forms.list_options(params)
         client = console.client(session)
-        page, total = await asyncio.gather(
-            client.list(namespace=namespace, page_size=PAGE_SIZE,
-                        page_token=params.get("page_token", ""), **options),
-            client.count(namespace=namespace, **forms.count_options(options)))
-        template = "_memory_rows.html" if _partial(request) else "memories.html"
+        query = params.get("q", "").strip()
+        found = None
+        if query:  # a search: the namespace's memories by relevance, under the same filters
+            result = await client.recall(query, namespace=namespace, k=SEARCH_HITS,
+                                         **forms.filter_options(params))
+            found = result.hits
+            page, total = None, len(found)
+        else:
+            page, total = await asyncio.gather(
+                client.list(namespace=namespace, page_size=PAGE_SIZE,
+                            page_token=params.get("page_token", ""), **options),
+                client.count(namespace=namespace, **forms.count_options(options)))
+        partial = _partial(request)
+        written = [] if partial else await weekly_counts(client, namespace)
         kept = {k: v for k, v in params.items() if k != "page_token"}
-        return console.page(request, template, session, namespace=namespace, page=page,
-                            total=total, params=params, kept=kept,
+        return console.page(request, "_memory_rows.html" if partial else "memories.html",
+                            session, namespace=namespace, page=page, found=found, query=query,
+                            total=total, params=params, kept=kept, weeks=written,
+                            bars=pictures.bars(written), picture_size=(
+                                pictures.WIDTH, pictures.HEIGHT, pictures.LABEL_H),
                             filter_fields=forms.FILTER_FORM_FIELDS, orders=forms.ORDERS)
+
+    async def weekly_counts(client: AsyncClient, namespace: str) -> list[pictures.Week]:
+        spans = pictures.weeks(datetime.now(UTC))
+        counts = await asyncio.gather(*(
+            client.count(namespace=namespace, created_after=w.start, created_before=w.end)
+            for w in spans))
+        return [pictures.Week(w.start, w.end, n) for w, n in zip(spans, counts, strict=True)]
+
+    async def store(request: Request, session: Session) -> Response:
+        namespace = namespace_of(request)
+        content, fields = forms.new_memory(_strings(request.state.form))
+        stored = await console.client(session).store(content, namespace=namespace, **fields)
+        log.info("stored %s in %s as %s", stored.memory.id, namespace, session.subject)
+        return _see_other(ns_url(namespace, "m", stored.memory.id))
+
+    async def supersede(request: Request, session: Session) -> Response:
+        namespace = namespace_of(request)
+        memory_id = request.path_params["memory_id"]
+        content, fields = forms.new_memory(_strings(request.state.form))
+        stored = await console.client(session).store(content, namespace=namespace,
+                                                     supersedes=[memory_id], **fields)
+        log.info("stored %s in %s superseding %s as %s", stored.memory.id, namespace,
+                 memory_id, session.subject)
+        return _see_other(ns_url(namespace, "m", stored.memory.id))
 
     async def memory(request: Request, session: Session) -> Response:
         namespace = namespace_of(request)
@@ -588,7 +625,10 @@ def build_app(settings: ConsoleSettings) -> Starlette:
         Route("/ns/{namespace}/delete-matching", signed_in(delete_matching),
               methods=["GET", "POST"]),
         Route("/ns/{namespace}/m/{memory_id}", signed_in(memory)),
+        Route("/ns/{namespace}/store", signed_in(store), methods=["POST"]),
         Route("/ns/{namespace}/m/{memory_id}/update", signed_in(update), methods=["POST"]),
+        Route("/ns/{namespace}/m/{memory_id}/supersede", signed_in(supersede),
+              methods=["POST"]),
         Route("/ns/{namespace}/m/{memory_id}/pin", signed_in(pin), methods=["POST"]),
         Route("/ns/{namespace}/m/{memory_id}/unpin", signed_in(pin), methods=["POST"]),
         Route("/ns/{namespace}/m/{memory_id}/delete", signed_in(delete), methods=["POST"]),

@@ -145,9 +145,53 @@ def _integer(raw: str, name: str, low: int, high: int) -> int:
     return value
 
 
+# the times a memory's own form sets (the add, supersede and edit forms)
+MEMORY_TIMES = ("valid_from", "valid_to", "expires_at")
+
+
+def metadata_pairs(raw: str) -> dict[str, str]:
+    """A memory's metadata from `key=value` pairs, one per line or comma-separated; the
+    same key twice is a mistake, not an alternative."""
+    pairs: dict[str, str] = {}
+    for part in raw.replace("\r", "").replace("\n", ",").split(","):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise FormError(f"metadata: write key=value, got {part.strip()[:64]!r}")
+        if key.strip() in pairs:
+            raise FormError(f"metadata: the key {key.strip()[:64]!r} is given twice")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def new_memory(form: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
+    """The add (and supersede) form: the content and the fields it gives (empty ones none)."""
+    content = (form.get("content") or "").strip()
+    if not content:
+        raise FormError("content: a memory needs some text")
+    fields: dict[str, Any] = {}
+    for name in ("category", "thread"):
+        if value := _text(form, name):
+            fields[name] = value
+    if tags := _names(_text(form, "tags")):
+        fields["tags"] = tags
+    if raw := _text(form, "importance"):
+        fields["importance"] = _fraction(raw, "importance")
+    if meta := metadata_pairs(form.get("metadata") or ""):
+        fields["metadata"] = meta
+    for name in MEMORY_TIMES:
+        if raw := _text(form, name):
+            fields[name] = parse_time(raw, name.replace("_", " "))
+    fields["sensitive"] = _text(form, "sensitive") == "on"
+    fields["pinned"] = _text(form, "pinned") == "on"
+    return content, fields
+
+
 def update_fields(form: Mapping[str, str], current: Any) -> dict[str, Any]:
     """The fields of the edit form that differ from the memory's current values (an update
-    changes only those, so an unchanged form writes no version)."""
+    changes only those, so an unchanged form writes no version). A time emptied is no
+    longer set."""
     changed: dict[str, Any] = {}
     if "content" in form:  # absent when the page withheld a sensitive memory's text
         content = (form.get("content") or "").strip()
@@ -169,4 +213,16 @@ def update_fields(form: Mapping[str, str], current: Any) -> dict[str, Any]:
     sensitive = _text(form, "sensitive") == "on"
     if sensitive != current.sensitive:
         changed["sensitive"] = sensitive
+    if "thread" in form and _text(form, "thread") != current.thread:
+        changed["thread"] = _text(form, "thread")
+    if "metadata" in form:  # absent when the page withheld a sensitive memory's metadata
+        metadata = metadata_pairs(form.get("metadata") or "")
+        if metadata != dict(current.metadata):
+            changed["metadata"] = metadata
+    for name in MEMORY_TIMES:
+        if name in form:
+            raw = _text(form, name)
+            value = parse_time(raw, name.replace("_", " ")) if raw else None
+            if value != getattr(current, name):
+                changed[name] = value
     return changed

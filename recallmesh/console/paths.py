@@ -47,8 +47,8 @@ class NamespaceSegment:
         await self.app(scope, receive, send)
 
 
-NAMESPACE_PAGES = ("recall", "export", "import", "delete-matching", "m")
-MEMORY_ACTIONS = ("update", "pin", "unpin", "delete")
+NAMESPACE_PAGES = ("recall", "export", "import", "delete-matching", "store", "m")
+MEMORY_ACTIONS = ("update", "supersede", "pin", "unpin", "delete")
 TOP_PAGES = ("/", "/healthz", "/readyz", "/sign-in", "/sign-out")
 
 

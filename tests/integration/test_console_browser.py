@@ -563,3 +563,60 @@ def test_a_bad_import_line_is_named_and_nothing_is_imported(
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(big, timeout=5)
     assert refused.value.code == 413
+
+
+def test_adding_editing_superseding_and_searching(page: Any, up_console: str,
+                                                 stack: Stack) -> None:
+    """A person at work: add a memory with its metadata and thread, edit its metadata and
+    expiry, supersede it with a newer fact, find the newer one by searching in words the
+    memory does not use, and see the namespace's weeks drawn; under the same CSP."""
+    ns = f"console-work-{uuid.uuid4().hex[:8]}"
+    page.goto(f"{up_console}/ns/{ns}")
+    assert "No memory written" in page.get_by_test_id("weeks").inner_text()
+
+    add = page.get_by_test_id("add-form")
+    add.locator("textarea[name=content]").fill("Maya's desk is on the third floor, by the window")
+    add.locator("input[name=category]").fill("fact")
+    add.locator("input[name=tags]").fill("office, maya")
+    add.locator("input[name=thread]").fill("office-moves")
+    add.locator("textarea[name=metadata]").fill("building=north\nsource=console")
+    add.get_by_role("button", name="add").click()
+    page.wait_for_url(re.compile(rf"/ns/{ns}/m/[0-9a-f-]{{36}}$"))
+    first_url = page.url
+    fields = page.get_by_test_id("fields").inner_text()
+    assert "building=north" in fields and "source=console" in fields
+    assert "office-moves" in fields and "office, maya" in fields
+
+    edit = page.get_by_test_id("update-form")
+    edit.locator("textarea[name=metadata]").fill("building=south\nsource=console")
+    edit.locator("input[name=expires_at]").fill("2031-01-01")
+    edit.get_by_role("button", name="save").click()
+    page.wait_for_url(first_url)
+    fields = page.get_by_test_id("fields").inner_text()
+    assert "building=south" in fields and "2031-01-01" in fields
+    versions = page.get_by_test_id("versions").inner_text()
+    assert "metadata" in versions and "expires_at" in versions
+
+    supersede = page.get_by_test_id("supersede-form")
+    assert supersede.locator("input[name=thread]").input_value() == "office-moves"  # prefilled
+    supersede.locator("textarea[name=content]").fill("Maya's desk moved to the fifth floor, "
+                                                     "room 5.12")
+    supersede.get_by_role("button", name="store the new memory").click()
+    page.wait_for_url(re.compile(rf"/ns/{ns}/m/[0-9a-f-]{{36}}$"))
+    assert page.url != first_url
+    assert "supersedes" in page.get_by_test_id("relations").inner_text()
+    page.goto(first_url)
+    assert "superseded" in page.locator(".flags").first.inner_text()
+
+    page.goto(f"{up_console}/ns/{ns}")
+    assert page.locator("svg.weeks rect.week").count() == 12
+    page.get_by_test_id("search").fill("where does Maya sit now?")
+    page.get_by_test_id("filter-form").get_by_role("button", name="apply").click()
+    page.wait_for_url(re.compile(r"q=where"))
+    page.get_by_test_id("count").filter(has_text="most relevant first").wait_for()
+    rows = page.get_by_test_id("memories").locator("tbody tr")
+    assert "fifth floor" in rows.first.inner_text()  # the newer fact first
+    ended = rows.filter(has_text="third floor")
+    assert ended.count() == 0 or "superseded" in ended.inner_text()  # said, if it comes
+    assert float(page.get_by_test_id("score").first.inner_text()) > 0
+    shot(page, "memories-search")

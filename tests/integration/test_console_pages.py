@@ -36,7 +36,8 @@ def page_urls(ns: str, memory_id: str) -> dict[str, list[str]]:
         "/": ["/", "/?prefix=cons"],
         "/sign-in": ["/sign-in"],
         "/ns/{namespace}": [f"/ns/{ns}", f"/ns/{ns}?tag=maya&order_by=updated&meta=source%3Dchat",
-                            f"/ns/{ns}?category=fact", f"/ns/{ns}?importance_min=2"],
+                            f"/ns/{ns}?category=fact", f"/ns/{ns}?importance_min=2",
+                            f"/ns/{ns}?q=who+is+Maya%27s+boss", f"/ns/{ns}?q=zzqx+nothing"],
         "/ns/{namespace}/recall": [f"/ns/{ns}/recall", f"/ns/{ns}/recall?q=who+is+Maya%27s+boss",
                                    f"/ns/{ns}/recall?q=who+is+Maya%27s+boss&explain=on"
                                    "&k=2", f"/ns/{ns}/recall?q=zzqx+nothing+here"],
@@ -77,7 +78,8 @@ def test_every_page_renders_without_a_python_repr(stack: Stack) -> None:
                 reply = await c.get(url)
                 seen[url] = (reply.status_code, reply.text)
             # the same pages as htmx asks for their parts
-            for url in (f"/ns/{ns}?tag=maya", f"/ns/{ns}/recall?q=who+is+Maya%27s+boss"):
+            for url in (f"/ns/{ns}?tag=maya", f"/ns/{ns}?q=Svelte",
+                        f"/ns/{ns}/recall?q=who+is+Maya%27s+boss"):
                 reply = await c.get(url, headers={"hx-request": "true"})
                 seen[url + " (htmx)"] = (reply.status_code, reply.text)
         return seen
@@ -89,6 +91,11 @@ def test_every_page_renders_without_a_python_repr(stack: Stack) -> None:
         assert found is None, f"{url}: {found.group(0)!r} in\n{text[:2000]}"
     listed = html.unescape(seen[f"/ns/{ns}"][1])
     assert "Maya prefers Svelte" in listed and "4417" not in listed
+    assert 'class="week"' in listed and "3 memories" in listed  # this week's bar says 3
+    searched = html.unescape(seen[f"/ns/{ns}?q=who+is+Maya%27s+boss"][1])
+    links = re.findall(r'data-testid="memory-link">([^<]*)<', searched)
+    assert links and "Priya Natarajan" in links[0], links  # the search's best first
+    assert 'data-testid="score"' in searched and "most relevant first" in searched
     assert seen[f"/ns/{ns}/m/{memory_id}"][0] == 200
     # the header names the namespace only where a page is about one
     assert 'data-testid="nav-namespace"' not in seen["/"][1]

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recallmesh.client import Hit, LegContribution, LegReport, Memory, RecallResult
-from recallmesh.console import forms
+from recallmesh.console import forms, pictures
 from recallmesh.console.app import CSP
 from recallmesh.console.explain import BAR_WIDTH, explain_view
 from recallmesh.console.paths import route_name, safe_next
@@ -215,3 +215,57 @@ def test_auto_sign_in_only_from_this_machine_to_a_local_name(client: str, host: 
     request = Request({"type": "http", "method": "GET", "path": "/", "headers": headers,
                        "client": (client, 50000)})
     assert _loopback(request) is local
+
+
+def test_the_edit_form_changes_thread_metadata_and_times_and_clears_a_time() -> None:
+    when = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+    memory = Memory(id="m", namespace="n", content="text", thread="t1",
+                    metadata={"source": "chat"}, expires_at=when)
+    same = {"content": "text", "thread": "t1", "metadata": "source=chat\n",
+            "valid_from": "", "valid_to": "", "expires_at": when.isoformat()}
+    assert forms.update_fields(same, memory) == {}
+    changed = forms.update_fields({**same, "thread": "t2", "metadata": "source=mail, lang=de",
+                                   "valid_from": "2026-01-01", "expires_at": ""}, memory)
+    assert changed == {"thread": "t2", "metadata": {"source": "mail", "lang": "de"},
+                       "valid_from": datetime(2026, 1, 1, tzinfo=UTC), "expires_at": None}
+    # a withheld memory's form has no metadata: it is left as it is
+    assert "metadata" not in forms.update_fields({"content": "text"}, memory)
+
+
+@pytest.mark.parametrize(("raw", "says"), [
+    ("source", "write key=value"), ("=x", "write key=value"),
+    ("a=1\na=2", "given twice")])
+def test_metadata_of_a_memory_is_key_value_pairs(raw: str, says: str) -> None:
+    with pytest.raises(forms.FormError, match=says):
+        forms.metadata_pairs(raw)
+
+
+def test_the_add_form_gives_the_fields_it_has() -> None:
+    content, fields = forms.new_memory({
+        "content": "  Maya's desk is on floor 3 ", "category": "fact", "tags": "office, maya",
+        "importance": "0.8", "thread": "", "metadata": "building=north", "valid_from": "",
+        "expires_at": "2031-01-01", "sensitive": "on"})
+    assert content == "Maya's desk is on floor 3"
+    assert fields == {"category": "fact", "tags": ["office", "maya"], "importance": 0.8,
+                      "metadata": {"building": "north"},
+                      "expires_at": datetime(2031, 1, 1, tzinfo=UTC),
+                      "sensitive": True, "pinned": False}
+    with pytest.raises(forms.FormError, match="content"):
+        forms.new_memory({"content": " "})
+    with pytest.raises(forms.FormError, match="importance"):
+        forms.new_memory({"content": "x", "importance": "2"})
+
+
+def test_the_weeks_picture_counts_calendar_weeks_and_scales_to_the_busiest() -> None:
+    now = datetime(2026, 3, 4, 15, 30, tzinfo=UTC)  # a Wednesday
+    spans = pictures.weeks(now, 3)
+    assert [w.start.date().isoformat() for w in spans] == ["2026-02-16", "2026-02-23",
+                                                           "2026-03-02"]
+    assert spans[-1].end == now and spans[0].end == spans[1].start
+    assert pictures.bars(spans) == []  # nothing written: nothing drawn
+    drawn = pictures.bars([pictures.Week(w.start, w.end, n)
+                           for w, n in zip(spans, (2, 0, 4), strict=True)])
+    room = pictures.HEIGHT - pictures.LABEL_H
+    assert [b.height for b in drawn] == [room / 2, 0, room]
+    assert drawn[0].title == "week of 2026-02-16: 2 memories"
+    assert all(0 <= b.x and b.x + b.width <= pictures.WIDTH for b in drawn)
