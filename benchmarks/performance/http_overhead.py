@@ -81,10 +81,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "memories": loaded.memories, "requests": len(questions), "machine": machine_info(),
         "paths": {n: {**latency_summary(t),
-                      "delta_median": statistics.median(a - b for a, b in zip(t, base)),
-                      "delta_mean": statistics.fmean(a - b for a, b in zip(t, base))}
+                      "delta_median": statistics.median(_deltas(t, base)),
+                      "delta_mean": statistics.fmean(_deltas(t, base))}
                   for n, t in times.items()},
     }
+
+
+def _deltas(times: list[float], base: list[float]) -> list[float]:
+    return [a - b for a, b in zip(times, base, strict=True)]
 
 
 def report(result: dict[str, Any], argv: list[str]) -> str:
