@@ -126,6 +126,10 @@ def assert_console_serves_the_demo(env: dict[str, str], lines: list[str]) -> Non
     with the local admin key and finds the demo namespace browsable (docs/console.md)."""
     url = f"http://localhost:{env['RECALLMESH_CONSOLE_PORT']}"
     assert any(f"console: {url}" in line for line in lines), "".join(lines)
+    # what docs/console.md says `up` prints, on this test's port
+    (said,) = re.findall(r"^```\n(console: .*?)\n```", (ROOT / "docs" / "console.md").read_text(),
+                         flags=re.MULTILINE)
+    assert said.replace("http://localhost:8080", url) in "".join(lines), said
     with urllib.request.urlopen(f"{url}/", timeout=10) as reply:  # auto sign-in, loopback
         page = reply.read().decode()
         assert reply.status == 200 and reply.headers["content-security-policy"]
