@@ -41,8 +41,10 @@ INTERNAL_TOKEN = ("recallmesh-internal-token", "token")
 MCP_OVERLAYS = {"dev": {"recallmesh-mcp"}}
 # overlays with k8s/components/console (the web console); off in the production overlays
 CONSOLE_OVERLAYS = {"dev": {"recallmesh-console"}}
+# overlays with k8s/components/http (the HTTP/JSON API)
+HTTP_OVERLAYS = {"dev": {"recallmesh-http"}}
 # the HTTP clients of the gateway (no gRPC server of their own, no credential of their own)
-GATEWAY_CLIENTS = ("mcp", "console")
+GATEWAY_CLIENTS = ("mcp", "console", "http")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -65,7 +67,8 @@ def test_renders(target: str) -> None:
     assert {"Deployment", "Service", "ConfigMap", "Job", "NetworkPolicy", "Cluster", "Database",
             "PodMonitor", "PrometheusRule", "ServiceAccount"} <= kinds
     overlay = target.removeprefix("overlays/")
-    extra = MCP_OVERLAYS.get(overlay, set()) | CONSOLE_OVERLAYS.get(overlay, set())
+    extra = (MCP_OVERLAYS.get(overlay, set()) | CONSOLE_OVERLAYS.get(overlay, set())
+             | HTTP_OVERLAYS.get(overlay, set()))
     assert set(by_kind(objs, "Deployment")) == {f"recallmesh-{s}" for s in SERVICES} | extra
 
 
@@ -411,8 +414,8 @@ def test_no_overlay_turns_authentication_off() -> None:
             assert value == "required", f"{path}: RECALLMESH_AUTH {value}"
     for overlay in OVERLAYS:
         for name, spec in rendered.service_specs(overlay).items():
-            if name in GATEWAY_CLIENTS:  # no off switch: the MCP server's requests need a bearer
-                continue                 # the gateway accepts, the console's a signed-in key
+            if name in GATEWAY_CLIENTS:  # no off switch: the MCP server's and the HTTP API's
+                continue  # requests need a bearer the gateway accepts, the console's a signed-in key
             assert spec.env.get("RECALLMESH_AUTH") == "required", (overlay, name)
 
 
@@ -560,3 +563,45 @@ def test_console_component_in_dev_only_hardened_and_scraped() -> None:
     assert scrape["podSelector"]["matchLabels"].items() <= labels.items()
     assert scrape["ingress"][0]["ports"] == [{"protocol": "TCP", "port": "metrics"}]
     assert labels["app.kubernetes.io/component"] == "console"
+
+
+def test_http_component_in_dev_only_hardened_and_scraped() -> None:
+    """k8s/components/http (the HTTP/JSON API): in dev, absent from the production overlays
+    (opt-in there); health and readiness probes, its metrics port scraped like every
+    service's, no secrets, one replica in dev (stateless: any number serves), egress to the
+    gateway only, hardened like the console's pod."""
+    for overlay in ("production", "production-gpu"):
+        objs = objects(f"overlays/{overlay}")
+        assert not [o for o in objs if o["metadata"]["name"] == "recallmesh-http"], overlay
+        assert "http" not in rendered.service_specs(overlay)
+    objs = objects("overlays/dev")
+    spec = rendered.service_specs("dev")["http"]
+    assert spec.command == ["recallmesh", "http"]
+    assert spec.ports == {"http": 8081, "metrics": 9459}
+    assert spec.secret_env == {}  # no credential: each request carries its bearer token
+    assert spec.env["RECALLMESH_HTTP_HOST"] == "0.0.0.0"
+    assert spec.env["RECALLMESH_HTTP_PORT"] == "8081"
+    assert spec.env["RECALLMESH_HTTP_METRICS_PORT"] == "9459"
+    assert spec.env["RECALLMESH_TARGET"] == "recallmesh-gateway:50051"
+    assert _target_host(spec.env["RECALLMESH_TARGET"]) in by_kind(objs, "Service")
+    deployments = by_kind(objs, "Deployment")
+    deployment = deployments["recallmesh-http"]
+    assert deployment["spec"]["replicas"] == 1
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    console = deployments["recallmesh-console"]["spec"]["template"]["spec"]
+    assert pod["securityContext"] == console["securityContext"]
+    assert container["securityContext"] == console["containers"][0]["securityContext"]
+    service = by_kind(objs, "Service")["recallmesh-http"]["spec"]
+    assert [(p["port"], p["targetPort"]) for p in service["ports"]] == [(8081, "http")]
+    policy = by_kind(objs, "NetworkPolicy")["recallmesh-http"]["spec"]
+    assert policy["egress"] == [{
+        "to": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "recallmesh-gateway"}}}],
+        "ports": [{"protocol": "TCP", "port": 50051}],
+    }]
+    assert [rule["ports"] for rule in policy["ingress"]] == [[{"protocol": "TCP", "port": 8081}]]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert labels["app.kubernetes.io/component"] == "http"
+    assert labels["app.kubernetes.io/part-of"] == "recallmesh"
