@@ -48,8 +48,9 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from benchmarks.performance.cuda_embedding import MIB, sha256_file
+
 REPO = Path(__file__).resolve().parents[2]
-MIB = 1 << 20
 # The working tree travels with every call (about 10 MiB tracked); a call carries 64 MiB in all.
 PART_BYTES = 50 * MIB
 DEFAULT_ONNXRUNTIME = "onnxruntime-gpu==1.31.1"  # the CUDA 13 build; the device has CUDA 13
@@ -81,14 +82,6 @@ PEERS = "default,peer_lancedb_hybrid,peer_pgvector_hybrid"
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(MIB), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # ------------------------------------------------------------------------------ here

@@ -78,18 +78,25 @@ def add_mcp(sub: Subcommands[argparse.ArgumentParser], target: str) -> None:
     mcp.set_defaults(func=cmd_mcp)
 
 
+def _front_options(parser: argparse.ArgumentParser, target: str, env: str, port: int,
+                   metrics_port: int) -> None:
+    """The options every HTTP front of the gateway takes (the console, the HTTP/JSON API):
+    the gateway, the address and port, the metrics port; `env`: its variables' prefix."""
+    parser.add_argument("--target", default=None, help=f"gateway address (env "
+                        f"RECALLMESH_TARGET, default {target})")
+    parser.add_argument("--host", default=None, help=f"address to listen on (env "
+                        f"RECALLMESH_{env}_HOST, default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None,
+                        help=f"port (env RECALLMESH_{env}_PORT, default {port})")
+    parser.add_argument("--metrics-port", type=int, default=None,
+                        help=f"Prometheus /metrics port, 0: none (env "
+                             f"RECALLMESH_{env}_METRICS_PORT, default {metrics_port})")
+
+
 def add_http(sub: Subcommands[argparse.ArgumentParser], target: str) -> None:
     http = sub.add_parser("http", help="serve the HTTP/JSON API, a front of the gateway "
                           "(docs/http.md)")
-    http.add_argument("--target", default=None, help=f"gateway address (env "
-                      f"RECALLMESH_TARGET, default {target})")
-    http.add_argument("--host", default=None, help="address to listen on (env "
-                      "RECALLMESH_HTTP_HOST, default 127.0.0.1)")
-    http.add_argument("--port", type=int, default=None,
-                      help="port (env RECALLMESH_HTTP_PORT, default 8081)")
-    http.add_argument("--metrics-port", type=int, default=None,
-                      help="Prometheus metrics port (env RECALLMESH_HTTP_METRICS_PORT, "
-                           "default 9459; 0: none)")
+    _front_options(http, target, "HTTP", 8081, 9459)
     http.set_defaults(func=cmd_http)
 
 
@@ -115,15 +122,7 @@ def cmd_http(args: argparse.Namespace) -> int:
 def add_console(sub: Subcommands[argparse.ArgumentParser], target: str) -> None:
     console_ = sub.add_parser("console", help="serve the web console, a client of the "
                               "gateway (docs/console.md)")
-    console_.add_argument("--target", default=None, help=f"gateway address (env "
-                          f"RECALLMESH_TARGET, default {target})")
-    console_.add_argument("--host", default=None, help="address to listen on (env "
-                          "RECALLMESH_CONSOLE_HOST, default 127.0.0.1)")
-    console_.add_argument("--port", type=int, default=None,
-                          help="port (env RECALLMESH_CONSOLE_PORT, default 8080)")
-    console_.add_argument("--metrics-port", type=int, default=None,
-                          help="Prometheus /metrics port, 0: none (env "
-                               "RECALLMESH_CONSOLE_METRICS_PORT, default 9458)")
+    _front_options(console_, target, "CONSOLE", 8080, 9458)
     console_.add_argument("--show-sensitive", action="store_true", default=None,
                           help="show the text of sensitive memories (env "
                                "RECALLMESH_CONSOLE_SHOW_SENSITIVE=true; default: withheld)")

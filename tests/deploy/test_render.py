@@ -414,8 +414,10 @@ def test_no_overlay_turns_authentication_off() -> None:
             assert value == "required", f"{path}: RECALLMESH_AUTH {value}"
     for overlay in OVERLAYS:
         for name, spec in rendered.service_specs(overlay).items():
-            if name in GATEWAY_CLIENTS:  # no off switch: the MCP server's and the HTTP API's
-                continue  # requests need a bearer the gateway accepts, the console's a signed-in key
+            # no off switch: the MCP server's and the HTTP API's requests need a bearer the
+            # gateway accepts, the console's a signed-in key
+            if name in GATEWAY_CLIENTS:
+                continue
             assert spec.env.get("RECALLMESH_AUTH") == "required", (overlay, name)
 
 
