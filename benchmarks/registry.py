@@ -621,6 +621,13 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               module("benchmarks.performance.ingest", "--report-to",
                      "benchmarks/reports/ingest.md", "--json", "benchmarks/results/ingest.json"),
               ("ingest.md",), ("locomo", "longmemeval")),
+    Benchmark("query-levers", "the query embedding's levers on this CPU, in process: one "
+              "intra-op thread, onnxruntime's transformer fusions, against the shipped session "
+              "in turns, with their vectors' cosine to the shipped ones (issue 68)",
+              module("benchmarks.performance.query_levers", "--report-to",
+                     "benchmarks/reports/query-levers.md", "--json",
+                     "benchmarks/results/query_levers.json"),
+              ("query-levers.md",), ("locomo", "longmemeval")),
     Benchmark("http-overhead", "what the HTTP/JSON API and the LangChain / LlamaIndex "
               "retrievers cost over a gRPC Recall, asked in turns (issue 69)",
               module("benchmarks.performance.http_overhead", "--report-to",

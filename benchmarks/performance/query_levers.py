@@ -1,0 +1,132 @@
+"""The query embedding's levers on this CPU (issue 68, item 1): one short query at a time, in
+process, the shipped session against each lever, asked in turns.
+
+  python -m benchmarks.performance.query_levers [--queries 300] [--int8]
+      [--report-to FILE.md] [--json FILE]
+
+Variants (every one the embedding service's own OnnxEmbedder: tokeniser, no padding beyond
+the query's own length, pooling; only the named setting differs):
+
+  shipped          the default model, onnxruntime's ORT_ENABLE_ALL, its default threads
+  threads-1        one intra-op thread (a lone short query does not split well over 2 cores)
+  fusions          the fp32 graph after onnxruntime.transformers' optimizer (model_type
+                   bert: its attention, SkipLayerNormalization and GELU fusions, the ones
+                   the rotary embedding leaves it), then the same session
+  int8             with --int8 (fetched first: `recallmesh fetch-model
+                   nomic-embed-text-v1.5-int8`), the catalogue's int8 build (reduce_range),
+                   for the record: its vectors differ (decision 0009 keeps it opt-in)
+
+--queries real benchmark questions (LoCoMo then LongMemEval dev), each embedded by every
+variant in turn, the order rotating question by question so that drift favours none; the
+first 20 warm up. Per variant: p50 / p95 ms, and the cosine of its vectors to the shipped
+ones (lowest and mean over the questions): a lever whose vectors are the shipped ones to
+float rounding cannot move a ranking; one whose vectors differ needs the decision rule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.harness.script import machine_info, publish
+from benchmarks.harness.stats import latency_summary
+from benchmarks.performance.gateway_recall import read_queries
+from benchmarks.performance.speed import DATASETS, manifest_path
+from recallmesh.embedding_models.manifest import DEFAULT_MODEL, ModelManifest
+from recallmesh.services.embedding.core import OnnxEmbedder
+
+INT8 = "nomic-embed-text-v1.5-int8"
+
+
+def fused(manifest: ModelManifest, folder: Path) -> ModelManifest:
+    """The manifest with its graph through onnxruntime's transformer optimizer."""
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    model = optimize_model(str(manifest.onnx), model_type="bert", num_heads=12,
+                           hidden_size=768, opt_level=0, use_gpu=False)
+    print(f"fusions: {model.get_fused_operator_statistics()}", flush=True)
+    out = folder / "model-fused.onnx"
+    model.save_model_to_file(str(out))
+    return dataclasses.replace(manifest, onnx=out)
+
+
+def variants(folder: Path, with_int8: bool) -> dict[str, OnnxEmbedder]:
+    shipped = ModelManifest.load(manifest_path(DEFAULT_MODEL))
+    out = {"shipped": OnnxEmbedder(shipped, provider="cpu"),
+           "threads-1": OnnxEmbedder(shipped, provider="cpu", intra_op_threads=1),
+           "fusions": OnnxEmbedder(fused(shipped, folder), provider="cpu")}
+    if with_int8:
+        out["int8"] = OnnxEmbedder(ModelManifest.load(manifest_path(INT8)), provider="cpu")
+    for embedder in out.values():
+        embedder.warm_up()
+    return out
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    questions = read_queries(args.datasets, args.queries + 20)
+    with tempfile.TemporaryDirectory(prefix="query-levers-") as tmp:
+        models = variants(Path(tmp), args.int8)
+        names = list(models)
+        times: dict[str, list[float]] = {n: [] for n in names}
+        vectors: dict[str, list[np.ndarray]] = {n: [] for n in names}
+        for i, q in enumerate(questions):
+            for name in names[i % len(names):] + names[:i % len(names)]:
+                started = time.perf_counter()
+                got = models[name].embed([q], kind="query")
+                took = (time.perf_counter() - started) * 1000.0
+                if i >= 20:  # the first 20 warm up
+                    times[name].append(took)
+                    vectors[name].append(np.asarray(got.vectors[0], dtype=np.float64))
+    base = vectors["shipped"]
+    out: dict[str, Any] = {}
+    for name in names:
+        cos = [float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+               for a, b in zip(vectors[name], base, strict=True)]
+        out[name] = {**latency_summary(times[name]), "cosine_min": min(cos),
+                     "cosine_mean": statistics.fmean(cos)}
+    return {"queries": len(questions) - 20, "machine": machine_info(), "variants": out}
+
+
+def report(result: dict[str, Any], argv: list[str]) -> str:
+    machine = ", ".join(f"{k} {v}" for k, v in result["machine"].items())
+    shipped = result["variants"]["shipped"]["p50"]
+    lines = [
+        "# The query embedding's levers on this CPU", "",
+        f"Generated by `python -m benchmarks.performance.query_levers {' '.join(argv)}`"
+        .rstrip() + f" ({time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC); how it is "
+        "measured: the script's docstring.", "",
+        f"- {result['queries']} real questions, one at a time, every variant in turn, in "
+        "process (OnnxEmbedder, provider cpu).",
+        f"- Machine: {machine}", "",
+        "| variant | p50 ms | p95 ms | p50 against shipped | cosine to shipped, lowest | "
+        "mean |", "|---|---:|---:|---:|---:|---:|"]
+    for name, v in result["variants"].items():
+        lines.append(f"| {name} | {v['p50']:.1f} | {v['p95']:.1f} | "
+                     f"{v['p50'] / shipped:.2f}x | {v['cosine_min']:.6f} | "
+                     f"{v['cosine_mean']:.6f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--datasets", type=Path, default=DATASETS)
+    parser.add_argument("--int8", action="store_true", help="also the int8 build")
+    parser.add_argument("--report-to", type=Path)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    result = run(args)
+    publish(report(result, argv), args.report_to, args.json, result)
+
+
+if __name__ == "__main__":
+    main()
