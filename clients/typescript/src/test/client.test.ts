@@ -92,7 +92,8 @@ test("the retry policy: which codes, how often, never past the deadline", async 
     calls++;
     throw new ConnectError("no", code);
   };
-  const policy = { maxAttempts: 3, initialBackoffMs: 1, maxBackoffMs: 5,
+  // backoffs of 10 to 20 ms, then 20 to 40 ms (jittered between half and all of it)
+  const policy = { maxAttempts: 3, initialBackoffMs: 20, maxBackoffMs: 40,
     codes: [Code.Unavailable] };
   const request = (timeoutMs: string) => ({ header: new Headers(timeoutMs ?
     { "connect-timeout-ms": timeoutMs } : {}), signal: new AbortController().signal });
@@ -104,6 +105,6 @@ test("the retry policy: which codes, how often, never past the deadline", async 
   await assert.rejects(run(Code.InvalidArgument));
   assert.equal(calls, 1);
   calls = 0;
-  await assert.rejects(run(Code.Unavailable, "1"));  // no time left for a backoff
+  await assert.rejects(run(Code.Unavailable, "5"));  // 5 ms left: no room for a 10 ms backoff
   assert.equal(calls, 1);
 });
