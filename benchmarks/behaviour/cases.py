@@ -616,4 +616,63 @@ SUBJECT_SECRETS = (
          "¿Cuál es la combinación del candado de Lucía?", expect=1),
 )
 
-ALL_CASES = CASES + FILTERED + MULTILINGUAL + CONTEXT + TASKS + SUBJECT_SECRETS
+# Two memories that share only a person's name, and a question that means one of them: the
+# lexical leg ranks them by a hair (the name is all either holds of the query), the vector leg
+# by meaning, and min-max fusion gives each 1 + 0, an exact tie that the memory id used to break
+# (a coin flip per load; CI found docs/mcp.md's auto-recall example so). The tie goes to the
+# relevance estimate of each hit's own evidence (recallmesh/gateway/stages.py ties_by_estimate).
+# Neighbours: the other memory asked for, other names and words, a task, German, Spanish,
+# Chinese.
+_MAYA_PAIR = (
+    m("Maya's favourite frontend framework is Svelte; she finds React verbose."),
+    m("Maya's cat is called Pixel and hates the vacuum cleaner."),
+)
+_TOMAS_PAIR = (
+    m("Tomás parks his bike behind the office."),
+    m("Tomás takes his coffee black with no sugar."),
+)
+_LENA_PAIR = (
+    m("Lena is vegan and avoids all dairy."),
+    m("Lena's car is a blue Golf."),
+)
+_JONAS_PAIR = (
+    m("Jonas besitzt einen alten roten Volvo."),
+    m("Jonas' Katze heißt Mimi."),
+)
+_LUCIA_PAIR = (
+    m("A Lucía le encanta el jazz y la bossa nova."),
+    m("Lucía tiene un perro llamado Toby."),
+)
+_WANG_PAIR = (
+    m("小王的猫叫咪咪。"),
+    m("小王在银行上班。"),
+)
+SHARED_NAME = (
+    Case("two sharing a name: the UI library she likes", "shared name", _MAYA_PAIR,
+         "which UI library does Maya like?", expect=0, fillers=0),
+    Case("two sharing a name: her pet", "shared name", _MAYA_PAIR,
+         "what pet does Maya have?", expect=1, fillers=0),
+    Case("two sharing a name: how he takes his espresso", "shared name", _TOMAS_PAIR,
+         "How does Tomás like his espresso?", expect=1, fillers=0),
+    Case("two sharing a name: where he leaves his bicycle", "shared name", _TOMAS_PAIR,
+         "Where does Tomás leave his bicycle?", expect=0, fillers=0),
+    Case("two sharing a name: a task, parking", "shared name", _LENA_PAIR,
+         "Book Lena a parking space near the office.", expect=1, fillers=0),
+    Case("two sharing a name: a task, dinner", "shared name", _LENA_PAIR,
+         "Pick a restaurant for Lena's dinner tonight.", expect=0, fillers=0),
+    Case("two sharing a name: his car, in German", "shared name", _JONAS_PAIR,
+         "Welches Auto fährt Jonas?", expect=0, fillers=0),
+    Case("two sharing a name: his pet, in German", "shared name", _JONAS_PAIR,
+         "Wie heißt das Haustier von Jonas?", expect=1, fillers=0),
+    Case("two sharing a name: her music, in Spanish", "shared name", _LUCIA_PAIR,
+         "¿Qué música prefiere Lucía?", expect=0, fillers=0),
+    Case("two sharing a name: her pet, in Spanish", "shared name", _LUCIA_PAIR,
+         "¿Cómo se llama la mascota de Lucía?", expect=1, fillers=0),
+    Case("two sharing a name: his pet, in Chinese", "shared name", _WANG_PAIR,
+         "小王养了什么宠物？", expect=0, fillers=0),
+    Case("two sharing a name: his work, in Chinese", "shared name", _WANG_PAIR,
+         "小王在哪里工作？", expect=1, fillers=0),
+)
+
+ALL_CASES = (CASES + FILTERED + MULTILINGUAL + CONTEXT + TASKS + SUBJECT_SECRETS
+             + SHARED_NAME)

@@ -252,7 +252,7 @@ def served_ranking(pool: dict, q: dict, query: Query, ranking: Setting,
     if key not in cache:
         cache[key] = fuse(lists, FusionSettings(
             method=policy.method, rrf_k=policy.rrf_k, importance_strength=0.0, exact_bonus=0.0))
-    fused = cache[key]
+    fused = stages.ties_by_estimate(cache[key], lists, calibration)  # as served
     plan = stages.plan(policy, lists, "relevance", query.text, query.reference_time)
     if plan.window is not None:
         fused = boost(fused, created, plan.window, plan.time_boost)[0]

@@ -315,6 +315,8 @@ class Recaller:
             remaining_s = planned.answer_s - (time.perf_counter() - started)
             with RECALL_STAGE_SECONDS.labels("fusion").time():
                 fused, how = await self.fusion(lists, settings, remaining_s)
+            if q.sort_by == "relevance":  # what the ranker cannot tell apart, by estimate
+                fused = stages.ties_by_estimate(fused, lists, self.calibration)
             plan = stages.plan(policy, lists, q.sort_by, q.query, q.reference_time)
             boosted = 0
             with RECALL_STAGE_SECONDS.labels("hydration").time():

@@ -26,7 +26,9 @@ before RESTATED_SHARE, reordering them newest first lost ranking quality on SciF
 measured: docs/decisions/0012-ranking-apart-from-scoring.md, "Restatements").
 
 Ranking apart from scoring (docs/decisions/0012-ranking-apart-from-scoring.md): fusion only
-ranks. `place_unseen` puts each sensitive hit, which the vector leg cannot see, where its
+ranks; where it scores hits exactly alike, `ties_by_estimate` orders them by their relevance
+estimates (not by their ids), and every later stage keeps that order among equals.
+`place_unseen` puts each sensitive hit, which the vector leg cannot see, where its
 relevance estimate places it among the others (the ranker's place for it says little: a blind
 leg neither votes for nor against it). `relevance_scores` then gives every hit of the final
 order its score: the embedding model's relevance model (recallmesh/embedding_models/
@@ -117,7 +119,8 @@ def propagate_context(
     gives next_weight x its score to its next memory and prev_weight x to its previous one
     (a memory keeps the largest share of each side); a neighbour in `fused` adds the share to
     its fused score, any other starts from 0. Returns `top` and the raised neighbours ranked
-    again, cut to k, and how many memories were raised."""
+    again (equal scores in the order of `top`, then the neighbours'), cut to k, and how many
+    memories were raised."""
     shares: dict[str, dict[str, tuple[float, int]]] = {}
     for rank, seed in enumerate(top[:n], start=1):
         for source, weight, neighbours in ((CONTEXT_NEXT, next_weight, after),
@@ -140,7 +143,7 @@ def propagate_context(
                  for source, (share, rank) in sorted(gained.items())]
         pool[memory_id] = replace(base, score=base.score + sum(c.score for c in added),
                                   contributions=[*base.contributions, *added])
-    ranked = sorted(pool.values(), key=lambda c: (-c.score, c.best_rank, c.memory_id))
+    ranked = sorted(pool.values(), key=lambda c: -c.score)  # ties: in the order given
     return ranked[:k], len(shares)
 
 
@@ -278,6 +281,34 @@ def place_unseen(fused: Sequence[FusedCandidate], lists: Sequence[LegList],
         above = seen[at]
         raised = max(hit.score, math.nextafter(above.score, math.inf))
         order.insert(order.index(above), replace(hit, score=raised))
+    return order
+
+
+def ties_by_estimate(fused: Sequence[FusedCandidate], lists: Sequence[LegList],
+                     calibration: ScoreCalibration | None) -> list[FusedCandidate]:
+    """The ranker's list with each run of hits it scored exactly alike put in the order of
+    their relevance estimates, best first, the rest unmoved. The ranker cannot tell them
+    apart: min-max fusion gives each of two candidates that the legs order oppositely 1 + 0,
+    and the memory id would decide. The estimate reads each hit's own evidence (`evidence`),
+    its place left out so that it does not decide; equal estimates keep the ranker's order.
+    Run on the ranker's list, before the stages that place hits on purpose (they keep this
+    order among equals). Nothing moves without a calibration (no estimate).
+    docs/decisions/0028-ties-by-the-estimate.md."""
+    order = list(fused)
+    if calibration is None:
+        return order
+    start = 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and order[end].score == order[start].score:
+            end += 1
+        if end - start > 1:
+            run = order[start:end]
+            estimates = [calibration.relevance.probability(e | {"rank": 0.0})
+                         for e in evidence(run, lists, calibration)]
+            ranked = sorted(range(len(run)), key=lambda i: -estimates[i])  # stable
+            order[start:end] = [run[i] for i in ranked]
+        start = end
     return order
 
 

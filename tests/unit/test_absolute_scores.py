@@ -4,6 +4,7 @@ map), the relevance floor, restatements newest first, and the write key of a mem
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -27,6 +28,7 @@ from recallmesh.gateway.stages import (
     restatable,
     restates,
     scores_are_estimates,
+    ties_by_estimate,
 )
 from recallmesh.gateway.store import content_key
 from recallmesh.policy import FusionSettings
@@ -138,6 +140,44 @@ def test_relevance_scores_are_the_models_estimates_made_non_increasing_in_rankin
     assert [c.score for c in scored] == pytest.approx([sum(raw) / 2] * 2)
     by_recency = relevance_scores(top, lists, "cc", CALIBRATION, "recency")
     assert [c.score for c in by_recency] == pytest.approx(raw)  # no relevance order to follow
+
+
+def test_two_candidates_the_legs_order_oppositely_tie_in_cc_and_the_estimate_orders_them(
+) -> None:
+    """A namespace of two memories that share the person's name: the lexical leg puts the
+    shorter first by a hair, the vector leg the one the question means by a clear margin.
+    Min-max fusion gives both 1 + 0; the estimate (here the cosine's) decides, whichever id is
+    the smaller."""
+    for right, wrong in (("a", "b"), ("b", "a")):
+        lists = [replace(lst, weight=1.0)  # the shipped cc weighs both legs alike
+                 for lst in legs({right: 0.76, wrong: 0.62}, {wrong: 0.184, right: 0.180})]
+        fused = fuse(lists, FusionSettings(method="cc", importance_strength=0.0,
+                                           exact_bonus=0.0))
+        assert fused[0].score == fused[1].score  # the ranker cannot tell them apart
+        scored = relevance_scores(ties_by_estimate(fused, lists, CALIBRATION), lists, "cc",
+                                  CALIBRATION)
+        assert [c.memory_id for c in scored] == [right, wrong]
+        assert scored[0].score > scored[1].score
+        assert ties_by_estimate(fused, lists, None) == fused  # no estimate: the ranker's order
+
+
+@given(st.lists(st.sampled_from([0.2, 0.5, 0.9]), min_size=1, max_size=12),
+       st.lists(st.floats(0.4, 1.0), min_size=12, max_size=12))
+def test_only_hits_the_ranker_scored_alike_move_and_among_them_the_best_estimate_leads(
+        ranker: list[float], cosines: list[float]) -> None:
+    top = sorted((FusedCandidate(f"m{i:02d}", s) for i, s in enumerate(ranker)),
+                 key=lambda c: -c.score)
+    lists = legs({c.memory_id: cosines[i] for i, c in enumerate(top)}, {})
+    ordered = ties_by_estimate(top, lists, CALIBRATION)
+    assert [c.score for c in ordered] == [c.score for c in top]  # each place keeps its score
+    assert sorted(c.memory_id for c in ordered) == sorted(c.memory_id for c in top)
+    estimate = {c.memory_id: MODEL.probability(e | {"rank": 0.0})
+                for c, e in zip(top, evidence(top, lists, CALIBRATION), strict=True)}
+    place = {c.memory_id: i for i, c in enumerate(top)}
+    for a, b in zip(ordered, ordered[1:], strict=False):
+        if a.score == b.score:  # best estimate first; equal estimates in the ranker's order
+            assert (estimate[a.memory_id], -place[a.memory_id]) > (
+                estimate[b.memory_id], -place[b.memory_id])
 
 
 def test_without_a_calibration_the_score_is_the_share_and_other_methods_keep_theirs() -> None:

@@ -59,19 +59,11 @@ KNOWN_FAILURES: dict[str, str] = {
     "harmless: a subject only the secret names, in Spanish": (
         "the bike lock's combination comes first: the model reads 'bici' nearer it than "
         "'bicicleta'"),
+    # A task's need in the vector leg's own order (decision 0022): not a tie.
+    "two sharing a name: a task, dinner": (
+        "the vector leg puts 'Lena's car is a blue Golf.' first (cosine 0.671 against the "
+        "vegan memory's 0.668): nothing in either leg reads 'dinner' as a diet"),
 }
-# Cases whose outcome rests on an exact tie in the ranker, broken by memory id (random per
-# load): they pass on some loads and fail on others, and are reported either way.
-TIED: dict[str, str] = {
-    "2,000 unrelated memories: a paraphrase": (
-        "the cello memory (vector leg only) and the passport memory (lexical leg only: "
-        "'user'; outside the vector leg's 50) get the same ranker score (0.85). Passport "
-        "first: it is estimated 0.12 and the answer stands, the cello second. Cello first: "
-        "0.068, under the 0.075 floor, and Recall abstains. The paraphrase's own estimate is "
-        "the weakness (issue 56)"),
-}
-
-
 @pytest.fixture(scope="module")
 def answers(admin_dsn, pg_dir: Path) -> dict[str, CaseResult]:
     """The cases on a stack and database of their own with the deployment's defaults: their
@@ -90,8 +82,7 @@ def answers(admin_dsn, pg_dir: Path) -> dict[str, CaseResult]:
 @pytest.mark.timeout(900)  # the first case also stores every case (about 3,000 memories)
 @pytest.mark.parametrize("case", [
     pytest.param(c, id=c.name, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[c.name])]
-                 if c.name in KNOWN_FAILURES else
-                 [pytest.mark.xfail(strict=False, reason=TIED[c.name])] if c.name in TIED else [])
+                 if c.name in KNOWN_FAILURES else [])
     for c in ALL_CASES])
 def test_the_expected_memory_is_found(case, answers):
     result = answers[case.name]
@@ -102,7 +93,7 @@ def test_the_expected_memory_is_found(case, answers):
 
 
 def test_every_known_failure_names_a_case():
-    assert set(KNOWN_FAILURES) | set(TIED) <= {c.name for c in ALL_CASES}
+    assert set(KNOWN_FAILURES) <= {c.name for c in ALL_CASES}
     assert len(ALL_CASES) >= 40 and len({c.name for c in ALL_CASES}) == len(ALL_CASES)
 
 

@@ -30,7 +30,9 @@ Then, for sort_by=relevance:
                whose text contains every query term (a leg says so);
   prior        * ((1 - s) + s * importance), s = importance_strength.
 sort_by=importance orders by importance, fused score second.
-Ties break on the best rank any leg gave, then the memory id: deterministic.
+Ties break on the best rank any leg gave, then the memory id: deterministic (the gateway
+then orders a recall's exact ties by their relevance estimates: stages.ties_by_estimate,
+docs/decisions/0028-ties-by-the-estimate.md).
 A leg of weight 0 is removed. Nothing else removes a candidate: every leg's
 candidates are in the pool (the seeds' prototype barred some by construction).
 With one contributing leg and sort_by=relevance, its own order is returned
