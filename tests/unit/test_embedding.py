@@ -107,6 +107,21 @@ def test_vectors_are_normalised_and_deterministic(embedder: OnnxEmbedder,
     assert np.array_equal(first[0], first[1]) and np.array_equal(first[0], again[0])
 
 
+def test_a_repeated_text_runs_through_the_model_once_and_every_place_gets_its_vector(
+        embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = ["ok", "thanks", "Maya moved to Lisbon", "ok", "thanks", "ok"]
+    alone = {t: embedder.embed([t], "document").vectors[0] for t in set(texts)}
+    ran: list[int] = []
+    run = embedder._run
+    monkeypatch.setattr(embedder, "_run", lambda encodings: ran.append(len(encodings))
+                        or run(encodings))
+    out = embedder.embed(texts, "document")
+    assert sum(ran) == 3  # the three distinct texts
+    assert out.vectors.shape[0] == len(texts) and len(out.truncated) == len(texts)
+    for text, vector in zip(texts, out.vectors, strict=True):
+        assert np.abs(vector - alone[text]).max() < 1e-5
+
+
 def test_length_sorted_sub_batches_keep_input_order(embedder: OnnxEmbedder) -> None:
     # max_batch=8: 20 texts of very different lengths run as 3 sorted sub-batches.
     texts = [("word " * (i * 7 % 40 + 1)) + str(i) for i in range(20)]

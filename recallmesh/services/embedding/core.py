@@ -145,11 +145,19 @@ class OnnxEmbedder:
         return list(self.tokenizer.encode_batch(self._prefixed(texts, kind)))
 
     def embed(self, texts: list[str], kind: str = "query") -> Embedded:
-        """One normalised vector per text, in input order."""
+        """One normalised vector per text, in input order. A text given more than once is
+        run through the model once (an import's repeated lines, the "ok" and "thanks" of a
+        conversation, several requests batched together); each place gets its vector."""
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}")
         if not texts:
             return Embedded(np.zeros((0, self.manifest.dimension), np.float32), [])
+        unique = list(dict.fromkeys(texts))
+        if len(unique) < len(texts):
+            once = self.embed(unique, kind)
+            row = {text: i for i, text in enumerate(unique)}
+            rows = [row[t] for t in texts]
+            return Embedded(once.vectors[rows], [once.truncated[i] for i in rows])
         encodings = self.encode(texts, kind)
         truncated = [bool(e.overflowing) for e in encodings]
         out = np.empty((len(texts), self.manifest.dimension), np.float32)
@@ -200,7 +208,7 @@ class OnnxEmbedder:
     def warm_up(self) -> None:
         """Run the graph once at start so the first request does not pay for it."""
         self.embed(["warm up"], "query")
-        self.embed(["warm up " * 8] * min(self.max_batch, 8), "document")
+        self.embed([f"warm up {i} " * 8 for i in range(min(self.max_batch, 8))], "document")
 
 
 def probe_cosine(manifest: ModelManifest, embed: Callable[[list[str], str], Embedded]) -> float:
