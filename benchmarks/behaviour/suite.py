@@ -121,9 +121,10 @@ def load_case(client: Client, namespace: str, case: Case) -> tuple[list[str], li
 
 
 def wait_indexed(client: Client, namespace: str, writes: list[NewMemory]) -> None:
-    """Each write sent again with an index wait (a retry of the same write stores nothing)."""
-    for new in writes:
-        store_batch_indexed(client, namespace, [new])
+    """The writes sent again in one batch with an index wait (a retry of the same writes
+    stores nothing)."""
+    if writes:
+        store_batch_indexed(client, namespace, writes)
 
 
 def load_large_namespace(client: Client, namespace: str) -> None:
