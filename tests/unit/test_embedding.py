@@ -7,6 +7,7 @@ import json
 import time
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -113,8 +114,12 @@ def test_a_repeated_text_runs_through_the_model_once_and_every_place_gets_its_ve
     alone = {t: embedder.embed([t], "document").vectors[0] for t in set(texts)}
     ran: list[int] = []
     run = embedder._run
-    monkeypatch.setattr(embedder, "_run", lambda encodings: ran.append(len(encodings))
-                        or run(encodings))
+
+    def counted(encodings: list[Any]) -> np.ndarray:
+        ran.append(len(encodings))
+        return run(encodings)
+
+    monkeypatch.setattr(embedder, "_run", counted)
     out = embedder.embed(texts, "document")
     assert sum(ran) == 3  # the three distinct texts
     assert out.vectors.shape[0] == len(texts) and len(out.truncated) == len(texts)
