@@ -621,9 +621,10 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
               module("benchmarks.performance.ingest", "--report-to",
                      "benchmarks/reports/ingest.md", "--json", "benchmarks/results/ingest.json"),
               ("ingest.md",), ("locomo", "longmemeval")),
-    Benchmark("query-levers", "the query embedding's levers on this CPU, in process: one "
-              "intra-op thread, onnxruntime's transformer fusions, against the shipped session "
-              "in turns, with their vectors' cosine to the shipped ones (issue 68)",
+    Benchmark("query-levers", "the query embedding's levers on this CPU: one intra-op "
+              "thread, onnxruntime's transformer fusions, against the shipped session, each "
+              "alone in a process of its own, in rounds, with their vectors' cosine to the "
+              "shipped ones (issue 68)",
               module("benchmarks.performance.query_levers", "--report-to",
                      "benchmarks/reports/query-levers.md", "--json",
                      "benchmarks/results/query_levers.json"),

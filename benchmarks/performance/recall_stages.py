@@ -33,6 +33,11 @@ own, all started and loaded first, then asked in turns (question 1 to each colum
 to each, ...), so a machine whose speed drifts during the run slows every column alike; means
 come from histogram sums, so they are exact, not bucket estimates.
 
+  --graphs FILES   adds a column of the default model served from each other ONNX graph (a
+                   path: e.g. the fused graph `python -m benchmarks.performance.query_levers
+                   fused` writes, benchmarks/results/graphs/model-fused.onnx)
+  --settings N=V   adds a column of the default model per setting, its services started with
+                   that environment variable too (e.g. RECALLMESH_EMBEDDING_THREADS=1)
   --baseline REV   adds a column of the same stack at commit REV (a git worktree of it; every
                    service runs REV's code: PYTHONPATH and PYTHONSAFEPATH), for the default
                    model: the before and after of a change in one run.
@@ -42,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import subprocess
 import sys
 import tempfile
@@ -152,12 +158,16 @@ class Column:
 
     model: str
     rev: str = ""  # "" this checkout
+    graph: str = ""  # another ONNX graph of the model to serve ("" the manifest's)
+    setting: str = ""  # NAME=VALUE: one more environment setting of its services
     latencies: list[float] = field(default_factory=list)
     degraded: int = 0
 
     @property
     def label(self) -> str:
-        return f"{self.model} @ {self.rev}" if self.rev else self.model
+        label = f"{self.model} @ {self.rev}" if self.rev else self.model
+        extra = ", ".join(x for x in (self.graph, self.setting) if x)
+        return f"{label} ({extra})" if extra else label
 
 
 @contextlib.contextmanager
@@ -173,9 +183,27 @@ def worktree(rev: str) -> Iterator[Path]:
                        check=False, capture_output=True)
 
 
+def graph_manifest(model: str, graph: str) -> Path:
+    """A manifest of `model` that serves `graph` (a path, or a file of its folder), in a folder
+    of its own, by absolute paths; every other field the cached manifest's."""
+    folder = model_cache_dir() / model
+    raw = json.loads((folder / "manifest.json").read_text())
+    onnx = Path(graph) if Path(graph).is_file() else folder / graph
+    raw["onnx"], raw["tokenizer"] = str(onnx.resolve()), str(folder / raw["tokenizer"])
+    raw["sha256"] = {}  # the cached manifest's verify stands for these files
+    out = Path(tempfile.mkdtemp(prefix="recallmesh-graph-")) / "manifest.json"
+    out.write_text(json.dumps(raw, indent=2))
+    return out
+
+
 def stack_env(column: Column, code: Path) -> dict[str, str]:
     env = {"PYTHONPATH": str(code), "PYTHONSAFEPATH": "1"}  # its services run `code`'s modules
-    if column.model != DEFAULT_MODEL:
+    if column.setting:
+        name, _, value = column.setting.partition("=")
+        env[name] = value
+    if column.graph:
+        env["RECALLMESH_EMBEDDING_MANIFEST"] = str(graph_manifest(column.model, column.graph))
+    elif column.model != DEFAULT_MODEL:
         env["RECALLMESH_EMBEDDING_MANIFEST"] = str(model_cache_dir() / column.model /
                                                    "manifest.json")
     return env
@@ -274,8 +302,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--baseline", default="",
                         help="a commit whose code runs as one more column (the default model)")
+    parser.add_argument("--settings", type=names, default=[],
+                        help="NAME=VALUE environment settings, a column of the default model "
+                             "each (e.g. RECALLMESH_EMBEDDING_THREADS=1)")
+    parser.add_argument("--graphs", type=names, default=[],
+                        help="other ONNX graphs of the default model (paths), a column "
+                             "each")
     args = parser.parse_args(argv)
     columns = ([Column(DEFAULT_MODEL, args.baseline)] if args.baseline else [])
+    columns += [Column(DEFAULT_MODEL, graph=graph) for graph in args.graphs]
+    columns += [Column(DEFAULT_MODEL, setting=setting) for setting in args.settings]
     columns += [Column(model) for model in args.models]
     results = run(columns, args)
     publish(report(results, argv), args.report_to, args.json, results, indent=1)
