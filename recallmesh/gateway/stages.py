@@ -49,6 +49,7 @@ leg keeps its own order: the exact lexical fallback.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Collection, Sequence
@@ -294,21 +295,16 @@ def ties_by_estimate(fused: Sequence[FusedCandidate], lists: Sequence[LegList],
     Run on the ranker's list, before the stages that place hits on purpose (they keep this
     order among equals). Nothing moves without a calibration (no estimate).
     docs/decisions/0028-ties-by-the-estimate.md."""
-    order = list(fused)
     if calibration is None:
-        return order
-    start = 0
-    while start < len(order):
-        end = start + 1
-        while end < len(order) and order[end].score == order[start].score:
-            end += 1
-        if end - start > 1:
-            run = order[start:end]
+        return list(fused)
+    order: list[FusedCandidate] = []
+    for _, alike in itertools.groupby(fused, key=lambda c: c.score):
+        run = list(alike)
+        if len(run) > 1:
             estimates = [calibration.relevance.probability(e | {"rank": 0.0})
                          for e in evidence(run, lists, calibration)]
-            ranked = sorted(range(len(run)), key=lambda i: -estimates[i])  # stable
-            order[start:end] = [run[i] for i in ranked]
-        start = end
+            run = [run[i] for i in sorted(range(len(run)), key=lambda i: -estimates[i])]
+        order += run  # sorted() is stable: equal estimates keep the ranker's order
     return order
 
 
