@@ -293,10 +293,12 @@ def ties_by_estimate(fused: Sequence[FusedCandidate], lists: Sequence[LegList],
     and the memory id would decide. The estimate reads each hit's own evidence (`evidence`),
     its place left out so that it does not decide; equal estimates keep the ranker's order.
     Run on the ranker's list, before the stages that place hits on purpose (they keep this
-    order among equals). Nothing moves without a calibration (no estimate).
-    docs/decisions/0028-ties-by-the-estimate.md."""
+    order among equals). Nothing moves without a calibration (no estimate). A leg the request
+    weighted zero orders nothing, ties included: its evidence is left out as if it had not
+    run. docs/decisions/0028-ties-by-the-estimate.md."""
     if calibration is None:
         return list(fused)
+    lists = [lst for lst in lists if lst.weight > 0]
     order: list[FusedCandidate] = []
     for _, alike in itertools.groupby(fused, key=lambda c: c.score):
         run = list(alike)

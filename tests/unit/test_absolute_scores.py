@@ -161,6 +161,20 @@ def test_two_candidates_the_legs_order_oppositely_tie_in_cc_and_the_estimate_ord
         assert ties_by_estimate(fused, lists, None) == fused  # no estimate: the ranker's order
 
 
+def test_a_leg_weighted_zero_orders_no_tie() -> None:
+    """A request that weights the vector leg 0 gets the lexical leg's order, ties included:
+    two memories the lexical leg scores alike keep its order whatever their cosines say."""
+    for first, second in (("a", "b"), ("b", "a")):
+        lists = [replace(lst, weight=0.0 if lst.leg == "vector" else 1.0)
+                 for lst in legs({second: 0.80, first: 0.40}, {first: 0.3, second: 0.3})]
+        fused = [FusedCandidate(first, 1.0), FusedCandidate(second, 1.0)]
+        assert [c.memory_id for c in ties_by_estimate(fused, lists, CALIBRATION)] == \
+            [first, second]
+        weighted = [replace(lst, weight=1.0) for lst in lists]  # weighted: the cosine decides
+        assert [c.memory_id for c in ties_by_estimate(fused, weighted, CALIBRATION)] == \
+            [second, first]
+
+
 @given(st.lists(st.sampled_from([0.2, 0.5, 0.9]), min_size=1, max_size=12),
        st.lists(st.floats(0.4, 1.0), min_size=12, max_size=12))
 def test_only_hits_the_ranker_scored_alike_move_and_among_them_the_best_estimate_leads(
