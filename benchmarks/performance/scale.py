@@ -89,7 +89,6 @@ from recallmesh.migrations.bm25_index import INDEX_NAME as BM25_INDEX
 from recallmesh.migrations.bm25_index import bm25_engine, ensure_bm25_index
 from recallmesh.services.embedding.core import OnnxEmbedder
 from recallmesh.services.embedding.settings import EmbeddingSettings
-from recallmesh.services.lexical.cjk import query_terms
 from recallmesh.services.lexical.core import (
     BM25_PREPARE,
     BM25_WORK_MEM,
@@ -102,6 +101,7 @@ from recallmesh.services.lexical.core import (
 )
 from recallmesh.services.lexical.settings import LexicalSettings
 from recallmesh.services.vector.settings import VectorSettings
+from recallmesh.shared.cjk import query_terms
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2_grpc
 from recallmesh.wire.filters import Filters

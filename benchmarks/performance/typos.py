@@ -61,7 +61,7 @@ from benchmarks.harness.script import (
 )
 from recallmesh.migrations.vector_schema import prepare_database
 from recallmesh.services.lexical import core
-from recallmesh.services.lexical.cjk import query_terms
+from recallmesh.shared.cjk import query_terms
 from recallmesh.shared.db import embedded_dsn, start_embedded
 from recallmesh.stack.supervisor import Stack, free_port_env
 

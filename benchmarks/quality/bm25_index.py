@@ -46,9 +46,9 @@ from benchmarks.harness.script import log, machine_info, publish
 from benchmarks.harness.stats import cluster_bootstrap
 from recallmesh.migrations.bm25_index import INDEX_NAME, bm25_engine
 from recallmesh.migrations.vector_schema import prepare_database
-from recallmesh.services.lexical.cjk import index_terms, query_terms
 from recallmesh.services.lexical.core import LexicalRetriever
 from recallmesh.services.lexical.settings import LexicalSettings
+from recallmesh.shared.cjk import index_terms, query_terms
 from recallmesh.shared.db import embedded_dsn, open_pool, start_embedded
 
 SETS = ("locomo", "longmemeval", "scifact", "madial_en", "madial_zh", "xquad_de", "xquad_en",

@@ -24,7 +24,7 @@ from recallmesh.gateway.store import (
     same_write,
     successors,
 )
-from recallmesh.services.lexical.cjk import index_terms
+from recallmesh.shared.cjk import index_terms
 from recallmesh.shared.db import WRITE, lock_for_write, transaction
 from recallmesh.shared.errors import AlreadyExists, NotFound
 from recallmesh.wire.filters import live

@@ -34,7 +34,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -302,13 +302,8 @@ class Recaller:
             live = [c for c in fused if c.memory_id in memories]
             live.sort(key=lambda c: c.memory_id)  # stable sorts: the id is the last tie-break
             live.sort(key=lambda c: memories[c.memory_id].created_at, reverse=True)
-            floor = self._floor(policy)
-            live = stages.above_floor(
-                stages.relevance_scores(live, lists, policy.method, self.calibration,
-                                        q.sort_by), floor, each_hit=q.floor_each_hit)
-            hits = [RecallHit(memories[c.memory_id], c.score, c) for c in live[: q.k]]
-            return RecallOutcome(hits=hits, legs=outcomes, fusion="none (recency)",
-                                 relevance_floor=floor)
+            return self._answer(q, policy, live, memories, lists,
+                                RecallOutcome([], outcomes, fusion="none (recency)"))
 
         async with self._after_legs(planned, started, legs_done):
             lists = await self._secrets_asked(q, lists, embedded, planned, started)
@@ -331,23 +326,35 @@ class Recaller:
                     top = self._propagate_context(q, fused, top, memories, adjacent, plan)
             if q.sort_by == "relevance" and policy.restated_similarity > 0 and len(top) > 1:
                 top = await self._newer_first(q, top, memories, policy.restated_similarity)
-            valid_to = {c.memory_id: memories[c.memory_id].valid_to for c in top}
-            now = q.filters.as_of or datetime.now(UTC)  # as of T, validity is read at T
             gone: set[str] = set()
             if q.sort_by == "relevance":
+                valid_to = {c.memory_id: memories[c.memory_id].valid_to for c in top}
+                now = q.filters.as_of or datetime.now(UTC)  # as of T, validity is read at T
                 top = stages.current_first(top, valid_to, now)
                 gone = stages.ended(valid_to, now)
-            # The order is final: each hit's score becomes its relevance estimate (the ended
-            # ones then held below the current ones' as current_first holds them).
-            top = stages.relevance_scores(top, lists, policy.method, self.calibration,
-                                          q.sort_by, gone)
-            if gone:
-                top = stages.current_first(top, valid_to, now)
+        return self._answer(q, policy, top, memories, lists,
+                            RecallOutcome([], outcomes, fusion=how, time_window=plan.window,
+                                          time_boosted=boosted), gone)
+
+    def _answer(self, q: RecallQuery, policy: RecallPolicy, top: list[FusedCandidate],
+                memories: dict[str, StoredMemory], lists: list[LegList],
+                outcome: RecallOutcome,
+                gone: Collection[str] = frozenset()) -> RecallOutcome:
+        """The end of every recall, whatever ordered `top`: the order is final, so each hit's
+        score becomes its relevance estimate (the `gone` ones, ended at the recall's time,
+        then held below the current ones as current_first holds them), the relevance floor
+        applies, and the first k hits are `outcome`'s (a recency recall's `top` is its whole
+        pool, newest first, held to the floor as a whole)."""
+        top = stages.relevance_scores(top, lists, policy.method, self.calibration,
+                                      q.sort_by, gone)
+        if gone:
+            now = q.filters.as_of or datetime.now(UTC)
+            top = stages.current_first(
+                top, {c.memory_id: memories[c.memory_id].valid_to for c in top}, now)
         floor = self._floor(policy)
         top = stages.above_floor(top, floor, each_hit=q.floor_each_hit)
-        hits = [RecallHit(memories[c.memory_id], c.score, c) for c in top]
-        return RecallOutcome(hits=hits, legs=outcomes, fusion=how, time_window=plan.window,
-                             time_boosted=boosted, relevance_floor=floor)
+        return replace(outcome, relevance_floor=floor,
+                       hits=[RecallHit(memories[c.memory_id], c.score, c) for c in top[: q.k]])
 
     async def _secrets_asked(self, q: RecallQuery, lists: list[LegList],
                              embedded: Embeddings | None, planned: budget.RecallPlan,

@@ -35,7 +35,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from recallmesh.gateway.settings import NamespaceTTL
-from recallmesh.services.lexical.cjk import index_terms
+from recallmesh.shared.cjk import index_terms
 from recallmesh.shared.db import ADMIN, WRITE, lock_for_write, transaction
 from recallmesh.shared.errors import AlreadyExists, InvalidArgument, NotFound
 from recallmesh.shared.replicas import Reads, as_reads, wal_position

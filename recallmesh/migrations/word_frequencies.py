@@ -22,7 +22,7 @@ log = logging.getLogger("recallmesh.migrations")
 
 # The languages whose words the lexical leg knows: those written in the Latin script with a
 # snowball stemmer in Postgres and a wordfreq list. Chinese, Japanese and Korean are searched
-# as character pairs (recallmesh/services/lexical/cjk.py), which no word list counts.
+# as character pairs (recallmesh/shared/cjk.py), which no word list counts.
 LANGUAGES = ("en", "de", "es", "fr", "it", "pt", "nl")
 # A word a language uses at least once in a million words (wordfreq's Zipf 3) is a word of it.
 MIN_FREQUENCY = 1e-6

@@ -10,7 +10,7 @@ import math
 import uuid
 from dataclasses import dataclass, field
 
-from recallmesh.policy import MAX_LEG_DEPTH, MAX_SEED_MEMORIES
+from recallmesh.policy import MAX_LEG_DEPTH, MAX_SEED_MEMORIES, checked
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import retriever_pb2
 from recallmesh.wire.enums import SORT_BY_VALUES, sort_by
@@ -94,17 +94,30 @@ def leg_answer(response: retriever_pb2.SearchResponse) -> LegAnswer:
     return LegAnswer(candidates, bounds, scale, floor, reasons)
 
 
-def search_request(request: retriever_pb2.SearchRequest) -> tuple[str, str, int, Filters, str]:
-    """Validate a leg's SearchRequest: (namespace, query, k, filters, sort_by)."""
-    ns = namespace(request.namespace)
-    query = query_text(request.query)
+def leg_query_from_proto(request: retriever_pb2.SearchRequest) -> LegQuery:
+    """A leg's SearchRequest, validated, as the LegQuery the gateway sent
+    (search_request_to_proto's inverse). What only one leg needs (the vector leg's query
+    vector) is that leg's to require."""
     if not 1 <= request.k <= MAX_LEG_DEPTH:
         raise InvalidArgument(f"k must be within 1..{MAX_LEG_DEPTH}, got {request.k}")
-    filters = filters_from_proto(request.filters if request.HasField("filters") else None)
-    return ns, query, request.k, filters, sort_by(request.sort_by)
+    return LegQuery(
+        namespace=namespace(request.namespace),
+        query=query_text(request.query),
+        k=request.k,
+        filters=filters_from_proto(request.filters if request.HasField("filters") else None),
+        sort_by=sort_by(request.sort_by),
+        vector=tuple(request.query_vector),
+        vector_model=request.vector_model,
+        lexical_ranking=(checked("lexical_ranking", request.ranking, "ranking")
+                         if request.ranking.strip() else ""),
+        bm25_k1=(checked("bm25_k1", request.bm25_k1, "bm25_k1")
+                 if request.HasField("bm25_k1") else None),
+        bm25_b=checked("bm25_b", request.bm25_b, "bm25_b") if request.HasField("bm25_b") else None,
+        seed_memory_ids=_seed_memory_ids(request),
+    )
 
 
-def seed_memory_ids(request: retriever_pb2.SearchRequest) -> tuple[str, ...]:
+def _seed_memory_ids(request: retriever_pb2.SearchRequest) -> tuple[str, ...]:
     """A SearchRequest's seed memories: distinct UUIDs, at most MAX_SEED_MEMORIES."""
     if len(request.seed_memory_ids) > MAX_SEED_MEMORIES:
         raise InvalidArgument(f"seed_memory_ids holds at most {MAX_SEED_MEMORIES} ids, "

@@ -21,8 +21,8 @@ import pytest
 import pytest_asyncio
 
 from recallmesh.migrations.bm25_index import INDEX_NAME, bm25_engine, ensure_bm25_index
-from recallmesh.services.lexical.cjk import index_terms
 from recallmesh.services.lexical.core import LexicalResult, LexicalRetriever
+from recallmesh.shared.cjk import index_terms
 from recallmesh.shared.db import open_pool
 from recallmesh.wire.filters import Filters
 

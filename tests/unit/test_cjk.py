@@ -1,11 +1,11 @@
-"""CJK character pairs for the lexical leg (recallmesh/services/lexical/cjk.py)."""
+"""CJK character pairs for the lexical leg (recallmesh/shared/cjk.py)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recallmesh.services.lexical.cjk import index_terms, query_terms
+from recallmesh.shared.cjk import index_terms, query_terms
 
 HAN = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF)
 KANA = st.characters(min_codepoint=0x3041, max_codepoint=0x30FA)

@@ -91,11 +91,11 @@ def test_namespace_is_nfc_normalised_everywhere_it_enters() -> None:
         validation.new_memory(memory_pb2.Memory(content="x", namespace="a\u200b"), "a")
     q = validation.recall_query(memory_pb2.RecallRequest(namespace=decomposed, query="q"))
     assert q.namespace == composed
-    ns, *_ = retriever.search_request(
+    leg_query = retriever.leg_query_from_proto(
         retriever_pb2.SearchRequest(namespace=decomposed, query="q", k=5))
-    assert ns == composed
+    assert leg_query.namespace == composed
     with pytest.raises(InvalidArgument, match=r"U\+202E"):
-        retriever.search_request(
+        retriever.leg_query_from_proto(
             retriever_pb2.SearchRequest(namespace="a\u202eb", query="q", k=5))
 
 

@@ -12,7 +12,7 @@ from recallmesh.services.graph.settings import GraphLegSettings
 from recallmesh.services.retriever_app import RetrieverApp
 from recallmesh.shared.replicas import Reads
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
-from recallmesh.wire.retriever import search_request, seed_memory_ids
+from recallmesh.wire.retriever import leg_query_from_proto
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +25,9 @@ class GraphServicer(retriever_pb2_grpc.RetrieverServiceServicer):
         self, request: retriever_pb2.SearchRequest, context: grpc.aio.ServicerContext,
     ) -> retriever_pb2.SearchResponse:
         # The query vector is optional here: without it, seeds come from names only.
-        ns, query, k, filters, _sort_by = search_request(request)
-        hits = await self.retriever.search(
-            ns, query, request.query_vector, request.vector_model, k, filters,
-            seed_memory_ids(request))
+        q = leg_query_from_proto(request)
+        hits = await self.retriever.search(q.namespace, q.query, q.vector, q.vector_model, q.k,
+                                           q.filters, q.seed_memory_ids)
         return retriever_pb2.SearchResponse(candidates=[
             retriever_pb2.Candidate(memory_id=h.memory_id, score=h.score,
                                     importance=h.importance, reason=h.path)

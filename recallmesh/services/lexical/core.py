@@ -51,7 +51,7 @@ from typing import Any
 from prometheus_client import Counter
 
 from recallmesh.migrations.bm25_index import INDEX_NAME, INDEXED_TEXT
-from recallmesh.services.lexical.cjk import query_terms
+from recallmesh.shared.cjk import query_terms
 from recallmesh.shared.replicas import as_reads
 from recallmesh.wire.filters import Filters, filter_sql, live
 

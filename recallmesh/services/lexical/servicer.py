@@ -9,13 +9,12 @@ import grpc
 from prometheus_client import Gauge
 
 from recallmesh.migrations.bm25_index import STATE_PARAMS, STATE_SQL, engine_of
-from recallmesh.policy import checked
 from recallmesh.services.lexical.core import LexicalRetriever
 from recallmesh.services.lexical.settings import LexicalSettings
 from recallmesh.services.retriever_app import RetrieverApp
 from recallmesh.shared.replicas import Reads
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
-from recallmesh.wire.retriever import search_request
+from recallmesh.wire.retriever import leg_query_from_proto
 
 log = logging.getLogger(__name__)
 
@@ -34,14 +33,10 @@ class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):
     async def Search(
         self, request: retriever_pb2.SearchRequest, context: grpc.aio.ServicerContext,
     ) -> retriever_pb2.SearchResponse:
-        ns, query, k, filters, sort_by = search_request(request)
-        result = await self.retriever.search(
-            ns, query, k, filters, sort_by,
-            ranking=(checked("lexical_ranking", request.ranking, "ranking")
-                     if request.ranking.strip() else ""),
-            k1=checked("bm25_k1", request.bm25_k1, "bm25_k1")
-            if request.HasField("bm25_k1") else None,
-            b=checked("bm25_b", request.bm25_b, "bm25_b") if request.HasField("bm25_b") else None)
+        q = leg_query_from_proto(request)
+        result = await self.retriever.search(q.namespace, q.query, q.k, q.filters, q.sort_by,
+                                             ranking=q.lexical_ranking, k1=q.bm25_k1,
+                                             b=q.bm25_b)
         return retriever_pb2.SearchResponse(
             candidates=[
                 retriever_pb2.Candidate(memory_id=h.memory_id, score=h.score,

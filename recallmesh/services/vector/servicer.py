@@ -15,7 +15,7 @@ from recallmesh.services.vector.settings import VectorSettings
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.replicas import Reads
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
-from recallmesh.wire.retriever import search_request
+from recallmesh.wire.retriever import leg_query_from_proto
 
 log = logging.getLogger(__name__)
 
@@ -31,15 +31,13 @@ class VectorServicer(retriever_pb2_grpc.RetrieverServiceServicer):
     async def Search(
         self, request: retriever_pb2.SearchRequest, context: grpc.aio.ServicerContext,
     ) -> retriever_pb2.SearchResponse:
-        ns, _query, k, filters, _sort_by = search_request(request)
-        if not request.query_vector:
+        q = leg_query_from_proto(request)
+        if not q.vector:
             raise InvalidArgument("the vector leg needs query_vector")
-        if not request.vector_model.strip():
+        if not q.vector_model.strip():
             raise InvalidArgument("the vector leg needs vector_model (the query vector's model)")
-        calibration = calibration_for(request.vector_model)
-        hits = await self.retriever.search(
-            ns, request.query_vector, request.vector_model, k, filters
-        )
+        calibration = calibration_for(q.vector_model)
+        hits = await self.retriever.search(q.namespace, q.vector, q.vector_model, q.k, q.filters)
         response = retriever_pb2.SearchResponse(
             candidates=[
                 retriever_pb2.Candidate(memory_id=h.memory_id, score=h.similarity,
