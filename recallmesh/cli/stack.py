@@ -24,6 +24,7 @@ from recallmesh.client.jsonl import InputError, read_jsonl
 from recallmesh.shared.services import BY_NAME
 from recallmesh.shared.settings import ConfigError
 from recallmesh.stack.demo import DEMO_FILE, DEMO_NAMESPACE, DEMO_QUERY
+from recallmesh.wire.filters import not_deleted
 
 
 def add_up(sub: Subcommands[argparse.ArgumentParser]) -> None:
@@ -203,7 +204,7 @@ def _load_demo(stack: Any) -> None:
 
     with psycopg.connect(stack.dsn) as conn:
         row = conn.execute(
-            "SELECT count(*) FROM memories WHERE namespace = %s AND deleted_at IS NULL",
+            f"SELECT count(*) FROM memories WHERE namespace = %s AND {not_deleted()}",
             (DEMO_NAMESPACE,),
         ).fetchone()
     present = row[0] if row is not None else 0  # count(*) answers one row

@@ -186,6 +186,14 @@ def filters_to_proto(filters: Filters, msg: memory_pb2.RecallFilters) -> None:
             to_proto_timestamp(value, getattr(msg, name))
 
 
+def not_deleted(alias: str = "") -> str:
+    """The condition a memory that is not deleted meets (its `deleted_at`, migration 0001),
+    for the reads and writes that care for deletion alone: the indexer's and re-embedding's
+    (an expired memory is theirs until the sweeper purges it). Every read that a user sees
+    asks `live`. `alias`: the memories table's alias in the statement, if any."""
+    return f"{alias}.deleted_at IS NULL" if alias else "deleted_at IS NULL"
+
+
 def live(alias: str = "", include_deleted: bool = False) -> str:
     """The condition a readable memory meets, for every read of memories: not deleted, not
     expired (an expired memory is treated exactly like a deleted one until the indexer's
@@ -194,7 +202,7 @@ def live(alias: str = "", include_deleted: bool = False) -> str:
     ones."""
     a = f"{alias}." if alias else ""
     unexpired = f"({a}expires_at IS NULL OR {a}expires_at > now())"
-    return unexpired if include_deleted else f"{a}deleted_at IS NULL AND {unexpired}"
+    return unexpired if include_deleted else f"{not_deleted(alias)} AND {unexpired}"
 
 
 def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, dict[str, Any]]:

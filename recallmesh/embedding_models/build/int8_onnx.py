@@ -23,17 +23,16 @@ What it does
     so another onnxruntime version may write other bytes: the catalogue entry records
     the version that produced its pinned sha256 (``built_with``).
 
-The default options (not yet measured on the real model: `make bench-int8` and the
-variants in --help are how to choose): per-channel, QInt8 weights, MatMul only (the
-token-embedding Gather stays fp32: a lookup, it costs nothing to speak of at run time),
-reduce_range off. The catalogue's nomic-embed-text-v1.5-int8 entry turns reduce_range on
-(its build spec's "options"): built without it, the model computes noise on a CPU without
-VNNI (cosine 0.12 to fp32 on an AVX2-only AMD EPYC: onnxruntime's u8s8 integer MatMul
-saturates there), with it 0.97 (7-bit weights; the embedding service's probe checks a
-build's vectors at start). onnxruntime's transformer optimizer is off: on the tiny test
-graph it fuses only SkipLayerNormalization (no attention: the rotary embedding does not
-match its patterns), which onnxruntime's own ORT_ENABLE_ALL session fuses in part anyway,
-and it needs sympy.
+The default options (`python -m benchmarks int8` and the variants in --help are how to
+choose): per-channel, QInt8 weights, MatMul only (the token-embedding Gather stays fp32: a
+lookup, it costs nothing to speak of at run time), reduce_range off. The catalogue's
+nomic-embed-text-v1.5-int8 entry turns reduce_range on (its build spec's "options"): built
+without it, the model computes noise on a CPU without VNNI (onnxruntime's u8s8 integer MatMul
+saturates there; 7-bit weights do not), and the embedding service's probe checks a build's
+vectors at start (docs/decisions/0009-embedding-model-race.md). onnxruntime's transformer
+optimizer is off: it fuses only SkipLayerNormalization (no attention: the rotary embedding
+does not match its patterns), which onnxruntime's own ORT_ENABLE_ALL session fuses in part
+anyway, and it needs sympy (docs/decisions/0026-the-hops-around-the-vector.md).
 
 Usage
     python -m recallmesh.embedding_models.build.int8_onnx --fp32 model.onnx --out model-int8.onnx

@@ -41,6 +41,7 @@ from recallmesh.migrations.vector_schema import (
 )
 from recallmesh.services.embedding.core import OnnxEmbedder
 from recallmesh.shared.db import LOCK_FOR_WRITE, write_lock_params
+from recallmesh.wire.filters import not_deleted
 
 log = logging.getLogger(__name__)
 
@@ -83,14 +84,14 @@ def reembed(
         conn.execute("INSERT INTO reembed_runs (model_id) VALUES (%s) ON CONFLICT DO NOTHING",
                      (manifest.model_id,))
         counted = conn.execute(
-            "SELECT count(*) FROM memories WHERE deleted_at IS NULL AND NOT is_sensitive "
+            f"SELECT count(*) FROM memories WHERE {not_deleted()} AND NOT is_sensitive "
             "AND embedding_next_model IS DISTINCT FROM %s", (manifest.model_id,)).fetchone()
         assert counted is not None  # an aggregate / function call: always one row
         total = counted[0]
         last_id = "00000000-0000-0000-0000-000000000000"
         while True:
             rows = conn.execute(
-                "SELECT id::text, content FROM memories WHERE id > %s AND deleted_at IS NULL "
+                f"SELECT id::text, content FROM memories WHERE id > %s AND {not_deleted()} "
                 "AND NOT is_sensitive AND embedding_next_model IS DISTINCT FROM %s "
                 "ORDER BY id LIMIT %s", (last_id, manifest.model_id, batch_size)).fetchall()
             if not rows:
@@ -140,7 +141,7 @@ def switch(dsn: str, manifest: ModelManifest) -> int:
                               "re-embed run was interrupted?): run reembed without --switch again")
         stale = conn.execute(
             "UPDATE memories SET embedding_next = NULL, embedding_next_model = NULL "
-            "WHERE deleted_at IS NULL AND NOT is_sensitive "
+            f"WHERE {not_deleted()} AND NOT is_sensitive "
             "AND (embedding_next_model IS DISTINCT FROM %s OR updated_at >= %s) RETURNING id",
             (manifest.model_id, row[0])).fetchall()
         conn.execute("SELECT recallmesh_enqueue_embedding_jobs(%s::uuid[])",

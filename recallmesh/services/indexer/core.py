@@ -61,6 +61,7 @@ from recallmesh.migrations.vector_schema import vector_literal
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.services.indexer.concepts import ConceptWriter, Source
 from recallmesh.shared.db import WRITE, lock_for_write, transaction
+from recallmesh.wire.filters import not_deleted
 
 if TYPE_CHECKING:
     from recallmesh.services.graph.extraction import Extraction
@@ -120,7 +121,7 @@ WHERE j.memory_id = ANY(%(ids)s::uuid[])
 
 _LOCK_MEMORIES = "SELECT id FROM memories WHERE id = ANY(%(ids)s::uuid[]) ORDER BY id FOR UPDATE"
 
-_COMPLETE = """
+_COMPLETE = f"""
 WITH done AS (
     DELETE FROM embedding_jobs j
     USING unnest(%(ids)s::uuid[], %(versions)s::bigint[]) AS c(id, version)
@@ -131,7 +132,7 @@ UPDATE memories m
 SET embedding = v.embedding::halfvec, embedding_model = %(model)s
 FROM unnest(%(ids)s::uuid[], %(vectors)s::text[]) AS v(id, embedding)
 WHERE m.id = v.id AND m.id IN (SELECT memory_id FROM done)
-  AND NOT m.is_sensitive AND m.deleted_at IS NULL
+  AND NOT m.is_sensitive AND {not_deleted("m")}
 RETURNING m.id::text
 """
 

@@ -18,6 +18,8 @@ from datetime import datetime
 
 import psycopg
 
+from recallmesh.wire.filters import not_deleted
+
 
 @dataclass(frozen=True)
 class ParkedJob:
@@ -108,7 +110,7 @@ def queue_for_concepts(conn: psycopg.Connection, namespace: str | None = None) -
     which the extractor finds nothing is queued again by a later call. How many were queued."""
     with conn.transaction():
         rows = conn.execute(
-            "SELECT m.id FROM memories m WHERE m.deleted_at IS NULL AND NOT m.is_sensitive "
+            f"SELECT m.id FROM memories m WHERE {not_deleted('m')} AND NOT m.is_sensitive "
             "AND (%(ns)s::text IS NULL OR m.namespace = %(ns)s) AND NOT EXISTS "
             "(SELECT 1 FROM memory_concepts c WHERE c.memory_id = m.id) ORDER BY m.id",
             {"ns": namespace}).fetchall()

@@ -60,7 +60,7 @@ from psycopg.types import TypeInfo
 from recallmesh.services.vector.settings import DEFAULT_EF_SEARCH, DEFAULT_EXACT_MAX
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.replicas import as_reads
-from recallmesh.wire.filters import Filters, filter_sql, live
+from recallmesh.wire.filters import Filters, filter_sql, live, not_deleted
 
 EXACT_SEARCHES = Counter(
     "recallmesh_vector_searches_total",
@@ -82,10 +82,10 @@ MAX_SCAN_TUPLES = 20_000  # pgvector's hnsw.max_scan_tuples default (the leg doe
 COUNTS_KEPT = 10_000  # namespaces whose count is kept (least recently counted dropped first)
 _TABLE_ROWS = "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'memories'::regclass"
 
-_COUNT = """
+_COUNT = f"""
 SELECT count(*) FROM memories
 WHERE namespace = %(ns)s AND embedding IS NOT NULL AND embedding_model = %(model)s
-  AND deleted_at IS NULL
+  AND {not_deleted()}
 """
 
 
