@@ -9,7 +9,7 @@ PIP     = $(VENV)/bin/pip
 ORT    ?= $(if $(wildcard $(VENV)/.installed-gpu),gpu,cpu)
 STAMP   = $(VENV)/.installed-$(ORT)
 
-.PHONY: install models test-models run protos openapi lint deploy-tools deploy-check browser-tools ts-client console-screenshots test bench clean
+.PHONY: install models test-models run protos openapi lint deploy-tools deploy-check browser-tools ts-client console-screenshots test test-lab bench clean
 
 $(STAMP): pyproject.toml benchmarks/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -85,12 +85,17 @@ deploy-check: deploy-tools
 	$(PY) -m pytest -q tests/deploy
 
 ## The whole suite: proto lint, code lint, unit + integration + deploy tests (real Postgres, real gRPC),
-## the product's (tests/) and the lab's (benchmarks/tests/).
+## the product's (tests/), then the lab's (benchmarks/tests/, `make test-lab`), each its own session.
 ## Installs and fetches everything a test reads from outside the clone: the models, the deploy tools.
-## PYTEST_ARGS: more pytest options (CI lists the slowest tests: --durations=25).
+## PYTEST_ARGS: more pytest options (CI lists the slowest tests: --durations=60).
 PYTEST_ARGS ?=
 test: lint test-models deploy-tools browser-tools ts-client
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(PYTEST_ARGS) tests
+	$(PY) -m pytest -q $(PYTEST_ARGS) benchmarks/tests
+
+## The lab's tests alone (benchmarks/tests/), the session `make test` runs after the product's.
+test-lab: $(STAMP) test-models
+	$(PY) -m pytest -q $(PYTEST_ARGS) benchmarks/tests
 
 ## The console's screenshots in docs/console.md, from its browser tests (docs/console.md).
 console-screenshots: models test-models browser-tools

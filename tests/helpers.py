@@ -1,14 +1,19 @@
-"""Small helpers for talking to the gateway in tests."""
+"""Small helpers for talking to the gateway, for the product's tests and the lab alike."""
 
 from __future__ import annotations
 
+import time
+import uuid
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import grpc
 import psycopg
 import pytest
 
+from recallmesh.client import BatchResult, Client, NewMemory
 from recallmesh.v1 import memory_pb2
+from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
 
 Row = TypeVar("Row")
 
@@ -77,3 +82,24 @@ def image_healthcheck() -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def store_batch_indexed(client: Client, namespace: str, memories: list[NewMemory],
+                        timeout_s: float = 600.0) -> BatchResult:
+    """StoreBatch `memories` and return once every one is indexed, within timeout_s: a write's
+    own wait ends after MAX_INDEX_WAIT_MS, so the memories get client-supplied ids and the
+    same batch is sent again (a retry: it stores nothing and waits again) until `indexed`.
+    SystemExit when they are not indexed in time. Returns the last answer (its ids in the
+    order of `memories`)."""
+    batch = [m if m.id else replace(m, id=str(uuid.uuid4())) for m in memories]
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = client.store_batch(batch, namespace=namespace,
+                                    wait_indexed=MAX_INDEX_WAIT_MS / 1000,
+                                    timeout=MAX_INDEX_WAIT_MS / 1000 + 60)
+        if result.indexed:
+            return result
+        if time.monotonic() >= deadline:
+            raise SystemExit(f"{len(memories)} memories were stored but not indexed within "
+                             f"{timeout_s:.0f} s: a slower model (or a busy machine) needs "
+                             "smaller batches")

@@ -46,9 +46,9 @@ from benchmarks.harness.script import (
     log,
     machine_info,
     publish,
-    store_batch_indexed,
 )
 from recallmesh.client import Client, NewMemory
+from tests.helpers import store_batch_indexed
 
 K = 10
 TOP = 3

@@ -27,7 +27,6 @@ from benchmarks.harness.script import (
     dial_internal,
     gateway_client,
     recallmesh_env,
-    store_batch_indexed,
 )
 from benchmarks.harness.stats import latency_summary, percentile
 from recallmesh.client import Client, NewMemory, RecallmeshError, RecallResult
@@ -38,6 +37,7 @@ from recallmesh.shared.settings import default_target
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
 from recallmesh.wire.validation import MAX_BUDGET_MS
+from tests.helpers import store_batch_indexed
 
 K = 10
 # Where a dataset has sessions (LongMemEval), Recall and the peers are asked for this many hits:

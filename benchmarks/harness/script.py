@@ -19,20 +19,17 @@ import platform
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
 
-from recallmesh.client import NO_RETRIES, BatchResult, Client, NewMemory
+from recallmesh.client import NO_RETRIES, Client
 from recallmesh.shared.credentials import client_api_key, internal_token
 from recallmesh.stack.supervisor import Stack, StackError, free_port_env
 from recallmesh.wire.channel import dial_blocking
-from recallmesh.wire.validation import MAX_INDEX_WAIT_MS
 
 T = TypeVar("T")
 
@@ -147,27 +144,6 @@ def gateway_of_own_stack(prefix: str) -> Iterator[Client]:
                 yield client
         finally:
             stack.stop()
-
-
-def store_batch_indexed(client: Client, namespace: str, memories: list[NewMemory],
-                        timeout_s: float = 600.0) -> BatchResult:
-    """StoreBatch `memories` and return once every one is indexed, within timeout_s: a write's
-    own wait ends after MAX_INDEX_WAIT_MS, so the memories get client-supplied ids and the
-    same batch is sent again (a retry: it stores nothing and waits again) until `indexed`.
-    SystemExit when they are not indexed in time. Returns the last answer (its ids in the
-    order of `memories`)."""
-    batch = [m if m.id else replace(m, id=str(uuid.uuid4())) for m in memories]
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = client.store_batch(batch, namespace=namespace,
-                                    wait_indexed=MAX_INDEX_WAIT_MS / 1000,
-                                    timeout=MAX_INDEX_WAIT_MS / 1000 + 60)
-        if result.indexed:
-            return result
-        if time.monotonic() >= deadline:
-            raise SystemExit(f"{len(memories)} memories were stored but not indexed within "
-                             f"{timeout_s:.0f} s: a slower model (or a busy machine) needs "
-                             "smaller batches")
 
 
 def dial_gateway(target: str, api_key: str | None = None) -> grpc.Channel:

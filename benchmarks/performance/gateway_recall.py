@@ -44,7 +44,6 @@ from benchmarks.harness.script import (
     positive_ints,
     recallmesh_env,
     start_stack,
-    store_batch_indexed,
 )
 from benchmarks.harness.stats import percentile
 from recallmesh.client import Client, NewMemory
@@ -59,6 +58,7 @@ from recallmesh.v1 import (
     retriever_pb2_grpc,
 )
 from recallmesh.wire.validation import MAX_CONTENT_BYTES
+from tests.helpers import store_batch_indexed
 
 DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"  # beside the checkout
 NAMESPACE = "bench"

@@ -38,12 +38,12 @@ from benchmarks.harness.script import (
     log,
     machine_info,
     publish,
-    store_batch_indexed,
 )
 from benchmarks.harness.stats import latency_summary
 from benchmarks.performance.gateway_recall import DATASETS, read_queries, read_texts
 from recallmesh.client import NO_RETRIES, NewMemory
 from recallmesh.stack.supervisor import Stack, free_port_env
+from tests.helpers import store_batch_indexed
 from tests.replication import cluster
 
 NAMESPACE = "replica-bench"

@@ -17,7 +17,7 @@ A and B in turn, question by question, --rounds times. Reported: p50 and p95 lat
 and their ratio, over all questions and over those as written; how many questions had a term
 corrected; the lexical leg's recall@10 alone (a relevant corpus id among its first 10 hits) as
 written and misspelt, on both sides.
-Then the behaviour suite's cases with a typo (benchmarks/behaviour/cases.py, every case whose
+Then the behaviour suite's cases with a typo (tests/behaviour/cases.py, every case whose
 name says "typo") on two stacks of their own with the deployment's defaults (BENCH_ENV), one
 with corrections off (RECALLMESH_LEXICAL_SPELLING_SIMILARITY=1, the lexical statement as before
 them) and one with the shipped setting: the expected memory's rank and score, or how many hits
@@ -47,8 +47,6 @@ import numpy as np
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-from benchmarks.behaviour.cases import ALL_CASES, Case
-from benchmarks.behaviour.suite import ask, load_cases
 from benchmarks.harness.data import Dataset, dataset_path, load
 from benchmarks.harness.script import (
     BENCH_ENV,
@@ -64,6 +62,8 @@ from recallmesh.services.lexical import core
 from recallmesh.shared.cjk import query_terms
 from recallmesh.shared.db import embedded_dsn, start_embedded
 from recallmesh.stack.supervisor import Stack, free_port_env
+from tests.behaviour.cases import ALL_CASES, Case
+from tests.behaviour.suite import ask, load_cases
 
 K = 50  # what the gateway asks of a leg (leg_depth)
 K1, B = 0.9, 0.4  # the leg's defaults
@@ -368,7 +368,7 @@ def report(results: dict[str, Any], args: argparse.Namespace, argv: list[str],
         off, on = results["behaviour"]["off"], results["behaviour"]["on"]
         lines += [
             "",
-            "Behaviour cases with a typo (benchmarks/behaviour/cases.py), each on the deployment's "
+            "Behaviour cases with a typo (tests/behaviour/cases.py), each on the deployment's "
             "defaults but for the corrections: the expected memory's rank (its score), or the "
             "hits a question nothing answers got; ✗ where the case fails.",
             "",

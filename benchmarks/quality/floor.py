@@ -37,7 +37,7 @@ empty; with `--baseline-runs` (today's default, served on the same load) the pai
 of the cut answers against it, with bootstrap CIs, at the chosen floor (RecallPolicy's
 min_score). `choose`: the default floor the curve supports, the highest floor at which no
 split loses recall@10 outside its paired 95% CI (chosen_floor); the behaviour suite's cases
-must pass at it too (benchmarks/tests/integration/test_behaviour.py checks that).
+must pass at it too (tests/integration/test_behaviour.py checks that).
 """
 
 from __future__ import annotations

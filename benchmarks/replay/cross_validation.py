@@ -141,7 +141,7 @@ ISSUE_41_DEFAULT = Setting("calibrated", 0.3, (3, 0.3, 0.0), 0.0, True, DEFAULT_
 @dataclass(frozen=True)
 class Lever:
     """A lever: the grid's settings with it on / off, and, where the behaviour suite
-    (benchmarks/behaviour) needs it whatever the benchmarks say, why."""
+    (tests/behaviour) needs it whatever the benchmarks say, why."""
 
     name: str
     on: Callable[[Setting], bool]

@@ -58,7 +58,7 @@ class Case:
     context: bool = False
 
 
-def m(content: str, **kw) -> Memory:
+def m(content: str, **kw: Any) -> Memory:
     return Memory(content, **kw)
 
 

@@ -1,7 +1,7 @@
-"""The behaviour suite (benchmarks/behaviour): every case stored one memory at a time into a
-stack of its own and recalled with the deployment's defaults; the expected memory must come at
-rank 1, or in the top 3 where the case says so. `make bench-behaviour` runs the same cases on a
-stack of its own for several configurations and writes benchmarks/reports/behaviour.md."""
+"""The behaviour suite (tests/behaviour): every case stored one memory at a time into a stack
+of its own and recalled with the deployment's defaults; the expected memory must come at rank
+1, or in the top 3 where the case says so. `python -m benchmarks behaviour` runs the same cases
+on a stack of its own for several configurations and writes benchmarks/reports/behaviour.md."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from benchmarks.behaviour.cases import ALL_CASES, STABLE_WITHIN
-from benchmarks.behaviour.suite import CaseResult, ask, load_cases
-from benchmarks.harness.script import gateway_client
+from recallmesh.client import NO_RETRIES
 from recallmesh.migrations.bm25_index import INDEX_NAME
 from recallmesh.stack.supervisor import Stack
+from tests.behaviour.cases import ALL_CASES, STABLE_WITHIN, Case
+from tests.behaviour.suite import CaseResult, ask, load_cases
 from tests.fixtures import scratch_database, stack_env
 
 pytestmark = pytest.mark.integration
@@ -65,14 +65,14 @@ KNOWN_FAILURES: dict[str, str] = {
         "vegan memory's 0.668): nothing in either leg reads 'dinner' as a diet"),
 }
 @pytest.fixture(scope="module")
-def answers(admin_dsn, pg_dir: Path) -> dict[str, CaseResult]:
+def answers(admin_dsn: str, pg_dir: Path) -> dict[str, CaseResult]:
     """The cases on a stack and database of their own with the deployment's defaults: their
     3,000 memories (and the indexer's concept work on them) never reach the session's stack."""
     with scratch_database(admin_dsn) as dsn:
         stack = Stack(env=stack_env(pg_dir / "behaviour", dsn))
         stack.start(timeout_s=90)
         try:
-            with gateway_client(stack) as gateway:
+            with stack.client(retry=NO_RETRIES) as gateway:
                 loaded = load_cases(gateway, ALL_CASES, f"behaviour-{uuid.uuid4().hex[:8]}")
                 return {case.name: ask(gateway, ns, case, ids) for case, ns, ids in loaded}
         finally:
@@ -84,7 +84,7 @@ def answers(admin_dsn, pg_dir: Path) -> dict[str, CaseResult]:
     pytest.param(c, id=c.name, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[c.name])]
                  if c.name in KNOWN_FAILURES else [])
     for c in ALL_CASES])
-def test_the_expected_memory_is_found(case, answers):
+def test_the_expected_memory_is_found(case: Case, answers: dict[str, CaseResult]) -> None:
     result = answers[case.name]
     assert result.passed, (f"{case.query!r}: the expected memory came "
                            f"{result.rank or 'not among the hits'} (wanted within "
@@ -92,12 +92,13 @@ def test_the_expected_memory_is_found(case, answers):
                            f"first: {result.top}")
 
 
-def test_every_known_failure_names_a_case():
+def test_every_known_failure_names_a_case() -> None:
     assert set(KNOWN_FAILURES) <= {c.name for c in ALL_CASES}
     assert len(ALL_CASES) >= 40 and len({c.name for c in ALL_CASES}) == len(ALL_CASES)
 
 
-def test_one_memory_scores_alike_in_namespaces_of_every_size(answers):
+def test_one_memory_scores_alike_in_namespaces_of_every_size(
+        answers: dict[str, CaseResult]) -> None:
     """A score means the same whatever else the namespace holds (1, ~25 or ~3,000 memories)."""
     groups: dict[str, list[float]] = {}
     for case in ALL_CASES:
@@ -115,7 +116,7 @@ THROUGH_THE_INDEX = ("code word", "identifier", "multilingual", "typo", "sensiti
 
 
 @pytest.fixture(scope="module")
-def answers_by_index(bm25_admin_dsn, pg_dir: Path) -> dict[str, CaseResult]:
+def answers_by_index(bm25_admin_dsn: str, pg_dir: Path) -> dict[str, CaseResult]:
     """Those kinds' cases with every BM25 query the index can answer sent to it (on the
     session's server with pg_textsearch)."""
     cases = [c for c in ALL_CASES if c.kind in THROUGH_THE_INDEX]
@@ -124,7 +125,7 @@ def answers_by_index(bm25_admin_dsn, pg_dir: Path) -> dict[str, CaseResult]:
                                     RECALLMESH_LEXICAL_BM25_INDEX_MIN_POSTINGS="0"))
         stack.start(timeout_s=90)
         try:
-            with gateway_client(stack) as gateway:
+            with stack.client(retry=NO_RETRIES) as gateway:
                 loaded = load_cases(gateway, cases, f"behaviour-index-{uuid.uuid4().hex[:8]}")
                 with psycopg.connect(dsn, autocommit=True) as conn:
                     # the table's size, as autovacuum would have it: a scan that ran to its end
@@ -146,7 +147,7 @@ INDEX_SCANS: dict[str, int] = {}
 
 
 @pytest.mark.timeout(600)  # the first to ask loads the cases
-def test_the_index_answered(answers_by_index):
+def test_the_index_answered(answers_by_index: dict[str, CaseResult]) -> None:
     assert INDEX_SCANS["behaviour"] > 0  # the leg searched the index (not the SQL statement only)
 
 
@@ -155,7 +156,8 @@ def test_the_index_answered(answers_by_index):
     pytest.param(c, id=c.name, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[c.name])]
                  if c.name in KNOWN_FAILURES else [])
     for c in ALL_CASES if c.kind in THROUGH_THE_INDEX])
-def test_through_the_bm25_index(case, answers_by_index):
+def test_through_the_bm25_index(case: Case, answers_by_index: dict[str, CaseResult]
+                                ) -> None:
     result = answers_by_index[case.name]
     assert result.passed, (f"{case.query!r} through the BM25 index: the expected memory came "
                            f"{result.rank or 'not among the hits'} (wanted within "

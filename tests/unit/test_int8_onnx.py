@@ -25,7 +25,7 @@ from recallmesh.embedding_models.build.int8_onnx import Options, QuantizeError, 
 from recallmesh.embedding_models.build.nomic_onnx import build
 from recallmesh.embedding_models.fetch import FetchError, fetch
 from recallmesh.embedding_models.manifest import ModelManifest, encode_vector, sha256_file
-from tests.unit.test_nomic_onnx import tiny_model
+from tests.tiny_nomic import tiny_model
 
 ROWS = [[2, 5, 6, 7, 8, 9, 3], [2, 6, 12, 3], [2] + [5, 6, 7, 8] * 12 + [3]]
 

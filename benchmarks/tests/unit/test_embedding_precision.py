@@ -1,5 +1,5 @@
 """benchmarks/performance/embedding_precision.py and benchmarks/replay/vector_precision.py end to
-end on the tiny nomic-bert graph of test_nomic_onnx and its int8 build, over a few texts in the
+end on the tiny nomic-bert graph of tests/tiny_nomic.py and its int8 build, over a few texts in the
 datasets' shape: every table is there and the numbers are sane (a model is its own reference at
 cosine 1, and ranks as itself)."""
 
@@ -13,7 +13,7 @@ from benchmarks.performance import embedding_precision
 from benchmarks.replay import vector_precision
 from recallmesh.embedding_models.build.int8_onnx import quantize
 from recallmesh.embedding_models.build.nomic_onnx import build, build_tokenizer
-from tests.unit.test_nomic_onnx import tiny_model
+from tests.tiny_nomic import tiny_model
 
 
 def tiny_cache(tmp_path: Path) -> Path:
