@@ -89,17 +89,16 @@ from recallmesh.migrations.bm25_index import INDEX_NAME as BM25_INDEX
 from recallmesh.migrations.bm25_index import bm25_engine, ensure_bm25_index
 from recallmesh.services.embedding.core import OnnxEmbedder
 from recallmesh.services.embedding.settings import EmbeddingSettings
-from recallmesh.services.lexical.core import (
-    BM25_PREPARE,
-    BM25_WORK_MEM,
+from recallmesh.services.lexical.bm25 import PRUNE_MIN_POSTINGS, build_bm25_sql
+from recallmesh.services.lexical.bm25_index import (
     INDEX_DEPTH_FACTOR,
-    PRUNE_MIN_POSTINGS,
     build_bm25_index_sql,
-    build_bm25_sql,
     complete,
     index_query,
 )
+from recallmesh.services.lexical.rows import LexicalRow
 from recallmesh.services.lexical.settings import LexicalSettings
+from recallmesh.services.lexical.spelling import BM25_PREPARE, BM25_WORK_MEM
 from recallmesh.services.vector.settings import VectorSettings
 from recallmesh.shared.cjk import query_terms
 from recallmesh.stack.supervisor import Stack, free_port_env
@@ -401,7 +400,7 @@ def bm25_index_statements(conn: psycopg.Connection, questions: list[str]) -> dic
                     found = conn.execute(index_sql, params | {
                         "depth": LEG_K * INDEX_DEPTH_FACTOR,
                         "index_query": index_query(terms, {})}).fetchall()
-                    if found and not complete(found[0], LEG_K * INDEX_DEPTH_FACTOR):
+                    if found and not complete(LexicalRow(*found[0]), LEG_K * INDEX_DEPTH_FACTOR):
                         found = []
                     by_index += bool(found)
                 if not found:

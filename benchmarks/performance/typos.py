@@ -59,6 +59,12 @@ from benchmarks.harness.script import (
 )
 from recallmesh.migrations.vector_schema import prepare_database
 from recallmesh.services.lexical import core
+from recallmesh.services.lexical.spelling import (
+    BM25_PREPARE,
+    BM25_WORK_MEM,
+    SPELLING_SIMILARITY,
+    spelling_params,
+)
 from recallmesh.shared.cjk import query_terms
 from recallmesh.shared.db import embedded_dsn, start_embedded
 from recallmesh.stack.supervisor import Stack, free_port_env
@@ -122,16 +128,16 @@ def store(dsn: str, data: Dataset) -> dict[str, dict[str, str]]:
 
 def corrected(dsn: str, ns: str, query: str, words: bool = True) -> bool:
     """Whether this checkout's leg corrects some term of `query` in `ns` (its first round trip,
-    core.BM25_PREPARE); `words` False: as if the languages' word lists were empty (issue 56's
-    rule, before decision 0021: any term no memory holds may be corrected)."""
+    BM25_PREPARE); `words` False: as if the languages' word lists were empty (issue 56's rule,
+    before decision 0021: any term no memory holds may be corrected)."""
     with psycopg.connect(dsn) as conn:
         if not words:
             conn.execute("DELETE FROM language_lexemes")  # rolled back with the transaction
-        row = conn.execute(core.BM25_PREPARE, {
-            "ns": ns, "query": query_terms(query), "work_mem": core.BM25_WORK_MEM,
-            "spelling": core.SPELLING_SIMILARITY}).fetchone()
+        row = conn.execute(BM25_PREPARE, {
+            "ns": ns, "query": query_terms(query), "work_mem": BM25_WORK_MEM,
+            "spelling": SPELLING_SIMILARITY}).fetchone()
         conn.rollback()
-    return bool(core.spelling_params(row))
+    return bool(spelling_params(row))
 
 
 async def measure(dsn: str, base: ModuleType, asks: list[tuple[str, str]], rounds: int
@@ -266,7 +272,7 @@ def main(argv: list[str] | None = None) -> None:
         server.cleanup()
     if not args.skip_behaviour:
         results["behaviour"] = {}
-        for side, spelling in (("off", "1"), ("on", str(core.SPELLING_SIMILARITY))):
+        for side, spelling in (("off", "1"), ("on", str(SPELLING_SIMILARITY))):
             log(f"behaviour cases with a typo, corrections {side} ...")
             results["behaviour"][side] = behaviour(spelling)
     if args.served_rounds:
@@ -280,7 +286,7 @@ def served(rounds: int, n: int) -> dict[str, list[dict[str, float]]]:
     runs: dict[str, list[dict[str, float]]] = {"off": [], "on": []}
     with tempfile.TemporaryDirectory(prefix="recallmesh-typos-served-") as tmp:
         for r in range(rounds):
-            for side, spelling in (("off", "1"), ("on", str(core.SPELLING_SIMILARITY))):
+            for side, spelling in (("off", "1"), ("on", str(SPELLING_SIMILARITY))):
                 log(f"Recall end to end, corrections {side}, round {r + 1} of {rounds} ...")
                 out = Path(tmp) / f"{side}-{r}.json"
                 subprocess.run([sys.executable, "-m", "benchmarks.performance.recall_latency",

@@ -8,7 +8,7 @@ lexeme by the english text search configuration, as memories and queries are, in
 itself (so a word and a memory's term meet exactly); the words that share a lexeme have their
 frequencies summed within a language, and a lexeme keeps the highest frequency of any
 language. The lexical leg reads it: a term that is a word of a language is never "corrected"
-as a misspelling (SPELLED in recallmesh/services/lexical/core.py)."""
+as a misspelling (SPELLED in recallmesh/services/lexical/spelling.py)."""
 
 from __future__ import annotations
 

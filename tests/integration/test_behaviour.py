@@ -129,7 +129,7 @@ def answers_by_index(bm25_admin_dsn: str, pg_dir: Path) -> dict[str, CaseResult]
                 loaded = load_cases(gateway, cases, f"behaviour-index-{uuid.uuid4().hex[:8]}")
                 with psycopg.connect(dsn, autocommit=True) as conn:
                     # the table's size, as autovacuum would have it: a scan that ran to its end
-                    # in a small table answers (recallmesh.services.lexical.core.complete)
+                    # in a small table answers (recallmesh.services.lexical.bm25_index.complete)
                     conn.execute("ANALYZE memories")
                     answers = {case.name: ask(gateway, ns, case, ids)
                                for case, ns, ids in loaded}

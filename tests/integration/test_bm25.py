@@ -13,7 +13,11 @@ import psycopg
 import pytest
 from google.protobuf import field_mask_pb2
 
-from recallmesh.services.lexical import core
+from recallmesh.services.lexical import core, scoring
+from recallmesh.services.lexical.bm25 import build_bm25_sql
+from recallmesh.services.lexical.rows import HIT_COLUMNS
+from recallmesh.services.lexical.spelling import BM25_PREPARE, BM25_WORK_MEM, spelling_params
+from recallmesh.services.lexical.ts_rank import build_search_sql
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2, retriever_pb2_grpc
 from recallmesh.wire.filters import Filters
@@ -212,7 +216,7 @@ def test_postings_are_read_term_by_term_even_without_statistics(
     gateway.StoreBatch(memory_pb2.StoreBatchRequest(namespace=ns, memories=[
         memory_pb2.Memory(content=f"note {i} about harbour cranes and tide tables {i % 7}")
         for i in range(300)]), timeout=30)
-    sql, params = core.build_bm25_sql(Filters(), "relevance")
+    sql, params = build_bm25_sql(Filters(), "relevance")
     plan = one_row(db.execute("EXPLAIN (FORMAT JSON) " + sql, params | {
         "ns": ns, "query": "harbour tide", "k": 10, "k1": K1, "b": B}))[0]
 
@@ -253,11 +257,11 @@ def test_the_k_best_pass_the_filters_even_when_better_scores_do_not(
 
 def corrections(db: psycopg.Connection, ns: str, query: str, spelling: float = 0.3
                 ) -> dict[str, object]:
-    """The leg's first round trip (core.BM25_PREPARE): the corrections of `query`'s terms, as
+    """The leg's first round trip (spelling.BM25_PREPARE): the corrections of `query`'s terms, as
     the corrected statement's parameters ({} for none)."""
     with db.transaction():
-        return core.spelling_params(db.execute(core.BM25_PREPARE, {
-            "ns": ns, "query": query, "work_mem": core.BM25_WORK_MEM,
+        return spelling_params(db.execute(BM25_PREPARE, {
+            "ns": ns, "query": query, "work_mem": BM25_WORK_MEM,
             "spelling": spelling}).fetchone())
 
 
@@ -358,7 +362,7 @@ def test_a_word_of_the_language_is_never_read_as_a_misspelling(
 async def test_corrections_can_be_turned_off_and_cost_nothing_when_unneeded(
         dsn: str, db: psycopg.Connection, gateway: memory_pb2_grpc.MemoryServiceStub,
         ns: str) -> None:
-    """The leg's first round trip looks the corrections up (core.BM25_PREPARE); a query with
+    """The leg's first round trip looks the corrections up (spelling.BM25_PREPARE); a query with
     none runs the plain statement, and the corrected statement returns its rows where nothing
     is corrected. Spelling 1 (RECALLMESH_LEXICAL_SPELLING_SIMILARITY=1): nothing is corrected."""
     from psycopg_pool import AsyncConnectionPool
@@ -373,8 +377,8 @@ async def test_corrections_can_be_turned_off_and_cost_nothing_when_unneeded(
     for query, spelling in (("ibuprofin dosege", 1.0), ("ibuprofen dosage", 0.3),
                             ("aspirin xylophone", 0.3), ("aspirin 2023 cat", 0.3)):
         assert corrections(db, ns, query, spelling) == {}, query
-    sql, params = core.build_bm25_sql(Filters(), "relevance", corrected=True)
-    plain, plain_params = core.build_bm25_sql(Filters(), "relevance")
+    sql, params = build_bm25_sql(Filters(), "relevance", corrected=True)
+    plain, plain_params = build_bm25_sql(Filters(), "relevance")
     assert "spelled" not in plain and "lexeme %" not in sql + plain
     asked = {"ns": ns, "query": "ibuprofin dosege", "k": 10, "k1": K1, "b": B}
     assert len(db.execute(sql, params | asked | found).fetchall()) == 2
@@ -436,7 +440,7 @@ async def test_the_languages_counts_weigh_an_everyday_word_below_a_rare_one(
         assert idf("book", 1000) < idf("allerg", 1000) - 0.5
         # the shipped default is the namespace's counts alone: BM25 as it was (its hand
         # computation without the prior, test_scores_match_a_hand_computation, still holds)
-        assert core.LANGUAGE_PRIOR == 0.0
+        assert scoring.LANGUAGE_PRIOR == 0.0
 
 
 # A skewed vocabulary, each word with the share of memories it appears in.
@@ -509,9 +513,10 @@ def test_bm25_statement_returns_the_reference_k_best(db: psycopg.Connection,
     def check(words: list[str], k: int, k1: float, b: float, sort_by: str,
               tag: str | None) -> None:
         query = " ".join(words)
-        sql, params = core.build_bm25_sql(Filters(tags=(tag,) if tag else ()), sort_by)
-        got = db.execute(sql, params | {"ns": ns, "query": query, "k": k, "k1": k1,
-                                        "b": b}).fetchall()
+        sql, params = build_bm25_sql(Filters(tags=(tag,) if tag else ()), sort_by)
+        cur = db.execute(sql, params | {"ns": ns, "query": query, "k": k, "k1": k1, "b": b})
+        assert tuple(c.name for c in cur.description or ()) == HIT_COLUMNS  # rows.LexicalRow
+        got = cur.fetchall()
         expected = reference_bm25(db, ns, query, k1, b, tag)
         terms = len(set(db.execute("SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))",
                                    (query,)).fetchall()))
@@ -526,7 +531,7 @@ def test_bm25_statement_returns_the_reference_k_best(db: psycopg.Connection,
                             for t in lexemes)
         for memory_id, score, _, tier, importance, scale, _sensitive in got:
             assert scale == pytest.approx(idf_sum, rel=1e-12)  # the query's score scale
-            # each term's share is rounded to a multiple of 2^-36 (core.CONTRIBUTION)
+            # each term's share is rounded to a multiple of 2^-36 (scoring.CONTRIBUTION)
             assert expected[memory_id][0] == pytest.approx(score, rel=1e-12, abs=1e-10)
             assert (importance, tier) == (expected[memory_id][1],
                                           0 if expected[memory_id][2] == terms else 1)
@@ -559,10 +564,11 @@ def test_a_secret_is_returned_only_for_what_no_ordinary_memory_holds(
         return [c.memory_id for c in search(stack, ns, query).candidates]
 
     def found_ts_rank(query: str) -> list[str]:
-        sql, params = core.build_search_sql(Filters(), "relevance")
-        rows = db.execute(sql, params | {"ns": ns, "query": query, "k": 10,
-                                         "or_min_rank": 0.0}).fetchall()
-        return [r[0] for r in rows]
+        sql, params = build_search_sql(Filters(), "relevance")
+        cur = db.execute(sql, params | {"ns": ns, "query": query, "k": 10,
+                                        "or_min_rank": 0.0})
+        assert tuple(c.name for c in cur.description or ()) == HIT_COLUMNS  # rows.LexicalRow
+        return [r[0] for r in cur.fetchall()]
 
     for ranking in (found, found_ts_rank):
         # a name, a tag, an everyday word: shared with ordinary memories, no secret
@@ -583,7 +589,7 @@ def test_a_secret_is_returned_only_for_what_no_ordinary_memory_holds(
 def test_function_words_of_other_languages_ask_for_no_secret(
         stack: Stack, gateway: memory_pb2_grpc.MemoryServiceStub, ns: str) -> None:
     """The English configuration keeps German and Spanish function words ("die", "von",
-    "del"): they are no one's secret (core.CONTENT_LEXEMES)."""
+    "del"): they are no one's secret (sensitive.CONTENT_LEXEMES)."""
     _, secret, _, secreto = gateway.StoreBatch(memory_pb2.StoreBatchRequest(
         namespace=ns, memories=[
             memory_pb2.Memory(content="Jonas fährt mit dem Auto zur Arbeit."),
@@ -663,9 +669,9 @@ def test_pruned_bm25_statement_equals_the_full_one(db: psycopg.Connection,
         params: dict[str, Any] = {"ns": ns, "query": " ".join(words), "k": k, "k1": k1, "b": b}
         found = corrections(db, ns, params["query"])  # misspelt words: corrected the leg's way
         params |= found
-        full_sql, full_params = core.build_bm25_sql(filters, sort_by, prune=False,
+        full_sql, full_params = build_bm25_sql(filters, sort_by, prune=False,
                                                     corrected=bool(found))
-        pruned_sql, pruned_params = core.build_bm25_sql(filters, sort_by, corrected=bool(found))
+        pruned_sql, pruned_params = build_bm25_sql(filters, sort_by, corrected=bool(found))
         corrected.append(bool(found))
         assert "candidates_of_partial" in pruned_sql and "seed" not in full_sql
         full = db.execute(full_sql, full_params | params).fetchall()

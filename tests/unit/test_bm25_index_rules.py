@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from recallmesh.services.lexical.core import INDEX_SCAN_CAP, complete, index_query
+from recallmesh.services.lexical.bm25_index import INDEX_SCAN_CAP, complete, index_query
+from recallmesh.services.lexical.rows import LexicalRow
 from recallmesh.shared import textsearch
 
 
-def row(candidates: int, table_rows: float) -> tuple[object, ...]:
-    return ("id", 1.0, 1.0, 0, 0.5, 2.0, False, candidates, table_rows)
+def row(candidates: int, table_rows: float) -> LexicalRow:
+    return LexicalRow(id="id", score=1.0, rank=1.0, tier=0, importance=0.5, scale=2.0,
+                      is_sensitive=False, candidates=candidates, table_rows=table_rows)
 
 
 @pytest.mark.parametrize(("candidates", "table_rows", "enough"), [
@@ -25,6 +27,13 @@ def row(candidates: int, table_rows: float) -> tuple[object, ...]:
 ])
 def test_complete(candidates: int, table_rows: float, enough: bool) -> None:
     assert complete(row(candidates, table_rows), 100) is enough
+
+
+def test_complete_reads_only_the_index_statements_rows() -> None:
+    """A row without the index statement's counts (the other statements') is refused, not
+    taken for a complete answer."""
+    with pytest.raises(ValueError):
+        complete(row(3, 1000)._replace(candidates=None, table_rows=None), 100)
 
 
 def test_index_query_adds_the_corrections() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recallmesh.services.lexical.core import BLEND, build_search_sql
+from recallmesh.services.lexical.ts_rank import BLEND, build_search_sql
 from recallmesh.wire.filters import Filters
 
 
@@ -55,7 +55,8 @@ def test_bm25_prunes_unless_every_match_is_needed() -> None:
     """Issue 44: relevance and importance run the pruned BM25 statement (the commonest terms'
     postings read only for candidates); recency, which keeps the newest matches whatever their
     score, and prune=False read every posting of every term."""
-    from recallmesh.services.lexical.core import CONTRIBUTION, build_bm25_sql
+    from recallmesh.services.lexical.bm25 import build_bm25_sql
+    from recallmesh.services.lexical.scoring import CONTRIBUTION
 
     for sort_by in ("relevance", "importance"):
         sql, params = build_bm25_sql(Filters(), sort_by)

@@ -6,11 +6,9 @@ from dataclasses import dataclass
 
 from recallmesh.migrations.bm25_index import BM25_B, BM25_K1
 from recallmesh.policy import lexical_setting
-from recallmesh.services.lexical.core import (
-    LANGUAGE_PRIOR,
-    PRUNE_MIN_POSTINGS,
-    SPELLING_SIMILARITY,
-)
+from recallmesh.services.lexical.bm25 import PRUNE_MIN_POSTINGS
+from recallmesh.services.lexical.scoring import LANGUAGE_PRIOR
+from recallmesh.services.lexical.spelling import SPELLING_SIMILARITY
 from recallmesh.shared.settings import env_float
 
 
