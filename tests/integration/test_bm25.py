@@ -696,7 +696,7 @@ async def test_the_leg_runs_the_pruned_statement_from_enough_postings(
                                    kwargs={"autocommit": True}) as pool:
         retriever = core.LexicalRetriever(pool, ranking="bm25", k1=K1, b=B)
         seen: list[bool] = []
-        build = core.build_bm25_sql
+        build = build_bm25_sql
 
         def spy(filters: Filters, sort_by: str, prune: bool = True, corrected: bool = False
                 ) -> tuple[str, dict[str, Any]]:

@@ -95,7 +95,7 @@ def _pruned_scores(lookup: str) -> str:
     (MaxScore, Turtle and Flood 1995): the commonest terms' postings are summed only for the
     memories that the other terms make candidates, never aggregated for every memory holding
     them (the aggregation, not the reading, is most of a common term's cost; looking postings up
-    one by one by key cost 16 to 50 us each at a million memories, more than reading them).
+    one by one by key costs more than reading them: docs/decisions/0003-bm25-maxscore.md).
 
     1. theta: a score the k-th best reaches. The rarest terms' postings (_SEED_POSTINGS) are
        summed per memory; those sums are lower bounds of the memories' scores (no share is

@@ -59,7 +59,7 @@ def build_bm25_index_sql(filters: Filters, sort_by: str, corrected: bool = False
     SELECT m.id, m.importance, m.is_sensitive, m.search_vector,
            recallmesh_tsvector_length(m.search_vector) AS dl
     FROM memories m
-    WHERE m.namespace = %(ns)s AND m.deleted_at IS NULL AND {live('m')} {where_filters}
+    WHERE m.namespace = %(ns)s AND {live('m')} {where_filters}
       AND (NOT m.is_sensitive OR {secret})
     ORDER BY {INDEXED_TEXT.format(m="m")} <@> to_bm25query(%(index_query)s, '{INDEX_NAME}')
     LIMIT %(depth)s

@@ -32,7 +32,7 @@ TERMS_STATS = """WITH terms AS (
     SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS lexeme
 ), stats AS (
     -- float8 throughout: an integer count minus 0.5 is numeric, and numeric ln() per posting
-    -- cost 65 of 110 ms for one query at 100,000 memories
+    -- was most of a statement's time (docs/decisions/0003-bm25-maxscore.md)
     SELECT greatest(docs, 1)::float8 AS docs,
            greatest(total_len::float8 / greatest(docs, 1), 1) AS avgdl
     FROM namespace_stats WHERE namespace = %(ns)s
