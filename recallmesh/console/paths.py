@@ -1,6 +1,7 @@
 """The console's URLs: a namespace's pages under /ns/<namespace>, the namespace's name in one
-path segment whatever it holds (a namespace may hold "/", "%", "?" or "#"), and the route
-names metrics and logs use in place of raw paths.
+path segment whatever it holds (a namespace may hold "/", "%", "?" or "#"), and where sign-in
+may send a browser on (`safe_next`). The route names that metrics and logs use come from the
+route table (routes.route_name).
 
 A link writes the name percent-encoded with nothing left safe (`ns_url`). A server decodes
 the whole path before routing, which would turn an encoded "/" into a separator and open
@@ -45,32 +46,6 @@ class NamespaceSegment:
             rest = [unquote(p.decode("latin-1")) for p in parts[3:]]
             scope = dict(scope, path="/".join(["", "ns", segment, *rest]))
         await self.app(scope, receive, send)
-
-
-NAMESPACE_PAGES = ("recall", "export", "import", "delete-matching", "store", "m")
-MEMORY_ACTIONS = ("update", "supersede", "pin", "unpin", "delete")
-TOP_PAGES = ("/", "/healthz", "/readyz", "/sign-in", "/sign-out")
-
-
-def route_name(path: str) -> str:
-    """A request's route template, for metrics and logs: never the raw path, which holds
-    namespaces and ids, and never a word a client made up (each a label of its own)."""
-    if path.startswith("/static/"):
-        return "/static"
-    if path.startswith(PREFIX):
-        parts = path.split("/")[3:]  # what follows the namespace
-        shape = "/ns/{namespace}"
-        if not parts:
-            return shape
-        if parts[0] not in NAMESPACE_PAGES:
-            return "other"
-        if parts[0] != "m":
-            return f"{shape}/{parts[0]}"
-        shape += "/m/{id}"
-        if len(parts) > 2:
-            return f"{shape}/{parts[2]}" if parts[2] in MEMORY_ACTIONS else "other"
-        return shape
-    return path if path in TOP_PAGES else "other"
 
 
 def safe_next(raw: str | None) -> str:

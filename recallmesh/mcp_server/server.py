@@ -1,5 +1,6 @@
 """The MCP server: recallmesh's memory as nine tools for an agent, over stdio or streamable
-HTTP (docs/mcp.md).
+HTTP (docs/mcp.md). This module builds the server (its instructions, the tools of tools.py,
+a tool's invalid arguments said plainly) and serves it on either transport (`run`).
 
 Every tool works in the one namespace the server was started with (--namespace or
 RECALLMESH_MCP_NAMESPACE); no tool takes a namespace, so a model cannot reach another.
@@ -12,20 +13,19 @@ import asyncio
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal, Protocol
+from types import MethodType
+from typing import Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import AwareDatetime, Field, ValidationError
+from pydantic import ValidationError
 
-from recallmesh.client import DEFAULT_TARGET, AsyncClient, RecallmeshError
-from recallmesh.mcp_server import results
+from recallmesh.client import DEFAULT_TARGET, AsyncClient
 from recallmesh.mcp_server.auth import BearerChallenge, ClientPool, GatewayTokenVerifier
-from recallmesh.mcp_server.filters import FiltersArg, Maybe, MemoryFilters, filter_options
+from recallmesh.mcp_server.filters import MemoryFilters
+from recallmesh.mcp_server.tools import TOOLS, ClientSource, ToolState
 from recallmesh.shared.credentials import client_api_key
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.logs import configure_logging
@@ -34,10 +34,6 @@ from recallmesh.wire import validation
 from recallmesh.wire.health import GatewayHealth
 
 log = logging.getLogger("recallmesh.mcp")
-
-STORE_WAIT_S = 20.0  # at most: a stored memory is searchable by meaning when store_memory returns
-MAX_K = 50
-MAX_PAGE = 100  # list_memories: a page a model can read
 
 INSTRUCTIONS = """\
 recallmesh is your long-term memory of this user and their work: facts, preferences and \
@@ -73,67 +69,6 @@ Mark secrets, credentials, health and financial details `sensitive`: they are fo
 their exact words and never embedded. Unless this server is configured to show them, a \
 sensitive memory that matches is named by its id with its text withheld, and left out of \
 `context`."""
-
-Category = Literal["fact", "preference", "decision", "note"]
-
-MemoryId = Annotated[str, Field(
-    description="The memory's id: the UUID shown in [brackets] by recall and store_memory",
-    min_length=1, max_length=64)]
-Content = Annotated[str, Field(
-    description="One self-contained fact, preference or decision, written to make sense "
-                "on its own later: name the people and things it is about (\"Maya's team "
-                "deploys on Fridays\", not \"they deploy then\"). One fact per memory.",
-    min_length=1, max_length=16000)]
-CategoryArg = Annotated[Category, Field(
-    description="fact: something true about the user, a person or a project; preference: "
-                "what the user likes, dislikes or wants done a certain way; decision: "
-                "something agreed or chosen (and why); note: anything else worth keeping")]
-Tags = Annotated[list[str], Field(
-    description="A few short lowercase topic words, e.g. [\"frontend\", \"maya\"] (at most "
-                "32); recall can filter by them", max_length=32)]
-Importance = Annotated[float, Field(
-    description="0..1: 0.5 for ordinary memories, 0.8 or more for what must not be "
-                "forgotten (allergies, hard constraints, deadlines), 0.2 for trivia",
-    ge=0.0, le=1.0)]
-Sensitive = Annotated[bool, Field(
-    description="True for secrets, credentials, health, finances or anything private: "
-                "never embedded, found only by its exact words, its text withheld from "
-                "recall and context unless the server is configured to show it")]
-Thread = Annotated[str, Field(
-    description="Optional: the conversation or session it came from", max_length=256)]
-Metadata = Annotated[dict[str, str], Field(
-    description="Free-form key/value strings (at most 64 entries), e.g. {\"source\": "
-                "\"email\", \"project\": \"atlas\"}; list_memories, count_memories, recall "
-                "and context can filter by them", max_length=64)]
-Pinned = Annotated[bool, Field(
-    description="True only for the few memories that belong in every answer (who the user "
-                "is, standing instructions): always in context, first, whatever the question")]
-Supersedes = Annotated[list[str], Field(
-    description="Ids of memories this one replaces, when a fact changed (\"Maya moved from "
-                "Berlin to Lisbon\": pass the Berlin memory's id). They stay as history; "
-                "recall ranks this one first", max_length=32)]
-Query = Annotated[str, Field(
-    description="What you want to know, in natural language (the user's question works "
-                "well); matched by meaning and by words", min_length=1, max_length=4096)]
-
-
-class ClientSource(Protocol):
-    async def __call__(self) -> AsyncClient: ...
-
-
-def _deprecated(schema: dict[str, Any]) -> None:
-    """An optional parameter (Maybe) marked deprecated in the tool's schema only: pydantic's
-    own deprecated= warns on every read of the argument."""
-    if "default" in schema and schema["default"] is None:
-        del schema["default"]
-    schema["deprecated"] = True
-
-
-def _tool_error(exc: Exception) -> ToolError:
-    if isinstance(exc, RecallmeshError):
-        return ToolError(f"{exc.code.name}: {exc.details}")
-    return ToolError(f"INVALID_ARGUMENT: {exc}")
-
 
 # what pydantic names a union's members in an error's location (an optional parameter is
 # `T | None`; a model member by its class name): not a field, so not said
@@ -180,232 +115,19 @@ class _Server(MCPServer):
             raise
 
 
-async def _call(source: ClientSource, call: Callable[[AsyncClient], Awaitable[Any]]) -> Any:
-    """Run one gateway call; a refusal becomes the tool's error (status name and message)."""
-    try:
-        return await call(await source())
-    except (RecallmeshError, ValueError) as exc:
-        raise _tool_error(exc) from None
-
-
 def build_server(namespace: str, source: ClientSource, *, show_sensitive: bool = False,
                  token_verifier: Any = None, auth: AuthSettings | None = None) -> MCPServer:
-    """The MCPServer with its nine tools, each calling the gateway through `source` in
-    `namespace`. Sensitive memories' text reaches the model only with `show_sensitive` (the
-    operator's setting, --show-sensitive / RECALLMESH_MCP_SHOW_SENSITIVE): no tool argument
-    can turn it on."""
+    """The MCPServer with its nine tools (tools.TOOLS), each calling the gateway through
+    `source` in `namespace`. Sensitive memories' text reaches the model only with
+    `show_sensitive` (the operator's setting, --show-sensitive /
+    RECALLMESH_MCP_SHOW_SENSITIVE): no tool argument can turn it on."""
     server: MCPServer = _Server(
         name="recallmesh", title="recallmesh memory", instructions=INSTRUCTIONS,
         version=_version(), token_verifier=token_verifier, auth=auth)
-    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-
-    @server.tool(
-        name="store_memory", title="Store a memory",
-        description=(
-            "Save one durable fact, preference or decision about the user or their work to "
-            "long-term memory, so you can recall it in later conversations. Store when the "
-            "user tells you something that will still matter later; not chit-chat, one-off "
-            "task details, or what is already stored. One fact per memory. When it replaces "
-            "an earlier memory (the fact changed), pass that memory's id in supersedes. "
-            "Returns the new memory's id."),
-        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                    idempotent_hint=False, open_world_hint=False))
-    async def store_memory(
-        content: Content,
-        category: CategoryArg = "fact",
-        *,
-        tags: Annotated[Tags, Field(default_factory=list)],
-        importance: Importance = 0.5,
-        sensitive: Sensitive = False,
-        thread: Thread = "",
-        metadata: Annotated[Metadata, Field(default_factory=dict)],
-        pinned: Pinned = False,
-        supersedes: Annotated[Supersedes, Field(default_factory=list)],
-    ) -> Annotated[CallToolResult, results.StoredOut]:
-        result = await _call(source, lambda c: c.store(
-            content, category=category, tags=tags, importance=importance, sensitive=sensitive,
-            thread=thread, metadata=metadata, pinned=pinned, supersedes=supersedes,
-            wait_indexed=STORE_WAIT_S))
-        return results.stored(result)
-
-    @server.tool(
-        name="recall", title="Recall memories",
-        description=(
-            "Search long-term memory for what is relevant to a question, best first. Call it "
-            "before answering anything that may depend on the user's past, preferences, "
-            "people, projects or earlier decisions, and before storing something that may "
-            "already be there. Narrow it with filters (category, tags, thread, metadata, "
-            "importance, dates) when the question is about a known subset. Returns one line "
-            "per memory: [id] content (category, score); a superseded memory is marked so (a "
-            "newer one replaced it), a sensitive one may have its text withheld."),
-        annotations=read_only)
-    async def recall(
-        query: Query,
-        k: Annotated[int, Field(description=f"How many memories at most (1..{MAX_K})",
-                                ge=1, le=MAX_K)] = 8,
-        filters: FiltersArg = None,
-        categories: Annotated[Maybe[list[str]], Field(
-            description="Only these categories: the same as filters.categories (kept for "
-                        "earlier callers)", json_schema_extra=_deprecated)] = None,
-        tags: Annotated[Maybe[list[str]], Field(
-            description="Only memories with at least one of these tags: the same as "
-                        "filters.tags (kept for earlier callers)",
-            json_schema_extra=_deprecated)] = None,
-    ) -> Annotated[CallToolResult, results.RecallOut]:
-        result = await _call(source, lambda c: c.recall(query, k=k, **filter_options(
-            filters, categories=categories, tags=tags)))
-        return results.recalled(result, query, show_sensitive)
-
-    @server.tool(
-        name="context", title="Memory context for a prompt",
-        description=(
-            "The memories most relevant to a question as one compact block of text, packed "
-            "into a token budget: read it before answering questions about the user's past, "
-            "preferences or decisions. Like recall, but ready to read (no scores); pinned "
-            "memories come first whatever the question. Use recall instead when you need "
-            "memory ids."),
-        annotations=read_only)
-    async def context(
-        query: Query,
-        max_tokens: Annotated[int, Field(description="Token budget of the block (16..32768)",
-                                         ge=16, le=32768)] = 1000,
-        filters: FiltersArg = None,
-    ) -> Annotated[CallToolResult, results.ContextOut]:
-        result = await _call(source, lambda c: c.context(
-            query, max_tokens=max_tokens, include_sensitive=show_sensitive,
-            **filter_options(filters)))
-        return results.context_block(result)
-
-    @server.tool(
-        name="get_memory", title="Get a memory",
-        description="Fetch one memory by id, with all its fields.", annotations=read_only)
-    async def get_memory(id: MemoryId) -> Annotated[CallToolResult, results.MemoryOut]:
-        return results.got(await _call(source, lambda c: c.get(id)), show_sensitive)
-
-    @server.tool(
-        name="update_memory", title="Update a memory",
-        description=(
-            "Correct a memory in place: give its id and only the fields to change (the rest "
-            "stay as they are; the state it replaces is kept, see memory_history). Use it to "
-            "fix wording, labels, importance, sensitivity, metadata, thread, validity, "
-            "expiry or pinning. When a fact itself changed (the user moved, changed their "
-            "mind), store a new memory with supersedes instead, which keeps the history."),
-        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
-                                    idempotent_hint=True, open_world_hint=False))
-    async def update_memory(
-        id: MemoryId,
-        content: Annotated[Maybe[Content], Field(description="New text")] = None,
-        category: Annotated[Maybe[Category], Field(description="New category")] = None,
-        tags: Annotated[Maybe[Annotated[list[str], Field(max_length=32)]], Field(
-            description="New tags (replace the old ones; [] removes them)")] = None,
-        importance: Annotated[Maybe[Annotated[float, Field(ge=0.0, le=1.0)]], Field(
-            description="New importance, 0..1")] = None,
-        sensitive: Annotated[Maybe[bool], Field(description="New sensitivity")] = None,
-        metadata: Annotated[Maybe[Annotated[dict[str, str], Field(max_length=64)]], Field(
-            description="New metadata (replaces all of it; {} removes it)")] = None,
-        thread: Annotated[Maybe[Annotated[str, Field(max_length=256)]], Field(
-            description="New thread (\"\" removes it)")] = None,
-        valid_from: Annotated[Maybe[AwareDatetime], Field(
-            description="When the fact became true (ISO 8601 with a timezone)")] = None,
-        valid_to: Annotated[Maybe[AwareDatetime], Field(
-            description="When the fact stopped being true (ISO 8601 with a timezone); a past "
-                        "time ends it, as superseding does")] = None,
-        expires_at: Annotated[Maybe[AwareDatetime | Literal["never"]], Field(
-            description="When the memory expires and is removed (a future ISO 8601 time "
-                        "with a timezone), or \"never\" to keep it for good")] = None,
-        pinned: Annotated[Maybe[bool], Field(
-            description="Pin it (always in context, first) or unpin it")] = None,
-    ) -> Annotated[CallToolResult, results.StoredOut]:
-        given = {"content": content, "category": category, "tags": tags,
-                 "importance": importance, "sensitive": sensitive, "metadata": metadata,
-                 "thread": thread, "valid_from": valid_from, "valid_to": valid_to,
-                 "expires_at": expires_at, "pinned": pinned}
-        fields: dict[str, Any] = {name: value for name, value in given.items()
-                                  if value is not None}
-        if not fields:
-            raise ToolError("INVALID_ARGUMENT: give at least one field to change")
-        if fields.get("expires_at") == "never":
-            fields["expires_at"] = None  # named without a value: the memory no longer expires
-        wait = STORE_WAIT_S if "content" in fields or "sensitive" in fields else False
-        result = await _call(source, lambda c: c.update(
-            id, wait_indexed=wait, **fields))
-        return results.stored(result, verb="Updated")
-
-    @server.tool(
-        name="list_memories", title="List memories",
-        description=(
-            "Page through the stored memories that pass the filters, newest first by "
-            "default, each with its whole text and labels: to review what you know (\"what "
-            "do you remember about me?\"), a topic, thread or time span, or before a "
-            "clean-up. Not a search: use recall to find what is relevant to a question. "
-            "Returns up to page_size memories and a next_page_token for the next page."),
-        annotations=read_only)
-    async def list_memories(
-        filters: FiltersArg = None,
-        order_by: Annotated[Literal["created", "updated", "importance"], Field(
-            description="created (default), updated or importance")] = "created",
-        ascending: Annotated[bool, Field(
-            description="Oldest / least important first (default: newest / most important "
-                        "first)")] = False,
-        page_size: Annotated[int, Field(description=f"Memories per page (1..{MAX_PAGE})",
-                                        ge=1, le=MAX_PAGE)] = 20,
-        page_token: Annotated[str, Field(
-            description="Empty for the first page; then the next_page_token of the page "
-                        "before, with the same filters and order", max_length=4096)] = "",
-        include_deleted: Annotated[bool, Field(
-            description="Also memories deleted (not forgotten): they carry deleted_at")
-        ] = False,
-        include_ended: Annotated[bool, Field(
-            description="Also memories no longer current (superseded, or valid_to passed)")
-        ] = False,
-    ) -> Annotated[CallToolResult, results.PageOut]:
-        page = await _call(source, lambda c: c.list(
-            page_size=page_size, page_token=page_token, order_by=order_by, ascending=ascending,
-            include_deleted=include_deleted, include_ended=include_ended,
-            **filter_options(filters)))
-        return results.listed(page, show_sensitive)
-
-    @server.tool(
-        name="count_memories", title="Count memories",
-        description=(
-            "How many stored memories pass the filters (the memories list_memories would "
-            "return): e.g. how much is stored about a project or in a thread."),
-        annotations=read_only)
-    async def count_memories(
-        filters: FiltersArg = None,
-        include_deleted: Annotated[bool, Field(
-            description="Also count memories deleted (not forgotten)")] = False,
-        include_ended: Annotated[bool, Field(
-            description="Also count memories no longer current (superseded, or valid_to "
-                        "passed)")] = False,
-    ) -> Annotated[CallToolResult, results.CountOut]:
-        count = await _call(source, lambda c: c.count(
-            include_deleted=include_deleted, include_ended=include_ended,
-            **filter_options(filters)))
-        return results.counted(count)
-
-    @server.tool(
-        name="memory_history", title="Memory history",
-        description=(
-            "How one memory changed and what it relates to: the memory now, each earlier "
-            "version (what it said before, when, by whom, which fields each update changed) "
-            "and its relations both ways (what it supersedes, what superseded it). Use it "
-            "when the user asks what a memory used to say or why it changed."),
-        annotations=read_only)
-    async def memory_history(id: MemoryId) -> Annotated[CallToolResult, results.HistoryOut]:
-        return results.history(await _call(source, lambda c: c.history(id)), show_sensitive)
-
-    @server.tool(
-        name="forget", title="Forget a memory",
-        description=(
-            "Remove a memory for good (with everything derived from it): when the user asks "
-            "you to forget something, or a memory is wrong and should not be corrected. "
-            "It cannot be undone."),
-        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
-                                    idempotent_hint=True, open_world_hint=False))
-    async def forget(id: MemoryId) -> Annotated[CallToolResult, results.ForgottenOut]:
-        return results.forgotten(await _call(source, lambda c: c.forget(id)))
-
+    state = ToolState(source, show_sensitive)
+    for spec in TOOLS:  # each tool's function, its state bound (the schema: the rest)
+        server.add_tool(MethodType(spec.fn, state), name=spec.name, title=spec.title,
+                        description=spec.description, annotations=spec.annotations)
     return server
 
 

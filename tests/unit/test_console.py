@@ -4,6 +4,7 @@ send a browser, how requests are named in metrics, the security headers)."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -14,7 +15,8 @@ from recallmesh.client import Hit, LegContribution, LegReport, Memory, RecallRes
 from recallmesh.console import forms, pictures
 from recallmesh.console.app import CSP
 from recallmesh.console.explain import BAR_WIDTH, explain_view
-from recallmesh.console.paths import route_name, safe_next
+from recallmesh.console.paths import safe_next
+from recallmesh.console.routes import route_name
 from recallmesh.console.sessions import SessionStore, valid_csrf
 from recallmesh.console.settings import ConsoleSettings
 from recallmesh.shared.settings import ConfigError
@@ -173,6 +175,18 @@ def test_requests_are_named_by_route_not_by_their_namespace_or_id() -> None:
     assert name("/wp-admin") == "other"
 
 
+def test_every_route_of_the_table_is_counted_under_its_own_template() -> None:
+    from starlette.routing import Mount, Route
+
+    from recallmesh.console.routes import ROUTES
+
+    for route in ROUTES:
+        assert isinstance(route, Route | Mount)
+        path = re.sub(r"\{[^}]+\}", "x", route.path) + ("/x.js" if isinstance(route, Mount)
+                                                        else "")
+        assert route_name(path) == route.path.replace("{memory_id}", "{id}"), path
+
+
 def test_the_policy_allows_nothing_from_elsewhere_and_nothing_inline() -> None:
     directives = dict(part.strip().split(" ", 1) for part in CSP.split(";"))
     assert directives["default-src"] == "'none'"
@@ -209,12 +223,12 @@ def test_auto_sign_in_only_from_this_machine_to_a_local_name(client: str, host: 
                                                             local: bool) -> None:
     from starlette.requests import Request
 
-    from recallmesh.console.app import _loopback
+    from recallmesh.console.origin import loopback
 
     headers = [(b"host", host.encode())] if host else []
     request = Request({"type": "http", "method": "GET", "path": "/", "headers": headers,
                        "client": (client, 50000)})
-    assert _loopback(request) is local
+    assert loopback(request) is local
 
 
 def test_the_edit_form_changes_thread_metadata_and_times_and_clears_a_time() -> None:

@@ -21,9 +21,10 @@ from hypothesis import strategies as st
 from starlette.requests import Request
 
 from recallmesh.client.jsonl import InputError
-from recallmesh.console import bounds
-from recallmesh.console.app import _navigation, build_app
-from recallmesh.console.paths import NamespaceSegment, namespace_name, ns_url, route_name
+from recallmesh.console import bounds, origin
+from recallmesh.console.app import build_app
+from recallmesh.console.paths import NamespaceSegment, namespace_name, ns_url
+from recallmesh.console.routes import route_name
 from recallmesh.console.sessions import MAX_AUTO_SESSIONS, SessionStore
 from recallmesh.console.settings import ConsoleSettings
 
@@ -192,4 +193,4 @@ def test_auto_sign_in_only_for_a_top_level_navigation(headers: dict[str, str],
                                                       navigation: bool) -> None:
     request = Request({"type": "http", "method": "GET", "path": "/", "headers": [
         (k.encode(), v.encode()) for k, v in headers.items()]})
-    assert _navigation(request) is navigation
+    assert origin.navigation(request) is navigation
