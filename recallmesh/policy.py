@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, Literal, get_args
 
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.settings import (
@@ -38,7 +38,12 @@ from recallmesh.shared.settings import (
 from recallmesh.v1 import memory_pb2
 
 RRF_K = 60
-METHODS = ("rrf", "cc", "cc_bounded", "calibrated")
+# The ranker's methods and a recall's orders, by name (the wire's enums FusionMethod and SortBy;
+# recallmesh/wire/enums.py refuses to import where they differ from the protos' names).
+FusionMethod = Literal["rrf", "cc", "cc_bounded", "calibrated"]
+METHODS: tuple[FusionMethod, ...] = get_args(FusionMethod)
+SortBy = Literal["relevance", "importance", "recency"]
+SORT_ORDERS: tuple[SortBy, ...] = get_args(SortBy)
 DEFAULT_IMPORTANCE_STRENGTH = 0.3
 DEFAULT_EXACT_BONUS = 0.05
 
@@ -48,11 +53,11 @@ class FusionSettings:
     """How one recall's lists are fused (the part of the policy the fusion math reads; it
     crosses the fusion contract as FusionSettings, recallmesh/wire/fusion.py)."""
 
-    method: str = "rrf"
+    method: FusionMethod = "rrf"
     rrf_k: int = RRF_K
     importance_strength: float = DEFAULT_IMPORTANCE_STRENGTH
     exact_bonus: float = DEFAULT_EXACT_BONUS
-    sort_by: str = "relevance"
+    sort_by: SortBy = "relevance"
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -146,7 +151,7 @@ class RecallPolicy:
     """The settings one recall runs with. A deployment's policy comes from `from_env`; a
     request's is `deployment.resolve(request overrides, route, legs)`."""
 
-    method: str = setting("cc", Spec(
+    method: FusionMethod = setting("cc", Spec(
         "RECALLMESH_FUSION_METHOD", "the ranker (fusion method; a hit's score is its "
         "relevance estimate whatever the method): convex combination of min-max normalised "
         "scores, cc with cosine on its -1..1 range, calibrated (each leg's score on an "
@@ -238,7 +243,7 @@ class RecallPolicy:
     def weight(self, leg: str) -> float:
         return self.weights.get(leg, 1.0)
 
-    def fusion_settings(self, sort_by: str) -> FusionSettings:
+    def fusion_settings(self, sort_by: SortBy) -> FusionSettings:
         """What the fusion core (and the fusion service) needs of it."""
         return FusionSettings(method=self.method, rrf_k=self.rrf_k,
                               importance_strength=self.importance_strength,
@@ -248,7 +253,8 @@ class RecallPolicy:
     @classmethod
     def specs(cls) -> dict[str, tuple[Spec, type]]:
         """name -> (spec, value type) of every setting but the weights."""
-        kinds = {"str": str, "int": int, "float": float, "bool": bool}
+        kinds = {"str": str, "int": int, "float": float, "bool": bool,
+                 "FusionMethod": str}  # a name among its choices
         return {f.name: (f.metadata["spec"], kinds[str(f.type).split(" |")[0]])
                 for f in fields(cls) if "spec" in f.metadata}
 
@@ -355,11 +361,6 @@ class Overrides:
         return cls(checked, _checked_weights(weights or {}),
                    tuple(dict.fromkeys(leg.strip() for leg in skip_legs)))
 
-    def __getattr__(self, name: str) -> Any:
-        """A setting's value, None when these overrides leave it unset."""
-        if name.startswith("_") or name not in RecallPolicy.specs():
-            raise AttributeError(name)
-        return self.values.get(name)
 
     @classmethod
     def from_proto(cls, msg: memory_pb2.FusionOverrides) -> Overrides:

@@ -190,8 +190,8 @@ class Recaller:
         (relevance order only; recency bypasses fusion), the route fills what the request
         leaves unset (RecallPolicy.resolve: request > route > deployment)."""
         deployment = self.settings.policy
-        on = q.fusion.intent_routing
-        on = deployment.intent_routing if on is None else on
+        asked: bool | None = q.fusion.values.get("intent_routing")  # unset: None
+        on = deployment.intent_routing if asked is None else asked
         routed = route(q.query) if on and q.sort_by != "recency" else None
         policy = deployment.resolve(q.fusion, routed.overrides() if routed else None,
                                     [leg.name for leg in self.legs])

@@ -58,7 +58,7 @@ from datetime import UTC, datetime
 
 from recallmesh.embedding_models.calibration import ScoreCalibration
 from recallmesh.gateway.time_window import TimeWindow, resolve
-from recallmesh.policy import VECTOR_LEG, RecallPolicy
+from recallmesh.policy import VECTOR_LEG, FusionMethod, RecallPolicy, SortBy
 from recallmesh.wire.fusion import Contribution, FusedCandidate, LegList
 
 # The pseudo-legs named in explain for what context propagation added to a memory stored
@@ -86,7 +86,7 @@ class Stages:
     context_prev_weight: float = 0.0
 
 
-def plan(policy: RecallPolicy, lists: Sequence[LegList], sort_by: str, query: str,
+def plan(policy: RecallPolicy, lists: Sequence[LegList], sort_by: SortBy, query: str,
          reference_time: datetime | None = None) -> Stages:
     """Which refinements apply to this recall under `policy` (already resolved for the
     request): see the module's rule. The window is read from the query against
@@ -174,7 +174,7 @@ def current_first(top: Sequence[FusedCandidate], valid_to: dict[str, datetime | 
     return current + [replace(c, score=c.score * factor) for c in old]
 
 
-def scores_are_estimates(method: str, calibration: ScoreCalibration | None) -> bool:
+def scores_are_estimates(method: FusionMethod, calibration: ScoreCalibration | None) -> bool:
     """Whether a recall's scores mean the same in every query, so a floor can cut them: the
     relevance estimate (a model with a calibration), or calibrated fusion's share (one
     without); an RRF or min-max score has no absolute meaning."""
@@ -310,8 +310,9 @@ def ties_by_estimate(fused: Sequence[FusedCandidate], lists: Sequence[LegList],
     return order
 
 
-def relevance_scores(top: Sequence[FusedCandidate], lists: Sequence[LegList], method: str,
-                     calibration: ScoreCalibration | None, sort_by: str = "relevance",
+def relevance_scores(top: Sequence[FusedCandidate], lists: Sequence[LegList],
+                     method: FusionMethod, calibration: ScoreCalibration | None,
+                     sort_by: SortBy = "relevance",
                      ended: Collection[str] = frozenset()) -> list[FusedCandidate]:
     """`top` (in its final order) with each score the estimate that the hit is relevant, on
     one scale for every query and namespace: the calibration's relevance model of the hit's

@@ -10,7 +10,7 @@ import math
 import uuid
 from dataclasses import dataclass, field
 
-from recallmesh.policy import MAX_LEG_DEPTH, MAX_SEED_MEMORIES, checked
+from recallmesh.policy import MAX_LEG_DEPTH, MAX_SEED_MEMORIES, SortBy, checked
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import retriever_pb2
 from recallmesh.wire.enums import SORT_BY_VALUES, sort_by
@@ -25,7 +25,7 @@ class LegQuery:
     query: str
     k: int
     filters: Filters
-    sort_by: str
+    sort_by: SortBy
     vector: tuple[float, ...] = ()  # filled in for legs that need it
     vector_model: str = ""
     lexical_ranking: str = ""  # request overrides for the lexical leg ("" / None: its own)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from recallmesh.policy import Overrides, checked
+from recallmesh.policy import Overrides, SortBy, checked
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import memory_pb2
 from recallmesh.wire.enums import RELATION_TYPE_NAMES, sort_by
@@ -60,7 +60,7 @@ class RecallQuery:
     namespace: str
     query: str
     k: int = DEFAULT_K
-    sort_by: str = "relevance"
+    sort_by: SortBy = "relevance"
     filters: Filters = Filters()
     budget_ms: int | None = None
     explain: bool = False

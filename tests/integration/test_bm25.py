@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from google.protobuf import field_mask_pb2
 
+from recallmesh.policy import SortBy
 from recallmesh.services.lexical import core, scoring
 from recallmesh.services.lexical.bm25 import build_bm25_sql
 from recallmesh.services.lexical.rows import HIT_COLUMNS
@@ -510,7 +511,7 @@ def test_bm25_statement_returns_the_reference_k_best(db: psycopg.Connection,
            k=st.integers(1, 60), k1=st.sampled_from([0.0, 0.9, 1.2, 10.0]),
            b=st.sampled_from([0.0, 0.4, 1.0]), sort_by=st.sampled_from(["relevance", "importance"]),
            tag=st.sampled_from([None, "a", "c"]))
-    def check(words: list[str], k: int, k1: float, b: float, sort_by: str,
+    def check(words: list[str], k: int, k1: float, b: float, sort_by: SortBy,
               tag: str | None) -> None:
         query = " ".join(words)
         sql, params = build_bm25_sql(Filters(tags=(tag,) if tag else ()), sort_by)
@@ -663,7 +664,7 @@ def test_pruned_bm25_statement_equals_the_full_one(db: psycopg.Connection,
            k=st.integers(1, 40), k1=st.sampled_from([0.0, 0.9, 1.2, 10.0]),
            b=st.sampled_from([0.0, 0.4, 1.0]), sort_by=st.sampled_from(["relevance", "importance"]),
            tag=st.sampled_from([None, "a", "c"]))
-    def check(words: list[str], k: int, k1: float, b: float, sort_by: str,
+    def check(words: list[str], k: int, k1: float, b: float, sort_by: SortBy,
               tag: str | None) -> None:
         filters = Filters(tags=(tag,) if tag else ())
         params: dict[str, Any] = {"ns": ns, "query": " ".join(words), "k": k, "k1": k1, "b": b}
@@ -698,15 +699,17 @@ async def test_the_leg_runs_the_pruned_statement_from_enough_postings(
         seen: list[bool] = []
         build = build_bm25_sql
 
-        def spy(filters: Filters, sort_by: str, prune: bool = True, corrected: bool = False
+        def spy(filters: Filters, sort_by: SortBy, prune: bool = True, corrected: bool = False
                 ) -> tuple[str, dict[str, Any]]:
             seen.append(prune)
             return build(filters, sort_by, prune, corrected)
 
         monkeypatch.setattr(core, "build_bm25_sql", spy)
-        for query, k, sort_by, tags in (("waword wbword wcword wkword", 3, "relevance", ()),
-                                        ("waword wbword wdword", 10, "importance", ("a",)),
-                                        ("wbword wsword pad3", 5, "relevance", ())):
+        asked: list[tuple[str, int, SortBy, tuple[str, ...]]] = [
+            ("waword wbword wcword wkword", 3, "relevance", ()),
+            ("waword wbword wdword", 10, "importance", ("a",)),
+            ("wbword wsword pad3", 5, "relevance", ())]
+        for query, k, sort_by, tags in asked:
             answers = []
             for threshold in (0, 10 ** 9):
                 monkeypatch.setattr(core, "PRUNE_MIN_POSTINGS", threshold)

@@ -19,7 +19,7 @@ from recallmesh.gateway.fanout import LegError
 from recallmesh.gateway.recall import Recaller
 from recallmesh.gateway.settings import GatewaySettings, LegTarget
 from recallmesh.gateway.store import MemoryStore
-from recallmesh.policy import FusionSettings, Overrides, RecallPolicy
+from recallmesh.policy import FusionSettings, Overrides, RecallPolicy, SortBy
 from recallmesh.services.fusion.core import fuse
 from recallmesh.wire.fusion import FusedCandidate, LegList
 from recallmesh.wire.validation import RecallQuery
@@ -112,7 +112,7 @@ async def test_the_fusion_settings_are_built_once_per_recall(
     built: list[str] = []
     original = RecallPolicy.fusion_settings
 
-    def counted(self: RecallPolicy, sort_by: str) -> FusionSettings:
+    def counted(self: RecallPolicy, sort_by: SortBy) -> FusionSettings:
         built.append(sort_by)
         return original(self, sort_by)
 

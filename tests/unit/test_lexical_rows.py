@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from recallmesh.policy import SortBy
 from recallmesh.services.lexical.bm25 import build_bm25_sql
 from recallmesh.services.lexical.bm25_index import build_bm25_index_sql
 from recallmesh.services.lexical.rows import HIT_COLUMNS, LexicalRow
@@ -60,14 +61,14 @@ def test_the_row_types_hit_columns_lead_and_the_index_counts_follow() -> None:
 
 @pytest.mark.parametrize("filters", FILTERS)
 @pytest.mark.parametrize("sort_by", ["relevance", "importance", "recency"])
-def test_the_ts_rank_statement_selects_the_hit_columns(filters: Filters, sort_by: str) -> None:
+def test_the_ts_rank_statement_selects_the_hit_columns(filters: Filters, sort_by: SortBy) -> None:
     assert output_names(build_search_sql(filters, sort_by)[0]) == HIT_COLUMNS
 
 
 @pytest.mark.parametrize("filters", FILTERS)
 @pytest.mark.parametrize(("sort_by", "prune", "corrected"), list(itertools.product(
     ["relevance", "importance", "recency"], [True, False], [True, False])))
-def test_the_bm25_statement_selects_the_hit_columns(filters: Filters, sort_by: str,
+def test_the_bm25_statement_selects_the_hit_columns(filters: Filters, sort_by: SortBy,
                                                     prune: bool, corrected: bool) -> None:
     sql, _ = build_bm25_sql(filters, sort_by, prune=prune, corrected=corrected)
     assert output_names(sql) == HIT_COLUMNS
@@ -76,7 +77,7 @@ def test_the_bm25_statement_selects_the_hit_columns(filters: Filters, sort_by: s
 @pytest.mark.parametrize("filters", FILTERS)
 @pytest.mark.parametrize(("sort_by", "corrected"), list(itertools.product(
     ["relevance", "importance"], [True, False])))
-def test_the_index_statement_selects_every_field(filters: Filters, sort_by: str,
+def test_the_index_statement_selects_every_field(filters: Filters, sort_by: SortBy,
                                                  corrected: bool) -> None:
     sql, _ = build_bm25_index_sql(filters, sort_by, corrected=corrected)
     assert output_names(sql) == LexicalRow._fields

@@ -71,7 +71,7 @@ def test_the_failure_states_are_the_ones_run_leg_counts() -> None:
             raise AssertionError("not reached: the leg's time runs out first")
 
     metrics.export_recall_zeros([Failing.name])
-    query = LegQuery(namespace="ns", query="q", k=5, filters=Filters(), sort_by="")
+    query = LegQuery(namespace="ns", query="q", k=5, filters=Filters(), sort_by="relevance")
 
     async def scenario() -> list[LegOutcome]:
         return [await run_leg(Failing(), query, 0.5), await run_leg(Late(), query, 0.01)]

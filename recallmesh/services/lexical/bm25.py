@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from recallmesh.policy import SortBy
 from recallmesh.services.lexical.scoring import (
     CONTRIBUTION,
     CORRECTED_IDF,
@@ -160,7 +161,7 @@ def _pruned_scores(lookup: str) -> str:
 
 
 
-def build_bm25_sql(filters: Filters, sort_by: str, prune: bool = True, corrected: bool = False
+def build_bm25_sql(filters: Filters, sort_by: SortBy, prune: bool = True, corrected: bool = False
                    ) -> tuple[str, dict[str, Any]]:
     """The BM25 statement and its parameters (filters). Callers add: ns,
     query, k, k1, b.

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from recallmesh.migrations.bm25_index import INDEX_NAME, INDEXED_TEXT
+from recallmesh.policy import SortBy
 from recallmesh.services.lexical.rows import LexicalRow
 from recallmesh.services.lexical.scoring import (
     CONTRIBUTION,
@@ -25,7 +26,7 @@ from recallmesh.wire.filters import Filters, filter_sql, live
 INDEX_DEPTH_FACTOR = 2
 
 
-def build_bm25_index_sql(filters: Filters, sort_by: str, corrected: bool = False
+def build_bm25_index_sql(filters: Filters, sort_by: SortBy, corrected: bool = False
                          ) -> tuple[str, dict[str, Any]]:
     """The BM25 statement over the pg_textsearch index (docs/decisions/0018-bm25-index.md), for
     relevance and importance; its parameters (filters). Callers add: ns, query, index_query, k,

@@ -26,6 +26,7 @@ from typing import Any
 
 from prometheus_client import Counter
 
+from recallmesh.policy import SortBy
 from recallmesh.services.lexical.bm25 import PRUNE_MIN_POSTINGS, build_bm25_sql
 from recallmesh.services.lexical.bm25_index import (
     INDEX_DEPTH_FACTOR,
@@ -116,7 +117,7 @@ class LexicalRetriever:
         query: str,
         k: int,
         filters: Filters | None = None,
-        sort_by: str = "relevance",
+        sort_by: SortBy = "relevance",
         ranking: str = "",
         k1: float | None = None,
         b: float | None = None,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from recallmesh.policy import SortBy
 from recallmesh.services.lexical.sensitive import CONTENT_LEXEMES, asks_for_secret
 from recallmesh.wire.filters import Filters, filter_sql, live
 
@@ -31,7 +32,7 @@ _QUERY_TIERS = """WITH q AS (
 )"""
 
 
-def build_search_sql(filters: Filters, sort_by: str) -> tuple[str, dict[str, Any]]:
+def build_search_sql(filters: Filters, sort_by: SortBy) -> tuple[str, dict[str, Any]]:
     """The one statement behind a ts_rank search, and its filter parameters.
 
     Callers add: ns, query, k, or_min_rank.
