@@ -96,6 +96,21 @@ class RecallHit:
     fused: FusedCandidate
 
 
+def _none_answered(q: RecallQuery, ran: Sequence[LegOutcome]) -> Exception:
+    """What a recall that no leg answered raises: the request's fault where every leg says
+    so or the request's own budget ran out for every one (a retry fails the same way), else
+    UNAVAILABLE."""
+    failed = ", ".join(f"{o.leg} ({o.state}: {o.detail})" for o in ran)
+    if ran and all(o.detail == "INVALID_ARGUMENT" for o in ran):
+        return InvalidArgument(f"no retrieval leg could read the request: {failed}")
+    if ran and q.budget_ms is not None and all(o.state == "TIMEOUT" for o in ran):
+        return DeadlineExceeded(
+            f"no retrieval leg answered within the request's budget_ms "
+            f"({q.budget_ms} ms): {failed}; ask with a larger budget_ms, or none "
+            "(the server's)")
+    return Unavailable(f"no retrieval leg answered: {failed}")
+
+
 @dataclass(frozen=True)
 class RecallOutcome:
     hits: list[RecallHit]
@@ -278,17 +293,7 @@ class Recaller:
         ]
         answered = [o for o in outcomes if o.state == "OK"]
         if not answered:
-            failed = ", ".join(f"{o.leg} ({o.state}: {o.detail})" for o in ran)
-            if ran and all(o.detail == "INVALID_ARGUMENT" for o in ran):
-                # the request's values, not the legs: a retry would fail the same way
-                raise InvalidArgument(f"no retrieval leg could read the request: {failed}")
-            if ran and q.budget_ms is not None and all(o.state == "TIMEOUT" for o in ran):
-                # the caller's own budget was too short for every leg: the same retry fails
-                raise DeadlineExceeded(
-                    f"no retrieval leg answered within the request's budget_ms "
-                    f"({q.budget_ms} ms): {failed}; ask with a larger budget_ms, or none "
-                    "(the server's)")
-            raise Unavailable(f"no retrieval leg answered: {failed}")
+            raise _none_answered(q, ran)
         if any(o.state in ("TIMEOUT", "ERROR") for o in ran):
             only_lexical = [o.leg for o in answered] == ["lexical"]
             FALLBACKS.labels("lexical_only" if only_lexical else "partial").inc()

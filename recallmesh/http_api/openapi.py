@@ -78,87 +78,100 @@ def _comments(file: Any) -> dict[tuple[int, ...], str]:
             for loc in file.source_code_info.location if loc.leading_comments.strip()}
 
 
-def generate() -> dict[str, Any]:
-    files = descriptor_set().file
-    memory = next(f for f in files if f.name == PROTO)
-    schemas: dict[str, Any] = {"Error": ERROR}
-    enums: dict[str, list[str]] = {}
-    for f in files:
-        for e in f.enum_type:
-            enums[f".{f.package}.{e.name}"] = [v.name for v in e.value]
+class _Index:
+    """Every message and enum of the descriptor set by full name, and where each message's
+    comments are (the file's comments, the message's source path)."""
 
-    def walk(messages: Any, scope: str, path: tuple[int, ...], comments: dict[Any, str],
-             into: dict[str, Any]) -> None:
+    def __init__(self, files: Any) -> None:
+        self.enums: dict[str, list[str]] = {}
+        self.messages: dict[str, Any] = {}
+        self.comments_for: dict[str, tuple[dict[Any, str], tuple[int, ...]]] = {}
+        for f in files:
+            for e in f.enum_type:
+                self.enums[f".{f.package}.{e.name}"] = [v.name for v in e.value]
+        for f in files:
+            self._walk(f.message_type, f".{f.package}", (4,), _comments(f))
+
+    def _walk(self, messages: Any, scope: str, path: tuple[int, ...],
+              comments: dict[Any, str]) -> None:
         for i, m in enumerate(messages):
             full = f"{scope}.{m.name}"
             for e in m.enum_type:
-                enums[f"{full}.{e.name}"] = [v.name for v in e.value]
-            into[full] = m
+                self.enums[f"{full}.{e.name}"] = [v.name for v in e.value]
+            self.messages[full] = m
             if m.options.map_entry:
                 continue
             m_path = (*path, i)
-            comments_for[full] = (comments, m_path)
-            walk(m.nested_type, full, (*m_path, 3), comments, into)
+            self.comments_for[full] = (comments, m_path)
+            self._walk(m.nested_type, full, (*m_path, 3), comments)
 
-    comments_for: dict[str, tuple[dict[Any, str], tuple[int, ...]]] = {}
-    messages: dict[str, Any] = {}
-    for f in files:
-        walk(f.message_type, f".{f.package}", (4,), _comments(f), messages)
-
-    def name_of(full: str) -> str:
-        return full.rsplit(".", 1)[-1] if full.count(".") <= 3 else "_".join(
-            full.split(".")[3:])
-
-    def field_schema(field: Any) -> dict[str, Any]:
+    def field_schema(self, field: Any) -> dict[str, Any]:
         if field.type == 11:  # message
-            entry = messages.get(field.type_name)
+            entry = self.messages.get(field.type_name)
             if entry is not None and entry.options.map_entry:
                 value = next(f for f in entry.field if f.name == "value")
-                return {"type": "object", "additionalProperties": field_schema(value)}
+                return {"type": "object", "additionalProperties": self.field_schema(value)}
             if field.type_name in _WELL_KNOWN:
                 schema = dict(_WELL_KNOWN[field.type_name])
             else:
-                schema = {"$ref": f"#/components/schemas/{name_of(field.type_name)}"}
+                schema = {"$ref": f"#/components/schemas/{_name_of(field.type_name)}"}
         elif field.type == 14:  # enum
-            schema = {"type": "string", "enum": enums[field.type_name]}
+            schema = {"type": "string", "enum": self.enums[field.type_name]}
         else:
             schema = dict(_SCALARS[field.type])
         if field.label == 3:  # repeated
             return {"type": "array", "items": schema}
         return schema
 
-    used = {m.input_type for m in _service(memory).method} | {
-        m.output_type for m in _service(memory).method}
-    pending = sorted(used)
+    def message_schema(self, full: str) -> tuple[dict[str, Any], list[str]]:
+        """A message's schema, and the messages its fields name (to describe next)."""
+        message = self.messages[full]
+        comments, m_path = self.comments_for[full]
+        properties: dict[str, Any] = {}
+        named = []
+        for k, field in enumerate(message.field):
+            schema = self.field_schema(field)
+            if said := comments.get((*m_path, 2, k)):
+                schema = {**schema, "description": said} if "$ref" not in schema else {
+                    "allOf": [schema], "description": said}
+            properties[field.name] = schema
+            if field.type == 11 and field.type_name not in _WELL_KNOWN:
+                entry = self.messages[field.type_name]
+                if entry.options.map_entry:
+                    value = next(f for f in entry.field if f.name == "value")
+                    if value.type == 11 and value.type_name not in _WELL_KNOWN:
+                        named.append(value.type_name)
+                else:
+                    named.append(field.type_name)
+        schema = {"type": "object", "properties": properties, "additionalProperties": False}
+        if said := comments.get(m_path):
+            schema["description"] = said
+        return schema, named
+
+
+def _name_of(full: str) -> str:
+    return full.rsplit(".", 1)[-1] if full.count(".") <= 3 else "_".join(full.split(".")[3:])
+
+
+def _schemas(index: _Index, service: Any) -> dict[str, Any]:
+    """The schema of every message the service's methods take or give, and of those their
+    fields name, by short name."""
+    schemas: dict[str, Any] = {"Error": ERROR}
+    pending = sorted({m.input_type for m in service.method}
+                     | {m.output_type for m in service.method})
     done: set[str] = set()
     while pending:
         full = pending.pop()
         if full in done or full in _WELL_KNOWN:
             continue
         done.add(full)
-        message = messages[full]
-        comments, m_path = comments_for[full]
-        properties: dict[str, Any] = {}
-        for k, field in enumerate(message.field):
-            schema = field_schema(field)
-            if said := comments.get((*m_path, 2, k)):
-                schema = {**schema, "description": said} if "$ref" not in schema else {
-                    "allOf": [schema], "description": said}
-            properties[field.name] = schema
-            if field.type == 11 and field.type_name not in _WELL_KNOWN:
-                entry = messages[field.type_name]
-                if entry.options.map_entry:
-                    value = next(f for f in entry.field if f.name == "value")
-                    if value.type == 11 and value.type_name not in _WELL_KNOWN:
-                        pending.append(value.type_name)
-                else:
-                    pending.append(field.type_name)
-        schema = {"type": "object", "properties": properties, "additionalProperties": False}
-        if said := comments.get(m_path):
-            schema["description"] = said
-        schemas[name_of(full)] = schema
+        schemas[_name_of(full)], named = index.message_schema(full)
+        pending += named
+    return dict(sorted(schemas.items()))
 
-    service = _service(memory)
+
+def _paths(memory: Any, service: Any) -> dict[str, Any]:
+    """One POST path per method, its request and response by reference."""
     service_index = list(memory.service).index(service)
     comments = _comments(memory)
     paths: dict[str, Any] = {}
@@ -169,11 +182,11 @@ def generate() -> dict[str, Any]:
             "summary": method.name,
             **({"description": said} if said else {}),
             "requestBody": {"required": True, "content": {"application/json": {
-                "schema": {"$ref": f"#/components/schemas/{name_of(method.input_type)}"}}}},
+                "schema": {"$ref": f"#/components/schemas/{_name_of(method.input_type)}"}}}},
             "responses": {
                 "200": {"description": "the response message", "content": {
                     "application/json": {"schema": {
-                        "$ref": f"#/components/schemas/{name_of(method.output_type)}"}}}},
+                        "$ref": f"#/components/schemas/{_name_of(method.output_type)}"}}}},
                 "default": {"description": "a refusal (400 invalid_argument, 401 "
                             "unauthenticated, 403 permission_denied, 404 not_found, 429 "
                             "resource_exhausted, 503 unavailable, 504 deadline_exceeded, ...)",
@@ -181,6 +194,13 @@ def generate() -> dict[str, Any]:
                                 "schema": {"$ref": "#/components/schemas/Error"}}}},
             },
         }}
+    return paths
+
+
+def generate() -> dict[str, Any]:
+    files = descriptor_set().file
+    memory = next(f for f in files if f.name == PROTO)
+    service = _service(memory)
     return {
         "openapi": "3.1.0",
         "info": {"title": "recallmesh MemoryService (HTTP/JSON)", "version": "v1",
@@ -190,8 +210,8 @@ def generate() -> dict[str, Any]:
                                 "protos/recallmesh/v1/memory.proto by `make openapi`."},
         "servers": [{"url": "http://localhost:8081"}],
         "security": [{"bearer": []}],
-        "paths": paths,
-        "components": {"schemas": dict(sorted(schemas.items())), "securitySchemes": {
+        "paths": _paths(memory, service),
+        "components": {"schemas": _schemas(_Index(files), service), "securitySchemes": {
             "bearer": {"type": "http", "scheme": "bearer",
                        "description": "a recallmesh API key (rmk_...) or a JWT"}}},
     }

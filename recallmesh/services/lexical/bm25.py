@@ -161,6 +161,32 @@ def _pruned_scores(lookup: str) -> str:
 
 
 
+def _lookup(where_filters: str) -> str:
+    """The memory row behind a scored posting, and whether it may be returned: one
+    primary-key lookup per scored memory, whatever the planner's statistics say (right after
+    a bulk load, before autoanalyze, a plain join was planned as a nested loop rescanning the
+    postings for every memory of the namespace)."""
+    return f"""CROSS JOIN LATERAL (
+        SELECT * FROM memories m WHERE m.id = sc.memory_id
+        LIMIT 1  -- keeps the subquery from being flattened into a join the planner reorders
+    ) m
+    WHERE m.namespace = %(ns)s AND {live('m')} {where_filters}"""
+
+
+def _passing(where_filters: str) -> str:
+    """The CTEs of a filtered statement: the memories the filter passes, at most PASSING_CAP
+    of them, and the scores of those (all scores when it passes more)."""
+    return f""", passing AS MATERIALIZED (
+    SELECT m.id FROM memories m
+    WHERE m.namespace = %(ns)s AND {live('m')} {where_filters}
+    LIMIT {PASSING_CAP + 1}
+), candidates AS MATERIALIZED (
+    SELECT * FROM scored
+    WHERE (SELECT count(*) FROM passing) > {PASSING_CAP}
+       OR memory_id IN (SELECT id FROM passing)
+)"""
+
+
 def build_bm25_sql(filters: Filters, sort_by: SortBy, prune: bool = True, corrected: bool = False
                    ) -> tuple[str, dict[str, Any]]:
     """The BM25 statement and its parameters (filters). Callers add: ns,
@@ -182,15 +208,7 @@ def build_bm25_sql(filters: Filters, sort_by: SortBy, prune: bool = True, correc
     final_order = "importance DESC, score DESC, id" if sort_by == "importance" else order
     where_filters, params = filter_sql(filters, alias="m")
     params["language_prior"] = LANGUAGE_PRIOR
-    # The memory row behind a scored posting, and whether it may be returned: one primary-key
-    # lookup per scored memory, whatever the planner's statistics say (right after a bulk load,
-    # before autoanalyze, a plain join was planned as a nested loop rescanning the postings for
-    # every memory of the namespace: seconds per query).
-    lookup = f"""CROSS JOIN LATERAL (
-        SELECT * FROM memories m WHERE m.id = sc.memory_id
-        LIMIT 1  -- keeps the subquery from being flattened into a join the planner reorders
-    ) m
-    WHERE m.namespace = %(ns)s AND {live('m')} {where_filters}"""
+    lookup = _lookup(where_filters)
     # relevance and importance keep the k best scores: only memories scoring at least the k-th
     # best score among those that pass the filters can be among them, and finding that score
     # looks up scored memories best first, only until k pass (a common term matches tens of
@@ -203,19 +221,8 @@ def build_bm25_sql(filters: Filters, sort_by: SortBy, prune: bool = True, correc
     # thousand would otherwise look up about a thousand scored memories per hit returned
     # (docs/decisions/0017-smaller-settings-and-limits.md). A filter passing more finds its k
     # hits among the first lookups anyway.
-    source = "scored"
-    passing = ""
-    if where_filters:
-        source = "candidates"
-        passing = f""", passing AS MATERIALIZED (
-    SELECT m.id FROM memories m
-    WHERE m.namespace = %(ns)s AND {live('m')} {where_filters}
-    LIMIT {PASSING_CAP + 1}
-), candidates AS MATERIALIZED (
-    SELECT * FROM scored
-    WHERE (SELECT count(*) FROM passing) > {PASSING_CAP}
-       OR memory_id IN (SELECT id FROM passing)
-)"""
+    source = "candidates" if where_filters else "scored"
+    passing = _passing(where_filters) if where_filters else ""
     cutoff = _NO_CUTOFF if sort_by == "recency" else _kth_passing(source, lookup)
     scores = _pruned_scores(lookup) if prune and sort_by != "recency" else _FULL_SCORES
     if scores is not _FULL_SCORES:
