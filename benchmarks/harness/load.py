@@ -32,7 +32,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from benchmarks.harness.script import BENCH_ENV
 from benchmarks.harness.stats import percentile
 from recallmesh.shared.errors import PUSHBACK_KEY
-from recallmesh.stack.supervisor import RestartWatcher, Stack, StackEvent, free_port_env
+from recallmesh.stack.restarts import RestartWatcher, StackEvent
+from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from recallmesh.wire.channel import dial
 

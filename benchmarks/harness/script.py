@@ -28,7 +28,8 @@ import grpc
 
 from recallmesh.client import NO_RETRIES, Client
 from recallmesh.shared.credentials import client_api_key, internal_token
-from recallmesh.stack.supervisor import Stack, StackError, free_port_env
+from recallmesh.stack.processes import StackError
+from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.wire.channel import dial_blocking
 
 T = TypeVar("T")

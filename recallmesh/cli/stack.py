@@ -143,7 +143,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from recallmesh.stack.supervisor import Stack, StackError
+    from recallmesh.stack.processes import StackError
+    from recallmesh.stack.supervisor import Stack
 
     stack = Stack()
     try:
@@ -253,7 +254,9 @@ def _print_stack_event(event: Any) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from recallmesh.stack.supervisor import RestartPolicy, Stack, StackError
+    from recallmesh.stack.processes import StackError
+    from recallmesh.stack.restarts import RestartPolicy
+    from recallmesh.stack.supervisor import Stack
 
     started = time.monotonic()
     try:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from recallmesh.stack.supervisor import RestartPolicy, Stack
+from recallmesh.stack.restarts import RestartPolicy
+from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from tests.fixtures import stack_env
 from tests.helpers import recall, store

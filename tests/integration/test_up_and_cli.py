@@ -26,7 +26,8 @@ import pytest
 
 from recallmesh.embedding_models.manifest import default_manifest_path
 from recallmesh.shared.services import BY_NAME
-from recallmesh.stack.supervisor import Stack, StackError, free_port_env, wait_serving
+from recallmesh.stack.processes import StackError, wait_serving
+from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
 from recallmesh.wire.channel import dial_blocking
 

@@ -9,13 +9,9 @@ from pathlib import Path
 import pytest
 
 from recallmesh.shared.settings import ConfigError
-from recallmesh.stack.supervisor import (
-    ExitHistory,
-    RestartPolicy,
-    RestartWatcher,
-    Stack,
-    describe_exit,
-)
+from recallmesh.stack.processes import describe_exit
+from recallmesh.stack.restarts import ExitHistory, RestartPolicy, RestartWatcher
+from recallmesh.stack.supervisor import Stack
 
 
 def test_backoff_doubles_with_each_exit_in_the_window_up_to_the_cap() -> None:
