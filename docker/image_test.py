@@ -335,7 +335,7 @@ class ImageTest:
 
     def start_postgres(self) -> tuple[str, list[str]]:
         """The embedded Postgres on the host; (DSN for the containers, docker mount flags)."""
-        from recallmesh.shared.db import embedded_dsn, start_embedded
+        from recallmesh.shared.embedded import embedded_dsn, start_embedded
 
         pg_root = self.tmp / "pg"
         self.pg = start_embedded(pg_root, cleanup_mode="delete")

@@ -19,7 +19,7 @@ import pytest
 
 from recallmesh.embedding_models.manifest import DEFAULT_MODEL, ModelManifest
 from recallmesh.migrations.vector_schema import prepare_database
-from recallmesh.shared.db import embedded_dsn, start_embedded
+from recallmesh.shared.embedded import embedded_dsn, start_embedded
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2_grpc
 from tests.models import suite_manifest

@@ -66,7 +66,7 @@ from recallmesh.services.lexical.spelling import (
     spelling_params,
 )
 from recallmesh.shared.cjk import query_terms
-from recallmesh.shared.db import embedded_dsn, start_embedded
+from recallmesh.shared.embedded import embedded_dsn, start_embedded
 from recallmesh.stack.supervisor import Stack, free_port_env
 from tests.behaviour.cases import ALL_CASES, Case
 from tests.behaviour.suite import ask, load_cases

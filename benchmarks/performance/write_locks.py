@@ -43,15 +43,8 @@ from benchmarks.harness.script import log, machine_info, publish
 from recallmesh.gateway import history
 from recallmesh.gateway.store import MemoryStore
 from recallmesh.migrations.vector_schema import prepare_database
-from recallmesh.shared.db import (
-    LOCK_FOR_WRITE,
-    WRITE,
-    embedded_dsn,
-    kill_embedded,
-    open_pool,
-    start_embedded,
-    write_lock_params,
-)
+from recallmesh.shared.db import LOCK_FOR_WRITE, WRITE, open_pool, write_lock_params
+from recallmesh.shared.embedded import embedded_dsn, kill_embedded, start_embedded
 from recallmesh.wire.memory_fields import NewMemory
 from recallmesh.wire.validation import ImportedMemory
 

@@ -49,7 +49,8 @@ from recallmesh.migrations.vector_schema import prepare_database
 from recallmesh.services.lexical.core import LexicalRetriever
 from recallmesh.services.lexical.settings import LexicalSettings
 from recallmesh.shared.cjk import index_terms, query_terms
-from recallmesh.shared.db import embedded_dsn, open_pool, start_embedded
+from recallmesh.shared.db import open_pool
+from recallmesh.shared.embedded import embedded_dsn, start_embedded
 
 SETS = ("locomo", "longmemeval", "scifact", "madial_en", "madial_zh", "xquad_de", "xquad_en",
         "xquad_zh")

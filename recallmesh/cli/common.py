@@ -119,7 +119,8 @@ def expires_at(value: str | None, now: datetime | None = None) -> str | None:
 
 def database_dsn() -> tuple[str, Any]:
     """A DSN for an admin command: RECALLMESH_DSN, the running embedded server, or a started one."""
-    from recallmesh.shared.db import NoDatabase, resolve_dsn
+    from recallmesh.shared.db import resolve_dsn
+    from recallmesh.shared.embedded import NoDatabase
     from recallmesh.stack.processes import StackError
     from recallmesh.stack.supervisor import Stack
 

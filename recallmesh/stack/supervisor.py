@@ -36,7 +36,7 @@ from recallmesh.client import Client
 from recallmesh.embedding_models.manifest import ModelManifest, default_manifest_path
 from recallmesh.migrations import MigrationError
 from recallmesh.migrations.vector_schema import VectorSchemaError, prepare_database
-from recallmesh.shared.db import embedded_dsn, start_embedded
+from recallmesh.shared.embedded import embedded_dsn, start_embedded
 from recallmesh.shared.services import BY_NAME
 from recallmesh.shared.settings import (
     LOCAL_KEY_FILE,

@@ -191,7 +191,7 @@ from pathlib import Path
 import psycopg
 from recallmesh.migrations.bm25_index import stale
 from recallmesh.migrations.vector_schema import prepare_database
-from recallmesh.shared.db import embedded_dsn, restart_embedded, start_embedded
+from recallmesh.shared.embedded import embedded_dsn, restart_embedded, start_embedded
 from tests.integration.test_bm25_index import corpus, index_finds, store
 
 tmp = tempfile.TemporaryDirectory(prefix="recallmesh-test-")  # readable by its server

@@ -11,7 +11,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from recallmesh.shared.db import NoDatabase, redact, resolve_dsn, running_embedded_dsn
+from recallmesh.shared.db import redact, resolve_dsn
+from recallmesh.shared.embedded import NoDatabase, running_embedded_dsn
 from recallmesh.stack.supervisor import free_port
 from tests.helpers import INTERNAL_TOKEN, one_row
 
