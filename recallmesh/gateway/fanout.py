@@ -28,6 +28,7 @@ from recallmesh.gateway.metrics import LEG_FAILURES, SECOND_STAGE_LEG, SECOND_ST
 from recallmesh.gateway.settings import SENSITIVE_LEGS
 from recallmesh.policy import GRAPH_LEG, FusionSettings
 from recallmesh.services.embedding.client import Embeddings
+from recallmesh.shared.errors import DeadlineExceeded, InvalidArgument, Unavailable
 from recallmesh.shared.telemetry import LEG_LATENCY_SECONDS
 from recallmesh.wire.fusion import LegCandidate, LegList
 from recallmesh.wire.retriever import LegAnswer, LegQuery
@@ -167,3 +168,18 @@ async def graph_second_stage(
     else:
         SECOND_STAGES.labels("failed").inc()
         graph.detail = f"second stage {second.state}: {second.detail}; first list fused"
+
+
+def none_answered(ran: Sequence[LegOutcome], budget_ms: int | None) -> Exception:
+    """What a recall that no leg answered raises: the request's fault where every leg says
+    so or the request's own budget (`budget_ms`) ran out for every one (a retry fails the
+    same way), else UNAVAILABLE."""
+    failed = ", ".join(f"{o.leg} ({o.state}: {o.detail})" for o in ran)
+    if ran and all(o.detail == "INVALID_ARGUMENT" for o in ran):
+        return InvalidArgument(f"no retrieval leg could read the request: {failed}")
+    if ran and budget_ms is not None and all(o.state == "TIMEOUT" for o in ran):
+        return DeadlineExceeded(
+            f"no retrieval leg answered within the request's budget_ms "
+            f"({budget_ms} ms): {failed}; ask with a larger budget_ms, or none "
+            "(the server's)")
+    return Unavailable(f"no retrieval leg answered: {failed}")

@@ -51,6 +51,7 @@ from recallmesh.gateway.fanout import (
     LegTimeout,
     answered_lists,
     graph_second_stage,
+    none_answered,
     run_leg,
 )
 from recallmesh.gateway.fusion_call import Fuser, FusionCall
@@ -76,7 +77,6 @@ from recallmesh.services.embedding.client import Embeddings
 from recallmesh.shared import db
 from recallmesh.shared.errors import (
     DeadlineExceeded,
-    InvalidArgument,
     ResourceExhausted,
     Unavailable,
 )
@@ -94,21 +94,6 @@ class RecallHit:
     memory: StoredMemory
     score: float
     fused: FusedCandidate
-
-
-def _none_answered(q: RecallQuery, ran: Sequence[LegOutcome]) -> Exception:
-    """What a recall that no leg answered raises: the request's fault where every leg says
-    so or the request's own budget ran out for every one (a retry fails the same way), else
-    UNAVAILABLE."""
-    failed = ", ".join(f"{o.leg} ({o.state}: {o.detail})" for o in ran)
-    if ran and all(o.detail == "INVALID_ARGUMENT" for o in ran):
-        return InvalidArgument(f"no retrieval leg could read the request: {failed}")
-    if ran and q.budget_ms is not None and all(o.state == "TIMEOUT" for o in ran):
-        return DeadlineExceeded(
-            f"no retrieval leg answered within the request's budget_ms "
-            f"({q.budget_ms} ms): {failed}; ask with a larger budget_ms, or none "
-            "(the server's)")
-    return Unavailable(f"no retrieval leg answered: {failed}")
 
 
 @dataclass(frozen=True)
@@ -293,7 +278,7 @@ class Recaller:
         ]
         answered = [o for o in outcomes if o.state == "OK"]
         if not answered:
-            raise _none_answered(q, ran)
+            raise none_answered(ran, q.budget_ms)
         if any(o.state in ("TIMEOUT", "ERROR") for o in ran):
             only_lexical = [o.leg for o in answered] == ["lexical"]
             FALLBACKS.labels("lexical_only" if only_lexical else "partial").inc()
