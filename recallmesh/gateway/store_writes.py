@@ -131,7 +131,7 @@ FROM memories m WHERE namespace = %(ns)s AND id = %(id)s AND {LIVE}
 """
 
 
-# A memory keeps its newest MAX_VERSIONS versions (recallmesh/wire/validation.py).
+# A memory keeps its newest MAX_VERSIONS versions (recallmesh/wire/validation/records.py).
 _DROP_OLD_VERSIONS = """
 DELETE FROM memory_versions
 WHERE namespace = %(ns)s AND memory_id = %(id)s
