@@ -62,7 +62,7 @@ from benchmarks.harness.script import (
     start_stack,
 )
 from benchmarks.harness.stats import latency_summary, percentile
-from recallmesh.gateway.store import normalised_content
+from recallmesh.gateway.write_keys import normalised_content
 from recallmesh.migrations.vector_schema import INDEX_NAME, vector_literal
 from recallmesh.services.vector.core import COUNT_TTL_S, build_search_sql, plan_settings
 from recallmesh.services.vector.settings import DEFAULT_EF_SEARCH

@@ -433,7 +433,7 @@ def without_relations(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # An import request stays this far below the gateway's 4 MiB request limit, and within what
-# one Import takes (recallmesh/wire/validation.py).
+# one Import takes (recallmesh/wire/validation/records.py).
 MAX_IMPORT_BYTES = 3 * 1024 * 1024
 MAX_IMPORT_RECORDS = MAX_BATCH
 

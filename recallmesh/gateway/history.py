@@ -14,16 +14,10 @@ from dataclasses import replace
 from typing import Any
 
 from recallmesh.gateway.listing import PageTokens, list_page
-from recallmesh.gateway.store import (
-    LOCAL,
-    VERSION_COLUMNS,
-    MemoryStore,
-    Writer,
-    column_params,
-    content_key,
-    same_write,
-    successors,
-)
+from recallmesh.gateway.store import MemoryStore
+from recallmesh.gateway.store_reads import successors
+from recallmesh.gateway.store_writes import VERSION_COLUMNS, column_params
+from recallmesh.gateway.write_keys import LOCAL, Writer, content_key, same_write
 from recallmesh.shared.cjk import index_terms
 from recallmesh.shared.db import WRITE, lock_for_write, transaction
 from recallmesh.shared.errors import AlreadyExists, NotFound
@@ -137,7 +131,7 @@ async def import_records(store: MemoryStore, ns: str, records: list[ImportedMemo
     version is written as exported (replaced_by says who replaced it where it was made) and
     records `by`, who imported it: an imported history never passes for one made here. A
     record is unchanged only where the writer may be told so: it may read, or it wrote the
-    memory held (store.Writer); else a held id is ALREADY_EXISTS like other content."""
+    memory held (write_keys.Writer); else a held id is ALREADY_EXISTS like other content."""
     ids = [r.memory.id for r in records if r.memory.id is not None]
     async with transaction(store.pool, WRITE) as conn:
         # The records' ids are reserved with the namespace: a write of one of them in another

@@ -22,7 +22,9 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from recallmesh.gateway.store import LOCAL, MemoryStore, Writer, successors
+from recallmesh.gateway.store import MemoryStore
+from recallmesh.gateway.store_reads import successors
+from recallmesh.gateway.write_keys import LOCAL, Writer
 from recallmesh.shared.db import ADMIN, WRITE, lock_for_write, transaction
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.wire.filters import filter_sql, live

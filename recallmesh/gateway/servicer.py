@@ -25,8 +25,9 @@ from recallmesh.gateway.metrics import export_recall_zeros
 from recallmesh.gateway.recall import Recaller, RecallOutcome
 from recallmesh.gateway.settings import GatewaySettings
 from recallmesh.gateway.stages import CONTEXT_NEXT, CONTEXT_PREV, RANKER
-from recallmesh.gateway.store import LOCAL, MemoryStore, Writer
+from recallmesh.gateway.store import MemoryStore
 from recallmesh.gateway.time_window import TIME_WINDOW_LEG
+from recallmesh.gateway.write_keys import LOCAL, Writer
 from recallmesh.migrations import latest_version
 from recallmesh.services.embedding.client import EmbedderClient, Embeddings
 from recallmesh.shared.db import StuckBackends, open_pool, resolve_dsn, unreachable

@@ -21,7 +21,7 @@ from recallmesh.wire.timestamps import from_proto_timestamp, to_proto_timestamp
 MAX_FILTER_VALUES = 50
 MAX_LABEL_CHARS = 64
 MAX_METADATA_FILTERS = 16
-MAX_METADATA_FILTER_CHARS = 1024  # a metadata value's own limit (validation.py)
+MAX_METADATA_FILTER_CHARS = 1024  # a metadata value's own limit (validation/memories.py)
 MAX_THREAD_FILTER_CHARS = 128
 MAX_METADATA_KEY_CHARS = 128
 

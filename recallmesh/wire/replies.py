@@ -1,5 +1,5 @@
 """Replies out: a memory, its versions, links and records as the recallmesh.v1 messages every
-reply carries (the requests' readers are recallmesh/wire/validation.py; the fields both read
+reply carries (the requests' readers are recallmesh/wire/validation/; the fields both read
 are recallmesh/wire/memory_fields.py)."""
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from recallmesh.gateway.stages import (
     scores_are_estimates,
     ties_by_estimate,
 )
-from recallmesh.gateway.store import content_key
+from recallmesh.gateway.write_keys import content_key
 from recallmesh.policy import FusionSettings
 from recallmesh.services.fusion.core import fuse
 from recallmesh.wire.fusion import FusedCandidate, LegCandidate, LegList

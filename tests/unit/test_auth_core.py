@@ -402,7 +402,7 @@ def test_a_writer_is_named_by_its_key_id_its_subject_or_local() -> None:
     JWT by its subject, authentication off as `local`; a writer without read is told of its own
     memories only."""
     from recallmesh.auth.principal import UNAUTHENTICATED_LOCAL, Principal, Scope
-    from recallmesh.gateway.store import Writer
+    from recallmesh.gateway.write_keys import Writer
 
     key = Principal("ingest", ("acme-*",), frozenset({Scope.WRITE}), key_id="0123456789abcdef")
     jwt = Principal("svc@acme", ("acme-*",), frozenset({Scope.WRITE}), kind="jwt")

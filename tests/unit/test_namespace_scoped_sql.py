@@ -40,7 +40,7 @@ EXCEPTIONS = {
         "grants (namespaces.grants_sql, checked below), and it reads only names; their counts "
         "are read by name (namespace = ANY)",
     ("recallmesh/gateway/history.py", "_IMPORT_VERSION"):
-        "its columns are store.VERSION_COLUMNS, checked below to hold the namespace",
+        "its columns are store_writes.VERSION_COLUMNS, checked below to hold the namespace",
     ("recallmesh/gateway/history.py", "import_records"):
         "ids are unique in a deployment: an import checks an id in every namespace (one "
         "wording for all, so no tenant learns of another's)",
@@ -142,7 +142,7 @@ def test_the_listed_exceptions_still_exist() -> None:
 
 
 def test_a_version_is_written_with_its_namespace() -> None:
-    from recallmesh.gateway.store import VERSION_COLUMNS
+    from recallmesh.gateway.store_writes import VERSION_COLUMNS
 
     assert "namespace" in [c.strip() for c in VERSION_COLUMNS.split(",")]
 

@@ -87,6 +87,7 @@ LAB_MAY_IMPORT: dict[str, str] = {
     "recallmesh.gateway.query_intent": "the query intent routing, replayed",
     "recallmesh.gateway.context_block": "Context's packing, replayed",
     "recallmesh.gateway.store": "the store's reads and writes, timed",
+    "recallmesh.gateway.write_keys": "the duplicate rule's normalised content, replayed",
     "recallmesh.gateway.history": "the write paths under lock, timed",
     "recallmesh.gateway.listing": "page tokens of the listing benchmark",
     "recallmesh.gateway.fanout": "the fusion hop benchmark's fan-out",

@@ -1,7 +1,7 @@
 """The expiry sweeper: purges memories whose expires_at has passed.
 
 An expired memory is never read (every read treats it like a deleted one, see
-recallmesh/gateway/store.py `live`); the sweeper then removes it with everything derived
+recallmesh/wire/filters.py `live`); the sweeper then removes it with everything derived
 from it, through recallmesh_purge_memory (migration 0007), in small batches, each in its own
 transaction. It runs in the indexer process every RECALLMESH_EXPIRY_SWEEP_S seconds.
 """
