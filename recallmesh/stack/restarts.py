@@ -10,15 +10,37 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from recallmesh.shared.settings import ConfigError, env_float, env_int
-from recallmesh.stack.processes import StackError, describe_exit, log_tail, wait_serving
+from recallmesh.stack.processes import StackError, describe_exit, log_tail
 
 if TYPE_CHECKING:
     import subprocess
 
-    from recallmesh.stack.supervisor import Stack
+
+class Supervised(Protocol):
+    """What the watcher restarts: service processes by name (recallmesh.stack.supervisor's
+    Stack), changed under `lock`."""
+
+    processes: dict[str, subprocess.Popen[bytes]]
+
+    @property
+    def lock(self) -> threading.RLock: ...
+
+    @property
+    def data_dir(self) -> Path: ...
+
+    @property
+    def start_timeout_s(self) -> float: ...
+
+    def log_path(self, name: str) -> Path: ...
+
+    def spawn(self, name: str) -> subprocess.Popen[bytes]: ...
+
+    def await_serving(self, name: str, process: subprocess.Popen[bytes],
+                      timeout_s: float | None = None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -95,7 +117,7 @@ class StackEvent:
 
 
 class RestartWatcher:
-    """Restarts the services of a Stack whose process exits, by a RestartPolicy.
+    """Restarts the services of a Stack (Supervised) whose process exits, by a RestartPolicy.
 
     One thread polls the processes every `poll_s`. An exit is logged with its status and the
     tail of the service's log; the service is started again after the policy's backoff (the
@@ -105,7 +127,7 @@ class RestartWatcher:
     <data dir>/logs/supervisor.log.
     """
 
-    def __init__(self, stack: Stack, policy: RestartPolicy,
+    def __init__(self, stack: Supervised, policy: RestartPolicy,
                  on_event: Callable[[StackEvent], None] | None = None,
                  poll_s: float = 0.1, clock: Callable[[], float] = time.monotonic) -> None:
         self.stack = stack
@@ -133,7 +155,7 @@ class RestartWatcher:
 
     def forget(self, name: str) -> None:
         """`name` was stopped on purpose: no restart of it is pending any more."""
-        with self.stack._lock:
+        with self.stack.lock:
             self._due.pop(name, None)
 
     def _run(self) -> None:
@@ -143,7 +165,7 @@ class RestartWatcher:
     def check(self) -> None:
         """One round: note the processes that exited, start those whose backoff has passed."""
         now = self.clock()
-        with self.stack._lock:
+        with self.stack.lock:
             if self._stopping.is_set():
                 return
             for name, process in list(self.stack.processes.items()):
@@ -183,7 +205,7 @@ class RestartWatcher:
         try:
             with open(self.stack.log_path(name), "a", encoding="utf-8") as log:
                 log.write(f"----- {stamp} restarted by the supervisor (restart {count}) -----\n")
-            process = self.stack._spawn(name)
+            process = self.stack.spawn(name)
         except OSError as exc:  # not even the interpreter started: counts as an exit
             self._exited(name, 1, self.clock(), f"could not be started: {exc}")
             return
@@ -193,10 +215,9 @@ class RestartWatcher:
 
     def _await_serving(self, name: str, process: subprocess.Popen[bytes], count: int,
                        started: float) -> None:
-        timeout = self.stack._start_timeout_s
-        address = f"localhost:{self.stack._config(name).port}"
+        timeout = self.stack.start_timeout_s
         try:
-            wait_serving(address, timeout, process, self.stack.wait_for, self.stack._environ())
+            self.stack.await_serving(name, process)
         except StackError:
             if process.poll() is None and not self._stopping.is_set():
                 self._emit(StackEvent("slow", name, f"{name} restarted (restart {count}) but "

@@ -205,7 +205,25 @@ class Stack:
     def log_path(self, name: str) -> Path:
         return self.data_dir / "logs" / f"{name}.log"
 
-    def _spawn(self, name: str) -> subprocess.Popen[bytes]:
+    @property
+    def lock(self) -> threading.RLock:
+        """Held while `processes` changes (the restart watcher's thread changes it too)."""
+        return self._lock
+
+    @property
+    def start_timeout_s(self) -> float:
+        """How long a service is given to become SERVING (the last start()'s timeout)."""
+        return self._start_timeout_s
+
+    def await_serving(self, name: str, process: subprocess.Popen[bytes],
+                      timeout_s: float | None = None) -> None:
+        """Wait until service `name` (its `process`) is SERVING; StackError if it exits or
+        does not within timeout_s (default: start_timeout_s)."""
+        wait_serving(f"localhost:{self._config(name).port}",
+                     self._start_timeout_s if timeout_s is None else timeout_s, process,
+                     self.wait_for, self._environ())
+
+    def spawn(self, name: str) -> subprocess.Popen[bytes]:
         """Start one service process (not waiting for it); its output goes to its log."""
         log_path = self.log_path(name)
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -225,10 +243,10 @@ class Stack:
         """Start one service process and wait until it is SERVING."""
         config = self._config(name)
         log_path = self.log_path(name)
-        process = self._spawn(name)
+        process = self.spawn(name)
         address = f"localhost:{config.port}"
         try:
-            wait_serving(address, timeout_s, process, self.wait_for, self._environ())
+            self.await_serving(name, process, timeout_s)
         except StackError as exc:
             raise StackError(
                 f"{name} did not start ({exc}); last log lines of {log_path}:\n"

@@ -106,7 +106,7 @@ def watched(tmp_path: Path) -> Watched:
         return process
 
     # fakes for Popen (poll and returncode are all the watcher reads)
-    stack._spawn = spawn  # type: ignore[method-assign, assignment]
+    stack.spawn = spawn  # type: ignore[method-assign, assignment]
     for name in ("vector", "gateway"):
         stack.processes[name] = FakeProcess()  # type: ignore[assignment]  # a fake Popen
     (tmp_path / "logs").mkdir()
