@@ -11,7 +11,6 @@ export -> import reproduces a namespace and a second import changes nothing.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from recallmesh.gateway.listing import PageTokens, list_page
 from recallmesh.gateway.store import MemoryStore
@@ -19,7 +18,7 @@ from recallmesh.gateway.store_reads import successors
 from recallmesh.gateway.store_writes import VERSION_COLUMNS, column_params
 from recallmesh.gateway.write_keys import LOCAL, Writer, content_key, same_write
 from recallmesh.shared.cjk import index_terms
-from recallmesh.shared.db import WRITE, lock_for_write, transaction
+from recallmesh.shared.db import WRITE, Conn, lock_for_write, transaction
 from recallmesh.shared.errors import AlreadyExists, NotFound
 from recallmesh.wire.filters import live
 from recallmesh.wire.memory_fields import (
@@ -44,7 +43,7 @@ ORDER BY memory_id, version
 """
 
 
-async def _versions(conn: Any, ns: str, current: list[StoredMemory]
+async def _versions(conn: Conn, ns: str, current: list[StoredMemory]
                     ) -> dict[str, list[Version]]:
     by_id = {m.id: m for m in current}
     cur = await conn.execute(_VERSIONS, (ns, list(by_id)))
@@ -60,7 +59,7 @@ async def _versions(conn: Any, ns: str, current: list[StoredMemory]
     return out
 
 
-async def _links(conn: Any, ns: str, ids: list[str], both_ways: bool) -> list[Link]:
+async def _links(conn: Conn, ns: str, ids: list[str], both_ways: bool) -> list[Link]:
     naming = "src = ANY(%(ids)s::uuid[])" + (" OR dst = ANY(%(ids)s::uuid[])" if both_ways
                                               else "")
     cur = await conn.execute(

@@ -25,7 +25,7 @@ from typing import Any
 from recallmesh.gateway.store import MemoryStore
 from recallmesh.gateway.store_reads import successors
 from recallmesh.gateway.write_keys import LOCAL, Writer
-from recallmesh.shared.db import ADMIN, WRITE, lock_for_write, transaction
+from recallmesh.shared.db import ADMIN, WRITE, Conn, lock_for_write, transaction
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.wire.filters import filter_sql, live
 from recallmesh.wire.memory_fields import COLUMNS, StoredMemory
@@ -153,7 +153,7 @@ async def count(store: MemoryStore, query: ListQuery) -> int:
         return await _count(conn, clause, params)
 
 
-async def _count(conn: Any, clause: str, params: dict[str, Any]) -> int:
+async def _count(conn: Conn, clause: str, params: dict[str, Any]) -> int:
     cur = await conn.execute(f"SELECT count(*) FROM memories m WHERE {clause}", params)
     row = await cur.fetchone()
     assert row is not None  # an aggregate: always one row
@@ -172,7 +172,7 @@ async def delete_matching(store: MemoryStore, query: ListQuery, sample_size: int
         clause += " AND m.written_by = %(writer)s"
         params |= {"writer": writer.name}
 
-    async def newest(conn: Any) -> list[StoredMemory]:
+    async def newest(conn: Conn) -> list[StoredMemory]:
         cur = await conn.execute(
             f"SELECT {COLUMNS} FROM memories m WHERE {clause} "
             "ORDER BY m.created_at DESC, m.id DESC LIMIT %(sample)s",

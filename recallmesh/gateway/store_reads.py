@@ -14,6 +14,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from recallmesh.shared.db import Conn
 from recallmesh.shared.errors import NotFound
 from recallmesh.shared.replicas import Reads
 from recallmesh.wire.filters import Filters, filter_sql, live
@@ -22,7 +23,7 @@ from recallmesh.wire.memory_fields import COLUMNS, StoredMemory
 LIVE = live()
 
 
-async def successors(conn: Any, ns: str, stored: list[StoredMemory]) -> list[StoredMemory]:
+async def successors(conn: Conn, ns: str, stored: list[StoredMemory]) -> list[StoredMemory]:
     """`stored` with superseded_by filled (the newest SUPERSEDES relation naming each; only a
     memory whose validity is set can have one)."""
     dated = [m.id for m in stored if m.valid_to is not None]
@@ -32,7 +33,7 @@ async def successors(conn: Any, ns: str, stored: list[StoredMemory]) -> list[Sto
         "SELECT DISTINCT ON (dst) dst::text, src::text FROM memory_edges "
         "WHERE namespace = %s AND dst = ANY(%s::uuid[]) AND rel_type = 'supersedes' "
         "ORDER BY dst, created_at DESC, src", (ns, dated))
-    by = dict(await cur.fetchall())
+    by: dict[str, str] = dict(await cur.fetchall())
     return [replace(m, superseded_by=by[m.id]) if m.id in by else m for m in stored]
 
 
@@ -61,7 +62,7 @@ class MemoryReads:
         where_filters, params = filter_sql(filters, alias="m")
         current = "" if filters.as_of else "AND (m.valid_to IS NULL OR m.valid_to > now())"
 
-        async def read(conn: Any) -> list[StoredMemory]:
+        async def read(conn: Conn) -> list[StoredMemory]:
             cur = await conn.execute(
                 f"SELECT {COLUMNS} FROM memories m WHERE m.namespace = %(ns)s AND m.pinned "
                 f"AND {live('m')} {current} {where_filters} "
@@ -76,7 +77,7 @@ class MemoryReads:
         if not memory_ids:
             return {}
 
-        async def read(conn: Any) -> list[StoredMemory]:
+        async def read(conn: Conn) -> list[StoredMemory]:
             cur = await conn.execute(
                 f"SELECT {COLUMNS} FROM memories "
                 f"WHERE namespace = %s AND id = ANY(%s::uuid[]) AND {LIVE}",
@@ -92,7 +93,7 @@ class MemoryReads:
         if not memory_ids:
             return {}
 
-        async def read(conn: Any) -> list[Any]:
+        async def read(conn: Conn) -> list[Any]:
             cur = await conn.execute(
                 "SELECT id::text, created_at FROM memories "
                 f"WHERE namespace = %s AND id = ANY(%s::uuid[]) AND {LIVE}",
@@ -109,7 +110,7 @@ class MemoryReads:
         similarity is at least min_similarity: (id, id, similarity), in one query."""
         if len(memory_ids) < 2:
             return []
-        async def read(conn: Any) -> list[tuple[str, str, float]]:
+        async def read(conn: Conn) -> list[tuple[str, str, float]]:
             cur = await conn.execute(
                 "SELECT a.id::text, b.id::text, 1 - (a.embedding <=> b.embedding) "
                 "FROM memories a JOIN memories b ON a.id < b.id "
@@ -159,7 +160,7 @@ class MemoryReads:
                 " AND NOT n.is_sensitive"
             )
 
-        async def read(conn: Any) -> tuple[dict[str, dict[str, StoredMemory]],
+        async def read(conn: Conn) -> tuple[dict[str, dict[str, StoredMemory]],
                                            list[StoredMemory]]:
             cur = await conn.execute(
                 f"SELECT 'self', n.id::text, {columns} FROM memories n "

@@ -28,7 +28,7 @@ from recallmesh.gateway.write_keys import (
     stored_before,
 )
 from recallmesh.shared.cjk import index_terms
-from recallmesh.shared.db import ADMIN, WRITE, lock_for_write, transaction
+from recallmesh.shared.db import ADMIN, WRITE, Conn, lock_for_write, transaction
 from recallmesh.shared.errors import InvalidArgument, NotFound
 from recallmesh.wire.filters import live
 from recallmesh.wire.memory_fields import (
@@ -82,7 +82,7 @@ def _insert_params(ns: str, memory: NewMemory, ttl_s: int | None, writer: Writer
         "content_key": content_key(memory), "written_by": writer.name}
 
 
-async def _relate(conn: Any, ns: str, source: str, memory: NewMemory, where: str) -> None:
+async def _relate(conn: Conn, ns: str, source: str, memory: NewMemory, where: str) -> None:
     """Write a new memory's explicit relations (same transaction as the memory). Targets
     must be live memories of the namespace; SUPERSEDES ends the target's validity now."""
     if not memory.relations:
@@ -109,7 +109,7 @@ async def _relate(conn: Any, ns: str, source: str, memory: NewMemory, where: str
             (ns, superseded))
 
 
-async def _pin(conn: Any, ns: str, memory_ids: list[str]) -> None:
+async def _pin(conn: Conn, ns: str, memory_ids: list[str]) -> None:
     """A pinned write that an existing memory already says pins that memory (the duplicate
     rule answers it, and the caller asked for it pinned)."""
     if memory_ids:

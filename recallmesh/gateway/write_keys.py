@@ -20,6 +20,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from recallmesh.shared.db import Conn
 from recallmesh.shared.errors import AlreadyExists
 from recallmesh.wire.filters import live
 from recallmesh.wire.memory_fields import COLUMNS, UPDATABLE, NewMemory, StoredMemory
@@ -81,7 +82,7 @@ def keyed(memory: NewMemory) -> bool:
     return not memory.relations and memory.expires_at is None
 
 
-async def same_said(conn: Any, ns: str, memories: list[NewMemory], writer: Writer
+async def same_said(conn: Conn, ns: str, memories: list[NewMemory], writer: Writer
                      ) -> dict[str, StoredMemory]:
     """content_key -> the live, current memory of `ns` that already says it (one the writer
     wrote, when it may not read), for the writes without relations (a write with relations is
@@ -108,7 +109,7 @@ def same_write(stored: StoredMemory, memory: NewMemory, relations: set[tuple[str
     return relations == set(memory.relations)
 
 
-async def stored_before(conn: Any, ns: str, memory: NewMemory, writer: Writer) -> StoredMemory:
+async def stored_before(conn: Conn, ns: str, memory: NewMemory, writer: Writer) -> StoredMemory:
     """The memory a retried write (its client-supplied id already stored) stored before.
 
     The same id with another write, in another namespace, deleted or expired, or (for a writer

@@ -43,6 +43,9 @@ from recallmesh.shared.settings import PoolSettings, configured_dsn, data_dir
 
 log = logging.getLogger(__name__)
 
+# A connection of the services' pools, its rows tuples (psycopg's default row factory).
+Conn = psycopg.AsyncConnection[tuple[Any, ...]]
+
 def resolve_dsn() -> str:
     """The DSN a service process should use.
 

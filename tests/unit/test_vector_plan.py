@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -13,6 +13,7 @@ from recallmesh.services.vector.core import (
     VectorRetriever,
     plan_settings,
 )
+from recallmesh.shared.db import Conn as DbConn
 
 
 class Rows:
@@ -41,9 +42,14 @@ class Conn:
         return Rows(self.table_rows if kind == "table" else self.namespace_vectors)
 
 
+def as_conn(fake: Conn) -> DbConn:
+    """The fake as the connection type the plan takes (it answers the two counts only)."""
+    return cast(DbConn, fake)
+
+
 def plan(namespace_vectors: int, table_rows: int, exact_max: int = 1000, k: int = 10) -> str:
     retriever = VectorRetriever(None, 4, ef_search=200, exact_max=exact_max)
-    return asyncio.run(retriever.plan(Conn(namespace_vectors, table_rows), "n", "m", k))
+    return asyncio.run(retriever.plan(as_conn(Conn(namespace_vectors, table_rows)), "n", "m", k))
 
 
 @pytest.mark.parametrize(("vectors", "rows", "expected"), [
@@ -69,10 +75,10 @@ def test_counts_are_read_once_per_ttl() -> None:
     retriever = VectorRetriever(None, 4, exact_max=10, clock=lambda: now[0])
     conn = Conn(50, 100)
     for _ in range(3):
-        asyncio.run(retriever.plan(conn, "n", "m", 10))
+        asyncio.run(retriever.plan(as_conn(conn), "n", "m", 10))
     assert conn.asked == ["namespace", "table"]
     now[0] = COUNT_TTL_S + 1
-    asyncio.run(retriever.plan(conn, "n", "m", 10))
+    asyncio.run(retriever.plan(as_conn(conn), "n", "m", 10))
     assert conn.asked == ["namespace", "table", "namespace", "table"]
 
 
@@ -94,6 +100,6 @@ def test_a_filtered_search_plans_on_the_vectors_that_pass(passing: int, expected
     retriever = VectorRetriever(None, 4, ef_search=200, exact_max=1000)
     conn = Conn(1_000_000, 1_000_000)
     conn.passing = passing
-    chosen = asyncio.run(retriever.plan(conn, "n", "m", 10, Filters(tags=("a",))))
+    chosen = asyncio.run(retriever.plan(as_conn(conn), "n", "m", 10, Filters(tags=("a",))))
     assert chosen == expected and "namespace" not in conn.asked
     assert conn.cap == 2 * 200 * 1_000_000 // MAX_SCAN_TUPLES + 1  # counting stops there

@@ -45,6 +45,7 @@ from recallmesh.services.lexical.spelling import (
 )
 from recallmesh.services.lexical.ts_rank import build_search_sql
 from recallmesh.shared.cjk import query_terms
+from recallmesh.shared.db import Conn
 from recallmesh.shared.replicas import as_reads
 from recallmesh.wire.filters import Filters
 
@@ -126,7 +127,7 @@ class LexicalRetriever:
         ranking = ranking or self.ranking
         terms = query_terms(query)
 
-        async def bm25(conn: Any) -> tuple[list[LexicalRow], str]:
+        async def bm25(conn: Conn) -> tuple[list[LexicalRow], str]:
             async with conn.transaction():
                 # one round trip: the statement's memory, how many postings its terms have, and
                 # the corrections of misspelt ones
@@ -157,7 +158,7 @@ class LexicalRetriever:
                 BM25_STATEMENTS.labels("sql").inc()
                 return rows, "sql"
 
-        async def ts_rank(conn: Any) -> tuple[list[LexicalRow], str]:
+        async def ts_rank(conn: Conn) -> tuple[list[LexicalRow], str]:
             sql, params = build_search_sql(filters or Filters(), sort_by)
             params.update(ns=namespace, query=terms, k=k, or_min_rank=self.or_min_rank)
             return await fetch(conn, LexicalRow, sql, params), "ts_rank"

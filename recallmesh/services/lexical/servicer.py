@@ -12,6 +12,7 @@ from recallmesh.migrations.bm25_index import STATE_PARAMS, STATE_SQL, engine_of
 from recallmesh.services.lexical.core import LexicalRetriever
 from recallmesh.services.lexical.settings import LexicalSettings
 from recallmesh.services.retriever_app import RetrieverApp
+from recallmesh.shared.db import Conn
 from recallmesh.shared.replicas import Reads
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from recallmesh.wire.retriever import leg_query_from_proto
@@ -70,8 +71,10 @@ class LexicalApp(RetrieverApp):
 async def bm25_engine(reads: Reads) -> str:
     """"pg_textsearch <version>" when the database the searches read has the BM25 index (made by
     recallmesh.migrations.bm25_index at the stack's start or the migrate job), else ""."""
-    async def read(conn: Any) -> str:
+    async def read(conn: Conn) -> str:
         cur = await conn.execute(STATE_SQL, STATE_PARAMS)
-        return engine_of(tuple(await cur.fetchone()))
+        row = await cur.fetchone()
+        assert row is not None  # a SELECT of expressions: always one row
+        return engine_of(tuple(row))
 
     return await reads.run(read)

@@ -58,6 +58,7 @@ from prometheus_client import Counter
 from psycopg.types import TypeInfo
 
 from recallmesh.services.vector.settings import DEFAULT_EF_SEARCH, DEFAULT_EXACT_MAX
+from recallmesh.shared.db import Conn
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.replicas import as_reads
 from recallmesh.wire.filters import Filters, filter_sql, live, not_deleted
@@ -98,7 +99,7 @@ def plan_settings(plan: str, ef_search: int, iterative_scan: str,
             ("hnsw.iterative_scan", iterative_scan)]
 
 
-async def apply_settings(conn: Any, settings: list[tuple[str, str]]) -> None:
+async def apply_settings(conn: Conn, settings: list[tuple[str, str]]) -> None:
     await conn.execute("SELECT " + ", ".join("set_config(%s, %s, true)" for _ in settings),
                        [x for pair in settings for x in pair])
 
@@ -162,7 +163,7 @@ class VectorRetriever:
         self._halfvec: TypeInfo | None = None  # the halfvec type, looked up once
         self._binary: weakref.WeakSet[Any] = weakref.WeakSet()  # connections that send it
 
-    async def send_binary(self, conn: Any) -> None:
+    async def send_binary(self, conn: Conn) -> None:
         """The query vector goes to Postgres as halfvec's binary form (pgvector-python's
         dumper), not as the text '[x,y,...]', which is slow to format on every search
         (decision 0026): registered once per connection, the type looked up once per
@@ -182,7 +183,7 @@ class VectorRetriever:
         max_scan_tuples."""
         return 2 * max(self.ef_search, k) / MAX_SCAN_TUPLES
 
-    async def plan(self, conn: Any, namespace: str, model: str, k: int,
+    async def plan(self, conn: Conn, namespace: str, model: str, k: int,
                    filters: Filters | None = None) -> str:
         """"exact" or "hnsw" for a search of `namespace` (the module docstring says why)."""
         if filters is not None and not filters.empty:
@@ -200,7 +201,7 @@ class VectorRetriever:
         """Past this many passing vectors the plan is HNSW whatever the exact count."""
         return max(self.exact_max, math.ceil(self.min_share(k) * rows)) + 1
 
-    async def vectors_passing(self, conn: Any, namespace: str, model: str, filters: Filters,
+    async def vectors_passing(self, conn: Conn, namespace: str, model: str, filters: Filters,
                               cap: int) -> int:
         """The namespace's vectors of `model` that pass `filters`, counted up to `cap`."""
         where_filters, params = filter_sql(filters, alias="m")
@@ -213,7 +214,7 @@ class VectorRetriever:
         row = await cur.fetchone()
         return int(row[0]) if row else 0
 
-    async def table_rows(self, conn: Any) -> int:
+    async def table_rows(self, conn: Conn) -> int:
         """memories' row count as Postgres estimates it, read at most once per COUNT_TTL_S."""
         now = self._clock()
         if self._table is not None and now - self._table[0] < COUNT_TTL_S:
@@ -223,7 +224,7 @@ class VectorRetriever:
         self._table = (now, int(row[0]) if row else 0)
         return self._table[1]
 
-    async def vectors_in(self, conn: Any, namespace: str, model: str) -> int:
+    async def vectors_in(self, conn: Conn, namespace: str, model: str) -> int:
         """The namespace's vectors of `model`, counted at most once per COUNT_TTL_S."""
         key = (namespace, model)
         now = self._clock()
@@ -249,7 +250,7 @@ class VectorRetriever:
     ) -> list[VectorHit]:
         query_vector = check_vector(vector, self.dimension)
 
-        async def search_on(conn: Any) -> list[Any]:
+        async def search_on(conn: Conn) -> list[Any]:
             await self.send_binary(conn)
             async with conn.transaction():
                 plan = await self.plan(conn, namespace, model, k, filters)
