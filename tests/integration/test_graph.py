@@ -14,9 +14,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from recallmesh.services.graph.core import (
-    float4_arrays,
-)
+from recallmesh.services.graph.loading import float4_arrays
 from recallmesh.services.indexer import jobs
 from recallmesh.stack.supervisor import Stack
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc, retriever_pb2, retriever_pb2_grpc

@@ -18,7 +18,8 @@ from psycopg_pool import AsyncConnectionPool
 from recallmesh.embedding_models.manifest import ModelManifest
 from recallmesh.migrations.vector_schema import prepare_database
 from recallmesh.services.embedding.client import Embeddings
-from recallmesh.services.indexer.core import Indexer, _SharedWait, run_forever
+from recallmesh.services.indexer.core import Indexer
+from recallmesh.services.indexer.loop import _SharedWait, run_forever
 from tests.fixtures import scratch_database
 from tests.helpers import one_row
 
@@ -155,18 +156,18 @@ async def test_a_batch_that_runs_out_of_time_halves_the_next_claim(
     for _ in range(3):
         db.execute(due_now, (ids,))
         await indexer.run_once()
-        sizes.append(indexer.claim_size)
+        sizes.append(indexer.sizing.claim_size)
     assert sizes == [2, 1, 1]
-    assert indexer.last_claim == 1 and len(slow.seen) <= 4 + 2 + 1
+    assert indexer.sizing.last_claim == 1 and len(slow.seen) <= 4 + 2 + 1
     indexer.embed_documents = ScriptedEmbedder(fail=RuntimeError("model down"))
     db.execute(due_now, (ids,))
     await indexer.run_once()
-    assert indexer.claim_size == 1  # only running out of time shrinks it
+    assert indexer.sizing.claim_size == 1  # only running out of time shrinks it
     indexer.embed_documents = ScriptedEmbedder()
     db.execute(due_now, (ids,))
     await indexer.run_once()
     await indexer.run_once()
-    assert indexer.claim_size == 4
+    assert indexer.sizing.claim_size == 4
     await drain(indexer, ids, db)
     assert all(state(db, i)[0] for i in ids)
 
@@ -199,7 +200,7 @@ async def test_a_claim_that_ran_out_of_time_is_not_tried_again_batch_after_batch
     assert embedder.batches[:6] == [8, 4, 6, 3, 4, 4]
     assert sum(1 for n in embedder.batches if n > 5) == 2
     # After probe_after batches in time the size that failed is forgotten and tried again.
-    indexer.probe_after = 1
+    indexer.sizing.probe_after = 1
     more = [insert(db, ns, f"more text {i}") for i in range(16)]
     embedder.batches.clear()
     await drain(indexer, more, db)

@@ -8,16 +8,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from recallmesh.services.graph.core import (
-    GraphRetriever,
-    GraphSettings,
-    NamespaceGraph,
-    bfs,
-    build_graph,
-    personalized_pagerank,
-    rank,
-)
+from recallmesh.services.graph.core import GraphRetriever
 from recallmesh.services.graph.extraction import SpacyExtractor, normalise
+from recallmesh.services.graph.loading import NamespaceGraph, build_graph
+from recallmesh.services.graph.ranking import bfs, personalized_pagerank, rank
+from recallmesh.services.graph.settings import GraphSettings
 from recallmesh.v1 import memory_pb2
 from recallmesh.wire.filters import Filters
 

@@ -17,7 +17,7 @@ from recallmesh.gateway.fanout import LegError, LegOutcome, run_leg
 from recallmesh.gateway.servicer import GatewayApp
 from recallmesh.services.embedding.servicer import EmbeddingApp
 from recallmesh.services.fusion.servicer import FusionApp
-from recallmesh.services.indexer.core import JOB_OUTCOMES, export_job_zeros
+from recallmesh.services.indexer.metrics import JOB_OUTCOMES, export_job_zeros
 from recallmesh.services.retriever_app import RetrieverApp
 from recallmesh.shared.replicas import export_read_zeros
 from recallmesh.shared.telemetry import ZERO_CODES, export_rpc_zeros

@@ -44,13 +44,13 @@ EXCEPTIONS = {
     ("recallmesh/gateway/history.py", "import_records"):
         "ids are unique in a deployment: an import checks an id in every namespace (one "
         "wording for all, so no tenant learns of another's)",
-    ("recallmesh/services/indexer/core.py", "_CLAIM"):
+    ("recallmesh/services/indexer/queue.py", "_CLAIM"):
         "the indexer's work queue spans namespaces (admin: its claimed batch is locked by id)",
-    ("recallmesh/services/indexer/core.py", "_LOCK_MEMORIES"):
+    ("recallmesh/services/indexer/queue.py", "_LOCK_MEMORIES"):
         "the indexer's work queue spans namespaces (admin: its claimed batch is locked by id)",
-    ("recallmesh/services/indexer/core.py", "_READ_CLAIMED"):
+    ("recallmesh/services/indexer/queue.py", "_READ_CLAIMED"):
         "the indexer reads its claimed batch, memories of any namespace, by id (admin)",
-    ("recallmesh/services/indexer/core.py", "_COMPLETE"):
+    ("recallmesh/services/indexer/queue.py", "_COMPLETE"):
         "the indexer writes its claimed batch's vectors by id (admin)",
     ("recallmesh/services/indexer/expiry.py", "_DUE"):
         "the expiry sweeper finds expired memories in every namespace (admin)",

@@ -8,7 +8,8 @@ import asyncio
 import pytest
 
 from recallmesh.services.embedding.client import Embeddings
-from recallmesh.services.indexer.core import PROBE_TEXT, Indexer, _Round
+from recallmesh.services.indexer.core import Indexer
+from recallmesh.services.indexer.poison import PROBE_TEXT, Round, embed_round
 from recallmesh.services.indexer.settings import IndexerSettings
 from recallmesh.shared.settings import ConfigError
 
@@ -55,9 +56,9 @@ def indexer(model: Model, budget_s: float = 5.0) -> Indexer:
     return Indexer(None, model, embed_budget_s=budget_s)
 
 
-async def run(model: Model, texts: list[str], budget_s: float = 5.0) -> _Round:
-    outcome = _Round()
-    await indexer(model, budget_s)._embed_round(texts, outcome)
+async def run(model: Model, texts: list[str], budget_s: float = 5.0) -> Round:
+    outcome = Round()
+    await embed_round(model, budget_s, texts, outcome)
     return outcome
 
 

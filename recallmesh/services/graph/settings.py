@@ -1,11 +1,27 @@
-"""The graph leg's own settings."""
+"""The graph leg's own settings: what a search and the cache use (GraphSettings), read from
+the environment (GraphLegSettings)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recallmesh.services.graph.core import GraphSettings
 from recallmesh.shared.settings import ConfigError, env_float, env_int, env_str
+
+
+@dataclass(frozen=True)
+class GraphSettings:
+    mode: str = "ppr"  # or "hops"
+    damping: float = 0.5  # probability of following an edge (1 - restart probability)
+    max_iterations: int = 50
+    tolerance: float = 1e-6
+    # nodes ranked at most (docs/decisions/0017-smaller-settings-and-limits.md)
+    node_cap: int = 10_000
+    seed_top: int = 5  # nearest concept names seeded from the query vector
+    seed_min_similarity: float = 0.45
+    hop_decay: float = 0.5
+    concept_edge_weight: float = 0.25  # concept-concept edges relative to mentions
+    cache_namespaces: int = 1024
+    cache_mb: int = 512  # estimated bytes of all cached graphs together
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Parked embedding jobs: list, retry, drop (`recallmesh jobs ...`, straight SQL on the DSN).
 
-A job is parked by the indexer (recallmesh/services/indexer/core.py) after its own text failed the
+A job is parked by the indexer (recallmesh/services/indexer/queue.py) after its own text failed the
 embedding RECALLMESH_INDEXER_MAX_ATTEMPTS times. Its memory is stored and found lexically,
 but has no vector. An operator then either
   - retries it (`retry`): the job is enqueued afresh (recallmesh_enqueue_embedding_jobs,

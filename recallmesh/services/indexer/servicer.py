@@ -19,13 +19,10 @@ import psycopg
 from recallmesh.services.embedding.client import EmbedderClient, Embeddings
 from recallmesh.services.graph.extraction import make_extractor
 from recallmesh.services.indexer.concepts import ConceptWriter
-from recallmesh.services.indexer.core import (
-    NOTIFY_CHANNEL,
-    Indexer,
-    export_job_zeros,
-    run_forever,
-)
+from recallmesh.services.indexer.core import Indexer
 from recallmesh.services.indexer.expiry import run_sweeper
+from recallmesh.services.indexer.loop import NOTIFY_CHANNEL, run_forever
+from recallmesh.services.indexer.metrics import export_job_zeros
 from recallmesh.services.indexer.settings import IndexerSettings
 from recallmesh.shared.db import WRITE, open_pool, resolve_dsn, unreachable
 from recallmesh.shared.settings import ConfigError
