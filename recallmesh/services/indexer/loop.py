@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from recallmesh.services.indexer.core import BatchResult, Indexer
 from recallmesh.services.indexer.queue import backoff_s
 
-# The indexer's log lines keep the logger they had when the indexer was one module.
+# Every log line of the indexer under one logger name, whichever of its modules writes it.
 log = logging.getLogger("recallmesh.services.indexer.core")
 
 NOTIFY_CHANNEL = "recallmesh_embedding_jobs"

@@ -39,7 +39,7 @@ from recallmesh.wire.filters import not_deleted
 if TYPE_CHECKING:
     from recallmesh.services.graph.extraction import Extraction
 
-# The indexer's log lines keep the logger they had when the indexer was one module.
+# Every log line of the indexer under one logger name, whichever of its modules writes it.
 log = logging.getLogger("recallmesh.services.indexer.core")
 
 _CLAIM = """
