@@ -522,9 +522,11 @@ def test_bm25_statement_returns_the_reference_k_best(db: psycopg.Connection,
         terms = len(set(db.execute("SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))",
                                    (query,)).fetchall()))
         # Memories whose scores differ in the last bits (idf * tf / tf is not always idf) may
-        # swap places at equal rounded scores, so the scores are compared as a multiset.
-        best = sorted(round(v[0], 9) for v in expected.values())[::-1][:k]
-        assert sorted((round(r[1], 9) for r in got), reverse=True) == best
+        # swap places at equal scores, so the scores are compared as a multiset, each to the
+        # same tolerance as below (rounding both to 9 places could split a pair at a boundary).
+        best = sorted((v[0] for v in expected.values()), reverse=True)[:k]
+        assert sorted((r[1] for r in got), reverse=True) == pytest.approx(
+            best, rel=1e-12, abs=1e-10)
         df, (n, _) = stats(db, ns)
         lexemes = {r[0] for r in db.execute(
             "SELECT unnest(tsvector_to_array(to_tsvector('english', %s)))", (query,))}

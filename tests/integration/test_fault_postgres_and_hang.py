@@ -59,7 +59,7 @@ class Own:
 PG_CTL = """
 import sys
 from pathlib import Path
-from recallmesh.shared.db import embedded_dsn, start_embedded
+from recallmesh.shared.embedded import embedded_dsn, start_embedded
 pg_dir, action = Path(sys.argv[1]), sys.argv[2]
 server = start_embedded(pg_dir, cleanup_mode="stop" if action == "stop" else None)
 if action == "stop":
