@@ -1,4 +1,4 @@
-"""The restart policy of `recallmesh up` (recallmesh/stack/supervisor.py): backoff, the
+"""The restart policy of `recallmesh up` (recallmesh/stack/restarts.py): backoff, the
 crash-loop limit, its settings, and the watcher's decisions on fake processes and a fake clock."""
 
 from __future__ import annotations
