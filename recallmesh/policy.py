@@ -21,10 +21,12 @@ when a request sets them, so their policy value is None unless a request asked.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal, get_args
+from types import MappingProxyType, UnionType
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.settings import (
@@ -251,12 +253,9 @@ class RecallPolicy:
                               sort_by="relevance" if sort_by == "recency" else sort_by)
 
     @classmethod
-    def specs(cls) -> dict[str, tuple[Spec, type]]:
-        """name -> (spec, value type) of every setting but the weights."""
-        kinds = {"str": str, "int": int, "float": float, "bool": bool,
-                 "FusionMethod": str}  # a name among its choices
-        return {f.name: (f.metadata["spec"], kinds[str(f.type).split(" |")[0]])
-                for f in fields(cls) if "spec" in f.metadata}
+    def specs(cls) -> Mapping[str, tuple[Spec, type]]:
+        """name -> (spec, value type) of every setting but the weights (read once)."""
+        return _specs()
 
     @classmethod
     def from_env(cls, legs: Iterable[str] = tuple(DEFAULT_LEG_WEIGHTS),
@@ -332,6 +331,23 @@ def parse_weights(raw: str, legs: list[str]) -> dict[str, float]:
             raise ConfigError(f"{LEG_WEIGHTS_ENV}: weight of {name} must be >= 0")
         weights[name] = weight
     return weights
+
+
+@functools.cache
+def _specs() -> Mapping[str, tuple[Spec, type]]:
+    hints = get_type_hints(RecallPolicy)
+    return MappingProxyType({f.name: (f.metadata["spec"], _value_type(hints[f.name]))
+                             for f in fields(RecallPolicy) if "spec" in f.metadata})
+
+
+def _value_type(hint: Any) -> type:
+    """The type a setting's value has: `float | None` is float, a Literal of names str."""
+    if get_origin(hint) in (Union, UnionType):
+        hint = next(a for a in get_args(hint) if a is not type(None))
+    if get_origin(hint) is Literal:
+        return type(get_args(hint)[0])
+    assert isinstance(hint, type), hint
+    return hint
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from recallmesh.policy import MAX_LEG_DEPTH, MAX_SEED_MEMORIES, SortBy, checked
@@ -26,7 +27,7 @@ class LegQuery:
     k: int
     filters: Filters
     sort_by: SortBy
-    vector: tuple[float, ...] = ()  # filled in for legs that need it
+    vector: Sequence[float] = ()  # filled in for legs that need it
     vector_model: str = ""
     lexical_ranking: str = ""  # request overrides for the lexical leg ("" / None: its own)
     bm25_k1: float | None = None
@@ -98,15 +99,16 @@ def leg_query_from_proto(request: retriever_pb2.SearchRequest) -> LegQuery:
     """A leg's SearchRequest, validated, as the LegQuery the gateway sent
     (search_request_to_proto's inverse). What only one leg needs (the vector leg's query
     vector) is that leg's to require."""
+    ns, query = namespace(request.namespace), query_text(request.query)
     if not 1 <= request.k <= MAX_LEG_DEPTH:
         raise InvalidArgument(f"k must be within 1..{MAX_LEG_DEPTH}, got {request.k}")
     return LegQuery(
-        namespace=namespace(request.namespace),
-        query=query_text(request.query),
+        namespace=ns,
+        query=query,
         k=request.k,
         filters=filters_from_proto(request.filters if request.HasField("filters") else None),
         sort_by=sort_by(request.sort_by),
-        vector=tuple(request.query_vector),
+        vector=request.query_vector,  # read as it came (the leg converts it once)
         vector_model=request.vector_model,
         lexical_ranking=(checked("lexical_ranking", request.ranking, "ranking")
                          if request.ranking.strip() else ""),
