@@ -29,6 +29,7 @@ from types import MappingProxyType, UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from recallmesh.shared.errors import InvalidArgument
+from recallmesh.shared.legs import GRAPH_LEG, LEXICAL_LEG, VECTOR_LEG, LegName
 from recallmesh.shared.settings import (
     ConfigError,
     env_bool,
@@ -83,15 +84,13 @@ MAX_LEG_DEPTH = 1000  # candidates one leg may be asked for (SearchRequest.k)
 # Default fusion weight per leg (RECALLMESH_LEG_WEIGHTS overrides); others get 1.0. Lexical
 # and vector alike under cc: the setting the decision rule keeps
 # (docs/decisions/0012-ranking-apart-from-scoring.md).
-DEFAULT_LEG_WEIGHTS = {"lexical": 1.0, "vector": 1.0, "graph": 0.35}
+DEFAULT_LEG_WEIGHTS: dict[LegName, float] = {LEXICAL_LEG: 1.0, VECTOR_LEG: 1.0, GRAPH_LEG: 0.35}
 LEG_WEIGHTS_ENV = "RECALLMESH_LEG_WEIGHTS"
-GRAPH_LEG = "graph"  # the leg the graph second stage asks again
 # The legs a gateway fans out to unless RECALLMESH_LEGS says otherwise. The graph leg runs
 # in every stack but is not among them (docs/decisions/0010-graph-stays-opt-in.md);
 # RECALLMESH_LEGS=lexical,vector,graph turns it on. Every service reads the same variable
 # (the indexer extracts concepts only for a graph leg that is asked: docs/decisions/0025).
-DEFAULT_LEGS = "lexical,vector"
-VECTOR_LEG = "vector"  # the leg searched by meaning (its best hit: the nearest memory)
+DEFAULT_LEGS = f"{LEXICAL_LEG},{VECTOR_LEG}"
 
 
 @dataclass(frozen=True)
@@ -240,9 +239,9 @@ class RecallPolicy:
         "(advice) sets the settings the request leaves unset"))
     # Per-leg fusion weights (RECALLMESH_LEG_WEIGHTS "leg=w,..."; per request
     # FusionOverrides.weights); a leg not listed weighs 1.
-    weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_LEG_WEIGHTS))
+    weights: Mapping[LegName, float] = field(default_factory=lambda: dict(DEFAULT_LEG_WEIGHTS))
 
-    def weight(self, leg: str) -> float:
+    def weight(self, leg: LegName) -> float:
         return self.weights.get(leg, 1.0)
 
     def fusion_settings(self, sort_by: SortBy) -> FusionSettings:
@@ -258,7 +257,7 @@ class RecallPolicy:
         return _specs()
 
     @classmethod
-    def from_env(cls, legs: Iterable[str] = tuple(DEFAULT_LEG_WEIGHTS),
+    def from_env(cls, legs: Iterable[LegName] = tuple(DEFAULT_LEG_WEIGHTS),
                  environ: Mapping[str, str] | None = None) -> RecallPolicy:
         """The deployment's policy: built-in defaults, then the environment's settings.
         `legs`: the legs the gateway fans out to (weights are listed for those)."""
@@ -275,7 +274,7 @@ class RecallPolicy:
         return cls(**values, weights=weights)
 
     def resolve(self, request: Overrides, route: Overrides | None = None,
-                legs: Iterable[str] | None = None) -> RecallPolicy:
+                legs: Iterable[LegName] | None = None) -> RecallPolicy:
         """This (deployment) policy with a route's and then a request's overrides applied:
         request > route > deployment. A route's weights are caps on the deployment's (never
         raise a weight). `legs`, when given, are the legs the gateway runs: a request that
@@ -315,7 +314,7 @@ def env_value(env: str, spec: Spec, kind: type, raw: str) -> Any:
         raise ConfigError(f"{env} {exc}") from None
 
 
-def parse_weights(raw: str, legs: list[str]) -> dict[str, float]:
+def parse_weights(raw: str, legs: list[LegName]) -> dict[LegName, float]:
     """RECALLMESH_LEG_WEIGHTS ("lexical=0.7,vector=1"): weights of configured legs, >= 0."""
     weights = {}
     for item in filter(None, (part.strip() for part in raw.split(","))):
@@ -357,11 +356,11 @@ class Overrides:
     per-leg weights; `skip_legs` legs not to ask."""
 
     values: Mapping[str, Any] = field(default_factory=dict)
-    weights: Mapping[str, float] = field(default_factory=dict)
-    skip_legs: tuple[str, ...] = ()
+    weights: Mapping[LegName, float] = field(default_factory=dict)
+    skip_legs: tuple[LegName, ...] = ()
 
     @classmethod
-    def of(cls, weights: Mapping[str, float] | None = None, skip_legs: Iterable[str] = (),
+    def of(cls, weights: Mapping[LegName, float] | None = None, skip_legs: Iterable[LegName] = (),
            **values: Any) -> Overrides:
         """Overrides from Python values, checked like a request's (InvalidArgument)."""
         specs = RecallPolicy.specs()
@@ -443,7 +442,7 @@ class Overrides:
                                       f"{', '.join(per_request)}, weights.<leg>, skip_legs)")
         return cls.of(weights=weights, skip_legs=skip, **values)
 
-    def check_legs(self, legs: Iterable[str]) -> None:
+    def check_legs(self, legs: Iterable[LegName]) -> None:
         """The legs it names exist; it leaves one to ask; the second stage has its leg."""
         names = set(legs)
         unknown = sorted((set(self.weights) | set(self.skip_legs)) - names)
@@ -474,7 +473,7 @@ def checked(name: str, value: Any, label: str) -> Any:
         raise InvalidArgument(f"{label} {exc}") from None
 
 
-def _checked_weights(weights: Mapping[str, float]) -> dict[str, float]:
+def _checked_weights(weights: Mapping[LegName, float]) -> dict[LegName, float]:
     checked = {}
     for leg, weight in weights.items():
         if not (math.isfinite(weight) and weight >= 0):
@@ -491,7 +490,7 @@ def lexical_setting(name: str, default: Any, environ: Mapping[str, str] | None =
     return env_value(spec.env, spec, kind, raw) if raw else default
 
 
-def leg_names(raw: str | None = None) -> list[str]:
+def leg_names(raw: str | None = None) -> list[LegName]:
     """The legs RECALLMESH_LEGS names (`raw`, else the environment's, else DEFAULT_LEGS), in
     order; ConfigError when it names none or one twice."""
     raw = env_str("RECALLMESH_LEGS", DEFAULT_LEGS) if raw is None else raw

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from recallmesh.shared.legs import LEXICAL_LEG, VECTOR_LEG, LegName
+
 # What the relevance model reads of a hit (recallmesh/gateway/stages.py `evidence`):
 #   cosine      its cosine minus the model's cosine_floor
 #   cosine_gap  its cosine minus the best cosine of the vector leg's list (0 for the best)
@@ -48,7 +50,8 @@ RELEVANCE_FEATURES = ("cosine", "cosine_gap", "lexical", "lexical_gap", "rank", 
 # (the vector leg and a sensitive memory) or did not answer. Such a hit is estimated by the
 # model fitted without them (RelevanceModel.without, keyed by the missing legs in name order,
 # joined with ","): a blind leg is left out, not counted as if it had seen an unrelated memory.
-LEG_FEATURES = {"lexical": ("lexical", "lexical_gap"), "vector": ("cosine", "cosine_gap")}
+LEG_FEATURES: dict[LegName, tuple[str, ...]] = {LEXICAL_LEG: ("lexical", "lexical_gap"),
+                                                 VECTOR_LEG: ("cosine", "cosine_gap")}
 
 
 def missing_legs(evidence: Mapping[str, float]) -> str:

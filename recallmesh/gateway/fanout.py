@@ -26,9 +26,10 @@ from opentelemetry import trace
 
 from recallmesh.gateway.metrics import LEG_FAILURES, SECOND_STAGE_LEG, SECOND_STAGES
 from recallmesh.gateway.settings import SENSITIVE_LEGS
-from recallmesh.policy import GRAPH_LEG, FusionSettings
+from recallmesh.policy import FusionSettings
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.shared.errors import DeadlineExceeded, InvalidArgument, Unavailable
+from recallmesh.shared.legs import GRAPH_LEG, LegName
 from recallmesh.shared.telemetry import LEG_LATENCY_SECONDS
 from recallmesh.wire.fusion import LegCandidate, LegList
 from recallmesh.wire.retriever import LegAnswer, LegQuery
@@ -57,7 +58,7 @@ class LegError(Exception):
 
 
 class Leg(Protocol):
-    name: str
+    name: LegName
     needs_vector: bool  # searched with the embedded query
 
     async def search(self, query: LegQuery, timeout_s: float) -> LegAnswer: ...
@@ -65,7 +66,7 @@ class Leg(Protocol):
 
 @dataclass
 class LegOutcome:
-    leg: str
+    leg: LegName
     state: str  # OK | TIMEOUT | ERROR | SKIPPED
     latency_ms: float
     answer: LegAnswer | None = None

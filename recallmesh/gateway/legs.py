@@ -15,6 +15,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from recallmesh.gateway.fanout import LegError, LegTimeout
+from recallmesh.shared.legs import LegName
 from recallmesh.shared.telemetry import tracing_interceptors
 from recallmesh.v1 import retriever_pb2_grpc
 from recallmesh.wire.channel import dial_internal
@@ -41,7 +42,7 @@ def leg_failure(
 
 
 class GrpcLeg:
-    def __init__(self, name: str, target: str, needs_vector: bool = False) -> None:
+    def __init__(self, name: LegName, target: str, needs_vector: bool = False) -> None:
         self.name = name
         self.target = target
         self.needs_vector = needs_vector

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from recallmesh.policy import GRAPH_LEG
+from recallmesh.shared.legs import GRAPH_LEG, LegName
 from recallmesh.shared.telemetry import LEG_LATENCY_SECONDS
 
 QUERY_EMBED_SECONDS = Histogram(
@@ -103,7 +103,7 @@ FALLBACK_KINDS = ("lexical_only", "partial", "local_fusion")
 DEGRADED_VALUES = ("true", "false", "failed")
 
 
-def export_recall_zeros(legs: Iterable[str]) -> None:
+def export_recall_zeros(legs: Iterable[LegName]) -> None:
     """Create at zero, for the configured `legs` (their names), every series of the recall
     path that prometheusrule.yaml or the dashboard reads: recallmesh_leg_failures_total
     {leg, state} (TIMEOUT, ERROR), recallmesh_leg_latency_seconds{leg, state} (OK, TIMEOUT,

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 
 from recallmesh.policy import Overrides
+from recallmesh.shared.legs import LEXICAL_LEG
 
 ADVICE = "advice"
 ADVICE_LEXICAL_WEIGHT = 0.1
@@ -63,7 +64,7 @@ class Route:
         """The route as policy overrides (RecallPolicy.resolve: a request's own settings win;
         the lexical weight is a cap on the deployment's)."""
         return Overrides.of(weights=({} if self.lexical_weight is None
-                                     else {"lexical": self.lexical_weight}),
+                                     else {LEXICAL_LEG: self.lexical_weight}),
                             context_hits=self.context_hits, time_boost=self.time_boost)
 
 

@@ -72,7 +72,7 @@ from recallmesh.gateway.query_intent import Route, route
 from recallmesh.gateway.settings import GatewaySettings
 from recallmesh.gateway.store import MemoryStore
 from recallmesh.gateway.time_window import TimeWindow, boost
-from recallmesh.policy import GRAPH_LEG, FusionSettings, RecallPolicy
+from recallmesh.policy import FusionSettings, RecallPolicy
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.shared import db
 from recallmesh.shared.errors import (
@@ -80,6 +80,7 @@ from recallmesh.shared.errors import (
     ResourceExhausted,
     Unavailable,
 )
+from recallmesh.shared.legs import GRAPH_LEG, LEXICAL_LEG
 from recallmesh.wire.fusion import FusedCandidate, LegList
 from recallmesh.wire.memory_fields import StoredMemory
 from recallmesh.wire.retriever import LegQuery
@@ -280,7 +281,7 @@ class Recaller:
         if not answered:
             raise none_answered(ran, q.budget_ms)
         if any(o.state in ("TIMEOUT", "ERROR") for o in ran):
-            only_lexical = [o.leg for o in answered] == ["lexical"]
+            only_lexical = [o.leg for o in answered] == [LEXICAL_LEG]
             FALLBACKS.labels("lexical_only" if only_lexical else "partial").inc()
 
         lists = answered_lists(answered, dict(policy.weights))

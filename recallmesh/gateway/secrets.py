@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from recallmesh.policy import VECTOR_LEG
+from recallmesh.shared.legs import VECTOR_LEG
 from recallmesh.wire.fusion import LegList
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass, field
 
-from recallmesh.policy import GRAPH_LEG, VECTOR_LEG, RecallPolicy, leg_names
+from recallmesh.policy import RecallPolicy, leg_names
+from recallmesh.shared.legs import BUILT_IN_LEGS, GRAPH_LEG, LEXICAL_LEG, VECTOR_LEG, LegName
 from recallmesh.shared.settings import (
     ConfigError,
     at_most,
@@ -20,14 +21,14 @@ from recallmesh.wire.validation import MAX_BUDGET_MS, MAX_INDEX_WAIT_MS
 
 # Legs searched with the embedded query (RECALLMESH_<LEG>_NEEDS_VECTOR overrides).
 LEGS_NEEDING_VECTOR = frozenset({VECTOR_LEG, GRAPH_LEG})
-ALL_LEGS = "lexical,vector,graph"
+ALL_LEGS = ",".join(BUILT_IN_LEGS)
 # The legs that search sensitive memories: they are never embedded nor linked into the concept
 # graph, so every other leg is blind to them (calibrated fusion does not count it against them).
-SENSITIVE_LEGS = ("lexical",)
+SENSITIVE_LEGS = (LEXICAL_LEG,)
 
 @dataclass(frozen=True)
 class LegTarget:
-    name: str
+    name: LegName
     target: str  # host:port of a RetrieverService
     needs_vector: bool = False
 

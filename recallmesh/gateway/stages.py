@@ -58,7 +58,8 @@ from datetime import UTC, datetime
 
 from recallmesh.embedding_models.calibration import ScoreCalibration
 from recallmesh.gateway.time_window import TimeWindow, resolve
-from recallmesh.policy import VECTOR_LEG, FusionMethod, RecallPolicy, SortBy
+from recallmesh.policy import FusionMethod, RecallPolicy, SortBy
+from recallmesh.shared.legs import LEXICAL_LEG, VECTOR_LEG, LegName
 from recallmesh.wire.fusion import Contribution, FusedCandidate, LegList
 
 # The pseudo-legs named in explain for what context propagation added to a memory stored
@@ -181,7 +182,7 @@ def scores_are_estimates(method: FusionMethod, calibration: ScoreCalibration | N
     return calibration is not None or method == "calibrated"
 
 
-def _leg_scores(lists: Sequence[LegList], leg: str) -> tuple[LegList | None, dict[str, float]]:
+def _leg_scores(lists: Sequence[LegList], leg: LegName) -> tuple[LegList | None, dict[str, float]]:
     found = next((lst for lst in lists if lst.leg == leg), None)
     if found is None:
         return None, {}
@@ -211,7 +212,7 @@ def evidence(hits: Sequence[FusedCandidate], lists: Sequence[LegList],
     The best a leg listed is read among the memories still valid: an `ended` fact
     (current_first) is no yardstick for its replacement."""
     vector, cosines = _leg_scores(lists, VECTOR_LEG)
-    lexical, bm25 = _leg_scores(lists, "lexical")
+    lexical, bm25 = _leg_scores(lists, LEXICAL_LEG)
     hidden = sensitive_ids(lists)
     lowest = min(cosines.values(), default=0.0)
     best_cosine = max((v for i, v in cosines.items() if i not in ended), default=0.0)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recallmesh.policy import GRAPH_LEG, leg_names
+from recallmesh.policy import leg_names
+from recallmesh.shared.legs import GRAPH_LEG
 from recallmesh.shared.settings import (
     ConfigError,
     default_target,
