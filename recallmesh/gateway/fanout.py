@@ -29,7 +29,7 @@ from recallmesh.gateway.settings import SENSITIVE_LEGS
 from recallmesh.policy import FusionSettings
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.shared.errors import DeadlineExceeded, InvalidArgument, Unavailable
-from recallmesh.shared.legs import GRAPH_LEG, LegName
+from recallmesh.shared.legs import GRAPH_LEG, LegName, LegState
 from recallmesh.shared.telemetry import LEG_LATENCY_SECONDS
 from recallmesh.wire.fusion import LegCandidate, LegList
 from recallmesh.wire.retriever import LegAnswer, LegQuery
@@ -67,7 +67,7 @@ class Leg(Protocol):
 @dataclass
 class LegOutcome:
     leg: LegName
-    state: str  # OK | TIMEOUT | ERROR | SKIPPED
+    state: LegState
     latency_ms: float
     answer: LegAnswer | None = None
     detail: str = ""

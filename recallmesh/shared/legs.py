@@ -6,7 +6,7 @@ name are these constants, defined once, here on the ground floor where every flo
 
 from __future__ import annotations
 
-from typing import Final, TypeAlias
+from typing import Final, Literal, TypeAlias, get_args
 
 LegName: TypeAlias = str  # any leg RECALLMESH_LEGS names; the built-in ones below
 
@@ -14,3 +14,8 @@ LEXICAL_LEG: Final = "lexical"  # Postgres full text: the leg that also searches
 VECTOR_LEG: Final = "vector"  # the leg searched by meaning (its best hit: the nearest memory)
 GRAPH_LEG: Final = "graph"  # the concept graph; the leg the graph second stage asks again
 BUILT_IN_LEGS: Final = (LEXICAL_LEG, VECTOR_LEG, GRAPH_LEG)
+
+# What became of one leg in one recall (the wire's LegState; recallmesh/wire/enums.py refuses to
+# import where the names differ from the protos').
+LegState = Literal["OK", "TIMEOUT", "ERROR", "SKIPPED"]
+LEG_STATES: tuple[LegState, ...] = get_args(LegState)

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from recallmesh.policy import METHODS, SORT_ORDERS, FusionMethod, SortBy
 from recallmesh.shared.errors import InvalidArgument
+from recallmesh.shared.legs import LEG_STATES, LegState
 from recallmesh.v1 import fusion_pb2, memory_pb2
 
 E = TypeVar("E", bound=int)
@@ -28,8 +29,9 @@ def _by_name(enum: type[E], prefix: str, lower: bool) -> dict[str, E]:
 def _named(values: dict[str, E], names: tuple[str, ...], enum: str) -> dict[Any, E]:
     """`values` keyed by the Python side's names for them, which must be the enum's own."""
     if set(values) != set(names):
-        raise ImportError(f"recallmesh.v1.{enum} names {sorted(values)}, recallmesh.policy "
-                          f"{sorted(names)}: regenerate the stubs or mend the policy's names")
+        raise ImportError(f"recallmesh.v1.{enum} names {sorted(values)}, the Python side "
+                          f"{sorted(names)}: regenerate the stubs or mend the names "
+                          "(recallmesh.policy, recallmesh.shared.legs)")
     return values
 
 
@@ -42,7 +44,8 @@ SORT_BY_NAMES[memory_pb2.SORT_BY_UNSPECIFIED] = "relevance"
 RELATION_TYPE_VALUES = _by_name(memory_pb2.RelationType, "RELATION_TYPE_", lower=True)
 RELATION_TYPE_NAMES = {value: name for name, value in RELATION_TYPE_VALUES.items()}
 # recallmesh.v1.LegState: "OK", "TIMEOUT", "ERROR", "SKIPPED" (as RecallResponse reports them).
-LEG_STATE_VALUES = _by_name(memory_pb2.LegState, "LEG_STATE_", lower=False)
+LEG_STATE_VALUES: dict[LegState, memory_pb2.LegState] = _named(
+    _by_name(memory_pb2.LegState, "LEG_STATE_", lower=False), LEG_STATES, "LegState")
 LEG_STATE_NAMES = {memory_pb2.LEG_STATE_UNSPECIFIED: "UNSPECIFIED"} | {
     value: name for name, value in LEG_STATE_VALUES.items()}
 # recallmesh.v1.FusionMethod: "rrf", "cc", "cc_bounded", "calibrated" (UNSPECIFIED reads rrf).
