@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.auth.principal import ALL_SCOPES, WILDCARD, Principal, Scope
+from recallmesh.shared.db import one_row
 from recallmesh.shared.errors import Unauthenticated
 
 KEY_PREFIX = "rmk_"
@@ -110,7 +112,7 @@ def _params(key_id: str, digest: bytes, name: str, grants: Iterable[str],
 class KeyStore:
     """API key rows over an async psycopg pool (the gateway)."""
 
-    def __init__(self, pool: Any) -> None:
+    def __init__(self, pool: AsyncConnectionPool) -> None:
         self.pool = pool
 
     async def create(self, name: str, grants: Sequence[str], scopes: Iterable[Scope],
@@ -119,7 +121,7 @@ class KeyStore:
         async with self.pool.connection() as conn:
             cur = await conn.execute(INSERT_SQL, _params(key_id, digest, name, grants, scopes,
                                                          created_by, expires_at))
-            row = await cur.fetchone()
+            row = await one_row(cur)
         return token, ApiKey.from_row(row)
 
     async def lookup(self, key_id: str) -> tuple[ApiKey, bytes] | None:

@@ -22,10 +22,12 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from psycopg_pool import AsyncConnectionPool
+
 from recallmesh.gateway.store import MemoryStore
 from recallmesh.gateway.store_reads import successors
 from recallmesh.gateway.write_keys import LOCAL, Writer
-from recallmesh.shared.db import ADMIN, WRITE, Conn, lock_for_write, transaction
+from recallmesh.shared.db import ADMIN, WRITE, Conn, lock_for_write, one_row, transaction
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.wire.filters import filter_sql, live
 from recallmesh.wire.memory_fields import COLUMNS, StoredMemory
@@ -50,7 +52,7 @@ class PageTokens:
         self._key = key
 
     @classmethod
-    async def load(cls, pool: Any) -> PageTokens:
+    async def load(cls, pool: AsyncConnectionPool) -> PageTokens:
         async with pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT secret FROM server_secrets WHERE name = 'page_token'")
@@ -155,8 +157,7 @@ async def count(store: MemoryStore, query: ListQuery) -> int:
 
 async def _count(conn: Conn, clause: str, params: dict[str, Any]) -> int:
     cur = await conn.execute(f"SELECT count(*) FROM memories m WHERE {clause}", params)
-    row = await cur.fetchone()
-    assert row is not None  # an aggregate: always one row
+    row = await one_row(cur)
     return int(row[0])
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from psycopg_pool import AsyncConnectionPool
+
 from recallmesh.auth.principal import WILDCARD
 from recallmesh.gateway.listing import PageTokens, current
 from recallmesh.shared.errors import InvalidArgument
@@ -113,7 +115,7 @@ _COUNTS = (
     f"{live('m', include_deleted=True)} GROUP BY m.namespace")
 
 
-async def list_page(pool: Any, grants: Sequence[str], query: NamespacesQuery,
+async def list_page(pool: AsyncConnectionPool, grants: Sequence[str], query: NamespacesQuery,
                     pages: PageTokens) -> tuple[list[NamespaceSummary], str]:
     """One page of the namespaces `grants` cover, and the next page's token ("" when it is
     the last)."""

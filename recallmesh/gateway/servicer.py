@@ -7,9 +7,9 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
 
 import grpc
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.auth.authenticator import Authenticator
 from recallmesh.auth.interceptors import CALLER, GatewayAuth
@@ -393,7 +393,7 @@ class GatewayApp:
     max_receive_message_bytes = validation.MAX_REQUEST_BYTES
 
     def __init__(self) -> None:
-        self.pool: Any = None
+        self.pool: AsyncConnectionPool | None = None
         self.reads: Reads | None = None
         self.legs: list[GrpcLeg] = []
         self.embedder: EmbedderClient | None = None
@@ -450,7 +450,7 @@ class GatewayApp:
         needs one leg; with some legs down it is served degraded)."""
         if reason := await unreachable(self.pool):
             return reason
-        if reason := await self.stuck.check(self.pool):
+        if self.pool is not None and (reason := await self.stuck.check(self.pool)):
             return reason
         serving = await asyncio.gather(*(leg.serving(0.5) for leg in self.legs))
         if self.legs and not any(serving):

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.gateway.settings import NamespaceTTL
 from recallmesh.gateway.store_reads import MemoryReads
 from recallmesh.gateway.store_writes import MemoryWrites
+from recallmesh.shared.db import one_row
 from recallmesh.shared.replicas import Reads, as_reads, wal_position
 
 
@@ -28,7 +30,7 @@ class MemoryStore(MemoryWrites, MemoryReads):
     """The memories of every namespace: writes on `pool` (the primary), a recall's reads on
     `reads`, a write's default expiry from `namespace_ttl`."""
 
-    def __init__(self, pool: Any, namespace_ttl: NamespaceTTL | None = None,
+    def __init__(self, pool: AsyncConnectionPool, namespace_ttl: NamespaceTTL | None = None,
                  reads: Reads | None = None) -> None:
         self.pool = pool  # the primary: writes and the reads that must see them
         # a recall's reads (hydration, pins, neighbours): a replica's when one is set
@@ -46,7 +48,7 @@ class MemoryStore(MemoryWrites, MemoryReads):
                 "FROM embedding_jobs WHERE memory_id = ANY(%s::uuid[])",
                 (memory_ids,),
             )
-            waiting, parked = await cur.fetchone()
+            waiting, parked = await one_row(cur)
             return int(waiting), int(parked)
 
     async def pending_index(self, memory_ids: list[str]) -> int:
@@ -80,9 +82,8 @@ class MemoryStore(MemoryWrites, MemoryReads):
     async def schema_version(self) -> int:
         async with self.pool.connection() as conn:
             cur = await conn.execute("SELECT to_regclass('schema_migrations')")
-            if (await cur.fetchone())[0] is None:
+            if (await one_row(cur))[0] is None:
                 return 0
             cur = await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
-            row = await cur.fetchone()
-            assert row is not None  # an aggregate / function call: always one row
+            row = await one_row(cur)
             return int(row[0])

@@ -14,6 +14,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from psycopg_pool import AsyncConnectionPool
+
 from recallmesh.shared.db import Conn
 from recallmesh.shared.errors import NotFound
 from recallmesh.shared.replicas import Reads
@@ -41,7 +43,7 @@ async def successors(conn: Conn, ns: str, stored: list[StoredMemory]) -> list[St
 class MemoryReads:
     """The read half of MemoryStore (recallmesh/gateway/store.py), over its pools."""
 
-    pool: Any  # the primary: the reads that must see a write
+    pool: AsyncConnectionPool  # the primary: the reads that must see a write
     reads: Reads  # a recall's reads: a replica's when one is set
 
     async def get(self, ns: str, memory_id: str) -> StoredMemory:

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.gateway.settings import NamespaceTTL
 from recallmesh.gateway.store_reads import successors
@@ -28,7 +29,7 @@ from recallmesh.gateway.write_keys import (
     stored_before,
 )
 from recallmesh.shared.cjk import index_terms
-from recallmesh.shared.db import ADMIN, WRITE, Conn, lock_for_write, transaction
+from recallmesh.shared.db import ADMIN, WRITE, Conn, lock_for_write, one_row, transaction
 from recallmesh.shared.errors import InvalidArgument, NotFound
 from recallmesh.wire.filters import live
 from recallmesh.wire.memory_fields import (
@@ -148,7 +149,7 @@ def _ids(memories: list[NewMemory]) -> list[str]:
 class MemoryWrites:
     """The write half of MemoryStore (recallmesh/gateway/store.py), over its primary."""
 
-    pool: Any  # the primary
+    pool: AsyncConnectionPool  # the primary
     namespace_ttl: NamespaceTTL
 
     async def store(self, ns: str, memory: NewMemory, writer: Writer = LOCAL
@@ -288,8 +289,7 @@ class MemoryWrites:
         0007), live or already deleted; NotFound when `ns` has no such memory."""
         async with transaction(self.pool, ADMIN) as conn:
             cur = await conn.execute("SELECT recallmesh_purge_memory(%s, %s)", (ns, memory_id))
-            row = await cur.fetchone()
-            assert row is not None  # an aggregate / function call: always one row
+            row = await one_row(cur)
             found = row[0]
         if not found:
             raise NotFound(f"memory {memory_id} not found in namespace {ns!r}")
@@ -298,6 +298,5 @@ class MemoryWrites:
         """Remove the namespace entirely; how many memories it held."""
         async with transaction(self.pool, ADMIN) as conn:
             cur = await conn.execute("SELECT recallmesh_purge_namespace(%s)", (ns,))
-            row = await cur.fetchone()
-            assert row is not None  # an aggregate / function call: always one row
+            row = await one_row(cur)
             return int(row[0])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.shared.db import open_pool, resolve_dsn, unreachable
 from recallmesh.shared.replicas import Reads
@@ -18,11 +19,12 @@ class RetrieverApp:
     name = "retriever"  # the leg's name (pool name in logs)
 
     def __init__(self) -> None:
-        self.pool: Any = None
+        self.pool: AsyncConnectionPool | None = None
         self.reads: Reads | None = None
         self.servicer: Any = None
 
-    async def build(self, pool: Any, reads: Reads) -> retriever_pb2_grpc.RetrieverServiceServicer:
+    async def build(self, pool: AsyncConnectionPool,
+                    reads: Reads) -> retriever_pb2_grpc.RetrieverServiceServicer:
         """The leg's servicer over the open primary pool and the searches' reads (a replica's
         when RECALLMESH_READ_DSN is set); raise to refuse to start."""
         raise NotImplementedError

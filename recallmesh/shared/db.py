@@ -46,6 +46,15 @@ log = logging.getLogger(__name__)
 # A connection of the services' pools, its rows tuples (psycopg's default row factory).
 Conn = psycopg.AsyncConnection[tuple[Any, ...]]
 
+
+async def one_row(cursor: psycopg.AsyncCursor[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """The row of a statement that always returns one (an aggregate, INSERT ... RETURNING, a
+    function's value); RuntimeError where it returned none, which is a bug, not an answer."""
+    row = await cursor.fetchone()
+    if row is None:
+        raise RuntimeError("a statement that always returns a row returned none")
+    return row
+
 def resolve_dsn() -> str:
     """The DSN a service process should use.
 
@@ -179,7 +188,7 @@ class Pool(AsyncConnectionPool):
             await AsyncConnectionPool.check_connection(conn)
         self._checked.add(conn)
 
-    async def putconn(self, conn: Any) -> None:
+    async def putconn(self, conn: Conn) -> None:
         self._returned[conn] = time.monotonic()
         await super().putconn(conn)
 

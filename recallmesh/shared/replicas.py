@@ -46,12 +46,13 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import psycopg
 from prometheus_client import Counter, Gauge
+from psycopg_pool import AsyncConnectionPool
 
-from recallmesh.shared.db import open_pool, redact, time_left
+from recallmesh.shared.db import Conn, one_row, open_pool, redact, time_left
 from recallmesh.shared.settings import ReadSettings
 
 log = logging.getLogger(__name__)
@@ -134,7 +135,7 @@ class Reads:
     """Connections for reads: the replica's while it is usable, else the primary's. Without a
     replica every read goes to the primary (the default: no RECALLMESH_READ_DSN)."""
 
-    def __init__(self, primary: Any, replica: Any = None,
+    def __init__(self, primary: AsyncConnectionPool, replica: AsyncConnectionPool | None = None,
                  settings: ReadSettings | None = None) -> None:
         self.primary = primary
         self.replica = replica
@@ -144,8 +145,8 @@ class Reads:
         self._watcher: asyncio.Task[None] | None = None
 
     @classmethod
-    async def open(cls, primary: Any, name: str, settings: ReadSettings | None = None
-                   ) -> Reads:
+    async def open(cls, primary: AsyncConnectionPool, name: str,
+                   settings: ReadSettings | None = None) -> Reads:
         """Reads for a service whose primary pool is open: with a replica pool (opened without
         waiting: a replica that is down at start-up leaves reads on the primary) when the
         settings name a read DSN, and its watcher running."""
@@ -185,10 +186,16 @@ class Reads:
             except Exception:  # never let the watcher die: the next check tries again
                 log.exception("replica check failed")
 
+    def _replica_pool(self) -> AsyncConnectionPool:
+        """The replica's pool (asked only of reads that have one: `on_replica`, `check`)."""
+        if self.replica is None:
+            raise RuntimeError("these reads have no replica")
+        return self.replica
+
     async def _replica_position(self) -> tuple[bool, int]:
         """Whether the read host is in recovery, and the position it has replayed up to."""
-        async with self.replica.connection(timeout=self.settings.replica_wait_s) as conn:
-            in_recovery, replayed = await (await conn.execute(_REPLICA_POSITION)).fetchone()
+        async with self._replica_pool().connection(timeout=self.settings.replica_wait_s) as conn:
+            in_recovery, replayed = await one_row(await conn.execute(_REPLICA_POSITION))
         return bool(in_recovery), lsn_int(replayed)
 
     async def check(self) -> ReplicaState:
@@ -232,10 +239,10 @@ class Reads:
             FALLBACKS.labels(reason or self.state.unusable or "error").inc()
         READS.labels("primary").inc()
 
-    async def _replica_conn(self) -> Any:
+    async def _replica_conn(self) -> Conn | None:
         """A replica connection, or None (and the replica marked down) when none comes."""
         try:
-            return await self.replica.getconn(timeout=self.settings.replica_wait_s)
+            return await self._replica_pool().getconn(timeout=self.settings.replica_wait_s)
         except Exception as exc:
             self._mark_down(type(exc).__name__)
             return None
@@ -243,7 +250,7 @@ class Reads:
     def _mark_down(self, why: str) -> None:
         self._set(ReplicaState("down", self.state.lag_s, self.state.lag_bytes), why)
 
-    async def run(self, read: Callable[[Any], Awaitable[T]]) -> T:
+    async def run(self, read: Callable[[Conn], Awaitable[T]]) -> T:
         """`read` on a read connection; when it fails on the replica with a database error
         and the caller has time left, once more on the primary."""
         conn = await self._replica_conn() if self.on_replica else None
@@ -260,7 +267,7 @@ class Reads:
                 log.warning("read failed on the replica, repeated on the primary",
                             extra={"error": type(exc).__name__})
             finally:
-                await asyncio.shield(self.replica.putconn(conn))
+                await asyncio.shield(self._replica_pool().putconn(conn))
             self._fallback("error")
         else:
             self._fallback()
@@ -305,18 +312,18 @@ class Reads:
         if in_recovery and replayed < target:
             return False
         async with self.primary.connection() as conn:
-            standbys, visible, oldest = await (await conn.execute(_STANDBYS)).fetchone()
+            standbys, visible, oldest = await one_row(await conn.execute(_STANDBYS))
         return not (standbys and visible == standbys) or lsn_int(oldest) >= target
 
 
-async def wal_position(pool: Any, timeout_s: float | None = None) -> str:
+async def wal_position(pool: AsyncConnectionPool, timeout_s: float | None = None) -> str:
     """The primary's flushed WAL position (text): every transaction committed before the call
     is at or before it. timeout_s: the longest wait for a connection (None: the pool's)."""
     async with pool.connection(timeout=timeout_s) as conn:
-        row = await (await conn.execute(_PRIMARY_POSITION)).fetchone()
+        row = await one_row(await conn.execute(_PRIMARY_POSITION))
     return str(row[0])
 
 
-def as_reads(source: Any) -> Reads:
+def as_reads(source: Reads | AsyncConnectionPool) -> Reads:
     """`source` as Reads: itself, or a plain pool all of whose reads go to it."""
     return source if isinstance(source, Reads) else Reads(source)

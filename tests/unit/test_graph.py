@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.services.graph.core import GraphRetriever
 from recallmesh.services.graph.extraction import SpacyExtractor, normalise
@@ -15,6 +16,9 @@ from recallmesh.services.graph.ranking import bfs, personalized_pagerank, rank
 from recallmesh.services.graph.settings import GraphSettings
 from recallmesh.v1 import memory_pb2
 from recallmesh.wire.filters import Filters
+
+# The cache tests never connect: the retriever is built over no pool.
+NO_DATABASE = cast(AsyncConnectionPool, None)
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 WAIT = memory_pb2.IndexWait(wait=True, timeout_ms=30000)
@@ -67,7 +71,7 @@ def test_seed_memories_walk_to_what_they_link_to() -> None:
 
 def test_graph_cache_keeps_within_its_count_and_size_limits() -> None:
     big = np.zeros((1000, 384), dtype=np.float32)  # 1.5 MB of name vectors
-    retriever = GraphRetriever(None, GraphSettings(cache_namespaces=3, cache_mb=4))
+    retriever = GraphRetriever(NO_DATABASE, GraphSettings(cache_namespaces=3, cache_mb=4))
     for ns in ("a", "b", "c"):
         retriever._cache[ns] = toy_graph()[0]
         retriever._evict()

@@ -4,14 +4,19 @@ to the text at fault, tell a poison text from an outage, keep what was embedded.
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
 import pytest
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.services.indexer.core import Indexer
 from recallmesh.services.indexer.poison import PROBE_TEXT, Round, embed_round
 from recallmesh.services.indexer.settings import IndexerSettings
 from recallmesh.shared.settings import ConfigError
+
+# The embedding rounds are tested without a database: the indexer is built over no pool.
+NO_DATABASE = cast(AsyncConnectionPool, None)
 
 
 class Code:
@@ -53,7 +58,7 @@ class Model:
 
 
 def indexer(model: Model, budget_s: float = 5.0) -> Indexer:
-    return Indexer(None, model, embed_budget_s=budget_s)
+    return Indexer(NO_DATABASE, model, embed_budget_s=budget_s)
 
 
 async def run(model: Model, texts: list[str], budget_s: float = 5.0) -> Round:

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.shared.replicas import LagClock, Reads, ReplicaState, lsn_int
 from recallmesh.shared.settings import ConfigError, ReadSettings
@@ -104,6 +105,11 @@ class FakePool:
             await self.putconn(conn)
 
 
+def fake_reads(primary: FakePool, replica: FakePool | None = None) -> Reads:
+    """Reads over the fakes, which stand in for the pools (they hand out FakeConns)."""
+    return Reads(cast(AsyncConnectionPool, primary), cast(AsyncConnectionPool | None, replica))
+
+
 def usable(reads: Reads) -> Reads:
     reads.state = ReplicaState("")
     return reads
@@ -111,24 +117,24 @@ def usable(reads: Reads) -> Reads:
 
 def test_reads_go_to_the_replica_while_it_is_usable() -> None:
     primary, replica = FakePool("primary"), FakePool("replica")
-    reads = usable(Reads(primary, replica))
+    reads = usable(fake_reads(primary, replica))
 
-    async def where(conn: FakeConn) -> str:
-        return conn.pool.name
+    async def where(conn: Any) -> str:
+        return str(conn.pool.name)
 
     assert asyncio.run(reads.run(where)) == "replica"
     assert replica.returned == 1
     reads.state = ReplicaState("lagging")
     assert asyncio.run(reads.run(where)) == "primary"
-    assert Reads(primary).on_replica is False  # no replica: the primary
+    assert fake_reads(primary).on_replica is False  # no replica: the primary
 
 
 def test_a_read_that_fails_on_the_replica_is_repeated_on_the_primary() -> None:
     primary, replica = FakePool("primary"), FakePool("replica")
-    reads = usable(Reads(primary, replica))
+    reads = usable(fake_reads(primary, replica))
     tried: list[str] = []
 
-    async def read(conn: FakeConn) -> str:
+    async def read(conn: Any) -> str:
         tried.append(conn.pool.name)
         if conn.pool is replica:
             raise psycopg.errors.SerializationFailure("conflict with recovery")
@@ -142,10 +148,10 @@ def test_a_read_that_fails_on_the_replica_is_repeated_on_the_primary() -> None:
 
 def test_a_replica_without_a_connection_to_give_is_marked_down() -> None:
     primary, replica = FakePool("primary"), FakePool("replica", fail_get=True)
-    reads = usable(Reads(primary, replica))
+    reads = usable(fake_reads(primary, replica))
 
-    async def where(conn: FakeConn) -> str:
-        return conn.pool.name
+    async def where(conn: Any) -> str:
+        return str(conn.pool.name)
 
     assert asyncio.run(reads.run(where)) == "primary"
     assert reads.state.unusable == "down"
@@ -153,10 +159,10 @@ def test_a_replica_without_a_connection_to_give_is_marked_down() -> None:
 
 def test_a_bug_in_the_read_is_not_hidden_by_a_second_try() -> None:
     primary, replica = FakePool("primary"), FakePool("replica")
-    reads = usable(Reads(primary, replica))
+    reads = usable(fake_reads(primary, replica))
     tried: list[str] = []
 
-    async def broken(conn: FakeConn) -> None:
+    async def broken(conn: Any) -> None:
         tried.append(conn.pool.name)
         raise ValueError("bug")
 

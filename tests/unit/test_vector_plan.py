@@ -6,6 +6,7 @@ import asyncio
 from typing import Any, cast
 
 import pytest
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.services.vector.core import (
     COUNT_TTL_S,
@@ -42,13 +43,17 @@ class Conn:
         return Rows(self.table_rows if kind == "table" else self.namespace_vectors)
 
 
+# The plan tests never connect: the retriever is built over no pool.
+NO_DATABASE = cast(AsyncConnectionPool, None)
+
+
 def as_conn(fake: Conn) -> DbConn:
     """The fake as the connection type the plan takes (it answers the two counts only)."""
     return cast(DbConn, fake)
 
 
 def plan(namespace_vectors: int, table_rows: int, exact_max: int = 1000, k: int = 10) -> str:
-    retriever = VectorRetriever(None, 4, ef_search=200, exact_max=exact_max)
+    retriever = VectorRetriever(NO_DATABASE, 4, ef_search=200, exact_max=exact_max)
     return asyncio.run(retriever.plan(as_conn(Conn(namespace_vectors, table_rows)), "n", "m", k))
 
 
@@ -65,14 +70,14 @@ def test_plan_by_size_and_share(vectors: int, rows: int, expected: str) -> None:
 
 
 def test_min_share_follows_ef_search_and_k() -> None:
-    r = VectorRetriever(None, 4, ef_search=200)
+    r = VectorRetriever(NO_DATABASE, 4, ef_search=200)
     assert r.min_share(10) == 2 * 200 / MAX_SCAN_TUPLES
     assert r.min_share(500) == 2 * 500 / MAX_SCAN_TUPLES
 
 
 def test_counts_are_read_once_per_ttl() -> None:
     now = [0.0]
-    retriever = VectorRetriever(None, 4, exact_max=10, clock=lambda: now[0])
+    retriever = VectorRetriever(NO_DATABASE, 4, exact_max=10, clock=lambda: now[0])
     conn = Conn(50, 100)
     for _ in range(3):
         asyncio.run(retriever.plan(as_conn(conn), "n", "m", 10))
@@ -97,7 +102,7 @@ def test_plan_settings() -> None:
 def test_a_filtered_search_plans_on_the_vectors_that_pass(passing: int, expected: str) -> None:
     from recallmesh.wire.filters import Filters
 
-    retriever = VectorRetriever(None, 4, ef_search=200, exact_max=1000)
+    retriever = VectorRetriever(NO_DATABASE, 4, ef_search=200, exact_max=1000)
     conn = Conn(1_000_000, 1_000_000)
     conn.passing = passing
     chosen = asyncio.run(retriever.plan(as_conn(conn), "n", "m", 10, Filters(tags=("a",))))

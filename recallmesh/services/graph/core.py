@@ -17,11 +17,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.services.graph.loading import NamespaceGraph, load_graph
 from recallmesh.services.graph.ranking import GraphHit, rank
 from recallmesh.services.graph.settings import GraphSettings
-from recallmesh.shared.replicas import as_reads
+from recallmesh.shared.db import Conn
+from recallmesh.shared.replicas import Reads, as_reads
 from recallmesh.wire.filters import Filters, filter_sql, live
 
 log = logging.getLogger(__name__)
@@ -69,7 +71,8 @@ class GraphRetriever:
     search that gives up at its deadline leaves it running for the next one.
     """
 
-    def __init__(self, reads: Any, settings: GraphSettings | None = None) -> None:
+    def __init__(self, reads: Reads | AsyncConnectionPool,
+                 settings: GraphSettings | None = None) -> None:
         self.reads = as_reads(reads)  # a replica's connections when one is set
         self.settings = settings or GraphSettings()
         self._cache: OrderedDict[str, NamespaceGraph] = OrderedDict()
@@ -77,7 +80,7 @@ class GraphRetriever:
 
     async def graph(self, namespace: str) -> tuple[NamespaceGraph | None, bool]:
         """The namespace's graph and whether it is stale (None: nothing extracted yet)."""
-        async def version_of(conn: Any) -> Any:
+        async def version_of(conn: Conn) -> Any:
             return await (await conn.execute(_VERSION, (namespace,))).fetchone()
 
         row = await self.reads.run(version_of)
@@ -134,7 +137,7 @@ class GraphRetriever:
 
     async def _live(self, namespace: str, ids: list[str]) -> set[str]:
         """Which of ids are still live, current memories (checked when serving a stale graph)."""
-        async def live_of(conn: Any) -> set[str]:
+        async def live_of(conn: Conn) -> set[str]:
             cur = await conn.execute(_LIVE, (namespace, ids))
             return {r[0] for r in await cur.fetchall()}
 
@@ -148,7 +151,7 @@ class GraphRetriever:
             return hits
         where_filters, params = filter_sql(filters, alias="m")
 
-        async def passing_of(conn: Any) -> set[str]:
+        async def passing_of(conn: Conn) -> set[str]:
             cur = await conn.execute(
                 f"SELECT m.id::text FROM memories m WHERE m.namespace = %(ns)s "
                 f"AND m.id = ANY(%(ids)s::uuid[]) {where_filters}",

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from recallmesh.shared.db import Conn
 from recallmesh.shared.replicas import Reads
 from recallmesh.wire.filters import live
 
@@ -96,7 +97,7 @@ async def load_graph(reads: Reads, namespace: str, version: int,
     """The namespace's graph, read in one snapshot (a replica's when `reads` has one)."""
     params = {"ns": namespace}
 
-    async def rows_of(conn: Any) -> list[list[Any]]:
+    async def rows_of(conn: Conn) -> list[list[Any]]:
         async with conn.transaction():
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             cur = conn.cursor(binary=True)  # binary: several times faster for large graphs

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import grpc
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.services.graph.core import GraphRetriever
 from recallmesh.services.graph.settings import GraphLegSettings
@@ -38,7 +38,7 @@ class GraphServicer(retriever_pb2_grpc.RetrieverServiceServicer):
 class GraphApp(RetrieverApp):
     name = "graph"
 
-    async def build(self, pool: Any, reads: Reads) -> GraphServicer:
+    async def build(self, pool: AsyncConnectionPool, reads: Reads) -> GraphServicer:
         settings = GraphLegSettings.from_env()
         log.info("graph leg ready", extra={"mode": settings.graph.mode,
                                            "damping": settings.graph.damping,

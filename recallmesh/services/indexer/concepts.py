@@ -27,10 +27,12 @@ from typing import Any
 
 import numpy as np
 from prometheus_client import Gauge
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.services.graph.extraction import ConceptExtractor, Extraction
 from recallmesh.services.indexer.settings import DEFAULT_CONCEPT_MERGE_THRESHOLD
+from recallmesh.shared.db import Conn, one_row
 
 MAX_EVIDENCE = 32  # memory ids kept per edge
 
@@ -81,7 +83,7 @@ class ConceptWriter:
         _, (_, matrix) = self._vectors.popitem(last=False)
         self._held -= matrix.nbytes
 
-    async def _known_vectors(self, conn: Any, ns: str,
+    async def _known_vectors(self, conn: Conn, ns: str,
                              model: str) -> tuple[list[int], np.ndarray]:
         key = (ns, model)
         ids, matrix = self._vectors.pop(key, ([], np.zeros((0, 1), dtype=np.float32)))
@@ -109,7 +111,8 @@ class ConceptWriter:
         return await asyncio.to_thread(
             self.extractor.extract, [s.content for s in sources], [s.tags for s in sources])
 
-    async def prepare(self, pool: Any, sources: Sequence[Source], extractions: list[Extraction],
+    async def prepare(self, pool: AsyncConnectionPool, sources: Sequence[Source],
+                      extractions: list[Extraction],
                       embed: Callable[[list[str]], Awaitable[Embeddings]]) -> Prepared:
         """Step 2: everything else slow, before the write transaction."""
         wanted: dict[str, set[str]] = defaultdict(set)
@@ -136,7 +139,7 @@ class ConceptWriter:
             prepared.model_id = embedded.model_id
         return prepared
 
-    async def write(self, conn: Any, prepared: Prepared, written: set[str]) -> None:
+    async def write(self, conn: Conn, prepared: Prepared, written: set[str]) -> None:
         """Step 3, on the indexer's open transaction (memories already locked)."""
         by_ns: dict[str, list[tuple[Source, Extraction]]] = defaultdict(list)
         for s, x in zip(prepared.sources, prepared.extractions, strict=True):
@@ -148,12 +151,12 @@ class ConceptWriter:
             await self._link(conn, ns, items, concept_of)
             await conn.execute("SELECT recallmesh_bump_graph_version(%s)", (ns,))
 
-    async def _resolve(self, conn: Any, ns: str, aliases: list[str],
+    async def _resolve(self, conn: Conn, ns: str, aliases: list[str],
                        prepared: Prepared) -> dict[str, int]:
         cur = await conn.execute(
             "SELECT alias, concept_id FROM concept_aliases WHERE namespace = %s "
             "AND alias = ANY(%s)", (ns, aliases))
-        concept_of = dict(await cur.fetchall())
+        concept_of: dict[str, int] = dict(await cur.fetchall())
         missing = [a for a in aliases if a not in concept_of]
         if not missing:
             return concept_of
@@ -185,7 +188,7 @@ class ConceptWriter:
                     (ns, alias, _kind_of(alias, prepared),
                      None if vector is None else vector.tolist(),
                      prepared.model_id if vector is not None else None))
-                target = (await cur.fetchone())[0]
+                target = (await one_row(cur))[0]
                 if vector is not None:
                     created_ids.append(target)
                     created.append(vector)
@@ -193,7 +196,7 @@ class ConceptWriter:
                 "INSERT INTO concept_aliases (namespace, alias, concept_id) VALUES (%s, %s, %s) "
                 "ON CONFLICT (namespace, alias) DO UPDATE SET alias = EXCLUDED.alias "
                 "RETURNING concept_id", (ns, alias, target))
-            concept_of[alias] = (await cur.fetchone())[0]
+            concept_of[alias] = (await one_row(cur))[0]
         return concept_of
 
     def _closest(self, vector: np.ndarray | None,
@@ -217,7 +220,7 @@ class ConceptWriter:
         self._held -= matrix.nbytes if ids else 0
         CONCEPT_CACHE_BYTES.set(self._held)
 
-    async def _link(self, conn: Any, ns: str, items: list[tuple[Source, Extraction]],
+    async def _link(self, conn: Conn, ns: str, items: list[tuple[Source, Extraction]],
                     concept_of: dict[str, int]) -> None:
         links: dict[tuple[str, int], float] = {}
         edges: dict[tuple[int, int, str], list[Any]] = {}  # -> [weight, evidence, valid_from]

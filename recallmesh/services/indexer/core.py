@@ -23,7 +23,8 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.services.embedding.client import Embeddings
 from recallmesh.services.indexer import queue
@@ -52,7 +53,7 @@ class BatchResult:
 class Indexer:
     def __init__(
         self,
-        pool: Any,
+        pool: AsyncConnectionPool,
         embed_documents: EmbedFn,
         batch_size: int = 64,
         lease_s: float = 60.0,

@@ -12,9 +12,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any
 
 from prometheus_client import Counter
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.shared.db import WRITE, lock_for_write, transaction
 
@@ -41,7 +41,7 @@ WHERE namespace = %s AND id = %s AND expires_at <= now()
 """
 
 
-async def sweep_expired(pool: Any, batch: int = SWEEP_BATCH,
+async def sweep_expired(pool: AsyncConnectionPool, batch: int = SWEEP_BATCH,
                         max_batches: int = MAX_BATCHES) -> int:
     """Purge memories that have expired; how many were purged."""
     purged = 0
@@ -67,7 +67,7 @@ async def sweep_expired(pool: Any, batch: int = SWEEP_BATCH,
     return purged
 
 
-async def run_sweeper(pool: Any, stop: asyncio.Event, every_s: float) -> None:
+async def run_sweeper(pool: AsyncConnectionPool, stop: asyncio.Event, every_s: float) -> None:
     """Sweep every `every_s` seconds until `stop`; a failed sweep is logged and retried."""
     while not stop.is_set():
         started = time.monotonic()

@@ -29,11 +29,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from psycopg_pool import AsyncConnectionPool
+
 from recallmesh.migrations.vector_schema import vector_literal
 from recallmesh.services.indexer.concepts import ConceptWriter, Source
 from recallmesh.services.indexer.metrics import JOBS
 from recallmesh.services.indexer.poison import ModelMismatch, Round, describe, write_outage
-from recallmesh.shared.db import WRITE, lock_for_write, transaction
+from recallmesh.shared.db import WRITE, lock_for_write, one_row, transaction
 from recallmesh.wire.filters import not_deleted
 
 if TYPE_CHECKING:
@@ -139,7 +141,7 @@ class Claimed:
     extractions: list[Extraction] | None = None
 
 
-async def claim(pool: Any, asked: int, lease_s: float) -> Claimed:
+async def claim(pool: AsyncConnectionPool, asked: int, lease_s: float) -> Claimed:
     """Claim and lease up to `asked` due jobs and read their memories; drop the jobs of
     sensitive or deleted memories. The batch's work is empty when nothing is left to embed."""
     async with pool.connection() as conn:
@@ -164,7 +166,8 @@ async def claim(pool: Any, asked: int, lease_s: float) -> Claimed:
                    {r[0]: r[4] for r in claimed})
 
 
-async def write(pool: Any, concepts: ConceptWriter | None, batch: Claimed, prepared: Any,
+async def write(pool: AsyncConnectionPool, concepts: ConceptWriter | None, batch: Claimed,
+                prepared: Any,
                 done: list[int], model_id: str) -> int:
     """Write the vectors of work[done] (and their concepts); how many were written. A write
     that fails for a reason that may be a memory's own is split in halves, recursively; a
@@ -185,7 +188,7 @@ async def write(pool: Any, concepts: ConceptWriter | None, batch: Claimed, prepa
     return await split(done)
 
 
-async def _write_rows(pool: Any, concepts: ConceptWriter | None, batch: Claimed,
+async def _write_rows(pool: AsyncConnectionPool, concepts: ConceptWriter | None, batch: Claimed,
                       prepared: Any, done: list[int], model_id: str) -> int:
     """One transaction writing the vectors (and concepts) of work[done]."""
     work, sources, outcome = batch.work, batch.sources, batch.outcome
@@ -226,7 +229,8 @@ class Backoff:
     max_attempts: int
 
 
-async def record_failures(pool: Any, batch: Claimed, poisoned: list[int], retry: list[int],
+async def record_failures(pool: AsyncConnectionPool, batch: Claimed, poisoned: list[int],
+                          retry: list[int],
                           error: str, backoff: Backoff) -> int:
     """Back off the jobs left; count the poisoned ones' failures and park those at
     max_attempts. Returns how many were parked."""
@@ -263,11 +267,11 @@ async def record_failures(pool: Any, batch: Claimed, poisoned: list[int], retry:
     return parked
 
 
-async def count_jobs(pool: Any) -> tuple[int, int]:
+async def count_jobs(pool: AsyncConnectionPool) -> tuple[int, int]:
     """Jobs waiting (parked ones not included) and jobs parked, in all namespaces."""
     async with pool.connection() as conn:
         cur = await conn.execute(
             "SELECT count(*) FILTER (WHERE parked_at IS NULL), "
             "count(*) FILTER (WHERE parked_at IS NOT NULL) FROM embedding_jobs")
-        waiting, parked = await cur.fetchone()
+        waiting, parked = await one_row(cur)
     return int(waiting), int(parked)

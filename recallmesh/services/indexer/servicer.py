@@ -11,10 +11,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any
 
 import grpc
 import psycopg
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.services.embedding.client import EmbedderClient, Embeddings
 from recallmesh.services.graph.extraction import make_extractor
@@ -36,7 +36,7 @@ class IndexerApp:
     service_names: tuple[str, ...] = ()
 
     def __init__(self) -> None:
-        self.pool: Any = None
+        self.pool: AsyncConnectionPool | None = None
         self.client: EmbedderClient | None = None
         self.listener: psycopg.AsyncConnection | None = None
         self.task: asyncio.Task[None] | None = None

@@ -12,6 +12,8 @@ from typing import Any, NamedTuple, TypeVar
 
 from psycopg.rows import class_row
 
+from recallmesh.shared.db import Conn
+
 Row = TypeVar("Row")
 
 
@@ -33,7 +35,7 @@ class LexicalRow(NamedTuple):
 HIT_COLUMNS = tuple(f for f in LexicalRow._fields if f not in LexicalRow._field_defaults)
 
 
-async def fetch(conn: Any, row: type[Row], sql: str, params: dict[str, Any]) -> list[Row]:
+async def fetch(conn: Conn, row: type[Row], sql: str, params: dict[str, Any]) -> list[Row]:
     """The rows of one statement on `conn` (a psycopg async connection), each a `row` (LexicalRow,
     or spelling.Prepared) read by column name: a column the row type lacks is an error, never a
     value read into another field."""

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import grpc
 from prometheus_client import Gauge
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.migrations.bm25_index import STATE_PARAMS, STATE_SQL, engine_of
 from recallmesh.services.lexical.core import LexicalRetriever
 from recallmesh.services.lexical.settings import LexicalSettings
 from recallmesh.services.retriever_app import RetrieverApp
-from recallmesh.shared.db import Conn
+from recallmesh.shared.db import Conn, one_row
 from recallmesh.shared.replicas import Reads
 from recallmesh.v1 import retriever_pb2, retriever_pb2_grpc
 from recallmesh.wire.retriever import leg_query_from_proto
@@ -54,7 +54,7 @@ class LexicalServicer(retriever_pb2_grpc.RetrieverServiceServicer):
 class LexicalApp(RetrieverApp):
     name = "lexical"
 
-    async def build(self, pool: Any, reads: Reads) -> LexicalServicer:
+    async def build(self, pool: AsyncConnectionPool, reads: Reads) -> LexicalServicer:
         settings = LexicalSettings.from_env()
         engine = await bm25_engine(reads) if settings.bm25_index == "auto" else ""
         BM25_ENGINE.labels(engine or "sql").set(1)
@@ -73,8 +73,7 @@ async def bm25_engine(reads: Reads) -> str:
     recallmesh.migrations.bm25_index at the stack's start or the migrate job), else ""."""
     async def read(conn: Conn) -> str:
         cur = await conn.execute(STATE_SQL, STATE_PARAMS)
-        row = await cur.fetchone()
-        assert row is not None  # a SELECT of expressions: always one row
+        row = await one_row(cur)
         return engine_of(tuple(row))
 
     return await reads.run(read)

@@ -56,11 +56,12 @@ from pgvector import HalfVector
 from pgvector.psycopg.halfvec import register_halfvec_info
 from prometheus_client import Counter
 from psycopg.types import TypeInfo
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.services.vector.settings import DEFAULT_EF_SEARCH, DEFAULT_EXACT_MAX
 from recallmesh.shared.db import Conn
 from recallmesh.shared.errors import InvalidArgument
-from recallmesh.shared.replicas import as_reads
+from recallmesh.shared.replicas import Reads, as_reads
 from recallmesh.wire.filters import Filters, filter_sql, live, not_deleted
 
 EXACT_SEARCHES = Counter(
@@ -149,7 +150,8 @@ def check_vector(values: Sequence[float], dimension: int) -> np.ndarray:
 class VectorRetriever:
     """Runs nearest-neighbour searches over a psycopg AsyncConnectionPool."""
 
-    def __init__(self, reads: Any, dimension: int, ef_search: int = DEFAULT_EF_SEARCH,
+    def __init__(self, reads: Reads | AsyncConnectionPool, dimension: int,
+                 ef_search: int = DEFAULT_EF_SEARCH,
                  iterative_scan: str = "relaxed_order", exact_max: int = DEFAULT_EXACT_MAX,
                  clock: Any = time.monotonic) -> None:
         self.reads = as_reads(reads)  # a replica's connections when one is set

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import grpc
+from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.embedding_models.calibration import calibration_for
 from recallmesh.migrations.vector_schema import COLUMN_DIMENSION_SQL
@@ -55,7 +55,7 @@ class VectorServicer(retriever_pb2_grpc.RetrieverServiceServicer):
 class VectorApp(RetrieverApp):
     name = "vector"
 
-    async def build(self, pool: Any, reads: Reads) -> VectorServicer:
+    async def build(self, pool: AsyncConnectionPool, reads: Reads) -> VectorServicer:
         settings = VectorSettings.from_env()
         async with pool.connection() as conn:
             cur = await conn.execute(COLUMN_DIMENSION_SQL, ("embedding",))
