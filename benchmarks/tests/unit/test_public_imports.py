@@ -59,7 +59,7 @@ LAB_MAY_IMPORT: dict[str, str] = {
     "recallmesh.policy": "the recall policy: the settings a request or a deployment sets",
     "recallmesh.shared.settings": "settings",
     "recallmesh.gateway.settings": "settings",
-    "recallmesh.services.embedding.settings": "settings",
+    "recallmesh.services.embedding.settings": "settings and the Embed request's text limit",
     "recallmesh.services.indexer.settings": "settings",
     "recallmesh.services.lexical.settings": "settings",
     "recallmesh.services.vector.settings": "settings",
@@ -77,7 +77,6 @@ LAB_MAY_IMPORT: dict[str, str] = {
     # the inner parts the lab measures or replays
     "recallmesh.services.embedding.core": "the model in process (query levers, precision)",
     "recallmesh.services.embedding.client": "the embedding hop, timed alone",
-    "recallmesh.services.embedding.servicer": "the text limit the vector prefill applies",
     "recallmesh.services.embedding.vector_store": "the stored vectors a run reuses",
     "recallmesh.services.graph.extraction": "concepts extracted for prefilled memories",
     "recallmesh.services.lexical": "the lexical leg's SQL, timed and replayed",
