@@ -70,7 +70,6 @@ LAB_MAY_IMPORT: dict[str, str] = {
     "recallmesh.shared.services": "the services' names and ports",
     "recallmesh.shared.db": "pools and lock names for benchmarks that write SQL of their own",
     "recallmesh.shared.embedded": "the embedded Postgres a benchmark starts on its own",
-    "recallmesh.shared.errors": "the errors a load run counts",
     "recallmesh.shared.cjk": "the lexical leg's text rewriting, replayed in SQL benchmarks",
     "recallmesh.integrations": "the framework adapters whose overhead is measured",
     "recallmesh.console.bounds": "the console's upload limits the upload benchmark fills",
