@@ -2,7 +2,7 @@
 on the same running stack, so every configuration sees identical stored memories.
 
 A configuration names the legs it uses; the harness's own stack runs a gateway with every
-leg (recallmesh.shared.settings.ALL_LEGS) and each request skips the others. `default` is
+leg (recallmesh.gateway.settings.ALL_LEGS) and each request skips the others. `default` is
 exactly what a deployment serves with no settings: the default legs and the default fusion settings.
 
 Add a configuration (a new leg, query expansion, ...) by adding an entry here; the harness

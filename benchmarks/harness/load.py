@@ -31,7 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.harness.script import BENCH_ENV
 from benchmarks.harness.stats import percentile
-from recallmesh.shared.errors import PUSHBACK_KEY
+from recallmesh.client.errors import from_rpc_error
 from recallmesh.stack.restarts import RestartWatcher, StackEvent
 from recallmesh.stack.supervisor import Stack, free_port_env
 from recallmesh.v1 import memory_pb2, memory_pb2_grpc
@@ -171,15 +171,10 @@ class Outcome:
 
 
 def pushback_ms(error: grpc.aio.AioRpcError) -> int | None:
-    """The `grpc-retry-pushback-ms` trailing metadata of a failed call; None when absent or
-    not an integer (gRPC: a negative value means "do not retry")."""
-    for key, value in error.trailing_metadata() or ():
-        if key == PUSHBACK_KEY:
-            try:
-                return int(value)
-            except (TypeError, ValueError):
-                return None
-    return None
+    """The `grpc-retry-pushback-ms` trailing metadata of a failed call, as the client reads
+    it (RecallmeshError.retry_after_ms); None when absent or not an integer (gRPC: a negative
+    value means "do not retry")."""
+    return from_rpc_error(error).retry_after_ms
 
 
 async def invoke(op: str, method: Any, request: Any, timeout_s: float) -> tuple[Outcome, Any]:

@@ -36,7 +36,7 @@ from benchmarks.harness.data import dataset_path, load
 from benchmarks.harness.script import VECTOR_STORE
 from recallmesh.embedding_models.manifest import ModelManifest, model_cache_dir
 from recallmesh.services.embedding.core import Embedded, OnnxEmbedder
-from recallmesh.services.embedding.servicer import MAX_TEXT_CHARS
+from recallmesh.services.embedding.settings import MAX_TEXT_CHARS
 from recallmesh.services.embedding.vector_store import VectorStore
 from recallmesh.services.graph.extraction import make_extractor
 

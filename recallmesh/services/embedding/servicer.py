@@ -17,18 +17,13 @@ from recallmesh.services.embedding.core import (
     onnxruntime_distributions,
 )
 from recallmesh.services.embedding.query_cache import QueryVectorCache
-from recallmesh.services.embedding.settings import EmbeddingSettings
+from recallmesh.services.embedding.settings import MAX_TEXT_CHARS, EmbeddingSettings
 from recallmesh.services.embedding.vector_store import VectorStore
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.shared.settings import ConfigError
 from recallmesh.v1 import embedder_pb2, embedder_pb2_grpc
 
 log = logging.getLogger(__name__)
-
-# Characters kept of one text before tokenising. Far above what max_length
-# tokens can use, so it only bounds tokenizer work on giant inputs; the text
-# is then truncated to max_length tokens like any other long text.
-MAX_TEXT_CHARS = 64 * 1024
 
 PROVIDER_IN_USE = Gauge(
     "recallmesh_embedding_provider_info",

@@ -6,6 +6,11 @@ from dataclasses import dataclass
 
 from recallmesh.shared.settings import ConfigError, at_most, env_float, env_int, env_str
 
+# Characters kept of one text of an Embed request before tokenising (docs/api.md, EmbedRequest).
+# Far above what max_length tokens can use, so it only bounds tokenizer work on giant inputs;
+# the text is then truncated to max_length tokens like any other long text.
+MAX_TEXT_CHARS = 64 * 1024
+
 
 def store_kinds(raw: str) -> tuple[str, ...]:
     """RECALLMESH_EMBEDDING_VECTOR_STORE_KINDS: document, query or both (comma-separated);
