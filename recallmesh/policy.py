@@ -74,8 +74,11 @@ class FusionSettings:
 
 
 MAX_SEED_MEMORIES = 100  # memories one request may name as seeds (graph leg)
-LEXICAL_RANKINGS = ("ts_rank", "bm25")
-BM25_INDEX_MODES = ("auto", "off")
+# How the lexical leg ranks, and whether it may search the BM25 index (its settings below).
+LexicalRanking = Literal["ts_rank", "bm25"]
+LEXICAL_RANKINGS: tuple[LexicalRanking, ...] = get_args(LexicalRanking)
+BM25IndexMode = Literal["auto", "off"]
+BM25_INDEX_MODES: tuple[BM25IndexMode, ...] = get_args(BM25IndexMode)
 # The relevance floor a deployment serves with (RECALLMESH_MIN_SCORE overrides): the highest
 # floor at which no evidence set loses recall clearly
 # (docs/decisions/0012-ranking-apart-from-scoring.md).
@@ -105,7 +108,8 @@ class Spec:
     # How FusionOverrides carries it: "optional" (unset when the field is absent), "zero"
     # (0 / "" is unset), or None (deployment only, no per-request override).
     proto: str | None = "optional"
-    owner: str = "gateway"  # "lexical": read by the lexical leg, passed on when a request sets it
+    # "lexical": read by the lexical leg, passed on when a request sets it
+    owner: Literal["gateway", "lexical"] = "gateway"
 
 
 def setting(default: Any, spec: Spec) -> Any:
@@ -170,7 +174,7 @@ class RecallPolicy:
     leg_depth: int = setting(50, Spec(
         "RECALLMESH_LEG_DEPTH", "candidates asked of each leg (at least k)", 1, MAX_LEG_DEPTH,
         proto="zero"))
-    lexical_ranking: str | None = setting(None, Spec(
+    lexical_ranking: LexicalRanking | None = setting(None, Spec(
         "RECALLMESH_LEXICAL_RANKING", "the lexical leg's ranking: bm25, or ts_rank (the plain "
         "Postgres full-text baseline)", choices=LEXICAL_RANKINGS, proto="zero", owner="lexical"))
     bm25_k1: float | None = setting(None, Spec(
@@ -190,7 +194,7 @@ class RecallPolicy:
         "as often as the language uses it (wordfreq; docs/decisions/0021-words-of-the-"
         "language.md); 0: the namespace's own counts alone", 0.0, 1_000_000.0, proto=None,
         owner="lexical"))
-    lexical_bm25_index: str | None = setting(None, Spec(
+    lexical_bm25_index: BM25IndexMode | None = setting(None, Spec(
         "RECALLMESH_LEXICAL_BM25_INDEX", "BM25: auto searches the pg_textsearch index when the "
         "database has it and a query's terms are common (docs/decisions/0018-bm25-index.md); "
         "off keeps every query on the SQL statements over the postings",

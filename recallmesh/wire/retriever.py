@@ -10,8 +10,9 @@ import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
-from recallmesh.policy import MAX_LEG_DEPTH, MAX_SEED_MEMORIES, SortBy, checked
+from recallmesh.policy import MAX_LEG_DEPTH, MAX_SEED_MEMORIES, LexicalRanking, SortBy, checked
 from recallmesh.shared.errors import InvalidArgument
 from recallmesh.v1 import retriever_pb2
 from recallmesh.wire.enums import SORT_BY_VALUES, sort_by
@@ -29,7 +30,8 @@ class LegQuery:
     sort_by: SortBy
     vector: Sequence[float] = ()  # filled in for legs that need it
     vector_model: str = ""
-    lexical_ranking: str = ""  # request overrides for the lexical leg ("" / None: its own)
+    # request overrides for the lexical leg ("" / None: its own)
+    lexical_ranking: LexicalRanking | Literal[""] = ""
     bm25_k1: float | None = None
     bm25_b: float | None = None
     seed_memory_ids: tuple[str, ...] = ()  # the graph second stage's seed memories

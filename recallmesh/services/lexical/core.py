@@ -22,11 +22,12 @@ Every statement's rows are read by column name (rows.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from prometheus_client import Counter
 from psycopg_pool import AsyncConnectionPool
 
-from recallmesh.policy import SortBy
+from recallmesh.policy import LexicalRanking, SortBy
 from recallmesh.services.lexical.bm25 import PRUNE_MIN_POSTINGS, build_bm25_sql
 from recallmesh.services.lexical.bm25_index import (
     INDEX_DEPTH_FACTOR,
@@ -95,7 +96,7 @@ class LexicalRetriever:
     primary pool's: recallmesh.shared.replicas)."""
 
     def __init__(self, reads: Reads | AsyncConnectionPool, or_min_rank: float = 0.01,
-                 ranking: str = "ts_rank",
+                 ranking: LexicalRanking = "ts_rank",
                  k1: float = 1.2, b: float = 0.75,
                  spelling: float = SPELLING_SIMILARITY, bm25_index: bool = False,
                  index_min_postings: int = PRUNE_MIN_POSTINGS,
@@ -120,7 +121,7 @@ class LexicalRetriever:
         k: int,
         filters: Filters | None = None,
         sort_by: SortBy = "relevance",
-        ranking: str = "",
+        ranking: LexicalRanking | Literal[""] = "",
         k1: float | None = None,
         b: float | None = None,
     ) -> LexicalResult:

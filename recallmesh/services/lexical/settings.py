@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recallmesh.migrations.bm25_index import BM25_B, BM25_K1
-from recallmesh.policy import lexical_setting
+from recallmesh.policy import BM25IndexMode, LexicalRanking, lexical_setting
 from recallmesh.services.lexical.bm25 import PRUNE_MIN_POSTINGS
 from recallmesh.services.lexical.scoring import LANGUAGE_PRIOR
 from recallmesh.services.lexical.spelling import SPELLING_SIMILARITY
@@ -21,7 +21,7 @@ class LexicalSettings:
     # the faithful Postgres full-text baseline.
     # The three are recall settings the lexical leg owns (recallmesh/policy.py): their
     # variables and bounds are declared there, a request may override them.
-    ranking: str = "bm25"
+    ranking: LexicalRanking = "bm25"
     bm25_k1: float = BM25_K1
     bm25_b: float = BM25_B
     # A misspelt term read as the namespace's most similar one from this trigram similarity
@@ -33,7 +33,7 @@ class LexicalSettings:
     language_prior: float = LANGUAGE_PRIOR
     # auto: the pg_textsearch index when the database has it, for queries whose terms are
     # common; off: the SQL statements only (docs/decisions/0018-bm25-index.md). Deployment only.
-    bm25_index: str = "auto"
+    bm25_index: BM25IndexMode = "auto"
     # ... for the queries whose terms bring at least this many postings in the namespace: where
     # the SQL statement needs pruning (PRUNE_MIN_POSTINGS). Deployment only.
     bm25_index_min_postings: int = PRUNE_MIN_POSTINGS
