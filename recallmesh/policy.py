@@ -89,11 +89,6 @@ MAX_LEG_DEPTH = 1000  # candidates one leg may be asked for (SearchRequest.k)
 # (docs/decisions/0012-ranking-apart-from-scoring.md).
 DEFAULT_LEG_WEIGHTS: dict[LegName, float] = {LEXICAL_LEG: 1.0, VECTOR_LEG: 1.0, GRAPH_LEG: 0.35}
 LEG_WEIGHTS_ENV = "RECALLMESH_LEG_WEIGHTS"
-# The legs a gateway fans out to unless RECALLMESH_LEGS says otherwise. The graph leg runs
-# in every stack but is not among them (docs/decisions/0010-graph-stays-opt-in.md);
-# RECALLMESH_LEGS=lexical,vector,graph turns it on. Every service reads the same variable
-# (the indexer extracts concepts only for a graph leg that is asked: docs/decisions/0025).
-DEFAULT_LEGS = f"{LEXICAL_LEG},{VECTOR_LEG}"
 
 
 @dataclass(frozen=True)
@@ -493,14 +488,3 @@ def lexical_setting(name: str, default: Any, environ: Mapping[str, str] | None =
     raw = env_str(spec.env, "", environ)
     return env_value(spec.env, spec, kind, raw) if raw else default
 
-
-def leg_names(raw: str | None = None) -> list[LegName]:
-    """The legs RECALLMESH_LEGS names (`raw`, else the environment's, else DEFAULT_LEGS), in
-    order; ConfigError when it names none or one twice."""
-    raw = env_str("RECALLMESH_LEGS", DEFAULT_LEGS) if raw is None else raw
-    names = [n.strip() for n in raw.split(",") if n.strip()]
-    if not names:
-        raise ConfigError("RECALLMESH_LEGS names no leg")
-    if len(set(names)) != len(names):
-        raise ConfigError(f"RECALLMESH_LEGS names a leg twice: {raw!r}")
-    return names

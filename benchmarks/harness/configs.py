@@ -17,7 +17,8 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from recallmesh.policy import DEFAULT_LEGS, Overrides
+from recallmesh.policy import Overrides
+from recallmesh.shared.legs import DEFAULT_LEGS
 from recallmesh.v1 import memory_pb2
 
 

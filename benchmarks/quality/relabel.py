@@ -25,7 +25,8 @@ import json
 from pathlib import Path
 
 from benchmarks.harness.configs import CONFIGS, Config
-from recallmesh.policy import DEFAULT_LEG_WEIGHTS, DEFAULT_LEGS
+from recallmesh.policy import DEFAULT_LEG_WEIGHTS
+from recallmesh.shared.legs import DEFAULT_LEGS
 
 TARGET = "default"
 

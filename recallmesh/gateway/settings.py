@@ -6,8 +6,15 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass, field
 
-from recallmesh.policy import RecallPolicy, leg_names
-from recallmesh.shared.legs import BUILT_IN_LEGS, GRAPH_LEG, LEXICAL_LEG, VECTOR_LEG, LegName
+from recallmesh.policy import RecallPolicy
+from recallmesh.shared.legs import (
+    BUILT_IN_LEGS,
+    GRAPH_LEG,
+    LEXICAL_LEG,
+    VECTOR_LEG,
+    LegName,
+    leg_names,
+)
 from recallmesh.shared.settings import (
     ConfigError,
     at_most,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from recallmesh.policy import DEFAULT_LEGS, leg_names
 from recallmesh.services.indexer.settings import IndexerSettings, concept_extractor
+from recallmesh.shared.legs import DEFAULT_LEGS, leg_names
 from recallmesh.shared.settings import ConfigError
 
 

@@ -69,6 +69,7 @@ USER_HAS: dict[str, str] = {
     "recallmesh.shared.embedded": "the embedded Postgres `recallmesh up` starts, started alone",
     "recallmesh.shared.credentials": "the local admin key a client reads",
     "recallmesh.shared.services": "the services' names and ports",
+    "recallmesh.shared.legs": "the legs' names and the legs a deployment runs by default",
     "recallmesh.embedding_models": "the model catalogue, manifests, calibrations and builders",
     "recallmesh.migrations": "the schema `recallmesh migrate` writes, a benchmark database's",
     "recallmesh.integrations": "the framework adapters whose overhead is measured",

@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.harness.configs import CONFIGS, preset
 from benchmarks.quality import relabel
-from recallmesh.policy import DEFAULT_LEGS
+from recallmesh.shared.legs import DEFAULT_LEGS
 
 # The default with only the vector weight asked for (the route never touches that one).
 VECTOR_1 = preset("default_v1", "", tuple(DEFAULT_LEGS.split(",")), weights={"vector": 1.0})

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recallmesh.policy import leg_names
-from recallmesh.shared.legs import GRAPH_LEG
+from recallmesh.shared.legs import GRAPH_LEG, leg_names
 from recallmesh.shared.settings import (
     ConfigError,
     default_target,
