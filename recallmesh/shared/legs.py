@@ -2,7 +2,8 @@
 RECALLMESH_LEGS (a leg of its own, at an address of its own, is as welcome as the three built
 in), so a leg's name is an open set of strings: `LegName`. The built-in legs the product reads by
 name are these constants, defined once, here on the ground floor where every floor can name them
-(docs/reference/layout.md)."""
+(docs/architecture.md); and the legs a deployment runs, RECALLMESH_LEGS, are read here
+(docs/configuration.md)."""
 
 from __future__ import annotations
 

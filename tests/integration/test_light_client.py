@@ -26,9 +26,10 @@ ALLOWED_DISTRIBUTIONS = {"recallmesh", "grpcio", "protobuf", "typing_extensions"
 # The recallmesh modules `import recallmesh.client` may load: the client, the wire, the
 # generated messages and the floor's light modules (no db, server or telemetry).
 ALLOWED_PACKAGES = ("recallmesh.client", "recallmesh.wire", "recallmesh.v1")
-# recallmesh.policy: the recall settings' declarations (what a request may override)
+# recallmesh.policy: the recall settings' declarations (what a request may override);
+# recallmesh.shared.legs: the legs' names a request's weights and skip_legs name
 ALLOWED_MODULES = {"recallmesh", "recallmesh.policy", "recallmesh.shared",
-                   "recallmesh.shared.errors",
+                   "recallmesh.shared.errors", "recallmesh.shared.legs",
                    "recallmesh.shared.settings", "recallmesh.shared.services",
                    "recallmesh.shared.tls", "recallmesh.shared.credentials",
                    "recallmesh.shared.transport"}
