@@ -487,4 +487,3 @@ def lexical_setting(name: str, default: Any, environ: Mapping[str, str] | None =
     assert spec.owner == "lexical" and spec.env is not None
     raw = env_str(spec.env, "", environ)
     return env_value(spec.env, spec, kind, raw) if raw else default
-

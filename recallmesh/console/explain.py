@@ -10,9 +10,9 @@ import re
 from dataclasses import dataclass, replace
 
 from recallmesh.client import LegContribution, RecallResult
+from recallmesh.shared.legs import FAILED_LEG_STATES
 
 BAR_WIDTH = 240  # px of a full bar (score 1.0, or the slowest leg)
-FAILED_STATES = ("TIMEOUT", "ERROR")
 _LOCAL_FUSION = re.compile(r"\(local: (?P<why>[^)]*)\)")
 
 
@@ -82,7 +82,7 @@ def explain_view(result: RecallResult) -> ExplainView:
                             _px(leg.latency_ms, slowest)) for leg in result.legs)
     floor = getattr(result, "relevance_floor", None)
     why = [f"{leg.leg} {leg.state.lower()}" + (f": {leg.detail}" if leg.detail else "")
-           for leg in result.legs if leg.state in FAILED_STATES]
+           for leg in result.legs if leg.state in FAILED_LEG_STATES]
     if local := _LOCAL_FUSION.search(result.fusion):
         why.append(f"fused in the gateway: {local.group('why')}")
     return ExplainView(

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from recallmesh.shared.legs import GRAPH_LEG, LegName
+from recallmesh.shared.legs import FAILED_LEG_STATES, GRAPH_LEG, LegName
 from recallmesh.shared.telemetry import LEG_LATENCY_SECONDS
 
 QUERY_EMBED_SECONDS = Histogram(
@@ -96,8 +96,7 @@ AFTER_LEGS_PLANNED_SECONDS = Gauge(
 )
 
 # The label values of the series above that export_recall_zeros creates.
-LEG_STATES = ("OK", "TIMEOUT", "ERROR")  # recallmesh.gateway.fanout.run_leg's outcomes
-LEG_FAILURE_STATES = ("TIMEOUT", "ERROR")
+CALLED_LEG_STATES = ("OK", *FAILED_LEG_STATES)  # recallmesh.gateway.fanout.run_leg's outcomes
 SECOND_STAGE_LEG = "graph_second_stage"  # the leg label of the graph second stage's call
 FALLBACK_KINDS = ("lexical_only", "partial", "local_fusion")
 DEGRADED_VALUES = ("true", "false", "failed")
@@ -113,9 +112,9 @@ def export_recall_zeros(legs: Iterable[LegName]) -> None:
     if GRAPH_LEG in labels:
         labels.append(SECOND_STAGE_LEG)
     for leg in labels:
-        for state in LEG_STATES:
+        for state in CALLED_LEG_STATES:
             LEG_LATENCY_SECONDS.labels(leg, state)
-            if state in LEG_FAILURE_STATES:
+            if state in FAILED_LEG_STATES:
                 LEG_FAILURES.labels(leg, state)
     for kind in FALLBACK_KINDS:
         FALLBACKS.labels(kind)

@@ -80,7 +80,7 @@ from recallmesh.shared.errors import (
     ResourceExhausted,
     Unavailable,
 )
-from recallmesh.shared.legs import GRAPH_LEG, LEXICAL_LEG
+from recallmesh.shared.legs import FAILED_LEG_STATES, GRAPH_LEG, LEXICAL_LEG
 from recallmesh.wire.fusion import FusedCandidate, LegList
 from recallmesh.wire.memory_fields import StoredMemory
 from recallmesh.wire.retriever import LegQuery
@@ -112,7 +112,7 @@ class RecallOutcome:
     @property
     def degraded(self) -> bool:
         """A leg that was asked did not answer (skipping on request is not degradation)."""
-        return any(leg.state in ("TIMEOUT", "ERROR") for leg in self.legs)
+        return any(leg.state in FAILED_LEG_STATES for leg in self.legs)
 
 
 class Recaller:
@@ -280,7 +280,7 @@ class Recaller:
         answered = [o for o in outcomes if o.state == "OK"]
         if not answered:
             raise none_answered(ran, q.budget_ms)
-        if any(o.state in ("TIMEOUT", "ERROR") for o in ran):
+        if any(o.state in FAILED_LEG_STATES for o in ran):
             only_lexical = [o.leg for o in answered] == [LEXICAL_LEG]
             FALLBACKS.labels("lexical_only" if only_lexical else "partial").inc()
 

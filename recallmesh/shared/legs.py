@@ -27,6 +27,8 @@ DEFAULT_LEGS: Final = f"{LEXICAL_LEG},{VECTOR_LEG}"
 # import where the names differ from the protos').
 LegState = Literal["OK", "TIMEOUT", "ERROR", "SKIPPED"]
 LEG_STATES: tuple[LegState, ...] = get_args(LegState)
+# A leg asked that gave no answer: the recall is degraded (SKIPPED was not asked).
+FAILED_LEG_STATES: tuple[LegState, ...] = ("TIMEOUT", "ERROR")
 
 
 def leg_names(raw: str | None = None) -> list[LegName]:
