@@ -46,7 +46,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeAlias, TypeVar
 
 import psycopg
 from prometheus_client import Counter, Gauge
@@ -324,6 +324,11 @@ async def wal_position(pool: AsyncConnectionPool, timeout_s: float | None = None
     return str(row[0])
 
 
-def as_reads(source: Reads | AsyncConnectionPool) -> Reads:
+# What a leg reads through: Reads, or a plain pool all of whose reads go to it (a test's, a
+# benchmark's).
+ReadSource: TypeAlias = Reads | AsyncConnectionPool
+
+
+def as_reads(source: ReadSource) -> Reads:
     """`source` as Reads: itself, or a plain pool all of whose reads go to it."""
     return source if isinstance(source, Reads) else Reads(source)

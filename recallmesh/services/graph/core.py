@@ -17,13 +17,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
-from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.services.graph.loading import NamespaceGraph, load_graph
 from recallmesh.services.graph.ranking import GraphHit, rank
 from recallmesh.services.graph.settings import GraphSettings
 from recallmesh.shared.db import Conn
-from recallmesh.shared.replicas import Reads, as_reads
+from recallmesh.shared.replicas import ReadSource, as_reads
 from recallmesh.wire.filters import Filters, filter_sql, live
 
 log = logging.getLogger(__name__)
@@ -71,7 +70,7 @@ class GraphRetriever:
     search that gives up at its deadline leaves it running for the next one.
     """
 
-    def __init__(self, reads: Reads | AsyncConnectionPool,
+    def __init__(self, reads: ReadSource,
                  settings: GraphSettings | None = None) -> None:
         self.reads = as_reads(reads)  # a replica's connections when one is set
         self.settings = settings or GraphSettings()

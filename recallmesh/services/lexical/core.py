@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from prometheus_client import Counter
-from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.policy import LexicalRanking, SortBy
 from recallmesh.services.lexical.bm25 import PRUNE_MIN_POSTINGS, build_bm25_sql
@@ -47,7 +46,7 @@ from recallmesh.services.lexical.spelling import (
 from recallmesh.services.lexical.ts_rank import build_search_sql
 from recallmesh.shared.cjk import query_terms
 from recallmesh.shared.db import Conn
-from recallmesh.shared.replicas import Reads, as_reads
+from recallmesh.shared.replicas import ReadSource, as_reads
 from recallmesh.wire.filters import Filters
 
 
@@ -95,7 +94,7 @@ class LexicalRetriever:
     """Runs lexical searches on read connections (a replica's when one is set, else the
     primary pool's: recallmesh.shared.replicas)."""
 
-    def __init__(self, reads: Reads | AsyncConnectionPool, or_min_rank: float = 0.01,
+    def __init__(self, reads: ReadSource, or_min_rank: float = 0.01,
                  ranking: LexicalRanking = "ts_rank",
                  k1: float = 1.2, b: float = 0.75,
                  spelling: float = SPELLING_SIMILARITY, bm25_index: bool = False,

@@ -56,12 +56,11 @@ from pgvector import HalfVector
 from pgvector.psycopg.halfvec import register_halfvec_info
 from prometheus_client import Counter
 from psycopg.types import TypeInfo
-from psycopg_pool import AsyncConnectionPool
 
 from recallmesh.services.vector.settings import DEFAULT_EF_SEARCH, DEFAULT_EXACT_MAX
 from recallmesh.shared.db import Conn
 from recallmesh.shared.errors import InvalidArgument
-from recallmesh.shared.replicas import Reads, as_reads
+from recallmesh.shared.replicas import ReadSource, as_reads
 from recallmesh.wire.filters import Filters, filter_sql, live, not_deleted
 
 EXACT_SEARCHES = Counter(
@@ -150,7 +149,7 @@ def check_vector(values: Sequence[float], dimension: int) -> np.ndarray:
 class VectorRetriever:
     """Runs nearest-neighbour searches over a psycopg AsyncConnectionPool."""
 
-    def __init__(self, reads: Reads | AsyncConnectionPool, dimension: int,
+    def __init__(self, reads: ReadSource, dimension: int,
                  ef_search: int = DEFAULT_EF_SEARCH,
                  iterative_scan: str = "relaxed_order", exact_max: int = DEFAULT_EXACT_MAX,
                  clock: Any = time.monotonic) -> None:
